@@ -1,0 +1,74 @@
+-- The job table, its attempt history and its tags.
+-- Times are integer milliseconds since the Unix epoch, UTC.
+
+CREATE TABLE jobs (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused, so a stale id never names a new job
+    queue              TEXT    NOT NULL,
+    name               TEXT    NOT NULL,
+    state              TEXT    NOT NULL CHECK (state IN
+                           ('scheduled', 'queued', 'waiting', 'running', 'completed', 'failed', 'cancelled')),
+    data               TEXT    NOT NULL,                  -- JSON the next attempt starts from; checkpoints replace it
+    progress           TEXT,                              -- JSON the running attempt reported; cleared on claim
+    priority           INTEGER NOT NULL,
+    weight             INTEGER NOT NULL CHECK (weight >= 1),
+    run_at             INTEGER NOT NULL,
+    attempt            INTEGER NOT NULL DEFAULT 0,        -- attempts started so far
+    max_attempts       INTEGER NOT NULL CHECK (max_attempts >= 1),
+    backoff_initial_ms INTEGER NOT NULL,
+    backoff_multiplier REAL    NOT NULL,
+    backoff_max_ms     INTEGER NOT NULL,
+    backoff_jitter     REAL    NOT NULL,
+    lease_timeout_ms   INTEGER NOT NULL,
+    unique_key         TEXT,
+    parent_id          INTEGER,
+    worker             TEXT,                              -- set while running
+    lease_token        INTEGER,                           -- set while running; fences late calls
+    lease_expires_at   INTEGER,                           -- set while running
+    created_at         INTEGER NOT NULL,
+    started_at         INTEGER,                           -- first attempt's start
+    finished_at        INTEGER,                           -- entry into completed, failed or cancelled
+    error              TEXT,                              -- the last attempt's error message
+    failure_group      TEXT                               -- set when failed
+);
+
+-- Serves SELECT_READY_JOBS (claim): only ready jobs are in it, in claim order, so future and finished jobs cost nothing.
+CREATE INDEX jobs_ready ON jobs (queue, priority DESC, run_at, id) WHERE state = 'queued';
+
+-- Serves PROMOTE_DUE_JOBS and the writer's next-wake-up lookup.
+CREATE INDEX jobs_scheduled ON jobs (run_at) WHERE state = 'scheduled';
+
+-- Serves EXPIRE_LEASES and the writer's next-wake-up lookup.
+CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE state = 'running';
+
+-- Serves the unique-key lookup of push, and makes two live jobs with one key impossible.
+CREATE UNIQUE INDEX jobs_unique_live ON jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'queued', 'waiting', 'running');
+
+-- Serves retention: the oldest finished jobs first.
+CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('completed', 'cancelled');
+
+-- Serves list by state (and queue), newest first.
+CREATE INDEX jobs_by_state ON jobs (state, queue, id);
+
+CREATE TABLE job_attempts (
+    id          INTEGER PRIMARY KEY,
+    job_id      INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    attempt     INTEGER NOT NULL, -- the job's attempt count when it started; a released attempt's number repeats
+    worker      TEXT    NOT NULL,
+    started_at  INTEGER NOT NULL,
+    finished_at INTEGER,          -- NULL while running: a job has at most one open attempt
+    outcome     TEXT,
+    error       TEXT
+);
+
+-- Serves a job's history, ending its open attempt, and the cascade when a job is deleted.
+CREATE INDEX job_attempts_by_job ON job_attempts (job_id, id);
+
+CREATE TABLE job_tags (
+    job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    tag    TEXT    NOT NULL,
+    PRIMARY KEY (job_id, tag)
+) WITHOUT ROWID;
+
+-- Serves listing the jobs with a tag.
+CREATE INDEX job_tags_by_tag ON job_tags (tag, job_id);

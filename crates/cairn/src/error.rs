@@ -1,0 +1,187 @@
+//! The engine's error type. Every fallible public function returns [`Error`]; callers branch on [`Error::kind`].
+//!
+//! Driver errors (SQLite) are kept as the `source()` of a [`ErrorKind::Storage`] error and never appear in a signature.
+
+use std::fmt;
+
+/// What went wrong, for callers that branch on it (an HTTP layer maps each kind to one status code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Input broke a rule; [`Error::field`] names the field.
+    InvalidInput,
+    /// No job has that id.
+    NotFound,
+    /// The caller's lease is no longer valid: it expired, or the job was cancelled, deleted, or leased again.
+    LeaseLost,
+    /// The job is in a state that does not allow the operation (for example, cancelling a completed job).
+    InvalidState,
+    /// Another live Cairn process holds the database.
+    Locked,
+    /// The queue was closed.
+    Closed,
+    /// The database failed (I/O, corruption, full disk).
+    Storage,
+}
+
+impl ErrorKind {
+    /// A short stable name, such as `lease_lost`, for logs and wire formats.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidInput => "invalid_input",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::LeaseLost => "lease_lost",
+            ErrorKind::InvalidState => "invalid_state",
+            ErrorKind::Locked => "locked",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Storage => "storage",
+        }
+    }
+}
+
+/// An error from the engine.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    field: Option<&'static str>,
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// The engine's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            field: None,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Bad input: `field` names what was wrong, `rule` says what was expected.
+    pub(crate) fn invalid(field: &'static str, rule: impl fmt::Display) -> Self {
+        Error {
+            kind: ErrorKind::InvalidInput,
+            field: Some(field),
+            message: format!("{field}: {rule}"),
+            source: None,
+        }
+    }
+
+    pub(crate) fn not_found(what: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::NotFound, format!("{what} not found"))
+    }
+
+    pub(crate) fn lease_lost(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::LeaseLost, message)
+    }
+
+    pub(crate) fn invalid_state(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidState, message)
+    }
+
+    pub(crate) fn closed() -> Self {
+        Error::new(ErrorKind::Closed, "the queue is closed")
+    }
+
+    pub(crate) fn storage(
+        context: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error {
+            kind: ErrorKind::Storage,
+            field: None,
+            message: context.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// Prefixes the message with the position of the failing item in a batch: `jobs[3]: name: must not be empty`.
+    pub(crate) fn in_batch(mut self, index: usize) -> Self {
+        self.message = format!("jobs[{index}]: {}", self.message);
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// For [`ErrorKind::InvalidInput`], the field that broke a rule.
+    pub fn field(&self) -> Option<&'static str> {
+        self.field
+    }
+
+    /// The message without the source chain.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether no job has the given id.
+    pub fn is_not_found(&self) -> bool {
+        self.kind == ErrorKind::NotFound
+    }
+
+    /// Whether the caller no longer holds the job's lease.
+    pub fn is_lease_lost(&self) -> bool {
+        self.kind == ErrorKind::LeaseLost
+    }
+
+    /// Whether the input broke a rule.
+    pub fn is_invalid_input(&self) -> bool {
+        self.kind == ErrorKind::InvalidInput
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            Some(source) if self.kind == ErrorKind::Storage => {
+                write!(f, "{}: {source}", self.message)
+            }
+            _ => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::storage("database error", e)
+    }
+}
+
+impl Clone for Error {
+    /// Clones keep the kind, field and message; a storage source is flattened into the message.
+    fn clone(&self) -> Self {
+        Error {
+            kind: self.kind,
+            field: self.field,
+            message: self.to_string(),
+            source: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_input_names_field_and_rule() {
+        let e = Error::invalid("priority", "must be an integer, got \"high\"");
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        assert_eq!(e.field(), Some("priority"));
+        assert_eq!(e.to_string(), "priority: must be an integer, got \"high\"");
+    }
+}

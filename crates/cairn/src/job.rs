@@ -1,0 +1,221 @@
+//! What a job is, as callers see it: [`Job`], its [`JobState`] and the [`Attempt`] records of its history.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
+use crate::retry_policy::RetryPolicy;
+
+/// A job's id, assigned by Cairn. Ids are never reused, even after a job is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub i64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobState {
+    /// Waiting for its `run_at` to arrive.
+    Scheduled,
+    /// Ready to be taken by a worker.
+    Queued,
+    /// Waiting on other jobs (dependencies or children).
+    Waiting,
+    /// Leased to one worker.
+    Running,
+    /// Finished successfully.
+    Completed,
+    /// Retries exhausted, or failed on purpose.
+    Failed,
+    /// Cancelled before it finished.
+    Cancelled,
+}
+
+impl JobState {
+    /// Every state, in life order.
+    pub const ALL: [JobState; 7] = [
+        JobState::Scheduled,
+        JobState::Queued,
+        JobState::Waiting,
+        JobState::Running,
+        JobState::Completed,
+        JobState::Failed,
+        JobState::Cancelled,
+    ];
+
+    /// The state's name as stored and shown: `scheduled`, `queued`, …
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Scheduled => "scheduled",
+            JobState::Queued => "queued",
+            JobState::Waiting => "waiting",
+            JobState::Running => "running",
+            JobState::Completed => "completed",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the job has not finished yet (it still holds its unique key).
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            JobState::Scheduled | JobState::Queued | JobState::Waiting | JobState::Running
+        )
+    }
+
+    /// Whether the job has finished, one way or another.
+    pub fn is_finished(self) -> bool {
+        !self.is_live()
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobState {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        JobState::ALL.into_iter().find(|state| state.as_str() == s).ok_or_else(|| {
+            Error::invalid(
+                "state",
+                format!("must be one of scheduled, queued, waiting, running, completed, failed, cancelled, got {s:?}"),
+            )
+        })
+    }
+}
+
+/// How one attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AttemptOutcome {
+    /// The worker finished the job.
+    Completed,
+    /// The worker reported a transient error; the job was retried or, out of attempts, failed.
+    Retried,
+    /// The worker failed the job permanently.
+    Failed,
+    /// The lease ran out before the worker finished.
+    LeaseExpired,
+    /// The job was cancelled or deleted while running.
+    Cancelled,
+    /// The process that held the job died; the job was recovered when the database was opened again.
+    Crashed,
+    /// The worker gave the job back without running it to the end (shutdown); the attempt does not count.
+    Released,
+}
+
+impl AttemptOutcome {
+    /// The outcome's name as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AttemptOutcome::Completed => "completed",
+            AttemptOutcome::Retried => "retried",
+            AttemptOutcome::Failed => "failed",
+            AttemptOutcome::LeaseExpired => "lease_expired",
+            AttemptOutcome::Cancelled => "cancelled",
+            AttemptOutcome::Crashed => "crashed",
+            AttemptOutcome::Released => "released",
+        }
+    }
+
+    pub(crate) fn parse_stored(s: &str) -> Option<Self> {
+        [
+            AttemptOutcome::Completed,
+            AttemptOutcome::Retried,
+            AttemptOutcome::Failed,
+            AttemptOutcome::LeaseExpired,
+            AttemptOutcome::Cancelled,
+            AttemptOutcome::Crashed,
+            AttemptOutcome::Released,
+        ]
+        .into_iter()
+        .find(|o| o.as_str() == s)
+    }
+}
+
+impl fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One attempt at running a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// 1 for the first attempt.
+    pub number: u32,
+    /// The worker that held the job.
+    pub worker: WorkerId,
+    /// When the worker took the job.
+    pub started_at: Timestamp,
+    /// When the attempt ended; `None` while it runs.
+    pub finished_at: Option<Timestamp>,
+    /// How it ended; `None` while it runs.
+    pub outcome: Option<AttemptOutcome>,
+    /// The error the attempt ended with, if any.
+    pub error: Option<String>,
+}
+
+/// Everything about one job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// The job's id.
+    pub id: JobId,
+    /// The queue it is in.
+    pub queue: QueueName,
+    /// Its name (type), which workers match.
+    pub name: JobName,
+    /// Its state.
+    pub state: JobState,
+    /// The data the next attempt starts from (a checkpoint replaces it; a finish may replace it).
+    pub data: Value,
+    /// What the running (or last) attempt reported with heartbeat or update, if anything.
+    pub progress: Option<Value>,
+    /// Higher runs first.
+    pub priority: i32,
+    /// How much of a worker's concurrency it uses.
+    pub weight: u32,
+    /// When it is (or was) due.
+    pub run_at: Timestamp,
+    /// Attempts started so far.
+    pub attempt: u32,
+    /// Attempts, backoff and jitter.
+    pub retry: RetryPolicy,
+    /// How long a worker holds it without a heartbeat.
+    pub lease_timeout: Duration,
+    /// The key that no other live job may hold, if any.
+    pub unique_key: Option<UniqueKey>,
+    /// Its tags, sorted.
+    pub tags: Vec<Tag>,
+    /// Its parent job, if any.
+    pub parent: Option<JobId>,
+    /// The worker holding it, while running.
+    pub worker: Option<WorkerId>,
+    /// When its lease runs out, while running.
+    pub lease_expires_at: Option<Timestamp>,
+    /// When it was enqueued.
+    pub created_at: Timestamp,
+    /// When its first attempt started.
+    pub started_at: Option<Timestamp>,
+    /// When it completed, failed or was cancelled.
+    pub finished_at: Option<Timestamp>,
+    /// The last attempt's error message.
+    pub error: Option<String>,
+    /// The failure group, once failed.
+    pub failure_group: Option<String>,
+    /// One record per attempt, oldest first. Filled by [`Queue::get`](crate::Queue::get); empty in listings.
+    pub history: Vec<Attempt>,
+}

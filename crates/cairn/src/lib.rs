@@ -1,0 +1,56 @@
+//! Cairn: a durable job queue. This crate is the engine, usable embedded on one SQLite file.
+//!
+//! ```no_run
+//! # async fn demo() -> cairn::Result<()> {
+//! use cairn::{Dequeue, Push, Queue};
+//!
+//! let queue = Queue::open("jobs.db").await?;
+//! queue.enqueue(Push::new("email.send").data(serde_json::json!({"to": "ada@example.com"}))).await?;
+//! for claimed in queue.dequeue(Dequeue::new("worker-1").name("email.*")).await? {
+//!     // … send the email …
+//!     queue.finish(&claimed.lease, None).await?;
+//! }
+//! queue.close(std::time::Duration::from_secs(5)).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! See `ARCHITECTURE.md` in the repository for how it works inside.
+#![warn(missing_docs)]
+
+mod clock;
+mod error;
+mod job;
+mod lease;
+mod names;
+mod ops;
+mod options;
+mod query;
+mod queue;
+mod retry_policy;
+mod store;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{Error, ErrorKind, Result};
+pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState};
+pub use lease::Lease;
+pub use names::{JobName, NamePattern, QueueName, Tag, UniqueKey, WorkerId};
+pub use ops::cancel::Cancel;
+pub use ops::checkpoint::Checkpoint;
+pub use ops::claim::{ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_WAIT, QueueOrder};
+pub use ops::delete::Delete;
+pub use ops::fail::Fail;
+pub use ops::finish::Finish;
+pub use ops::heartbeat::Heartbeat;
+pub use ops::push::{Enqueued, Push, PushBatch};
+pub use ops::release::Release;
+pub use ops::reschedule::Reschedule;
+pub use ops::retry::Retry;
+pub use ops::set_priority::SetPriority;
+pub use ops::update::Update;
+pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
+pub use query::{JobFilter, JobPage, MAX_PAGE};
+pub use queue::Queue;
+pub use retry_policy::RetryPolicy;
+/// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
+pub use rusqlite;
+pub use store::sqlite::connection::SqliteSettings;

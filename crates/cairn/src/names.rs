@@ -1,0 +1,217 @@
+//! Identifier newtypes. Outside input is parsed once, here, at the edge; inside the engine no identifier is a bare
+//! `String`.
+
+use std::fmt;
+
+use crate::error::{Error, Result};
+
+/// Checks the rules every identifier shares: non-empty, at most `max` bytes, no control characters.
+fn check_text(field: &'static str, value: &str, max: usize) -> Result<()> {
+    if value.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if value.len() > max {
+        return Err(Error::invalid(
+            field,
+            format!("must be at most {max} bytes, got {}", value.len()),
+        ));
+    }
+    if let Some(c) = value.chars().find(|c| c.is_control()) {
+        return Err(Error::invalid(
+            field,
+            format!("must not contain control characters, got {c:?}"),
+        ));
+    }
+    Ok(())
+}
+
+macro_rules! text_id {
+    ($(#[$doc:meta])* $name:ident, $field:literal, $max:expr, $extra:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses outside input.
+            ///
+            /// # Errors
+            /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming the field and the broken rule.
+            pub fn parse(value: impl Into<String>) -> Result<Self> {
+                let value = value.into();
+                check_text($field, &value, $max)?;
+                let extra: fn(&str) -> Result<()> = $extra;
+                extra(&value)?;
+                Ok($name(value))
+            }
+
+            /// The identifier as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// Wraps text already validated by the engine (read back from the database).
+            #[allow(dead_code)]
+            pub(crate) fn from_trusted(value: String) -> Self {
+                $name(value)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = Error;
+            fn try_from(value: &str) -> Result<Self> {
+                $name::parse(value)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = Error;
+            fn try_from(value: String) -> Result<Self> {
+                $name::parse(value)
+            }
+        }
+    };
+}
+
+text_id!(
+    /// A queue's name: letters, digits and `_ - . :`, at most 128 bytes. The default queue is `default`.
+    QueueName, "queue", 128, |v| {
+        match v.chars().find(|c| !(c.is_ascii_alphanumeric() || "_-.:".contains(*c))) {
+            Some(c) => Err(Error::invalid("queue", format!("may only contain letters, digits and _ - . :, got {c:?}"))),
+            None => Ok(()),
+        }
+    }
+);
+
+text_id!(
+    /// A job's name, its type: what workers match with a GLOB such as `email.*`. At most 255 bytes, and none of the
+    /// GLOB characters `* ? [ ]`, so that every name can be matched exactly.
+    JobName, "name", 255, |v| {
+        match v.chars().find(|c| "*?[]".contains(*c)) {
+            Some(c) => Err(Error::invalid("name", format!("must not contain the GLOB character {c:?}"))),
+            None => Ok(()),
+        }
+    }
+);
+
+text_id!(
+    /// A worker's id, as it identifies itself when it takes jobs. At most 255 bytes.
+    WorkerId, "worker", 255, |_| Ok(())
+);
+
+text_id!(
+    /// A tag on a job. At most 128 bytes.
+    Tag, "tags", 128, |_| Ok(())
+);
+
+text_id!(
+    /// A key that at most one live (not yet finished) job holds at a time. At most 255 bytes.
+    UniqueKey, "unique_key", 255, |_| Ok(())
+);
+
+text_id!(
+    /// A pattern over job names with SQLite's GLOB syntax: `*` any run of characters, `?` one character, `[abc]`,
+    /// `[a-z]` and `[^abc]` one character from (or not from) a set. Matching is case-sensitive.
+    NamePattern, "name_pattern", 255, validate_glob
+);
+
+impl Default for QueueName {
+    fn default() -> Self {
+        QueueName("default".to_owned())
+    }
+}
+
+impl NamePattern {
+    /// The pattern that matches every name.
+    pub fn any() -> Self {
+        NamePattern("*".to_owned())
+    }
+
+    /// Whether the pattern matches every name.
+    pub fn is_any(&self) -> bool {
+        self.0 == "*"
+    }
+}
+
+/// Rejects GLOBs that SQLite would accept but that can never match what the user meant: an unclosed `[`.
+fn validate_glob(pattern: &str) -> Result<()> {
+    let mut chars = pattern.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if c != '[' {
+            continue;
+        }
+        // A set may start with `^`, and a `]` right after the opening (or after `^`) is a literal member.
+        if chars.peek().map(|(_, c)| *c) == Some('^') {
+            chars.next();
+        }
+        if chars.peek().map(|(_, c)| *c) == Some(']') {
+            chars.next();
+        }
+        let mut closed = false;
+        for (_, c) in chars.by_ref() {
+            if c == ']' {
+                closed = true;
+                break;
+            }
+        }
+        if !closed {
+            return Err(Error::invalid(
+                "name_pattern",
+                format!("the '[' at byte {at} opens a character set that is never closed with ']'"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(result: Result<impl fmt::Debug>, expected: &str) {
+        match result {
+            Ok(v) => assert_eq!(format!("{v:?}"), expected),
+            Err(e) => assert_eq!(e.to_string(), expected),
+        }
+    }
+
+    #[test]
+    fn identifiers_are_validated_with_field_and_rule() {
+        check(QueueName::parse(""), "queue: must not be empty");
+        check(
+            QueueName::parse("a b"),
+            "queue: may only contain letters, digits and _ - . :, got ' '",
+        );
+        check(QueueName::parse("mail.high"), "QueueName(\"mail.high\")");
+        check(
+            JobName::parse("email.*"),
+            "name: must not contain the GLOB character '*'",
+        );
+        check(
+            JobName::parse("x".repeat(256)),
+            "name: must be at most 255 bytes, got 256",
+        );
+        check(
+            WorkerId::parse("w\n1"),
+            "worker: must not contain control characters, got '\\n'",
+        );
+        check(
+            NamePattern::parse("email.[abc"),
+            "name_pattern: the '[' at byte 6 opens a character set that is never closed with ']'",
+        );
+        check(NamePattern::parse("[]x]*"), "NamePattern(\"[]x]*\")");
+        check(NamePattern::parse("[^]]"), "NamePattern(\"[^]]\")");
+        check(NamePattern::parse("email.*"), "NamePattern(\"email.*\")");
+    }
+}

@@ -1,0 +1,338 @@
+//! Taking ready jobs: [`Dequeue`] leases up to N jobs to a worker, atomically.
+
+use std::time::Duration;
+
+use rusqlite::params_from_iter;
+use rusqlite::types::Value as SqlValue;
+
+use crate::clock::from_millis;
+use crate::error::{Error, Result};
+use crate::job::Job;
+use crate::lease::Lease;
+use crate::names::{NamePattern, QueueName, WorkerId};
+use crate::ops::{Operation, WriteCtx};
+use crate::store::sqlite::rows::{JOB_COLUMNS, job_from_row};
+
+/// The most jobs one dequeue may take.
+pub const MAX_DEQUEUE: u32 = 1000;
+
+/// The longest a dequeue may wait: a day. Workers that want to wait longer ask again.
+pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
+
+/// How a dequeue over several queues picks among them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueOrder {
+    /// Drain the first queue before looking at the second, and so on.
+    #[default]
+    Ordered,
+    /// Take one job from each queue in turn, starting at a different queue on every call.
+    RoundRobin,
+}
+
+/// A worker's request for jobs. Fields are outside input, validated when the request runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dequeue {
+    /// Who takes the jobs.
+    pub worker: String,
+    /// The queues to take from; `default` when empty.
+    pub queues: Vec<String>,
+    /// How to pick among several queues.
+    pub order: QueueOrder,
+    /// GLOB patterns over job names; a job matching any of them may be taken. Every name when empty.
+    pub names: Vec<String>,
+    /// The most jobs to take, 1 to [`MAX_DEQUEUE`].
+    pub limit: u32,
+    /// The most total weight to take. A job heavier than this is still taken when it is the first one, so that
+    /// no job is too heavy to ever run.
+    pub max_weight: Option<u32>,
+    /// How long to wait for a job when none is ready. The call returns the moment one becomes ready.
+    pub wait: Duration,
+}
+
+impl Dequeue {
+    /// A request by `worker` for one job of any name from the `default` queue, not waiting.
+    pub fn new(worker: impl Into<String>) -> Self {
+        Dequeue {
+            worker: worker.into(),
+            queues: Vec::new(),
+            order: QueueOrder::Ordered,
+            names: Vec::new(),
+            limit: 1,
+            max_weight: None,
+            wait: Duration::ZERO,
+        }
+    }
+
+    /// Adds a queue to take from.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queues.push(queue.into());
+        self
+    }
+
+    /// Sets how to pick among queues.
+    pub fn order(mut self, order: QueueOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Adds a name pattern.
+    pub fn name(mut self, pattern: impl Into<String>) -> Self {
+        self.names.push(pattern.into());
+        self
+    }
+
+    /// Sets the most jobs to take.
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Sets the most total weight to take.
+    pub fn max_weight(mut self, weight: u32) -> Self {
+        self.max_weight = Some(weight);
+        self
+    }
+
+    /// Waits up to `wait` for a job.
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = wait;
+        self
+    }
+
+    /// Validates the request once, before it reaches the writer.
+    pub(crate) fn validate(&self) -> Result<Claim> {
+        let worker = WorkerId::parse(self.worker.as_str())?;
+        let mut queues = self
+            .queues
+            .iter()
+            .map(|q| QueueName::parse(q.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        if queues.is_empty() {
+            queues.push(QueueName::default());
+        }
+        let names = self
+            .names
+            .iter()
+            .map(|n| NamePattern::parse(n.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        if !(1..=MAX_DEQUEUE).contains(&self.limit) {
+            return Err(Error::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_DEQUEUE}, got {}", self.limit),
+            ));
+        }
+        if self.wait > MAX_WAIT {
+            return Err(Error::invalid(
+                "wait",
+                format!("must be at most {MAX_WAIT:?}, got {:?}", self.wait),
+            ));
+        }
+        if self.max_weight == Some(0) {
+            return Err(Error::invalid("max_weight", "must be at least 1, got 0"));
+        }
+        // A pattern list containing `*` is the same as no list, and cheaper to run.
+        let names = if names.iter().any(NamePattern::is_any) {
+            Vec::new()
+        } else {
+            names
+        };
+        let sql = select_ready_jobs(names.len());
+        Ok(Claim {
+            worker,
+            queues,
+            order: self.order,
+            names,
+            limit: self.limit,
+            max_weight: self.max_weight,
+            sql,
+        })
+    }
+}
+
+/// A job leased to a worker, with the lease that proves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimedJob {
+    /// The job, as it is now that it runs.
+    pub job: Job,
+    /// The lease to pass to heartbeat, checkpoint, finish, retry, fail.
+    pub lease: Lease,
+}
+
+/// A validated [`Dequeue`], as the writer runs it.
+#[derive(Debug, Clone)]
+pub(crate) struct Claim {
+    pub worker: WorkerId,
+    pub queues: Vec<QueueName>,
+    pub order: QueueOrder,
+    pub names: Vec<NamePattern>,
+    pub limit: u32,
+    pub max_weight: Option<u32>,
+    sql: String,
+}
+
+/// SELECT_READY_JOBS for a number of name patterns: ready jobs of one queue in claim order, served by `jobs_ready`.
+fn select_ready_jobs(patterns: usize) -> String {
+    let names = if patterns == 0 {
+        String::new()
+    } else {
+        let any: Vec<String> = (0..patterns)
+            .map(|i| format!("name GLOB ?{}", i + 3))
+            .collect();
+        format!(" AND ({})", any.join(" OR "))
+    };
+    format!(
+        "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names} \
+         ORDER BY priority DESC, run_at, id LIMIT ?2"
+    )
+}
+
+/// Leases one job; `RETURNING` hands back the row as it is now.
+const LEASE_JOB: &str = "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
+     lease_expires_at = ?4 + lease_timeout_ms, attempt = attempt + 1, started_at = COALESCE(started_at, ?4), \
+     progress = NULL WHERE id = ?1 RETURNING ";
+
+const INSERT_ATTEMPT: &str =
+    "INSERT INTO job_attempts (job_id, attempt, worker, started_at) VALUES (?1, ?2, ?3, ?4)";
+
+impl Claim {
+    /// The ready jobs of one queue, in claim order: (id, weight).
+    fn candidates(
+        &self,
+        ctx: &WriteCtx<'_>,
+        queue: &QueueName,
+        limit: u32,
+    ) -> Result<Vec<(i64, u32)>> {
+        let mut args: Vec<SqlValue> = Vec::with_capacity(2 + self.names.len());
+        args.push(SqlValue::Text(queue.as_str().to_owned()));
+        args.push(SqlValue::Integer(i64::from(limit)));
+        args.extend(
+            self.names
+                .iter()
+                .map(|n| SqlValue::Text(n.as_str().to_owned())),
+        );
+        let mut stmt = ctx.conn.prepare_cached(&self.sql)?;
+        let rows = stmt.query_map(params_from_iter(args), |row| Ok((row.get(0)?, row.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    fn lease(&self, ctx: &mut WriteCtx<'_>, id: i64) -> Result<ClaimedJob> {
+        let token = ctx.tokens.next_token();
+        let job = ctx
+            .conn
+            .prepare_cached(&format!("{LEASE_JOB}{JOB_COLUMNS}"))?
+            .query_row(
+                rusqlite::params![id, self.worker.as_str(), token, ctx.now_ms],
+                job_from_row,
+            )?;
+        ctx.conn
+            .prepare_cached(INSERT_ATTEMPT)?
+            .execute(rusqlite::params![
+                id,
+                job.attempt,
+                self.worker.as_str(),
+                ctx.now_ms
+            ])?;
+        let expires_at = job
+            .lease_expires_at
+            .unwrap_or_else(|| from_millis(ctx.now_ms));
+        let lease = Lease {
+            job: job.id,
+            token,
+            worker: self.worker.clone(),
+            expires_at,
+        };
+        Ok(ClaimedJob { job, lease })
+    }
+
+    /// Picks which jobs to take: (id, weight) in the order they will be handed out.
+    fn pick(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<(i64, u32)>> {
+        match self.order {
+            QueueOrder::Ordered => {
+                let mut picked = Vec::new();
+                for queue in &self.queues {
+                    let left = self.limit - picked.len() as u32;
+                    if left == 0 {
+                        break;
+                    }
+                    picked.extend(self.candidates(ctx, queue, left)?);
+                }
+                Ok(picked)
+            }
+            QueueOrder::RoundRobin => {
+                let start = *ctx.rotation % self.queues.len();
+                *ctx.rotation = ctx.rotation.wrapping_add(1);
+                let mut per_queue = Vec::with_capacity(self.queues.len());
+                for i in 0..self.queues.len() {
+                    let queue = &self.queues[(start + i) % self.queues.len()];
+                    per_queue.push(self.candidates(ctx, queue, self.limit)?.into_iter());
+                }
+                let mut picked = Vec::new();
+                while picked.len() < self.limit as usize {
+                    let before = picked.len();
+                    for queue in per_queue.iter_mut() {
+                        if picked.len() == self.limit as usize {
+                            break;
+                        }
+                        picked.extend(queue.next());
+                    }
+                    if picked.len() == before {
+                        break;
+                    }
+                }
+                Ok(picked)
+            }
+        }
+    }
+
+    /// Leases up to `limit` ready jobs within the weight budget.
+    pub(crate) fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
+        let picked = self.pick(ctx)?;
+        let mut claimed = Vec::with_capacity(picked.len());
+        let mut weight_left = self.max_weight.unwrap_or(u32::MAX);
+        for (id, weight) in picked {
+            if weight > weight_left && !claimed.is_empty() {
+                // Stop rather than skip: a heavy job keeps its place instead of being overtaken forever.
+                break;
+            }
+            weight_left = weight_left.saturating_sub(weight);
+            claimed.push(self.lease(ctx, id)?);
+        }
+        Ok(claimed)
+    }
+
+    /// Identifies what the claim looks for, so that waiters looking for the same thing can be skipped together.
+    pub(crate) fn filter_key(&self) -> String {
+        let mut key = String::new();
+        for queue in &self.queues {
+            key.push_str(queue.as_str());
+            key.push('\u{1f}');
+        }
+        key.push('\u{1e}');
+        for name in &self.names {
+            key.push_str(name.as_str());
+            key.push('\u{1f}');
+        }
+        key
+    }
+
+    /// Whether a waiting request could be served by jobs that became ready in these queues.
+    pub(crate) fn wants_any_of(&self, ready: &crate::ops::ReadyQueues) -> bool {
+        self.queues.iter().any(|q| ready.contains(q.as_str()))
+    }
+}
+
+impl Operation for Claim {
+    type Output = Vec<ClaimedJob>;
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
+        self.run(ctx)
+    }
+
+    fn undelivered_leases(output: &Vec<ClaimedJob>) -> Vec<Lease> {
+        output.iter().map(|c| c.lease.clone()).collect()
+    }
+}

@@ -1,0 +1,31 @@
+//! [`Delete`]: remove a job and its history, whatever its state.
+
+use rusqlite::named_params;
+
+use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::ops::{Operation, WriteCtx};
+
+/// Deletes a job, its tags and its history. A running job's worker is refused from then on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Delete {
+    /// The job.
+    pub job: JobId,
+}
+
+const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = :id";
+
+impl Operation for Delete {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let deleted = ctx
+            .conn
+            .prepare_cached(DELETE_JOB)?
+            .execute(named_params! { ":id": self.job.0 })?;
+        if deleted == 0 {
+            return Err(Error::not_found(format!("job {}", self.job)));
+        }
+        Ok(())
+    }
+}

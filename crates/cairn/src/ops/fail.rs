@@ -1,0 +1,58 @@
+//! [`Fail`]: a worker gives up on its job for good.
+
+use rusqlite::named_params;
+
+use crate::error::{Error, Result};
+use crate::job::{AttemptOutcome, JobId};
+use crate::lease::Lease;
+use crate::ops::retry::truncate_error;
+use crate::ops::{Operation, WriteCtx, end_attempt, held_job};
+
+/// Marks the job failed, whatever attempts it has left, with a failure group (the kind of failure, for grouping
+/// alike failures together) and a message (this job's details).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fail {
+    /// The job.
+    pub job: JobId,
+    /// The lease's fencing token.
+    pub token: i64,
+    /// The kind of failure, such as `invalid-address`; at most 255 bytes.
+    pub group: String,
+    /// What happened to this job.
+    pub message: String,
+}
+
+impl Fail {
+    /// Fails the job `lease` holds.
+    pub fn new(lease: &Lease, group: impl Into<String>, message: impl Into<String>) -> Self {
+        Fail {
+            job: lease.job,
+            token: lease.token,
+            group: group.into(),
+            message: message.into(),
+        }
+    }
+}
+
+const FAIL_JOB: &str = "UPDATE jobs SET state = 'failed', finished_at = :now, error = :message, \
+     failure_group = :group, worker = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+
+impl Operation for Fail {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        if self.group.is_empty() || self.group.len() > 255 {
+            return Err(Error::invalid(
+                "group",
+                format!("must be 1 to 255 bytes, got {}", self.group.len()),
+            ));
+        }
+        let message = truncate_error(&self.message);
+        held_job(ctx, self.job, self.token)?;
+        end_attempt(ctx, self.job, AttemptOutcome::Failed, Some(message))?;
+        ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
+            ":now": ctx.now_ms, ":message": message, ":group": self.group, ":id": self.job.0,
+        })?;
+        Ok(())
+    }
+}

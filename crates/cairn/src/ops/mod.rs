@@ -1,0 +1,286 @@
+//! Operations: one file each, each a plain struct stating intent with an `apply` against the writer's transaction.
+//!
+//! The writer (`store::sqlite::writer`) runs `apply` inside a savepoint of a batch transaction and replies only after
+//! the batch commits. Helpers shared by several operations (lease fencing, ending an attempt, retrying after an
+//! error) live here.
+
+use std::collections::HashSet;
+use std::hash::{BuildHasher, RandomState};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, named_params};
+
+use crate::clock::{duration_millis, from_millis};
+use crate::error::{Error, Result};
+use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::lease::Lease;
+use crate::retry_policy::RetryPolicy;
+
+pub(crate) mod cancel;
+pub(crate) mod checkpoint;
+pub(crate) mod claim;
+pub(crate) mod delete;
+pub(crate) mod fail;
+pub(crate) mod finish;
+pub(crate) mod heartbeat;
+pub(crate) mod push;
+pub(crate) mod release;
+pub(crate) mod reschedule;
+pub(crate) mod retry;
+pub(crate) mod set_priority;
+pub(crate) mod update;
+
+/// An operation the writer applies in a transaction.
+pub(crate) trait Operation: Send + 'static {
+    /// What the caller gets back once the transaction commits.
+    type Output: Send + 'static;
+
+    /// Whether the reply must wait for a durable (fsynced) commit. Lease bookkeeping (claims, heartbeats) need not:
+    /// fencing stays correct if a crash rolls them back, because tokens are never reused.
+    fn is_durable(&self) -> bool {
+        true
+    }
+
+    /// Validates and writes. On error the writer rolls back to the savepoint, so a failed operation writes nothing.
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Self::Output>;
+
+    /// Leases in an output that could not be delivered (the caller went away); the writer gives them back.
+    fn undelivered_leases(_output: &Self::Output) -> Vec<Lease> {
+        Vec::new()
+    }
+}
+
+/// Defaults and limits operations need, taken from [`QueueOptions`](crate::QueueOptions).
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    pub default_retry: RetryPolicy,
+    pub default_lease_timeout: Duration,
+    pub max_data_bytes: usize,
+}
+
+/// What an operation sees of the writer: the transaction, the time, and where to note newly ready jobs.
+pub(crate) struct WriteCtx<'a> {
+    pub conn: &'a Connection,
+    pub now_ms: i64,
+    pub limits: &'a Limits,
+    pub ready: &'a mut ReadyQueues,
+    pub tokens: &'a mut TokenSource,
+    /// Advances on every round-robin claim, so successive claims start at different queues.
+    pub rotation: &'a mut usize,
+}
+
+/// The queues that gained ready jobs in the current transaction, so the writer knows which waiting workers to serve.
+#[derive(Debug, Default)]
+pub(crate) struct ReadyQueues {
+    queues: HashSet<String>,
+}
+
+impl ReadyQueues {
+    pub fn mark(&mut self, queue: &str) {
+        if !self.queues.contains(queue) {
+            self.queues.insert(queue.to_owned());
+        }
+    }
+
+    pub fn contains(&self, queue: &str) -> bool {
+        self.queues.contains(queue)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+}
+
+/// Fresh lease tokens: a per-process random seed and a counter, mixed. Never read from the database, so a crash
+/// that rolls back unsynced commits cannot make a token repeat.
+#[derive(Debug)]
+pub(crate) struct TokenSource {
+    seed: u64,
+    counter: u64,
+}
+
+impl TokenSource {
+    pub fn new() -> Self {
+        TokenSource {
+            seed: RandomState::new().hash_one(std::process::id()),
+            counter: 0,
+        }
+    }
+
+    pub fn next_token(&mut self) -> i64 {
+        self.counter += 1;
+        let mut z = self
+            .seed
+            .wrapping_add(self.counter.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) as i64
+    }
+}
+
+/// Checks that job data fits the size limit and returns it as JSON text.
+pub(crate) fn encode_json(
+    field: &'static str,
+    value: &serde_json::Value,
+    limits: &Limits,
+) -> Result<String> {
+    let text = serde_json::to_string(value).expect("serde_json::Value always serializes");
+    if text.len() > limits.max_data_bytes {
+        return Err(Error::invalid(
+            field,
+            format!(
+                "must be at most {} bytes of JSON, got {}",
+                limits.max_data_bytes,
+                text.len()
+            ),
+        ));
+    }
+    Ok(text)
+}
+
+/// What fenced operations need to know about the running job a lease names.
+#[derive(Debug)]
+pub(crate) struct HeldJob {
+    pub id: JobId,
+    pub queue: String,
+    pub attempt: u32,
+    pub lease_timeout_ms: i64,
+    pub lease_expires_at: i64,
+    pub retry: RetryPolicy,
+}
+
+const SELECT_HELD_JOB: &str = "SELECT state, lease_token, lease_expires_at, queue, attempt, lease_timeout_ms, \
+     max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter FROM jobs WHERE id = :id";
+
+/// Loads the running job that `job`/`token` hold, or refuses with [`ErrorKind::LeaseLost`](crate::ErrorKind) saying why.
+pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<HeldJob> {
+    let row = ctx
+        .conn
+        .prepare_cached(SELECT_HELD_JOB)?
+        .query_row(named_params! { ":id": job.0 }, |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, Option<i64>>(1)?,
+                row.get::<_, Option<i64>>(2)?,
+                HeldJob {
+                    id: job,
+                    queue: row.get(3)?,
+                    attempt: row.get(4)?,
+                    lease_timeout_ms: row.get(5)?,
+                    lease_expires_at: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                    retry: RetryPolicy {
+                        max_attempts: row.get(6)?,
+                        initial_delay: Duration::from_millis(row.get::<_, i64>(7)?.max(0) as u64),
+                        multiplier: row.get(8)?,
+                        max_delay: Duration::from_millis(row.get::<_, i64>(9)?.max(0) as u64),
+                        jitter: row.get(10)?,
+                    },
+                },
+            ))
+        })
+        .optional()?;
+    let Some((state, stored_token, expires, held)) = row else {
+        return Err(Error::lease_lost(format!("job {job} no longer exists")));
+    };
+    if state != JobState::Running.as_str() {
+        return Err(Error::lease_lost(format!(
+            "job {job} is {state}, no longer running under this lease"
+        )));
+    }
+    if stored_token != Some(token) {
+        return Err(Error::lease_lost(format!(
+            "job {job} was leased again; this lease is stale"
+        )));
+    }
+    if expires.is_some_and(|at| at <= ctx.now_ms) {
+        return Err(Error::lease_lost(format!(
+            "the lease on job {job} expired at {}",
+            from_millis(expires.unwrap_or(0))
+        )));
+    }
+    Ok(held)
+}
+
+const END_ATTEMPT: &str = "UPDATE job_attempts SET finished_at = :now, outcome = :outcome, error = :error \
+     WHERE job_id = :id AND finished_at IS NULL";
+
+/// Records how the job's open attempt ended in its history.
+pub(crate) fn end_attempt(
+    ctx: &WriteCtx<'_>,
+    job: JobId,
+    outcome: AttemptOutcome,
+    error: Option<&str>,
+) -> Result<()> {
+    ctx.conn
+        .prepare_cached(END_ATTEMPT)?
+        .execute(named_params! {
+            ":now": ctx.now_ms, ":outcome": outcome.as_str(), ":error": error, ":id": job.0,
+        })?;
+    Ok(())
+}
+
+const REQUEUE_JOB: &str = "UPDATE jobs SET state = :state, run_at = :run_at, error = COALESCE(:error, error), worker = NULL, \
+     lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+
+const FAIL_JOB: &str = "UPDATE jobs SET state = 'failed', finished_at = :now, error = :error, \
+     failure_group = :group, worker = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+
+/// The failure group of jobs that ran out of attempts.
+pub(crate) const RETRIES_EXHAUSTED: &str = "retries-exhausted";
+
+/// Ends the held attempt with `outcome`, then schedules the next attempt after the backoff (or `delay`), or fails
+/// the job when its attempts are used up. Returns the job's new state.
+pub(crate) fn retry_or_fail(
+    ctx: &mut WriteCtx<'_>,
+    held: &HeldJob,
+    outcome: AttemptOutcome,
+    error: &str,
+    delay: Option<Duration>,
+) -> Result<JobState> {
+    end_attempt(ctx, held.id, outcome, Some(error))?;
+    if held.attempt >= held.retry.max_attempts {
+        ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
+            ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,
+        })?;
+        return Ok(JobState::Failed);
+    }
+    let delay = delay.unwrap_or_else(|| held.retry.delay_after(held.id, held.attempt));
+    let run_at = ctx.now_ms.saturating_add(duration_millis(delay));
+    requeue(ctx, held.id, &held.queue, run_at, Some(error))
+}
+
+/// Puts a job back in its queue to run at `run_at`, clearing any lease; returns `queued` or `scheduled`.
+pub(crate) fn requeue(
+    ctx: &mut WriteCtx<'_>,
+    id: JobId,
+    queue: &str,
+    run_at: i64,
+    error: Option<&str>,
+) -> Result<JobState> {
+    let state = if run_at <= ctx.now_ms {
+        JobState::Queued
+    } else {
+        JobState::Scheduled
+    };
+    ctx.conn
+        .prepare_cached(REQUEUE_JOB)?
+        .execute(named_params! {
+            ":state": state.as_str(), ":run_at": run_at, ":error": error, ":id": id.0,
+        })?;
+    if state == JobState::Queued {
+        ctx.ready.mark(queue);
+    }
+    Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_do_not_repeat_within_a_process() {
+        let mut tokens = TokenSource::new();
+        let seen: HashSet<i64> = (0..100_000).map(|_| tokens.next_token()).collect();
+        assert_eq!(seen.len(), 100_000);
+    }
+}

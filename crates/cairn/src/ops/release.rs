@@ -1,0 +1,43 @@
+//! [`Release`]: a worker gives a job back untouched (shutting down), or the writer does for a claim nobody received.
+
+use rusqlite::named_params;
+
+use crate::error::Result;
+use crate::job::{AttemptOutcome, JobId};
+use crate::lease::Lease;
+use crate::ops::{Operation, WriteCtx, end_attempt, held_job, requeue};
+
+/// Puts the job back in its queue at once. The attempt does not count against the job's attempts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Release {
+    /// The job.
+    pub job: JobId,
+    /// The lease's fencing token.
+    pub token: i64,
+}
+
+impl Release {
+    /// Releases the job `lease` holds.
+    pub fn new(lease: &Lease) -> Self {
+        Release {
+            job: lease.job,
+            token: lease.token,
+        }
+    }
+}
+
+const UNCOUNT_ATTEMPT: &str = "UPDATE jobs SET attempt = attempt - 1 WHERE id = :id";
+
+impl Operation for Release {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let held = held_job(ctx, self.job, self.token)?;
+        end_attempt(ctx, self.job, AttemptOutcome::Released, None)?;
+        ctx.conn
+            .prepare_cached(UNCOUNT_ATTEMPT)?
+            .execute(named_params! { ":id": self.job.0 })?;
+        requeue(ctx, self.job, &held.queue, ctx.now_ms, None)?;
+        Ok(())
+    }
+}

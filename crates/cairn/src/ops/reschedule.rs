@@ -1,0 +1,41 @@
+//! [`Reschedule`]: move a waiting job's run time.
+
+use jiff::Timestamp;
+use rusqlite::named_params;
+
+use crate::clock::to_millis;
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
+use crate::ops::cancel::job_state;
+use crate::ops::{Operation, WriteCtx, requeue};
+
+/// Sets when a scheduled or queued job runs: a time in the past or now makes it ready at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reschedule {
+    /// The job.
+    pub job: JobId,
+    /// When it should run.
+    pub run_at: Timestamp,
+}
+
+const SELECT_QUEUE: &str = "SELECT queue FROM jobs WHERE id = :id";
+
+impl Operation for Reschedule {
+    /// The job's state afterwards: `queued` or `scheduled`.
+    type Output = JobState;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<JobState> {
+        let state = job_state(ctx, self.job)?;
+        if !matches!(state, JobState::Scheduled | JobState::Queued) {
+            return Err(Error::invalid_state(format!(
+                "job {} is {state}; only scheduled and queued jobs can be rescheduled",
+                self.job
+            )));
+        }
+        let queue: String = ctx
+            .conn
+            .prepare_cached(SELECT_QUEUE)?
+            .query_row(named_params! { ":id": self.job.0 }, |r| r.get(0))?;
+        requeue(ctx, self.job, &queue, to_millis(self.run_at), None)
+    }
+}

@@ -1,0 +1,37 @@
+//! [`SetPriority`]: change how soon a job runs relative to others.
+
+use rusqlite::named_params;
+
+use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::ops::cancel::job_state;
+use crate::ops::{Operation, WriteCtx};
+
+/// Changes the priority of a job that has not finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetPriority {
+    /// The job.
+    pub job: JobId,
+    /// The new priority; higher runs first.
+    pub priority: i32,
+}
+
+const SET_PRIORITY: &str = "UPDATE jobs SET priority = :priority WHERE id = :id";
+
+impl Operation for SetPriority {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let state = job_state(ctx, self.job)?;
+        if state.is_finished() {
+            return Err(Error::invalid_state(format!(
+                "job {} is {state}; its priority no longer matters",
+                self.job
+            )));
+        }
+        ctx.conn
+            .prepare_cached(SET_PRIORITY)?
+            .execute(named_params! { ":priority": self.priority, ":id": self.job.0 })?;
+        Ok(())
+    }
+}

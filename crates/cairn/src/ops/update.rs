@@ -1,0 +1,47 @@
+//! [`Update`]: a worker reports progress that queries show.
+
+use rusqlite::named_params;
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::job::JobId;
+use crate::lease::Lease;
+use crate::ops::{Operation, WriteCtx, encode_json, held_job};
+
+/// Records progress for the running attempt (shown by [`Queue::get`](crate::Queue::get) as `progress`). Unlike a
+/// checkpoint, it does not change what a retry starts from; unlike a heartbeat, it does not extend the lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    /// The job.
+    pub job: JobId,
+    /// The lease's fencing token.
+    pub token: i64,
+    /// The progress to show.
+    pub progress: Value,
+}
+
+impl Update {
+    /// Progress `progress` under `lease`.
+    pub fn new(lease: &Lease, progress: Value) -> Self {
+        Update {
+            job: lease.job,
+            token: lease.token,
+            progress,
+        }
+    }
+}
+
+const SET_PROGRESS: &str = "UPDATE jobs SET progress = :progress WHERE id = :id";
+
+impl Operation for Update {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let progress = encode_json("progress", &self.progress, ctx.limits)?;
+        held_job(ctx, self.job, self.token)?;
+        ctx.conn
+            .prepare_cached(SET_PROGRESS)?
+            .execute(named_params! { ":progress": progress, ":id": self.job.0 })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,115 @@
+//! [`QueueOptions`]: everything a queue can be tuned with, with defaults that suit production.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::{Clock, SystemClock};
+use crate::retry_policy::RetryPolicy;
+
+/// What an acknowledged write survives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Every acknowledged enqueue, finish, retry, fail, cancel… is on disk (fsynced) before the call returns:
+    /// it survives a process crash and a power loss. SQLite `synchronous=FULL`. The default.
+    #[default]
+    Full,
+    /// Commits are not fsynced one by one (SQLite `synchronous=NORMAL` in WAL mode). An acknowledged write survives
+    /// a crash of the process (SIGKILL included), but the last commits before a power loss or OS crash may be lost.
+    /// The database is never corrupted either way. Several times faster for one-job-per-call workloads.
+    Normal,
+}
+
+impl Durability {
+    pub(crate) fn synchronous(self) -> i64 {
+        match self {
+            Durability::Full => 2,
+            Durability::Normal => 1,
+        }
+    }
+}
+
+/// What happens to jobs found running when a database is opened (their process died).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryPolicy {
+    /// Count the attempt and run the job again at once. The default.
+    #[default]
+    RetryNow,
+    /// Count the attempt and wait the job's retry backoff, as after an error.
+    Backoff,
+}
+
+/// How long finished jobs are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Completed and cancelled jobs older than this are removed. `None` keeps them regardless of age.
+    pub max_age: Option<Duration>,
+    /// At most this many completed and cancelled jobs are kept (the newest). `None` keeps any number.
+    pub max_count: Option<u64>,
+    /// How often the background pruning looks.
+    pub interval: Duration,
+}
+
+impl Default for Retention {
+    /// Seven days and at most 100,000 jobs, looked at every minute. Failed jobs are kept until dealt with.
+    fn default() -> Self {
+        Retention {
+            max_age: Some(Duration::from_secs(7 * 24 * 3600)),
+            max_count: Some(100_000),
+            interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Settings for [`Queue::open_with`](crate::Queue::open_with).
+#[derive(Clone)]
+pub struct QueueOptions {
+    /// The source of "now". Tests pass a [`ManualClock`](crate::ManualClock).
+    pub clock: Arc<dyn Clock>,
+    /// What an acknowledged write survives.
+    pub durability: Durability,
+    /// What happens to jobs left running by a dead process.
+    pub recovery: RecoveryPolicy,
+    /// How long finished jobs are kept.
+    pub retention: Retention,
+    /// The retry policy of jobs pushed without one.
+    pub default_retry: RetryPolicy,
+    /// The lease timeout of jobs pushed without one.
+    pub default_lease_timeout: Duration,
+    /// The largest job data (or progress, or checkpoint), as JSON text, in bytes.
+    pub max_data_bytes: usize,
+    /// The most operations the writer puts in one transaction.
+    pub max_batch: usize,
+    /// How many read-only connections are kept open for queries.
+    pub read_connections: usize,
+}
+
+impl Default for QueueOptions {
+    fn default() -> Self {
+        QueueOptions {
+            clock: Arc::new(SystemClock),
+            durability: Durability::Full,
+            recovery: RecoveryPolicy::RetryNow,
+            retention: Retention::default(),
+            default_retry: RetryPolicy::default(),
+            default_lease_timeout: Duration::from_secs(60),
+            max_data_bytes: 1024 * 1024,
+            max_batch: 4096,
+            read_connections: 4,
+        }
+    }
+}
+
+impl std::fmt::Debug for QueueOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QueueOptions")
+            .field("durability", &self.durability)
+            .field("recovery", &self.recovery)
+            .field("retention", &self.retention)
+            .field("default_retry", &self.default_retry)
+            .field("default_lease_timeout", &self.default_lease_timeout)
+            .field("max_data_bytes", &self.max_data_bytes)
+            .field("max_batch", &self.max_batch)
+            .field("read_connections", &self.read_connections)
+            .finish_non_exhaustive()
+    }
+}

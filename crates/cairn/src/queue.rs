@@ -1,0 +1,504 @@
+//! [`Queue`]: the embedded engine's public API. Each method builds an operation and hands it to the writer thread
+//! (writes) or the reader pool (reads); this file holds no SQL and no job logic.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use rusqlite::Connection;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::clock::{Clock, to_millis};
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::{Job, JobId, JobState};
+use crate::lease::Lease;
+use crate::ops::cancel::Cancel;
+use crate::ops::checkpoint::Checkpoint;
+use crate::ops::claim::{ClaimedJob, Dequeue};
+use crate::ops::delete::Delete;
+use crate::ops::fail::Fail;
+use crate::ops::finish::Finish;
+use crate::ops::heartbeat::Heartbeat;
+use crate::ops::push::{Enqueued, Push, PushBatch};
+use crate::ops::release::Release;
+use crate::ops::reschedule::Reschedule;
+use crate::ops::retry::Retry;
+use crate::ops::set_priority::SetPriority;
+use crate::ops::update::Update;
+use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
+use crate::options::QueueOptions;
+use crate::query::{JobFilter, JobPage};
+use crate::store::sqlite::connection::{self, SqliteSettings};
+use crate::store::sqlite::readers::Readers;
+use crate::store::sqlite::writer::{Command, Pending, Waiter, Writer};
+use crate::store::sqlite::{migrations, rows};
+
+/// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
+///
+/// One process at a time may open a database as a queue (a lock file, `<path>-lock`, enforces it); the
+/// application may still open its own connections to the same file (see [`Queue::enqueue_in`]).
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    commands: Sender<Command>,
+    readers: Arc<Readers>,
+    clock: Arc<dyn Clock>,
+    limits: Limits,
+    path: PathBuf,
+    closed: AtomicBool,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if !self.closed.load(Ordering::SeqCst) {
+            tracing::warn!(path = %self.path.display(), "queue dropped without Queue::close; the writer stops now");
+        }
+    }
+}
+
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Takes the lock that makes this process the database's only queue.
+fn lock_database(path: &Path) -> Result<File> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push("-lock");
+    let lock_path = PathBuf::from(lock_path);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::storage(format!("opening the lock file {}", lock_path.display()), e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::new(
+            ErrorKind::Locked,
+            format!(
+                "{} is open as a queue by another process (it holds {})",
+                path.display(),
+                lock_path.display()
+            ),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::storage(
+            format!("locking {}", lock_path.display()),
+            e,
+        )),
+    }
+}
+
+impl Queue {
+    /// Opens (creating if needed) the queue in the SQLite file at `path`, with default options.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Locked`] if another process has it open as a queue; [`ErrorKind::Storage`] if the file cannot
+    /// be opened or migrated.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Queue> {
+        Queue::open_with(path, QueueOptions::default()).await
+    }
+
+    /// Opens the queue at `path` with `options`. Jobs a dead process left running are recovered first (see
+    /// [`RecoveryPolicy`](crate::RecoveryPolicy)).
+    ///
+    /// # Errors
+    /// As [`Queue::open`].
+    pub async fn open_with(path: impl AsRef<Path>, options: QueueOptions) -> Result<Queue> {
+        let path = path.as_ref().to_path_buf();
+        let opening = path.clone();
+        let clock = options.clock.clone();
+        let (lock, conn) = tokio::task::spawn_blocking(move || -> Result<_> {
+            let lock = lock_database(&opening)?;
+            let mut conn = connection::open_writer(&opening, options.durability)?;
+            migrations::migrate(&mut conn, to_millis(options.clock.now()))?;
+            Ok((lock, conn))
+        })
+        .await
+        .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
+
+        let limits = Limits {
+            default_retry: options.default_retry,
+            default_lease_timeout: options.default_lease_timeout,
+            max_data_bytes: options.max_data_bytes,
+        };
+        let (commands, rx) = mpsc::channel();
+        let writer = Writer {
+            conn,
+            clock: clock.clone(),
+            rx,
+            limits: limits.clone(),
+            durability: options.durability,
+            retention: options.retention,
+            recovery: options.recovery,
+            max_batch: options.max_batch.max(1),
+            parked: Default::default(),
+            tokens: TokenSource::new(),
+            rotation: 0,
+            synchronous: options.durability.synchronous(),
+            next_due: None,
+            next_prune: to_millis(clock.now()),
+            to_release: Vec::new(),
+            needs_recovery: true,
+            _lock: lock,
+        };
+        let thread = std::thread::Builder::new()
+            .name("cairn-writer".into())
+            .spawn(move || writer.run())
+            .map_err(|e| Error::storage("starting the writer thread", e))?;
+        let inner = Arc::new(Inner {
+            commands,
+            readers: Arc::new(Readers::new(path.clone(), options.read_connections)),
+            clock: clock.clone(),
+            limits,
+            path,
+            closed: AtomicBool::new(false),
+            writer_thread: Mutex::new(Some(thread)),
+        });
+        let weak = Arc::downgrade(&inner);
+        clock.on_jump(Box::new(move || tick(&weak)));
+        let queue = Queue { inner };
+        // A first round trip: recovery has run and the writer works before open returns.
+        queue.write(Barrier).await?;
+        Ok(queue)
+    }
+
+    /// The file the queue lives in.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The current time, as the queue's clock reads it.
+    pub fn now(&self) -> Timestamp {
+        self.inner.clock.now()
+    }
+
+    pub(crate) async fn write<O: Operation>(&self, op: O) -> Result<O::Output> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Op(Pending::new(op, reply)))?;
+        answer.await.map_err(|_| writer_stopped())?
+    }
+
+    fn send(&self, command: Command) -> Result<()> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::closed());
+        }
+        self.inner
+            .commands
+            .send(command)
+            .map_err(|_| writer_stopped())
+    }
+
+    /// Enqueues one job. With a unique key that a live job holds, returns that job instead (`existing: true`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the bad field; nothing is written.
+    pub async fn enqueue(&self, push: Push) -> Result<Enqueued> {
+        self.write(push).await
+    }
+
+    /// Enqueues many jobs in one transaction: all of them, or none if any is invalid (the error names its index).
+    ///
+    /// # Errors
+    /// As [`Queue::enqueue`].
+    pub async fn enqueue_batch(&self, jobs: Vec<Push>) -> Result<Vec<Enqueued>> {
+        self.write(PushBatch { jobs }).await
+    }
+
+    /// Enqueues a job inside the application's own transaction on the same database file: the job exists if and
+    /// only if that transaction commits.
+    ///
+    /// `conn` must be inside a transaction (for example a [`rusqlite::Transaction`]). Waiting workers are woken
+    /// when it commits if the connection came from [`Queue::connect`] or went through [`Queue::attach`]; for any
+    /// other connection, call [`Queue::wake`] after the commit.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a bad job or a connection outside a transaction; storage errors from `conn`.
+    pub fn enqueue_in(&self, conn: &Connection, push: &Push) -> Result<Enqueued> {
+        if conn.is_autocommit() {
+            return Err(Error::invalid(
+                "conn",
+                "must be inside a transaction (use Connection::transaction)",
+            ));
+        }
+        let mut ready = ReadyQueues::default();
+        let mut tokens = TokenSource::new();
+        let mut rotation = 0;
+        let mut ctx = WriteCtx {
+            conn,
+            now_ms: to_millis(self.inner.clock.now()),
+            limits: &self.inner.limits,
+            ready: &mut ready,
+            tokens: &mut tokens,
+            rotation: &mut rotation,
+        };
+        crate::ops::push::insert(push, &mut ctx)
+    }
+
+    /// Opens a new read-write connection to the queue's file for the application's own tables and
+    /// [`Queue::enqueue_in`], set up as by [`Queue::attach`].
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn connect(&self) -> Result<Connection> {
+        let mut conn = Connection::open(&self.inner.path)
+            .map_err(|e| Error::storage(format!("opening {}", self.inner.path.display()), e))?;
+        self.attach(&mut conn)?;
+        Ok(conn)
+    }
+
+    /// Sets up an application connection to the queue's file: a busy timeout (so it waits for the queue's writer
+    /// instead of failing), foreign keys, and a commit hook that wakes waiting workers after each commit. The hook
+    /// replaces any commit hook the application set.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub fn attach(&self, conn: &mut Connection) -> Result<()> {
+        connection::apply_common(conn)?;
+        let weak = Arc::downgrade(&self.inner);
+        conn.commit_hook(Some(move || {
+            tick(&weak);
+            false
+        }))?;
+        Ok(())
+    }
+
+    /// Tells the queue that jobs were committed by a connection it does not watch, so waiting workers look again.
+    pub fn wake(&self) {
+        let _ = self.send(Command::Tick);
+    }
+
+    /// Takes up to `request.limit` ready jobs, leased to `request.worker`. With a `wait`, blocks until a matching
+    /// job is ready (returning at once when it is) or the wait ends (returning no job).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the bad field.
+    pub async fn dequeue(&self, request: Dequeue) -> Result<Vec<ClaimedJob>> {
+        let claim = request.validate()?;
+        let deadline = if request.wait.is_zero() {
+            None
+        } else {
+            Some(Instant::now() + request.wait)
+        };
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Dequeue(Waiter {
+            claim,
+            deadline,
+            reply,
+        }))?;
+        answer.await.map_err(|_| writer_stopped())?
+    }
+
+    /// Extends a lease (to a full lease timeout from now), optionally reporting progress. Returns the new expiry.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`] if the lease is no longer valid.
+    pub async fn heartbeat(&self, lease: &Lease, progress: Option<Value>) -> Result<Timestamp> {
+        self.write(Heartbeat {
+            progress,
+            ..Heartbeat::new(lease)
+        })
+        .await
+    }
+
+    /// Saves `data` as what the next attempt starts from, and extends the lease. Returns the new expiry.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`]; [`ErrorKind::InvalidInput`] for oversized data.
+    pub async fn checkpoint(&self, lease: &Lease, data: Value) -> Result<Timestamp> {
+        self.write(Checkpoint::new(lease, data)).await
+    }
+
+    /// Records progress for queries to show.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`]; [`ErrorKind::InvalidInput`] for oversized progress.
+    pub async fn update(&self, lease: &Lease, progress: Value) -> Result<()> {
+        self.write(Update::new(lease, progress)).await
+    }
+
+    /// Completes the job, optionally replacing its data with a result.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`] if the lease is no longer valid; nothing changes then.
+    pub async fn finish(&self, lease: &Lease, data: Option<Value>) -> Result<()> {
+        self.write(Finish {
+            data,
+            ..Finish::new(lease)
+        })
+        .await
+    }
+
+    /// Reports a transient error: the job runs again after its backoff (or `delay`), or fails when it has no
+    /// attempts left. Returns its new state.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`] if the lease is no longer valid.
+    pub async fn retry(
+        &self,
+        lease: &Lease,
+        error: &str,
+        delay: Option<Duration>,
+    ) -> Result<JobState> {
+        self.write(Retry {
+            delay,
+            ..Retry::new(lease, error)
+        })
+        .await
+    }
+
+    /// Fails the job for good, with a failure group and a message.
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`]; [`ErrorKind::InvalidInput`] for an empty or overlong group.
+    pub async fn fail(&self, lease: &Lease, group: &str, message: &str) -> Result<()> {
+        self.write(Fail::new(lease, group, message)).await
+    }
+
+    /// Gives the job back to its queue at once, without counting the attempt (for a worker shutting down).
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`] if the lease is no longer valid.
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        self.write(Release::new(lease)).await
+    }
+
+    /// Cancels a job that has not finished; a running job's worker is refused from then on.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for a completed or failed job.
+    pub async fn cancel(&self, job: JobId) -> Result<()> {
+        self.write(Cancel { job }).await
+    }
+
+    /// Deletes a job and its history.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`].
+    pub async fn delete(&self, job: JobId) -> Result<()> {
+        self.write(Delete { job }).await
+    }
+
+    /// Changes the priority of a job that has not finished.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for a finished job.
+    pub async fn set_priority(&self, job: JobId, priority: i32) -> Result<()> {
+        self.write(SetPriority { job, priority }).await
+    }
+
+    /// Moves a scheduled or queued job's run time. Returns its new state.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for other states.
+    pub async fn reschedule(&self, job: JobId, run_at: Timestamp) -> Result<JobState> {
+        self.write(Reschedule { job, run_at }).await
+    }
+
+    /// Everything about one job, its history included.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`].
+    pub async fn get(&self, job: JobId) -> Result<Job> {
+        self.inner
+            .readers
+            .read(move |conn| rows::load_job_with_history(conn, job))
+            .await
+    }
+
+    /// Lists jobs, newest first, a page at a time.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming a bad filter field.
+    pub async fn list(&self, filter: JobFilter) -> Result<JobPage> {
+        self.inner.readers.read(move |conn| filter.run(conn)).await
+    }
+
+    /// The SQLite settings of the writer's connection, read back from SQLite.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn sqlite_settings(&self) -> Result<SqliteSettings> {
+        self.write(ReadSettings).await
+    }
+
+    /// Stops the engine: answers waiting dequeues with no job, commits what is in flight, and closes the database.
+    /// Later calls fail with [`ErrorKind::Closed`]. Workers should be stopped first.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Storage`] if the writer did not stop within `deadline`.
+    pub async fn close(&self, deadline: Duration) -> Result<()> {
+        let (ack, stopped) = oneshot::channel();
+        self.send(Command::Close(ack))?;
+        self.inner.closed.store(true, Ordering::SeqCst);
+        match tokio::time::timeout(deadline, stopped).await {
+            Ok(_) => {
+                let thread = self
+                    .inner
+                    .writer_thread
+                    .lock()
+                    .expect("thread slot lock is never poisoned")
+                    .take();
+                if let Some(thread) = thread {
+                    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+                }
+                Ok(())
+            }
+            Err(_) => Err(Error::new(
+                ErrorKind::Storage,
+                format!("the writer did not stop within {deadline:?}"),
+            )),
+        }
+    }
+}
+
+/// Wakes the writer to look again (clock jump, external commit). Does nothing once the queue is gone.
+fn tick(inner: &Weak<Inner>) {
+    if let Some(inner) = inner.upgrade() {
+        let _ = inner.commands.send(Command::Tick);
+    }
+}
+
+fn writer_stopped() -> Error {
+    Error::new(ErrorKind::Closed, "the queue's writer has stopped")
+}
+
+/// An operation that writes nothing: a round trip through the writer.
+struct Barrier;
+
+impl Operation for Barrier {
+    type Output = ();
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn apply(&mut self, _ctx: &mut WriteCtx<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Reads the writer connection's settings.
+struct ReadSettings;
+
+impl Operation for ReadSettings {
+    type Output = SqliteSettings;
+
+    // Durable, so that the batch runs at the configured level and the settings read back are those of a write.
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<SqliteSettings> {
+        connection::read_settings(ctx.conn)
+    }
+}

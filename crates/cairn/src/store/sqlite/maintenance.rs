@@ -1,0 +1,161 @@
+//! Timed work the writer does at the start of a batch, each step bounded so no batch stalls: promoting jobs whose
+//! `run_at` arrived, retrying jobs whose lease expired, recovering jobs a dead process left running, and pruning
+//! finished jobs past retention. Also the lookup of when the next timed step is due.
+
+use rusqlite::{OptionalExtension, named_params};
+
+use crate::clock::duration_millis;
+use crate::error::Result;
+use crate::job::{AttemptOutcome, JobId};
+use crate::ops::{HeldJob, WriteCtx, retry_or_fail};
+use crate::options::{RecoveryPolicy, Retention};
+use crate::retry_policy::RetryPolicy;
+
+/// The most rows one step touches; if more are due, the writer comes back at once in its next batch.
+pub(crate) const STEP_ROWS: i64 = 5000;
+
+const PROMOTE_DUE_JOBS: &str = "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs INDEXED BY \
+     jobs_scheduled WHERE state = 'scheduled' AND run_at <= :now ORDER BY run_at LIMIT :limit) RETURNING queue";
+
+/// Makes scheduled jobs whose time has come ready. Returns how many.
+pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
+    let mut stmt = ctx.conn.prepare_cached(PROMOTE_DUE_JOBS)?;
+    let mut rows = stmt.query(named_params! { ":now": ctx.now_ms, ":limit": STEP_ROWS })?;
+    let mut count = 0;
+    while let Some(row) = rows.next()? {
+        let queue: String = row.get(0)?;
+        ctx.ready.mark(&queue);
+        count += 1;
+    }
+    Ok(count)
+}
+
+const SELECT_RUNNING: &str = "SELECT id, queue, attempt, lease_timeout_ms, lease_expires_at, max_attempts, \
+     backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter FROM jobs INDEXED BY jobs_leases \
+     WHERE state = 'running' AND lease_expires_at <= :until ORDER BY lease_expires_at LIMIT :limit";
+
+fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
+    let mut stmt = ctx.conn.prepare_cached(SELECT_RUNNING)?;
+    let rows =
+        stmt.query_map(
+            named_params! { ":until": until, ":limit": STEP_ROWS },
+            |row| {
+                Ok(HeldJob {
+                    id: JobId(row.get(0)?),
+                    queue: row.get(1)?,
+                    attempt: row.get(2)?,
+                    lease_timeout_ms: row.get(3)?,
+                    lease_expires_at: row.get(4)?,
+                    retry: RetryPolicy {
+                        max_attempts: row.get(5)?,
+                        initial_delay: std::time::Duration::from_millis(
+                            row.get::<_, i64>(6)?.max(0) as u64,
+                        ),
+                        multiplier: row.get(7)?,
+                        max_delay: std::time::Duration::from_millis(
+                            row.get::<_, i64>(8)?.max(0) as u64
+                        ),
+                        jitter: row.get(9)?,
+                    },
+                })
+            },
+        )?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Retries (or, out of attempts, fails) jobs whose lease ran out. Returns how many.
+pub(crate) fn expire_leases(ctx: &mut WriteCtx<'_>) -> Result<usize> {
+    let expired = running_jobs(ctx, ctx.now_ms)?;
+    for held in &expired {
+        retry_or_fail(
+            ctx,
+            held,
+            AttemptOutcome::LeaseExpired,
+            "the lease expired before the worker finished",
+            None,
+        )?;
+    }
+    Ok(expired.len())
+}
+
+/// Recovers every job left running by a process that died. Only called when this process holds the database's
+/// lock, so no live worker can hold those jobs. Returns how many.
+pub(crate) fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usize> {
+    let mut total = 0;
+    loop {
+        let orphans = running_jobs(ctx, i64::MAX)?;
+        for held in &orphans {
+            let delay = match policy {
+                RecoveryPolicy::RetryNow => Some(std::time::Duration::ZERO),
+                RecoveryPolicy::Backoff => None,
+            };
+            retry_or_fail(
+                ctx,
+                held,
+                AttemptOutcome::Crashed,
+                "the process running the job exited",
+                delay,
+            )?;
+        }
+        total += orphans.len();
+        if (orphans.len() as i64) < STEP_ROWS {
+            return Ok(total);
+        }
+    }
+}
+
+const PRUNE_BY_AGE: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
+     WHERE state IN ('completed', 'cancelled') AND finished_at < :cutoff ORDER BY finished_at LIMIT :limit)";
+
+const NTH_NEWEST_FINISHED: &str = "SELECT finished_at FROM jobs INDEXED BY jobs_finished \
+     WHERE state IN ('completed', 'cancelled') ORDER BY finished_at DESC LIMIT 1 OFFSET :keep";
+
+const PRUNE_UP_TO: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
+     WHERE state IN ('completed', 'cancelled') AND finished_at <= :cutoff ORDER BY finished_at LIMIT :limit)";
+
+/// Deletes finished jobs beyond the retention age and count. Returns how many; [`STEP_ROWS`] means there may be more.
+pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usize> {
+    let mut deleted = 0;
+    if let Some(max_age) = retention.max_age {
+        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+        deleted += ctx
+            .conn
+            .prepare_cached(PRUNE_BY_AGE)?
+            .execute(named_params! { ":cutoff": cutoff, ":limit": STEP_ROWS })?;
+    }
+    if let Some(keep) = retention.max_count {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        let cutoff: Option<i64> = ctx
+            .conn
+            .prepare_cached(NTH_NEWEST_FINISHED)?
+            .query_row(named_params! { ":keep": keep }, |r| r.get(0))
+            .optional()?;
+        if let Some(cutoff) = cutoff {
+            let limit = STEP_ROWS - deleted as i64;
+            deleted += ctx
+                .conn
+                .prepare_cached(PRUNE_UP_TO)?
+                .execute(named_params! { ":cutoff": cutoff, ":limit": limit.max(0) })?;
+        }
+    }
+    Ok(deleted)
+}
+
+const NEXT_RUN_AT: &str =
+    "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_scheduled WHERE state = 'scheduled'";
+const NEXT_LEASE_EXPIRY: &str =
+    "SELECT MIN(lease_expires_at) FROM jobs INDEXED BY jobs_leases WHERE state = 'running'";
+
+/// When the next scheduled job is due or the next lease expires, whichever is first (ms), if ever.
+pub(crate) fn next_due(conn: &rusqlite::Connection) -> Result<Option<i64>> {
+    let run_at: Option<i64> = conn
+        .prepare_cached(NEXT_RUN_AT)?
+        .query_row([], |r| r.get(0))?;
+    let expiry: Option<i64> = conn
+        .prepare_cached(NEXT_LEASE_EXPIRY)?
+        .query_row([], |r| r.get(0))?;
+    Ok(match (run_at, expiry) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
+}

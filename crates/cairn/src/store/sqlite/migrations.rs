@@ -1,0 +1,61 @@
+//! The schema, as numbered append-only migrations embedded in the binary. To fix a mistake, add a migration.
+
+use rusqlite::{Connection, params};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Every migration, in order: (version, name, SQL).
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "jobs",
+    include_str!("../../../migrations/sqlite/0001_jobs.sql"),
+)];
+
+/// The schema version this build of Cairn writes.
+pub(crate) fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// Brings the database up to the latest version, one transaction per migration.
+///
+/// # Errors
+/// A storage error, or [`ErrorKind::Storage`] when the file was written by a newer Cairn.
+pub(crate) fn migrate(conn: &mut Connection, now_ms: i64) -> Result<()> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS cairn_migrations (
+             version    INTEGER PRIMARY KEY,
+             name       TEXT    NOT NULL,
+             applied_at INTEGER NOT NULL
+         )",
+    )
+    .map_err(|e| Error::storage("creating cairn_migrations", e))?;
+    let current: i64 = conn
+        .query_row(
+            "SELECT COALESCE(MAX(version), 0) FROM cairn_migrations",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|e| Error::storage("reading the schema version", e))?;
+    if current > latest_version() {
+        return Err(Error::new(
+            ErrorKind::Storage,
+            format!(
+                "the database has schema version {current}, newer than this build of Cairn understands ({})",
+                latest_version()
+            ),
+        ));
+    }
+    for &(version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 > current) {
+        let context = |e| Error::storage(format!("applying migration {version:04}_{name}"), e);
+        let tx = conn.transaction().map_err(context)?;
+        tx.execute_batch(sql).map_err(context)?;
+        tx.execute(
+            "INSERT INTO cairn_migrations (version, name, applied_at) VALUES (?1, ?2, ?3)",
+            params![version, name, now_ms],
+        )
+        .map_err(context)?;
+        tx.commit().map_err(context)?;
+        tracing::info!(version, name, "applied migration");
+    }
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! The read-only connection pool. Reads run on blocking threads and never wait behind the writer (WAL lets readers
+//! see the last committed state while a write is in progress).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::sqlite::connection::open_reader;
+
+/// Read-only connections, opened on demand and kept up to a limit.
+pub(crate) struct Readers {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+    keep: usize,
+}
+
+impl Readers {
+    pub fn new(path: PathBuf, keep: usize) -> Self {
+        Readers {
+            path,
+            idle: Mutex::new(Vec::new()),
+            keep,
+        }
+    }
+
+    /// Runs `f` with a read-only connection on a blocking thread.
+    pub async fn read<T, F>(self: &std::sync::Arc<Self>, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let readers = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = readers.take()?;
+            let result = f(&conn);
+            readers.give_back(conn);
+            result
+        })
+        .await
+        .map_err(|e| Error::new(ErrorKind::Storage, format!("a read task failed: {e}")))?
+    }
+
+    fn take(&self) -> Result<Connection> {
+        let pooled = self
+            .idle
+            .lock()
+            .expect("reader pool lock is never poisoned")
+            .pop();
+        match pooled {
+            Some(conn) => Ok(conn),
+            None => open_reader(&self.path),
+        }
+    }
+
+    fn give_back(&self, conn: Connection) {
+        let mut idle = self
+            .idle
+            .lock()
+            .expect("reader pool lock is never poisoned");
+        if idle.len() < self.keep {
+            idle.push(conn);
+        }
+    }
+}

@@ -1,0 +1,110 @@
+//! Mapping rows of `jobs` and `job_attempts` to [`Job`] and [`Attempt`].
+
+use std::time::Duration;
+
+use rusqlite::{Connection, Row, params};
+
+use crate::clock::from_millis;
+use crate::error::{Error, Result};
+use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState};
+use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
+use crate::retry_policy::RetryPolicy;
+
+/// The columns [`job_from_row`] reads, in order. Tags come in one column, separated by the unit separator (0x1F).
+pub(crate) const JOB_COLUMNS: &str = "id, queue, name, state, data, progress, priority, weight, run_at, attempt, \
+     max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
+     unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
+     (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag))";
+
+fn parse_json(text: &str) -> rusqlite::Result<serde_json::Value> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn millis(ms: i64) -> Duration {
+    Duration::from_millis(ms.max(0) as u64)
+}
+
+/// Reads one job (without its history) from a row selected with [`JOB_COLUMNS`].
+pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
+    let state: String = row.get(3)?;
+    let data: String = row.get(4)?;
+    let progress: Option<String> = row.get(5)?;
+    let tags: Option<String> = row.get(25)?;
+    Ok(Job {
+        id: JobId(row.get(0)?),
+        queue: QueueName::from_trusted(row.get(1)?),
+        name: JobName::from_trusted(row.get(2)?),
+        state: state.parse::<JobState>().map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+        })?,
+        data: parse_json(&data)?,
+        progress: progress.as_deref().map(parse_json).transpose()?,
+        priority: row.get(6)?,
+        weight: row.get(7)?,
+        run_at: from_millis(row.get(8)?),
+        attempt: row.get(9)?,
+        retry: RetryPolicy {
+            max_attempts: row.get(10)?,
+            initial_delay: millis(row.get(11)?),
+            multiplier: row.get(12)?,
+            max_delay: millis(row.get(13)?),
+            jitter: row.get(14)?,
+        },
+        lease_timeout: millis(row.get(15)?),
+        unique_key: row
+            .get::<_, Option<String>>(16)?
+            .map(UniqueKey::from_trusted),
+        parent: row.get::<_, Option<i64>>(17)?.map(JobId),
+        worker: row
+            .get::<_, Option<String>>(18)?
+            .map(WorkerId::from_trusted),
+        lease_expires_at: row.get::<_, Option<i64>>(19)?.map(from_millis),
+        created_at: from_millis(row.get(20)?),
+        started_at: row.get::<_, Option<i64>>(21)?.map(from_millis),
+        finished_at: row.get::<_, Option<i64>>(22)?.map(from_millis),
+        error: row.get(23)?,
+        failure_group: row.get(24)?,
+        tags: tags
+            .map(|t| {
+                t.split('\u{1f}')
+                    .map(|s| Tag::from_trusted(s.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        history: Vec::new(),
+    })
+}
+
+/// Reads one job by id, without its history.
+pub(crate) fn load_job(conn: &Connection, id: JobId) -> Result<Option<Job>> {
+    let mut stmt = conn.prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?;
+    let mut rows = stmt.query(params![id.0])?;
+    match rows.next()? {
+        Some(row) => Ok(Some(job_from_row(row)?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads a job with its full history, or fails with not found.
+pub(crate) fn load_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
+    let mut job = load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT attempt, worker, started_at, finished_at, outcome, error
+         FROM job_attempts WHERE job_id = ?1 ORDER BY id",
+    )?;
+    let rows = stmt.query_map(params![id.0], |row| {
+        let outcome: Option<String> = row.get(4)?;
+        Ok(Attempt {
+            number: row.get(0)?,
+            worker: WorkerId::from_trusted(row.get(1)?),
+            started_at: from_millis(row.get(2)?),
+            finished_at: row.get::<_, Option<i64>>(3)?.map(from_millis),
+            outcome: outcome.as_deref().and_then(AttemptOutcome::parse_stored),
+            error: row.get(5)?,
+        })
+    })?;
+    job.history = rows.collect::<rusqlite::Result<_>>()?;
+    Ok(job)
+}

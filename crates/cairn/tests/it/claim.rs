@@ -1,0 +1,297 @@
+//! Dequeue: order, filters, limits, weights, several queues, blocking waits.
+
+use std::time::Duration;
+
+use cairn::{Dequeue, Push, QueueOrder};
+
+use crate::harness::TestQueue;
+
+#[tokio::test]
+async fn claim_prefers_higher_priority_then_earlier_run_at_then_lower_id() {
+    let t = TestQueue::new().await;
+    let now = t.queue.now();
+    t.queue.enqueue(Push::new("low").priority(0)).await.unwrap();
+    t.queue
+        .enqueue(Push::new("high-late").priority(10).run_at(now))
+        .await
+        .unwrap();
+    t.queue
+        .enqueue(
+            Push::new("high-early")
+                .priority(10)
+                .run_at(now - jiff::SignedDuration::from_secs(5)),
+        )
+        .await
+        .unwrap();
+    t.queue
+        .enqueue(Push::new("high-late-2").priority(10).run_at(now))
+        .await
+        .unwrap();
+    t.queue
+        .enqueue(Push::new("negative").priority(-5))
+        .await
+        .unwrap();
+    assert_eq!(
+        t.drain_names().await,
+        ["high-early", "high-late", "high-late-2", "low", "negative"]
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn name_patterns_match_as_sqlite_glob() {
+    let t = TestQueue::new().await;
+    for name in ["email.send", "email.bounce", "sms.send", "Email.x", "email"] {
+        t.push(name).await;
+    }
+    let take = |pattern: &'static str| {
+        let q = t.queue.clone();
+        async move {
+            let got = q
+                .dequeue(Dequeue::new("w").name(pattern).limit(10))
+                .await
+                .unwrap();
+            for c in &got {
+                q.release(&c.lease).await.unwrap();
+            }
+            let mut names: Vec<String> = got.into_iter().map(|c| c.job.name.to_string()).collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(take("email.*").await, ["email.bounce", "email.send"]);
+    assert_eq!(take("*.send").await, ["email.send", "sms.send"]);
+    assert_eq!(take("[Ee]mail.?").await, ["Email.x"]);
+    assert_eq!(take("[^e]*").await, ["Email.x", "sms.send"]);
+    assert_eq!(take("email").await, ["email"]);
+    let err = t
+        .queue
+        .dequeue(Dequeue::new("w").name("email.["))
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("name_pattern"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn several_patterns_match_any() {
+    let t = TestQueue::new().await;
+    for name in ["a.1", "b.1", "c.1"] {
+        t.push(name).await;
+    }
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").name("a.*").name("c.*").limit(10))
+        .await
+        .unwrap();
+    let names: Vec<_> = got.iter().map(|c| c.job.name.as_str()).collect();
+    assert_eq!(names, ["a.1", "c.1"]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn dequeue_takes_up_to_the_limit_atomically() {
+    let t = TestQueue::new().await;
+    t.queue
+        .enqueue_batch((0..10).map(|i| Push::new(format!("j{i}"))).collect())
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        t.queue.dequeue(Dequeue::new("a").limit(7)),
+        t.queue.dequeue(Dequeue::new("b").limit(7))
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert_eq!(a.len() + b.len(), 10);
+    let mut ids: Vec<_> = a.iter().chain(&b).map(|c| c.job.id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 10, "no job handed to both workers");
+    let err = t
+        .queue
+        .dequeue(Dequeue::new("w").limit(0))
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "limit: must be between 1 and 1000, got 0");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn weight_budget_stops_at_the_first_job_that_does_not_fit() {
+    let t = TestQueue::new().await;
+    for (name, weight) in [("w2", 2), ("w3", 3), ("w1", 1)] {
+        t.queue
+            .enqueue(Push::new(name).weight(weight))
+            .await
+            .unwrap();
+    }
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").limit(10).max_weight(4))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.iter().map(|c| c.job.name.as_str()).collect::<Vec<_>>(),
+        ["w2"]
+    );
+    // A job heavier than the whole budget still runs when it comes first.
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").limit(10).max_weight(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        got.iter().map(|c| c.job.name.as_str()).collect::<Vec<_>>(),
+        ["w3"]
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn ordered_queues_drain_in_order_and_round_robin_alternates() {
+    let t = TestQueue::new().await;
+    for queue in ["a", "b"] {
+        for i in 0..3 {
+            t.queue
+                .enqueue(Push::new(format!("{queue}{i}")).queue(queue))
+                .await
+                .unwrap();
+        }
+    }
+    let ordered = t
+        .queue
+        .dequeue(Dequeue::new("w").queue("b").queue("a").limit(4))
+        .await
+        .unwrap();
+    let names: Vec<_> = ordered.iter().map(|c| c.job.name.as_str()).collect();
+    assert_eq!(names, ["b0", "b1", "b2", "a0"]);
+    for c in &ordered {
+        t.queue.release(&c.lease).await.unwrap();
+    }
+    let rr = t
+        .queue
+        .dequeue(
+            Dequeue::new("w")
+                .queue("a")
+                .queue("b")
+                .order(QueueOrder::RoundRobin)
+                .limit(6),
+        )
+        .await
+        .unwrap();
+    let queues: Vec<_> = rr.iter().map(|c| c.job.queue.as_str()).collect();
+    assert!(
+        queues == ["a", "b", "a", "b", "a", "b"] || queues == ["b", "a", "b", "a", "b", "a"],
+        "{queues:?}"
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn blocked_dequeue_returns_when_a_job_is_enqueued() {
+    let t = TestQueue::new().await;
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(
+                Dequeue::new("w")
+                    .name("mail.*")
+                    .wait(Duration::from_secs(30)),
+            )
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.push("other").await; // does not match: the waiter keeps waiting
+    let id = t.push("mail.send").await;
+    let got = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].job.id, id);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn blocked_dequeue_returns_when_a_scheduled_job_comes_due() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("later").delay(Duration::from_secs(3600)))
+        .await
+        .unwrap()
+        .id;
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("w").wait(Duration::from_secs(30)))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(!waiter.is_finished());
+    t.advance(Duration::from_secs(3600));
+    let got = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got[0].job.id, id);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn blocked_dequeue_times_out_with_no_job() {
+    let t = TestQueue::new().await;
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").wait(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    assert!(got.is_empty());
+    t.close().await;
+}
+
+#[tokio::test]
+async fn close_answers_waiting_dequeues_with_no_job() {
+    let t = TestQueue::new().await;
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("w").wait(Duration::from_secs(60)))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.close().await;
+    let got = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(got.is_empty());
+}
+
+#[tokio::test]
+async fn a_dequeue_whose_caller_went_away_gives_the_job_back() {
+    let t = TestQueue::new().await;
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("gone").wait(Duration::from_secs(60)))
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    waiter.abort();
+    let _ = waiter.await;
+    let id = t.push("job").await;
+    // The job is not lost to the departed waiter: another worker gets it, on its first attempt.
+    let claimed = t
+        .queue
+        .dequeue(Dequeue::new("w").wait(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .pop()
+        .expect("job handed to a live worker");
+    assert_eq!(claimed.job.id, id);
+    assert_eq!(claimed.job.attempt, 1);
+    t.close().await;
+}

@@ -1,0 +1,229 @@
+//! Enqueueing: validation, batches, unique keys, delays, the application's own transaction.
+
+use std::time::Duration;
+
+use cairn::{Dequeue, ErrorKind, JobFilter, JobState, Push, RetryPolicy};
+use serde_json::json;
+
+use crate::harness::TestQueue;
+
+async fn count_jobs(t: &TestQueue) -> usize {
+    t.queue
+        .list(JobFilter {
+            limit: 1000,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs
+        .len()
+}
+
+/// Each bad push fails with an error naming the field, and writes nothing.
+#[tokio::test]
+async fn bad_input_names_the_field_and_writes_nothing() {
+    let t = TestQueue::with(|o| o.max_data_bytes = 100).await;
+    let cases: Vec<(Push, &str)> = vec![
+        (Push::new(""), "name: must not be empty"),
+        (
+            Push::new("a*"),
+            "name: must not contain the GLOB character '*'",
+        ),
+        (
+            Push::new("x").queue("no spaces"),
+            "queue: may only contain letters, digits and _ - . :, got ' '",
+        ),
+        (
+            Push::new("x").weight(0),
+            "weight: must be at least 1, got 0",
+        ),
+        (
+            Push::new("x").data(json!({"blob": "y".repeat(200)})),
+            "data: must be at most 100 bytes of JSON, got 211",
+        ),
+        (
+            Push::new("x").retry(RetryPolicy::attempts(0)),
+            "max_attempts: must be at least 1, got 0",
+        ),
+        (
+            Push::new("x").lease_timeout(Duration::from_millis(5)),
+            "lease_timeout: must be between 100ms and 86400s, got 5ms",
+        ),
+        (
+            Push::new("x")
+                .run_at(t.queue.now())
+                .delay(Duration::from_secs(1)),
+            "run_at: cannot be combined with delay",
+        ),
+        (Push::new("x").tag(""), "tags: must not be empty"),
+        (
+            Push::new("x").parent(cairn::JobId(999)),
+            "parent: job 999 does not exist",
+        ),
+    ];
+    for (push, expected) in cases {
+        let err = t.queue.enqueue(push).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{expected}");
+        assert_eq!(err.to_string(), expected);
+    }
+    let err = Push::new("x").data_json("{not json").unwrap_err();
+    assert_eq!(err.field(), Some("data"));
+    assert!(
+        err.to_string()
+            .starts_with("data: must be valid JSON: key must be a string"),
+        "{err}"
+    );
+    assert_eq!(count_jobs(&t).await, 0);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_batch_is_all_or_nothing() {
+    let t = TestQueue::new().await;
+    let err = t
+        .queue
+        .enqueue_batch(vec![Push::new("a"), Push::new("b"), Push::new("")])
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "jobs[2]: name: must not be empty");
+    assert_eq!(count_jobs(&t).await, 0);
+    let ok = t
+        .queue
+        .enqueue_batch((0..500).map(|i| Push::new(format!("job.{i}"))).collect())
+        .await
+        .unwrap();
+    assert_eq!(ok.len(), 500);
+    assert!(ok.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(count_jobs(&t).await, 500);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_live_unique_key_returns_the_existing_job() {
+    let t = TestQueue::new().await;
+    let first = t
+        .queue
+        .enqueue(Push::new("report").unique_key("daily"))
+        .await
+        .unwrap();
+    let second = t
+        .queue
+        .enqueue(Push::new("report").unique_key("daily"))
+        .await
+        .unwrap();
+    assert!(!first.existing);
+    assert!(second.existing);
+    assert_eq!(first.id, second.id);
+    // Once the job finishes, the key is free again.
+    let claimed = t.take("w").await.unwrap();
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    let third = t
+        .queue
+        .enqueue(Push::new("report").unique_key("daily"))
+        .await
+        .unwrap();
+    assert!(!third.existing);
+    assert_ne!(third.id, first.id);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn delayed_jobs_are_scheduled_until_their_time() {
+    let t = TestQueue::new().await;
+    let pushed = t
+        .queue
+        .enqueue(Push::new("later").delay(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(pushed.state, JobState::Scheduled);
+    assert!(t.take("w").await.is_none());
+    t.advance(Duration::from_secs(59));
+    assert!(t.take("w").await.is_none());
+    t.advance(Duration::from_secs(1));
+    let claimed = t.take("w").await.expect("due at exactly run_at");
+    assert_eq!(claimed.job.id, pushed.id);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn job_fields_round_trip() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let push = Push::new("email.send")
+        .queue("mail")
+        .data(json!({"to": "ada@example.com"}))
+        .priority(7)
+        .weight(3)
+        .unique_key("ada")
+        .tag("b")
+        .tag("a")
+        .tag("a")
+        .parent(parent)
+        .lease_timeout(Duration::from_secs(9));
+    let id = t.queue.enqueue(push).await.unwrap().id;
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.queue.as_str(), "mail");
+    assert_eq!(job.name.as_str(), "email.send");
+    assert_eq!(job.state, JobState::Queued);
+    assert_eq!(job.data, json!({"to": "ada@example.com"}));
+    assert_eq!((job.priority, job.weight, job.attempt), (7, 3, 0));
+    assert_eq!(
+        job.tags.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert_eq!(job.parent, Some(parent));
+    assert_eq!(job.unique_key.as_ref().map(|k| k.as_str()), Some("ada"));
+    assert_eq!(job.lease_timeout, Duration::from_secs(9));
+    assert_eq!(job.created_at, t.queue.now());
+    assert_eq!(job.run_at, t.queue.now());
+    assert!(job.history.is_empty());
+    t.close().await;
+}
+
+#[tokio::test]
+async fn enqueue_in_the_applications_transaction_exists_only_if_it_commits() {
+    let t = TestQueue::new().await;
+    let mut conn = t.queue.connect().unwrap();
+    conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)", [])
+        .unwrap();
+
+    let tx = conn.transaction().unwrap();
+    tx.execute("INSERT INTO orders (id) VALUES (1)", [])
+        .unwrap();
+    t.queue.enqueue_in(&tx, &Push::new("order.ship")).unwrap();
+    tx.rollback().unwrap();
+    assert_eq!(
+        count_jobs(&t).await,
+        0,
+        "rolled back with the application's write"
+    );
+
+    // A worker waiting before the commit gets the job when the application commits.
+    let queue = t.queue.clone();
+    let waiting = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("w").wait(Duration::from_secs(30)))
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let tx = conn.transaction().unwrap();
+    tx.execute("INSERT INTO orders (id) VALUES (2)", [])
+        .unwrap();
+    let id = t
+        .queue
+        .enqueue_in(&tx, &Push::new("order.ship"))
+        .unwrap()
+        .id;
+    tx.commit().unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].job.id, id);
+
+    let err = t.queue.enqueue_in(&conn, &Push::new("x")).unwrap_err();
+    assert_eq!(err.field(), Some("conn"));
+    t.close().await;
+}

@@ -1,0 +1,137 @@
+//! Leases: heartbeats extend them, expiry retries the job, stale tokens are refused and change nothing.
+
+use std::time::Duration;
+
+use cairn::{AttemptOutcome, ErrorKind, JobState, Push, RetryPolicy};
+use serde_json::json;
+
+use crate::harness::TestQueue;
+
+#[tokio::test]
+async fn expired_lease_retries_the_job_and_refuses_late_calls() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(
+            Push::new("slow")
+                .lease_timeout(Duration::from_secs(30))
+                .retry(RetryPolicy::immediate(3)),
+        )
+        .await
+        .unwrap()
+        .id;
+    let first = t.take("w1").await.unwrap();
+    t.advance(Duration::from_secs(30));
+    let second = t.take("w2").await.expect("expired job is ready again");
+    assert_eq!(second.job.id, id);
+    assert_eq!(second.job.attempt, 2);
+    assert_ne!(first.lease.token, second.lease.token);
+
+    for err in [
+        t.queue.heartbeat(&first.lease, None).await.unwrap_err(),
+        t.queue
+            .checkpoint(&first.lease, json!(1))
+            .await
+            .unwrap_err(),
+        t.queue.update(&first.lease, json!(1)).await.unwrap_err(),
+        t.queue.finish(&first.lease, None).await.unwrap_err(),
+        t.queue
+            .retry(&first.lease, "late", None)
+            .await
+            .map(|_| ())
+            .unwrap_err(),
+        t.queue.fail(&first.lease, "g", "late").await.unwrap_err(),
+        t.queue.release(&first.lease).await.unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::LeaseLost, "{err}");
+    }
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(job.worker.as_ref().map(|w| w.as_str()), Some("w2"));
+    assert_eq!(job.history[0].outcome, Some(AttemptOutcome::LeaseExpired));
+    assert_eq!(job.history[1].outcome, None);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn heartbeat_extends_the_lease_and_reports_progress() {
+    let t = TestQueue::new().await;
+    t.queue
+        .enqueue(Push::new("long").lease_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let claimed = t.take("w").await.unwrap();
+    for _ in 0..5 {
+        t.advance(Duration::from_secs(20));
+        let expires = t
+            .queue
+            .heartbeat(&claimed.lease, Some(json!({"done": 20})))
+            .await
+            .unwrap();
+        assert_eq!(expires, t.queue.now() + jiff::SignedDuration::from_secs(30));
+    }
+    let job = t.queue.get(claimed.job.id).await.unwrap();
+    assert_eq!(job.state, JobState::Running);
+    assert_eq!(job.progress, Some(json!({"done": 20})));
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_lease_expiry_wakes_a_blocked_dequeue() {
+    let t = TestQueue::new().await;
+    t.queue
+        .enqueue(
+            Push::new("j")
+                .lease_timeout(Duration::from_secs(10))
+                .retry(RetryPolicy::immediate(2)),
+        )
+        .await
+        .unwrap();
+    let _held = t.take("w1").await.unwrap();
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(cairn::Dequeue::new("w2").wait(Duration::from_secs(30)))
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.advance(Duration::from_secs(10));
+    let got = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got[0].job.attempt, 2);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn cancelled_and_deleted_jobs_refuse_their_worker() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let b = t.push("b").await;
+    let ca = t.take("w").await.unwrap();
+    let cb = t.take("w").await.unwrap();
+    t.queue.cancel(a).await.unwrap();
+    t.queue.delete(b).await.unwrap();
+    assert!(
+        t.queue
+            .finish(&ca.lease, None)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    assert!(
+        t.queue
+            .heartbeat(&cb.lease, None)
+            .await
+            .unwrap_err()
+            .is_lease_lost()
+    );
+    let job = t.queue.get(a).await.unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(job.history[0].outcome, Some(AttemptOutcome::Cancelled));
+    assert!(t.queue.get(b).await.unwrap_err().is_not_found());
+    t.close().await;
+}

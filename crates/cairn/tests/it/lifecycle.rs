@@ -1,0 +1,403 @@
+//! A job's life: finish, retry with backoff, fail, checkpoint, cancel, reschedule, priority, recovery, retention.
+
+use std::time::Duration;
+
+use cairn::{
+    AttemptOutcome, ErrorKind, JobFilter, JobState, Push, Queue, QueueOptions, RecoveryPolicy,
+    RetryPolicy,
+};
+use serde_json::json;
+
+use crate::harness::TestQueue;
+
+fn no_jitter(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts,
+        initial_delay: Duration::from_secs(10),
+        multiplier: 2.0,
+        max_delay: Duration::from_secs(3600),
+        jitter: 0.0,
+    }
+}
+
+#[tokio::test]
+async fn finish_completes_with_optional_result_and_history() {
+    let t = TestQueue::new().await;
+    let id = t.push("x").await;
+    let claimed = t.take("w1").await.unwrap();
+    t.advance(Duration::from_secs(2));
+    t.queue
+        .finish(&claimed.lease, Some(json!({"sent": true})))
+        .await
+        .unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.data, json!({"sent": true}));
+    assert_eq!(job.finished_at, Some(t.queue.now()));
+    assert_eq!(job.worker, None);
+    assert_eq!(job.history.len(), 1);
+    let attempt = &job.history[0];
+    assert_eq!((attempt.number, attempt.worker.as_str()), (1, "w1"));
+    assert_eq!(attempt.outcome, Some(AttemptOutcome::Completed));
+    assert_eq!(
+        attempt.finished_at.unwrap().as_millisecond() - attempt.started_at.as_millisecond(),
+        2000
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn retry_backs_off_exponentially_then_fails_when_attempts_run_out() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("flaky").retry(no_jitter(3)))
+        .await
+        .unwrap()
+        .id;
+    let c = t.take("w").await.unwrap();
+    assert_eq!(
+        t.queue.retry(&c.lease, "boom 1", None).await.unwrap(),
+        JobState::Scheduled
+    );
+    t.advance(Duration::from_secs(9));
+    assert!(t.take("w").await.is_none(), "backoff of 10s not over");
+    t.advance(Duration::from_secs(1));
+    let c = t.take("w").await.unwrap();
+    assert_eq!(
+        t.queue.retry(&c.lease, "boom 2", None).await.unwrap(),
+        JobState::Scheduled
+    );
+    t.advance(Duration::from_secs(19));
+    assert!(t.take("w").await.is_none(), "backoff of 20s not over");
+    t.advance(Duration::from_secs(1));
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.attempt, 3);
+    assert_eq!(
+        t.queue.retry(&c.lease, "boom 3", None).await.unwrap(),
+        JobState::Failed
+    );
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(job.failure_group.as_deref(), Some("retries-exhausted"));
+    assert_eq!(job.error.as_deref(), Some("boom 3"));
+    let errors: Vec<_> = job
+        .history
+        .iter()
+        .map(|a| a.error.as_deref().unwrap())
+        .collect();
+    assert_eq!(errors, ["boom 1", "boom 2", "boom 3"]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn retry_with_explicit_delay_and_fail_with_group() {
+    let t = TestQueue::new().await;
+    let id = t.push("x").await;
+    let c = t.take("w").await.unwrap();
+    t.queue
+        .retry(&c.lease, "rate limited", Some(Duration::ZERO))
+        .await
+        .unwrap();
+    let c = t.take("w").await.expect("zero delay: ready at once");
+    t.queue
+        .fail(&c.lease, "invalid-address", "no such mailbox")
+        .await
+        .unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(job.failure_group.as_deref(), Some("invalid-address"));
+    assert_eq!(job.error.as_deref(), Some("no such mailbox"));
+    assert_eq!(job.history[1].outcome, Some(AttemptOutcome::Failed));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_retry_starts_from_the_last_checkpoint() {
+    let t = TestQueue::new().await;
+    t.queue
+        .enqueue(
+            Push::new("import")
+                .data(json!({"row": 0}))
+                .retry(RetryPolicy::immediate(3)),
+        )
+        .await
+        .unwrap();
+    let c = t.take("w").await.unwrap();
+    t.queue
+        .checkpoint(&c.lease, json!({"row": 500}))
+        .await
+        .unwrap();
+    t.queue
+        .update(&c.lease, json!({"percent": 60}))
+        .await
+        .unwrap();
+    t.queue
+        .retry(&c.lease, "connection reset", None)
+        .await
+        .unwrap();
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.data, json!({"row": 500}));
+    assert_eq!(c.job.progress, None, "progress belongs to an attempt");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn cancel_rules() {
+    let t = TestQueue::new().await;
+    let queued = t.push("q").await;
+    t.queue.cancel(queued).await.unwrap();
+    t.queue.cancel(queued).await.unwrap(); // idempotent
+    assert_eq!(
+        t.queue.get(queued).await.unwrap().state,
+        JobState::Cancelled
+    );
+    assert!(t.take("w").await.is_none());
+
+    let done = t.push("d").await;
+    let c = t.take("w").await.unwrap();
+    t.queue.finish(&c.lease, None).await.unwrap();
+    assert_eq!(
+        t.queue.cancel(done).await.unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
+    assert!(
+        t.queue
+            .cancel(cairn::JobId(12345))
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn reschedule_and_set_priority() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let b = t.push("b").await;
+    let later = t.queue.now() + jiff::SignedDuration::from_secs(60);
+    assert_eq!(
+        t.queue.reschedule(a, later).await.unwrap(),
+        JobState::Scheduled
+    );
+    t.queue.set_priority(b, 5).await.unwrap();
+    assert_eq!(t.drain_names().await, ["b"]);
+    assert_eq!(
+        t.queue.reschedule(a, t.queue.now()).await.unwrap(),
+        JobState::Queued
+    );
+    assert_eq!(t.drain_names().await, ["a"]);
+    assert_eq!(
+        t.queue.reschedule(a, later).await.unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
+    assert_eq!(
+        t.queue.set_priority(a, 1).await.unwrap_err().kind(),
+        ErrorKind::InvalidState
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn list_filters_and_pages_newest_first() {
+    let t = TestQueue::new().await;
+    for i in 0..5 {
+        t.queue
+            .enqueue(Push::new(format!("mail.{i}")).queue("mail").tag("batch"))
+            .await
+            .unwrap();
+    }
+    t.queue.enqueue(Push::new("other")).await.unwrap();
+    let page = t
+        .queue
+        .list(JobFilter {
+            queue: Some("mail".into()),
+            limit: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        page.jobs
+            .iter()
+            .map(|j| j.name.as_str())
+            .collect::<Vec<_>>(),
+        ["mail.4", "mail.3"]
+    );
+    let page2 = t
+        .queue
+        .list(JobFilter {
+            queue: Some("mail".into()),
+            limit: 2,
+            before: page.next,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        page2
+            .jobs
+            .iter()
+            .map(|j| j.name.as_str())
+            .collect::<Vec<_>>(),
+        ["mail.2", "mail.1"]
+    );
+    let tagged = t
+        .queue
+        .list(JobFilter {
+            tag: Some("batch".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(tagged.jobs.len(), 5);
+    let by_name = t
+        .queue
+        .list(JobFilter {
+            name: Some("*.3".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_name.jobs.len(), 1);
+    let running = t
+        .queue
+        .list(JobFilter {
+            state: Some(JobState::Running),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(running.jobs.is_empty());
+    let err = t
+        .queue
+        .list(JobFilter {
+            limit: 0,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("limit"));
+    t.close().await;
+}
+
+/// Opening a database that a dead process left with running jobs recovers them and records it.
+#[tokio::test]
+async fn reopening_recovers_jobs_left_running() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("x").retry(no_jitter(5)))
+        .await
+        .unwrap()
+        .id;
+    let claimed = t.take("w").await.unwrap();
+    t.close().await; // the "process" ends with the job still running
+
+    for (policy, expected_state) in [(RecoveryPolicy::RetryNow, JobState::Queued)] {
+        let options = QueueOptions {
+            clock: std::sync::Arc::new(t.clock.clone()),
+            recovery: policy,
+            ..Default::default()
+        };
+        let queue = Queue::open_with(t.path(), options).await.unwrap();
+        let job = queue.get(id).await.unwrap();
+        assert_eq!(job.state, expected_state);
+        assert_eq!(job.history[0].outcome, Some(AttemptOutcome::Crashed));
+        assert!(
+            queue
+                .finish(&claimed.lease, None)
+                .await
+                .unwrap_err()
+                .is_lease_lost()
+        );
+        queue.close(Duration::from_secs(5)).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn recovery_with_backoff_waits_the_retry_delay() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("x").retry(no_jitter(5)))
+        .await
+        .unwrap()
+        .id;
+    t.take("w").await.unwrap();
+    t.close().await;
+    let options = QueueOptions {
+        clock: std::sync::Arc::new(t.clock.clone()),
+        recovery: RecoveryPolicy::Backoff,
+        ..Default::default()
+    };
+    let queue = Queue::open_with(t.path(), options).await.unwrap();
+    let job = queue.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Scheduled);
+    assert_eq!(
+        job.run_at,
+        t.clock_now() + jiff::SignedDuration::from_secs(10)
+    );
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
+
+#[tokio::test]
+async fn retention_removes_old_and_surplus_finished_jobs() {
+    let t = TestQueue::with(|o| {
+        o.retention = cairn::Retention {
+            max_age: Some(Duration::from_secs(3600)),
+            max_count: Some(3),
+            interval: Duration::from_secs(60),
+        }
+    })
+    .await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(t.push(&format!("j{i}")).await);
+        let c = t.take("w").await.unwrap();
+        t.queue.finish(&c.lease, None).await.unwrap();
+        t.advance(Duration::from_secs(1));
+    }
+    let failed = t
+        .queue
+        .enqueue(Push::new("f").retry(RetryPolicy::immediate(1)))
+        .await
+        .unwrap()
+        .id;
+    let c = t.take("w").await.unwrap();
+    t.queue.retry(&c.lease, "x", None).await.unwrap();
+    t.advance(Duration::from_secs(60)); // the next pruning pass runs
+    t.queue.sqlite_settings().await.unwrap(); // a round trip through the writer
+    let left: Vec<_> = t
+        .queue
+        .list(JobFilter::default())
+        .await
+        .unwrap()
+        .jobs
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(
+        left,
+        [failed, ids[4], ids[3], ids[2]],
+        "the 3 newest finished jobs and the failed one stay"
+    );
+    t.advance(Duration::from_secs(3600));
+    t.queue.sqlite_settings().await.unwrap();
+    let left: Vec<_> = t
+        .queue
+        .list(JobFilter::default())
+        .await
+        .unwrap()
+        .jobs
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(
+        left,
+        [failed],
+        "old finished jobs go; failed jobs stay until dealt with"
+    );
+    t.close().await;
+}
