@@ -28,6 +28,7 @@ mod query;
 mod queue;
 mod retry_policy;
 mod store;
+mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Result};
@@ -54,3 +55,4 @@ pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
 pub use store::sqlite::connection::SqliteSettings;
+pub use worker::{HandlerResult, JobContext, JobError, Worker, WorkerBuilder, WorkerReport};

@@ -7,3 +7,4 @@ mod enqueue;
 mod leases;
 mod lifecycle;
 mod storage;
+mod worker;

@@ -1,0 +1,267 @@
+//! The worker's loop: take jobs while there is room, run each in its own task with automatic heartbeats, map the
+//! handler's outcome to finish, retry or fail, and on stop drain within the deadline.
+
+use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+use crate::error::{ErrorKind, Result};
+use crate::job::JobId;
+use crate::lease::Lease;
+use crate::names::{QueueName, WorkerId};
+use crate::ops::claim::{ClaimedJob, Dequeue, QueueOrder};
+use crate::queue::Queue;
+use crate::worker::builder::{Handler, WorkerReport};
+use crate::worker::context::JobContext;
+use crate::worker::job_error::JobErrorKind;
+
+/// A worker's validated settings.
+pub(crate) struct Settings {
+    pub id: WorkerId,
+    pub queues: Vec<QueueName>,
+    pub order: QueueOrder,
+    pub handlers: BTreeMap<String, Handler>,
+    pub min_concurrency: u32,
+    pub max_concurrency: u32,
+    pub wait: Duration,
+}
+
+/// How a job's run ended, for the report.
+enum Ended {
+    Finished,
+    Retried,
+    Failed,
+    Lost,
+}
+
+type Fetch = Pin<Box<dyn Future<Output = Result<Vec<ClaimedJob>>> + Send>>;
+
+/// The leases of running jobs, so that jobs still running at the shutdown deadline can be given back.
+type Running = Arc<Mutex<HashMap<JobId, Lease>>>;
+
+/// Runs until told to stop (the watched value becomes the shutdown deadline) or the queue closes.
+pub(crate) async fn run(
+    queue: Queue,
+    settings: Settings,
+    mut stop: watch::Receiver<Option<Duration>>,
+) -> WorkerReport {
+    let settings = Arc::new(settings);
+    let running: Running = Arc::default();
+    let mut tasks: JoinSet<(u32, Ended)> = JoinSet::new();
+    let mut report = WorkerReport::default();
+    let mut in_flight = 0u32;
+    let mut fetch: Option<Fetch> = None;
+    let mut deadline = None;
+
+    while deadline.is_none() {
+        if fetch.is_none() && in_flight < settings.min_concurrency {
+            let (queue, request) = (
+                queue.clone(),
+                request(&settings, settings.max_concurrency - in_flight),
+            );
+            fetch = Some(Box::pin(async move { queue.dequeue(request).await }));
+        }
+        tokio::select! {
+            changed = stop.changed() => {
+                deadline = Some(match changed { Ok(()) => stop.borrow().unwrap_or(Duration::ZERO), Err(_) => Duration::ZERO });
+            }
+            claimed = async { fetch.as_mut().expect("polled only when set").await }, if fetch.is_some() => {
+                fetch = None;
+                match claimed {
+                    Ok(jobs) => {
+                        for claimed in jobs {
+                            in_flight += claimed.job.weight;
+                            running.lock().expect("running lock is never poisoned").insert(claimed.job.id, claimed.lease.clone());
+                            tasks.spawn(run_job(queue.clone(), settings.clone(), running.clone(), claimed));
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::Closed => {
+                        tracing::info!(worker = %settings.id, "queue closed; worker stopping");
+                        deadline = Some(Duration::ZERO);
+                    }
+                    Err(e) => {
+                        tracing::error!(worker = %settings.id, error = %e, "taking jobs failed; trying again in a second");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+            Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                count(&mut report, &mut in_flight, done);
+            }
+        }
+    }
+    // Dropping an unanswered request is safe: a job claimed for it after this point is given back by the queue.
+    drop(fetch);
+    drain(
+        &queue,
+        &mut tasks,
+        &running,
+        deadline.unwrap_or_default(),
+        &mut report,
+        &mut in_flight,
+    )
+    .await;
+    report
+}
+
+fn request(settings: &Settings, room: u32) -> Dequeue {
+    Dequeue {
+        worker: settings.id.to_string(),
+        queues: settings.queues.iter().map(|q| q.to_string()).collect(),
+        order: settings.order,
+        names: settings.handlers.keys().cloned().collect(),
+        limit: room,
+        max_weight: Some(room),
+        wait: settings.wait,
+    }
+}
+
+fn count(
+    report: &mut WorkerReport,
+    in_flight: &mut u32,
+    done: std::result::Result<(u32, Ended), tokio::task::JoinError>,
+) {
+    let Ok((weight, ended)) = done else {
+        // Job tasks catch handler panics themselves; a failed join means the task was aborted at shutdown.
+        return;
+    };
+    *in_flight = in_flight.saturating_sub(weight);
+    match ended {
+        Ended::Finished => report.finished += 1,
+        Ended::Retried => report.retried += 1,
+        Ended::Failed => report.failed += 1,
+        Ended::Lost => report.lost += 1,
+    }
+}
+
+/// Waits for running jobs until the deadline, then aborts the rest and gives their jobs back.
+async fn drain(
+    queue: &Queue,
+    tasks: &mut JoinSet<(u32, Ended)>,
+    running: &Running,
+    deadline: Duration,
+    report: &mut WorkerReport,
+    in_flight: &mut u32,
+) {
+    let _ = tokio::time::timeout(deadline, async {
+        while let Some(done) = tasks.join_next().await {
+            count(report, in_flight, done);
+        }
+    })
+    .await;
+    tasks.abort_all();
+    while tasks.join_next().await.is_some() {}
+    let leftover: Vec<Lease> = running
+        .lock()
+        .expect("running lock is never poisoned")
+        .drain()
+        .map(|(_, l)| l)
+        .collect();
+    for lease in leftover {
+        match queue.release(&lease).await {
+            Ok(()) => report.released += 1,
+            Err(e) => {
+                tracing::warn!(job = %lease.job, error = %e, "could not give back a job at shutdown")
+            }
+        }
+    }
+}
+
+/// Aborts the wrapped task when dropped, so that aborting a job's task also stops its handler.
+struct AbortOnDrop<T>(JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Runs one job: the handler in its own task (so a panic is caught), heartbeats meanwhile, then the outcome.
+async fn run_job(
+    queue: Queue,
+    settings: Arc<Settings>,
+    running: Running,
+    claimed: ClaimedJob,
+) -> (u32, Ended) {
+    let ClaimedJob { job, lease } = claimed;
+    let weight = job.weight;
+    let handler = settings
+        .handlers
+        .get(job.name.as_str())
+        .cloned()
+        .expect("only jobs with a handler are taken");
+    let every = (job.lease_timeout / 3).max(Duration::from_millis(50));
+    let ctx = JobContext::new(queue.clone(), job, lease.clone());
+    let mut handler_task = AbortOnDrop(tokio::spawn(handler(ctx.clone())));
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut handler_task.0 => break outcome,
+            _ = ticker.tick() => match queue.heartbeat(&lease, None).await {
+                Ok(_) => {}
+                Err(e) if e.is_lease_lost() => {
+                    tracing::warn!(job = %lease.job, error = %e, "lease lost; stopping the handler");
+                    running.lock().expect("running lock is never poisoned").remove(&lease.job);
+                    return (weight, Ended::Lost);
+                }
+                Err(e) => tracing::warn!(job = %lease.job, error = %e, "heartbeat failed; will try again"),
+            },
+        }
+    };
+    let (result, ended) = match outcome {
+        Ok(Ok(())) => (
+            queue.finish(&lease, ctx.take_result()).await,
+            Ended::Finished,
+        ),
+        Ok(Err(error)) => match error.kind {
+            JobErrorKind::Retry { message, delay } => (
+                queue.retry(&lease, &message, delay).await.map(|_| ()),
+                Ended::Retried,
+            ),
+            JobErrorKind::Fail { group, message } => {
+                (queue.fail(&lease, &group, &message).await, Ended::Failed)
+            }
+        },
+        Err(join_error) => {
+            let message = panic_message(join_error);
+            (
+                queue.retry(&lease, &message, None).await.map(|_| ()),
+                Ended::Retried,
+            )
+        }
+    };
+    running
+        .lock()
+        .expect("running lock is never poisoned")
+        .remove(&lease.job);
+    match result {
+        Ok(()) => (weight, ended),
+        Err(e) if e.is_lease_lost() => {
+            tracing::warn!(job = %lease.job, error = %e, "the job was taken away before its outcome was recorded");
+            (weight, Ended::Lost)
+        }
+        Err(e) => {
+            tracing::error!(job = %lease.job, error = %e, "could not record the job's outcome; its lease will expire");
+            (weight, Ended::Lost)
+        }
+    }
+}
+
+fn panic_message(error: tokio::task::JoinError) -> String {
+    match error.try_into_panic() {
+        Ok(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".to_owned());
+            format!("the handler panicked: {text}")
+        }
+        Err(_) => "the handler was cancelled".to_owned(),
+    }
+}

@@ -1,0 +1,324 @@
+//! The worker API: handlers by name, outcomes, concurrency with weights, heartbeats, graceful shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use cairn::{AttemptOutcome, JobError, JobState, Push, RetryPolicy, Worker};
+use serde_json::json;
+
+use crate::harness::TestQueue;
+
+/// Waits until `check` holds, polling the queue's state; fails after ten seconds.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn state_of(t: &TestQueue, id: cairn::JobId) -> JobState {
+    t.queue.get(id).await.unwrap().state
+}
+
+#[tokio::test]
+async fn handler_outcomes_map_to_finish_retry_and_fail() {
+    let t = TestQueue::new().await;
+    let ok = t
+        .queue
+        .enqueue(Push::new("ok").data(json!({"n": 2})))
+        .await
+        .unwrap()
+        .id;
+    let flaky = t
+        .queue
+        .enqueue(Push::new("flaky").retry(RetryPolicy::immediate(2)))
+        .await
+        .unwrap()
+        .id;
+    let bad = t.push("bad").await;
+    let panics = t
+        .queue
+        .enqueue(Push::new("panics").retry(RetryPolicy::immediate(1)))
+        .await
+        .unwrap()
+        .id;
+    let io = t
+        .queue
+        .enqueue(Push::new("io").retry(RetryPolicy::immediate(1)))
+        .await
+        .unwrap()
+        .id;
+    let worker = Worker::builder(&t.queue, "w1")
+        .handler("ok", |job| async move {
+            let n = job.data()["n"].as_i64().unwrap();
+            job.set_result(json!({"squared": n * n}));
+            Ok(())
+        })
+        .handler("flaky", |job| async move {
+            if job.attempt() == 1 {
+                Err(JobError::retry("first time fails"))
+            } else {
+                Ok(())
+            }
+        })
+        .handler("bad", |_| async {
+            Err(JobError::fail("invalid-input", "cannot parse"))
+        })
+        .handler("panics", |_| async { panic!("boom") })
+        .handler("io", |_| async {
+            std::fs::read("/nonexistent/file")?;
+            Ok(())
+        })
+        .start()
+        .unwrap();
+    let t = &t;
+    for id in [ok, flaky] {
+        eventually("jobs complete", || async move {
+            state_of(t, id).await == JobState::Completed
+        })
+        .await;
+    }
+    for id in [bad, panics, io] {
+        eventually("jobs fail", || async move {
+            state_of(t, id).await == JobState::Failed
+        })
+        .await;
+    }
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.finished, report.retried, report.failed), (2, 3, 1));
+
+    assert_eq!(t.queue.get(ok).await.unwrap().data, json!({"squared": 4}));
+    let flaky = t.queue.get(flaky).await.unwrap();
+    assert_eq!(flaky.history[0].error.as_deref(), Some("first time fails"));
+    let bad = t.queue.get(bad).await.unwrap();
+    assert_eq!(
+        (bad.failure_group.as_deref(), bad.error.as_deref()),
+        (Some("invalid-input"), Some("cannot parse"))
+    );
+    let panics = t.queue.get(panics).await.unwrap();
+    assert_eq!(panics.error.as_deref(), Some("the handler panicked: boom"));
+    let io = t.queue.get(io).await.unwrap();
+    assert!(
+        io.error.as_deref().unwrap().contains("No such file"),
+        "{:?}",
+        io.error
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn concurrency_counts_job_weight() {
+    let t = TestQueue::new().await;
+    let running = Arc::new(AtomicU32::new(0));
+    let peak = Arc::new(AtomicU32::new(0));
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    for i in 0..6 {
+        t.queue
+            .enqueue(Push::new("job").weight(if i % 2 == 0 { 2 } else { 1 }))
+            .await
+            .unwrap();
+    }
+    let (r, p, gate) = (running.clone(), peak.clone(), release.clone());
+    let worker = Worker::builder(&t.queue, "w")
+        .max_concurrency(3)
+        .handler("job", move |job| {
+            let (r, p, gate) = (r.clone(), p.clone(), gate.clone());
+            async move {
+                let now = r.fetch_add(job.job().weight, Ordering::SeqCst) + job.job().weight;
+                p.fetch_max(now, Ordering::SeqCst);
+                gate.acquire().await.unwrap().forget();
+                r.fetch_sub(job.job().weight, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    // Let jobs through one at a time; the running weight must never exceed 3.
+    for _ in 0..6 {
+        eventually("a job is running", || async {
+            running.load(Ordering::SeqCst) > 0
+        })
+        .await;
+        release.add_permits(1);
+    }
+    eventually("all done", || async {
+        t.queue
+            .list(cairn::JobFilter {
+                state: Some(JobState::Completed),
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .jobs
+            .len()
+            == 6
+    })
+    .await;
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert!(
+        peak.load(Ordering::SeqCst) <= 3,
+        "peak weight {}",
+        peak.load(Ordering::SeqCst)
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn automatic_heartbeats_keep_a_long_job_leased() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("long").lease_timeout(Duration::from_millis(300)))
+        .await
+        .unwrap()
+        .id;
+    let go = Arc::new(tokio::sync::Notify::new());
+    let gate = go.clone();
+    let worker = Worker::builder(&t.queue, "w")
+        .handler("long", move |_| {
+            let gate = gate.clone();
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    eventually("running", || async {
+        state_of(&t, id).await == JobState::Running
+    })
+    .await;
+    // Move the clock within the lease; the next heartbeat pushes the expiry to a full timeout from then.
+    let first = t.queue.get(id).await.unwrap().lease_expires_at.unwrap();
+    t.advance(Duration::from_millis(200));
+    eventually("lease extended", || async {
+        t.queue.get(id).await.unwrap().lease_expires_at.unwrap() > first
+    })
+    .await;
+    // Past the first expiry, the job is still running under the same lease.
+    t.advance(Duration::from_millis(200));
+    assert!(t.queue.get(id).await.unwrap().lease_expires_at.unwrap() > t.queue.now());
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!((job.state, job.attempt), (JobState::Running, 1));
+    go.notify_one();
+    eventually("completed", || async {
+        state_of(&t, id).await == JobState::Completed
+    })
+    .await;
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    t.close().await;
+}
+
+#[tokio::test]
+async fn shutdown_waits_for_running_jobs_until_the_deadline_then_gives_them_back() {
+    let t = TestQueue::new().await;
+    let quick = t.push("quick").await;
+    let stuck = t.push("stuck").await;
+    let worker = Worker::builder(&t.queue, "w")
+        .max_concurrency(2)
+        .handler("quick", |_| async {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            Ok(())
+        })
+        .handler("stuck", |_| std::future::pending())
+        .start()
+        .unwrap();
+    let t = &t;
+    for id in [quick, stuck] {
+        eventually("both running", || async move {
+            state_of(t, id).await == JobState::Running
+        })
+        .await;
+    }
+    let report = worker.stop(Duration::from_millis(500)).await.unwrap();
+    assert_eq!((report.finished, report.released), (1, 1));
+    assert_eq!(state_of(t, quick).await, JobState::Completed);
+    let stuck = t.queue.get(stuck).await.unwrap();
+    assert_eq!(stuck.state, JobState::Queued);
+    assert_eq!(stuck.attempt, 0, "a released attempt does not count");
+    assert_eq!(stuck.history[0].outcome, Some(AttemptOutcome::Released));
+    t.close().await;
+}
+
+/// Sets its flag when dropped: shows that a handler's future was stopped.
+struct DropFlag(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_job_stops_its_handler_at_the_next_heartbeat() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("long").lease_timeout(Duration::from_millis(300)))
+        .await
+        .unwrap()
+        .id;
+    let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stopped.clone();
+    let worker = Worker::builder(&t.queue, "w")
+        .handler("long", move |_| {
+            let guard = DropFlag(flag.clone());
+            async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    eventually("running", || async {
+        state_of(&t, id).await == JobState::Running
+    })
+    .await;
+    t.queue.cancel(id).await.unwrap();
+    eventually("handler stopped", || async {
+        stopped.load(Ordering::SeqCst)
+    })
+    .await;
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.lost, report.released), (1, 0));
+    assert_eq!(state_of(&t, id).await, JobState::Cancelled);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn builder_rejects_bad_settings() {
+    let t = TestQueue::new().await;
+    let err = Worker::builder(&t.queue, "w").start().err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        "handlers: a worker needs at least one handler"
+    );
+    let err = Worker::builder(&t.queue, "w")
+        .handler("a*", |_| async { Ok(()) })
+        .start()
+        .err()
+        .unwrap();
+    assert_eq!(err.field(), Some("name"));
+    let err = Worker::builder(&t.queue, "w")
+        .handler("a", |_| async { Ok(()) })
+        .max_concurrency(2)
+        .min_concurrency(3)
+        .start()
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "min_concurrency: must not exceed max_concurrency (2), got 3"
+    );
+    t.close().await;
+}
