@@ -50,6 +50,8 @@ pub(crate) trait ErasedOp: Send {
     fn is_durable(&self) -> bool;
     /// Applies; true when the operation succeeded (its savepoint is kept).
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> bool;
+    /// Replaces the outcome with an error from the savepoint around the operation.
+    fn reject(&mut self, error: Error);
     /// Replies with the operation's result, or with `commit_error` if the transaction failed. Returns the leases
     /// the caller could not receive, to be given back.
     fn reply(self: Box<Self>, commit_error: Option<&Error>) -> Vec<Lease>;
@@ -82,6 +84,10 @@ impl<O: Operation> ErasedOp for Pending<O> {
         let ok = result.is_ok();
         self.result = Some(result);
         ok
+    }
+
+    fn reject(&mut self, error: Error) {
+        self.result = Some(Err(error));
     }
 
     fn reply(self: Box<Self>, commit_error: Option<&Error>) -> Vec<Lease> {
@@ -272,9 +278,15 @@ impl Writer {
         deliveries: &mut Vec<Delivery>,
         newly_parked: &mut Vec<Waiter>,
     ) -> Result<()> {
-        self.conn
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| Error::storage("starting a write transaction", e))?;
+        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
+            // Nothing ran: every request in the batch gets the error (the caller replies to the operations).
+            let error = Error::storage("starting a write transaction", e);
+            deliveries.extend(dequeues.into_iter().map(|waiter| Delivery {
+                waiter,
+                result: Err(error.clone()),
+            }));
+            return Err(error);
+        }
         let mut ready = ReadyQueues::default();
         let mut ctx = WriteCtx {
             conn: &self.conn,
@@ -326,14 +338,14 @@ impl Writer {
         }
 
         for op in ops.iter_mut() {
-            in_savepoint(&mut ctx, |ctx| {
-                if op.apply(ctx) {
-                    Ok(())
-                } else {
-                    Err(Error::closed())
-                }
-            })
-            .ok();
+            if let Err(e) = savepoint(ctx.conn) {
+                op.reject(e);
+                continue;
+            }
+            let applied = op.apply(&mut ctx);
+            if let Err(e) = end_savepoint(ctx.conn, applied) {
+                op.reject(e);
+            }
         }
 
         for waiter in dequeues {
