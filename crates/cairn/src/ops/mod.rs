@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
 use crate::lease::Lease;
 use crate::retry_policy::RetryPolicy;
+use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
@@ -149,8 +150,32 @@ pub(crate) struct HeldJob {
     pub retry: RetryPolicy,
 }
 
-const SELECT_HELD_JOB: &str = "SELECT state, lease_token, lease_expires_at, queue, attempt, lease_timeout_ms, \
-     max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter FROM jobs WHERE id = :id";
+/// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
+macro_rules! held_job_columns {
+    () => {
+        "id, queue, attempt, lease_timeout_ms, lease_expires_at, \
+         max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter"
+    };
+}
+pub(crate) use held_job_columns;
+
+/// Reads a [`HeldJob`] from a row selected with [`held_job_columns!`].
+pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HeldJob> {
+    Ok(HeldJob {
+        id: JobId(row.get(0)?),
+        queue: row.get(1)?,
+        attempt: row.get(2)?,
+        lease_timeout_ms: row.get(3)?,
+        lease_expires_at: row.get::<_, Option<i64>>(4)?.unwrap_or(0),
+        retry: retry_policy_from_row(row, 5)?,
+    })
+}
+
+const SELECT_HELD_JOB: &str = concat!(
+    "SELECT ",
+    held_job_columns!(),
+    ", state, lease_token, lease_expires_at FROM jobs WHERE id = :id"
+);
 
 /// Loads the running job that `job`/`token` hold, or refuses with [`ErrorKind::LeaseLost`](crate::ErrorKind) saying why.
 pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<HeldJob> {
@@ -159,23 +184,10 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
         .prepare_cached(SELECT_HELD_JOB)?
         .query_row(named_params! { ":id": job.0 }, |row| {
             Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, Option<i64>>(1)?,
-                row.get::<_, Option<i64>>(2)?,
-                HeldJob {
-                    id: job,
-                    queue: row.get(3)?,
-                    attempt: row.get(4)?,
-                    lease_timeout_ms: row.get(5)?,
-                    lease_expires_at: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                    retry: RetryPolicy {
-                        max_attempts: row.get(6)?,
-                        initial_delay: Duration::from_millis(row.get::<_, i64>(7)?.max(0) as u64),
-                        multiplier: row.get(8)?,
-                        max_delay: Duration::from_millis(row.get::<_, i64>(9)?.max(0) as u64),
-                        jitter: row.get(10)?,
-                    },
-                },
+                row.get::<_, String>(10)?,
+                row.get::<_, Option<i64>>(11)?,
+                row.get::<_, Option<i64>>(12)?,
+                held_job_from_row(row)?,
             ))
         })
         .optional()?;

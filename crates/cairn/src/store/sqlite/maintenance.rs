@@ -6,10 +6,9 @@ use rusqlite::{OptionalExtension, named_params};
 
 use crate::clock::duration_millis;
 use crate::error::Result;
-use crate::job::{AttemptOutcome, JobId};
-use crate::ops::{HeldJob, WriteCtx, retry_or_fail};
+use crate::job::AttemptOutcome;
+use crate::ops::{HeldJob, WriteCtx, held_job_columns, held_job_from_row, retry_or_fail};
 use crate::options::{RecoveryPolicy, Retention};
-use crate::retry_policy::RetryPolicy;
 
 /// The most rows one step touches; if more are due, the writer comes back at once in its next batch.
 pub(crate) const STEP_ROWS: i64 = 5000;
@@ -30,36 +29,19 @@ pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(count)
 }
 
-const SELECT_RUNNING: &str = "SELECT id, queue, attempt, lease_timeout_ms, lease_expires_at, max_attempts, \
-     backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter FROM jobs INDEXED BY jobs_leases \
-     WHERE state = 'running' AND lease_expires_at <= :until ORDER BY lease_expires_at LIMIT :limit";
+const SELECT_RUNNING: &str = concat!(
+    "SELECT ",
+    held_job_columns!(),
+    " FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND lease_expires_at <= :until \
+     ORDER BY lease_expires_at LIMIT :limit"
+);
 
 fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
     let mut stmt = ctx.conn.prepare_cached(SELECT_RUNNING)?;
-    let rows =
-        stmt.query_map(
-            named_params! { ":until": until, ":limit": STEP_ROWS },
-            |row| {
-                Ok(HeldJob {
-                    id: JobId(row.get(0)?),
-                    queue: row.get(1)?,
-                    attempt: row.get(2)?,
-                    lease_timeout_ms: row.get(3)?,
-                    lease_expires_at: row.get(4)?,
-                    retry: RetryPolicy {
-                        max_attempts: row.get(5)?,
-                        initial_delay: std::time::Duration::from_millis(
-                            row.get::<_, i64>(6)?.max(0) as u64,
-                        ),
-                        multiplier: row.get(7)?,
-                        max_delay: std::time::Duration::from_millis(
-                            row.get::<_, i64>(8)?.max(0) as u64
-                        ),
-                        jitter: row.get(9)?,
-                    },
-                })
-            },
-        )?;
+    let rows = stmt.query_map(
+        named_params! { ":until": until, ":limit": STEP_ROWS },
+        held_job_from_row,
+    )?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 

@@ -26,6 +26,18 @@ fn millis(ms: i64) -> Duration {
     Duration::from_millis(ms.max(0) as u64)
 }
 
+/// Reads the five retry-policy columns (`max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
+/// backoff_jitter`) starting at column `first`.
+pub(crate) fn retry_policy_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<RetryPolicy> {
+    Ok(RetryPolicy {
+        max_attempts: row.get(first)?,
+        initial_delay: millis(row.get(first + 1)?),
+        multiplier: row.get(first + 2)?,
+        max_delay: millis(row.get(first + 3)?),
+        jitter: row.get(first + 4)?,
+    })
+}
+
 /// Reads one job (without its history) from a row selected with [`JOB_COLUMNS`].
 pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let state: String = row.get(3)?;
@@ -45,13 +57,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         weight: row.get(7)?,
         run_at: from_millis(row.get(8)?),
         attempt: row.get(9)?,
-        retry: RetryPolicy {
-            max_attempts: row.get(10)?,
-            initial_delay: millis(row.get(11)?),
-            multiplier: row.get(12)?,
-            max_delay: millis(row.get(13)?),
-            jitter: row.get(14)?,
-        },
+        retry: retry_policy_from_row(row, 10)?,
         lease_timeout: millis(row.get(15)?),
         unique_key: row
             .get::<_, Option<String>>(16)?
