@@ -3,8 +3,10 @@
 mod harness;
 
 mod claim;
+mod crash;
 mod enqueue;
 mod leases;
 mod lifecycle;
+mod state_machine;
 mod storage;
 mod worker;
