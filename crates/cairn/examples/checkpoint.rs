@@ -13,7 +13,11 @@ async fn main() -> cairn::Result<()> {
     let queue = Queue::open(dir.path().join("jobs.db")).await?;
 
     let id = queue
-        .enqueue(Push::new("import.rows").data(json!({ "next_row": 0, "total": 10 })).retry(RetryPolicy::immediate(3)))
+        .enqueue(
+            Push::new("import.rows")
+                .data(json!({ "next_row": 0, "total": 10 }))
+                .retry(RetryPolicy::immediate(3)),
+        )
         .await?
         .id;
 
@@ -24,7 +28,8 @@ async fn main() -> cairn::Result<()> {
             println!("attempt {} starts at row {row}", job.attempt());
             while row < total {
                 row += 1; // … import one row …
-                job.checkpoint(json!({ "next_row": row, "total": total })).await?;
+                job.checkpoint(json!({ "next_row": row, "total": total }))
+                    .await?;
                 if row == 6 && job.attempt() == 1 {
                     return Err(JobError::retry("the database connection dropped"));
                 }

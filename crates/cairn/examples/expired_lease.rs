@@ -14,12 +14,21 @@ async fn main() -> cairn::Result<()> {
 
     queue
         .enqueue(
-            Push::new("video.encode").lease_timeout(Duration::from_millis(300)).retry(RetryPolicy::immediate(3)),
+            Push::new("video.encode")
+                .lease_timeout(Duration::from_millis(300))
+                .retry(RetryPolicy::immediate(3)),
         )
         .await?;
 
-    let stuck = queue.dequeue(Dequeue::new("worker-a")).await?.pop().expect("a job is ready");
-    println!("worker-a took job {} and hangs without heartbeats", stuck.job.id);
+    let stuck = queue
+        .dequeue(Dequeue::new("worker-a"))
+        .await?
+        .pop()
+        .expect("a job is ready");
+    println!(
+        "worker-a took job {} and hangs without heartbeats",
+        stuck.job.id
+    );
 
     // worker-b waits; the job comes to it the moment worker-a's lease expires.
     let retried = queue
@@ -27,9 +36,15 @@ async fn main() -> cairn::Result<()> {
         .await?
         .pop()
         .expect("the expired job is retried");
-    println!("worker-b took job {} on attempt {}", retried.job.id, retried.job.attempt);
+    println!(
+        "worker-b took job {} on attempt {}",
+        retried.job.id, retried.job.attempt
+    );
 
-    let late = queue.finish(&stuck.lease, None).await.expect_err("a stale lease is refused");
+    let late = queue
+        .finish(&stuck.lease, None)
+        .await
+        .expect_err("a stale lease is refused");
     println!("worker-a's late finish is refused: {late}");
     queue.finish(&retried.lease, None).await?;
     queue.close(Duration::from_secs(5)).await

@@ -12,7 +12,9 @@ async fn main() -> cairn::Result<()> {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let queue = Queue::open(dir.path().join("jobs.db")).await?;
     for seconds in [1, 1, 30] {
-        queue.enqueue(Push::new("work").data(serde_json::json!({ "seconds": seconds }))).await?;
+        queue
+            .enqueue(Push::new("work").data(serde_json::json!({ "seconds": seconds })))
+            .await?;
     }
 
     let worker = Worker::builder(&queue, "example-worker")
@@ -30,6 +32,9 @@ async fn main() -> cairn::Result<()> {
         _ = tokio::time::sleep(Duration::from_secs(2)) => println!("stopping after two seconds"),
     }
     let report = worker.stop(Duration::from_secs(1)).await?;
-    println!("finished {}, given back {}", report.finished, report.released);
+    println!(
+        "finished {}, given back {}",
+        report.finished, report.released
+    );
     queue.close(Duration::from_secs(5)).await
 }

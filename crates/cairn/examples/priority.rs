@@ -12,7 +12,12 @@ async fn main() -> cairn::Result<()> {
     let queue = Queue::open(dir.path().join("jobs.db")).await?;
 
     // Bedrock's conventional levels: 0 low, 500 medium, 1000 high.
-    for (name, priority) in [("nightly.report", 0), ("invoice.send", 500), ("password.reset", 1000), ("cleanup", 0)] {
+    for (name, priority) in [
+        ("nightly.report", 0),
+        ("invoice.send", 500),
+        ("password.reset", 1000),
+        ("cleanup", 0),
+    ] {
         queue.enqueue(Push::new(name).priority(priority)).await?;
     }
 
@@ -22,6 +27,14 @@ async fn main() -> cairn::Result<()> {
         order.push(claimed.job.name.to_string());
         queue.finish(&claimed.lease, None).await?;
     }
-    assert_eq!(order, ["password.reset", "invoice.send", "nightly.report", "cleanup"]);
+    assert_eq!(
+        order,
+        [
+            "password.reset",
+            "invoice.send",
+            "nightly.report",
+            "cleanup"
+        ]
+    );
     queue.close(Duration::from_secs(5)).await
 }

@@ -19,7 +19,10 @@ async fn main() -> cairn::Result<()> {
         max_delay: Duration::from_secs(1),
         jitter: 0.1,
     };
-    let id = queue.enqueue(Push::new("flaky.call").retry(policy)).await?.id;
+    let id = queue
+        .enqueue(Push::new("flaky.call").retry(policy))
+        .await?
+        .id;
 
     let worker = Worker::builder(&queue, "example-worker")
         .handler("flaky.call", |job| async move {

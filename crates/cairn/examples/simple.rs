@@ -14,7 +14,9 @@ async fn main() -> cairn::Result<()> {
     let queue = Queue::open(dir.path().join("jobs.db")).await?;
 
     for to in ["ada@example.com", "grace@example.com", "edsger@example.com"] {
-        queue.enqueue(Push::new("email.send").data(json!({ "to": to }))).await?;
+        queue
+            .enqueue(Push::new("email.send").data(json!({ "to": to })))
+            .await?;
     }
 
     let (done, mut finished) = mpsc::unbounded_channel();

@@ -20,7 +20,10 @@ async fn main() -> cairn::Result<()> {
     // A failed checkout: the order and its job roll back together.
     let tx = conn.transaction()?;
     tx.execute("INSERT INTO orders (item) VALUES ('teapot')", [])?;
-    queue.enqueue_in(&tx, &Push::new("order.ship").data(json!({ "item": "teapot" })))?;
+    queue.enqueue_in(
+        &tx,
+        &Push::new("order.ship").data(json!({ "item": "teapot" })),
+    )?;
     tx.rollback()?;
     assert!(queue.list(JobFilter::default()).await?.jobs.is_empty());
     println!("rolled back: no order, no job");
@@ -28,17 +31,31 @@ async fn main() -> cairn::Result<()> {
     // A worker waiting for shipping jobs.
     let waiting = {
         let queue = queue.clone();
-        tokio::spawn(async move { queue.dequeue(Dequeue::new("shipper").wait(Duration::from_secs(10))).await })
+        tokio::spawn(async move {
+            queue
+                .dequeue(Dequeue::new("shipper").wait(Duration::from_secs(10)))
+                .await
+        })
     };
 
     // A successful checkout: the job is committed with the order, and the worker wakes.
     let tx = conn.transaction()?;
     tx.execute("INSERT INTO orders (item) VALUES ('kettle')", [])?;
-    let job = queue.enqueue_in(&tx, &Push::new("order.ship").data(json!({ "item": "kettle" })))?;
+    let job = queue.enqueue_in(
+        &tx,
+        &Push::new("order.ship").data(json!({ "item": "kettle" })),
+    )?;
     tx.commit()?;
-    let claimed = waiting.await.expect("the waiting task runs")?.pop().expect("the worker got the job");
+    let claimed = waiting
+        .await
+        .expect("the waiting task runs")?
+        .pop()
+        .expect("the worker got the job");
     assert_eq!(claimed.job.id, job.id);
-    println!("committed: the worker got job {} for {}", claimed.job.id, claimed.job.data["item"]);
+    println!(
+        "committed: the worker got job {} for {}",
+        claimed.job.id, claimed.job.data["item"]
+    );
     queue.finish(&claimed.lease, None).await?;
     queue.close(Duration::from_secs(5)).await
 }
