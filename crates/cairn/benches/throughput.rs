@@ -1,1 +1,407 @@
-fn main() {}
+//! Cairn's throughput and latency benchmarks, against the targets of the engine issue ("Speed").
+//!
+//! `cargo bench -p cairn --bench throughput` runs every scenario and prints a table; a trailing argument keeps only
+//! the scenarios whose group or name contains it (`-- enqueue`, `-- scan`), and `CAIRN_BENCH_SCALE=0.1` shrinks
+//! every size for a quick run. `CAIRN_BENCH_TSV=path` also writes the rows as tab-separated values, which
+//! `bench/compare.sh` sets beside effectum's. Each scenario opens a fresh SQLite file in a temporary directory
+//! (`CAIRN_BENCH_DIR` chooses where; the default is the system's temporary directory).
+//!
+//! Results and the machine they were taken on are recorded in `BENCHMARKS.md`.
+
+#[path = "throughput/baseline.rs"]
+mod baseline;
+#[path = "throughput/drain.rs"]
+mod drain;
+#[path = "throughput/enqueue.rs"]
+mod enqueue;
+#[path = "throughput/report.rs"]
+mod report;
+#[path = "throughput/wakeup.rs"]
+mod wakeup;
+
+use std::time::Duration;
+
+use cairn::{Durability, Push, Queue, QueueOptions};
+use tempfile::TempDir;
+use tokio::runtime::Runtime;
+
+use report::{Latencies, Results, Row, human, thousands};
+
+/// Errors end the run with a message; a benchmark has nobody to hand them to.
+pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What to run, from the command line and the environment.
+struct Config {
+    filters: Vec<String>,
+    scale: f64,
+}
+
+impl Config {
+    fn from_env() -> BenchResult<Config> {
+        // Cargo passes `--bench` to every bench binary; flags are not filters.
+        let filters = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with('-'))
+            .collect();
+        let scale = match std::env::var("CAIRN_BENCH_SCALE") {
+            Ok(text) => text
+                .parse::<f64>()
+                .ok()
+                .filter(|s| *s > 0.0)
+                .ok_or_else(|| {
+                    format!("CAIRN_BENCH_SCALE: must be a positive number, got {text:?}")
+                })?,
+            Err(_) => 1.0,
+        };
+        Ok(Config { filters, scale })
+    }
+
+    /// A size scaled by `CAIRN_BENCH_SCALE`, never below `min`.
+    fn size(&self, full: u64, min: u64) -> u64 {
+        ((full as f64 * self.scale).round() as u64).max(min)
+    }
+
+    fn wants(&self, group: &Group) -> bool {
+        self.filters.is_empty()
+            || self.filters.iter().any(|f| {
+                group.name.contains(f.as_str()) || group.rows.iter().any(|r| r.contains(f.as_str()))
+            })
+    }
+}
+
+/// A set of measurements that run together (the scan ratios need all three of theirs).
+struct Group {
+    name: &'static str,
+    rows: &'static [&'static str],
+    run: fn(&Runtime, &Config, &mut Results) -> BenchResult<()>,
+}
+
+const GROUPS: &[Group] = &[
+    Group {
+        name: "baseline",
+        rows: &[
+            "baseline/commit",
+            "baseline/batch-insert-1000",
+            "baseline/batch-insert-1000-cairn-schema",
+        ],
+        run: run_baseline,
+    },
+    Group {
+        name: "enqueue-batch",
+        rows: &["enqueue/batch-1000", "enqueue/batch-1000-x4"],
+        run: run_enqueue_batch,
+    },
+    Group {
+        name: "enqueue-single",
+        rows: &["enqueue/single-x64-full", "enqueue/single-x64-normal"],
+        run: run_enqueue_single,
+    },
+    Group {
+        name: "dequeue",
+        rows: &["dequeue-finish/8x32"],
+        run: run_dequeue,
+    },
+    Group {
+        name: "wakeup",
+        rows: &["wakeup/after-enqueue", "wakeup/from-enqueue-call"],
+        run: run_wakeup,
+    },
+    Group {
+        name: "scan",
+        rows: &[
+            "scan/empty",
+            "scan/1m-future-same-queue",
+            "scan/1m-ready-other-queue",
+        ],
+        run: run_scan,
+    },
+];
+
+fn main() -> BenchResult<()> {
+    let config = Config::from_env()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    println!(
+        "cairn throughput: scale {}, {} runtime threads, filter {:?}",
+        config.scale,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        config.filters
+    );
+    let mut results = Results::default();
+    for group in GROUPS.iter().filter(|g| config.wants(g)) {
+        println!("{}:", group.name);
+        (group.run)(&runtime, &config, &mut results)?;
+    }
+    println!("\n{}", results.render());
+    if let Ok(path) = std::env::var("CAIRN_BENCH_TSV") {
+        std::fs::write(&path, results.to_tsv())?;
+    }
+    Ok(())
+}
+
+fn temp_dir() -> BenchResult<TempDir> {
+    let builder = &mut tempfile::Builder::new();
+    builder.prefix("cairn-bench-");
+    Ok(match std::env::var_os("CAIRN_BENCH_DIR") {
+        Some(dir) => builder.tempdir_in(dir)?,
+        None => builder.tempdir()?,
+    })
+}
+
+/// A queue on a fresh file. The directory must outlive the queue.
+async fn fresh_queue(durability: Durability) -> BenchResult<(TempDir, Queue)> {
+    let dir = temp_dir()?;
+    let options = QueueOptions {
+        durability,
+        ..QueueOptions::default()
+    };
+    let queue = Queue::open_with(dir.path().join("bench.db"), options).await?;
+    Ok((dir, queue))
+}
+
+const CLOSE_DEADLINE: Duration = Duration::from_secs(30);
+
+fn run_baseline(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let dir = temp_dir()?;
+    let conn = baseline::open_durable(&dir.path().join("commit.db"))?;
+    baseline::create_plain_table(&conn)?;
+    let (elapsed, samples) = baseline::commit_times(&conn, config.size(1000, 100))?;
+    let commits = samples.len() as u64;
+    results.push(
+        Row::new("baseline/commit", commits, elapsed).with_latency("one-row commit", samples),
+    );
+
+    let rows = config.size(250_000, 10_000);
+    let conn = baseline::open_durable(&dir.path().join("batch.db"))?;
+    baseline::create_plain_table(&conn)?;
+    let (elapsed, samples) = baseline::batch_insert(&conn, rows, 1000)?;
+    results.push(
+        Row::new("baseline/batch-insert-1000", rows, elapsed)
+            .with_latency("1000-row transaction", samples),
+    );
+
+    // The same inserts into Cairn's own schema (its indexes included), created by opening a queue.
+    let path = dir.path().join("schema.db");
+    rt.block_on(async {
+        let queue = Queue::open(&path).await?;
+        queue.close(CLOSE_DEADLINE).await
+    })?;
+    let conn = baseline::open_durable(&path)?;
+    let (elapsed, samples) = baseline::batch_insert(&conn, rows, 1000)?;
+    results.push(
+        Row::new("baseline/batch-insert-1000-cairn-schema", rows, elapsed)
+            .with_latency("1000-row transaction", samples),
+    );
+    Ok(())
+}
+
+fn run_enqueue_batch(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let total = config.size(250_000, 10_000);
+    for (name, callers) in [("enqueue/batch-1000", 1), ("enqueue/batch-1000-x4", 4)] {
+        let (elapsed, samples) = rt.block_on(async {
+            let (_dir, queue) = fresh_queue(Durability::Full).await?;
+            let measured = enqueue::batches(&queue, total, 1000, callers).await?;
+            queue.close(CLOSE_DEADLINE).await?;
+            BenchResult::Ok(measured)
+        })?;
+        results.push(Row::new(name, total, elapsed).with_latency("enqueue_batch call", samples));
+    }
+    let row = results.row("enqueue/batch-1000").expect("just measured");
+    let rate = row.per_second();
+    results.verdict(
+        "enqueue/batch-1000 (one caller) >= 250,000 jobs/s".into(),
+        format!("{} jobs/s", thousands(rate)),
+        rate >= 250_000.0,
+    );
+    Ok(())
+}
+
+fn run_enqueue_single(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let commit = commit_time(config, results)?;
+    let runs = [
+        (
+            "enqueue/single-x64-full",
+            Durability::Full,
+            config.size(30_000, 3_000),
+        ),
+        (
+            "enqueue/single-x64-normal",
+            Durability::Normal,
+            config.size(200_000, 10_000),
+        ),
+    ];
+    for (name, durability, total) in runs {
+        let (elapsed, samples) = rt.block_on(async {
+            let (_dir, queue) = fresh_queue(durability).await?;
+            let measured = enqueue::singles(&queue, total, 64).await?;
+            queue.close(CLOSE_DEADLINE).await?;
+            BenchResult::Ok(measured)
+        })?;
+        results.push(Row::new(name, total, elapsed).with_latency("enqueue call", samples));
+    }
+    let limit = 64.0 / commit.as_secs_f64();
+    let full = results
+        .row("enqueue/single-x64-full")
+        .expect("just measured")
+        .per_second();
+    results.verdict(
+        format!(
+            "enqueue/single-x64-full >= 60% of 64 / commit time ({}): {} jobs/s",
+            human(commit),
+            thousands(0.6 * limit)
+        ),
+        format!(
+            "{} jobs/s, {:.0}% of the limit",
+            thousands(full),
+            100.0 * full / limit
+        ),
+        full >= 0.6 * limit,
+    );
+    let normal = results
+        .row("enqueue/single-x64-normal")
+        .expect("just measured")
+        .per_second();
+    results.verdict(
+        "enqueue/single-x64-normal >= 50,000 jobs/s".into(),
+        format!("{} jobs/s", thousands(normal)),
+        normal >= 50_000.0,
+    );
+    Ok(())
+}
+
+/// The mean durable one-row commit: from `baseline/commit` if it ran, else measured briefly now.
+fn commit_time(config: &Config, results: &mut Results) -> BenchResult<Duration> {
+    if let Some((_, latencies)) = results
+        .row("baseline/commit")
+        .and_then(|r| r.latency.as_ref())
+    {
+        return Ok(latencies.mean());
+    }
+    let dir = temp_dir()?;
+    let conn = baseline::open_durable(&dir.path().join("commit.db"))?;
+    baseline::create_plain_table(&conn)?;
+    let (_, samples) = baseline::commit_times(&conn, config.size(200, 50))?;
+    let mean = Latencies::new(samples).mean();
+    results.notes.push(format!(
+        "baseline/commit did not run; a short measurement gave a mean commit of {}",
+        human(mean)
+    ));
+    Ok(mean)
+}
+
+/// Fills a fresh queue with `filler` other jobs (made by `make_filler`) and `jobs` ready ones, then drains the
+/// ready ones with 8 workers of 32 slots.
+fn drain_scenario(
+    rt: &Runtime,
+    jobs: u64,
+    filler: u64,
+    make_filler: MakeJob,
+) -> BenchResult<(Duration, Vec<Duration>)> {
+    rt.block_on(async {
+        let (_dir, queue) = fresh_queue(Durability::Full).await?;
+        enqueue::fill(&queue, filler, make_filler).await?;
+        enqueue::fill(&queue, jobs, enqueue::job).await?;
+        let measured = drain::drain(&queue, jobs, 8, 32).await?;
+        queue.close(CLOSE_DEADLINE).await?;
+        BenchResult::Ok(measured)
+    })
+}
+
+fn run_dequeue(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let jobs = config.size(100_000, 5_000);
+    let (elapsed, samples) = drain_scenario(rt, jobs, 0, enqueue::job)?;
+    results
+        .push(Row::new("dequeue-finish/8x32", jobs, elapsed).with_latency("finish call", samples));
+    let rate = results
+        .row("dequeue-finish/8x32")
+        .expect("just measured")
+        .per_second();
+    results.verdict(
+        "dequeue-finish/8x32 >= 50,000 jobs/s".into(),
+        format!("{} jobs/s", thousands(rate)),
+        rate >= 50_000.0,
+    );
+    Ok(())
+}
+
+fn run_wakeup(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let samples = config.size(1000, 100) as usize;
+    let measured = rt.block_on(async {
+        let (_dir, queue) = fresh_queue(Durability::Full).await?;
+        let measured = wakeup::measure(&queue, samples).await?;
+        queue.close(CLOSE_DEADLINE).await?;
+        BenchResult::Ok(measured)
+    })?;
+    let n = samples as u64;
+    results.push(
+        Row::new("wakeup/after-enqueue", n, measured.elapsed)
+            .with_latency("enqueue return -> dequeue return", measured.after_enqueue)
+            .latency_only(),
+    );
+    results.push(
+        Row::new("wakeup/from-enqueue-call", n, measured.elapsed)
+            .with_latency("enqueue call -> dequeue return", measured.from_call)
+            .latency_only(),
+    );
+    if measured.dequeue_first > 0 {
+        results.notes.push(format!(
+            "wakeup: in {} of {samples} samples the parked dequeue returned before enqueue did (counted as 0)",
+            measured.dequeue_first
+        ));
+    }
+    let (_, after) = results
+        .row("wakeup/after-enqueue")
+        .and_then(|r| r.latency.as_ref())
+        .expect("just measured");
+    let p99 = after.percentile(99.0);
+    results.verdict(
+        "wakeup/after-enqueue p99 < 1ms (the enqueue's one commit also claims the job)".into(),
+        format!("p99 {}, over {} samples", human(p99), after.len()),
+        p99 < Duration::from_millis(1),
+    );
+    Ok(())
+}
+
+fn future_job(i: u64) -> Push {
+    enqueue::job(i).delay(Duration::from_secs(24 * 3600))
+}
+
+fn other_queue_job(i: u64) -> Push {
+    enqueue::job(i).queue("other")
+}
+
+/// Makes the `i`th job of a fill.
+type MakeJob = fn(u64) -> Push;
+
+fn run_scan(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let jobs = config.size(20_000, 2_000);
+    let filler = config.size(1_000_000, 10_000);
+    let runs: [(&str, u64, MakeJob); 3] = [
+        ("scan/empty", 0, enqueue::job),
+        ("scan/1m-future-same-queue", filler, future_job),
+        ("scan/1m-ready-other-queue", filler, other_queue_job),
+    ];
+    for (name, filler, make) in runs {
+        let (elapsed, samples) = drain_scenario(rt, jobs, filler, make)?;
+        results.push(Row::new(name, jobs, elapsed).with_latency("finish call", samples));
+    }
+    let empty = results
+        .row("scan/empty")
+        .expect("just measured")
+        .per_second();
+    for name in ["scan/1m-future-same-queue", "scan/1m-ready-other-queue"] {
+        let rate = results.row(name).expect("just measured").per_second();
+        let ratio = empty / rate;
+        results.verdict(
+            format!("{name}: cost <= 1.5x scan/empty ({filler} filler jobs)"),
+            format!(
+                "{ratio:.2}x ({} vs {} jobs/s)",
+                thousands(rate),
+                thousands(empty)
+            ),
+            ratio <= 1.5,
+        );
+    }
+    Ok(())
+}
