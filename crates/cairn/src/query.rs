@@ -87,7 +87,7 @@ impl JobFilter {
             sql.push_str(" AND id < ?");
             args.push(SqlValue::Integer(before.0));
         }
-        sql.push_str(" ORDER BY id DESC LIMIT ?");
+        sql.push_str(" ORDER BY id DESC LIMIT 0 + ?");
         args.push(SqlValue::Integer(i64::from(self.limit) + 1));
         let mut stmt = conn.prepare_cached(&sql)?;
         let mut jobs = stmt

@@ -5,8 +5,9 @@ CREATE TABLE jobs (
     id                 INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused, so a stale id never names a new job
     queue              TEXT    NOT NULL,
     name               TEXT    NOT NULL,
-    state              TEXT    NOT NULL CHECK (state IN
-                           ('scheduled', 'queued', 'waiting', 'running', 'completed', 'failed', 'cancelled')),
+    state              TEXT    NOT NULL,                  -- scheduled, queued, waiting, running, completed, failed,
+                                                          -- cancelled; written only by the engine. No CHECK: an IN
+                                                          -- list costs an ephemeral table per insert.
     data               TEXT    NOT NULL,                  -- JSON the next attempt starts from; checkpoints replace it
     progress           TEXT,                              -- JSON the running attempt reported; cleared on claim
     priority           INTEGER NOT NULL,
@@ -41,11 +42,12 @@ CREATE INDEX jobs_scheduled ON jobs (run_at) WHERE state = 'scheduled';
 CREATE INDEX jobs_leases ON jobs (lease_expires_at) WHERE state = 'running';
 
 -- Serves the unique-key lookup of push, and makes two live jobs with one key impossible.
+-- Predicates are OR chains, not IN lists: SQLite builds an ephemeral table for an IN list on every statement.
 CREATE UNIQUE INDEX jobs_unique_live ON jobs (unique_key)
-    WHERE unique_key IS NOT NULL AND state IN ('scheduled', 'queued', 'waiting', 'running');
+    WHERE unique_key IS NOT NULL AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running');
 
 -- Serves retention: the oldest finished jobs first.
-CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('completed', 'cancelled');
+CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state = 'completed' OR state = 'cancelled';
 
 -- Serves list by state (and queue), newest first.
 CREATE INDEX jobs_by_state ON jobs (state, queue, id);

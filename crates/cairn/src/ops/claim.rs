@@ -182,7 +182,7 @@ fn select_ready_jobs(patterns: usize) -> String {
     };
     format!(
         "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names} \
-         ORDER BY priority DESC, run_at, id LIMIT ?2"
+         ORDER BY priority DESC, run_at, id LIMIT 0 + ?2"
     )
 }
 

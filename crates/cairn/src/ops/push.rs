@@ -220,7 +220,7 @@ fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
 }
 
 const SELECT_LIVE_BY_UNIQUE_KEY: &str = "SELECT id, state FROM jobs WHERE unique_key = :key \
-     AND state IN ('scheduled', 'queued', 'waiting', 'running')";
+     AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running')";
 
 const SELECT_JOB_EXISTS: &str = "SELECT 1 FROM jobs WHERE id = :id";
 

@@ -42,6 +42,9 @@ pub(crate) fn open_writer(path: &Path, durability: Durability) -> Result<Connect
         ));
     }
     set_synchronous(&conn, durability.synchronous())?;
+    // Savepoint and statement journals in memory: on a temporary file they cost a write per spilled page.
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(|e| Error::storage("setting temp_store", e))?;
     Ok(conn)
 }
 

@@ -11,15 +11,16 @@ use crate::ops::{HeldJob, WriteCtx, held_job_columns, held_job_from_row, retry_o
 use crate::options::{RecoveryPolicy, Retention};
 
 /// The most rows one step touches; if more are due, the writer comes back at once in its next batch.
+/// Written as a literal in the statements too: a bound LIMIT makes SQLite re-prepare a cached statement on each use.
 pub(crate) const STEP_ROWS: i64 = 5000;
 
 const PROMOTE_DUE_JOBS: &str = "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs INDEXED BY \
-     jobs_scheduled WHERE state = 'scheduled' AND run_at <= :now ORDER BY run_at LIMIT :limit) RETURNING queue";
+     jobs_scheduled WHERE state = 'scheduled' AND run_at <= :now ORDER BY run_at LIMIT 5000) RETURNING queue";
 
 /// Makes scheduled jobs whose time has come ready. Returns how many.
 pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     let mut stmt = ctx.conn.prepare_cached(PROMOTE_DUE_JOBS)?;
-    let mut rows = stmt.query(named_params! { ":now": ctx.now_ms, ":limit": STEP_ROWS })?;
+    let mut rows = stmt.query(named_params! { ":now": ctx.now_ms })?;
     let mut count = 0;
     while let Some(row) = rows.next()? {
         let queue: String = row.get(0)?;
@@ -33,15 +34,12 @@ const SELECT_RUNNING: &str = concat!(
     "SELECT ",
     held_job_columns!(),
     " FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND lease_expires_at <= :until \
-     ORDER BY lease_expires_at LIMIT :limit"
+     ORDER BY lease_expires_at LIMIT 5000"
 );
 
 fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
     let mut stmt = ctx.conn.prepare_cached(SELECT_RUNNING)?;
-    let rows = stmt.query_map(
-        named_params! { ":until": until, ":limit": STEP_ROWS },
-        held_job_from_row,
-    )?;
+    let rows = stmt.query_map(named_params! { ":until": until }, held_job_from_row)?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
@@ -87,13 +85,13 @@ pub(crate) fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) ->
 }
 
 const PRUNE_BY_AGE: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-     WHERE state IN ('completed', 'cancelled') AND finished_at < :cutoff ORDER BY finished_at LIMIT :limit)";
+     WHERE (state = 'completed' OR state = 'cancelled') AND finished_at < :cutoff ORDER BY finished_at LIMIT 0 + :limit)";
 
 const NTH_NEWEST_FINISHED: &str = "SELECT finished_at FROM jobs INDEXED BY jobs_finished \
-     WHERE state IN ('completed', 'cancelled') ORDER BY finished_at DESC LIMIT 1 OFFSET :keep";
+     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC LIMIT 1 OFFSET 0 + :keep";
 
 const PRUNE_UP_TO: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-     WHERE state IN ('completed', 'cancelled') AND finished_at <= :cutoff ORDER BY finished_at LIMIT :limit)";
+     WHERE (state = 'completed' OR state = 'cancelled') AND finished_at <= :cutoff ORDER BY finished_at LIMIT 0 + :limit)";
 
 /// Deletes finished jobs beyond the retention age and count. Returns how many; [`STEP_ROWS`] means there may be more.
 pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usize> {

@@ -308,10 +308,13 @@ impl Writer {
                     );
                 }
             }
-            maintenance::promote_due(&mut ctx)?;
-            let expired = maintenance::expire_leases(&mut ctx)?;
-            if expired > 0 {
-                tracing::info!(expired, "retried jobs whose lease expired");
+            // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
+            if tick || self.next_due.is_some_and(|due| due <= now_ms) {
+                maintenance::promote_due(&mut ctx)?;
+                let expired = maintenance::expire_leases(&mut ctx)?;
+                if expired > 0 {
+                    tracing::info!(expired, "retried jobs whose lease expired");
+                }
             }
             let retention_on =
                 self.retention.max_age.is_some() || self.retention.max_count.is_some();
