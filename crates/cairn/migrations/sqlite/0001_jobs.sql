@@ -22,9 +22,10 @@ CREATE TABLE jobs (
     lease_timeout_ms   INTEGER NOT NULL,
     unique_key         TEXT,
     parent_id          INTEGER,
-    worker             TEXT,                              -- set while running
+    worker             TEXT,                              -- the current (or last) attempt's worker
     lease_token        INTEGER,                           -- set while running; fences late calls
     lease_expires_at   INTEGER,                           -- set while running
+    attempt_started_at INTEGER,                           -- the current (or last) attempt's start
     created_at         INTEGER NOT NULL,
     started_at         INTEGER,                           -- first attempt's start
     finished_at        INTEGER,                           -- entry into completed, failed or cancelled
@@ -52,18 +53,20 @@ CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state = 'completed' OR st
 -- Serves list by state (and queue), newest first.
 CREATE INDEX jobs_by_state ON jobs (state, queue, id);
 
+-- One row per ended attempt. The running attempt lives on the job row (worker, attempt_started_at), so claiming
+-- writes nothing here; the row is written once, when the attempt ends.
 CREATE TABLE job_attempts (
     id          INTEGER PRIMARY KEY,
     job_id      INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     attempt     INTEGER NOT NULL, -- the job's attempt count when it started; a released attempt's number repeats
     worker      TEXT    NOT NULL,
     started_at  INTEGER NOT NULL,
-    finished_at INTEGER,          -- NULL while running: a job has at most one open attempt
-    outcome     TEXT,
+    finished_at INTEGER NOT NULL,
+    outcome     TEXT    NOT NULL,
     error       TEXT
 );
 
--- Serves a job's history, ending its open attempt, and the cascade when a job is deleted.
+-- Serves a job's history and the cascade when a job is deleted.
 CREATE INDEX job_attempts_by_job ON job_attempts (job_id, id);
 
 CREATE TABLE job_tags (

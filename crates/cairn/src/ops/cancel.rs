@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, named_params};
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
-use crate::ops::{Operation, WriteCtx, end_attempt};
+use crate::ops::{Operation, WriteCtx, end_attempt, running_job};
 
 /// Cancels a scheduled, queued, waiting or running job. A running job's worker is refused from then on (its lease
 /// is gone). Cancelling a cancelled job is a no-op; a completed or failed job cannot be cancelled.
@@ -16,7 +16,7 @@ pub struct Cancel {
 
 const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
 
-const CANCEL_JOB: &str = "UPDATE jobs SET state = 'cancelled', finished_at = :now, worker = NULL, \
+const CANCEL_JOB: &str = "UPDATE jobs SET state = 'cancelled', finished_at = :now, \
      lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
 
 /// Reads a job's state, or fails with not found.
@@ -43,7 +43,9 @@ impl Operation for Cancel {
                 )));
             }
             JobState::Running => {
-                end_attempt(ctx, self.job, AttemptOutcome::Cancelled, Some("cancelled"))?
+                if let Some(held) = running_job(ctx, self.job)? {
+                    end_attempt(ctx, &held, AttemptOutcome::Cancelled, Some("cancelled"))?;
+                }
             }
             JobState::Scheduled | JobState::Queued | JobState::Waiting => {}
         }

@@ -1,14 +1,14 @@
 //! [`Checkpoint`]: a worker saves the data the next attempt starts from.
 
 use jiff::Timestamp;
-use rusqlite::named_params;
+use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::clock::from_millis;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, encode_json, held_job};
+use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
 
 /// Replaces the job's data, so that a retry starts from here rather than from the start. Also extends the lease,
 /// as a heartbeat does.
@@ -33,23 +33,26 @@ impl Checkpoint {
     }
 }
 
-const SAVE_CHECKPOINT: &str =
-    "UPDATE jobs SET data = :data, lease_expires_at = :expires WHERE id = :id";
+/// Saves the data and extends the lease as a heartbeat does.
+const SAVE_CHECKPOINT: &str = concat!(
+    "UPDATE jobs SET data = :data, lease_expires_at = MAX(lease_expires_at, :now + lease_timeout_ms) WHERE ",
+    lease_is_held!(),
+    " RETURNING lease_expires_at"
+);
 
 impl Operation for Checkpoint {
     type Output = Timestamp;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Timestamp> {
         let data = encode_json("data", &self.data, ctx.limits)?;
-        let held = held_job(ctx, self.job, self.token)?;
-        let expires = held
-            .lease_expires_at
-            .max(ctx.now_ms.saturating_add(held.lease_timeout_ms));
-        ctx.conn
+        let params = named_params! { ":now": ctx.now_ms, ":data": data, ":id": self.job.0, ":token": self.token };
+        let expires: Option<i64> = ctx
+            .conn
             .prepare_cached(SAVE_CHECKPOINT)?
-            .execute(named_params! {
-                ":data": data, ":expires": expires, ":id": self.job.0,
-            })?;
-        Ok(from_millis(expires))
+            .query_row(params, |row| row.get(0))
+            .optional()?;
+        expires
+            .map(from_millis)
+            .ok_or_else(|| lease_refusal(ctx, self.job, self.token))
     }
 }

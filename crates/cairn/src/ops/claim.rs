@@ -189,10 +189,7 @@ fn select_ready_jobs(patterns: usize) -> String {
 /// Leases one job; `RETURNING` hands back the row as it is now.
 const LEASE_JOB: &str = "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
      lease_expires_at = ?4 + lease_timeout_ms, attempt = attempt + 1, started_at = COALESCE(started_at, ?4), \
-     progress = NULL WHERE id = ?1 RETURNING ";
-
-const INSERT_ATTEMPT: &str =
-    "INSERT INTO job_attempts (job_id, attempt, worker, started_at) VALUES (?1, ?2, ?3, ?4)";
+     attempt_started_at = ?4, progress = NULL WHERE id = ?1 RETURNING ";
 
 impl Claim {
     /// The ready jobs of one queue, in claim order: (id, weight).
@@ -224,14 +221,6 @@ impl Claim {
                 rusqlite::params![id, self.worker.as_str(), token, ctx.now_ms],
                 job_from_row,
             )?;
-        ctx.conn
-            .prepare_cached(INSERT_ATTEMPT)?
-            .execute(rusqlite::params![
-                id,
-                job.attempt,
-                self.worker.as_str(),
-                ctx.now_ms
-            ])?;
         let expires_at = job
             .lease_expires_at
             .unwrap_or_else(|| from_millis(ctx.now_ms));

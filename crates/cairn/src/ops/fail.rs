@@ -1,12 +1,15 @@
 //! [`Fail`]: a worker gives up on its job for good.
 
-use rusqlite::named_params;
+use rusqlite::{OptionalExtension, named_params};
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId};
 use crate::lease::Lease;
 use crate::ops::retry::truncate_error;
-use crate::ops::{Operation, WriteCtx, end_attempt, held_job};
+use crate::ops::{
+    Operation, WriteCtx, end_attempt, held_job_columns, held_job_from_row, lease_is_held,
+    lease_refusal,
+};
 
 /// Marks the job failed, whatever attempts it has left, with a failure group (the kind of failure, for grouping
 /// alike failures together) and a message (this job's details).
@@ -34,8 +37,14 @@ impl Fail {
     }
 }
 
-const FAIL_JOB: &str = "UPDATE jobs SET state = 'failed', finished_at = :now, error = :message, \
-     failure_group = :group, worker = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+/// Fails the job if the lease is held, returning the attempt's details for its history row.
+const FAIL_HELD_JOB: &str = concat!(
+    "UPDATE jobs SET state = 'failed', finished_at = :now, error = :message, failure_group = :group, \
+     lease_token = NULL, lease_expires_at = NULL WHERE ",
+    lease_is_held!(),
+    " RETURNING ",
+    held_job_columns!()
+);
 
 impl Operation for Fail {
     type Output = ();
@@ -48,11 +57,15 @@ impl Operation for Fail {
             ));
         }
         let message = truncate_error(&self.message);
-        held_job(ctx, self.job, self.token)?;
-        end_attempt(ctx, self.job, AttemptOutcome::Failed, Some(message))?;
-        ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
-            ":now": ctx.now_ms, ":message": message, ":group": self.group, ":id": self.job.0,
-        })?;
-        Ok(())
+        let params = named_params! {
+            ":now": ctx.now_ms, ":message": message, ":group": self.group, ":id": self.job.0, ":token": self.token,
+        };
+        let held = ctx
+            .conn
+            .prepare_cached(FAIL_HELD_JOB)?
+            .query_row(params, held_job_from_row)
+            .optional()?
+            .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
+        end_attempt(ctx, &held, AttemptOutcome::Failed, Some(message))
     }
 }

@@ -1,12 +1,15 @@
 //! [`Finish`]: a worker completed its job.
 
-use rusqlite::named_params;
+use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::error::Result;
 use crate::job::{AttemptOutcome, JobId};
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, encode_json, end_attempt, held_job};
+use crate::ops::{
+    Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
+    lease_is_held, lease_refusal,
+};
 
 /// Marks the job completed, optionally replacing its data with a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,8 +33,14 @@ impl Finish {
     }
 }
 
-const COMPLETE_JOB: &str = "UPDATE jobs SET state = 'completed', finished_at = :now, data = COALESCE(:data, data), \
-     worker = NULL, lease_token = NULL, lease_expires_at = NULL, error = NULL WHERE id = :id";
+/// Completes the job if the lease is held, returning the attempt's details for its history row.
+const COMPLETE_JOB: &str = concat!(
+    "UPDATE jobs SET state = 'completed', finished_at = :now, data = COALESCE(:data, data), \
+     lease_token = NULL, lease_expires_at = NULL, error = NULL WHERE ",
+    lease_is_held!(),
+    " RETURNING ",
+    held_job_columns!()
+);
 
 impl Operation for Finish {
     type Output = ();
@@ -42,13 +51,15 @@ impl Operation for Finish {
             .as_ref()
             .map(|d| encode_json("data", d, ctx.limits))
             .transpose()?;
-        held_job(ctx, self.job, self.token)?;
-        end_attempt(ctx, self.job, AttemptOutcome::Completed, None)?;
-        ctx.conn
+        let held = ctx
+            .conn
             .prepare_cached(COMPLETE_JOB)?
-            .execute(named_params! {
-                ":now": ctx.now_ms, ":data": data, ":id": self.job.0,
-            })?;
-        Ok(())
+            .query_row(
+                named_params! { ":now": ctx.now_ms, ":data": data, ":id": self.job.0, ":token": self.token },
+                held_job_from_row,
+            )
+            .optional()?
+            .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
+        end_attempt(ctx, &held, AttemptOutcome::Completed, None)
     }
 }

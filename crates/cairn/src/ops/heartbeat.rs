@@ -1,14 +1,14 @@
 //! [`Heartbeat`]: a worker says it is still working, extending its lease.
 
 use jiff::Timestamp;
-use rusqlite::named_params;
+use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::clock::from_millis;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, encode_json, held_job};
+use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
 
 /// Extends a lease to a full lease timeout from now (never shortening it), optionally reporting progress.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,8 +32,13 @@ impl Heartbeat {
     }
 }
 
-const EXTEND_LEASE: &str = "UPDATE jobs SET lease_expires_at = :expires, progress = COALESCE(:progress, progress) \
-     WHERE id = :id";
+/// Extends the lease to a full timeout from now, never shortening it.
+const EXTEND_LEASE: &str = concat!(
+    "UPDATE jobs SET lease_expires_at = MAX(lease_expires_at, :now + lease_timeout_ms), \
+     progress = COALESCE(:progress, progress) WHERE ",
+    lease_is_held!(),
+    " RETURNING lease_expires_at"
+);
 
 impl Operation for Heartbeat {
     type Output = Timestamp;
@@ -49,15 +54,14 @@ impl Operation for Heartbeat {
             .as_ref()
             .map(|p| encode_json("progress", p, ctx.limits))
             .transpose()?;
-        let held = held_job(ctx, self.job, self.token)?;
-        let expires = held
-            .lease_expires_at
-            .max(ctx.now_ms.saturating_add(held.lease_timeout_ms));
-        ctx.conn
+        let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
+        let expires: Option<i64> = ctx
+            .conn
             .prepare_cached(EXTEND_LEASE)?
-            .execute(named_params! {
-                ":expires": expires, ":progress": progress, ":id": self.job.0,
-            })?;
-        Ok(from_millis(expires))
+            .query_row(params, |row| row.get(0))
+            .optional()?;
+        expires
+            .map(from_millis)
+            .ok_or_else(|| lease_refusal(ctx, self.job, self.token))
     }
 }

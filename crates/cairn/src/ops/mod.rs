@@ -144,17 +144,17 @@ pub(crate) fn encode_json(
 pub(crate) struct HeldJob {
     pub id: JobId,
     pub queue: String,
+    pub worker: String,
+    pub attempt_started_at: i64,
     pub attempt: u32,
-    pub lease_timeout_ms: i64,
-    pub lease_expires_at: i64,
     pub retry: RetryPolicy,
 }
 
 /// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
 macro_rules! held_job_columns {
     () => {
-        "id, queue, attempt, lease_timeout_ms, lease_expires_at, \
-         max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter"
+        "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
+         worker, attempt_started_at"
     };
 }
 pub(crate) use held_job_columns;
@@ -165,9 +165,9 @@ pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Hel
         id: JobId(row.get(0)?),
         queue: row.get(1)?,
         attempt: row.get(2)?,
-        lease_timeout_ms: row.get(3)?,
-        lease_expires_at: row.get::<_, Option<i64>>(4)?.unwrap_or(0),
-        retry: retry_policy_from_row(row, 5)?,
+        retry: retry_policy_from_row(row, 3)?,
+        worker: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
+        attempt_started_at: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
     })
 }
 
@@ -213,29 +213,59 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
     Ok(held)
 }
 
-const END_ATTEMPT: &str = "UPDATE job_attempts SET finished_at = :now, outcome = :outcome, error = :error \
-     WHERE job_id = :id AND finished_at IS NULL";
+const INSERT_ENDED_ATTEMPT: &str = "INSERT INTO job_attempts \
+     (job_id, attempt, worker, started_at, finished_at, outcome, error) \
+     VALUES (:id, :attempt, :worker, :started_at, :now, :outcome, :error)";
 
-/// Records how the job's open attempt ended in its history.
+/// Records how the held attempt ended in the job's history.
 pub(crate) fn end_attempt(
     ctx: &WriteCtx<'_>,
-    job: JobId,
+    held: &HeldJob,
     outcome: AttemptOutcome,
     error: Option<&str>,
 ) -> Result<()> {
-    ctx.conn
-        .prepare_cached(END_ATTEMPT)?
-        .execute(named_params! {
-            ":now": ctx.now_ms, ":outcome": outcome.as_str(), ":error": error, ":id": job.0,
-        })?;
+    ctx.conn.prepare_cached(INSERT_ENDED_ATTEMPT)?.execute(named_params! {
+        ":id": held.id.0, ":attempt": held.attempt, ":worker": held.worker, ":started_at": held.attempt_started_at,
+        ":now": ctx.now_ms, ":outcome": outcome.as_str(), ":error": error,
+    })?;
     Ok(())
 }
 
-const REQUEUE_JOB: &str = "UPDATE jobs SET state = :state, run_at = :run_at, error = COALESCE(:error, error), worker = NULL, \
+/// The job's running attempt, if it is running (whoever holds it).
+pub(crate) fn running_job(ctx: &WriteCtx<'_>, job: JobId) -> Result<Option<HeldJob>> {
+    const SELECT_RUNNING_JOB: &str = concat!(
+        "SELECT ",
+        held_job_columns!(),
+        " FROM jobs WHERE id = :id AND state = 'running'"
+    );
+    Ok(ctx
+        .conn
+        .prepare_cached(SELECT_RUNNING_JOB)?
+        .query_row(named_params! { ":id": job.0 }, held_job_from_row)
+        .optional()?)
+}
+
+/// The condition every statement made under a lease adds to its `WHERE`: the job runs under this exact, live lease.
+macro_rules! lease_is_held {
+    () => {
+        "id = :id AND state = 'running' AND lease_token = :token AND lease_expires_at > :now"
+    };
+}
+pub(crate) use lease_is_held;
+
+/// The error for a fenced statement that matched no row: says why the lease is not held.
+pub(crate) fn lease_refusal(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Error {
+    match held_job(ctx, job, token) {
+        Err(e) => e,
+        Ok(_) => Error::lease_lost(format!("job {job} is no longer held under this lease")),
+    }
+}
+
+const REQUEUE_JOB: &str = "UPDATE jobs SET state = :state, run_at = :run_at, error = COALESCE(:error, error), \
      lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
 
 const FAIL_JOB: &str = "UPDATE jobs SET state = 'failed', finished_at = :now, error = :error, \
-     failure_group = :group, worker = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+     failure_group = :group, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
 
 /// The failure group of jobs that ran out of attempts.
 pub(crate) const RETRIES_EXHAUSTED: &str = "retries-exhausted";
@@ -249,7 +279,7 @@ pub(crate) fn retry_or_fail(
     error: &str,
     delay: Option<Duration>,
 ) -> Result<JobState> {
-    end_attempt(ctx, held.id, outcome, Some(error))?;
+    end_attempt(ctx, held, outcome, Some(error))?;
     if held.attempt >= held.retry.max_attempts {
         ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
             ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, encode_json, held_job};
+use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
 
 /// Records progress for the running attempt (shown by [`Queue::get`](crate::Queue::get) as `progress`). Unlike a
 /// checkpoint, it does not change what a retry starts from; unlike a heartbeat, it does not extend the lease.
@@ -31,17 +31,20 @@ impl Update {
     }
 }
 
-const SET_PROGRESS: &str = "UPDATE jobs SET progress = :progress WHERE id = :id";
+const SET_PROGRESS: &str = concat!(
+    "UPDATE jobs SET progress = :progress WHERE ",
+    lease_is_held!()
+);
 
 impl Operation for Update {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let progress = encode_json("progress", &self.progress, ctx.limits)?;
-        held_job(ctx, self.job, self.token)?;
-        ctx.conn
-            .prepare_cached(SET_PROGRESS)?
-            .execute(named_params! { ":progress": progress, ":id": self.job.0 })?;
-        Ok(())
+        let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
+        match ctx.conn.prepare_cached(SET_PROGRESS)?.execute(params)? {
+            0 => Err(lease_refusal(ctx, self.job, self.token)),
+            _ => Ok(()),
+        }
     }
 }

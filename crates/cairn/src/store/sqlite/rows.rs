@@ -11,10 +11,21 @@ use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
 
 /// The columns [`job_from_row`] reads, in order. Tags come in one column, separated by the unit separator (0x1F).
-pub(crate) const JOB_COLUMNS: &str = "id, queue, name, state, data, progress, priority, weight, run_at, attempt, \
-     max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
-     unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
-     (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag))";
+/// A macro so that statements can `concat!` it.
+macro_rules! job_columns {
+    () => {
+        "id, queue, name, state, data, progress, priority, weight, run_at, attempt, \
+         max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
+         unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
+         (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag)), \
+         attempt_started_at"
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use job_columns;
+
+/// The columns as a constant, for statements built at run time.
+pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 fn parse_json(text: &str) -> rusqlite::Result<serde_json::Value> {
     serde_json::from_str(text).map_err(|e| {
@@ -44,13 +55,21 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let data: String = row.get(4)?;
     let progress: Option<String> = row.get(5)?;
     let tags: Option<String> = row.get(25)?;
+    let state = state.parse::<JobState>().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+    })?;
+    // The row keeps the last attempt's worker; callers see a worker only while it holds the job.
+    let worker = match state {
+        JobState::Running => row
+            .get::<_, Option<String>>(18)?
+            .map(WorkerId::from_trusted),
+        _ => None,
+    };
     Ok(Job {
         id: JobId(row.get(0)?),
         queue: QueueName::from_trusted(row.get(1)?),
         name: JobName::from_trusted(row.get(2)?),
-        state: state.parse::<JobState>().map_err(|e| {
-            rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
-        })?,
+        state,
         data: parse_json(&data)?,
         progress: progress.as_deref().map(parse_json).transpose()?,
         priority: row.get(6)?,
@@ -63,9 +82,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
             .get::<_, Option<String>>(16)?
             .map(UniqueKey::from_trusted),
         parent: row.get::<_, Option<i64>>(17)?.map(JobId),
-        worker: row
-            .get::<_, Option<String>>(18)?
-            .map(WorkerId::from_trusted),
+        worker,
         lease_expires_at: row.get::<_, Option<i64>>(19)?.map(from_millis),
         created_at: from_millis(row.get(20)?),
         started_at: row.get::<_, Option<i64>>(21)?.map(from_millis),
@@ -101,16 +118,30 @@ pub(crate) fn load_job_with_history(conn: &Connection, id: JobId) -> Result<Job>
          FROM job_attempts WHERE job_id = ?1 ORDER BY id",
     )?;
     let rows = stmt.query_map(params![id.0], |row| {
-        let outcome: Option<String> = row.get(4)?;
+        let outcome: String = row.get(4)?;
         Ok(Attempt {
             number: row.get(0)?,
             worker: WorkerId::from_trusted(row.get(1)?),
             started_at: from_millis(row.get(2)?),
-            finished_at: row.get::<_, Option<i64>>(3)?.map(from_millis),
-            outcome: outcome.as_deref().and_then(AttemptOutcome::parse_stored),
+            finished_at: Some(from_millis(row.get(3)?)),
+            outcome: AttemptOutcome::parse_stored(&outcome),
             error: row.get(5)?,
         })
     })?;
     job.history = rows.collect::<rusqlite::Result<_>>()?;
+    if let (JobState::Running, Some(worker)) = (job.state, &job.worker) {
+        // The running attempt lives on the job row until it ends.
+        let started_at: Option<i64> = conn
+            .prepare_cached("SELECT attempt_started_at FROM jobs WHERE id = ?1")?
+            .query_row(params![id.0], |r| r.get(0))?;
+        job.history.push(Attempt {
+            number: job.attempt,
+            worker: worker.clone(),
+            started_at: from_millis(started_at.unwrap_or(0)),
+            finished_at: None,
+            outcome: None,
+            error: None,
+        });
+    }
     Ok(job)
 }
