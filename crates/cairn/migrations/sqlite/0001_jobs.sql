@@ -13,7 +13,8 @@ CREATE TABLE jobs (
     priority           INTEGER NOT NULL,
     weight             INTEGER NOT NULL CHECK (weight >= 1),
     run_at             INTEGER NOT NULL,
-    attempt            INTEGER NOT NULL DEFAULT 0,        -- attempts started so far
+    attempt            INTEGER NOT NULL DEFAULT 0,        -- attempts started so far (a released one does not count)
+    claims             INTEGER NOT NULL DEFAULT 0,        -- times claimed, released ones included: numbers history rows
     max_attempts       INTEGER NOT NULL CHECK (max_attempts >= 1),
     backoff_initial_ms INTEGER NOT NULL,
     backoff_multiplier REAL    NOT NULL,
@@ -50,27 +51,28 @@ CREATE UNIQUE INDEX jobs_unique_live ON jobs (unique_key)
 -- Serves retention: the oldest finished jobs first.
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state = 'completed' OR state = 'cancelled';
 
--- Serves list by state (and queue), newest first.
-CREATE INDEX jobs_by_state ON jobs (state, queue, id);
+-- Serves listing failed jobs, newest first. Other states are listed through their own partial indexes or by id;
+-- a general (state, id) index would be rewritten on every state change, the hottest write there is.
+CREATE INDEX jobs_failed ON jobs (id) WHERE state = 'failed';
 
 -- One row per ended attempt. The running attempt lives on the job row (worker, attempt_started_at), so claiming
--- writes nothing here; the row is written once, when the attempt ends.
+-- writes nothing here; the row is written once, when the attempt ends. No foreign key: the engine deletes a job's
+-- history with the job, and a foreign key would cost a lookup of the job on every insert.
 CREATE TABLE job_attempts (
-    id          INTEGER PRIMARY KEY,
-    job_id      INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    job_id      INTEGER NOT NULL,
+    claim       INTEGER NOT NULL, -- the job's claims count when this attempt started: unique per job
     attempt     INTEGER NOT NULL, -- the job's attempt count when it started; a released attempt's number repeats
     worker      TEXT    NOT NULL,
     started_at  INTEGER NOT NULL,
     finished_at INTEGER NOT NULL,
     outcome     TEXT    NOT NULL,
-    error       TEXT
-);
+    error       TEXT,
+    PRIMARY KEY (job_id, claim)
+) WITHOUT ROWID;
 
--- Serves a job's history and the cascade when a job is deleted.
-CREATE INDEX job_attempts_by_job ON job_attempts (job_id, id);
-
+-- No foreign key, as for job_attempts.
 CREATE TABLE job_tags (
-    job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    job_id INTEGER NOT NULL,
     tag    TEXT    NOT NULL,
     PRIMARY KEY (job_id, tag)
 ) WITHOUT ROWID;

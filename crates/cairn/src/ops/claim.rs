@@ -188,7 +188,7 @@ fn select_ready_jobs(patterns: usize) -> String {
 
 /// Leases one job; `RETURNING` hands back the row as it is now.
 const LEASE_JOB: &str = "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
-     lease_expires_at = ?4 + lease_timeout_ms, attempt = attempt + 1, started_at = COALESCE(started_at, ?4), \
+     lease_expires_at = ?4 + lease_timeout_ms, attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, ?4), \
      attempt_started_at = ?4, progress = NULL WHERE id = ?1 RETURNING ";
 
 impl Claim {

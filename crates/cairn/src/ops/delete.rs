@@ -14,6 +14,8 @@ pub struct Delete {
 }
 
 const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = :id";
+const DELETE_HISTORY: &str = "DELETE FROM job_attempts WHERE job_id = :id";
+const DELETE_TAGS: &str = "DELETE FROM job_tags WHERE job_id = :id";
 
 impl Operation for Delete {
     type Output = ();
@@ -26,6 +28,13 @@ impl Operation for Delete {
         if deleted == 0 {
             return Err(Error::not_found(format!("job {}", self.job)));
         }
+        // The job's rows in other tables go with it (there are no foreign keys to cascade; see the migration).
+        ctx.conn
+            .prepare_cached(DELETE_HISTORY)?
+            .execute(named_params! { ":id": self.job.0 })?;
+        ctx.conn
+            .prepare_cached(DELETE_TAGS)?
+            .execute(named_params! { ":id": self.job.0 })?;
         Ok(())
     }
 }

@@ -147,6 +147,7 @@ pub(crate) struct HeldJob {
     pub worker: String,
     pub attempt_started_at: i64,
     pub attempt: u32,
+    pub claims: u32,
     pub retry: RetryPolicy,
 }
 
@@ -154,7 +155,7 @@ pub(crate) struct HeldJob {
 macro_rules! held_job_columns {
     () => {
         "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
-         worker, attempt_started_at"
+         worker, attempt_started_at, claims"
     };
 }
 pub(crate) use held_job_columns;
@@ -168,6 +169,7 @@ pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Hel
         retry: retry_policy_from_row(row, 3)?,
         worker: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
         attempt_started_at: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
+        claims: row.get(10)?,
     })
 }
 
@@ -184,9 +186,9 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
         .prepare_cached(SELECT_HELD_JOB)?
         .query_row(named_params! { ":id": job.0 }, |row| {
             Ok((
-                row.get::<_, String>(10)?,
-                row.get::<_, Option<i64>>(11)?,
+                row.get::<_, String>(11)?,
                 row.get::<_, Option<i64>>(12)?,
+                row.get::<_, Option<i64>>(13)?,
                 held_job_from_row(row)?,
             ))
         })
@@ -214,8 +216,8 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
 }
 
 const INSERT_ENDED_ATTEMPT: &str = "INSERT INTO job_attempts \
-     (job_id, attempt, worker, started_at, finished_at, outcome, error) \
-     VALUES (:id, :attempt, :worker, :started_at, :now, :outcome, :error)";
+     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error) \
+     VALUES (:id, :claim, :attempt, :worker, :started_at, :now, :outcome, :error)";
 
 /// Records how the held attempt ended in the job's history.
 pub(crate) fn end_attempt(
@@ -225,7 +227,7 @@ pub(crate) fn end_attempt(
     error: Option<&str>,
 ) -> Result<()> {
     ctx.conn.prepare_cached(INSERT_ENDED_ATTEMPT)?.execute(named_params! {
-        ":id": held.id.0, ":attempt": held.attempt, ":worker": held.worker, ":started_at": held.attempt_started_at,
+        ":id": held.id.0, ":claim": held.claims, ":attempt": held.attempt, ":worker": held.worker, ":started_at": held.attempt_started_at,
         ":now": ctx.now_ms, ":outcome": outcome.as_str(), ":error": error,
     })?;
     Ok(())

@@ -227,3 +227,43 @@ async fn enqueue_in_the_applications_transaction_exists_only_if_it_commits() {
     assert_eq!(err.field(), Some("conn"));
     t.close().await;
 }
+
+/// A request that fails after writing (here a batch whose last job is bad) is rolled back alone: requests that
+/// shared its transaction still succeed.
+#[tokio::test]
+async fn a_failing_batch_does_not_fail_its_neighbours() {
+    let t = TestQueue::new().await;
+    let bad = vec![Push::new("ok.1"), Push::new("ok.2"), Push::new("")];
+    let mut calls = tokio::task::JoinSet::new();
+    for round in 0..20 {
+        let queue = t.queue.clone();
+        let bad = bad.clone();
+        calls.spawn(async move { queue.enqueue_batch(bad).await.map(|_| ()).unwrap_err() });
+        let queue = t.queue.clone();
+        calls.spawn(async move {
+            queue
+                .enqueue(Push::new(format!("good.{round}")))
+                .await
+                .unwrap();
+            cairn::Error::clone(&queue.enqueue(Push::new("")).await.unwrap_err())
+        });
+    }
+    while let Some(err) = calls.join_next().await {
+        assert!(err.unwrap().is_invalid_input());
+    }
+    let names: Vec<String> = t
+        .queue
+        .list(JobFilter {
+            limit: 1000,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs
+        .into_iter()
+        .map(|j| j.name.to_string())
+        .collect();
+    assert_eq!(names.len(), 20, "only the good single pushes: {names:?}");
+    assert!(names.iter().all(|n| n.starts_with("good.")));
+    t.close().await;
+}

@@ -84,24 +84,44 @@ pub(crate) fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) ->
     }
 }
 
-const PRUNE_BY_AGE: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') AND finished_at < :cutoff ORDER BY finished_at LIMIT 0 + :limit)";
+const PRUNE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
+     WHERE (state = 'completed' OR state = 'cancelled') AND finished_at <= :cutoff \
+     ORDER BY finished_at LIMIT 0 + :limit) RETURNING id";
 
 const NTH_NEWEST_FINISHED: &str = "SELECT finished_at FROM jobs INDEXED BY jobs_finished \
      WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC LIMIT 1 OFFSET 0 + :keep";
 
-const PRUNE_UP_TO: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') AND finished_at <= :cutoff ORDER BY finished_at LIMIT 0 + :limit)";
+const DELETE_HISTORY: &str = "DELETE FROM job_attempts WHERE job_id = :id";
+const DELETE_TAGS: &str = "DELETE FROM job_tags WHERE job_id = :id";
+
+/// Deletes up to `limit` finished jobs that finished at or before `cutoff`, with their history and tags.
+fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: i64, limit: i64) -> Result<usize> {
+    let ids: Vec<i64> = ctx
+        .conn
+        .prepare_cached(PRUNE_FINISHED)?
+        .query_map(named_params! { ":cutoff": cutoff, ":limit": limit }, |r| {
+            r.get(0)
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut history = ctx.conn.prepare_cached(DELETE_HISTORY)?;
+    let mut tags = ctx.conn.prepare_cached(DELETE_TAGS)?;
+    for id in &ids {
+        history.execute(named_params! { ":id": id })?;
+        tags.execute(named_params! { ":id": id })?;
+    }
+    Ok(ids.len())
+}
 
 /// Deletes finished jobs beyond the retention age and count. Returns how many; [`STEP_ROWS`] means there may be more.
 pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usize> {
     let mut deleted = 0;
     if let Some(max_age) = retention.max_age {
-        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        deleted += ctx
-            .conn
-            .prepare_cached(PRUNE_BY_AGE)?
-            .execute(named_params! { ":cutoff": cutoff, ":limit": STEP_ROWS })?;
+        // Older than max_age: finished strictly before now - max_age.
+        let cutoff = ctx
+            .now_ms
+            .saturating_sub(duration_millis(max_age))
+            .saturating_sub(1);
+        deleted += prune_up_to(ctx, cutoff, STEP_ROWS)?;
     }
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
@@ -110,12 +130,9 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
             .prepare_cached(NTH_NEWEST_FINISHED)?
             .query_row(named_params! { ":keep": keep }, |r| r.get(0))
             .optional()?;
-        if let Some(cutoff) = cutoff {
-            let limit = STEP_ROWS - deleted as i64;
-            deleted += ctx
-                .conn
-                .prepare_cached(PRUNE_UP_TO)?
-                .execute(named_params! { ":cutoff": cutoff, ":limit": limit.max(0) })?;
+        let left = STEP_ROWS - deleted as i64;
+        if let (Some(cutoff), true) = (cutoff, left > 0) {
+            deleted += prune_up_to(ctx, cutoff, left)?;
         }
     }
     Ok(deleted)

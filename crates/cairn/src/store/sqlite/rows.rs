@@ -115,7 +115,7 @@ pub(crate) fn load_job_with_history(conn: &Connection, id: JobId) -> Result<Job>
     let mut job = load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
     let mut stmt = conn.prepare_cached(
         "SELECT attempt, worker, started_at, finished_at, outcome, error
-         FROM job_attempts WHERE job_id = ?1 ORDER BY id",
+         FROM job_attempts WHERE job_id = ?1 ORDER BY claim",
     )?;
     let rows = stmt.query_map(params![id.0], |row| {
         let outcome: String = row.get(4)?;

@@ -129,12 +129,6 @@ pub(crate) struct Writer {
     pub _lock: std::fs::File,
 }
 
-/// What a batch ends with: the commit result, replies to send.
-struct Delivery {
-    waiter: Waiter,
-    result: Result<Vec<ClaimedJob>>,
-}
-
 impl Writer {
     /// Runs until closed, or until every sender is gone.
     pub fn run(mut self) {
@@ -228,18 +222,18 @@ impl Writer {
         }
 
         let now_ms = to_millis(self.clock.now());
-        let mut deliveries = Vec::new();
-        let mut newly_parked = Vec::new();
-        let outcome = self.transaction(
-            now_ms,
-            tick,
-            &mut ops,
-            dequeues,
-            &mut deliveries,
-            &mut newly_parked,
-        );
-
-        let commit_error = outcome.err();
+        // Operations run without savepoints: most fail (if at all) before writing anything. Only when one fails
+        // after writing is the batch rolled back and run again with a savepoint around each operation.
+        let mut outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::Shared);
+        if let Err(Failure::Poisoned) = outcome {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::PerOperation);
+        }
+        let (plan, commit_error) = match outcome {
+            Ok(plan) => (Some(plan), None),
+            Err(Failure::Storage(e)) => (None, Some(e)),
+            Err(Failure::Poisoned) => unreachable!("per-operation isolation never poisons a batch"),
+        };
         if let Some(e) = &commit_error {
             tracing::error!(error = %e, "batch transaction failed; every request in it gets the error");
         }
@@ -247,16 +241,42 @@ impl Writer {
             let back = op.reply(commit_error.as_ref());
             self.to_release.extend(back);
         }
-        for Delivery { waiter, result } in deliveries {
-            let result = match &commit_error {
-                Some(e) => Err(e.clone()),
-                None => result,
-            };
+        let mut deliveries: Vec<(Waiter, Claimed)> = Vec::new();
+        match plan {
+            None => {
+                let e = commit_error.expect("no plan means the batch failed");
+                deliveries.extend(dequeues.into_iter().map(|w| (w, Err(e.clone()))));
+            }
+            Some(plan) => {
+                self.apply_timed_updates(&plan.timed);
+                // Parked dequeues served in this batch leave the parked list, highest index first.
+                let mut served = plan.served;
+                served.sort_by_key(|(index, _)| std::cmp::Reverse(*index));
+                for (index, result) in served {
+                    let waiter = self
+                        .parked
+                        .remove(index)
+                        .expect("served indices are in the parked list");
+                    deliveries.push((waiter, result));
+                }
+                for (waiter, claimed) in dequeues.into_iter().zip(plan.claims) {
+                    match claimed {
+                        Ok(jobs)
+                            if jobs.is_empty()
+                                && waiter.deadline.is_some_and(|d| d > Instant::now()) =>
+                        {
+                            self.parked.push_back(waiter)
+                        }
+                        result => deliveries.push((waiter, result)),
+                    }
+                }
+            }
+        }
+        for (waiter, result) in deliveries {
             if let Err(Ok(jobs)) = waiter.reply.send(result) {
                 self.to_release.extend(jobs.into_iter().map(|c| c.lease));
             }
         }
-        self.parked.extend(newly_parked);
         self.expire_waiters();
         match maintenance::next_due(&self.conn) {
             Ok(next) => self.next_due = next,
@@ -268,24 +288,34 @@ impl Writer {
         close
     }
 
+    /// Records what the timed work did, once its transaction committed.
+    fn apply_timed_updates(&mut self, timed: &TimedUpdates) {
+        if timed.recovered {
+            self.needs_recovery = false;
+        }
+        if let Some(next) = timed.next_prune {
+            self.next_prune = next;
+        }
+        for lease in &timed.unreleased {
+            self.to_release.retain(|l| l != lease);
+        }
+    }
+
     /// The transaction of one batch: timed work, the operations, the new dequeues, then the parked dequeues.
+    /// Writes nothing to `self` but the connection: what it decided is returned, and applied once committed.
     fn transaction(
         &mut self,
         now_ms: i64,
         tick: bool,
         ops: &mut [Box<dyn ErasedOp>],
-        dequeues: Vec<Waiter>,
-        deliveries: &mut Vec<Delivery>,
-        newly_parked: &mut Vec<Waiter>,
-    ) -> Result<()> {
+        dequeues: &[Waiter],
+        isolation: Isolation,
+    ) -> std::result::Result<BatchPlan, Failure> {
         if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
-            // Nothing ran: every request in the batch gets the error (the caller replies to the operations).
-            let error = Error::storage("starting a write transaction", e);
-            deliveries.extend(dequeues.into_iter().map(|waiter| Delivery {
-                waiter,
-                result: Err(error.clone()),
-            }));
-            return Err(error);
+            return Err(Failure::Storage(Error::storage(
+                "starting a write transaction",
+                e,
+            )));
         }
         let mut ready = ReadyQueues::default();
         let mut ctx = WriteCtx {
@@ -296,81 +326,62 @@ impl Writer {
             tokens: &mut self.tokens,
             rotation: &mut self.rotation,
         };
-
-        let released = std::mem::take(&mut self.to_release);
-        let mut timed = || -> Result<()> {
-            if self.needs_recovery {
-                let recovered = maintenance::recover_orphans(&mut ctx, self.recovery)?;
-                if recovered > 0 {
-                    tracing::warn!(
-                        recovered,
-                        "recovered jobs left running by a process that exited"
-                    );
-                }
-            }
-            // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
-            if tick || self.next_due.is_some_and(|due| due <= now_ms) {
-                maintenance::promote_due(&mut ctx)?;
-                let expired = maintenance::expire_leases(&mut ctx)?;
-                if expired > 0 {
-                    tracing::info!(expired, "retried jobs whose lease expired");
-                }
-            }
-            let retention_on =
-                self.retention.max_age.is_some() || self.retention.max_count.is_some();
-            if retention_on && now_ms >= self.next_prune {
-                let pruned = maintenance::prune(&mut ctx, &self.retention)?;
-                let more = pruned as i64 >= maintenance::STEP_ROWS;
-                self.next_prune = if more {
-                    now_ms
-                } else {
-                    now_ms + duration_millis(self.retention.interval)
-                };
-            }
-            for lease in &released {
-                // The caller went away before receiving the job: give it back without counting the attempt.
-                in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx).map(|_| ())).ok();
-            }
-            Ok(())
+        let timed_work = TimedWork {
+            recover: self.needs_recovery.then_some(self.recovery),
+            due: tick || self.next_due.is_some_and(|due| due <= now_ms),
+            prune: (self.retention.max_age.is_some() || self.retention.max_count.is_some())
+                && now_ms >= self.next_prune,
+            retention: &self.retention,
+            release: &self.to_release,
         };
-        let timed_result = in_savepoint_result(&self.conn, &mut timed);
-        if let Err(e) = timed_result {
-            tracing::error!(error = %e, "timed maintenance failed; it is retried with the next batch");
-        } else {
-            self.needs_recovery = false;
-        }
+        let timed = match in_savepoint(&mut ctx, |ctx| timed_work.run(ctx)) {
+            Ok(updates) => updates,
+            Err(e) => {
+                tracing::error!(error = %e, "timed maintenance failed; it is retried with the next batch");
+                TimedUpdates::default()
+            }
+        };
 
         for op in ops.iter_mut() {
-            if let Err(e) = savepoint(ctx.conn) {
-                op.reject(e);
-                continue;
-            }
-            let applied = op.apply(&mut ctx);
-            if let Err(e) = end_savepoint(ctx.conn, applied) {
-                op.reject(e);
-            }
-        }
-
-        for waiter in dequeues {
-            match in_savepoint(&mut ctx, |ctx| waiter.claim.run(ctx)) {
-                Ok(jobs)
-                    if jobs.is_empty() && waiter.deadline.is_some_and(|d| d > Instant::now()) =>
-                {
-                    newly_parked.push(waiter)
+            match isolation {
+                Isolation::Shared => {
+                    let before = ctx.conn.total_changes();
+                    if !op.apply(&mut ctx) && ctx.conn.total_changes() != before {
+                        return Err(Failure::Poisoned);
+                    }
                 }
-                result => deliveries.push(Delivery { waiter, result }),
+                Isolation::PerOperation => {
+                    if let Err(e) = savepoint(ctx.conn) {
+                        op.reject(e);
+                        continue;
+                    }
+                    let applied = op.apply(&mut ctx);
+                    if let Err(e) = end_savepoint(ctx.conn, applied) {
+                        op.reject(e);
+                    }
+                }
             }
         }
 
+        let mut claims = Vec::with_capacity(dequeues.len());
+        for waiter in dequeues {
+            claims.push(claim_isolated(&mut ctx, &waiter.claim, isolation)?);
+        }
+
+        let mut served = Vec::new();
         if tick || !ctx.ready.is_empty() {
-            serve_parked(&mut ctx, &mut self.parked, tick, deliveries);
+            served = serve_parked(&mut ctx, &self.parked, tick, isolation)?;
         }
 
         if let Err(e) = self.conn.execute_batch("COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
-            return Err(Error::storage("committing a batch", e));
+            return Err(Failure::Storage(Error::storage("committing a batch", e)));
         }
-        Ok(())
+        Ok(BatchPlan {
+            timed,
+            claims,
+            served,
+        })
     }
 
     /// Answers parked dequeues whose deadline has passed: no job.
@@ -418,36 +429,138 @@ impl Writer {
 
 /// Claims jobs for parked dequeues that the new ready jobs (or, on a tick, anything) could serve, oldest first.
 /// A filter that found nothing is not tried again for later waiters with the same filter in this batch.
+/// Returns the index in `parked` of each waiter served, with what it gets.
 fn serve_parked(
     ctx: &mut WriteCtx<'_>,
-    parked: &mut VecDeque<Waiter>,
+    parked: &VecDeque<Waiter>,
     all: bool,
-    deliveries: &mut Vec<Delivery>,
-) {
+    isolation: Isolation,
+) -> std::result::Result<Vec<(usize, Claimed)>, Failure> {
     let mut exhausted: HashSet<String> = HashSet::new();
-    let mut kept = VecDeque::with_capacity(parked.len());
-    for waiter in parked.drain(..) {
-        if waiter.reply.is_closed() {
-            continue;
-        }
-        if !(all || waiter.claim.wants_any_of(ctx.ready)) {
-            kept.push_back(waiter);
+    let mut served = Vec::new();
+    for (index, waiter) in parked.iter().enumerate() {
+        if waiter.reply.is_closed() || !(all || waiter.claim.wants_any_of(ctx.ready)) {
             continue;
         }
         let key = waiter.claim.filter_key();
         if exhausted.contains(&key) {
-            kept.push_back(waiter);
             continue;
         }
-        match in_savepoint(ctx, |ctx| waiter.claim.run(ctx)) {
+        match claim_isolated(ctx, &waiter.claim, isolation)? {
             Ok(jobs) if jobs.is_empty() => {
                 exhausted.insert(key);
-                kept.push_back(waiter);
             }
-            result => deliveries.push(Delivery { waiter, result }),
+            result => served.push((index, result)),
         }
     }
-    *parked = kept;
+    Ok(served)
+}
+
+/// Runs a claim under the batch's isolation: a failure after writing poisons a shared batch.
+fn claim_isolated(
+    ctx: &mut WriteCtx<'_>,
+    claim: &Claim,
+    isolation: Isolation,
+) -> std::result::Result<Claimed, Failure> {
+    match isolation {
+        Isolation::PerOperation => Ok(in_savepoint(ctx, |ctx| claim.run(ctx))),
+        Isolation::Shared => {
+            let before = ctx.conn.total_changes();
+            let result = claim.run(ctx);
+            if result.is_err() && ctx.conn.total_changes() != before {
+                return Err(Failure::Poisoned);
+            }
+            Ok(result)
+        }
+    }
+}
+
+/// What a dequeue gets: jobs (possibly none), or an error.
+type Claimed = Result<Vec<ClaimedJob>>;
+
+/// How operations in a batch are kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// No savepoints: the fast path.
+    Shared,
+    /// A savepoint around each operation: the path after a shared batch was poisoned.
+    PerOperation,
+}
+
+/// Why a batch transaction did not commit.
+enum Failure {
+    /// An operation failed after writing, in a batch without savepoints; run the batch again with them.
+    Poisoned,
+    /// The database failed.
+    Storage(Error),
+}
+
+/// What a committed batch decided.
+struct BatchPlan {
+    timed: TimedUpdates,
+    /// For each new dequeue, in order: the jobs it got (empty: nothing ready).
+    claims: Vec<Claimed>,
+    /// Parked dequeues served: index in the parked list, and what they get.
+    served: Vec<(usize, Claimed)>,
+}
+
+/// The timed work one batch should do.
+struct TimedWork<'a> {
+    recover: Option<RecoveryPolicy>,
+    due: bool,
+    prune: bool,
+    retention: &'a Retention,
+    release: &'a [Lease],
+}
+
+/// What the timed work did, applied to the writer once the batch commits.
+#[derive(Default)]
+struct TimedUpdates {
+    recovered: bool,
+    next_prune: Option<i64>,
+    /// Undelivered claims handed back (or found no longer held), to forget.
+    unreleased: Vec<Lease>,
+}
+
+impl TimedWork<'_> {
+    fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<TimedUpdates> {
+        let mut updates = TimedUpdates::default();
+        if let Some(policy) = self.recover {
+            let recovered = maintenance::recover_orphans(ctx, policy)?;
+            if recovered > 0 {
+                tracing::warn!(
+                    recovered,
+                    "recovered jobs left running by a process that exited"
+                );
+            }
+            updates.recovered = true;
+        }
+        // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
+        if self.due {
+            maintenance::promote_due(ctx)?;
+            let expired = maintenance::expire_leases(ctx)?;
+            if expired > 0 {
+                tracing::info!(expired, "retried jobs whose lease expired");
+            }
+        }
+        if self.prune {
+            let pruned = maintenance::prune(ctx, self.retention)?;
+            let more = pruned as i64 >= maintenance::STEP_ROWS;
+            let interval = duration_millis(self.retention.interval);
+            updates.next_prune = Some(if more {
+                ctx.now_ms
+            } else {
+                ctx.now_ms + interval
+            });
+        }
+        for lease in self.release {
+            // The caller went away before receiving the job: give it back without counting the attempt. A lease
+            // no longer held (expired, cancelled) needs nothing.
+            let _ = in_savepoint(ctx, |ctx| Release::new(lease).apply(ctx));
+            updates.unreleased.push(lease.clone());
+        }
+        Ok(updates)
+    }
 }
 
 /// Runs `f` in a savepoint: kept if it succeeds, rolled back if it fails.
@@ -458,13 +571,6 @@ fn in_savepoint<T>(
     let conn = ctx.conn;
     savepoint(conn)?;
     let result = f(ctx);
-    end_savepoint(conn, result.is_ok())?;
-    result
-}
-
-fn in_savepoint_result(conn: &Connection, f: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-    savepoint(conn)?;
-    let result = f();
     end_savepoint(conn, result.is_ok())?;
     result
 }
