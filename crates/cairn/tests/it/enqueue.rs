@@ -267,3 +267,40 @@ async fn a_failing_batch_does_not_fail_its_neighbours() {
     assert!(names.iter().all(|n| n.starts_with("good.")));
     t.close().await;
 }
+
+/// Plain jobs of a batch are inserted many per statement; jobs with tags or unique keys one at a time. Order, ids
+/// and fields come out the same either way.
+#[tokio::test]
+async fn a_batch_mixing_plain_and_keyed_jobs_keeps_its_order() {
+    let t = TestQueue::new().await;
+    let existing = t
+        .queue
+        .enqueue(Push::new("keyed").unique_key("k"))
+        .await
+        .unwrap();
+    let jobs: Vec<Push> = (0..100)
+        .map(|i| match i {
+            40 => Push::new("tagged").tag("t"),
+            65 => Push::new("keyed").unique_key("k"),
+            70 => Push::new("later").delay(Duration::from_secs(60)),
+            _ => Push::new(format!("plain.{i}")).data(json!({ "i": i })),
+        })
+        .collect();
+    let out = t.queue.enqueue_batch(jobs).await.unwrap();
+    assert_eq!(out.len(), 100);
+    assert_eq!((out[65].id, out[65].existing), (existing.id, true));
+    assert_eq!(out[70].state, JobState::Scheduled);
+    let fresh: Vec<_> = out.iter().filter(|e| !e.existing).map(|e| e.id).collect();
+    assert!(
+        fresh.windows(2).all(|w| w[0] < w[1]),
+        "ids follow batch order"
+    );
+    let tagged = t.queue.get(out[40].id).await.unwrap();
+    assert_eq!((tagged.name.as_str(), tagged.tags.len()), ("tagged", 1));
+    for i in [0, 31, 32, 39, 41, 99] {
+        let job = t.queue.get(out[i].id).await.unwrap();
+        assert_eq!(job.name.as_str(), format!("plain.{i}"));
+        assert_eq!(job.data, json!({ "i": i }));
+    }
+    t.close().await;
+}
