@@ -9,23 +9,15 @@ use crate::retry_policy::RetryPolicy;
 /// What an acknowledged write survives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// Every acknowledged enqueue, finish, retry, fail, cancel… is on disk (fsynced) before the call returns:
-    /// it survives a process crash and a power loss. SQLite `synchronous=FULL`. The default.
+    /// Every acknowledged enqueue, finish, retry, fail, cancel… is on disk (its WAL frames fsynced) before the call
+    /// returns: it survives a process crash and a power loss, as with SQLite's `synchronous=FULL`. The fsync runs on
+    /// its own thread, shared by every batch committed meanwhile. The default.
     #[default]
     Full,
     /// Commits are not fsynced one by one (SQLite `synchronous=NORMAL` in WAL mode). An acknowledged write survives
     /// a crash of the process (SIGKILL included), but the last commits before a power loss or OS crash may be lost.
     /// The database is never corrupted either way. Several times faster for one-job-per-call workloads.
     Normal,
-}
-
-impl Durability {
-    pub(crate) fn synchronous(self) -> i64 {
-        match self {
-            Durability::Full => 2,
-            Durability::Normal => 1,
-        }
-    }
 }
 
 /// What happens to jobs found running when a database is opened (their process died).

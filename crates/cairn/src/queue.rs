@@ -31,10 +31,11 @@ use crate::ops::retry::Retry;
 use crate::ops::set_priority::SetPriority;
 use crate::ops::update::Update;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
-use crate::options::QueueOptions;
+use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::Readers;
+use crate::store::sqlite::syncer::Syncer;
 use crate::store::sqlite::writer::{Command, Pending, Waiter, Writer};
 use crate::store::sqlite::{migrations, rows};
 
@@ -61,8 +62,21 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if !self.closed.load(Ordering::SeqCst) {
             tracing::warn!(path = %self.path.display(), "queue dropped without Queue::close; the writer stops now");
+            // The writer holds a sender to itself (for the syncer), so it must be told to stop.
+            let (ack, _) = oneshot::channel();
+            let _ = self.commands.send(Command::Close(ack));
         }
     }
+}
+
+/// Opens the database's write-ahead log, for the syncer to fsync. It exists once the writer has opened the
+/// database in WAL mode, and stays (the same file) while the writer's connection is open.
+fn open_wal(path: &Path) -> Result<File> {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let wal = PathBuf::from(wal);
+    File::open(&wal)
+        .map_err(|e| Error::storage(format!("opening the write-ahead log {}", wal.display()), e))
 }
 
 impl std::fmt::Debug for Queue {
@@ -84,22 +98,37 @@ fn lock_database(path: &Path) -> Result<File> {
         .write(true)
         .open(&lock_path)
         .map_err(|e| Error::storage(format!("opening the lock file {}", lock_path.display()), e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::new(
-            ErrorKind::Locked,
-            format!(
-                "{} is open as a queue by another process (it holds {})",
-                path.display(),
-                lock_path.display()
-            ),
-        )),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::storage(
-            format!("locking {}", lock_path.display()),
-            e,
-        )),
+    // A process that just closed the queue can still hold the lock for a moment: a child it is forking shares the
+    // lock's file description until it execs. So a held lock is tried again for a short while before giving up.
+    let deadline = std::time::Instant::now() + LOCK_WAIT;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::new(
+                    ErrorKind::Locked,
+                    format!(
+                        "{} is open as a queue by another process (it holds {})",
+                        path.display(),
+                        lock_path.display()
+                    ),
+                ));
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::storage(
+                    format!("locking {}", lock_path.display()),
+                    e,
+                ));
+            }
+        }
     }
 }
+
+/// How long opening waits for a queue lock that another process holds.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 impl Queue {
     /// Opens (creating if needed) the queue in the SQLite file at `path`, with default options.
@@ -120,11 +149,15 @@ impl Queue {
         let path = path.as_ref().to_path_buf();
         let opening = path.clone();
         let clock = options.clock.clone();
-        let (lock, conn) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let (lock, conn, syncer) = tokio::task::spawn_blocking(move || -> Result<_> {
             let lock = lock_database(&opening)?;
-            let mut conn = connection::open_writer(&opening, options.durability)?;
+            let mut conn = connection::open_writer(&opening)?;
             migrations::migrate(&mut conn, to_millis(options.clock.now()))?;
-            Ok((lock, conn))
+            let syncer = match options.durability {
+                Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
+                Durability::Normal => None,
+            };
+            Ok((lock, conn, syncer))
         })
         .await
         .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
@@ -135,19 +168,21 @@ impl Queue {
             max_data_bytes: options.max_data_bytes,
         };
         let (commands, rx) = mpsc::channel();
+        let wake = commands.clone();
         let writer = Writer {
             conn,
             clock: clock.clone(),
             rx,
             limits: limits.clone(),
-            durability: options.durability,
             retention: options.retention,
             recovery: options.recovery,
             max_batch: options.max_batch.max(1),
             parked: Default::default(),
             tokens: TokenSource::new(),
             rotation: 0,
-            synchronous: options.durability.synchronous(),
+            syncer,
+            returned: Default::default(),
+            wake,
             next_due: None,
             next_prune: to_millis(clock.now()),
             to_release: Vec::new(),
@@ -496,7 +531,9 @@ struct ReadSettings;
 impl Operation for ReadSettings {
     type Output = SqliteSettings;
 
-    // Durable, so that the batch runs at the configured level and the settings read back are those of a write.
+    fn is_durable(&self) -> bool {
+        false
+    }
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<SqliteSettings> {
         connection::read_settings(ctx.conn)

@@ -6,7 +6,6 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error::{Error, Result};
-use crate::options::Durability;
 
 /// How long a connection waits for another connection's write lock before giving up with "database is locked".
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -16,7 +15,7 @@ pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteSettings {
     /// `PRAGMA journal_mode`: always `wal`.
     pub journal_mode: String,
-    /// `PRAGMA synchronous`: 2 (FULL) for durable commits, 1 (NORMAL) for the faster mode.
+    /// `PRAGMA synchronous`: 1 (NORMAL). Durable acknowledgements come from Cairn's own fsync of the WAL.
     pub synchronous: i64,
     /// `PRAGMA foreign_keys`: always on.
     pub foreign_keys: bool,
@@ -25,7 +24,12 @@ pub struct SqliteSettings {
 }
 
 /// Opens the writer's connection, creating the file if needed, and applies the settings.
-pub(crate) fn open_writer(path: &Path, durability: Durability) -> Result<Connection> {
+///
+/// `synchronous` is NORMAL whatever the durability: in WAL mode that means no fsync per commit (SQLite still
+/// syncs around checkpoints, so the file is never corrupted). With [`Durability::Full`] the syncer thread fsyncs
+/// the WAL before any durable write is acknowledged (see `syncer`), which is what `synchronous=FULL` would do,
+/// without holding up the writer.
+pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)
         .map_err(|e| Error::storage(format!("opening {}", path.display()), e))?;
     apply_common(&conn)?;
@@ -41,7 +45,7 @@ pub(crate) fn open_writer(path: &Path, durability: Durability) -> Result<Connect
             ),
         ));
     }
-    set_synchronous(&conn, durability.synchronous())?;
+    set_synchronous(&conn, 1)?;
     // Savepoint and statement journals in memory: on a temporary file they cost a write per spilled page.
     conn.pragma_update(None, "temp_store", "MEMORY")
         .map_err(|e| Error::storage("setting temp_store", e))?;
@@ -71,7 +75,7 @@ pub(crate) fn apply_common(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Sets `PRAGMA synchronous` (1 = NORMAL, 2 = FULL). Allowed between transactions, so the writer can choose per batch.
+/// Sets `PRAGMA synchronous` (1 = NORMAL, 2 = FULL).
 pub(crate) fn set_synchronous(conn: &Connection, level: i64) -> Result<()> {
     conn.pragma_update(None, "synchronous", level)
         .map_err(|e| Error::storage("setting synchronous", e))

@@ -7,4 +7,5 @@ pub(crate) mod maintenance;
 pub(crate) mod migrations;
 pub(crate) mod readers;
 pub(crate) mod rows;
+pub(crate) mod syncer;
 pub(crate) mod writer;

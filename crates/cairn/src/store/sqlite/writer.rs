@@ -9,8 +9,9 @@
 //! expiring lease, retention) or the next dequeue deadline, whichever comes first.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::Arc;
+use std::sync::mpsc::Sender;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
@@ -22,8 +23,9 @@ use crate::lease::Lease;
 use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::release::Release;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
-use crate::options::{Durability, RecoveryPolicy, Retention};
-use crate::store::sqlite::{connection, maintenance};
+use crate::options::{RecoveryPolicy, Retention};
+use crate::store::sqlite::maintenance;
+use crate::store::sqlite::syncer::Syncer;
 
 /// A request to the writer.
 pub(crate) enum Command {
@@ -108,15 +110,18 @@ pub(crate) struct Writer {
     pub clock: Arc<dyn Clock>,
     pub rx: Receiver<Command>,
     pub limits: Limits,
-    pub durability: Durability,
     pub retention: Retention,
     pub recovery: RecoveryPolicy,
     pub max_batch: usize,
     pub parked: VecDeque<Waiter>,
     pub tokens: TokenSource,
     pub rotation: usize,
-    /// The `PRAGMA synchronous` level the connection is at.
-    pub synchronous: i64,
+    /// Makes durable batches durable before their replies go out; `None` with [`Durability::Normal`].
+    pub syncer: Option<Syncer>,
+    /// Claims the syncer could not deliver, handed back to the writer.
+    pub returned: Arc<Mutex<Vec<Lease>>>,
+    /// A sender to the writer's own channel, so the syncer can wake it to give back undelivered claims.
+    pub wake: Sender<Command>,
     /// The earliest scheduled run_at or lease expiry (ms), if any.
     pub next_due: Option<i64>,
     /// When retention pruning runs next (ms).
@@ -210,16 +215,14 @@ impl Writer {
                 Command::Close(ack) => close = Some(ack),
             }
         }
-        let durable = self.durability == Durability::Full && ops.iter().any(|op| op.is_durable());
-        let level = if durable { 2 } else { 1 };
-        if level != self.synchronous {
-            match connection::set_synchronous(&self.conn, level) {
-                Ok(()) => self.synchronous = level,
-                Err(e) => {
-                    tracing::error!(error = %e, "could not change synchronous; keeping the stricter setting")
-                }
-            }
-        }
+        // Durable batches reply through the syncer, after the WAL is on disk; the others reply at once.
+        let durable = self.syncer.is_some() && ops.iter().any(|op| op.is_durable());
+        self.to_release.extend(
+            self.returned
+                .lock()
+                .expect("returned lock is never poisoned")
+                .drain(..),
+        );
 
         let now_ms = to_millis(self.clock.now());
         // Operations run without savepoints: most fail (if at all) before writing anything. Only when one fails
@@ -237,14 +240,13 @@ impl Writer {
         if let Some(e) = &commit_error {
             tracing::error!(error = %e, "batch transaction failed; every request in it gets the error");
         }
-        for op in ops {
-            let back = op.reply(commit_error.as_ref());
-            self.to_release.extend(back);
-        }
+        let commit_error_is_none = commit_error.is_none();
         let mut deliveries: Vec<(Waiter, Claimed)> = Vec::new();
         match plan {
             None => {
-                let e = commit_error.expect("no plan means the batch failed");
+                let e = commit_error
+                    .clone()
+                    .expect("no plan means the batch failed");
                 deliveries.extend(dequeues.into_iter().map(|w| (w, Err(e.clone()))));
             }
             Some(plan) => {
@@ -272,10 +274,33 @@ impl Writer {
                 }
             }
         }
-        for (waiter, result) in deliveries {
-            if let Err(Ok(jobs)) = waiter.reply.send(result) {
-                self.to_release.extend(jobs.into_iter().map(|c| c.lease));
+        let (returned, wake) = (self.returned.clone(), self.wake.clone());
+        let replies = move |sync_error: Option<&Error>| {
+            let error = commit_error.as_ref().or(sync_error);
+            let mut undelivered = Vec::new();
+            for op in ops {
+                undelivered.extend(op.reply(error));
             }
+            for (waiter, result) in deliveries {
+                let result = match error {
+                    Some(e) => Err(e.clone()),
+                    None => result,
+                };
+                if let Err(Ok(jobs)) = waiter.reply.send(result) {
+                    undelivered.extend(jobs.into_iter().map(|c| c.lease));
+                }
+            }
+            if !undelivered.is_empty() {
+                returned
+                    .lock()
+                    .expect("returned lock is never poisoned")
+                    .extend(undelivered);
+                let _ = wake.send(Command::Tick);
+            }
+        };
+        match &self.syncer {
+            Some(syncer) if durable && commit_error_is_none => syncer.after_sync(Box::new(replies)),
+            _ => replies(None),
         }
         self.expire_waiters();
         match maintenance::next_due(&self.conn) {
@@ -420,6 +445,10 @@ impl Writer {
                     let _ = ack.send(());
                 }
             }
+        }
+        // Last: every reply waiting for an fsync goes out before the writer reports that it stopped.
+        if let Some(syncer) = self.syncer.as_mut() {
+            syncer.stop();
         }
         if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
             tracing::debug!(error = %e, "could not checkpoint the WAL on close");
