@@ -26,7 +26,7 @@ pub struct SqliteSettings {
 /// Opens the writer's connection, creating the file if needed, and applies the settings.
 ///
 /// `synchronous` is NORMAL whatever the durability: in WAL mode that means no fsync per commit (SQLite still
-/// syncs around checkpoints, so the file is never corrupted). With [`Durability::Full`] the syncer thread fsyncs
+/// syncs around checkpoints, so the file is never corrupted). With [`Durability::Full`](crate::Durability::Full) the syncer thread fsyncs
 /// the WAL before any durable write is acknowledged (see `syncer`), which is what `synchronous=FULL` would do,
 /// without holding up the writer.
 pub(crate) fn open_writer(path: &Path) -> Result<Connection> {

@@ -116,7 +116,7 @@ pub(crate) struct Writer {
     pub parked: VecDeque<Waiter>,
     pub tokens: TokenSource,
     pub rotation: usize,
-    /// Makes durable batches durable before their replies go out; `None` with [`Durability::Normal`].
+    /// Makes durable batches durable before their replies go out; `None` with [`Durability::Normal`](crate::Durability::Normal).
     pub syncer: Option<Syncer>,
     /// Claims the syncer could not deliver, handed back to the writer.
     pub returned: Arc<Mutex<Vec<Lease>>>,
