@@ -13,6 +13,8 @@
 //! Same command line as Cairn's bench: filters as arguments, `CAIRN_BENCH_SCALE`, `CAIRN_BENCH_TSV`,
 //! `CAIRN_BENCH_DIR`.
 
+#[path = "../../../crates/cairn/benches/throughput/config.rs"]
+mod config;
 #[allow(dead_code)]
 #[path = "../../../crates/cairn/benches/throughput/report.rs"]
 mod report;
@@ -30,51 +32,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use config::{BenchResult, Config, Group};
 use report::{Results, Row};
-
-type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
-
-struct Config {
-    filters: Vec<String>,
-    scale: f64,
-}
-
-impl Config {
-    fn from_env() -> BenchResult<Config> {
-        let filters = std::env::args()
-            .skip(1)
-            .filter(|a| !a.starts_with('-'))
-            .collect();
-        let scale = match std::env::var("CAIRN_BENCH_SCALE") {
-            Ok(text) => text
-                .parse::<f64>()
-                .ok()
-                .filter(|s| *s > 0.0)
-                .ok_or_else(|| {
-                    format!("CAIRN_BENCH_SCALE: must be a positive number, got {text:?}")
-                })?,
-            Err(_) => 1.0,
-        };
-        Ok(Config { filters, scale })
-    }
-
-    fn size(&self, full: u64, min: u64) -> u64 {
-        ((full as f64 * self.scale).round() as u64).max(min)
-    }
-
-    fn wants(&self, group: &Group) -> bool {
-        self.filters.is_empty()
-            || self.filters.iter().any(|f| {
-                group.name.contains(f.as_str()) || group.rows.iter().any(|r| r.contains(f.as_str()))
-            })
-    }
-}
-
-struct Group {
-    name: &'static str,
-    rows: &'static [&'static str],
-    run: fn(&Runtime, &Config, &mut Results) -> BenchResult<()>,
-}
 
 const GROUPS: &[Group] = &[
     Group {

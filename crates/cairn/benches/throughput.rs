@@ -10,6 +10,8 @@
 
 #[path = "throughput/baseline.rs"]
 mod baseline;
+#[path = "throughput/config.rs"]
+mod config;
 #[path = "throughput/drain.rs"]
 mod drain;
 #[path = "throughput/enqueue.rs"]
@@ -25,56 +27,9 @@ use cairn::{Durability, Push, Queue, QueueOptions};
 use tempfile::TempDir;
 use tokio::runtime::Runtime;
 
+pub use config::BenchResult;
+use config::{Config, Group};
 use report::{Latencies, Results, Row, human, thousands};
-
-/// Errors end the run with a message; a benchmark has nobody to hand them to.
-pub type BenchResult<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
-
-/// What to run, from the command line and the environment.
-struct Config {
-    filters: Vec<String>,
-    scale: f64,
-}
-
-impl Config {
-    fn from_env() -> BenchResult<Config> {
-        // Cargo passes `--bench` to every bench binary; flags are not filters.
-        let filters = std::env::args()
-            .skip(1)
-            .filter(|a| !a.starts_with('-'))
-            .collect();
-        let scale = match std::env::var("CAIRN_BENCH_SCALE") {
-            Ok(text) => text
-                .parse::<f64>()
-                .ok()
-                .filter(|s| *s > 0.0)
-                .ok_or_else(|| {
-                    format!("CAIRN_BENCH_SCALE: must be a positive number, got {text:?}")
-                })?,
-            Err(_) => 1.0,
-        };
-        Ok(Config { filters, scale })
-    }
-
-    /// A size scaled by `CAIRN_BENCH_SCALE`, never below `min`.
-    fn size(&self, full: u64, min: u64) -> u64 {
-        ((full as f64 * self.scale).round() as u64).max(min)
-    }
-
-    fn wants(&self, group: &Group) -> bool {
-        self.filters.is_empty()
-            || self.filters.iter().any(|f| {
-                group.name.contains(f.as_str()) || group.rows.iter().any(|r| r.contains(f.as_str()))
-            })
-    }
-}
-
-/// A set of measurements that run together (the scan ratios need all three of theirs).
-struct Group {
-    name: &'static str,
-    rows: &'static [&'static str],
-    run: fn(&Runtime, &Config, &mut Results) -> BenchResult<()>,
-}
 
 const GROUPS: &[Group] = &[
     Group {
