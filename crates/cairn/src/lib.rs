@@ -32,6 +32,7 @@ mod options;
 mod query;
 mod queue;
 mod retry_policy;
+mod schedule;
 mod store;
 mod worker;
 
@@ -59,5 +60,6 @@ pub use queue::Queue;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
+pub use schedule::repeat::{Repeat, RepeatBase, RunTimes};
 pub use store::sqlite::connection::SqliteSettings;
 pub use worker::{HandlerResult, JobContext, JobError, Worker, WorkerBuilder, WorkerReport};
