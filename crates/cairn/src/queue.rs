@@ -37,7 +37,7 @@ use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::Readers;
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::sqlite::writer::{Command, Pending, Waiter, Writer};
-use crate::store::sqlite::{migrations, rows};
+use crate::store::sqlite::{maintenance, migrations, rows};
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
 ///
@@ -89,7 +89,9 @@ impl std::fmt::Debug for Queue {
 
 /// Takes the lock that makes this process the database's only queue.
 fn lock_database(path: &Path) -> Result<File> {
-    let mut lock_path = path.as_os_str().to_owned();
+    // Through a symlink or another spelling of the path, the same database gets the same lock file.
+    let canonical = canonical_path(path)?;
+    let mut lock_path = canonical.as_os_str().to_owned();
     lock_path.push("-lock");
     let lock_path = PathBuf::from(lock_path);
     let file = OpenOptions::new()
@@ -127,6 +129,23 @@ fn lock_database(path: &Path) -> Result<File> {
     }
 }
 
+/// The database file's canonical path; for a file not created yet, its canonical directory and its name.
+fn canonical_path(path: &Path) -> Result<PathBuf> {
+    if let Ok(canonical) = std::fs::canonicalize(path) {
+        return Ok(canonical);
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::invalid("path", format!("{} names no file", path.display())))?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let dir = std::fs::canonicalize(dir)
+        .map_err(|e| Error::storage(format!("resolving {}", dir.display()), e))?;
+    Ok(dir.join(name))
+}
+
 /// How long opening waits for a queue lock that another process holds.
 const LOCK_WAIT: Duration = Duration::from_secs(2);
 
@@ -149,10 +168,25 @@ impl Queue {
         let path = path.as_ref().to_path_buf();
         let opening = path.clone();
         let clock = options.clock.clone();
+        let limits = Limits {
+            default_retry: options.default_retry,
+            default_lease_timeout: options.default_lease_timeout,
+            max_data_bytes: options.max_data_bytes,
+        };
+        let opening_limits = limits.clone();
         let (lock, conn, syncer) = tokio::task::spawn_blocking(move || -> Result<_> {
             let lock = lock_database(&opening)?;
             let mut conn = connection::open_writer(&opening)?;
-            migrations::migrate(&mut conn, to_millis(options.clock.now()))?;
+            let now_ms = to_millis(options.clock.now());
+            migrations::migrate(&mut conn, now_ms)?;
+            let recovered =
+                maintenance::recover_at_open(&mut conn, now_ms, &opening_limits, options.recovery)?;
+            if recovered > 0 {
+                tracing::warn!(
+                    recovered,
+                    "recovered jobs left running by a process that exited"
+                );
+            }
             let syncer = match options.durability {
                 Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
                 Durability::Normal => None,
@@ -162,11 +196,6 @@ impl Queue {
         .await
         .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
 
-        let limits = Limits {
-            default_retry: options.default_retry,
-            default_lease_timeout: options.default_lease_timeout,
-            max_data_bytes: options.max_data_bytes,
-        };
         let (commands, rx) = mpsc::channel();
         let wake = commands.clone();
         let writer = Writer {
@@ -175,7 +204,6 @@ impl Queue {
             rx,
             limits: limits.clone(),
             retention: options.retention,
-            recovery: options.recovery,
             max_batch: options.max_batch.max(1),
             parked: Default::default(),
             tokens: TokenSource::new(),
@@ -186,7 +214,6 @@ impl Queue {
             next_due: None,
             next_prune: to_millis(clock.now()),
             to_release: Vec::new(),
-            needs_recovery: true,
             _lock: lock,
         };
         let thread = std::thread::Builder::new()
@@ -333,7 +360,13 @@ impl Queue {
             deadline,
             reply,
         }))?;
-        answer.await.map_err(|_| writer_stopped())?
+        let mut pending = PendingDequeue {
+            answer: Some(answer),
+            queue: self,
+        };
+        let answer = pending.answer.as_mut().expect("set just above").await;
+        pending.answer = None;
+        answer.map_err(|_| writer_stopped())?
     }
 
     /// Extends a lease (to a full lease timeout from now), optionally reporting progress. Returns the new expiry.
@@ -495,6 +528,29 @@ impl Queue {
                 ErrorKind::Storage,
                 format!("the writer did not stop within {deadline:?}"),
             )),
+        }
+    }
+}
+
+/// A dequeue's reply in flight. If the caller stops waiting (the future is dropped) after the writer has sent jobs
+/// but before they were read, the drop gives them back, so they are not held by nobody until their lease expires.
+struct PendingDequeue<'a> {
+    answer: Option<oneshot::Receiver<Result<Vec<ClaimedJob>>>>,
+    queue: &'a Queue,
+}
+
+impl Drop for PendingDequeue<'_> {
+    fn drop(&mut self) {
+        let Some(mut answer) = self.answer.take() else {
+            return;
+        };
+        // After close, the writer's send fails (and it gives the jobs back itself); before it, the jobs are here.
+        answer.close();
+        if let Ok(Ok(jobs)) = answer.try_recv()
+            && !jobs.is_empty()
+        {
+            let leases = jobs.into_iter().map(|c| c.lease).collect();
+            let _ = self.queue.inner.commands.send(Command::GiveBack(leases));
         }
     }
 }

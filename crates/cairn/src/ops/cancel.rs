@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, named_params};
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
-use crate::ops::{Operation, WriteCtx, end_attempt, running_job};
+use crate::ops::{Operation, WriteCtx, end_attempt, parse_stored_state, running_job};
 
 /// Cancels a scheduled, queued, waiting or running job. A running job's worker is refused from then on (its lease
 /// is gone). Cancelling a cancelled job is a no-op; a completed or failed job cannot be cancelled.
@@ -27,7 +27,7 @@ pub(crate) fn job_state(ctx: &WriteCtx<'_>, job: JobId) -> Result<JobState> {
         .query_row(named_params! { ":id": job.0 }, |r| r.get(0))
         .optional()?;
     let state = state.ok_or_else(|| Error::not_found(format!("job {job}")))?;
-    Ok(state.parse().expect("stored states are valid"))
+    parse_stored_state(&state)
 }
 
 impl Operation for Cancel {

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use rusqlite::params_from_iter;
 use rusqlite::types::Value as SqlValue;
+use rusqlite::{OptionalExtension, params_from_iter};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -11,7 +11,7 @@ use crate::job::Job;
 use crate::lease::Lease;
 use crate::names::{NamePattern, QueueName, WorkerId};
 use crate::ops::{Operation, WriteCtx};
-use crate::store::sqlite::rows::{JOB_COLUMNS, job_from_row};
+use crate::store::sqlite::rows::{job_columns, job_from_row};
 
 /// The most jobs one dequeue may take.
 pub const MAX_DEQUEUE: u32 = 1000;
@@ -102,11 +102,14 @@ impl Dequeue {
     /// Validates the request once, before it reaches the writer.
     pub(crate) fn validate(&self) -> Result<Claim> {
         let worker = WorkerId::parse(self.worker.as_str())?;
-        let mut queues = self
-            .queues
-            .iter()
-            .map(|q| QueueName::parse(q.as_str()))
-            .collect::<Result<Vec<_>>>()?;
+        let mut queues: Vec<QueueName> = Vec::with_capacity(self.queues.len());
+        for queue in &self.queues {
+            let queue = QueueName::parse(queue.as_str())?;
+            // A queue named twice would offer its jobs twice to one claim.
+            if !queues.contains(&queue) {
+                queues.push(queue);
+            }
+        }
         if queues.is_empty() {
             queues.push(QueueName::default());
         }
@@ -187,9 +190,14 @@ fn select_ready_jobs(patterns: usize) -> String {
 }
 
 /// Leases one job; `RETURNING` hands back the row as it is now.
-const LEASE_JOB: &str = "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
-     lease_expires_at = ?4 + lease_timeout_ms, attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, ?4), \
-     attempt_started_at = ?4, progress = NULL WHERE id = ?1 RETURNING ";
+/// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
+/// is now.
+const LEASE_JOB: &str = concat!(
+    "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, lease_expires_at = ?4 + lease_timeout_ms, \
+     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, ?4), attempt_started_at = ?4, \
+     progress = NULL WHERE id = ?1 AND state = 'queued' RETURNING ",
+    job_columns!()
+);
 
 impl Claim {
     /// The ready jobs of one queue, in claim order: (id, weight).
@@ -212,15 +220,17 @@ impl Claim {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    fn lease(&self, ctx: &mut WriteCtx<'_>, id: i64) -> Result<ClaimedJob> {
+    fn lease(&self, ctx: &mut WriteCtx<'_>, id: i64) -> Result<Option<ClaimedJob>> {
         let token = ctx.tokens.next_token();
         let job = ctx
             .conn
-            .prepare_cached(&format!("{LEASE_JOB}{JOB_COLUMNS}"))?
+            .prepare_cached(LEASE_JOB)?
             .query_row(
                 rusqlite::params![id, self.worker.as_str(), token, ctx.now_ms],
                 job_from_row,
-            )?;
+            )
+            .optional()?;
+        let Some(job) = job else { return Ok(None) };
         let expires_at = job
             .lease_expires_at
             .unwrap_or_else(|| from_millis(ctx.now_ms));
@@ -230,7 +240,7 @@ impl Claim {
             worker: self.worker.clone(),
             expires_at,
         };
-        Ok(ClaimedJob { job, lease })
+        Ok(Some(ClaimedJob { job, lease }))
     }
 
     /// Picks which jobs to take: (id, weight) in the order they will be handed out.
@@ -284,7 +294,7 @@ impl Claim {
                 break;
             }
             weight_left = weight_left.saturating_sub(weight);
-            claimed.push(self.lease(ctx, id)?);
+            claimed.extend(self.lease(ctx, id)?);
         }
         Ok(claimed)
     }

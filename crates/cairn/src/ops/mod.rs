@@ -1,7 +1,8 @@
 //! Operations: one file each, each a plain struct stating intent with an `apply` against the writer's transaction.
 //!
-//! The writer (`store::sqlite::writer`) runs `apply` inside a savepoint of a batch transaction and replies only after
-//! the batch commits. Helpers shared by several operations (lease fencing, ending an attempt, retrying after an
+//! The writer (`store::sqlite::writer`) runs `apply` inside a batch transaction and replies only after the batch
+//! commits; an operation that fails after writing makes the writer run the batch again with a savepoint around each
+//! operation, so a failed operation never leaves a write behind. Helpers shared by several operations (lease fencing, ending an attempt, retrying after an
 //! error) live here.
 
 use std::collections::HashSet;
@@ -42,7 +43,8 @@ pub(crate) trait Operation: Send + 'static {
         true
     }
 
-    /// Validates and writes. On error the writer rolls back to the savepoint, so a failed operation writes nothing.
+    /// Validates and writes. A failed operation writes nothing: most fail before their first write, and for the
+    /// others the writer rolls the batch back and runs it again with a savepoint around each operation.
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Self::Output>;
 
     /// Leases in an output that could not be delivered (the caller went away); the writer gives them back.
@@ -117,6 +119,17 @@ impl TokenSource {
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         (z ^ (z >> 31)) as i64
     }
+}
+
+/// Reads a state from the database. The schema has no CHECK on states (see the migration), so a row written by
+/// hand or by a newer Cairn is an error, not a panic of the writer.
+pub(crate) fn parse_stored_state(state: &str) -> Result<JobState> {
+    state.parse().map_err(|_| {
+        Error::new(
+            crate::ErrorKind::Storage,
+            format!("the database holds a job in an unknown state {state:?}"),
+        )
+    })
 }
 
 /// Checks that job data fits the size limit and returns it as JSON text.

@@ -10,7 +10,7 @@ use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::names::{JobName, QueueName, Tag, UniqueKey};
-use crate::ops::{Operation, WriteCtx, encode_json};
+use crate::ops::{Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
 
 /// A job to enqueue. Fields are outside input: they are validated when the job is pushed, and a bad field fails
@@ -150,6 +150,9 @@ pub struct Enqueued {
     pub existing: bool,
 }
 
+/// The heaviest a job may be: the most concurrency a worker can have.
+pub const MAX_WEIGHT: u32 = crate::ops::claim::MAX_DEQUEUE;
+
 /// The longest lease a job may ask for: a day. A lost worker then holds a job at most that long.
 const MAX_LEASE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The shortest lease: shorter leases expire before a heartbeat can arrive.
@@ -173,8 +176,11 @@ struct ValidPush {
 fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     let queue = QueueName::parse(push.queue.as_str())?;
     let name = JobName::parse(push.name.as_str())?;
-    if push.weight == 0 {
-        return Err(Error::invalid("weight", "must be at least 1, got 0"));
+    if !(1..=MAX_WEIGHT).contains(&push.weight) {
+        return Err(Error::invalid(
+            "weight",
+            format!("must be between 1 and {MAX_WEIGHT}, got {}", push.weight),
+        ));
     }
     let run_at = match (push.run_at, push.delay) {
         (Some(_), Some(_)) => {
@@ -317,7 +323,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
             })
             .optional()?;
         if let Some((id, state)) = existing {
-            let state = state.parse().expect("stored states are valid");
+            let state = parse_stored_state(&state)?;
             return Ok(Enqueued {
                 id: JobId(id),
                 state,

@@ -75,7 +75,7 @@ pub(crate) async fn run(
                 match claimed {
                     Ok(jobs) => {
                         for claimed in jobs {
-                            in_flight += claimed.job.weight;
+                            in_flight = in_flight.saturating_add(claimed.job.weight);
                             running.lock().expect("running lock is never poisoned").insert(claimed.job.id, claimed.lease.clone());
                             tasks.spawn(run_job(queue.clone(), settings.clone(), running.clone(), claimed));
                         }

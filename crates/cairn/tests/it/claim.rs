@@ -270,28 +270,62 @@ async fn close_answers_waiting_dequeues_with_no_job() {
     assert!(got.is_empty());
 }
 
+/// A dequeue whose caller stops waiting after the writer claimed and sent the job, but before reading it, gives
+/// the job back: it is not held by nobody until its lease expires.
 #[tokio::test]
-async fn a_dequeue_whose_caller_went_away_gives_the_job_back() {
+async fn a_dequeue_dropped_after_its_reply_was_sent_gives_the_job_back() {
     let t = TestQueue::new().await;
-    let queue = t.queue.clone();
-    let waiter = tokio::spawn(async move {
-        queue
-            .dequeue(Dequeue::new("gone").wait(Duration::from_secs(60)))
-            .await
-    });
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    waiter.abort();
-    let _ = waiter.await;
+    let mut gone = Box::pin(
+        t.queue
+            .dequeue(Dequeue::new("gone").wait(Duration::from_secs(60))),
+    );
+    // Poll once, so the request parks in the writer; then never poll again.
+    tokio::select! {
+        biased;
+        _ = &mut gone => panic!("nothing was ready"),
+        _ = std::future::ready(()) => {}
+    }
     let id = t.push("job").await;
-    // The job is not lost to the departed waiter: another worker gets it, on its first attempt.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while t.queue.get(id).await.unwrap().state != cairn::JobState::Running {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the parked dequeue was never served"
+        );
+        tokio::task::yield_now().await;
+    }
+    drop(gone); // the reply with the job in it is never read
     let claimed = t
         .queue
         .dequeue(Dequeue::new("w").wait(Duration::from_secs(10)))
         .await
         .unwrap()
         .pop()
-        .expect("job handed to a live worker");
-    assert_eq!(claimed.job.id, id);
-    assert_eq!(claimed.job.attempt, 1);
+        .expect("the job is given back to the queue");
+    assert_eq!((claimed.job.id, claimed.job.attempt), (id, 1));
+    t.close().await;
+}
+
+/// A queue named twice in one dequeue offers its jobs once.
+#[tokio::test]
+async fn a_queue_named_twice_hands_each_job_out_once() {
+    let t = TestQueue::new().await;
+    let id = t.push("job").await;
+    for order in [QueueOrder::Ordered, QueueOrder::RoundRobin] {
+        let got = t
+            .queue
+            .dequeue(
+                Dequeue::new("w")
+                    .queue("default")
+                    .queue("default")
+                    .order(order)
+                    .limit(2),
+            )
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1, "{order:?}");
+        assert_eq!((got[0].job.id, got[0].job.attempt), (id, 1));
+        t.queue.release(&got[0].lease).await.unwrap();
+    }
     t.close().await;
 }

@@ -35,7 +35,11 @@ async fn bad_input_names_the_field_and_writes_nothing() {
         ),
         (
             Push::new("x").weight(0),
-            "weight: must be at least 1, got 0",
+            "weight: must be between 1 and 1000, got 0",
+        ),
+        (
+            Push::new("x").weight(u32::MAX),
+            "weight: must be between 1 and 1000, got 4294967295",
         ),
         (
             Push::new("x").data(json!({"blob": "y".repeat(200)})),
@@ -228,12 +232,16 @@ async fn enqueue_in_the_applications_transaction_exists_only_if_it_commits() {
     t.close().await;
 }
 
-/// A request that fails after writing (here a batch whose last job is bad) is rolled back alone: requests that
-/// shared its transaction still succeed.
+/// A request that fails after writing (here a batch whose last job names a parent that does not exist, found only
+/// after the jobs before it were inserted) is rolled back alone: requests that shared its transaction still succeed.
 #[tokio::test]
 async fn a_failing_batch_does_not_fail_its_neighbours() {
     let t = TestQueue::new().await;
-    let bad = vec![Push::new("ok.1"), Push::new("ok.2"), Push::new("")];
+    let bad = vec![
+        Push::new("ok.1"),
+        Push::new("ok.2"),
+        Push::new("orphan").parent(cairn::JobId(999_999)),
+    ];
     let mut calls = tokio::task::JoinSet::new();
     for round in 0..20 {
         let queue = t.queue.clone();

@@ -342,6 +342,48 @@ async fn recovery_with_backoff_waits_the_retry_delay() {
     queue.close(Duration::from_secs(5)).await.unwrap();
 }
 
+/// Jobs finished in one batch share a millisecond; retention by count keeps exactly `max_count` of them.
+#[tokio::test]
+async fn retention_by_count_keeps_the_newest_even_with_equal_finish_times() {
+    let t = TestQueue::with(|o| {
+        o.retention = cairn::Retention {
+            max_age: None,
+            max_count: Some(2),
+            interval: Duration::from_secs(60),
+        }
+    })
+    .await;
+    t.queue
+        .enqueue_batch((0..5).map(|i| Push::new(format!("j{i}"))).collect())
+        .await
+        .unwrap();
+    let claimed = t
+        .queue
+        .dequeue(cairn::Dequeue::new("w").limit(5))
+        .await
+        .unwrap();
+    for c in &claimed {
+        t.queue.finish(&c.lease, None).await.unwrap(); // all at the same (manual) millisecond
+    }
+    t.advance(Duration::from_secs(60));
+    t.queue.sqlite_settings().await.unwrap(); // a round trip through the writer runs the pruning
+    let left: Vec<_> = t
+        .queue
+        .list(JobFilter::default())
+        .await
+        .unwrap()
+        .jobs
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(
+        left,
+        [claimed[4].job.id, claimed[3].job.id],
+        "the two newest by id"
+    );
+    t.close().await;
+}
+
 #[tokio::test]
 async fn retention_removes_old_and_surplus_finished_jobs() {
     let t = TestQueue::with(|o| {

@@ -7,7 +7,10 @@ use rusqlite::{OptionalExtension, named_params};
 use crate::clock::duration_millis;
 use crate::error::Result;
 use crate::job::AttemptOutcome;
-use crate::ops::{HeldJob, WriteCtx, held_job_columns, held_job_from_row, retry_or_fail};
+use crate::ops::{
+    HeldJob, Limits, ReadyQueues, TokenSource, WriteCtx, held_job_columns, held_job_from_row,
+    retry_or_fail,
+};
 use crate::options::{RecoveryPolicy, Retention};
 
 /// The most rows one step touches; if more are due, the writer comes back at once in its next batch.
@@ -58,9 +61,32 @@ pub(crate) fn expire_leases(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(expired.len())
 }
 
+/// Runs [`recover_orphans`] in its own transaction, when a queue is opened and before its writer starts: nothing
+/// else runs yet, so every running job belongs to a dead process.
+pub(crate) fn recover_at_open(
+    conn: &mut rusqlite::Connection,
+    now_ms: i64,
+    limits: &Limits,
+    policy: RecoveryPolicy,
+) -> Result<usize> {
+    let tx = conn.transaction()?;
+    let (mut ready, mut tokens, mut rotation) = (ReadyQueues::default(), TokenSource::new(), 0);
+    let mut ctx = WriteCtx {
+        conn: &tx,
+        now_ms,
+        limits,
+        ready: &mut ready,
+        tokens: &mut tokens,
+        rotation: &mut rotation,
+    };
+    let recovered = recover_orphans(&mut ctx, policy)?;
+    tx.commit()?;
+    Ok(recovered)
+}
+
 /// Recovers every job left running by a process that died. Only called when this process holds the database's
 /// lock, so no live worker can hold those jobs. Returns how many.
-pub(crate) fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usize> {
+fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usize> {
     let mut total = 0;
     loop {
         let orphans = running_jobs(ctx, i64::MAX)?;
@@ -84,24 +110,29 @@ pub(crate) fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) ->
     }
 }
 
+/// Deletes up to :limit finished jobs at or before (:cutoff, :cutoff_id) in (finished_at, id) order: ids break
+/// ties, since a batch finishes many jobs in the same millisecond.
 const PRUNE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') AND finished_at <= :cutoff \
-     ORDER BY finished_at LIMIT 0 + :limit) RETURNING id";
+     WHERE (state = 'completed' OR state = 'cancelled') \
+     AND (finished_at < :cutoff OR (finished_at = :cutoff AND id <= :cutoff_id)) \
+     ORDER BY finished_at, id LIMIT 0 + :limit) RETURNING id";
 
-const NTH_NEWEST_FINISHED: &str = "SELECT finished_at FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC LIMIT 1 OFFSET 0 + :keep";
+/// The newest finished job past the ones retention keeps, in (finished_at, id) order.
+const NTH_NEWEST_FINISHED: &str = "SELECT finished_at, id FROM jobs INDEXED BY jobs_finished \
+     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + :keep";
 
 const DELETE_HISTORY: &str = "DELETE FROM job_attempts WHERE job_id = :id";
 const DELETE_TAGS: &str = "DELETE FROM job_tags WHERE job_id = :id";
 
-/// Deletes up to `limit` finished jobs that finished at or before `cutoff`, with their history and tags.
-fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: i64, limit: i64) -> Result<usize> {
+/// Deletes up to `limit` finished jobs at or before `cutoff` (finished_at, id), with their history and tags.
+fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: (i64, i64), limit: i64) -> Result<usize> {
     let ids: Vec<i64> = ctx
         .conn
         .prepare_cached(PRUNE_FINISHED)?
-        .query_map(named_params! { ":cutoff": cutoff, ":limit": limit }, |r| {
-            r.get(0)
-        })?
+        .query_map(
+            named_params! { ":cutoff": cutoff.0, ":cutoff_id": cutoff.1, ":limit": limit },
+            |r| r.get(0),
+        )?
         .collect::<rusqlite::Result<_>>()?;
     let mut history = ctx.conn.prepare_cached(DELETE_HISTORY)?;
     let mut tags = ctx.conn.prepare_cached(DELETE_TAGS)?;
@@ -116,19 +147,21 @@ fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: i64, limit: i64) -> Result<usize> {
 pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usize> {
     let mut deleted = 0;
     if let Some(max_age) = retention.max_age {
-        // Older than max_age: finished strictly before now - max_age.
+        // Older than max_age: finished strictly before now - max_age, whatever the id.
         let cutoff = ctx
             .now_ms
             .saturating_sub(duration_millis(max_age))
             .saturating_sub(1);
-        deleted += prune_up_to(ctx, cutoff, STEP_ROWS)?;
+        deleted += prune_up_to(ctx, (cutoff, i64::MAX), STEP_ROWS)?;
     }
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        let cutoff: Option<i64> = ctx
+        let cutoff: Option<(i64, i64)> = ctx
             .conn
             .prepare_cached(NTH_NEWEST_FINISHED)?
-            .query_row(named_params! { ":keep": keep }, |r| r.get(0))
+            .query_row(named_params! { ":keep": keep }, |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()?;
         let left = STEP_ROWS - deleted as i64;
         if let (Some(cutoff), true) = (cutoff, left > 0) {

@@ -112,6 +112,14 @@ pub(crate) fn load_job(conn: &Connection, id: JobId) -> Result<Option<Job>> {
 
 /// Reads a job with its full history, or fails with not found.
 pub(crate) fn load_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
+    // One read transaction: the job, its history and its running attempt from one snapshot.
+    let snapshot = conn.unchecked_transaction()?;
+    let job = read_job_with_history(&snapshot, id)?;
+    snapshot.commit()?;
+    Ok(job)
+}
+
+fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
     let mut job = load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
     let mut stmt = conn.prepare_cached(
         "SELECT attempt, worker, started_at, finished_at, outcome, error

@@ -8,6 +8,7 @@
 
 use std::fs::File;
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
@@ -24,20 +25,34 @@ enum Request {
 pub(crate) struct Syncer {
     requests: Sender<Request>,
     thread: Option<JoinHandle<()>>,
+    failure: Arc<Mutex<Option<Error>>>,
 }
 
 impl Syncer {
     /// Starts the syncer for the WAL file `wal`.
     pub fn start(wal: File) -> Result<Syncer> {
         let (requests, rx) = channel();
+        let failure = Arc::new(Mutex::new(None));
+        let sticky = failure.clone();
         let thread = std::thread::Builder::new()
             .name("cairn-syncer".into())
-            .spawn(move || run(wal, rx))
+            .spawn(move || run(wal, rx, sticky))
             .map_err(|e| Error::storage("starting the syncer thread", e))?;
         Ok(Syncer {
             requests,
             thread: Some(thread),
+            failure,
         })
+    }
+
+    /// The fsync failure, once one happened. It is permanent: after a failed fsync the kernel may have dropped the
+    /// unwritten pages, so no later commit can be promised durable; the queue must be reopened (which recovers from
+    /// what is really on disk).
+    pub fn failure(&self) -> Option<Error> {
+        self.failure
+            .lock()
+            .expect("failure lock is never poisoned")
+            .clone()
     }
 
     /// Queues replies to send after the next fsync.
@@ -62,13 +77,23 @@ impl Syncer {
     }
 }
 
-fn run(wal: File, rx: Receiver<Request>) {
+fn run(wal: File, rx: Receiver<Request>, failure: Arc<Mutex<Option<Error>>>) {
     while let Ok(first) = rx.recv() {
         let mut pending = vec![first];
         pending.extend(rx.try_iter());
-        let error = wal.sync_data().err().map(|e| {
-            tracing::error!(error = %e, "fsync of the write-ahead log failed; replying with errors");
-            Error::storage("syncing the write-ahead log", e)
+        let known = failure
+            .lock()
+            .expect("failure lock is never poisoned")
+            .clone();
+        let error = known.or_else(|| {
+            let e = wal.sync_data().err()?;
+            tracing::error!(error = %e, "fsync of the write-ahead log failed; the queue refuses writes until reopened");
+            let e = Error::storage(
+                "syncing the write-ahead log failed; the outcome of this request is unknown, and the queue must be reopened",
+                e,
+            );
+            *failure.lock().expect("failure lock is never poisoned") = Some(e.clone());
+            Some(e)
         });
         let mut stop = false;
         for request in pending {

@@ -1,6 +1,7 @@
-//! The writer thread: the only connection that writes. It takes whatever commands are waiting, runs them in one
-//! transaction (group commit: one fsync for the lot) with a savepoint each (one bad request rolls back alone), and
-//! replies once the transaction has committed.
+//! The writer thread: the only connection that writes. It takes whatever commands are waiting and runs them in one
+//! transaction (group commit: one fsync, made by the syncer, for the lot). Operations run without savepoints; if one
+//! fails after writing, the batch is rolled back and run again with a savepoint around each, so one bad request
+//! still fails alone. Replies go out once the transaction has committed (and, for durable work, once it is synced).
 //!
 //! It also owns the workers that wait for jobs ("parked" dequeues). When a batch makes jobs ready in a queue, the
 //! writer claims them for the parked dequeues in that same transaction, so a waiting worker gets its job with the
@@ -23,7 +24,7 @@ use crate::lease::Lease;
 use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::release::Release;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
-use crate::options::{RecoveryPolicy, Retention};
+use crate::options::Retention;
 use crate::store::sqlite::maintenance;
 use crate::store::sqlite::syncer::Syncer;
 
@@ -35,6 +36,8 @@ pub(crate) enum Command {
     Dequeue(Waiter),
     /// Look again: the clock jumped, or another connection committed jobs.
     Tick,
+    /// Give these claims back: their dequeue's caller stopped waiting after they were sent.
+    GiveBack(Vec<Lease>),
     /// Finish the current batch, answer waiting dequeues with no job, and stop.
     Close(oneshot::Sender<()>),
 }
@@ -111,7 +114,6 @@ pub(crate) struct Writer {
     pub rx: Receiver<Command>,
     pub limits: Limits,
     pub retention: Retention,
-    pub recovery: RecoveryPolicy,
     pub max_batch: usize,
     pub parked: VecDeque<Waiter>,
     pub tokens: TokenSource,
@@ -128,8 +130,6 @@ pub(crate) struct Writer {
     pub next_prune: i64,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
-    /// Whether jobs left running by a dead process still need recovering (first batch only).
-    pub needs_recovery: bool,
     /// Held while the writer runs: while it is locked, no other process opens the database as a queue.
     pub _lock: std::fs::File,
 }
@@ -212,8 +212,19 @@ impl Writer {
                 Command::Op(op) => ops.push(op),
                 Command::Dequeue(waiter) => dequeues.push(waiter),
                 Command::Tick => tick = true,
+                Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => close = Some(ack),
             }
+        }
+        if let Some(failure) = self.syncer.as_ref().and_then(Syncer::failure) {
+            // Nothing more can be promised durable: every request fails until the queue is reopened.
+            for op in ops {
+                op.reply(Some(&failure));
+            }
+            for waiter in dequeues {
+                let _ = waiter.reply.send(Err(failure.clone()));
+            }
+            return close;
         }
         // Durable batches reply through the syncer, after the WAL is on disk; the others reply at once.
         let durable = self.syncer.is_some() && ops.iter().any(|op| op.is_durable());
@@ -315,9 +326,6 @@ impl Writer {
 
     /// Records what the timed work did, once its transaction committed.
     fn apply_timed_updates(&mut self, timed: &TimedUpdates) {
-        if timed.recovered {
-            self.needs_recovery = false;
-        }
         if let Some(next) = timed.next_prune {
             self.next_prune = next;
         }
@@ -336,12 +344,7 @@ impl Writer {
         dequeues: &[Waiter],
         isolation: Isolation,
     ) -> std::result::Result<BatchPlan, Failure> {
-        if let Err(e) = self.conn.execute_batch("BEGIN IMMEDIATE") {
-            return Err(Failure::Storage(Error::storage(
-                "starting a write transaction",
-                e,
-            )));
-        }
+        begin_waiting_while_busy(&self.conn)?;
         let mut ready = ReadyQueues::default();
         let mut ctx = WriteCtx {
             conn: &self.conn,
@@ -352,7 +355,6 @@ impl Writer {
             rotation: &mut self.rotation,
         };
         let timed_work = TimedWork {
-            recover: self.needs_recovery.then_some(self.recovery),
             due: tick || self.next_due.is_some_and(|due| due <= now_ms),
             prune: (self.retention.max_age.is_some() || self.retention.max_count.is_some())
                 && now_ms >= self.next_prune,
@@ -371,8 +373,11 @@ impl Writer {
             match isolation {
                 Isolation::Shared => {
                     let before = ctx.conn.total_changes();
-                    if !op.apply(&mut ctx) && ctx.conn.total_changes() != before {
-                        return Err(Failure::Poisoned);
+                    if !op.apply(&mut ctx) {
+                        check_transaction_alive(ctx.conn)?;
+                        if ctx.conn.total_changes() != before {
+                            return Err(Failure::Poisoned);
+                        }
                     }
                 }
                 Isolation::PerOperation => {
@@ -381,6 +386,9 @@ impl Writer {
                         continue;
                     }
                     let applied = op.apply(&mut ctx);
+                    if !applied {
+                        check_transaction_alive(ctx.conn)?;
+                    }
                     if let Err(e) = end_savepoint(ctx.conn, applied) {
                         op.reject(e);
                     }
@@ -441,6 +449,7 @@ impl Writer {
                     let _ = waiter.reply.send(Err(closed.clone()));
                 }
                 Command::Tick => {}
+                Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => {
                     let _ = ack.send(());
                 }
@@ -450,8 +459,48 @@ impl Writer {
         if let Some(syncer) = self.syncer.as_mut() {
             syncer.stop();
         }
+        // Those replies (and the last batch's) may have found their callers gone: give those jobs back now, or they
+        // would stay leased to nobody until the next open recovers them as crashed.
+        self.to_release.extend(
+            self.returned
+                .lock()
+                .expect("returned lock is never poisoned")
+                .drain(..),
+        );
+        if !self.to_release.is_empty() {
+            self.release_at_close();
+        }
         if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
             tracing::debug!(error = %e, "could not checkpoint the WAL on close");
+        }
+    }
+}
+
+impl Writer {
+    /// Gives back undelivered claims in one last transaction.
+    fn release_at_close(&mut self) {
+        let leases = std::mem::take(&mut self.to_release);
+        let result = (|| -> Result<()> {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            let mut ready = ReadyQueues::default();
+            let now_ms = to_millis(self.clock.now());
+            let mut ctx = WriteCtx {
+                conn: &self.conn,
+                now_ms,
+                limits: &self.limits,
+                ready: &mut ready,
+                tokens: &mut self.tokens,
+                rotation: &mut self.rotation,
+            };
+            for lease in &leases {
+                let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
+            }
+            self.conn.execute_batch("COMMIT")?;
+            Ok(())
+        })();
+        if let Err(e) = result {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            tracing::warn!(error = %e, jobs = leases.len(), "could not give back undelivered jobs at close");
         }
     }
 }
@@ -492,12 +541,21 @@ fn claim_isolated(
     isolation: Isolation,
 ) -> std::result::Result<Claimed, Failure> {
     match isolation {
-        Isolation::PerOperation => Ok(in_savepoint(ctx, |ctx| claim.run(ctx))),
+        Isolation::PerOperation => {
+            let result = in_savepoint(ctx, |ctx| claim.run(ctx));
+            if result.is_err() {
+                check_transaction_alive(ctx.conn)?;
+            }
+            Ok(result)
+        }
         Isolation::Shared => {
             let before = ctx.conn.total_changes();
             let result = claim.run(ctx);
-            if result.is_err() && ctx.conn.total_changes() != before {
-                return Err(Failure::Poisoned);
+            if result.is_err() {
+                check_transaction_alive(ctx.conn)?;
+                if ctx.conn.total_changes() != before {
+                    return Err(Failure::Poisoned);
+                }
             }
             Ok(result)
         }
@@ -506,6 +564,48 @@ fn claim_isolated(
 
 /// What a dequeue gets: jobs (possibly none), or an error.
 type Claimed = Result<Vec<ClaimedJob>>;
+
+/// How long the writer keeps trying to start a transaction while another connection holds the write lock. Past
+/// this, the batch fails; before it, nothing has been decided, so waiting is safe.
+const BUSY_WAIT: Duration = Duration::from_secs(60);
+
+/// Starts the batch's transaction. Another connection holding the write lock (the application's own transaction,
+/// a VACUUM) makes `BEGIN IMMEDIATE` fail with "busy" after the busy timeout; the batch then waits and tries again
+/// rather than failing requests, finishes included, that nothing has happened to yet.
+fn begin_waiting_while_busy(conn: &rusqlite::Connection) -> std::result::Result<(), Failure> {
+    let started = Instant::now();
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_WAIT =>
+            {
+                tracing::warn!(
+                    "another connection holds the database's write lock; the queue's writer is waiting"
+                );
+            }
+            Err(e) => {
+                return Err(Failure::Storage(Error::storage(
+                    "starting a write transaction",
+                    e,
+                )));
+            }
+        }
+    }
+}
+
+/// After a failed statement: on some errors (disk full, I/O, out of memory) SQLite rolls back the whole transaction
+/// by itself. Going on would run the rest of the batch outside any transaction, so the batch fails as a whole.
+fn check_transaction_alive(conn: &rusqlite::Connection) -> std::result::Result<(), Failure> {
+    if conn.is_autocommit() {
+        return Err(Failure::Storage(Error::new(
+            crate::ErrorKind::Storage,
+            "the database rolled back the batch's transaction after an error",
+        )));
+    }
+    Ok(())
+}
 
 /// How operations in a batch are kept apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -535,7 +635,6 @@ struct BatchPlan {
 
 /// The timed work one batch should do.
 struct TimedWork<'a> {
-    recover: Option<RecoveryPolicy>,
     due: bool,
     prune: bool,
     retention: &'a Retention,
@@ -545,7 +644,6 @@ struct TimedWork<'a> {
 /// What the timed work did, applied to the writer once the batch commits.
 #[derive(Default)]
 struct TimedUpdates {
-    recovered: bool,
     next_prune: Option<i64>,
     /// Undelivered claims handed back (or found no longer held), to forget.
     unreleased: Vec<Lease>,
@@ -554,16 +652,6 @@ struct TimedUpdates {
 impl TimedWork<'_> {
     fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<TimedUpdates> {
         let mut updates = TimedUpdates::default();
-        if let Some(policy) = self.recover {
-            let recovered = maintenance::recover_orphans(ctx, policy)?;
-            if recovered > 0 {
-                tracing::warn!(
-                    recovered,
-                    "recovered jobs left running by a process that exited"
-                );
-            }
-            updates.recovered = true;
-        }
         // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
         if self.due {
             maintenance::promote_due(ctx)?;
