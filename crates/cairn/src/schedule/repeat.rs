@@ -139,6 +139,35 @@ impl Repeat {
     }
 }
 
+impl Repeat {
+    /// The next `count` run times after `from`, assuming each run starts when due and finishes at once: what
+    /// people look at before they trust a specification.
+    ///
+    /// # Errors
+    /// As [`Repeat::next_run`]; also when a run would not come after the one before (for example `SCHEDULED,
+    /// START OF DAY`, which stays on the same midnight forever).
+    pub fn next_runs(&self, from: Timestamp, count: usize) -> Result<Vec<Timestamp>> {
+        let mut runs = Vec::with_capacity(count);
+        let mut last = from;
+        for _ in 0..count {
+            let next = self.next_run(RunTimes {
+                scheduled: last,
+                started: Some(last),
+                now: last,
+            })?;
+            if next <= last {
+                return Err(Error::invalid(
+                    "repeat",
+                    format!("{self} does not move forward: after {last} it gives {next}"),
+                ));
+            }
+            runs.push(next);
+            last = next;
+        }
+        Ok(runs)
+    }
+}
+
 impl fmt::Display for Repeat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
@@ -416,6 +445,41 @@ mod tests {
                 "2025-06-18T15:05:00"
             ),
             "2025-06-18T11:00:00Z"
+        );
+    }
+
+    #[test]
+    fn next_runs_list_the_coming_slots() {
+        let runs = |spec: &str, count| {
+            Repeat::parse(spec)
+                .unwrap()
+                .next_runs(at("2025-01-30T10:00:00"), count)
+                .map(|r| r.iter().map(|t| t.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            runs("SCHEDULED, +1 DAY, START OF DAY, +4 HOURS", 3).unwrap(),
+            [
+                "2025-01-31T04:00:00Z",
+                "2025-02-01T04:00:00Z",
+                "2025-02-02T04:00:00Z"
+            ]
+        );
+        assert_eq!(
+            runs("scheduled, +1 month", 3).unwrap(),
+            [
+                "2025-03-02T10:00:00Z",
+                "2025-04-02T10:00:00Z",
+                "2025-05-02T10:00:00Z"
+            ],
+            "SQLite's month overflow, carried forward"
+        );
+        assert_eq!(
+            runs("DAILY", 2).unwrap(),
+            ["2025-01-31T00:00:00Z", "2025-02-01T00:00:00Z"]
+        );
+        assert_eq!(
+            runs("SCHEDULED, START OF DAY", 2).unwrap_err().to_string(),
+            "repeat: SCHEDULED, START OF DAY does not move forward: after 2025-01-30T10:00:00Z it gives 2025-01-30T00:00:00Z"
         );
     }
 
