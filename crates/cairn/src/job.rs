@@ -214,8 +214,10 @@ pub struct Job {
     pub finished_at: Option<Timestamp>,
     /// The last attempt's error message.
     pub error: Option<String>,
-    /// The failure group, once failed.
+    /// The failure group, once failed (for a recurring job: of its last failed run).
     pub failure_group: Option<String>,
+    /// For a recurring job, its repeat specification (upper-cased).
+    pub repeat: Option<String>,
     /// One record per attempt, oldest first. Filled by [`Queue::get`](crate::Queue::get); empty in listings.
     pub history: Vec<Attempt>,
 }

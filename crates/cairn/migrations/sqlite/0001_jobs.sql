@@ -31,7 +31,9 @@ CREATE TABLE jobs (
     started_at         INTEGER,                           -- first attempt's start
     finished_at        INTEGER,                           -- entry into completed, failed or cancelled
     error              TEXT,                              -- the last attempt's error message
-    failure_group      TEXT                               -- set when failed
+    failure_group      TEXT,                              -- set when failed
+    repeat             TEXT,                              -- Bedrock repeat spec of a recurring job, upper-cased
+    slot_at            INTEGER NOT NULL                   -- when the current run was due (retries move run_at, not this)
 );
 
 -- Serves SELECT_READY_JOBS (claim): only ready jobs are in it, in claim order, so future and finished jobs cost nothing.

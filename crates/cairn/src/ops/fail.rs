@@ -8,7 +8,7 @@ use crate::lease::Lease;
 use crate::ops::retry::truncate_error;
 use crate::ops::{
     Operation, WriteCtx, end_attempt, held_job_columns, held_job_from_row, lease_is_held,
-    lease_refusal,
+    lease_refusal, schedule_next_run,
 };
 
 /// Marks the job failed, whatever attempts it has left, with a failure group (the kind of failure, for grouping
@@ -66,6 +66,9 @@ impl Operation for Fail {
             .query_row(params, held_job_from_row)
             .optional()?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
-        end_attempt(ctx, &held, AttemptOutcome::Failed, Some(message))
+        end_attempt(ctx, &held, AttemptOutcome::Failed, Some(message))?;
+        // A recurring job keeps its schedule: this run failed, the next one is due as usual.
+        schedule_next_run(ctx, &held)?;
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use crate::job::{AttemptOutcome, JobId};
 use crate::lease::Lease;
 use crate::ops::{
     Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
-    lease_is_held, lease_refusal,
+    lease_is_held, lease_refusal, schedule_next_run,
 };
 
 /// Marks the job completed, optionally replacing its data with a result.
@@ -60,6 +60,9 @@ impl Operation for Finish {
             )
             .optional()?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
-        end_attempt(ctx, &held, AttemptOutcome::Completed, None)
+        end_attempt(ctx, &held, AttemptOutcome::Completed, None)?;
+        // A recurring job runs again, with the data it finished with.
+        schedule_next_run(ctx, &held)?;
+        Ok(())
     }
 }

@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, named_params};
 
-use crate::clock::{duration_millis, from_millis};
+use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
 use crate::lease::Lease;
 use crate::retry_policy::RetryPolicy;
+use crate::schedule::repeat::{Repeat, RunTimes};
 use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod cancel;
@@ -162,13 +163,17 @@ pub(crate) struct HeldJob {
     pub attempt: u32,
     pub claims: u32,
     pub retry: RetryPolicy,
+    /// A recurring job's repeat specification.
+    pub repeat: Option<String>,
+    /// When the current run was due.
+    pub slot_at: i64,
 }
 
 /// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
 macro_rules! held_job_columns {
     () => {
         "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
-         worker, attempt_started_at, claims"
+         worker, attempt_started_at, claims, repeat, slot_at"
     };
 }
 pub(crate) use held_job_columns;
@@ -183,6 +188,8 @@ pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Hel
         worker: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
         attempt_started_at: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
         claims: row.get(10)?,
+        repeat: row.get(11)?,
+        slot_at: row.get(12)?,
     })
 }
 
@@ -199,9 +206,9 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
         .prepare_cached(SELECT_HELD_JOB)?
         .query_row(named_params! { ":id": job.0 }, |row| {
             Ok((
-                row.get::<_, String>(11)?,
-                row.get::<_, Option<i64>>(12)?,
-                row.get::<_, Option<i64>>(13)?,
+                row.get::<_, String>(13)?,
+                row.get::<_, Option<i64>>(14)?,
+                row.get::<_, Option<i64>>(15)?,
                 held_job_from_row(row)?,
             ))
         })
@@ -299,11 +306,57 @@ pub(crate) fn retry_or_fail(
         ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
             ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,
         })?;
-        return Ok(JobState::Failed);
+        // A recurring job keeps its schedule: this run failed, the next one is due as usual.
+        return Ok(schedule_next_run(ctx, held)?.unwrap_or(JobState::Failed));
     }
     let delay = delay.unwrap_or_else(|| held.retry.delay_after(held.id, held.attempt));
     let run_at = ctx.now_ms.saturating_add(duration_millis(delay));
     requeue(ctx, held.id, &held.queue, run_at, Some(error))
+}
+
+const NEXT_RUN: &str = "UPDATE jobs SET state = :state, run_at = :next, slot_at = :next, attempt = 0, \
+     finished_at = NULL, progress = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+
+/// For a recurring job whose run just ended (finished, failed, or out of retries): schedules its next run from its
+/// repeat, resetting its attempts. Returns the new state, or `None` for a job that does not recur. A repeat that
+/// cannot give a next run (it would fall outside the years 0000 to 9999) ends the recurrence, and says so in the
+/// job's error.
+pub(crate) fn schedule_next_run(
+    ctx: &mut WriteCtx<'_>,
+    held: &HeldJob,
+) -> Result<Option<JobState>> {
+    let Some(spec) = &held.repeat else {
+        return Ok(None);
+    };
+    let repeat = Repeat::parse(spec)?;
+    let run = RunTimes {
+        scheduled: from_millis(held.slot_at),
+        started: (held.attempt_started_at > 0).then(|| from_millis(held.attempt_started_at)),
+        now: from_millis(ctx.now_ms),
+    };
+    let next = match repeat.next_run(run) {
+        Ok(next) => to_millis(next),
+        Err(e) => {
+            tracing::warn!(job = %held.id, error = %e, "a recurring job has no next run; its recurrence ends");
+            let note = format!("the recurrence ended: {e}");
+            ctx.conn
+                .prepare_cached("UPDATE jobs SET error = :error WHERE id = :id")?
+                .execute(named_params! { ":error": note, ":id": held.id.0 })?;
+            return Ok(None);
+        }
+    };
+    let state = if next <= ctx.now_ms {
+        JobState::Queued
+    } else {
+        JobState::Scheduled
+    };
+    ctx.conn.prepare_cached(NEXT_RUN)?.execute(named_params! {
+        ":state": state.as_str(), ":next": next, ":id": held.id.0,
+    })?;
+    if state == JobState::Queued {
+        ctx.ready.mark(&held.queue);
+    }
+    Ok(Some(state))
 }
 
 /// Puts a job back in its queue to run at `run_at`, clearing any lease; returns `queued` or `scheduled`.

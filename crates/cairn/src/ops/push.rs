@@ -12,6 +12,7 @@ use crate::job::{JobId, JobState};
 use crate::names::{JobName, QueueName, Tag, UniqueKey};
 use crate::ops::{Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
+use crate::schedule::repeat::Repeat;
 
 /// A job to enqueue. Fields are outside input: they are validated when the job is pushed, and a bad field fails
 /// the push with an error naming it, writing nothing.
@@ -41,6 +42,9 @@ pub struct Push {
     pub tags: Vec<String>,
     /// The job's parent, which must exist.
     pub parent: Option<JobId>,
+    /// Makes the job recurring: a Bedrock repeat specification such as `FINISHED, +1 HOUR` or `DAILY`. When the
+    /// job finishes (or a run fails), it is scheduled again for its next run, with the data it finished with.
+    pub repeat: Option<String>,
 }
 
 impl Push {
@@ -59,6 +63,7 @@ impl Push {
             unique_key: None,
             tags: Vec::new(),
             parent: None,
+            repeat: None,
         }
     }
 
@@ -137,6 +142,12 @@ impl Push {
         self.parent = Some(parent);
         self
     }
+
+    /// Makes the job recurring with a Bedrock repeat specification.
+    pub fn repeat(mut self, spec: impl Into<String>) -> Self {
+        self.repeat = Some(spec.into());
+        self
+    }
 }
 
 /// The result of a push.
@@ -171,6 +182,7 @@ struct ValidPush {
     lease_timeout_ms: i64,
     unique_key: Option<UniqueKey>,
     tags: Vec<Tag>,
+    repeat: Option<Repeat>,
 }
 
 fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
@@ -216,7 +228,9 @@ fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     tags.sort();
     tags.dedup();
     let data = encode_json("data", &push.data, ctx.limits)?;
+    let repeat = push.repeat.as_deref().map(Repeat::parse).transpose()?;
     Ok(ValidPush {
+        repeat,
         priority: push.priority,
         weight: push.weight,
         parent: push.parent,
@@ -236,23 +250,26 @@ const SELECT_LIVE_BY_UNIQUE_KEY: &str = "SELECT id, state FROM jobs WHERE unique
 
 const SELECT_JOB_EXISTS: &str = "SELECT 1 FROM jobs WHERE id = :id";
 
-/// The columns INSERT_JOB and INSERT_JOBS fill, 16 per job, bound by [`bind_job`].
+/// The columns INSERT_JOB and INSERT_JOBS fill, [`COLUMNS_PER_JOB`] per job, bound by [`bind_job`].
 macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
-         backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at) \
-         VALUES "
+         backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
+         repeat, slot_at) VALUES "
     };
 }
 
-const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+
+/// The values one job binds in INSERT_JOB and INSERT_JOBS.
+const COLUMNS_PER_JOB: usize = 18;
 
 /// How many plain jobs of a batch one INSERT statement carries: fewer statements is most of a batch's speed.
 const ROWS_PER_INSERT: usize = 32;
 
 /// INSERT_JOBS: [`ROWS_PER_INSERT`] jobs in one statement, returning their ids.
 static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     format!(
         "{}{} RETURNING id",
         insert_jobs!(),
@@ -260,7 +277,7 @@ static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
-/// Binds one job's 16 values at parameter `first` (1-based) and on.
+/// Binds one job's [`COLUMNS_PER_JOB`] values at parameter `first` (1-based) and on.
 fn bind_job(
     stmt: &mut rusqlite::Statement<'_>,
     first: usize,
@@ -285,6 +302,8 @@ fn bind_job(
     stmt.raw_bind_parameter(first + 13, valid.unique_key.as_ref().map(|k| k.as_str()))?;
     stmt.raw_bind_parameter(first + 14, valid.parent.map(|p| p.0))?;
     stmt.raw_bind_parameter(first + 15, now)?;
+    stmt.raw_bind_parameter(first + 16, valid.repeat.as_ref().map(|r| r.as_str()))?;
+    stmt.raw_bind_parameter(first + 17, valid.run_at)?;
     Ok(())
 }
 
@@ -372,7 +391,13 @@ fn insert_plain_chunk(
     let mut stmt = ctx.conn.prepare_cached(&INSERT_JOBS)?;
     let states: Vec<JobState> = chunk.iter().map(|v| v.state(ctx.now_ms)).collect();
     for (i, (valid, state)) in chunk.iter().zip(&states).enumerate() {
-        bind_job(&mut stmt, 1 + i * 16, valid, *state, ctx.now_ms)?;
+        bind_job(
+            &mut stmt,
+            1 + i * COLUMNS_PER_JOB,
+            valid,
+            *state,
+            ctx.now_ms,
+        )?;
     }
     let mut ids = Vec::with_capacity(chunk.len());
     let mut rows = stmt.raw_query();

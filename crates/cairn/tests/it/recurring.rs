@@ -1,0 +1,257 @@
+//! Recurring jobs with Bedrock's repeat syntax, on a manual clock: each base, data carried from run to run,
+//! `SCHEDULED` catch-up, failed runs keeping the schedule, cancel ending it, and no duplicate run after a crash.
+
+use std::time::Duration;
+
+use cairn::{ErrorKind, JobFilter, JobState, Push, Queue, QueueOptions, RetryPolicy};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::json;
+
+use crate::harness::{TestQueue, start_time};
+
+fn at(offset: SignedDuration) -> Timestamp {
+    start_time() + offset
+}
+
+fn hours(h: i64) -> SignedDuration {
+    SignedDuration::from_hours(h)
+}
+
+fn minutes(m: i64) -> SignedDuration {
+    SignedDuration::from_mins(m)
+}
+
+/// Takes the one ready job, checks its data, and finishes it with new data after `work`.
+async fn run_once(
+    t: &TestQueue,
+    expect: serde_json::Value,
+    work: Duration,
+    next: serde_json::Value,
+) -> cairn::Job {
+    let claimed = t.take("w").await.expect("the recurring job is due");
+    assert_eq!(claimed.job.data, expect);
+    t.advance(work);
+    t.queue.finish(&claimed.lease, Some(next)).await.unwrap();
+    t.queue.get(claimed.job.id).await.unwrap()
+}
+
+#[tokio::test]
+async fn finished_base_counts_from_the_finish_and_carries_the_data() {
+    let t = TestQueue::new().await;
+    let push = Push::new("feed.poll")
+        .data(json!({"cursor": 0}))
+        .repeat("finished, +1 hour")
+        .lease_timeout(Duration::from_secs(3600));
+    t.queue.enqueue(push).await.unwrap();
+    let job = run_once(
+        &t,
+        json!({"cursor": 0}),
+        Duration::from_secs(600),
+        json!({"cursor": 10}),
+    )
+    .await;
+    assert_eq!(job.state, JobState::Scheduled);
+    assert_eq!(
+        job.run_at,
+        at(minutes(70)),
+        "an hour after the finish at 00:10"
+    );
+    assert_eq!(
+        (job.attempt, job.finished_at, job.repeat.as_deref()),
+        (0, None, Some("FINISHED, +1 HOUR"))
+    );
+    assert!(t.take("w").await.is_none());
+    t.advance(Duration::from_secs(3600));
+    let job = run_once(
+        &t,
+        json!({"cursor": 10}),
+        Duration::from_secs(60),
+        json!({"cursor": 20}),
+    )
+    .await;
+    assert_eq!(job.run_at, at(minutes(131)));
+    assert_eq!(job.history.len(), 2, "one attempt per run, all kept");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn started_and_scheduled_bases_count_from_their_moments() {
+    let t = TestQueue::new().await;
+    let hour = Duration::from_secs(3600);
+    let a = Push::new("a")
+        .repeat("STARTED, +1 HOUR")
+        .queue("a")
+        .lease_timeout(hour);
+    let b = Push::new("b")
+        .repeat("SCHEDULED, +1 HOUR")
+        .queue("b")
+        .lease_timeout(hour);
+    let started = t.queue.enqueue(a).await.unwrap().id;
+    let scheduled = t.queue.enqueue(b).await.unwrap().id;
+    t.advance(Duration::from_secs(15 * 60)); // both start 15 minutes late
+    let a = t
+        .queue
+        .dequeue(cairn::Dequeue::new("w").queue("a"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let b = t
+        .queue
+        .dequeue(cairn::Dequeue::new("w").queue("b"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    t.advance(Duration::from_secs(30 * 60)); // and take half an hour
+    t.queue.finish(&a.lease, None).await.unwrap();
+    t.queue.finish(&b.lease, None).await.unwrap();
+    assert_eq!(
+        t.queue.get(started).await.unwrap().run_at,
+        at(minutes(75)),
+        "started 00:15, +1 hour"
+    );
+    assert_eq!(
+        t.queue.get(scheduled).await.unwrap().run_at,
+        at(minutes(60)),
+        "due 00:00, +1 hour"
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn scheduled_catches_up_as_bedrock_does() {
+    let t = TestQueue::new().await;
+    let short = t
+        .queue
+        .enqueue(Push::new("short").repeat("SCHEDULED, +1 HOUR").queue("s"))
+        .await
+        .unwrap()
+        .id;
+    let long = t
+        .queue
+        .enqueue(Push::new("long").repeat("SCHEDULED, +1 DAY").queue("l"))
+        .await
+        .unwrap()
+        .id;
+    t.advance(Duration::from_secs(5 * 3600 + 300)); // the worker was down for five hours
+    for queue in ["s", "l"] {
+        let c = t
+            .queue
+            .dequeue(cairn::Dequeue::new("w").queue(queue))
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        t.queue.finish(&c.lease, None).await.unwrap();
+    }
+    // Under 4 hours: skip to the next slot on the phase, 06:00. A day: one run at a time, the next due at once.
+    assert_eq!(t.queue.get(short).await.unwrap().run_at, at(hours(6)));
+    let long = t.queue.get(long).await.unwrap();
+    assert_eq!(long.run_at, at(hours(24)));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_failed_or_exhausted_run_keeps_the_schedule_and_cancel_ends_it() {
+    let t = TestQueue::new().await;
+    let push = Push::new("report")
+        .repeat("FINISHED, +1 DAY")
+        .retry(RetryPolicy::immediate(2));
+    let id = t.queue.enqueue(push).await.unwrap().id;
+    let c = t.take("w").await.unwrap();
+    t.queue
+        .fail(&c.lease, "upstream-down", "503")
+        .await
+        .unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        (job.state, job.failure_group.as_deref()),
+        (JobState::Scheduled, Some("upstream-down"))
+    );
+    assert_eq!(job.run_at, at(hours(24)));
+
+    t.advance(Duration::from_secs(24 * 3600));
+    for _ in 0..2 {
+        let c = t.take("w").await.unwrap();
+        t.queue.retry(&c.lease, "timeout", None).await.unwrap();
+    }
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        (job.state, job.attempt),
+        (JobState::Scheduled, 0),
+        "out of retries: the next day's run"
+    );
+    assert_eq!(job.failure_group.as_deref(), Some("retries-exhausted"));
+    assert_eq!(job.run_at, at(hours(48)));
+
+    t.queue.cancel(id).await.unwrap();
+    t.advance(Duration::from_secs(48 * 3600));
+    assert!(
+        t.take("w").await.is_none(),
+        "a cancelled job does not recur"
+    );
+    t.close().await;
+}
+
+/// The recurring job is one row that moves from run to run in the transaction that ends each run, so a crash can
+/// never leave two runs of one slot.
+#[tokio::test]
+async fn a_crash_mid_run_recovers_one_run_not_two() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("tick").repeat("SCHEDULED, +1 HOUR"))
+        .await
+        .unwrap()
+        .id;
+    t.take("w").await.unwrap();
+    t.close().await; // the process "dies" with the run in flight
+    let options = QueueOptions {
+        clock: std::sync::Arc::new(t.clock.clone()),
+        ..Default::default()
+    };
+    let queue = Queue::open_with(t.path(), options).await.unwrap();
+    let all = queue.list(JobFilter::default()).await.unwrap().jobs;
+    assert_eq!(all.len(), 1);
+    let c = queue
+        .dequeue(cairn::Dequeue::new("w"))
+        .await
+        .unwrap()
+        .pop()
+        .expect("the interrupted run is retried");
+    queue.finish(&c.lease, None).await.unwrap();
+    let job = queue.get(id).await.unwrap();
+    assert_eq!((job.state, job.run_at), (JobState::Scheduled, at(hours(1))));
+    assert_eq!(
+        queue.list(JobFilter::default()).await.unwrap().jobs.len(),
+        1
+    );
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_repeat_specs_are_refused_when_the_job_is_created() {
+    let t = TestQueue::new().await;
+    let err = t
+        .queue
+        .enqueue(Push::new("x").repeat("FINISHED, +1 FORTNIGHT"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert_eq!(err.field(), Some("repeat"));
+    assert!(
+        err.to_string()
+            .starts_with("repeat: \"+1 FORTNIGHT\" is not a modifier; expected"),
+        "{err}"
+    );
+    assert!(
+        t.queue
+            .list(JobFilter::default())
+            .await
+            .unwrap()
+            .jobs
+            .is_empty()
+    );
+    t.close().await;
+}
