@@ -1,0 +1,674 @@
+//! [`Cron`]: cron expressions in an IANA time zone, right across daylight-saving changes.
+//!
+//! Five fields (minute, hour, day of month, month, day of week) or six (seconds first), and the aliases `@yearly`,
+//! `@annually`, `@monthly`, `@weekly`, `@daily`, `@midnight`, `@hourly`. Each field takes `*`, numbers, ranges
+//! `a-b`, steps `*/n` and `a-b/n` and `a/n`, and lists; months and days take names (`JAN`, `MON`); Sunday is 0 or
+//! 7. The day of month also takes `L` (the last day), `LW` (the last weekday) and `15W` (the weekday nearest the
+//! 15th, within the month); the day of week takes `5L` (the month's last Friday) and `1#2` (its second Monday).
+//! As in Vixie cron, when both day fields are restricted a day matching either runs.
+//!
+//! Times are matched in local civil time. A local time skipped by a clock change runs once, at the instant the
+//! clock jumps; a local time that happens twice runs once, the first time.
+
+use std::fmt;
+
+use jiff::civil::{Date, DateTime, Time};
+use jiff::tz::{AmbiguousOffset, TimeZone};
+use jiff::{SignedDuration, Span, Timestamp};
+
+use crate::error::{Error, Result};
+
+/// How far ahead a schedule is searched before it is declared never to run: one full Gregorian cycle, after which
+/// the calendar (weekdays included) repeats.
+const SEARCH_YEARS: i64 = 400;
+
+/// A parsed cron schedule in a time zone.
+#[derive(Clone)]
+pub struct Cron {
+    seconds: u64,
+    minutes: u64,
+    hours: u64,
+    months: u64,
+    days: DayRule,
+    tz: TimeZone,
+    text: String,
+    zone: String,
+}
+
+#[derive(Clone, Default)]
+struct DayRule {
+    /// Days of the month, bit 1 to 31.
+    dom: u64,
+    last_day: bool,
+    last_weekday: bool,
+    /// `NW`: the weekday nearest day N.
+    nearest_weekday: Vec<i8>,
+    /// Days of the week, bit 0 (Sunday) to 6.
+    dow: u64,
+    /// `NL`: the last such weekday of the month, bit per weekday.
+    last_of_month: u64,
+    /// `N#K`: the K-th such weekday of the month.
+    nth: Vec<(u8, u8)>,
+    dom_restricted: bool,
+    dow_restricted: bool,
+}
+
+const FIELD_NAMES: [&str; 6] = [
+    "second",
+    "minute",
+    "hour",
+    "day of month",
+    "month",
+    "day of week",
+];
+const MONTHS: [&str; 12] = [
+    "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
+];
+const DAYS: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
+
+fn invalid(rule: impl fmt::Display) -> Error {
+    Error::invalid("cron", rule)
+}
+
+impl Cron {
+    /// Parses `expression` for the IANA time zone `zone` (such as `Europe/Berlin`, or `UTC`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `cron`, naming the field and token, or on
+    /// `time_zone` for an unknown zone; also for a schedule that never runs (`0 0 30 2 *`).
+    pub fn parse(expression: &str, zone: &str) -> Result<Cron> {
+        let tz = TimeZone::get(zone).map_err(|_| {
+            Error::invalid(
+                "time_zone",
+                format!("{zone:?} is not a known IANA time zone"),
+            )
+        })?;
+        let text = expression.trim().to_owned();
+        let expanded = match text.to_ascii_lowercase().as_str() {
+            "@yearly" | "@annually" => "0 0 1 1 *".to_owned(),
+            "@monthly" => "0 0 1 * *".to_owned(),
+            "@weekly" => "0 0 * * 0".to_owned(),
+            "@daily" | "@midnight" => "0 0 * * *".to_owned(),
+            "@hourly" => "0 * * * *".to_owned(),
+            other if other.starts_with('@') => {
+                return Err(invalid(format!(
+                    "{text:?} is not an alias; expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly"
+                )));
+            }
+            _ => text.to_ascii_uppercase(),
+        };
+        let fields: Vec<&str> = expanded.split_whitespace().collect();
+        let fields: [&str; 6] = match fields.len() {
+            5 => ["0", fields[0], fields[1], fields[2], fields[3], fields[4]],
+            6 => [
+                fields[0], fields[1], fields[2], fields[3], fields[4], fields[5],
+            ],
+            n => {
+                return Err(invalid(format!(
+                    "{text:?} has {n} fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)"
+                )));
+            }
+        };
+        let cron = Cron {
+            seconds: parse_field(fields[0], 0, 0, 59, &[])?,
+            minutes: parse_field(fields[1], 1, 0, 59, &[])?,
+            hours: parse_field(fields[2], 2, 0, 23, &[])?,
+            months: parse_field(fields[4], 4, 1, 12, &MONTHS)?,
+            days: parse_days(fields[3], fields[5])?,
+            tz,
+            text,
+            zone: zone.to_owned(),
+        };
+        if cron.next_after(Timestamp::UNIX_EPOCH).is_none() {
+            return Err(invalid(format!("{:?} never runs", cron.text)));
+        }
+        Ok(cron)
+    }
+
+    /// The expression as given.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The time zone's name.
+    pub fn time_zone(&self) -> &str {
+        &self.zone
+    }
+
+    /// The first run strictly after `after`, or `None` if there is none before the year 9999.
+    pub fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
+        // Candidates are civil times from the second after `after`, in local time.
+        let start = self
+            .tz
+            .to_datetime(after)
+            .checked_add(SignedDuration::from_secs(1))
+            .ok()?;
+        let start = start.with().subsec_nanosecond(0).build().ok()?;
+        let mut date = start.date();
+        let last = date.checked_add(Span::new().years(SEARCH_YEARS)).ok()?;
+        while date <= last {
+            if self.months & (1 << date.month()) == 0 {
+                date = date.last_of_month().tomorrow().ok()?;
+                continue;
+            }
+            if self.days.matches(date) {
+                let from = if date == start.date() {
+                    start.time()
+                } else {
+                    Time::midnight()
+                };
+                if let Some(t) = self.first_on(date, from, after) {
+                    return Some(t);
+                }
+            }
+            date = date.tomorrow().ok()?;
+        }
+        None
+    }
+
+    /// The next `count` runs after `from`.
+    pub fn next_runs(&self, from: Timestamp, count: usize) -> Vec<Timestamp> {
+        let mut runs = Vec::with_capacity(count);
+        let mut last = from;
+        while runs.len() < count {
+            let Some(next) = self.next_after(last) else {
+                break;
+            };
+            runs.push(next);
+            last = next;
+        }
+        runs
+    }
+
+    /// The first matching time on `date`, at or after the civil time `from`, that comes strictly after `after`.
+    fn first_on(&self, date: Date, from: Time, after: Timestamp) -> Option<Timestamp> {
+        for h in bits(self.hours).filter(|&h| h >= from.hour()) {
+            for m in bits(self.minutes).filter(|&m| h > from.hour() || m >= from.minute()) {
+                for s in bits(self.seconds) {
+                    if h == from.hour() && m == from.minute() && s < from.second() {
+                        continue;
+                    }
+                    let civil = date.to_datetime(Time::new(h, m, s, 0).ok()?);
+                    let t = self.resolve(civil)?;
+                    if t > after {
+                        return Some(t);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The instant a local civil time runs at: the first of two in a fold, the clock's jump in a gap.
+    fn resolve(&self, civil: DateTime) -> Option<Timestamp> {
+        match self.tz.to_ambiguous_timestamp(civil).offset() {
+            AmbiguousOffset::Unambiguous { offset } => offset.to_timestamp(civil).ok(),
+            AmbiguousOffset::Fold { before, .. } => before.to_timestamp(civil).ok(),
+            AmbiguousOffset::Gap { before, .. } => {
+                // Read with the offset from before the gap, the time lands after the jump; the jump itself is the
+                // transition just before that.
+                let later = before.to_timestamp(civil).ok()?;
+                self.tz
+                    .preceding(later)
+                    .next()
+                    .map(|transition| transition.timestamp())
+            }
+        }
+    }
+}
+
+impl DayRule {
+    fn matches(&self, date: Date) -> bool {
+        let day = date.day();
+        let month_days = date.days_in_month();
+        let weekday = date.weekday().to_sunday_zero_offset() as u8;
+        let dom = self.dom & (1 << day) != 0
+            || (self.last_day && day == month_days)
+            || (self.last_weekday && Some(day) == nearest_weekday(date, month_days))
+            || self
+                .nearest_weekday
+                .iter()
+                .any(|&n| Some(day) == nearest_weekday(date, n));
+        let dow = self.dow & (1 << weekday) != 0
+            || (self.last_of_month & (1 << weekday) != 0 && day + 7 > month_days)
+            || self
+                .nth
+                .iter()
+                .any(|&(d, k)| d == weekday && (day - 1) / 7 + 1 == k as i8);
+        match (self.dom_restricted, self.dow_restricted) {
+            (false, false) => true,
+            (true, false) => dom,
+            (false, true) => dow,
+            (true, true) => dom || dow,
+        }
+    }
+}
+
+/// The weekday nearest day `target` of `date`'s month, staying within the month; `None` if the month is shorter.
+fn nearest_weekday(date: Date, target: i8) -> Option<i8> {
+    let month_days = date.days_in_month();
+    if target > month_days {
+        return None;
+    }
+    let target_date = Date::new(date.year(), date.month(), target).ok()?;
+    let weekday = target_date.weekday().to_sunday_zero_offset();
+    Some(match weekday {
+        6 if target == 1 => 3,                   // Saturday the 1st: Monday the 3rd
+        6 => target - 1,                         // Saturday: Friday before
+        0 if target == month_days => target - 2, // Sunday the last: Friday before
+        0 => target + 1,                         // Sunday: Monday after
+        _ => target,
+    })
+}
+
+fn bits(mask: u64) -> impl Iterator<Item = i8> {
+    (0..64)
+        .filter(move |b| mask & (1 << b) != 0)
+        .map(|b| b as i8)
+}
+
+/// Parses one plain field (`*`, lists, ranges, steps, names) into a bit mask.
+fn parse_field(field: &str, index: usize, min: u8, max: u8, names: &[&str]) -> Result<u64> {
+    let what = FIELD_NAMES[index];
+    let value = |token: &str| -> Result<u8> {
+        if let Some(i) = names.iter().position(|n| *n == token) {
+            return Ok(i as u8 + min);
+        }
+        let n: u8 = token.parse().map_err(|_| {
+            invalid(format!(
+                "{what} field: {token:?} is not a number{}",
+                if names.is_empty() { "" } else { " or a name" }
+            ))
+        })?;
+        // Sunday may be 7 as well as 0.
+        let n = if index == 5 && n == 7 { 0 } else { n };
+        if !(min..=max).contains(&n) {
+            return Err(invalid(format!(
+                "{what} field: {n} is out of range {min}-{max}"
+            )));
+        }
+        Ok(n)
+    };
+    let mut mask = 0u64;
+    for part in field.split(',') {
+        let (range, step) = match part.split_once('/') {
+            Some((range, step)) => {
+                let step: u8 = step.parse().ok().filter(|s| *s > 0).ok_or_else(|| {
+                    invalid(format!(
+                        "{what} field: step {step:?} must be a positive number"
+                    ))
+                })?;
+                (range, step)
+            }
+            None => (part, 1),
+        };
+        let (low, high) = match range {
+            "*" | "?" => (min, max),
+            _ => match range.split_once('-') {
+                Some((a, b)) => (value(a)?, value(b)?),
+                None if part.contains('/') => (value(range)?, max),
+                None => {
+                    let v = value(range)?;
+                    (v, v)
+                }
+            },
+        };
+        if low > high {
+            return Err(invalid(format!(
+                "{what} field: range {range:?} runs backwards"
+            )));
+        }
+        for v in (low..=high).step_by(step as usize) {
+            mask |= 1 << v;
+        }
+    }
+    Ok(mask)
+}
+
+/// Parses the two day fields with their extensions (`L`, `W`, `#`).
+fn parse_days(dom: &str, dow: &str) -> Result<DayRule> {
+    let mut rule = DayRule {
+        dom_restricted: !(dom.starts_with('*') || dom == "?"),
+        dow_restricted: !(dow.starts_with('*') || dow == "?"),
+        ..DayRule::default()
+    };
+    let mut plain = Vec::new();
+    for part in dom.split(',') {
+        match part {
+            "L" => rule.last_day = true,
+            "LW" => rule.last_weekday = true,
+            _ if part.ends_with('W') => {
+                let n: i8 = part[..part.len() - 1]
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=31).contains(n))
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "day of month field: {part:?} needs a day 1-31 before W"
+                        ))
+                    })?;
+                rule.nearest_weekday.push(n);
+            }
+            _ => plain.push(part),
+        }
+    }
+    if !plain.is_empty() {
+        rule.dom = parse_field(&plain.join(","), 3, 1, 31, &[])?;
+    }
+    let mut plain = Vec::new();
+    for part in dow.split(',') {
+        if let Some(day) = part.strip_suffix('L').filter(|d| !d.is_empty()) {
+            let d = parse_field(day, 5, 0, 6, &DAYS)?;
+            rule.last_of_month |= d;
+        } else if let Some((day, k)) = part.split_once('#') {
+            let d = parse_field(day, 5, 0, 6, &DAYS)?.trailing_zeros() as u8;
+            let k: u8 = k
+                .parse()
+                .ok()
+                .filter(|k| (1..=5).contains(k))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "day of week field: {part:?} needs an occurrence 1-5 after #"
+                    ))
+                })?;
+            rule.nth.push((d, k));
+        } else {
+            plain.push(part);
+        }
+    }
+    if !plain.is_empty() {
+        rule.dow = parse_field(&plain.join(","), 5, 0, 6, &DAYS)?;
+    }
+    Ok(rule)
+}
+
+impl fmt::Debug for Cron {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cron")
+            .field("expression", &self.text)
+            .field("time_zone", &self.zone)
+            .finish()
+    }
+}
+
+impl fmt::Display for Cron {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.text, self.zone)
+    }
+}
+
+impl PartialEq for Cron {
+    fn eq(&self, other: &Cron) -> bool {
+        self.text == other.text && self.zone == other.zone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(expression: &str, zone: &str, from: &str, count: usize) -> Vec<String> {
+        let cron = Cron::parse(expression, zone).unwrap();
+        cron.next_runs(from.parse().unwrap(), count)
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn new_york_spring_gap_runs_once_at_the_jump() {
+        // 2025-03-09: 02:00 EST jumps to 03:00 EDT (07:00Z). 02:30 does not exist that day.
+        assert_eq!(
+            runs("30 2 * * *", "America/New_York", "2025-03-08T12:00:00Z", 3),
+            [
+                "2025-03-09T07:00:00Z",
+                "2025-03-10T06:30:00Z",
+                "2025-03-11T06:30:00Z"
+            ]
+        );
+        // Four skipped times, one run.
+        assert_eq!(
+            runs(
+                "*/15 2 * * *",
+                "America/New_York",
+                "2025-03-09T06:00:00Z",
+                2
+            ),
+            ["2025-03-09T07:00:00Z", "2025-03-10T06:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn new_york_autumn_fold_runs_once_the_first_time() {
+        // 2025-11-02: 02:00 EDT falls back to 01:00 EST; 01:30 happens at 05:30Z and again at 06:30Z.
+        assert_eq!(
+            runs("30 1 * * *", "America/New_York", "2025-11-01T12:00:00Z", 2),
+            ["2025-11-02T05:30:00Z", "2025-11-03T06:30:00Z"]
+        );
+        // Hourly: 01:00 runs once (05:00Z, EDT), so the next run is 02:00 EST.
+        assert_eq!(
+            runs("0 * * * *", "America/New_York", "2025-11-02T04:30:00Z", 2),
+            ["2025-11-02T05:00:00Z", "2025-11-02T07:00:00Z"]
+        );
+        // Starting inside the second 01:xx, the repeated 01:30 does not run again.
+        assert_eq!(
+            runs("30 1 * * *", "America/New_York", "2025-11-02T06:10:00Z", 1),
+            ["2025-11-03T06:30:00Z"]
+        );
+    }
+
+    #[test]
+    fn berlin_4am_keeps_local_time_across_both_changes() {
+        assert_eq!(
+            runs("0 4 * * *", "Europe/Berlin", "2025-03-28T12:00:00Z", 3),
+            [
+                "2025-03-29T03:00:00Z",
+                "2025-03-30T02:00:00Z",
+                "2025-03-31T02:00:00Z"
+            ]
+        );
+        assert_eq!(
+            runs("0 4 * * *", "Europe/Berlin", "2025-10-25T12:00:00Z", 2),
+            ["2025-10-26T03:00:00Z", "2025-10-27T03:00:00Z"]
+        );
+        // 2025-03-30 02:30 is skipped (jump at 01:00Z); 2025-10-26 02:30 happens twice (00:30Z and 01:30Z).
+        assert_eq!(
+            runs("30 2 * * *", "Europe/Berlin", "2025-03-29T12:00:00Z", 1),
+            ["2025-03-30T01:00:00Z"]
+        );
+        assert_eq!(
+            runs("30 2 * * *", "Europe/Berlin", "2025-10-25T12:00:00Z", 2),
+            ["2025-10-26T00:30:00Z", "2025-10-27T01:30:00Z"]
+        );
+    }
+
+    #[test]
+    fn last_days_and_weekdays() {
+        assert_eq!(
+            runs("0 0 L * *", "UTC", "2024-01-15T00:00:00Z", 4),
+            [
+                "2024-01-31T00:00:00Z",
+                "2024-02-29T00:00:00Z",
+                "2024-03-31T00:00:00Z",
+                "2024-04-30T00:00:00Z"
+            ]
+        );
+        // May 31 2025 is a Saturday, Aug 31 a Sunday: the last weekday is the Friday before.
+        assert_eq!(
+            runs("0 0 LW 5 *", "UTC", "2025-01-01T00:00:00Z", 1),
+            ["2025-05-30T00:00:00Z"]
+        );
+        assert_eq!(
+            runs("0 0 LW 8 *", "UTC", "2025-01-01T00:00:00Z", 1),
+            ["2025-08-29T00:00:00Z"]
+        );
+        // March 15 2025 is a Saturday (Friday 14th), June 15 a Sunday (Monday 16th).
+        assert_eq!(
+            runs("0 0 15W 3 *", "UTC", "2025-01-01T00:00:00Z", 1),
+            ["2025-03-14T00:00:00Z"]
+        );
+        assert_eq!(
+            runs("0 0 15W 6 *", "UTC", "2025-01-01T00:00:00Z", 1),
+            ["2025-06-16T00:00:00Z"]
+        );
+        // November 1 2025 is a Saturday: the nearest weekday within the month is Monday the 3rd.
+        assert_eq!(
+            runs("0 0 1W 11 *", "UTC", "2025-01-01T00:00:00Z", 1),
+            ["2025-11-03T00:00:00Z"]
+        );
+        // The last Friday, and the second Monday.
+        assert_eq!(
+            runs("0 0 * * 5L", "UTC", "2025-01-01T00:00:00Z", 2),
+            ["2025-01-31T00:00:00Z", "2025-02-28T00:00:00Z"]
+        );
+        assert_eq!(
+            runs("0 0 * * MON#2", "UTC", "2025-01-01T00:00:00Z", 2),
+            ["2025-01-13T00:00:00Z", "2025-02-10T00:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn both_day_fields_restricted_means_either() {
+        // The 13th or any Friday: Friday June 6, then Friday the 13th, then Friday the 20th.
+        assert_eq!(
+            runs("0 0 13 * fri", "UTC", "2025-06-01T00:00:00Z", 3),
+            [
+                "2025-06-06T00:00:00Z",
+                "2025-06-13T00:00:00Z",
+                "2025-06-20T00:00:00Z"
+            ]
+        );
+        // With the day of month `*`, only the day of week counts: Fridays in June.
+        assert_eq!(
+            runs("0 9 * 6 5", "UTC", "2025-06-01T00:00:00Z", 1),
+            ["2025-06-06T09:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn aliases_seconds_steps_and_names() {
+        assert_eq!(
+            runs("@hourly", "UTC", "2025-06-01T10:15:00Z", 2),
+            ["2025-06-01T11:00:00Z", "2025-06-01T12:00:00Z"]
+        );
+        assert_eq!(
+            runs("@monthly", "UTC", "2025-06-15T00:00:00Z", 1),
+            ["2025-07-01T00:00:00Z"]
+        );
+        assert_eq!(
+            runs("*/20 * * * * *", "UTC", "2025-06-01T10:15:05Z", 3),
+            [
+                "2025-06-01T10:15:20Z",
+                "2025-06-01T10:15:40Z",
+                "2025-06-01T10:16:00Z"
+            ]
+        );
+        assert_eq!(
+            runs("0 1 * * 1-5/2", "UTC", "2025-06-01T00:00:00Z", 2),
+            ["2025-06-02T01:00:00Z", "2025-06-04T01:00:00Z"]
+        );
+        assert_eq!(
+            runs("0 0 1 jan-mar/2 *", "UTC", "2025-01-02T00:00:00Z", 1),
+            ["2025-03-01T00:00:00Z"]
+        );
+        assert_eq!(
+            runs("0 0 * * 7", "UTC", "2025-06-01T00:00:00Z", 1),
+            ["2025-06-08T00:00:00Z"],
+            "7 is Sunday"
+        );
+    }
+
+    #[test]
+    fn bad_expressions_name_the_field_and_rule() {
+        let err = |e: &str, zone: &str| Cron::parse(e, zone).unwrap_err().to_string();
+        assert_eq!(
+            err("61 * * * *", "UTC"),
+            "cron: minute field: 61 is out of range 0-59"
+        );
+        assert_eq!(
+            err("* * * *", "UTC"),
+            "cron: \"* * * *\" has 4 fields; expected 5 (minute hour day-of-month month day-of-week) or 6 (seconds first)"
+        );
+        assert_eq!(err("0 0 30 2 *", "UTC"), "cron: \"0 0 30 2 *\" never runs");
+        assert_eq!(
+            err("0 0 * * FOO", "UTC"),
+            "cron: day of week field: \"FOO\" is not a number or a name"
+        );
+        assert_eq!(
+            err("0 0 32W * *", "UTC"),
+            "cron: day of month field: \"32W\" needs a day 1-31 before W"
+        );
+        assert_eq!(
+            err("*/0 * * * *", "UTC"),
+            "cron: minute field: step \"0\" must be a positive number"
+        );
+        assert_eq!(
+            err("5-1 * * * *", "UTC"),
+            "cron: minute field: range \"5-1\" runs backwards"
+        );
+        assert_eq!(
+            err("@sometimes", "UTC").split(';').next().unwrap(),
+            "cron: \"@sometimes\" is not an alias"
+        );
+        assert_eq!(
+            err("0 0 * * *", "Mars/Olympus"),
+            "time_zone: \"Mars/Olympus\" is not a known IANA time zone"
+        );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn list(max: u8) -> impl Strategy<Value = Vec<u8>> {
+            prop::collection::btree_set(0..=max, 1..4).prop_map(|s| s.into_iter().collect())
+        }
+
+        fn join(values: &[u8]) -> String {
+            values
+                .iter()
+                .map(u8::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+            /// In any zone: runs strictly increase and fall on the listed local minutes and hours.
+            #[test]
+            fn runs_increase_and_match_their_fields(
+                minutes in list(59),
+                hours in list(23),
+                zone in prop::sample::select(vec!["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"]),
+                from in 1_700_000_000i64..1_800_000_000,
+            ) {
+                let cron = Cron::parse(&format!("{} {} * * *", join(&minutes), join(&hours)), zone).unwrap();
+                let tz = TimeZone::get(zone).unwrap();
+                let mut last = Timestamp::from_second(from).unwrap();
+                for run in cron.next_runs(last, 5) {
+                    prop_assert!(run > last);
+                    let local = tz.to_datetime(run);
+                    // A run at a clock jump lands on the jump's local time instead; everything else matches exactly.
+                    let at_jump = tz.preceding(run + SignedDuration::from_secs(1)).next().is_some_and(|t| t.timestamp() == run);
+                    prop_assert!(at_jump || (minutes.contains(&(local.minute() as u8)) && hours.contains(&(local.hour() as u8))));
+                    last = run;
+                }
+            }
+
+            /// In UTC, no matching minute between `from` and the next run is skipped.
+            #[test]
+            fn utc_runs_skip_no_matching_minute(minutes in list(59), hours in list(23), from in 1_700_000_000i64..1_800_000_000) {
+                let cron = Cron::parse(&format!("{} {} * * *", join(&minutes), join(&hours)), "UTC").unwrap();
+                let start = Timestamp::from_second(from).unwrap();
+                let next = cron.next_after(start).unwrap();
+                let mut t = Timestamp::from_second((from / 60 + 1) * 60).unwrap();
+                while t < next {
+                    let dt = TimeZone::UTC.to_datetime(t);
+                    prop_assert!(!(minutes.contains(&(dt.minute() as u8)) && hours.contains(&(dt.hour() as u8))), "skipped {}", t);
+                    t += SignedDuration::from_secs(60);
+                }
+            }
+        }
+    }
+}
