@@ -121,6 +121,11 @@ text_id!(
 );
 
 text_id!(
+    /// The key of a recurring template, chosen by the caller. At most 255 bytes.
+    RecurringKey, "key", 255, |_| Ok(())
+);
+
+text_id!(
     /// A pattern over job names with SQLite's GLOB syntax: `*` any run of characters, `?` one character, `[abc]`,
     /// `[a-z]` and `[^abc]` one character from (or not from) a set. Matching is case-sensitive.
     NamePattern, "name_pattern", 255, validate_glob

@@ -25,6 +25,7 @@ use crate::ops::fail::Fail;
 use crate::ops::finish::Finish;
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
+use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
 use crate::ops::reschedule::Reschedule;
 use crate::ops::retry::Retry;
@@ -211,7 +212,8 @@ impl Queue {
             syncer,
             returned: Default::default(),
             wake,
-            next_due: None,
+            // Due at once: the first batch looks for anything that came due while the queue was closed.
+            next_due: Some(i64::MIN),
             next_prune: to_millis(clock.now()),
             to_release: Vec::new(),
             _lock: lock,
@@ -473,6 +475,37 @@ impl Queue {
     /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for other states.
     pub async fn reschedule(&self, job: JobId, run_at: Timestamp) -> Result<JobState> {
         self.write(Reschedule { job, run_at }).await
+    }
+
+    /// Creates or replaces a recurring template: at every slot of its cron schedule, the queue creates its job, due
+    /// at the slot, exactly once per slot (see [`MissedSlots`](crate::MissedSlots) for slots that pass unseen).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the bad field (`key`, `cron`, `time_zone`, or the job's).
+    pub async fn set_recurring(&self, recurring: Recurring) -> Result<RecurringInfo> {
+        self.write(SetRecurring { recurring }).await
+    }
+
+    /// Removes a recurring template; the jobs it already created stay.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`].
+    pub async fn remove_recurring(&self, key: &str) -> Result<()> {
+        self.write(RemoveRecurring {
+            key: key.to_owned(),
+        })
+        .await
+    }
+
+    /// The recurring templates, by key, with their next and last runs.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn recurring(&self) -> Result<Vec<RecurringInfo>> {
+        self.inner
+            .readers
+            .read(crate::ops::recurring::list_recurring)
+            .await
     }
 
     /// Everything about one job, its history included.

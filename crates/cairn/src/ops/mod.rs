@@ -27,6 +27,7 @@ pub(crate) mod fail;
 pub(crate) mod finish;
 pub(crate) mod heartbeat;
 pub(crate) mod push;
+pub(crate) mod recurring;
 pub(crate) mod release;
 pub(crate) mod reschedule;
 pub(crate) mod retry;

@@ -170,7 +170,7 @@ const MAX_LEASE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 const MIN_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// A push whose every field passed validation.
-struct ValidPush {
+pub(crate) struct ValidPush {
     priority: i32,
     weight: u32,
     parent: Option<JobId>,
@@ -185,7 +185,7 @@ struct ValidPush {
     repeat: Option<Repeat>,
 }
 
-fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
+pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     let queue = QueueName::parse(push.queue.as_str())?;
     let name = JobName::parse(push.name.as_str())?;
     if !(1..=MAX_WEIGHT).contains(&push.weight) {

@@ -255,3 +255,207 @@ async fn bad_repeat_specs_are_refused_when_the_job_is_created() {
     );
     t.close().await;
 }
+
+fn template(key: &str, cron: &str, missed: cairn::MissedSlots) -> cairn::Recurring {
+    cairn::Recurring {
+        key: key.into(),
+        cron: cron.into(),
+        time_zone: "UTC".into(),
+        missed,
+        job: Push::new(format!("job.{key}")).data(json!({"from": key})),
+    }
+}
+
+/// The run times of the jobs a template created, oldest first.
+async fn runs_of(queue: &Queue, key: &str) -> Vec<Timestamp> {
+    let filter = JobFilter {
+        name: Some(format!("job.{key}")),
+        limit: 1000,
+        ..JobFilter::default()
+    };
+    let mut runs: Vec<_> = queue
+        .list(filter)
+        .await
+        .unwrap()
+        .jobs
+        .into_iter()
+        .map(|j| j.run_at)
+        .collect();
+    runs.sort();
+    runs
+}
+
+#[tokio::test]
+async fn a_template_creates_one_job_per_slot_on_time() {
+    let t = TestQueue::new().await;
+    let info = t
+        .queue
+        .set_recurring(template(
+            "sync",
+            "*/15 * * * *",
+            cairn::MissedSlots::RunOnce,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(info.next_run, Some(at(minutes(15))));
+    // A worker waiting for the job gets it when its slot comes.
+    let queue = t.queue.clone();
+    let waiting = tokio::spawn(async move {
+        queue
+            .dequeue(
+                cairn::Dequeue::new("w")
+                    .name("job.sync")
+                    .wait(Duration::from_secs(30)),
+            )
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.advance(Duration::from_secs(15 * 60));
+    let got = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got[0].job.run_at, at(minutes(15)));
+    assert_eq!(got[0].job.data, json!({"from": "sync"}));
+    t.queue.finish(&got[0].lease, None).await.unwrap();
+    t.advance(Duration::from_secs(15 * 60));
+    t.queue.sqlite_settings().await.unwrap(); // a round trip through the writer
+    assert_eq!(
+        runs_of(&t.queue, "sync").await,
+        [at(minutes(15)), at(minutes(30))]
+    );
+    let listed = t.queue.recurring().await.unwrap();
+    assert_eq!(
+        (listed[0].next_run, listed[0].last_run),
+        (Some(at(minutes(45))), Some(at(minutes(30))))
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn slots_missed_while_closed_follow_the_templates_policy() {
+    let t = TestQueue::new().await;
+    for (key, missed) in [
+        ("skip", cairn::MissedSlots::Skip),
+        ("once", cairn::MissedSlots::RunOnce),
+        ("all", cairn::MissedSlots::RunAll),
+    ] {
+        t.queue
+            .set_recurring(template(key, "0 * * * *", missed))
+            .await
+            .unwrap();
+    }
+    t.close().await;
+    t.advance(Duration::from_secs(3 * 3600 + 30 * 60)); // down from 00:00 to 03:30: slots 01:00, 02:00, 03:00 missed
+    let options = QueueOptions {
+        clock: std::sync::Arc::new(t.clock.clone()),
+        ..Default::default()
+    };
+    let queue = Queue::open_with(t.path(), options).await.unwrap();
+    queue.sqlite_settings().await.unwrap();
+    assert_eq!(runs_of(&queue, "skip").await, Vec::<Timestamp>::new());
+    assert_eq!(runs_of(&queue, "once").await, [at(hours(3))]);
+    assert_eq!(
+        runs_of(&queue, "all").await,
+        [at(hours(1)), at(hours(2)), at(hours(3))]
+    );
+    assert!(
+        queue
+            .recurring()
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.next_run == Some(at(hours(4))))
+    );
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_slot_is_created_once_even_when_the_clock_jumps_back() {
+    let t = TestQueue::new().await;
+    t.queue
+        .set_recurring(template("tick", "0 * * * *", cairn::MissedSlots::RunAll))
+        .await
+        .unwrap();
+    t.advance(Duration::from_secs(3600));
+    t.queue.sqlite_settings().await.unwrap();
+    assert_eq!(runs_of(&t.queue, "tick").await, [at(hours(1))]);
+    t.clock.set(at(minutes(30))); // the clock jumps back half an hour, then forward again
+    t.queue.sqlite_settings().await.unwrap();
+    t.clock.set(at(minutes(61)));
+    t.queue.sqlite_settings().await.unwrap();
+    assert_eq!(
+        runs_of(&t.queue, "tick").await,
+        [at(hours(1))],
+        "01:00 is not created twice"
+    );
+    t.clock.set(at(hours(2)));
+    t.queue.sqlite_settings().await.unwrap();
+    assert_eq!(
+        runs_of(&t.queue, "tick").await,
+        [at(hours(1)), at(hours(2))]
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn templates_are_validated_and_removable() {
+    let t = TestQueue::new().await;
+    let bad = |cron: &str, zone: &str, job: Push| cairn::Recurring {
+        key: "k".into(),
+        cron: cron.into(),
+        time_zone: zone.into(),
+        missed: cairn::MissedSlots::RunOnce,
+        job,
+    };
+    let cases = [
+        (
+            bad("0 25 * * *", "UTC", Push::new("x")),
+            "cron: hour field: 25 is out of range 0-23",
+        ),
+        (
+            bad("@daily", "Nowhere/Town", Push::new("x")),
+            "time_zone: \"Nowhere/Town\" is not a known IANA time zone",
+        ),
+        (
+            bad(
+                "@daily",
+                "UTC",
+                Push::new("x").delay(Duration::from_secs(5)),
+            ),
+            "job.delay: must be unset in a recurring template: its cron schedule times each run",
+        ),
+        (
+            bad("@daily", "UTC", Push::new("")),
+            "name: must not be empty",
+        ),
+    ];
+    for (recurring, expected) in cases {
+        assert_eq!(
+            t.queue
+                .set_recurring(recurring)
+                .await
+                .unwrap_err()
+                .to_string(),
+            expected
+        );
+    }
+    assert!(t.queue.recurring().await.unwrap().is_empty());
+    t.queue
+        .set_recurring(template("gone", "0 * * * *", cairn::MissedSlots::RunAll))
+        .await
+        .unwrap();
+    t.queue.remove_recurring("gone").await.unwrap();
+    assert!(
+        t.queue
+            .remove_recurring("gone")
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    t.advance(Duration::from_secs(2 * 3600));
+    t.queue.sqlite_settings().await.unwrap();
+    assert!(runs_of(&t.queue, "gone").await.is_empty());
+    t.close().await;
+}

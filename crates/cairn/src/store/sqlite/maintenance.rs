@@ -176,7 +176,8 @@ const NEXT_RUN_AT: &str =
 const NEXT_LEASE_EXPIRY: &str =
     "SELECT MIN(lease_expires_at) FROM jobs INDEXED BY jobs_leases WHERE state = 'running'";
 
-/// When the next scheduled job is due or the next lease expires, whichever is first (ms), if ever.
+/// When the next scheduled job is due, the next lease expires, or the next template slot comes, whichever is first
+/// (ms), if ever.
 pub(crate) fn next_due(conn: &rusqlite::Connection) -> Result<Option<i64>> {
     let run_at: Option<i64> = conn
         .prepare_cached(NEXT_RUN_AT)?
@@ -184,8 +185,6 @@ pub(crate) fn next_due(conn: &rusqlite::Connection) -> Result<Option<i64>> {
     let expiry: Option<i64> = conn
         .prepare_cached(NEXT_LEASE_EXPIRY)?
         .query_row([], |r| r.get(0))?;
-    Ok(match (run_at, expiry) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    })
+    let slot = crate::ops::recurring::next_template_slot(conn)?;
+    Ok([run_at, expiry, slot].into_iter().flatten().min())
 }

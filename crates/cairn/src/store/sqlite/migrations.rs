@@ -5,11 +5,18 @@ use rusqlite::{Connection, params};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Every migration, in order: (version, name, SQL).
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "jobs",
-    include_str!("../../../migrations/sqlite/0001_jobs.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "jobs",
+        include_str!("../../../migrations/sqlite/0001_jobs.sql"),
+    ),
+    (
+        2,
+        "recurring",
+        include_str!("../../../migrations/sqlite/0002_recurring.sql"),
+    ),
+];
 
 /// The schema version this build of Cairn writes.
 pub(crate) fn latest_version() -> i64 {

@@ -1,0 +1,331 @@
+//! Recurring templates: [`Recurring`] says "create this job at every slot of this cron schedule". [`SetRecurring`]
+//! and [`RemoveRecurring`] manage them; [`create_due_runs`] is the writer's timed step that creates the jobs.
+//!
+//! A template row keeps the earliest slot not yet created (`next_slot_at`). The step that creates a slot's job
+//! moves it on in the same transaction, so a slot is created at most once, whatever restarts or clock jumps happen.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use rusqlite::{OptionalExtension, named_params};
+use serde_json::{Value, json};
+
+use crate::clock::{duration_millis, from_millis, to_millis};
+use crate::error::{Error, Result};
+use crate::names::RecurringKey;
+use crate::ops::push::{Push, insert, validate};
+use crate::ops::{Operation, WriteCtx};
+use crate::retry_policy::RetryPolicy;
+use crate::schedule::cron::Cron;
+
+/// What happens to slots that passed while nobody created their jobs (the queue was closed, or the clock jumped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissedSlots {
+    /// Drop them: only a slot less than a minute late still runs.
+    Skip,
+    /// Run once for all of them, at the latest one. The default.
+    #[default]
+    RunOnce,
+    /// Run every one of them, each as its own job.
+    RunAll,
+}
+
+impl MissedSlots {
+    fn as_str(self) -> &'static str {
+        match self {
+            MissedSlots::Skip => "skip",
+            MissedSlots::RunOnce => "once",
+            MissedSlots::RunAll => "all",
+        }
+    }
+
+    fn parse_stored(text: &str) -> MissedSlots {
+        match text {
+            "skip" => MissedSlots::Skip,
+            "all" => MissedSlots::RunAll,
+            _ => MissedSlots::RunOnce,
+        }
+    }
+}
+
+/// How late a slot may be and still run under [`MissedSlots::Skip`].
+const SKIP_GRACE: Duration = Duration::from_secs(60);
+
+/// The most slots one step creates for one template under [`MissedSlots::RunAll`]; the rest follow at once.
+const MAX_SLOTS_PER_STEP: usize = 1000;
+
+/// A recurring template: at every slot of `cron` in `time_zone`, a job like `job` is created, due at the slot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recurring {
+    /// The template's key; setting a template with an existing key replaces it.
+    pub key: String,
+    /// A cron expression (see [`Cron`]).
+    pub cron: String,
+    /// An IANA time zone such as `Europe/Berlin`, or `UTC`.
+    pub time_zone: String,
+    /// What to do with slots that passed unseen.
+    pub missed: MissedSlots,
+    /// The job to create at each slot. Its `run_at`, `delay`, `unique_key`, `parent` and `repeat` must be unset:
+    /// the slot times each run.
+    pub job: Push,
+}
+
+/// A template as stored, and when it runs next.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecurringInfo {
+    /// The template's key.
+    pub key: String,
+    /// Its cron expression.
+    pub cron: String,
+    /// Its time zone.
+    pub time_zone: String,
+    /// The next slot, if the schedule has one.
+    pub next_run: Option<Timestamp>,
+    /// The latest slot a job was created for.
+    pub last_run: Option<Timestamp>,
+}
+
+/// Creates or replaces a recurring template. Its next slot counts from now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetRecurring {
+    /// The template.
+    pub recurring: Recurring,
+}
+
+/// Removes a recurring template; jobs it already created are untouched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoveRecurring {
+    /// The template's key.
+    pub key: String,
+}
+
+fn template_to_json(push: &Push) -> Value {
+    json!({
+        "queue": push.queue,
+        "name": push.name,
+        "data": push.data,
+        "priority": push.priority,
+        "weight": push.weight,
+        "lease_timeout_ms": push.lease_timeout.map(duration_millis),
+        "retry": push.retry.map(|r| json!({
+            "max_attempts": r.max_attempts,
+            "initial_ms": duration_millis(r.initial_delay),
+            "multiplier": r.multiplier,
+            "max_ms": duration_millis(r.max_delay),
+            "jitter": r.jitter,
+        })),
+        "tags": push.tags,
+    })
+}
+
+fn template_from_json(text: &str) -> Result<Push> {
+    let broken = |what: &str| {
+        Error::new(
+            crate::ErrorKind::Storage,
+            format!("a stored recurring template has {what}"),
+        )
+    };
+    let v: Value = serde_json::from_str(text).map_err(|_| broken("invalid JSON"))?;
+    let text_of = |key: &str| {
+        v[key]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| broken(&format!("no {key}")))
+    };
+    let millis = |v: &Value| v.as_u64().map(Duration::from_millis);
+    let mut push = Push::new(text_of("name")?)
+        .queue(text_of("queue")?)
+        .data(v["data"].clone());
+    push.priority = v["priority"]
+        .as_i64()
+        .and_then(|p| i32::try_from(p).ok())
+        .unwrap_or(0);
+    push.weight = v["weight"]
+        .as_u64()
+        .and_then(|w| u32::try_from(w).ok())
+        .unwrap_or(1);
+    push.lease_timeout = millis(&v["lease_timeout_ms"]);
+    if let Some(r) = v["retry"].as_object() {
+        push.retry = Some(RetryPolicy {
+            max_attempts: r["max_attempts"]
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(1),
+            initial_delay: millis(&r["initial_ms"]).unwrap_or_default(),
+            multiplier: r["multiplier"].as_f64().unwrap_or(1.0),
+            max_delay: millis(&r["max_ms"]).unwrap_or_default(),
+            jitter: r["jitter"].as_f64().unwrap_or(0.0),
+        });
+    }
+    push.tags = v["tags"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str().map(str::to_owned))
+        .collect();
+    Ok(push)
+}
+
+const UPSERT_RECURRING: &str = "INSERT INTO recurring \
+     (key, cron, time_zone, missed, template, next_slot_at, created_at) \
+     VALUES (:key, :cron, :zone, :missed, :template, :next, :now) \
+     ON CONFLICT (key) DO UPDATE SET cron = excluded.cron, time_zone = excluded.time_zone, \
+     missed = excluded.missed, template = excluded.template, next_slot_at = excluded.next_slot_at";
+
+impl Operation for SetRecurring {
+    type Output = RecurringInfo;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<RecurringInfo> {
+        let r = &self.recurring;
+        let key = RecurringKey::parse(r.key.as_str())?;
+        let cron = Cron::parse(&r.cron, &r.time_zone)?;
+        let job = &r.job;
+        let timed_elsewhere = [
+            ("job.run_at", job.run_at.is_some()),
+            ("job.delay", job.delay.is_some()),
+            ("job.unique_key", job.unique_key.is_some()),
+            ("job.parent", job.parent.is_some()),
+            ("job.repeat", job.repeat.is_some()),
+        ];
+        if let Some((field, _)) = timed_elsewhere.iter().find(|(_, set)| *set) {
+            return Err(Error::invalid(
+                field,
+                "must be unset in a recurring template: its cron schedule times each run",
+            ));
+        }
+        validate(job, ctx)?;
+        let next = cron.next_after(from_millis(ctx.now_ms));
+        ctx.conn.prepare_cached(UPSERT_RECURRING)?.execute(named_params! {
+            ":key": key.as_str(), ":cron": cron.as_str(), ":zone": cron.time_zone(), ":missed": r.missed.as_str(),
+            ":template": template_to_json(job).to_string(), ":next": next.map(to_millis), ":now": ctx.now_ms,
+        })?;
+        let last: Option<i64> = ctx
+            .conn
+            .prepare_cached("SELECT last_slot_at FROM recurring WHERE key = :key")?
+            .query_row(named_params! { ":key": key.as_str() }, |row| row.get(0))?;
+        Ok(RecurringInfo {
+            key: key.to_string(),
+            cron: cron.as_str().to_owned(),
+            time_zone: cron.time_zone().to_owned(),
+            next_run: next,
+            last_run: last.map(from_millis),
+        })
+    }
+}
+
+impl Operation for RemoveRecurring {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let removed = ctx
+            .conn
+            .prepare_cached("DELETE FROM recurring WHERE key = :key")?
+            .execute(named_params! { ":key": self.key })?;
+        if removed == 0 {
+            return Err(Error::not_found(format!(
+                "recurring template {:?}",
+                self.key
+            )));
+        }
+        Ok(())
+    }
+}
+
+const SELECT_DUE_TEMPLATES: &str = "SELECT key, cron, time_zone, missed, template, next_slot_at \
+     FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= :now \
+     ORDER BY next_slot_at LIMIT 100";
+
+const ADVANCE_TEMPLATE: &str = "UPDATE recurring SET next_slot_at = :next, \
+     last_slot_at = COALESCE(:last, last_slot_at) WHERE key = :key";
+
+/// Creates the jobs of every template slot that is due, as each template's missed-slot policy says, and moves the
+/// templates on. Returns how many jobs it created.
+pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
+    type Row = (String, String, String, String, String, i64);
+    let due: Vec<Row> = ctx
+        .conn
+        .prepare_cached(SELECT_DUE_TEMPLATES)?
+        .query_map(named_params! { ":now": ctx.now_ms }, |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    let now = from_millis(ctx.now_ms);
+    let mut created = 0;
+    for (key, cron, zone, missed, template, next_slot) in due {
+        let cron = match Cron::parse(&cron, &zone) {
+            Ok(cron) => cron,
+            Err(e) => {
+                // Only possible if the time zone database changed under a stored template: stop it, loudly.
+                tracing::error!(key, error = %e, "a recurring template no longer parses; it is stopped");
+                let params =
+                    named_params! { ":next": None::<i64>, ":last": None::<i64>, ":key": key };
+                ctx.conn.prepare_cached(ADVANCE_TEMPLATE)?.execute(params)?;
+                continue;
+            }
+        };
+        let mut slots = vec![from_millis(next_slot)];
+        while slots.len() < MAX_SLOTS_PER_STEP {
+            match cron.next_after(*slots.last().expect("never empty")) {
+                Some(next) if next <= now => slots.push(next),
+                _ => break,
+            }
+        }
+        let latest = *slots.last().expect("never empty");
+        let chosen: Vec<Timestamp> = match MissedSlots::parse_stored(&missed) {
+            MissedSlots::RunAll => slots,
+            MissedSlots::RunOnce => vec![latest],
+            MissedSlots::Skip
+                if now.duration_since(latest)
+                    <= jiff::SignedDuration::try_from(SKIP_GRACE).unwrap_or_default() =>
+            {
+                vec![latest]
+            }
+            MissedSlots::Skip => Vec::new(),
+        };
+        let job = template_from_json(&template)?;
+        for slot in &chosen {
+            insert(&job.clone().run_at(*slot), ctx)?;
+            created += 1;
+        }
+        let params = named_params! {
+            ":next": cron.next_after(latest).map(to_millis),
+            ":last": chosen.last().map(|t| to_millis(*t)),
+            ":key": key,
+        };
+        ctx.conn.prepare_cached(ADVANCE_TEMPLATE)?.execute(params)?;
+    }
+    Ok(created)
+}
+
+/// Lists the templates, by key.
+pub(crate) fn list_recurring(conn: &rusqlite::Connection) -> Result<Vec<RecurringInfo>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT key, cron, time_zone, next_slot_at, last_slot_at FROM recurring ORDER BY key",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        Ok(RecurringInfo {
+            key: r.get(0)?,
+            cron: r.get(1)?,
+            time_zone: r.get(2)?,
+            next_run: r.get::<_, Option<i64>>(3)?.map(from_millis),
+            last_run: r.get::<_, Option<i64>>(4)?.map(from_millis),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The earliest template slot not yet created, for the writer's next wake-up.
+pub(crate) fn next_template_slot(conn: &rusqlite::Connection) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL")?
+        .query_row([], |r| r.get(0))
+        .optional()?
+        .flatten())
+}
