@@ -105,6 +105,18 @@ impl Error {
         self
     }
 
+    /// The same input error reported under another field name: `repeat: …` becomes `schedule: …`.
+    pub(crate) fn renamed(mut self, field: &'static str) -> Self {
+        if let Some(rest) = self
+            .field
+            .replace(field)
+            .and_then(|old| self.message.strip_prefix(old))
+        {
+            self.message = format!("{field}{rest}");
+        }
+        self
+    }
+
     /// What went wrong.
     pub fn kind(&self) -> ErrorKind {
         self.kind

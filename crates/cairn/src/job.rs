@@ -216,8 +216,10 @@ pub struct Job {
     pub error: Option<String>,
     /// The failure group, once failed (for a recurring job: of its last failed run).
     pub failure_group: Option<String>,
-    /// For a recurring job, its repeat specification (upper-cased).
-    pub repeat: Option<String>,
+    /// For a recurring job, its schedule: a repeat specification (upper-cased) or a cron expression.
+    pub schedule: Option<String>,
+    /// For a cron schedule, its time zone.
+    pub time_zone: Option<String>,
     /// One record per attempt, oldest first. Filled by [`Queue::get`](crate::Queue::get); empty in listings.
     pub history: Vec<Attempt>,
 }

@@ -61,6 +61,7 @@ pub use queue::Queue;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
+pub use schedule::Schedule;
 pub use schedule::cron::Cron;
 pub use schedule::repeat::{Repeat, RepeatBase, RunTimes};
 pub use store::sqlite::connection::SqliteSettings;

@@ -32,7 +32,8 @@ CREATE TABLE jobs (
     finished_at        INTEGER,                           -- entry into completed, failed or cancelled
     error              TEXT,                              -- the last attempt's error message
     failure_group      TEXT,                              -- set when failed
-    repeat             TEXT,                              -- Bedrock repeat spec of a recurring job, upper-cased
+    schedule           TEXT,                              -- a recurring job's schedule: Bedrock repeat spec or cron
+    time_zone          TEXT,                              -- a cron schedule's IANA time zone
     slot_at            INTEGER NOT NULL                   -- when the current run was due (retries move run_at, not this)
 );
 

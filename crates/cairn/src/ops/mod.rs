@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
 use crate::lease::Lease;
 use crate::retry_policy::RetryPolicy;
-use crate::schedule::repeat::{Repeat, RunTimes};
+use crate::schedule::Schedule;
+use crate::schedule::repeat::RunTimes;
 use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod cancel;
@@ -164,8 +165,9 @@ pub(crate) struct HeldJob {
     pub attempt: u32,
     pub claims: u32,
     pub retry: RetryPolicy,
-    /// A recurring job's repeat specification.
-    pub repeat: Option<String>,
+    /// A recurring job's schedule, and a cron schedule's time zone.
+    pub schedule: Option<String>,
+    pub time_zone: Option<String>,
     /// When the current run was due.
     pub slot_at: i64,
 }
@@ -174,7 +176,7 @@ pub(crate) struct HeldJob {
 macro_rules! held_job_columns {
     () => {
         "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
-         worker, attempt_started_at, claims, repeat, slot_at"
+         worker, attempt_started_at, claims, schedule, time_zone, slot_at"
     };
 }
 pub(crate) use held_job_columns;
@@ -189,8 +191,9 @@ pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Hel
         worker: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
         attempt_started_at: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
         claims: row.get(10)?,
-        repeat: row.get(11)?,
-        slot_at: row.get(12)?,
+        schedule: row.get(11)?,
+        time_zone: row.get(12)?,
+        slot_at: row.get(13)?,
     })
 }
 
@@ -207,9 +210,9 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
         .prepare_cached(SELECT_HELD_JOB)?
         .query_row(named_params! { ":id": job.0 }, |row| {
             Ok((
-                row.get::<_, String>(13)?,
-                row.get::<_, Option<i64>>(14)?,
+                row.get::<_, String>(14)?,
                 row.get::<_, Option<i64>>(15)?,
+                row.get::<_, Option<i64>>(16)?,
                 held_job_from_row(row)?,
             ))
         })
@@ -326,16 +329,16 @@ pub(crate) fn schedule_next_run(
     ctx: &mut WriteCtx<'_>,
     held: &HeldJob,
 ) -> Result<Option<JobState>> {
-    let Some(spec) = &held.repeat else {
+    let Some(spec) = &held.schedule else {
         return Ok(None);
     };
-    let repeat = Repeat::parse(spec)?;
+    let schedule = Schedule::parse(spec, held.time_zone.as_deref())?;
     let run = RunTimes {
         scheduled: from_millis(held.slot_at),
         started: (held.attempt_started_at > 0).then(|| from_millis(held.attempt_started_at)),
         now: from_millis(ctx.now_ms),
     };
-    let next = match repeat.next_run(run) {
+    let next = match schedule.next_run(run) {
         Ok(next) => to_millis(next),
         Err(e) => {
             tracing::warn!(job = %held.id, error = %e, "a recurring job has no next run; its recurrence ends");

@@ -12,7 +12,7 @@ use crate::job::{JobId, JobState};
 use crate::names::{JobName, QueueName, Tag, UniqueKey};
 use crate::ops::{Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
-use crate::schedule::repeat::Repeat;
+use crate::schedule::Schedule;
 
 /// A job to enqueue. Fields are outside input: they are validated when the job is pushed, and a bad field fails
 /// the push with an error naming it, writing nothing.
@@ -42,9 +42,12 @@ pub struct Push {
     pub tags: Vec<String>,
     /// The job's parent, which must exist.
     pub parent: Option<JobId>,
-    /// Makes the job recurring: a Bedrock repeat specification such as `FINISHED, +1 HOUR` or `DAILY`. When the
-    /// job finishes (or a run fails), it is scheduled again for its next run, with the data it finished with.
-    pub repeat: Option<String>,
+    /// Makes the job recurring: a Bedrock repeat specification (`FINISHED, +1 HOUR`, `DAILY`) or a cron
+    /// expression (`0 4 * * *`). When a run ends (finished, failed, or out of retries), the job is scheduled again
+    /// for its next run, with the data it finished with.
+    pub schedule: Option<String>,
+    /// The IANA time zone of a cron schedule; `UTC` unless set.
+    pub time_zone: Option<String>,
 }
 
 impl Push {
@@ -63,7 +66,8 @@ impl Push {
             unique_key: None,
             tags: Vec::new(),
             parent: None,
-            repeat: None,
+            schedule: None,
+            time_zone: None,
         }
     }
 
@@ -143,9 +147,15 @@ impl Push {
         self
     }
 
-    /// Makes the job recurring with a Bedrock repeat specification.
-    pub fn repeat(mut self, spec: impl Into<String>) -> Self {
-        self.repeat = Some(spec.into());
+    /// Makes the job recurring with a Bedrock repeat specification or a cron expression.
+    pub fn schedule(mut self, spec: impl Into<String>) -> Self {
+        self.schedule = Some(spec.into());
+        self
+    }
+
+    /// Sets the time zone of a cron schedule.
+    pub fn time_zone(mut self, zone: impl Into<String>) -> Self {
+        self.time_zone = Some(zone.into());
         self
     }
 }
@@ -182,7 +192,7 @@ pub(crate) struct ValidPush {
     lease_timeout_ms: i64,
     unique_key: Option<UniqueKey>,
     tags: Vec<Tag>,
-    repeat: Option<Repeat>,
+    schedule: Option<Schedule>,
 }
 
 pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
@@ -228,9 +238,19 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     tags.sort();
     tags.dedup();
     let data = encode_json("data", &push.data, ctx.limits)?;
-    let repeat = push.repeat.as_deref().map(Repeat::parse).transpose()?;
+    if push.time_zone.is_some() && push.schedule.is_none() {
+        return Err(Error::invalid(
+            "time_zone",
+            "applies only to a job with a schedule",
+        ));
+    }
+    let schedule = push
+        .schedule
+        .as_deref()
+        .map(|s| Schedule::parse(s, push.time_zone.as_deref()))
+        .transpose()?;
     Ok(ValidPush {
-        repeat,
+        schedule,
         priority: push.priority,
         weight: push.weight,
         parent: push.parent,
@@ -255,21 +275,21 @@ macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         repeat, slot_at) VALUES "
+         schedule, time_zone, slot_at) VALUES "
     };
 }
 
-const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 
 /// The values one job binds in INSERT_JOB and INSERT_JOBS.
-const COLUMNS_PER_JOB: usize = 18;
+const COLUMNS_PER_JOB: usize = 19;
 
 /// How many plain jobs of a batch one INSERT statement carries: fewer statements is most of a batch's speed.
 const ROWS_PER_INSERT: usize = 32;
 
 /// INSERT_JOBS: [`ROWS_PER_INSERT`] jobs in one statement, returning their ids.
 static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     format!(
         "{}{} RETURNING id",
         insert_jobs!(),
@@ -302,8 +322,10 @@ fn bind_job(
     stmt.raw_bind_parameter(first + 13, valid.unique_key.as_ref().map(|k| k.as_str()))?;
     stmt.raw_bind_parameter(first + 14, valid.parent.map(|p| p.0))?;
     stmt.raw_bind_parameter(first + 15, now)?;
-    stmt.raw_bind_parameter(first + 16, valid.repeat.as_ref().map(|r| r.as_str()))?;
-    stmt.raw_bind_parameter(first + 17, valid.run_at)?;
+    let (schedule, time_zone) = valid.schedule.as_ref().map(Schedule::to_stored).unzip();
+    stmt.raw_bind_parameter(first + 16, schedule)?;
+    stmt.raw_bind_parameter(first + 17, time_zone.flatten())?;
+    stmt.raw_bind_parameter(first + 18, valid.run_at)?;
     Ok(())
 }
 

@@ -65,7 +65,7 @@ pub struct Recurring {
     pub time_zone: String,
     /// What to do with slots that passed unseen.
     pub missed: MissedSlots,
-    /// The job to create at each slot. Its `run_at`, `delay`, `unique_key`, `parent` and `repeat` must be unset:
+    /// The job to create at each slot. Its `run_at`, `delay`, `unique_key`, `parent` and `schedule` must be unset:
     /// the slot times each run.
     pub job: Push,
 }
@@ -185,7 +185,7 @@ impl Operation for SetRecurring {
             ("job.delay", job.delay.is_some()),
             ("job.unique_key", job.unique_key.is_some()),
             ("job.parent", job.parent.is_some()),
-            ("job.repeat", job.repeat.is_some()),
+            ("job.schedule", job.schedule.is_some()),
         ];
         if let Some((field, _)) = timed_elsewhere.iter().find(|(_, set)| *set) {
             return Err(Error::invalid(

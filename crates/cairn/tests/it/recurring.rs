@@ -40,7 +40,7 @@ async fn finished_base_counts_from_the_finish_and_carries_the_data() {
     let t = TestQueue::new().await;
     let push = Push::new("feed.poll")
         .data(json!({"cursor": 0}))
-        .repeat("finished, +1 hour")
+        .schedule("finished, +1 hour")
         .lease_timeout(Duration::from_secs(3600));
     t.queue.enqueue(push).await.unwrap();
     let job = run_once(
@@ -57,7 +57,7 @@ async fn finished_base_counts_from_the_finish_and_carries_the_data() {
         "an hour after the finish at 00:10"
     );
     assert_eq!(
-        (job.attempt, job.finished_at, job.repeat.as_deref()),
+        (job.attempt, job.finished_at, job.schedule.as_deref()),
         (0, None, Some("FINISHED, +1 HOUR"))
     );
     assert!(t.take("w").await.is_none());
@@ -79,11 +79,11 @@ async fn started_and_scheduled_bases_count_from_their_moments() {
     let t = TestQueue::new().await;
     let hour = Duration::from_secs(3600);
     let a = Push::new("a")
-        .repeat("STARTED, +1 HOUR")
+        .schedule("STARTED, +1 HOUR")
         .queue("a")
         .lease_timeout(hour);
     let b = Push::new("b")
-        .repeat("SCHEDULED, +1 HOUR")
+        .schedule("SCHEDULED, +1 HOUR")
         .queue("b")
         .lease_timeout(hour);
     let started = t.queue.enqueue(a).await.unwrap().id;
@@ -124,13 +124,13 @@ async fn scheduled_catches_up_as_bedrock_does() {
     let t = TestQueue::new().await;
     let short = t
         .queue
-        .enqueue(Push::new("short").repeat("SCHEDULED, +1 HOUR").queue("s"))
+        .enqueue(Push::new("short").schedule("SCHEDULED, +1 HOUR").queue("s"))
         .await
         .unwrap()
         .id;
     let long = t
         .queue
-        .enqueue(Push::new("long").repeat("SCHEDULED, +1 DAY").queue("l"))
+        .enqueue(Push::new("long").schedule("SCHEDULED, +1 DAY").queue("l"))
         .await
         .unwrap()
         .id;
@@ -156,7 +156,7 @@ async fn scheduled_catches_up_as_bedrock_does() {
 async fn a_failed_or_exhausted_run_keeps_the_schedule_and_cancel_ends_it() {
     let t = TestQueue::new().await;
     let push = Push::new("report")
-        .repeat("FINISHED, +1 DAY")
+        .schedule("FINISHED, +1 DAY")
         .retry(RetryPolicy::immediate(2));
     let id = t.queue.enqueue(push).await.unwrap().id;
     let c = t.take("w").await.unwrap();
@@ -201,7 +201,7 @@ async fn a_crash_mid_run_recovers_one_run_not_two() {
     let t = TestQueue::new().await;
     let id = t
         .queue
-        .enqueue(Push::new("tick").repeat("SCHEDULED, +1 HOUR"))
+        .enqueue(Push::new("tick").schedule("SCHEDULED, +1 HOUR"))
         .await
         .unwrap()
         .id;
@@ -230,19 +230,57 @@ async fn a_crash_mid_run_recovers_one_run_not_two() {
     queue.close(Duration::from_secs(5)).await.unwrap();
 }
 
+/// A job can recur on a cron schedule in a time zone too: after each run, the next slot in local time.
+#[tokio::test]
+async fn a_cron_scheduled_job_runs_again_at_its_next_local_slot() {
+    let t = TestQueue::new().await; // 2026-01-01T00:00Z is 01:00 in Berlin (CET)
+    let push = Push::new("nightly")
+        .schedule("0 4 * * *")
+        .time_zone("Europe/Berlin");
+    let id = t.queue.enqueue(push).await.unwrap().id;
+    let c = t.take("w").await.unwrap();
+    t.queue.finish(&c.lease, None).await.unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        (job.state, job.run_at),
+        (JobState::Scheduled, at(hours(3))),
+        "04:00 CET is 03:00Z"
+    );
+    assert_eq!(
+        (job.schedule.as_deref(), job.time_zone.as_deref()),
+        (Some("0 4 * * *"), Some("Europe/Berlin"))
+    );
+    let err = t
+        .queue
+        .enqueue(Push::new("x").schedule("DAILY").time_zone("Europe/Berlin"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("time_zone"));
+    let err = t
+        .queue
+        .enqueue(Push::new("x").time_zone("Europe/Berlin"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "time_zone: applies only to a job with a schedule"
+    );
+    t.close().await;
+}
+
 #[tokio::test]
 async fn bad_repeat_specs_are_refused_when_the_job_is_created() {
     let t = TestQueue::new().await;
     let err = t
         .queue
-        .enqueue(Push::new("x").repeat("FINISHED, +1 FORTNIGHT"))
+        .enqueue(Push::new("x").schedule("FINISHED, +1 FORTNIGHT"))
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    assert_eq!(err.field(), Some("repeat"));
+    assert_eq!(err.field(), Some("schedule"));
     assert!(
         err.to_string()
-            .starts_with("repeat: \"+1 FORTNIGHT\" is not a modifier; expected"),
+            .starts_with("schedule: \"+1 FORTNIGHT\" is not a modifier; expected"),
         "{err}"
     );
     assert!(

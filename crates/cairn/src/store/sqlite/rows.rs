@@ -18,7 +18,7 @@ macro_rules! job_columns {
          max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
          unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
          (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag)), \
-         attempt_started_at, repeat"
+         attempt_started_at, schedule, time_zone"
     };
 }
 #[allow(unused_imports)]
@@ -96,7 +96,8 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
                     .collect()
             })
             .unwrap_or_default(),
-        repeat: row.get(27)?,
+        schedule: row.get(27)?,
+        time_zone: row.get(28)?,
         history: Vec::new(),
     })
 }
