@@ -61,8 +61,8 @@ pub use queue::Queue;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
-pub use schedule::Schedule;
 pub use schedule::cron::Cron;
 pub use schedule::repeat::{Repeat, RepeatBase, RunTimes};
+pub use schedule::{Schedule, parse_first_run};
 pub use store::sqlite::connection::SqliteSettings;
 pub use worker::{HandlerResult, JobContext, JobError, Worker, WorkerBuilder, WorkerReport};

@@ -14,6 +14,30 @@ use crate::error::{Error, Result};
 use cron::Cron;
 use repeat::{Repeat, RunTimes};
 
+/// Parses a first run time as Bedrock's `firstRun` takes it, in UTC: `YYYY-MM-DD` (midnight) or
+/// `YYYY-MM-DD HH:MM:SS`.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on the field `first_run`.
+pub fn parse_first_run(text: &str) -> Result<Timestamp> {
+    let invalid = || {
+        Error::invalid(
+            "first_run",
+            format!("must be YYYY-MM-DD or YYYY-MM-DD HH:MM:SS (UTC), got {text:?}"),
+        )
+    };
+    let civil = match text.len() {
+        10 => jiff::civil::Date::strptime("%Y-%m-%d", text)
+            .map_err(|_| invalid())?
+            .to_datetime(jiff::civil::Time::midnight()),
+        19 => jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", text).map_err(|_| invalid())?,
+        _ => return Err(invalid()),
+    };
+    jiff::tz::TimeZone::UTC
+        .to_timestamp(civil)
+        .map_err(|_| invalid())
+}
+
 /// A recurring job's schedule.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Schedule {
@@ -107,6 +131,29 @@ impl fmt::Display for Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn first_run_takes_bedrocks_two_formats() {
+        assert_eq!(
+            parse_first_run("2025-06-18").unwrap().to_string(),
+            "2025-06-18T00:00:00Z"
+        );
+        assert_eq!(
+            parse_first_run("2025-06-18 13:45:00").unwrap().to_string(),
+            "2025-06-18T13:45:00Z"
+        );
+        for bad in [
+            "2025-6-18",
+            "2025-06-18T13:45:00",
+            "2025-02-30",
+            "2025-06-18 25:00:00",
+            "tomorrow",
+            "",
+        ] {
+            let err = parse_first_run(bad).unwrap_err();
+            assert_eq!(err.field(), Some("first_run"), "{bad}");
+        }
+    }
 
     #[test]
     fn either_grammar_by_its_first_word() {
