@@ -332,13 +332,13 @@ pub(crate) fn schedule_next_run(
     let Some(spec) = &held.schedule else {
         return Ok(None);
     };
-    let schedule = Schedule::parse(spec, held.time_zone.as_deref())?;
+    let parsed = Schedule::parse(spec, held.time_zone.as_deref());
     let run = RunTimes {
         scheduled: from_millis(held.slot_at),
         started: (held.attempt_started_at > 0).then(|| from_millis(held.attempt_started_at)),
         now: from_millis(ctx.now_ms),
     };
-    let next = match schedule.next_run(run) {
+    let next = match parsed.and_then(|schedule| schedule.next_run(run)) {
         Ok(next) => to_millis(next),
         Err(e) => {
             tracing::warn!(job = %held.id, error = %e, "a recurring job has no next run; its recurrence ends");

@@ -194,7 +194,22 @@ impl Operation for SetRecurring {
             ));
         }
         validate(job, ctx)?;
-        let next = cron.next_after(from_millis(ctx.now_ms));
+        let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx
+            .conn
+            .prepare_cached("SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = :key")?
+            .query_row(named_params! { ":key": key.as_str() }, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .optional()?;
+        let next = match stored {
+            // The same schedule: a slot already due but not yet created stays due.
+            Some((c, z, pending, _)) if c == cron.as_str() && z == cron.time_zone() => {
+                pending.map(from_millis)
+            }
+            // A new schedule counts from now, and never from before the last slot created (the clock may be behind).
+            Some((_, _, _, last)) => {
+                cron.next_after(from_millis(last.map_or(ctx.now_ms, |l| l.max(ctx.now_ms))))
+            }
+            None => cron.next_after(from_millis(ctx.now_ms)),
+        };
         ctx.conn.prepare_cached(UPSERT_RECURRING)?.execute(named_params! {
             ":key": key.as_str(), ":cron": cron.as_str(), ":zone": cron.time_zone(), ":missed": r.missed.as_str(),
             ":template": template_to_json(job).to_string(), ":next": next.map(to_millis), ":now": ctx.now_ms,
@@ -270,30 +285,46 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
                 continue;
             }
         };
-        let mut slots = vec![from_millis(next_slot)];
-        while slots.len() < MAX_SLOTS_PER_STEP {
-            match cron.next_after(*slots.last().expect("never empty")) {
-                Some(next) if next <= now => slots.push(next),
-                _ => break,
+        let first = from_millis(next_slot);
+        let policy = MissedSlots::parse_stored(&missed);
+        let (chosen, latest) = match policy {
+            MissedSlots::RunAll => {
+                let mut slots = vec![first];
+                while slots.len() < MAX_SLOTS_PER_STEP {
+                    match cron.next_after(*slots.last().expect("never empty")) {
+                        Some(next) if next <= now => slots.push(next),
+                        _ => break,
+                    }
+                }
+                let latest = *slots.last().expect("never empty");
+                (slots, latest)
             }
-        }
-        let latest = *slots.last().expect("never empty");
-        let chosen: Vec<Timestamp> = match MissedSlots::parse_stored(&missed) {
-            MissedSlots::RunAll => slots,
-            MissedSlots::RunOnce => vec![latest],
-            MissedSlots::Skip
-                if now.duration_since(latest)
-                    <= jiff::SignedDuration::try_from(SKIP_GRACE).unwrap_or_default() =>
-            {
-                vec![latest]
+            MissedSlots::RunOnce | MissedSlots::Skip => {
+                let latest = last_slot_at_or_before(&cron, first, now);
+                let late = now.duration_since(latest);
+                let on_time =
+                    late <= jiff::SignedDuration::try_from(SKIP_GRACE).unwrap_or_default();
+                let chosen = if policy == MissedSlots::Skip && !on_time {
+                    Vec::new()
+                } else {
+                    vec![latest]
+                };
+                (chosen, latest)
             }
-            MissedSlots::Skip => Vec::new(),
         };
-        let job = template_from_json(&template)?;
-        for slot in &chosen {
-            insert(&job.clone().run_at(*slot), ctx)?;
-            created += 1;
+        // Each template in its own savepoint: one that cannot create its job (its stored job no longer passes
+        // validation, say) skips its slots with an error in the log, and holds up nothing else.
+        ctx.conn.execute_batch("SAVEPOINT template")?;
+        let made = create_slots(ctx, &template, &chosen);
+        match &made {
+            Ok(_) => ctx.conn.execute_batch("RELEASE template")?,
+            Err(e) => {
+                ctx.conn
+                    .execute_batch("ROLLBACK TO template; RELEASE template")?;
+                tracing::error!(key, error = %e, "a recurring template could not create its job; its slot is skipped");
+            }
         }
+        created += made.unwrap_or(0);
         let params = named_params! {
             ":next": cron.next_after(latest).map(to_millis),
             ":last": chosen.last().map(|t| to_millis(*t)),
@@ -302,6 +333,36 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
         ctx.conn.prepare_cached(ADVANCE_TEMPLATE)?.execute(params)?;
     }
     Ok(created)
+}
+
+/// Creates one job from a template for each slot.
+fn create_slots(ctx: &mut WriteCtx<'_>, template: &str, slots: &[Timestamp]) -> Result<usize> {
+    let job = template_from_json(template)?;
+    for slot in slots {
+        insert(&job.clone().run_at(*slot), ctx)?;
+    }
+    Ok(slots.len())
+}
+
+/// The latest slot at or before `now`, given that `first` (at or before `now`) is one. Looks back from `now` over
+/// doubling windows, so a long downtime costs a few steps, not one per missed slot.
+fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Timestamp {
+    let mut window = jiff::SignedDuration::from_secs(1);
+    let mut slot = loop {
+        let from = now
+            .checked_sub(window)
+            .unwrap_or(first)
+            .max(first - jiff::SignedDuration::from_millis(1));
+        match cron.next_after(from) {
+            Some(slot) if slot <= now => break slot,
+            _ if from < first => break first,
+            _ => window = window.checked_mul(2).unwrap_or(jiff::SignedDuration::MAX),
+        }
+    };
+    while let Some(next) = cron.next_after(slot).filter(|next| *next <= now) {
+        slot = next;
+    }
+    slot
 }
 
 /// Lists the templates, by key.

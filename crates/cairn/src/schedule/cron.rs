@@ -145,7 +145,11 @@ impl Cron {
             .ok()?;
         let start = start.with().subsec_nanosecond(0).build().ok()?;
         let mut date = start.date();
-        let last = date.checked_add(Span::new().years(SEARCH_YEARS)).ok()?;
+        let end_of_range = Date::new(9999, 12, 30).expect("a valid date");
+        let last = date
+            .checked_add(Span::new().years(SEARCH_YEARS))
+            .unwrap_or(end_of_range)
+            .min(end_of_range);
         while date <= last {
             if self.months & (1 << date.month()) == 0 {
                 date = date.last_of_month().tomorrow().ok()?;
@@ -168,7 +172,7 @@ impl Cron {
 
     /// The next `count` runs after `from`.
     pub fn next_runs(&self, from: Timestamp, count: usize) -> Vec<Timestamp> {
-        let mut runs = Vec::with_capacity(count);
+        let mut runs = Vec::with_capacity(count.min(1000));
         let mut last = from;
         while runs.len() < count {
             let Some(next) = self.next_after(last) else {
@@ -207,9 +211,12 @@ impl Cron {
             AmbiguousOffset::Gap { before, .. } => {
                 // Read with the offset from before the gap, the time lands after the jump; the jump itself is the
                 // transition just before that.
+                // `preceding` finds transitions strictly before its argument, and `later` is the jump itself when
+                // `civil` is the first skipped instant (02:00 on a spring-forward night): look from just after it.
                 let later = before.to_timestamp(civil).ok()?;
+                let just_after = later.checked_add(SignedDuration::from_nanos(1)).ok()?;
                 self.tz
-                    .preceding(later)
+                    .preceding(just_after)
                     .next()
                     .map(|transition| transition.timestamp())
             }
@@ -274,14 +281,15 @@ fn parse_field(field: &str, index: usize, min: u8, max: u8, names: &[&str]) -> R
         if let Some(i) = names.iter().position(|n| *n == token) {
             return Ok(i as u8 + min);
         }
-        let n: u8 = token.parse().map_err(|_| {
-            invalid(format!(
-                "{what} field: {token:?} is not a number{}",
-                if names.is_empty() { "" } else { " or a name" }
-            ))
-        })?;
-        // Sunday may be 7 as well as 0.
-        let n = if index == 5 && n == 7 { 0 } else { n };
+        let n: u8 = token
+            .parse::<u32>()
+            .map(|n| n.min(255) as u8)
+            .map_err(|_| {
+                invalid(format!(
+                    "{what} field: {token:?} is not a number{}",
+                    if names.is_empty() { "" } else { " or a name" }
+                ))
+            })?;
         if !(min..=max).contains(&n) {
             return Err(invalid(format!(
                 "{what} field: {n} is out of range {min}-{max}"
@@ -325,6 +333,12 @@ fn parse_field(field: &str, index: usize, min: u8, max: u8, names: &[&str]) -> R
     Ok(mask)
 }
 
+/// Parses a day-of-week list into a mask of bits 0 (Sunday) to 6: 7 is Sunday too, also inside ranges (`5-7`).
+fn parse_dow(field: &str) -> Result<u64> {
+    let mask = parse_field(field, 5, 0, 7, &DAYS)?;
+    Ok((mask & 0x7f) | ((mask >> 7) & 1))
+}
+
 /// Parses the two day fields with their extensions (`L`, `W`, `#`).
 fn parse_days(dom: &str, dow: &str) -> Result<DayRule> {
     let mut rule = DayRule {
@@ -358,10 +372,15 @@ fn parse_days(dom: &str, dow: &str) -> Result<DayRule> {
     let mut plain = Vec::new();
     for part in dow.split(',') {
         if let Some(day) = part.strip_suffix('L').filter(|d| !d.is_empty()) {
-            let d = parse_field(day, 5, 0, 6, &DAYS)?;
-            rule.last_of_month |= d;
+            rule.last_of_month |= parse_dow(day)?;
         } else if let Some((day, k)) = part.split_once('#') {
-            let d = parse_field(day, 5, 0, 6, &DAYS)?.trailing_zeros() as u8;
+            let mask = parse_dow(day)?;
+            if mask.count_ones() != 1 {
+                return Err(invalid(format!(
+                    "day of week field: {part:?} needs a single day before #"
+                )));
+            }
+            let d = mask.trailing_zeros() as u8;
             let k: u8 = k
                 .parse()
                 .ok()
@@ -377,7 +396,7 @@ fn parse_days(dom: &str, dow: &str) -> Result<DayRule> {
         }
     }
     if !plain.is_empty() {
-        rule.dow = parse_field(&plain.join(","), 5, 0, 6, &DAYS)?;
+        rule.dow = parse_dow(&plain.join(","))?;
     }
     Ok(rule)
 }
@@ -435,6 +454,55 @@ mod tests {
                 2
             ),
             ["2025-03-09T07:00:00Z", "2025-03-10T06:00:00Z"]
+        );
+    }
+
+    #[test]
+    fn a_time_at_the_very_start_of_a_gap_still_runs_that_day() {
+        assert_eq!(
+            runs("0 2 * * *", "America/New_York", "2025-03-08T12:00:00Z", 2),
+            ["2025-03-09T07:00:00Z", "2025-03-10T06:00:00Z"]
+        );
+        assert_eq!(
+            runs("0 2 * * *", "Europe/Berlin", "2025-03-29T12:00:00Z", 2),
+            ["2025-03-30T01:00:00Z", "2025-03-31T00:00:00Z"]
+        );
+        // Chile springs forward at midnight: 2025-09-07 00:00 does not exist.
+        assert_eq!(
+            runs("0 0 * * *", "America/Santiago", "2025-09-05T12:00:00Z", 3),
+            [
+                "2025-09-06T04:00:00Z",
+                "2025-09-07T04:00:00Z",
+                "2025-09-08T03:00:00Z"
+            ]
+        );
+    }
+
+    #[test]
+    fn sunday_is_seven_inside_ranges_too() {
+        assert_eq!(
+            runs("0 0 * * 0-7", "UTC", "2025-06-01T12:00:00Z", 2),
+            ["2025-06-02T00:00:00Z", "2025-06-03T00:00:00Z"]
+        );
+        // Friday to Sunday: 2025-06-06 is a Friday.
+        assert_eq!(
+            runs("0 0 * * 5-7", "UTC", "2025-06-02T00:00:00Z", 4),
+            [
+                "2025-06-06T00:00:00Z",
+                "2025-06-07T00:00:00Z",
+                "2025-06-08T00:00:00Z",
+                "2025-06-13T00:00:00Z"
+            ]
+        );
+        assert_eq!(
+            Cron::parse("0 0 * * MON-FRI#2", "UTC")
+                .unwrap_err()
+                .to_string(),
+            "cron: day of week field: \"MON-FRI#2\" needs a single day before #"
+        );
+        assert_eq!(
+            Cron::parse("300 * * * *", "UTC").unwrap_err().to_string(),
+            "cron: minute field: 255 is out of range 0-59"
         );
     }
 

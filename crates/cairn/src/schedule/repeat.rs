@@ -147,7 +147,7 @@ impl Repeat {
     /// As [`Repeat::next_run`]; also when a run would not come after the one before (for example `SCHEDULED,
     /// START OF DAY`, which stays on the same midnight forever).
     pub fn next_runs(&self, from: Timestamp, count: usize) -> Result<Vec<Timestamp>> {
-        let mut runs = Vec::with_capacity(count);
+        let mut runs = Vec::with_capacity(count.min(1000));
         let mut last = from;
         for _ in 0..count {
             let next = self.next_run(RunTimes {

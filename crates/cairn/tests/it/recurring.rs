@@ -497,3 +497,64 @@ async fn templates_are_validated_and_removable() {
     assert!(runs_of(&t.queue, "gone").await.is_empty());
     t.close().await;
 }
+
+/// After a long downtime, RunOnce creates exactly one job however dense the schedule, at the latest missed slot.
+#[tokio::test]
+async fn run_once_after_a_day_down_creates_one_job_for_a_per_second_schedule() {
+    let t = TestQueue::new().await;
+    t.queue
+        .set_recurring(template(
+            "dense",
+            "* * * * * *",
+            cairn::MissedSlots::RunOnce,
+        ))
+        .await
+        .unwrap();
+    t.queue
+        .set_recurring(template(
+            "minutely",
+            "* * * * *",
+            cairn::MissedSlots::RunOnce,
+        ))
+        .await
+        .unwrap();
+    t.close().await;
+    t.advance(Duration::from_secs(24 * 3600) + Duration::from_millis(500));
+    let options = QueueOptions {
+        clock: std::sync::Arc::new(t.clock.clone()),
+        ..Default::default()
+    };
+    let queue = Queue::open_with(t.path(), options).await.unwrap();
+    queue.sqlite_settings().await.unwrap();
+    assert_eq!(runs_of(&queue, "dense").await, [at(hours(24))]);
+    assert_eq!(runs_of(&queue, "minutely").await, [at(hours(24))]);
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
+
+/// Setting a template again with a new schedule never goes back before the last slot it created, even with the
+/// clock behind.
+#[tokio::test]
+async fn re_setting_a_template_never_recreates_a_slot() {
+    let t = TestQueue::new().await;
+    t.queue
+        .set_recurring(template("tick", "0 * * * *", cairn::MissedSlots::RunAll))
+        .await
+        .unwrap();
+    t.advance(Duration::from_secs(3600));
+    t.queue.sqlite_settings().await.unwrap();
+    t.clock.set(at(minutes(30))); // the clock is behind the last slot created (01:00)
+    let info = t
+        .queue
+        .set_recurring(template("tick", "*/30 * * * *", cairn::MissedSlots::RunAll))
+        .await
+        .unwrap();
+    assert_eq!(
+        info.next_run,
+        Some(at(minutes(90))),
+        "after 01:00, not 01:00 again"
+    );
+    t.clock.set(at(minutes(61)));
+    t.queue.sqlite_settings().await.unwrap();
+    assert_eq!(runs_of(&t.queue, "tick").await, [at(hours(1))]);
+    t.close().await;
+}

@@ -654,14 +654,15 @@ impl TimedWork<'_> {
         let mut updates = TimedUpdates::default();
         // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
         if self.due {
-            let created = crate::ops::recurring::create_due_runs(ctx)?;
-            if created > 0 {
-                tracing::debug!(created, "created jobs for recurring templates");
-            }
             maintenance::promote_due(ctx)?;
             let expired = maintenance::expire_leases(ctx)?;
             if expired > 0 {
                 tracing::info!(expired, "retried jobs whose lease expired");
+            }
+            // Last: a template's trouble must not hold up promotion and lease expiry above.
+            let created = crate::ops::recurring::create_due_runs(ctx)?;
+            if created > 0 {
+                tracing::debug!(created, "created jobs for recurring templates");
             }
         }
         if self.prune {
