@@ -387,6 +387,31 @@ pub(crate) fn requeue(
     Ok(state)
 }
 
+/// Runs `f` in a savepoint: kept if it succeeds, rolled back if it fails.
+pub(crate) fn in_savepoint<T>(
+    ctx: &mut WriteCtx<'_>,
+    f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>,
+) -> Result<T> {
+    let conn = ctx.conn;
+    savepoint(conn)?;
+    let result = f(ctx);
+    end_savepoint(conn, result.is_ok())?;
+    result
+}
+
+pub(crate) fn savepoint(conn: &Connection) -> Result<()> {
+    conn.prepare_cached("SAVEPOINT op")?.execute([])?;
+    Ok(())
+}
+
+pub(crate) fn end_savepoint(conn: &Connection, keep: bool) -> Result<()> {
+    if !keep {
+        conn.prepare_cached("ROLLBACK TO op")?.execute([])?;
+    }
+    conn.prepare_cached("RELEASE op")?.execute([])?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::names::RecurringKey;
 use crate::ops::push::{Push, insert, validate};
-use crate::ops::{Operation, WriteCtx};
+use crate::ops::{Operation, WriteCtx, in_savepoint};
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::cron::Cron;
 
@@ -314,17 +314,12 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
         };
         // Each template in its own savepoint: one that cannot create its job (its stored job no longer passes
         // validation, say) skips its slots with an error in the log, and holds up nothing else.
-        ctx.conn.execute_batch("SAVEPOINT template")?;
-        let made = create_slots(ctx, &template, &chosen);
-        match &made {
-            Ok(_) => ctx.conn.execute_batch("RELEASE template")?,
+        match in_savepoint(ctx, |ctx| create_slots(ctx, &template, &chosen)) {
+            Ok(made) => created += made,
             Err(e) => {
-                ctx.conn
-                    .execute_batch("ROLLBACK TO template; RELEASE template")?;
-                tracing::error!(key, error = %e, "a recurring template could not create its job; its slot is skipped");
+                tracing::error!(key, error = %e, "a recurring template could not create its job; its slot is skipped")
             }
         }
-        created += made.unwrap_or(0);
         let params = named_params! {
             ":next": cron.next_after(latest).map(to_millis),
             ":last": chosen.last().map(|t| to_millis(*t)),

@@ -102,12 +102,13 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     })
 }
 
-/// Reads one job by id, without its history.
-pub(crate) fn load_job(conn: &Connection, id: JobId) -> Result<Option<Job>> {
-    let mut stmt = conn.prepare_cached(&format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?1"))?;
+/// Reads one job by id, without its history, and when its current (or last) attempt started.
+fn load_job(conn: &Connection, id: JobId) -> Result<Option<(Job, Option<i64>)>> {
+    const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = ?1");
+    let mut stmt = conn.prepare_cached(SELECT_JOB)?;
     let mut rows = stmt.query(params![id.0])?;
     match rows.next()? {
-        Some(row) => Ok(Some(job_from_row(row)?)),
+        Some(row) => Ok(Some((job_from_row(row)?, row.get(26)?))),
         None => Ok(None),
     }
 }
@@ -122,7 +123,8 @@ pub(crate) fn load_job_with_history(conn: &Connection, id: JobId) -> Result<Job>
 }
 
 fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
-    let mut job = load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
+    let (mut job, attempt_started_at) =
+        load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
     let mut stmt = conn.prepare_cached(
         "SELECT attempt, worker, started_at, finished_at, outcome, error
          FROM job_attempts WHERE job_id = ?1 ORDER BY claim",
@@ -141,13 +143,10 @@ fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
     job.history = rows.collect::<rusqlite::Result<_>>()?;
     if let (JobState::Running, Some(worker)) = (job.state, &job.worker) {
         // The running attempt lives on the job row until it ends.
-        let started_at: Option<i64> = conn
-            .prepare_cached("SELECT attempt_started_at FROM jobs WHERE id = ?1")?
-            .query_row(params![id.0], |r| r.get(0))?;
         job.history.push(Attempt {
             number: job.attempt,
             worker: worker.clone(),
-            started_at: from_millis(started_at.unwrap_or(0)),
+            started_at: from_millis(attempt_started_at.unwrap_or(0)),
             finished_at: None,
             outcome: None,
             error: None,

@@ -23,7 +23,9 @@ use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::release::Release;
-use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
+use crate::ops::{
+    Limits, Operation, ReadyQueues, TokenSource, WriteCtx, end_savepoint, in_savepoint, savepoint,
+};
 use crate::options::Retention;
 use crate::store::sqlite::maintenance;
 use crate::store::sqlite::syncer::Syncer;
@@ -683,29 +685,4 @@ impl TimedWork<'_> {
         }
         Ok(updates)
     }
-}
-
-/// Runs `f` in a savepoint: kept if it succeeds, rolled back if it fails.
-fn in_savepoint<T>(
-    ctx: &mut WriteCtx<'_>,
-    f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>,
-) -> Result<T> {
-    let conn = ctx.conn;
-    savepoint(conn)?;
-    let result = f(ctx);
-    end_savepoint(conn, result.is_ok())?;
-    result
-}
-
-fn savepoint(conn: &Connection) -> Result<()> {
-    conn.prepare_cached("SAVEPOINT op")?.execute([])?;
-    Ok(())
-}
-
-fn end_savepoint(conn: &Connection, keep: bool) -> Result<()> {
-    if !keep {
-        conn.prepare_cached("ROLLBACK TO op")?.execute([])?;
-    }
-    conn.prepare_cached("RELEASE op")?.execute([])?;
-    Ok(())
 }
