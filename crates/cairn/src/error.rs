@@ -2,6 +2,7 @@
 //!
 //! Driver errors (SQLite) are kept as the `source()` of a [`ErrorKind::Storage`] error and never appear in a signature.
 
+use std::borrow::Cow;
 use std::fmt;
 
 /// What went wrong, for callers that branch on it (an HTTP layer maps each kind to one status code).
@@ -22,6 +23,10 @@ pub enum ErrorKind {
     Closed,
     /// The database failed (I/O, corruption, full disk).
     Storage,
+    /// A Cairn server refused the request's credentials (from the HTTP client).
+    Unauthorized,
+    /// A Cairn server could not be reached, or did not answer as one (from the HTTP client).
+    Unavailable,
 }
 
 impl ErrorKind {
@@ -35,6 +40,8 @@ impl ErrorKind {
             ErrorKind::Locked => "locked",
             ErrorKind::Closed => "closed",
             ErrorKind::Storage => "storage",
+            ErrorKind::Unauthorized => "unauthorized",
+            ErrorKind::Unavailable => "unavailable",
         }
     }
 }
@@ -43,7 +50,7 @@ impl ErrorKind {
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
-    field: Option<&'static str>,
+    field: Option<Cow<'static, str>>,
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
@@ -65,7 +72,7 @@ impl Error {
     pub(crate) fn invalid(field: &'static str, rule: impl fmt::Display) -> Self {
         Error {
             kind: ErrorKind::InvalidInput,
-            field: Some(field),
+            field: Some(Cow::Borrowed(field)),
             message: format!("{field}: {rule}"),
             source: None,
         }
@@ -109,8 +116,8 @@ impl Error {
     pub(crate) fn renamed(mut self, field: &'static str) -> Self {
         if let Some(rest) = self
             .field
-            .replace(field)
-            .and_then(|old| self.message.strip_prefix(old))
+            .replace(Cow::Borrowed(field))
+            .and_then(|old| self.message.strip_prefix(old.as_ref()))
         {
             self.message = format!("{field}{rest}");
         }
@@ -123,8 +130,32 @@ impl Error {
     }
 
     /// For [`ErrorKind::InvalidInput`], the field that broke a rule.
-    pub fn field(&self) -> Option<&'static str> {
-        self.field
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// An error rebuilt from its parts, as a client does with an error a Cairn server sent back.
+    pub fn from_parts(kind: ErrorKind, field: Option<String>, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            field: field.map(Cow::Owned),
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error of `kind` caused by `source` (a transport error in a client, say).
+    pub fn with_source(
+        kind: ErrorKind,
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error {
+            kind,
+            field: None,
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
     }
 
     /// The message without the source chain.
@@ -151,7 +182,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
-            Some(source) if self.kind == ErrorKind::Storage => {
+            Some(source) if matches!(self.kind, ErrorKind::Storage | ErrorKind::Unavailable) => {
                 write!(f, "{}: {source}", self.message)
             }
             _ => f.write_str(&self.message),
@@ -178,7 +209,7 @@ impl Clone for Error {
     fn clone(&self) -> Self {
         Error {
             kind: self.kind,
-            field: self.field,
+            field: self.field.clone(),
             message: self.to_string(),
             source: None,
         }

@@ -131,7 +131,8 @@ impl AttemptOutcome {
         }
     }
 
-    pub(crate) fn parse_stored(s: &str) -> Option<Self> {
+    /// The outcome named `s` (as [`AttemptOutcome::as_str`] names it), if any.
+    pub fn parse(s: &str) -> Option<Self> {
         [
             AttemptOutcome::Completed,
             AttemptOutcome::Retried,
@@ -167,6 +168,19 @@ pub struct Attempt {
     pub outcome: Option<AttemptOutcome>,
     /// The error the attempt ended with, if any.
     pub error: Option<String>,
+    /// What the attempt's process used, when its worker measured it (the `cairn work` manager does).
+    pub usage: Option<RunUsage>,
+}
+
+/// What one attempt's process used, as measured by its worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunUsage {
+    /// Wall-clock time from start to exit.
+    pub run_time: Duration,
+    /// CPU time, user plus system.
+    pub cpu_time: Duration,
+    /// Peak resident memory, in bytes.
+    pub peak_memory: u64,
 }
 
 /// Everything about one job.

@@ -38,7 +38,7 @@ mod worker;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Result};
-pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState};
+pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
 pub use names::{JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId};
 pub use ops::cancel::Cancel;
@@ -65,4 +65,6 @@ pub use schedule::cron::Cron;
 pub use schedule::repeat::{Repeat, RepeatBase, RunTimes};
 pub use schedule::{Schedule, parse_first_run};
 pub use store::sqlite::connection::SqliteSettings;
-pub use worker::{HandlerResult, JobContext, JobError, Worker, WorkerBuilder, WorkerReport};
+pub use worker::{
+    Backend, BoxFuture, HandlerResult, JobContext, JobError, Worker, WorkerBuilder, WorkerReport,
+};

@@ -437,6 +437,30 @@ impl Queue {
         self.write(Fail::new(lease, group, message)).await
     }
 
+    /// [`Queue::finish`] with every field of [`Finish`], such as the attempt's measured [`RunUsage`](crate::RunUsage).
+    ///
+    /// # Errors
+    /// As [`Queue::finish`].
+    pub async fn finish_with(&self, finish: Finish) -> Result<()> {
+        self.write(finish).await
+    }
+
+    /// [`Queue::retry`] with every field of [`Retry`].
+    ///
+    /// # Errors
+    /// As [`Queue::retry`].
+    pub async fn retry_with(&self, retry: Retry) -> Result<JobState> {
+        self.write(retry).await
+    }
+
+    /// [`Queue::fail`] with every field of [`Fail`].
+    ///
+    /// # Errors
+    /// As [`Queue::fail`].
+    pub async fn fail_with(&self, fail: Fail) -> Result<()> {
+        self.write(fail).await
+    }
+
     /// Gives the job back to its queue at once, without counting the attempt (for a worker shutting down).
     ///
     /// # Errors

@@ -44,7 +44,13 @@ impl Operation for Cancel {
             }
             JobState::Running => {
                 if let Some(held) = running_job(ctx, self.job)? {
-                    end_attempt(ctx, &held, AttemptOutcome::Cancelled, Some("cancelled"))?;
+                    end_attempt(
+                        ctx,
+                        &held,
+                        AttemptOutcome::Cancelled,
+                        Some("cancelled"),
+                        None,
+                    )?;
                 }
             }
             JobState::Scheduled | JobState::Queued | JobState::Waiting => {}

@@ -3,7 +3,7 @@
 use rusqlite::{OptionalExtension, named_params};
 
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId};
+use crate::job::{AttemptOutcome, JobId, RunUsage};
 use crate::lease::Lease;
 use crate::ops::retry::truncate_error;
 use crate::ops::{
@@ -23,6 +23,8 @@ pub struct Fail {
     pub group: String,
     /// What happened to this job.
     pub message: String,
+    /// What the attempt's process used, if the worker measured it; kept in the job's history.
+    pub usage: Option<RunUsage>,
 }
 
 impl Fail {
@@ -33,6 +35,7 @@ impl Fail {
             token: lease.token,
             group: group.into(),
             message: message.into(),
+            usage: None,
         }
     }
 }
@@ -66,7 +69,13 @@ impl Operation for Fail {
             .query_row(params, held_job_from_row)
             .optional()?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
-        end_attempt(ctx, &held, AttemptOutcome::Failed, Some(message))?;
+        end_attempt(
+            ctx,
+            &held,
+            AttemptOutcome::Failed,
+            Some(message),
+            self.usage.as_ref(),
+        )?;
         // A recurring job keeps its schedule: this run failed, the next one is due as usual.
         schedule_next_run(ctx, &held)?;
         Ok(())

@@ -4,7 +4,7 @@ use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::job::{AttemptOutcome, JobId};
+use crate::job::{AttemptOutcome, JobId, RunUsage};
 use crate::lease::Lease;
 use crate::ops::{
     Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
@@ -20,6 +20,8 @@ pub struct Finish {
     pub token: i64,
     /// The job's final data, replacing its input.
     pub data: Option<Value>,
+    /// What the attempt's process used, if the worker measured it; kept in the job's history.
+    pub usage: Option<RunUsage>,
 }
 
 impl Finish {
@@ -29,6 +31,7 @@ impl Finish {
             job: lease.job,
             token: lease.token,
             data: None,
+            usage: None,
         }
     }
 }
@@ -60,7 +63,13 @@ impl Operation for Finish {
             )
             .optional()?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
-        end_attempt(ctx, &held, AttemptOutcome::Completed, None)?;
+        end_attempt(
+            ctx,
+            &held,
+            AttemptOutcome::Completed,
+            None,
+            self.usage.as_ref(),
+        )?;
         // A recurring job runs again, with the data it finished with.
         schedule_next_run(ctx, &held)?;
         Ok(())

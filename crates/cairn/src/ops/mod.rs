@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, named_params};
 
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
 use crate::lease::Lease;
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
@@ -240,8 +240,8 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
 }
 
 const INSERT_ENDED_ATTEMPT: &str = "INSERT INTO job_attempts \
-     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error) \
-     VALUES (:id, :claim, :attempt, :worker, :started_at, :now, :outcome, :error)";
+     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory) \
+     VALUES (:id, :claim, :attempt, :worker, :started_at, :now, :outcome, :error, :run_ms, :cpu_ms, :peak_memory)";
 
 /// Records how the held attempt ended in the job's history.
 pub(crate) fn end_attempt(
@@ -249,10 +249,14 @@ pub(crate) fn end_attempt(
     held: &HeldJob,
     outcome: AttemptOutcome,
     error: Option<&str>,
+    usage: Option<&RunUsage>,
 ) -> Result<()> {
     ctx.conn.prepare_cached(INSERT_ENDED_ATTEMPT)?.execute(named_params! {
         ":id": held.id.0, ":claim": held.claims, ":attempt": held.attempt, ":worker": held.worker, ":started_at": held.attempt_started_at,
         ":now": ctx.now_ms, ":outcome": outcome.as_str(), ":error": error,
+        ":run_ms": usage.map(|u| duration_millis(u.run_time)),
+        ":cpu_ms": usage.map(|u| duration_millis(u.cpu_time)),
+        ":peak_memory": usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX)),
     })?;
     Ok(())
 }
@@ -304,8 +308,9 @@ pub(crate) fn retry_or_fail(
     outcome: AttemptOutcome,
     error: &str,
     delay: Option<Duration>,
+    usage: Option<&RunUsage>,
 ) -> Result<JobState> {
-    end_attempt(ctx, held, outcome, Some(error))?;
+    end_attempt(ctx, held, outcome, Some(error), usage)?;
     if held.attempt >= held.retry.max_attempts {
         ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
             ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,

@@ -33,7 +33,7 @@ impl Operation for Release {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let held = held_job(ctx, self.job, self.token)?;
-        end_attempt(ctx, &held, AttemptOutcome::Released, None)?;
+        end_attempt(ctx, &held, AttemptOutcome::Released, None, None)?;
         ctx.conn
             .prepare_cached(UNCOUNT_ATTEMPT)?
             .execute(named_params! { ":id": self.job.0 })?;

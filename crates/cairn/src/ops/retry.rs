@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
 use crate::lease::Lease;
 use crate::ops::{Operation, WriteCtx, held_job, retry_or_fail};
 
@@ -23,6 +23,8 @@ pub struct Retry {
     pub error: String,
     /// Wait this long instead of the backoff.
     pub delay: Option<Duration>,
+    /// What the attempt's process used, if the worker measured it; kept in the job's history.
+    pub usage: Option<RunUsage>,
 }
 
 impl Retry {
@@ -33,6 +35,7 @@ impl Retry {
             token: lease.token,
             error: error.into(),
             delay: None,
+            usage: None,
         }
     }
 }
@@ -67,6 +70,7 @@ impl Operation for Retry {
             AttemptOutcome::Retried,
             truncate_error(&self.error),
             self.delay,
+            self.usage.as_ref(),
         )
     }
 }

@@ -12,8 +12,8 @@ use tokio::task::JoinHandle;
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{JobName, QueueName, WorkerId};
 use crate::ops::claim::{MAX_DEQUEUE, QueueOrder};
-use crate::queue::Queue;
 use crate::worker::HandlerResult;
+use crate::worker::backend::Backend;
 use crate::worker::context::JobContext;
 use crate::worker::run_loop::{self, Settings};
 
@@ -25,7 +25,7 @@ pub(crate) type Handler = Arc<dyn Fn(JobContext) -> HandlerFuture + Send + Sync 
 
 /// Settings and handlers for a [`Worker`].
 pub struct WorkerBuilder {
-    queue: Queue,
+    backend: Arc<dyn Backend>,
     id: String,
     queues: Vec<String>,
     order: QueueOrder,
@@ -58,10 +58,11 @@ pub struct WorkerReport {
 }
 
 impl Worker {
-    /// Starts building a worker called `id` on `queue`.
-    pub fn builder(queue: &Queue, id: impl Into<String>) -> WorkerBuilder {
+    /// Starts building a worker called `id` that takes jobs from `backend`: an embedded [`Queue`](crate::Queue),
+    /// or a server's client.
+    pub fn builder<B: Backend + Clone>(backend: &B, id: impl Into<String>) -> WorkerBuilder {
         WorkerBuilder {
-            queue: queue.clone(),
+            backend: Arc::new(backend.clone()),
             id: id.into(),
             queues: Vec::new(),
             order: QueueOrder::Ordered,
@@ -203,7 +204,7 @@ impl WorkerBuilder {
             max_concurrency: self.max_concurrency,
             wait: self.wait.min(crate::ops::claim::MAX_WAIT),
         };
-        let task = tokio::spawn(run_loop::run(self.queue, settings, stop_rx));
+        let task = tokio::spawn(run_loop::run(self.backend, settings, stop_rx));
         Ok(Worker {
             stop,
             task: Some(task),

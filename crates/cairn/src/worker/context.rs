@@ -8,21 +8,21 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::job::{Job, JobId};
 use crate::lease::Lease;
-use crate::queue::Queue;
+use crate::worker::backend::Backend;
 
 /// The job a handler runs, with its lease. Cheap to clone.
 #[derive(Clone)]
 pub struct JobContext {
-    queue: Queue,
+    backend: Arc<dyn Backend>,
     job: Arc<Job>,
     lease: Lease,
     result: Arc<Mutex<Option<Value>>>,
 }
 
 impl JobContext {
-    pub(crate) fn new(queue: Queue, job: Job, lease: Lease) -> Self {
+    pub(crate) fn new(backend: Arc<dyn Backend>, job: Job, lease: Lease) -> Self {
         JobContext {
-            queue,
+            backend,
             job: Arc::new(job),
             lease,
             result: Arc::new(Mutex::new(None)),
@@ -59,7 +59,7 @@ impl JobContext {
     /// # Errors
     /// [`ErrorKind::LeaseLost`](crate::ErrorKind::LeaseLost) if the job was taken away; stop working then.
     pub async fn heartbeat(&self, progress: Option<Value>) -> Result<Timestamp> {
-        self.queue.heartbeat(&self.lease, progress).await
+        self.backend.heartbeat(&self.lease, progress).await
     }
 
     /// Saves `data` as what a retry starts from.
@@ -67,7 +67,7 @@ impl JobContext {
     /// # Errors
     /// [`ErrorKind::LeaseLost`](crate::ErrorKind::LeaseLost); oversized data.
     pub async fn checkpoint(&self, data: Value) -> Result<Timestamp> {
-        self.queue.checkpoint(&self.lease, data).await
+        self.backend.checkpoint(&self.lease, data).await
     }
 
     /// Reports progress for queries to show.
@@ -75,7 +75,7 @@ impl JobContext {
     /// # Errors
     /// [`ErrorKind::LeaseLost`](crate::ErrorKind::LeaseLost); oversized progress.
     pub async fn update(&self, progress: Value) -> Result<()> {
-        self.queue.update(&self.lease, progress).await
+        self.backend.update(&self.lease, progress).await
     }
 
     /// Sets the data the job is finished with, replacing its input, when the handler returns `Ok`.

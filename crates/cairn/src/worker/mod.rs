@@ -1,15 +1,18 @@
 //! The worker API: register async handlers by job name, and a [`Worker`] takes matching jobs and runs them with
 //! weighted concurrency, automatic heartbeats, and the handler's outcome mapped to finish, retry or fail.
 //!
-//! Built only on the public [`Queue`](crate::Queue) operations, so a worker behaves exactly like any other client:
-//! `builder` holds the settings, `context` what a handler sees of its job, `job_error` how a handler says it
+//! Built only on the [`Backend`] calls, which the embedded [`Queue`](crate::Queue) and the HTTP client both
+//! provide, so a worker behaves exactly like any other client and moves to a server unchanged: `backend` is that
+//! trait, `builder` holds the settings, `context` what a handler sees of its job, `job_error` how a handler says it
 //! failed, and `run_loop` the taking, running and shutting down.
 
+mod backend;
 mod builder;
 mod context;
 mod job_error;
 mod run_loop;
 
+pub use backend::{Backend, BoxFuture};
 pub use builder::{Worker, WorkerBuilder, WorkerReport};
 pub use context::JobContext;
 pub use job_error::JobError;

@@ -15,7 +15,7 @@ use crate::job::JobId;
 use crate::lease::Lease;
 use crate::names::{QueueName, WorkerId};
 use crate::ops::claim::{ClaimedJob, Dequeue, QueueOrder};
-use crate::queue::Queue;
+use crate::worker::backend::Backend;
 use crate::worker::builder::{Handler, WorkerReport};
 use crate::worker::context::JobContext;
 use crate::worker::job_error::JobErrorKind;
@@ -46,7 +46,7 @@ type Running = Arc<Mutex<HashMap<JobId, Lease>>>;
 
 /// Runs until told to stop (the watched value becomes the shutdown deadline) or the queue closes.
 pub(crate) async fn run(
-    queue: Queue,
+    queue: Arc<dyn Backend>,
     settings: Settings,
     mut stop: watch::Receiver<Option<Duration>>,
 ) -> WorkerReport {
@@ -141,7 +141,7 @@ fn count(
 
 /// Waits for running jobs until the deadline, then aborts the rest and gives their jobs back.
 async fn drain(
-    queue: &Queue,
+    queue: &Arc<dyn Backend>,
     tasks: &mut JoinSet<(u32, Ended)>,
     running: &Running,
     deadline: Duration,
@@ -183,7 +183,7 @@ impl<T> Drop for AbortOnDrop<T> {
 
 /// Runs one job: the handler in its own task (so a panic is caught), heartbeats meanwhile, then the outcome.
 async fn run_job(
-    queue: Queue,
+    queue: Arc<dyn Backend>,
     settings: Arc<Settings>,
     running: Running,
     claimed: ClaimedJob,

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use cairn::{
-    AttemptOutcome, ErrorKind, JobFilter, JobState, Push, Queue, QueueOptions, RecoveryPolicy,
-    RetryPolicy,
+    AttemptOutcome, ErrorKind, Fail, Finish, JobFilter, JobState, Push, Queue, QueueOptions,
+    RecoveryPolicy, Retry, RetryPolicy, RunUsage,
 };
 use serde_json::json;
 
@@ -441,5 +441,54 @@ async fn retention_removes_old_and_surplus_finished_jobs() {
         [failed],
         "old finished jobs go; failed jobs stay until dealt with"
     );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn measured_usage_is_kept_in_the_attempt_history() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("x").retry(no_jitter(3)))
+        .await
+        .unwrap()
+        .id;
+    let usage = |ms: u64| RunUsage {
+        run_time: Duration::from_millis(ms),
+        cpu_time: Duration::from_millis(ms / 2),
+        peak_memory: ms * 1024,
+    };
+    let c = t.take("w").await.unwrap();
+    t.queue
+        .retry_with(Retry {
+            usage: Some(usage(100)),
+            ..Retry::new(&c.lease, "boom")
+        })
+        .await
+        .unwrap();
+    t.advance(Duration::from_secs(3600));
+    let c = t.take("w").await.unwrap();
+    t.queue
+        .fail_with(Fail {
+            usage: Some(usage(300)),
+            ..Fail::new(&c.lease, "bad-input", "no")
+        })
+        .await
+        .unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    let usages: Vec<_> = job.history.iter().map(|a| a.usage).collect();
+    assert_eq!(usages, [Some(usage(100)), Some(usage(300))]);
+
+    // A plain finish records none.
+    let id = t.push("y").await;
+    let c = t.take("w").await.unwrap();
+    t.queue
+        .finish_with(Finish {
+            usage: None,
+            ..Finish::new(&c.lease)
+        })
+        .await
+        .unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().history[0].usage, None);
     t.close().await;
 }

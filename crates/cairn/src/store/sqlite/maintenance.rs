@@ -56,6 +56,7 @@ pub(crate) fn expire_leases(ctx: &mut WriteCtx<'_>) -> Result<usize> {
             AttemptOutcome::LeaseExpired,
             "the lease expired before the worker finished",
             None,
+            None,
         )?;
     }
     Ok(expired.len())
@@ -101,6 +102,7 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
                 AttemptOutcome::Crashed,
                 "the process running the job exited",
                 delay,
+                None,
             )?;
         }
         total += orphans.len();

@@ -16,6 +16,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "recurring",
         include_str!("../../../migrations/sqlite/0002_recurring.sql"),
     ),
+    (
+        3,
+        "attempt_usage",
+        include_str!("../../../migrations/sqlite/0003_attempt_usage.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

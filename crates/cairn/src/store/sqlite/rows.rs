@@ -6,7 +6,7 @@ use rusqlite::{Connection, Row, params};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
-use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState};
+use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
 
@@ -126,7 +126,7 @@ fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
     let (mut job, attempt_started_at) =
         load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
     let mut stmt = conn.prepare_cached(
-        "SELECT attempt, worker, started_at, finished_at, outcome, error
+        "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory
          FROM job_attempts WHERE job_id = ?1 ORDER BY claim",
     )?;
     let rows = stmt.query_map(params![id.0], |row| {
@@ -136,8 +136,9 @@ fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
             worker: WorkerId::from_trusted(row.get(1)?),
             started_at: from_millis(row.get(2)?),
             finished_at: Some(from_millis(row.get(3)?)),
-            outcome: AttemptOutcome::parse_stored(&outcome),
+            outcome: AttemptOutcome::parse(&outcome),
             error: row.get(5)?,
+            usage: usage_from_row(row.get(6)?, row.get(7)?, row.get(8)?),
         })
     })?;
     job.history = rows.collect::<rusqlite::Result<_>>()?;
@@ -150,7 +151,22 @@ fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
             finished_at: None,
             outcome: None,
             error: None,
+            usage: None,
         });
     }
     Ok(job)
+}
+
+/// A history row's usage: all three columns are written together, or none.
+fn usage_from_row(
+    run_ms: Option<i64>,
+    cpu_ms: Option<i64>,
+    peak_memory: Option<i64>,
+) -> Option<RunUsage> {
+    let millis = |ms: i64| std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    Some(RunUsage {
+        run_time: millis(run_ms?),
+        cpu_time: millis(cpu_ms?),
+        peak_memory: u64::try_from(peak_memory?).unwrap_or(0),
+    })
 }

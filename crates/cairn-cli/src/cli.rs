@@ -1,0 +1,74 @@
+//! The command line: `cairn [-v] <command> …`. Each command's arguments live next to the code that runs it.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::logging::LogFormat;
+
+/// Cairn: a durable job queue.
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, about, propagate_version = true)]
+pub struct Cli {
+    /// More log output (-v info, -vv debug, -vvv trace); `CAIRN_LOG` (an env-filter) overrides it.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// How log lines look.
+    #[arg(long, global = true, value_enum, env = "CAIRN_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Every command.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server: the HTTP/JSON API on a SQLite database (`cairn.db` here by default).
+    Serve(crate::serve::ServeArgs),
+    /// Run a command for each job matching PATTERN: the worker manager.
+    Work(crate::work::WorkArgs),
+    /// Put load on a server (or an embedded queue) and report throughput and latency.
+    Bench(crate::bench::BenchArgs),
+    /// Preview schedules: `cairn schedule next "<spec>"`.
+    Schedule(crate::schedule::ScheduleArgs),
+    /// Client commands against a running server.
+    #[command(flatten)]
+    Client(crate::commands::ClientCommand),
+}
+
+/// How to reach a server; every command that talks to one takes these.
+#[derive(Debug, Clone, Args)]
+pub struct ClientArgs {
+    /// The server's URL.
+    #[arg(long, env = "CAIRN_SERVER", default_value = "http://127.0.0.1:6670")]
+    pub server: String,
+    /// The server's bearer token, if it has one.
+    #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+impl ClientArgs {
+    /// A client for the server these arguments name.
+    ///
+    /// # Errors
+    /// When the URL is not a valid `http://` URL.
+    pub fn client(&self) -> cairn::Result<cairn_client::Client> {
+        let client = cairn_client::Client::new(&self.server)?;
+        Ok(match &self.token {
+            Some(token) => client.with_token(token),
+            None => client,
+        })
+    }
+}
+
+impl Cli {
+    /// The log format asked for (text by default).
+    pub fn log_format(&self) -> LogFormat {
+        self.log_format.unwrap_or_default()
+    }
+
+    /// The log verbosity: the server logs at info by default; client commands only warn.
+    pub fn verbosity(&self) -> u8 {
+        let base = u8::from(matches!(self.command, Command::Serve(_) | Command::Work(_)));
+        base.saturating_add(self.verbose)
+    }
+}

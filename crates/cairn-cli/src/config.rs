@@ -1,0 +1,285 @@
+//! The server's settings, resolved from (highest first) command-line flags, `CAIRN_*` environment variables, a
+//! TOML config file (`--config`), and production defaults. Every value is checked here, and an error names the
+//! flag or key and the rule.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use cairn::{Durability, QueueOptions, Retention, RetryPolicy};
+use cairn_server::ServerConfig;
+use serde::Deserialize;
+
+use crate::serve::ServeArgs;
+
+/// The config file: the same settings as the flags, with `_` for `-` (`max_wait = "60s"`). Unknown keys are
+/// refused, so a typo is an error rather than a silently ignored setting.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    db: Option<String>,
+    http: Option<String>,
+    token: Option<String>,
+    insecure: Option<bool>,
+    durability: Option<String>,
+    lease_timeout: Option<String>,
+    max_attempts: Option<u32>,
+    retention_age: Option<String>,
+    retention_count: Option<u64>,
+    max_data: Option<usize>,
+    max_wait: Option<String>,
+    max_body: Option<usize>,
+    max_batch: Option<usize>,
+    shutdown_grace: Option<String>,
+}
+
+impl FileConfig {
+    /// Reads and parses a config file.
+    ///
+    /// # Errors
+    /// When the file cannot be read or is not valid (the message names the key).
+    pub fn load(path: &Path) -> anyhow::Result<FileConfig> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the config file {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("in the config file {}", path.display()))
+    }
+}
+
+/// Everything `cairn serve` needs, resolved and checked.
+#[derive(Debug)]
+pub struct ServeSettings {
+    /// The SQLite database file.
+    pub db: PathBuf,
+    /// Where the HTTP API listens.
+    pub http: SocketAddr,
+    /// Whether a non-loopback address without a token was allowed.
+    pub insecure: bool,
+    /// The engine's settings.
+    pub queue: QueueOptions,
+    /// The HTTP server's settings.
+    pub server: ServerConfig,
+}
+
+/// A duration from a flag (already parsed) or from the file (parsed here, naming the key).
+fn duration(
+    flag: Option<Duration>,
+    file: Option<&str>,
+    key: &str,
+) -> anyhow::Result<Option<Duration>> {
+    match (flag, file) {
+        (Some(d), _) => Ok(Some(d)),
+        (None, Some(text)) => crate::duration::parse(text)
+            .map(Some)
+            .map_err(|rule| anyhow::anyhow!("{key}: {rule}")),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Where the database is: a path, or a `sqlite://` URL. PostgreSQL URLs are refused until that backend exists.
+fn database_path(text: &str) -> anyhow::Result<PathBuf> {
+    if let Some(path) = text.strip_prefix("sqlite://") {
+        return Ok(PathBuf::from(path));
+    }
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        bail!("db: PostgreSQL is not supported by this build yet; use a SQLite file path");
+    }
+    if text.is_empty() {
+        bail!("db: must be a file path or a sqlite:// URL, got an empty string");
+    }
+    Ok(PathBuf::from(text))
+}
+
+impl ServeSettings {
+    /// Resolves the settings from the flags (which already include the environment) and the config file.
+    ///
+    /// # Errors
+    /// A message naming the bad flag or key.
+    pub fn resolve(args: &ServeArgs) -> anyhow::Result<ServeSettings> {
+        let file = match &args.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        let db = database_path(
+            args.db
+                .as_deref()
+                .or(file.db.as_deref())
+                .unwrap_or("cairn.db"),
+        )?;
+        let http = match (&args.http, &file.http) {
+            (Some(addr), _) => *addr,
+            (None, Some(text)) => text.parse().map_err(|_| {
+                anyhow::anyhow!("http: must be an address such as 127.0.0.1:6670, got {text:?}")
+            })?,
+            (None, None) => SocketAddr::from(([127, 0, 0, 1], 6670)),
+        };
+        let token = args.token.clone().or(file.token);
+        if token.as_deref().is_some_and(|t| t.len() < 16) {
+            bail!("token: must be at least 16 characters (use a random secret)");
+        }
+        let insecure = args.insecure || file.insecure.unwrap_or(false);
+
+        let mut queue = QueueOptions::default();
+        let durability = args.durability.clone().or(file.durability);
+        if let Some(durability) = durability {
+            queue.durability = match durability.as_str() {
+                "full" => Durability::Full,
+                "normal" => Durability::Normal,
+                other => bail!("durability: must be full or normal, got {other:?}"),
+            };
+        }
+        if let Some(d) = duration(
+            args.lease_timeout,
+            file.lease_timeout.as_deref(),
+            "lease_timeout",
+        )? {
+            queue.default_lease_timeout = d;
+        }
+        if let Some(n) = args.max_attempts.or(file.max_attempts) {
+            queue.default_retry = RetryPolicy {
+                max_attempts: n,
+                ..queue.default_retry
+            };
+            queue.default_retry.validate().map_err(|e| {
+                anyhow::anyhow!(
+                    "max_attempts: {}",
+                    e.message().trim_start_matches("max_attempts: ")
+                )
+            })?;
+        }
+        let retention_age = duration(
+            args.retention_age,
+            file.retention_age.as_deref(),
+            "retention_age",
+        )?;
+        let retention_count = args.retention_count.or(file.retention_count);
+        if retention_age.is_some() || retention_count.is_some() {
+            queue.retention = Retention {
+                max_age: retention_age.or(queue.retention.max_age),
+                max_count: retention_count.or(queue.retention.max_count),
+                ..queue.retention
+            };
+        }
+        if let Some(bytes) = args.max_data.or(file.max_data) {
+            if bytes == 0 {
+                bail!("max_data: must be at least 1 byte");
+            }
+            queue.max_data_bytes = bytes;
+        }
+
+        let mut server = ServerConfig {
+            token,
+            ..ServerConfig::default()
+        };
+        if let Some(d) = duration(args.max_wait, file.max_wait.as_deref(), "max_wait")? {
+            if d > cairn::MAX_WAIT {
+                bail!(
+                    "max_wait: must be at most 24h, got {}",
+                    crate::duration::format(d)
+                );
+            }
+            server.max_wait = d;
+        }
+        if let Some(bytes) = args.max_body.or(file.max_body) {
+            if bytes < 1024 {
+                bail!("max_body: must be at least 1024 bytes, got {bytes}");
+            }
+            server.max_body_bytes = bytes;
+        }
+        if let Some(n) = args.max_batch.or(file.max_batch) {
+            if n == 0 {
+                bail!("max_batch: must be at least 1");
+            }
+            server.max_batch_jobs = n;
+        }
+        if let Some(d) = duration(
+            args.shutdown_grace,
+            file.shutdown_grace.as_deref(),
+            "shutdown_grace",
+        )? {
+            server.shutdown_grace = d;
+        }
+        cairn_server::check_exposure(http, server.token.is_some(), insecure)
+            .map_err(anyhow::Error::msg)?;
+        Ok(ServeSettings {
+            db,
+            http,
+            insecure,
+            queue,
+            server,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn resolve(args: &[&str]) -> anyhow::Result<ServeSettings> {
+        let cli = crate::Cli::try_parse_from(["cairn", "serve"].iter().chain(args)).unwrap();
+        let crate::cli::Command::Serve(args) = cli.command else {
+            unreachable!()
+        };
+        ServeSettings::resolve(&args)
+    }
+
+    fn config_file(text: &str) -> tempfile::NamedTempFile {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text).unwrap();
+        file
+    }
+
+    #[test]
+    fn defaults_are_a_local_sqlite_file_on_loopback() {
+        let s = resolve(&[]).unwrap();
+        assert_eq!(s.db, PathBuf::from("cairn.db"));
+        assert_eq!(s.http, "127.0.0.1:6670".parse().unwrap());
+        assert!(s.server.token.is_none());
+    }
+
+    #[test]
+    fn flags_override_the_file_and_the_file_overrides_defaults() {
+        let file =
+            config_file("db = \"from-file.db\"\nmax_wait = \"5s\"\ndurability = \"normal\"\n");
+        let path = file.path().to_str().unwrap();
+        let s = resolve(&["--config", path, "--db", "flag.db"]).unwrap();
+        assert_eq!(s.db, PathBuf::from("flag.db"));
+        assert_eq!(s.server.max_wait, Duration::from_secs(5));
+        assert_eq!(s.queue.durability, Durability::Normal);
+    }
+
+    #[test]
+    fn bad_settings_name_their_key() {
+        let file = config_file("max_wiat = \"5s\"\n");
+        let e = resolve(&["--config", file.path().to_str().unwrap()]).unwrap_err();
+        assert!(format!("{e:#}").contains("max_wiat"), "{e:#}");
+        let file = config_file("max_wait = \"soon\"\n");
+        let e = resolve(&["--config", file.path().to_str().unwrap()]).unwrap_err();
+        assert!(
+            format!("{e:#}").starts_with("max_wait: must be a duration"),
+            "{e:#}"
+        );
+        let e = resolve(&["--durability", "maybe"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "durability: must be full or normal, got \"maybe\""
+        );
+        let e = resolve(&["--db", "postgres://x"]).unwrap_err();
+        assert!(e.to_string().starts_with("db: PostgreSQL"), "{e}");
+        let e = resolve(&["--token", "short"]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("token: must be at least 16"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_public_address_needs_a_token_or_insecure() {
+        let e = resolve(&["--http", "0.0.0.0:6670"]).unwrap_err();
+        assert!(e.to_string().contains("--insecure"), "{e}");
+        assert!(resolve(&["--http", "0.0.0.0:6670", "--insecure"]).is_ok());
+        assert!(resolve(&["--http", "0.0.0.0:6670", "--token", "0123456789abcdef"]).is_ok());
+    }
+}

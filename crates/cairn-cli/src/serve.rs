@@ -1,0 +1,141 @@
+//! `cairn serve`: open the queue, serve the HTTP API, and on SIGTERM or Ctrl-C shut down in order: stop
+//! accepting, answer waiting long polls, finish requests in flight, then close the queue (which flushes it).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use cairn::Queue;
+use cairn_server::Server;
+use clap::Args;
+use tokio::net::TcpListener;
+
+use crate::config::ServeSettings;
+use crate::exit::Code;
+
+/// `cairn serve` flags. Each also reads a `CAIRN_*` environment variable and a key of the config file.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// A TOML config file with any of these settings (`max_wait = "60s"`); flags and environment win over it.
+    #[arg(long, env = "CAIRN_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The database: a SQLite file path (created if missing) or a sqlite:// URL [default: cairn.db].
+    #[arg(long, env = "CAIRN_DB")]
+    pub db: Option<String>,
+    /// Where the HTTP API listens [default: 127.0.0.1:6670].
+    #[arg(long, env = "CAIRN_HTTP", value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// Require this bearer token on every request (at least 16 characters).
+    #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Allow listening on a non-loopback address without a token.
+    #[arg(long)]
+    pub insecure: bool,
+    /// `full` fsyncs before acknowledging a change; `normal` survives a crash of Cairn but not of the machine
+    /// [default: full].
+    #[arg(long, env = "CAIRN_DURABILITY")]
+    pub durability: Option<String>,
+    /// A job's lease without a heartbeat, unless the job sets its own [default: 30s].
+    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub lease_timeout: Option<Duration>,
+    /// Attempts a job gets, unless it sets its own [default: 5].
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// Delete finished jobs older than this [default: 7 days].
+    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub retention_age: Option<Duration>,
+    /// Keep at most this many finished jobs [default: 100000].
+    #[arg(long)]
+    pub retention_count: Option<u64>,
+    /// The largest job data, in bytes [default: 1 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub max_data: Option<usize>,
+    /// The longest a dequeue may wait for a job [default: 60s].
+    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub max_wait: Option<Duration>,
+    /// The largest request body, in bytes [default: 16 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub max_body: Option<usize>,
+    /// The most jobs in one batch enqueue [default: 10000].
+    #[arg(long)]
+    pub max_batch: Option<usize>,
+    /// How long shutdown waits for requests in flight [default: 10s].
+    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub shutdown_grace: Option<Duration>,
+}
+
+/// Runs the server until SIGTERM or Ctrl-C.
+///
+/// # Errors
+/// Bad settings, a database that cannot be opened, an address that cannot be bound.
+pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
+    let settings = ServeSettings::resolve(&args)?;
+    raise_open_file_limit();
+    if settings.insecure && settings.server.token.is_none() && !settings.http.ip().is_loopback() {
+        tracing::warn!(http = %settings.http, "listening without a token on a non-loopback address (--insecure)");
+    }
+    let queue = Queue::open_with(&settings.db, settings.queue.clone())
+        .await
+        .with_context(|| format!("opening the database {}", settings.db.display()))?;
+    let listener = TcpListener::bind(settings.http)
+        .await
+        .with_context(|| format!("listening on {}", settings.http))?;
+    let server = Server::start(queue.clone(), listener, settings.server.clone())
+        .context("starting the HTTP server")?;
+    let addr = server.local_addr();
+    tracing::info!(http = %addr, db = %settings.db.display(), durability = ?settings.queue.durability, "cairn is serving");
+    // A stable line on stdout, for people and for scripts that start Cairn on port 0.
+    println!(
+        "cairn: listening on http://{addr} (database {})",
+        settings.db.display()
+    );
+
+    let signal = shutdown_signal().await;
+    tracing::info!(
+        signal,
+        "shutting down: no new connections; answering long polls"
+    );
+    if let Err(e) = server.shutdown().await {
+        tracing::error!(error = %e, "the HTTP server failed while shutting down");
+    }
+    queue
+        .close(Duration::from_secs(10))
+        .await
+        .context("closing the queue")?;
+    tracing::info!("stopped");
+    Ok(Code::Success)
+}
+
+/// Waits for SIGTERM or SIGINT (Ctrl-C) and says which.
+pub async fn shutdown_signal() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit: a server holding thousands of idle long polls needs a
+/// descriptor for each, and the usual soft limit of 1024 is far too low.
+pub fn raise_open_file_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            let wanted = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                rlim_max: limit.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) != 0 {
+                tracing::debug!("could not raise the open-file limit");
+            }
+        }
+    }
+}

@@ -1,0 +1,589 @@
+//! [`Client`]: a Cairn server over HTTP, with the same methods, types and errors as the embedded
+//! [`cairn::Queue`], and a [`cairn::Backend`] so that a [`cairn::Worker`] runs against it unchanged.
+
+use std::time::Duration;
+
+use cairn::{
+    Backend, BoxFuture, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job,
+    JobFilter, JobId, JobPage, JobState, Lease, Push, Result, Retry,
+};
+use jiff::Timestamp;
+use reqwest::{Method, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::wire::{
+    CheckpointRequest, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody,
+    ErrorBody, FailRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
+    LeaseExpiryBody, LeaseRequest, PriorityRequest, PushBatchRequest, PushRequest,
+    RescheduleRequest, RetryRequest, StateBody, UpdateRequest, UsageBody,
+};
+
+/// How long an ordinary call may take before the client gives up on it.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The margin a long poll gets beyond its wait, for the server's answer to travel.
+const LONG_POLL_MARGIN: Duration = Duration::from_secs(30);
+
+/// A connection to a Cairn server. Cheap to clone; clones share one connection pool.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the token.
+        f.debug_struct("Client").field("base", &self.base).finish()
+    }
+}
+
+impl Client {
+    /// A client for the server at `url`, such as `http://127.0.0.1:6670`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] (field `server`) when `url` is not an `http://` URL.
+    pub fn new(url: &str) -> Result<Client> {
+        let base = url.trim_end_matches('/');
+        let rest = base.strip_prefix("http://").ok_or_else(|| {
+            Error::from_parts(
+                ErrorKind::InvalidInput,
+                Some("server".into()),
+                format!(
+                    "server: must be an http:// URL such as http://127.0.0.1:6670, got {url:?}"
+                ),
+            )
+        })?;
+        if rest.is_empty() || rest.contains(['?', '#']) {
+            return Err(Error::from_parts(
+                ErrorKind::InvalidInput,
+                Some("server".into()),
+                format!("server: must be an http:// URL with a host and no query, got {url:?}"),
+            ));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            // Cairn's servers are addressed directly; a proxy would break long polls.
+            .no_proxy()
+            .build()
+            .map_err(|e| {
+                Error::with_source(ErrorKind::Unavailable, "building the HTTP client", e)
+            })?;
+        Ok(Client {
+            http,
+            base: base.to_owned(),
+            token: None,
+        })
+    }
+
+    /// Sends `token` as a bearer token with every request (the server's `--token`).
+    pub fn with_token(mut self, token: impl Into<String>) -> Client {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// The server's URL.
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    async fn call<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&B>,
+        timeout: Duration,
+    ) -> Result<T> {
+        let url = format!("{}{path}", self.base);
+        let mut request = self.http.request(method, &url).timeout(timeout);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            let bytes = serde_json::to_vec(body).map_err(|e| {
+                Error::with_source(ErrorKind::InvalidInput, "encoding the request body", e)
+            })?;
+            request = request
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(bytes);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| unreachable_server(&url, e))?;
+        let status = response.status();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| unreachable_server(&url, e))?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|e| {
+                Error::with_source(
+                    ErrorKind::Unavailable,
+                    format!("{url} answered {status} with a body that is not Cairn's"),
+                    e,
+                )
+            });
+        }
+        Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
+            Ok(body) => body.into_error(),
+            Err(_) if status == StatusCode::UNAUTHORIZED => Error::from_parts(
+                ErrorKind::Unauthorized,
+                None,
+                format!("{url} refused the request: {status}"),
+            ),
+            Err(_) => Error::from_parts(
+                ErrorKind::Unavailable,
+                None,
+                format!("{url} answered {status}, not as a Cairn server"),
+            ),
+        })
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
+        self.call(Method::POST, path, Some(body), CALL_TIMEOUT)
+            .await
+    }
+
+    /// Checks that the server is up.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when it cannot be reached.
+    pub async fn health(&self) -> Result<HealthBody> {
+        self.call::<(), _>(Method::GET, "/v1/health", None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// Enqueues one job; see [`cairn::Queue::enqueue`].
+    ///
+    /// # Errors
+    /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
+    pub async fn enqueue(&self, push: Push) -> Result<Enqueued> {
+        self.enqueue_request(&PushRequest::from(&push))
+            .await?
+            .to_enqueued()
+    }
+
+    /// Enqueues a job given in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::enqueue`].
+    pub async fn enqueue_request(&self, push: &PushRequest) -> Result<EnqueuedBody> {
+        self.post("/v1/jobs", push).await
+    }
+
+    /// Enqueues many jobs in one transaction; see [`cairn::Queue::enqueue_batch`].
+    ///
+    /// # Errors
+    /// As [`Client::enqueue`].
+    pub async fn enqueue_batch(&self, jobs: Vec<Push>) -> Result<Vec<Enqueued>> {
+        let request = PushBatchRequest {
+            jobs: jobs.iter().map(PushRequest::from).collect(),
+        };
+        let body: EnqueuedBatchBody = self.post("/v1/jobs/batch", &request).await?;
+        body.jobs.iter().map(EnqueuedBody::to_enqueued).collect()
+    }
+
+    /// Takes ready jobs, waiting (a long poll) as the request says; see [`cairn::Queue::dequeue`].
+    ///
+    /// # Errors
+    /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
+    pub async fn dequeue(&self, request: Dequeue) -> Result<Vec<ClaimedJob>> {
+        let timeout = request.wait + LONG_POLL_MARGIN;
+        let body: DequeueBody = self
+            .call(
+                Method::POST,
+                "/v1/dequeue",
+                Some(&DequeueRequest::from(&request)),
+                timeout,
+            )
+            .await?;
+        body.jobs
+            .iter()
+            .map(|c| {
+                Ok(ClaimedJob {
+                    job: c.job.to_job()?,
+                    lease: c.lease.to_lease()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Extends a lease; see [`cairn::Queue::heartbeat`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn heartbeat(&self, lease: &Lease, progress: Option<Value>) -> Result<Timestamp> {
+        let body: LeaseExpiryBody = self
+            .post(
+                &format!("/v1/jobs/{}/heartbeat", lease.job),
+                &HeartbeatRequest {
+                    token: lease.token.to_string(),
+                    progress,
+                },
+            )
+            .await?;
+        Ok(body.lease_expires_at)
+    }
+
+    /// Saves what a retry starts from; see [`cairn::Queue::checkpoint`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn checkpoint(&self, lease: &Lease, data: Value) -> Result<Timestamp> {
+        let body: LeaseExpiryBody = self
+            .post(
+                &format!("/v1/jobs/{}/checkpoint", lease.job),
+                &CheckpointRequest {
+                    token: lease.token.to_string(),
+                    data,
+                },
+            )
+            .await?;
+        Ok(body.lease_expires_at)
+    }
+
+    /// Records progress; see [`cairn::Queue::update`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn update(&self, lease: &Lease, progress: Value) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/jobs/{}/update", lease.job),
+            &UpdateRequest {
+                token: lease.token.to_string(),
+                progress,
+            },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Completes the job; see [`cairn::Queue::finish`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn finish(&self, lease: &Lease, data: Option<Value>) -> Result<()> {
+        self.finish_with(Finish {
+            data,
+            ..Finish::new(lease)
+        })
+        .await
+    }
+
+    /// Completes the job with every field of [`Finish`]; see [`cairn::Queue::finish_with`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn finish_with(&self, finish: Finish) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/jobs/{}/finish", finish.job),
+            &FinishRequest {
+                token: finish.token.to_string(),
+                data: finish.data,
+                usage: finish.usage.map(UsageBody::from),
+            },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Retries the job later; see [`cairn::Queue::retry`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn retry(
+        &self,
+        lease: &Lease,
+        error: &str,
+        delay: Option<Duration>,
+    ) -> Result<JobState> {
+        self.retry_with(Retry {
+            delay,
+            ..Retry::new(lease, error)
+        })
+        .await
+    }
+
+    /// Retries with every field of [`Retry`]; see [`cairn::Queue::retry_with`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn retry_with(&self, retry: Retry) -> Result<JobState> {
+        let body: StateBody = self
+            .post(
+                &format!("/v1/jobs/{}/retry", retry.job),
+                &RetryRequest {
+                    token: retry.token.to_string(),
+                    error: retry.error,
+                    delay_ms: retry
+                        .delay
+                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    usage: retry.usage.map(UsageBody::from),
+                },
+            )
+            .await?;
+        parse_state(&body.state)
+    }
+
+    /// Fails the job for good; see [`cairn::Queue::fail`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn fail(&self, lease: &Lease, group: &str, message: &str) -> Result<()> {
+        self.fail_with(Fail::new(lease, group, message)).await
+    }
+
+    /// Fails with every field of [`Fail`]; see [`cairn::Queue::fail_with`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn fail_with(&self, fail: Fail) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/jobs/{}/fail", fail.job),
+            &FailRequest {
+                token: fail.token.to_string(),
+                group: fail.group,
+                message: fail.message,
+                usage: fail.usage.map(UsageBody::from),
+            },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Gives the job back unfinished; see [`cairn::Queue::release`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn release(&self, lease: &Lease) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/jobs/{}/release", lease.job),
+            &LeaseRequest {
+                token: lease.token.to_string(),
+            },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Cancels a job; see [`cairn::Queue::cancel`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn cancel(&self, job: JobId) -> Result<()> {
+        self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/cancel"), &serde_json::json!({}))
+            .await
+            .map(drop)
+    }
+
+    /// Deletes a job and its history; see [`cairn::Queue::delete`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn delete(&self, job: JobId) -> Result<()> {
+        self.call::<(), EmptyBody>(
+            Method::DELETE,
+            &format!("/v1/jobs/{job}"),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Changes a job's priority; see [`cairn::Queue::set_priority`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn set_priority(&self, job: JobId, priority: i32) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/jobs/{job}/priority"),
+            &PriorityRequest { priority },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Moves a job that has not started; see [`cairn::Queue::reschedule`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn reschedule(&self, job: JobId, run_at: Timestamp) -> Result<JobState> {
+        let body: StateBody = self
+            .post(
+                &format!("/v1/jobs/{job}/reschedule"),
+                &RescheduleRequest { run_at },
+            )
+            .await?;
+        parse_state(&body.state)
+    }
+
+    /// A job with its history; see [`cairn::Queue::get`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn get(&self, job: JobId) -> Result<Job> {
+        self.get_body(job).await?.to_job()
+    }
+
+    /// A job with its history, in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::get`].
+    pub async fn get_body(&self, job: JobId) -> Result<JobBody> {
+        self.call::<(), _>(Method::GET, &format!("/v1/jobs/{job}"), None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// A page of jobs; see [`cairn::Queue::list`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn list(&self, filter: JobFilter) -> Result<JobPage> {
+        let body = self.list_body(&filter).await?;
+        Ok(JobPage {
+            jobs: body
+                .jobs
+                .iter()
+                .map(JobBody::to_job)
+                .collect::<Result<_>>()?,
+            next: body.next.map(JobId),
+        })
+    }
+
+    /// A page of jobs, in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::list`].
+    pub async fn list_body(&self, filter: &JobFilter) -> Result<JobPageBody> {
+        let mut query = vec![format!("limit={}", filter.limit)];
+        let mut add = |key: &str, value: Option<&str>| {
+            if let Some(value) = value {
+                query.push(format!("{key}={}", encode_query_value(value)));
+            }
+        };
+        add("queue", filter.queue.as_deref());
+        add("state", filter.state.map(JobState::as_str));
+        add("name", filter.name.as_deref());
+        add("tag", filter.tag.as_deref());
+        let before = filter.before.map(|b| b.0.to_string());
+        add("before", before.as_deref());
+        self.call::<(), _>(
+            Method::GET,
+            &format!("/v1/jobs?{}", query.join("&")),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+    }
+}
+
+fn parse_state(state: &str) -> Result<JobState> {
+    state.parse().map_err(|_| {
+        Error::from_parts(
+            ErrorKind::Unavailable,
+            None,
+            format!("the server sent an unknown job state {state:?}"),
+        )
+    })
+}
+
+fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
+    let what = if e.is_timeout() {
+        "timed out"
+    } else if e.is_connect() {
+        "could not connect"
+    } else {
+        "failed"
+    };
+    Error::with_source(ErrorKind::Unavailable, format!("{url}: {what}"), e)
+}
+
+/// Percent-encodes a query value (everything but unreserved characters).
+fn encode_query_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+impl Backend for Client {
+    fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, Result<Vec<ClaimedJob>>> {
+        Box::pin(Client::dequeue(self, request))
+    }
+
+    fn heartbeat<'a>(
+        &'a self,
+        lease: &'a Lease,
+        progress: Option<Value>,
+    ) -> BoxFuture<'a, Result<Timestamp>> {
+        Box::pin(Client::heartbeat(self, lease, progress))
+    }
+
+    fn checkpoint<'a>(&'a self, lease: &'a Lease, data: Value) -> BoxFuture<'a, Result<Timestamp>> {
+        Box::pin(Client::checkpoint(self, lease, data))
+    }
+
+    fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Client::update(self, lease, progress))
+    }
+
+    fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Client::finish(self, lease, data))
+    }
+
+    fn retry<'a>(
+        &'a self,
+        lease: &'a Lease,
+        error: &'a str,
+        delay: Option<Duration>,
+    ) -> BoxFuture<'a, Result<JobState>> {
+        Box::pin(Client::retry(self, lease, error, delay))
+    }
+
+    fn fail<'a>(
+        &'a self,
+        lease: &'a Lease,
+        group: &'a str,
+        message: &'a str,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Client::fail(self, lease, group, message))
+    }
+
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>> {
+        Box::pin(Client::release(self, lease))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_refuses_what_is_not_an_http_url() {
+        for bad in ["", "127.0.0.1:6670", "https://x", "http://", "http://h/?q"] {
+            let e = Client::new(bad).unwrap_err();
+            assert_eq!(e.field(), Some("server"), "{bad}");
+        }
+        assert_eq!(
+            Client::new("http://127.0.0.1:6670/").unwrap().url(),
+            "http://127.0.0.1:6670"
+        );
+    }
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(encode_query_value("email.*"), "email.%2A");
+        assert_eq!(encode_query_value("a b&c"), "a%20b%26c");
+    }
+}

@@ -1,0 +1,26 @@
+//! The client for a Cairn server: [`Client`] has the methods of the embedded [`cairn::Queue`], returns the same
+//! types and errors, and implements [`cairn::Backend`], so moving a worker from the embedded queue to a server is
+//! a change of one constructor:
+//!
+//! ```no_run
+//! # async fn run() -> cairn::Result<()> {
+//! use cairn::Worker;
+//! use cairn_client::Client;
+//!
+//! let client = Client::new("http://127.0.0.1:6670")?; // was: cairn::Queue::open("jobs.db").await?
+//! let worker = Worker::builder(&client, "worker-1")
+//!     .handler("email.send", |job| async move { Ok(()) })
+//!     .start()?;
+//! # worker.stop(std::time::Duration::from_secs(30)).await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [`wire`] holds the JSON bodies of the HTTP API, which the server shares.
+
+#![warn(missing_docs)]
+
+mod client;
+pub mod wire;
+
+pub use client::Client;

@@ -1,0 +1,813 @@
+//! The JSON bodies of Cairn's HTTP API (`/v1/…`), shared by the server and this client so the two cannot drift.
+//!
+//! Conventions: times are RFC 3339 strings in UTC; durations are whole milliseconds in fields ending in `_ms`;
+//! lease tokens are strings (they are 64-bit, more than a JavaScript number holds exactly); unknown fields are
+//! refused, so a misspelt option is an error rather than silently ignored. Conversions to and from the engine's
+//! types live here too; validation does not: the engine checks every field and names it in its errors.
+
+use std::time::Duration;
+
+use cairn::{
+    Attempt, AttemptOutcome, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Job, JobId, JobName,
+    JobState, Lease, Push, QueueName, QueueOrder, RetryPolicy, RunUsage, Tag, UniqueKey, WorkerId,
+};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+/// A job to enqueue. Only `name` is required.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    /// The queue; `default` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// What the job is, such as `email.send`; workers take jobs by name.
+    pub name: String,
+    /// The job's input (any JSON value); `{}` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Higher runs first; 0 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// How much of a worker's concurrency the job takes; 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// Do not run before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub run_at: Option<Timestamp>,
+    /// Do not run for this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Attempts and backoff; the queue's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicyBody>,
+    /// How long a lease lasts without a heartbeat, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_timeout_ms: Option<u64>,
+    /// While a live job holds this key, enqueueing another with it returns that job (`existing: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_key: Option<String>,
+    /// Labels for listing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The job that created this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<i64>,
+    /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// The IANA time zone of a cron `schedule`; UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+}
+
+/// A job's attempts and the backoff between them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicyBody {
+    /// Attempts in all, counting the first.
+    pub max_attempts: u32,
+    /// The delay after the first failed attempt.
+    pub initial_delay_ms: u64,
+    /// Each further delay is this many times the previous one.
+    pub multiplier: f64,
+    /// No delay is longer than this.
+    pub max_delay_ms: u64,
+    /// The fraction by which a delay is randomly lengthened or shortened.
+    pub jitter: f64,
+}
+
+/// Many jobs to enqueue in one transaction: all or none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PushBatchRequest {
+    /// The jobs, in order.
+    pub jobs: Vec<PushRequest>,
+}
+
+/// An enqueued job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EnqueuedBody {
+    /// The job's id.
+    pub id: i64,
+    /// Its state: `queued`, or `scheduled` when it waits for its time.
+    pub state: String,
+    /// Whether a live job already held the unique key (and this is that job).
+    pub existing: bool,
+}
+
+/// The jobs of a batch enqueue, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EnqueuedBatchBody {
+    /// One entry per requested job.
+    pub jobs: Vec<EnqueuedBody>,
+}
+
+/// A request for ready jobs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DequeueRequest {
+    /// Who takes the jobs; recorded in their history.
+    pub worker: String,
+    /// Queues to take from; `["default"]` when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<String>,
+    /// `ordered` (earlier queues first, the default) or `round_robin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    /// Job name patterns (GLOB: `email.*`); any name when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// The most jobs to take; 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The most total weight to take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_weight: Option<u32>,
+    /// Wait up to this long for a job (a long poll), returning the moment one is ready; 0 or absent answers at
+    /// once. The server caps it at its `max_wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+}
+
+/// Jobs taken, each with its lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DequeueBody {
+    /// Empty when no job was ready before the wait ended.
+    pub jobs: Vec<ClaimedJobBody>,
+}
+
+/// A job taken by a worker, and the lease under which it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ClaimedJobBody {
+    /// The job as the attempt starts.
+    pub job: JobBody,
+    /// The lease; send its `token` with every call about the job.
+    pub lease: LeaseBody,
+}
+
+/// A lease on a running job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct LeaseBody {
+    /// The job.
+    pub job: i64,
+    /// The fencing token: calls without this exact token are refused.
+    pub token: String,
+    /// The worker holding the lease.
+    pub worker: String,
+    /// When the lease runs out unless extended by a heartbeat.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub expires_at: Timestamp,
+}
+
+/// A job, as `GET /v1/jobs/{id}` and listings show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobBody {
+    /// The job's id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its name.
+    pub name: String,
+    /// `scheduled`, `queued`, `waiting`, `running`, `completed`, `failed` or `cancelled`.
+    pub state: String,
+    /// Its data: the input, the last checkpoint, or the result.
+    pub data: Value,
+    /// The last progress reported.
+    pub progress: Option<Value>,
+    /// Higher runs first.
+    pub priority: i32,
+    /// Its share of a worker's concurrency.
+    pub weight: u32,
+    /// When it may run (next).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub run_at: Timestamp,
+    /// Attempts started so far.
+    pub attempt: u32,
+    /// Attempts and backoff.
+    pub retry: RetryPolicyBody,
+    /// How long a lease lasts without a heartbeat.
+    pub lease_timeout_ms: u64,
+    /// Its unique key, if any.
+    pub unique_key: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The job that created it.
+    pub parent: Option<i64>,
+    /// The worker holding it, while it runs.
+    pub worker: Option<String>,
+    /// When the running attempt's lease runs out.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub lease_expires_at: Option<Timestamp>,
+    /// When it was enqueued.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    /// When its latest attempt started.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub started_at: Option<Timestamp>,
+    /// When it finished.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub finished_at: Option<Timestamp>,
+    /// The last error.
+    pub error: Option<String>,
+    /// Why it failed, for grouping alike failures.
+    pub failure_group: Option<String>,
+    /// Its repeat or cron schedule.
+    pub schedule: Option<String>,
+    /// The time zone of a cron schedule.
+    pub time_zone: Option<String>,
+    /// Its attempts, oldest first (empty in listings).
+    pub history: Vec<AttemptBody>,
+}
+
+/// One attempt at running a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AttemptBody {
+    /// 1 for the first attempt.
+    pub number: u32,
+    /// The worker that held the job.
+    pub worker: String,
+    /// When the worker took the job.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub started_at: Timestamp,
+    /// When it ended; null while it runs.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub finished_at: Option<Timestamp>,
+    /// `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed` or `released`; null while it runs.
+    pub outcome: Option<String>,
+    /// The error it ended with.
+    pub error: Option<String>,
+    /// What its process used, when the worker measured it.
+    pub usage: Option<UsageBody>,
+}
+
+/// What an attempt's process used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UsageBody {
+    /// Wall-clock run time.
+    pub run_ms: u64,
+    /// CPU time, user plus system.
+    pub cpu_ms: u64,
+    /// Peak resident memory, in bytes.
+    pub peak_memory: u64,
+}
+
+/// A page of jobs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobPageBody {
+    /// The jobs on this page.
+    pub jobs: Vec<JobBody>,
+    /// Pass as `before` for the next page; null on the last page.
+    pub next: Option<i64>,
+}
+
+/// A call under a lease that carries nothing else (release).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRequest {
+    /// The lease's token.
+    pub token: String,
+}
+
+/// Extend a lease, optionally reporting progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatRequest {
+    /// The lease's token.
+    pub token: String,
+    /// Progress to record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Value>,
+}
+
+/// A lease's new expiry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct LeaseExpiryBody {
+    /// When the lease now runs out.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub lease_expires_at: Timestamp,
+}
+
+/// Save what a retry starts from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The data the next attempt starts from.
+    pub data: Value,
+}
+
+/// Record progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The progress to record.
+    pub progress: Value,
+}
+
+/// Complete the job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FinishRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The job's result, replacing its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+}
+
+/// Retry the job after a transient error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    /// The lease's token.
+    pub token: String,
+    /// What went wrong.
+    pub error: String,
+    /// Wait this long instead of the job's backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+}
+
+/// Fail the job for good.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FailRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The kind of failure, such as `invalid-address`.
+    pub group: String,
+    /// What happened.
+    pub message: String,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+}
+
+/// A job's state after a call that changes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct StateBody {
+    /// The job's new state.
+    pub state: String,
+}
+
+/// The answer of a call that has nothing to report but success: `{}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EmptyBody {}
+
+/// Change a job's priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PriorityRequest {
+    /// The new priority.
+    pub priority: i32,
+}
+
+/// Move a job that has not started to another time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RescheduleRequest {
+    /// When it may run.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub run_at: Timestamp,
+}
+
+/// Every error response: `{"error": {"kind", "field", "message"}}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ErrorDetail {
+    /// A stable name to branch on: `invalid_input`, `not_found`, `lease_lost`, `invalid_state`,
+    /// `unauthorized`, `payload_too_large`, `method_not_allowed`, `unavailable`, `storage`.
+    pub kind: String,
+    /// For `invalid_input`, the field that broke a rule (a path such as `jobs[2].priority`).
+    pub field: Option<String>,
+    /// What happened, for people.
+    pub message: String,
+}
+
+/// The server's health.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct HealthBody {
+    /// `ok`.
+    pub status: String,
+    /// The server's version.
+    pub version: String,
+}
+
+// ---- Conversions between the wire and the engine. ----
+
+fn millis(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn to_millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+impl From<RetryPolicyBody> for RetryPolicy {
+    fn from(b: RetryPolicyBody) -> Self {
+        RetryPolicy {
+            max_attempts: b.max_attempts,
+            initial_delay: millis(b.initial_delay_ms),
+            multiplier: b.multiplier,
+            max_delay: millis(b.max_delay_ms),
+            jitter: b.jitter,
+        }
+    }
+}
+
+impl From<RetryPolicy> for RetryPolicyBody {
+    fn from(p: RetryPolicy) -> Self {
+        RetryPolicyBody {
+            max_attempts: p.max_attempts,
+            initial_delay_ms: to_millis(p.initial_delay),
+            multiplier: p.multiplier,
+            max_delay_ms: to_millis(p.max_delay),
+            jitter: p.jitter,
+        }
+    }
+}
+
+impl From<PushRequest> for Push {
+    fn from(r: PushRequest) -> Self {
+        let mut push = Push::new(r.name);
+        if let Some(queue) = r.queue {
+            push.queue = queue;
+        }
+        if let Some(data) = r.data {
+            push.data = data;
+        }
+        if let Some(priority) = r.priority {
+            push.priority = priority;
+        }
+        if let Some(weight) = r.weight {
+            push.weight = weight;
+        }
+        push.run_at = r.run_at;
+        push.delay = r.delay_ms.map(millis);
+        push.retry = r.retry.map(RetryPolicy::from);
+        push.lease_timeout = r.lease_timeout_ms.map(millis);
+        push.unique_key = r.unique_key;
+        push.tags = r.tags;
+        push.parent = r.parent.map(JobId);
+        push.schedule = r.schedule;
+        push.time_zone = r.time_zone;
+        push
+    }
+}
+
+impl From<Enqueued> for EnqueuedBody {
+    fn from(e: Enqueued) -> Self {
+        EnqueuedBody {
+            id: e.id.0,
+            state: e.state.as_str().to_owned(),
+            existing: e.existing,
+        }
+    }
+}
+
+impl DequeueRequest {
+    /// The engine's request, with the wait capped at `max_wait`.
+    pub fn into_dequeue(self, max_wait: Duration) -> Result<Dequeue, Error> {
+        let order = match self.order.as_deref() {
+            None | Some("ordered") => QueueOrder::Ordered,
+            Some("round_robin") => QueueOrder::RoundRobin,
+            Some(other) => {
+                return Err(Error::from_parts(
+                    ErrorKind::InvalidInput,
+                    Some("order".into()),
+                    format!("order: must be ordered or round_robin, got {other:?}"),
+                ));
+            }
+        };
+        Ok(Dequeue {
+            worker: self.worker,
+            queues: self.queues,
+            order,
+            names: self.names,
+            limit: self.limit.unwrap_or(1),
+            max_weight: self.max_weight,
+            wait: millis(self.wait_ms.unwrap_or(0)).min(max_wait),
+        })
+    }
+}
+
+impl From<&Dequeue> for DequeueRequest {
+    fn from(d: &Dequeue) -> Self {
+        DequeueRequest {
+            worker: d.worker.clone(),
+            queues: d.queues.clone(),
+            order: Some(
+                match d.order {
+                    QueueOrder::RoundRobin => "round_robin",
+                    _ => "ordered",
+                }
+                .to_owned(),
+            ),
+            names: d.names.clone(),
+            limit: Some(d.limit),
+            max_weight: d.max_weight,
+            wait_ms: Some(to_millis(d.wait)),
+        }
+    }
+}
+
+impl From<&Lease> for LeaseBody {
+    fn from(l: &Lease) -> Self {
+        LeaseBody {
+            job: l.job.0,
+            token: l.token.to_string(),
+            worker: l.worker.to_string(),
+            expires_at: l.expires_at,
+        }
+    }
+}
+
+impl From<RunUsage> for UsageBody {
+    fn from(u: RunUsage) -> Self {
+        UsageBody {
+            run_ms: to_millis(u.run_time),
+            cpu_ms: to_millis(u.cpu_time),
+            peak_memory: u.peak_memory,
+        }
+    }
+}
+
+impl From<UsageBody> for RunUsage {
+    fn from(u: UsageBody) -> Self {
+        RunUsage {
+            run_time: millis(u.run_ms),
+            cpu_time: millis(u.cpu_ms),
+            peak_memory: u.peak_memory,
+        }
+    }
+}
+
+impl From<&Attempt> for AttemptBody {
+    fn from(a: &Attempt) -> Self {
+        AttemptBody {
+            number: a.number,
+            worker: a.worker.to_string(),
+            started_at: a.started_at,
+            finished_at: a.finished_at,
+            outcome: a.outcome.map(|o| o.as_str().to_owned()),
+            error: a.error.clone(),
+            usage: a.usage.map(UsageBody::from),
+        }
+    }
+}
+
+impl From<&Job> for JobBody {
+    fn from(j: &Job) -> Self {
+        JobBody {
+            id: j.id.0,
+            queue: j.queue.to_string(),
+            name: j.name.to_string(),
+            state: j.state.as_str().to_owned(),
+            data: j.data.clone(),
+            progress: j.progress.clone(),
+            priority: j.priority,
+            weight: j.weight,
+            run_at: j.run_at,
+            attempt: j.attempt,
+            retry: j.retry.into(),
+            lease_timeout_ms: to_millis(j.lease_timeout),
+            unique_key: j.unique_key.as_ref().map(|k| k.to_string()),
+            tags: j.tags.iter().map(|t| t.to_string()).collect(),
+            parent: j.parent.map(|p| p.0),
+            worker: j.worker.as_ref().map(|w| w.to_string()),
+            lease_expires_at: j.lease_expires_at,
+            created_at: j.created_at,
+            started_at: j.started_at,
+            finished_at: j.finished_at,
+            error: j.error.clone(),
+            failure_group: j.failure_group.clone(),
+            schedule: j.schedule.clone(),
+            time_zone: j.time_zone.clone(),
+            history: j.history.iter().map(AttemptBody::from).collect(),
+        }
+    }
+}
+
+impl From<&ClaimedJob> for ClaimedJobBody {
+    fn from(c: &ClaimedJob) -> Self {
+        ClaimedJobBody {
+            job: JobBody::from(&c.job),
+            lease: LeaseBody::from(&c.lease),
+        }
+    }
+}
+
+/// An answer that did not read as Cairn's: the client reports it as [`ErrorKind::Unavailable`].
+fn malformed(what: impl std::fmt::Display) -> Error {
+    Error::from_parts(
+        ErrorKind::Unavailable,
+        None,
+        format!("the server sent a malformed answer: {what}"),
+    )
+}
+
+/// Parses a lease token as the wire carries it.
+pub fn parse_token(field: &str, token: &str) -> Result<i64, Error> {
+    token.parse().map_err(|_| {
+        Error::from_parts(
+            ErrorKind::InvalidInput,
+            Some(field.to_owned()),
+            format!("{field}: must be a lease token (a decimal integer), got {token:?}"),
+        )
+    })
+}
+
+impl LeaseBody {
+    /// The engine's lease.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body does not hold a valid lease.
+    pub fn to_lease(&self) -> Result<Lease, Error> {
+        Ok(Lease {
+            job: JobId(self.job),
+            token: self.token.parse().map_err(|_| malformed("lease.token"))?,
+            worker: WorkerId::parse(self.worker.as_str()).map_err(malformed)?,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
+impl JobBody {
+    /// The engine's job, as a handler sees it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body does not hold a valid job.
+    pub fn to_job(&self) -> Result<Job, Error> {
+        let history = self
+            .history
+            .iter()
+            .map(|a| {
+                Ok(Attempt {
+                    number: a.number,
+                    worker: WorkerId::parse(a.worker.as_str()).map_err(malformed)?,
+                    started_at: a.started_at,
+                    finished_at: a.finished_at,
+                    outcome: a.outcome.as_deref().and_then(AttemptOutcome::parse),
+                    error: a.error.clone(),
+                    usage: a.usage.map(RunUsage::from),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Job {
+            id: JobId(self.id),
+            queue: QueueName::parse(self.queue.as_str()).map_err(malformed)?,
+            name: JobName::parse(self.name.as_str()).map_err(malformed)?,
+            state: self.state.parse::<JobState>().map_err(malformed)?,
+            data: self.data.clone(),
+            progress: self.progress.clone(),
+            priority: self.priority,
+            weight: self.weight,
+            run_at: self.run_at,
+            attempt: self.attempt,
+            retry: self.retry.into(),
+            lease_timeout: millis(self.lease_timeout_ms),
+            unique_key: self
+                .unique_key
+                .as_deref()
+                .map(UniqueKey::parse)
+                .transpose()
+                .map_err(malformed)?,
+            tags: self
+                .tags
+                .iter()
+                .map(|t| Tag::parse(t.as_str()))
+                .collect::<Result<_, _>>()
+                .map_err(malformed)?,
+            parent: self.parent.map(JobId),
+            worker: self
+                .worker
+                .as_deref()
+                .map(WorkerId::parse)
+                .transpose()
+                .map_err(malformed)?,
+            lease_expires_at: self.lease_expires_at,
+            created_at: self.created_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            error: self.error.clone(),
+            failure_group: self.failure_group.clone(),
+            schedule: self.schedule.clone(),
+            time_zone: self.time_zone.clone(),
+            history,
+        })
+    }
+}
+
+impl ErrorBody {
+    /// The wire form of an engine error.
+    pub fn from_error(e: &Error) -> Self {
+        ErrorBody {
+            error: ErrorDetail {
+                kind: e.kind().as_str().to_owned(),
+                field: e.field().map(str::to_owned),
+                message: e.to_string(),
+            },
+        }
+    }
+
+    /// The engine error this body stands for, as a client should see it: a server that is closing or cannot
+    /// open its database is [`ErrorKind::Unavailable`] (try again later), never [`ErrorKind::Closed`], which
+    /// would stop a worker for good.
+    pub fn into_error(self) -> Error {
+        let kind = match self.error.kind.as_str() {
+            "invalid_input" | "payload_too_large" => ErrorKind::InvalidInput,
+            "not_found" => ErrorKind::NotFound,
+            "lease_lost" => ErrorKind::LeaseLost,
+            "invalid_state" => ErrorKind::InvalidState,
+            "storage" => ErrorKind::Storage,
+            "unauthorized" => ErrorKind::Unauthorized,
+            _ => ErrorKind::Unavailable,
+        };
+        Error::from_parts(kind, self.error.field, self.error.message)
+    }
+}
+
+impl From<&Push> for PushRequest {
+    fn from(p: &Push) -> Self {
+        PushRequest {
+            queue: Some(p.queue.clone()),
+            name: p.name.clone(),
+            data: Some(p.data.clone()),
+            priority: Some(p.priority),
+            weight: Some(p.weight),
+            run_at: p.run_at,
+            delay_ms: p.delay.map(to_millis),
+            retry: p.retry.map(RetryPolicyBody::from),
+            lease_timeout_ms: p.lease_timeout.map(to_millis),
+            unique_key: p.unique_key.clone(),
+            tags: p.tags.clone(),
+            parent: p.parent.map(|j| j.0),
+            schedule: p.schedule.clone(),
+            time_zone: p.time_zone.clone(),
+        }
+    }
+}
+
+impl EnqueuedBody {
+    /// The engine's answer.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] for an unknown state.
+    pub fn to_enqueued(&self) -> Result<Enqueued, Error> {
+        Ok(Enqueued {
+            id: JobId(self.id),
+            state: self.state.parse().map_err(malformed)?,
+            existing: self.existing,
+        })
+    }
+}

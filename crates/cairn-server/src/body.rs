@@ -1,0 +1,97 @@
+//! [`JsonBody`]: the request-body extractor. It reads the body within the server's size limit and decodes it with
+//! the path of a bad field (`jobs[3].priority`), so errors name the field as the engine's own errors do.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// A JSON request body of type `T`. Any content type is read as JSON, so `curl -d '{…}'` works as is.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::too_large(state.config.max_body_bytes)
+            } else {
+                ApiError::invalid("body", format!("could not be read: {rejection}"))
+            }
+        })?;
+        decode(&bytes).map(JsonBody)
+    }
+}
+
+/// Decodes `bytes` as a `T`, naming the field that does not fit.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut json).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let field = if path == "." { "body".to_owned() } else { path };
+        let rule = if inner.is_eof() && bytes.iter().all(u8::is_ascii_whitespace) {
+            "must be a JSON object, got an empty body".to_owned()
+        } else {
+            // serde's message carries a position that only means something to a parser; drop it.
+            let text = inner.to_string();
+            match text.rfind(" at line ") {
+                Some(at) => text[..at].to_owned(),
+                None => text,
+            }
+        };
+        ApiError::invalid(field, rule)
+    })?;
+    json.end().map_err(|_| {
+        ApiError::invalid("body", "must hold one JSON value, got trailing characters")
+    })?;
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_client::wire::{PushBatchRequest, PushRequest};
+
+    use super::*;
+
+    /// The field and message of the error decoding `body` as a `T`.
+    fn check<T: DeserializeOwned + std::fmt::Debug>(body: &str, field: &str, message: &str) {
+        let e = decode::<T>(body.as_bytes()).unwrap_err();
+        assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(e.body().error.field.as_deref(), Some(field), "{body}");
+        assert_eq!(e.body().error.message, message, "{body}");
+    }
+
+    #[test]
+    fn errors_name_the_field_path_and_the_rule() {
+        check::<PushBatchRequest>(
+            r#"{"jobs":[{"name":"a"},{"name":"b","priority":"high"}]}"#,
+            "jobs[1].priority",
+            r#"jobs[1].priority: invalid type: string "high", expected i32"#,
+        );
+        check::<PushRequest>(
+            r#"{"name":"a","weight":-1}"#,
+            "weight",
+            "weight: invalid value: integer `-1`, expected u32",
+        );
+        check::<PushRequest>("", "body", "body: must be a JSON object, got an empty body");
+        check::<PushRequest>(
+            r#"{"name":"a"} x"#,
+            "body",
+            "body: must hold one JSON value, got trailing characters",
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let e = decode::<PushRequest>(br#"{"name":"a","prio":1}"#).unwrap_err();
+        assert!(
+            e.body().error.message.contains("unknown field `prio`"),
+            "{e:?}"
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! [`ApiError`]: every error the API returns, converted to `{"error": {"kind", "field", "message"}}` in one place,
+//! with one status code per kind.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use cairn::ErrorKind;
+use cairn_client::wire::{ErrorBody, ErrorDetail};
+
+/// An error on its way to the client.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    body: ErrorBody,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, kind: &str, field: Option<String>, message: String) -> Self {
+        ApiError {
+            status,
+            body: ErrorBody {
+                error: ErrorDetail {
+                    kind: kind.to_owned(),
+                    field,
+                    message,
+                },
+            },
+        }
+    }
+
+    /// Bad input in `field`.
+    pub fn invalid(field: impl Into<String>, rule: impl std::fmt::Display) -> Self {
+        let field = field.into();
+        let message = format!("{field}: {rule}");
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_input",
+            Some(field),
+            message,
+        )
+    }
+
+    /// A request body over the server's limit.
+    pub fn too_large(limit: usize) -> Self {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            Some("body".to_owned()),
+            format!("body: must be at most {limit} bytes (the server's max_body)"),
+        )
+    }
+
+    /// A missing or wrong bearer token.
+    pub fn unauthorized() -> Self {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            None,
+            "this server needs a bearer token: send `Authorization: Bearer <token>`".to_owned(),
+        )
+    }
+
+    /// No such route.
+    pub fn no_route(method: &str, path: &str) -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            None,
+            format!("no route {method} {path}; the API is described at /v1/openapi.json"),
+        )
+    }
+
+    /// A route that exists, called with the wrong method.
+    pub fn method_not_allowed(method: &str, path: &str) -> Self {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            None,
+            format!("{path} does not take {method}; the API is described at /v1/openapi.json"),
+        )
+    }
+
+    /// The body this error is sent with.
+    pub fn body(&self) -> &ErrorBody {
+        &self.body
+    }
+
+    /// The status code this error is sent with.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+}
+
+impl From<cairn::Error> for ApiError {
+    fn from(e: cairn::Error) -> Self {
+        let (status, kind) = match e.kind() {
+            ErrorKind::InvalidInput => (StatusCode::BAD_REQUEST, "invalid_input"),
+            ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
+            ErrorKind::LeaseLost => (StatusCode::CONFLICT, "lease_lost"),
+            ErrorKind::InvalidState => (StatusCode::CONFLICT, "invalid_state"),
+            ErrorKind::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            // The queue closing means the server is shutting down: the client should try again elsewhere or later.
+            ErrorKind::Closed | ErrorKind::Locked | ErrorKind::Unavailable => {
+                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
+            }
+            _ => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
+        };
+        if status.is_server_error() {
+            tracing::error!(error = %e, "request failed");
+        }
+        ApiError::new(status, kind, e.field().map(str::to_owned), e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, axum::Json(self.body)).into_response()
+    }
+}
+
+/// What handlers return.
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,198 @@
+//! Enqueueing, reading and managing jobs: `/v1/jobs…`.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use cairn::{JobFilter, JobState, Push};
+use cairn_client::wire::{
+    EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody, PriorityRequest,
+    PushBatchRequest, PushRequest, RescheduleRequest, StateBody,
+};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::job_id;
+use crate::state::AppState;
+
+/// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key.
+#[utoipa::path(post, path = "/v1/jobs", tag = "jobs", request_body = PushRequest,
+    responses(
+        (status = 201, description = "Enqueued", body = EnqueuedBody),
+        (status = 200, description = "A live job holds the unique key; this is that job", body = EnqueuedBody),
+        (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+    ))]
+pub async fn enqueue(
+    State(state): State<AppState>,
+    JsonBody(push): JsonBody<PushRequest>,
+) -> ApiResult<(StatusCode, Json<EnqueuedBody>)> {
+    let enqueued = state.queue.enqueue(Push::from(push)).await?;
+    let status = if enqueued.existing {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(enqueued.into())))
+}
+
+/// Enqueues many jobs in one transaction: all of them, or none (the error names the bad job's index).
+#[utoipa::path(post, path = "/v1/jobs/batch", tag = "jobs", request_body = PushBatchRequest,
+    responses(
+        (status = 200, description = "Every job, in request order", body = EnqueuedBatchBody),
+        (status = 400, description = "Bad input, naming the job and field", body = ErrorBody),
+    ))]
+pub async fn enqueue_batch(
+    State(state): State<AppState>,
+    JsonBody(batch): JsonBody<PushBatchRequest>,
+) -> ApiResult<Json<EnqueuedBatchBody>> {
+    let max = state.config.max_batch_jobs;
+    if batch.jobs.len() > max {
+        return Err(ApiError::invalid(
+            "jobs",
+            format!(
+                "must hold at most {max} jobs (the server's max_batch_jobs), got {}",
+                batch.jobs.len()
+            ),
+        ));
+    }
+    let jobs = batch.jobs.into_iter().map(Push::from).collect();
+    let enqueued = state.queue.enqueue_batch(jobs).await?;
+    Ok(Json(EnqueuedBatchBody {
+        jobs: enqueued.into_iter().map(EnqueuedBody::from).collect(),
+    }))
+}
+
+/// A job with its history.
+#[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job", body = JobBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ))]
+pub async fn get_job(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<JobBody>> {
+    let job = state.queue.get(job_id(&id)?).await?;
+    Ok(Json(JobBody::from(&job)))
+}
+
+/// Filters for listing jobs.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Only jobs in this queue.
+    queue: Option<String>,
+    /// Only jobs in this state.
+    state: Option<String>,
+    /// Only jobs whose name matches this GLOB pattern.
+    name: Option<String>,
+    /// Only jobs with this tag.
+    tag: Option<String>,
+    /// Only jobs older than this id (the `next` of the previous page).
+    before: Option<i64>,
+    /// The most jobs on the page (default 100, at most 1000).
+    limit: Option<u32>,
+}
+
+/// A page of jobs, newest first, without their history.
+#[utoipa::path(get, path = "/v1/jobs", tag = "jobs", params(ListParams),
+    responses(
+        (status = 200, description = "A page of jobs", body = JobPageBody),
+        (status = 400, description = "Bad filter", body = ErrorBody),
+    ))]
+pub async fn list_jobs(
+    State(state): State<AppState>,
+    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<JobPageBody>> {
+    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
+    let mut filter = JobFilter {
+        queue: params.queue,
+        name: params.name,
+        tag: params.tag,
+        before: params.before.map(cairn::JobId),
+        ..JobFilter::default()
+    };
+    if let Some(state) = params.state {
+        filter.state = Some(state.parse::<JobState>()?);
+    }
+    if let Some(limit) = params.limit {
+        filter.limit = limit;
+    }
+    let page = state.queue.list(filter).await?;
+    Ok(Json(JobPageBody {
+        jobs: page.jobs.iter().map(JobBody::from).collect(),
+        next: page.next.map(|id| id.0),
+    }))
+}
+
+/// Cancels a job that has not finished; its worker, if any, is refused from then on.
+#[utoipa::path(post, path = "/v1/jobs/{id}/cancel", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Cancelled", body = EmptyBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job already finished", body = ErrorBody),
+    ))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.cancel(job_id(&id)?).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Deletes a job and its history.
+#[utoipa::path(delete, path = "/v1/jobs/{id}", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Deleted", body = EmptyBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.delete(job_id(&id)?).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Changes the priority of a job that has not finished.
+#[utoipa::path(post, path = "/v1/jobs/{id}/priority", tag = "jobs", request_body = PriorityRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Changed", body = EmptyBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job already finished", body = ErrorBody),
+    ))]
+pub async fn set_priority(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<PriorityRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state
+        .queue
+        .set_priority(job_id(&id)?, request.priority)
+        .await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Moves a job that is not running to another time.
+#[utoipa::path(post, path = "/v1/jobs/{id}/reschedule", tag = "jobs", request_body = RescheduleRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Moved; its new state", body = StateBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job is running or finished", body = ErrorBody),
+    ))]
+pub async fn reschedule(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<RescheduleRequest>,
+) -> ApiResult<Json<StateBody>> {
+    let new_state = state.queue.reschedule(job_id(&id)?, request.run_at).await?;
+    Ok(Json(StateBody {
+        state: new_state.as_str().to_owned(),
+    }))
+}

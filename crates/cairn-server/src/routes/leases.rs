@@ -1,0 +1,191 @@
+//! Taking jobs (`POST /v1/dequeue`, a long poll) and the calls a worker makes under a lease
+//! (`/v1/jobs/{id}/heartbeat|checkpoint|update|finish|retry|fail|release`). Every lease call carries the lease's
+//! token, and the engine refuses it (409 `lease_lost`) unless that exact lease still holds the job.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use cairn::{Fail, Finish, Lease, Retry, RunUsage, WorkerId};
+use cairn_client::wire::{
+    CheckpointRequest, ClaimedJobBody, DequeueBody, DequeueRequest, EmptyBody, ErrorBody,
+    FailRequest, FinishRequest, HeartbeatRequest, LeaseExpiryBody, LeaseRequest, RetryRequest,
+    StateBody, UpdateRequest,
+};
+
+use crate::body::JsonBody;
+use crate::error::ApiResult;
+use crate::routes::{job_id, millis, token};
+use crate::state::AppState;
+
+/// Takes up to `limit` ready jobs. With `wait_ms`, waits (a long poll) until a job is ready, answering the moment
+/// one is, or with no job when the wait ends or the server shuts down.
+#[utoipa::path(post, path = "/v1/dequeue", tag = "workers", request_body = DequeueRequest,
+    responses(
+        (status = 200, description = "The jobs taken, each with its lease (possibly none)", body = DequeueBody),
+        (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+    ))]
+pub async fn dequeue(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<DequeueRequest>,
+) -> ApiResult<Json<DequeueBody>> {
+    let request = request.into_dequeue(state.config.max_wait)?;
+    // If the client goes away, this future is dropped; the engine then gives back any job it claimed for it.
+    let claimed = tokio::select! {
+        claimed = state.queue.dequeue(request) => claimed?,
+        () = state.shutdown.cancelled() => Vec::new(),
+    };
+    Ok(Json(DequeueBody {
+        jobs: claimed.iter().map(ClaimedJobBody::from).collect(),
+    }))
+}
+
+/// The lease named by a path id and a token. The engine checks only job and token; the rest is for the types.
+fn lease(id: &str, token_text: &str) -> ApiResult<Lease> {
+    Ok(Lease {
+        job: job_id(id)?,
+        token: token(token_text)?,
+        worker: WorkerId::parse("http").expect("a valid worker id"),
+        expires_at: jiff::Timestamp::UNIX_EPOCH,
+    })
+}
+
+/// Extends the lease to a full lease timeout from now, optionally recording progress.
+#[utoipa::path(post, path = "/v1/jobs/{id}/heartbeat", tag = "workers", request_body = HeartbeatRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The lease's new expiry", body = LeaseExpiryBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn heartbeat(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<HeartbeatRequest>,
+) -> ApiResult<Json<LeaseExpiryBody>> {
+    let lease = lease(&id, &request.token)?;
+    let lease_expires_at = state.queue.heartbeat(&lease, request.progress).await?;
+    Ok(Json(LeaseExpiryBody { lease_expires_at }))
+}
+
+/// Saves the data a retry starts from, and extends the lease.
+#[utoipa::path(post, path = "/v1/jobs/{id}/checkpoint", tag = "workers", request_body = CheckpointRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The lease's new expiry", body = LeaseExpiryBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn checkpoint(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<CheckpointRequest>,
+) -> ApiResult<Json<LeaseExpiryBody>> {
+    let lease = lease(&id, &request.token)?;
+    let lease_expires_at = state.queue.checkpoint(&lease, request.data).await?;
+    Ok(Json(LeaseExpiryBody { lease_expires_at }))
+}
+
+/// Records progress for queries to show.
+#[utoipa::path(post, path = "/v1/jobs/{id}/update", tag = "workers", request_body = UpdateRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Recorded", body = EmptyBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn update(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<UpdateRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    let lease = lease(&id, &request.token)?;
+    state.queue.update(&lease, request.progress).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Completes the job, optionally replacing its data with a result.
+#[utoipa::path(post, path = "/v1/jobs/{id}/finish", tag = "workers", request_body = FinishRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Completed", body = EmptyBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn finish(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<FinishRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    let lease = lease(&id, &request.token)?;
+    state
+        .queue
+        .finish_with(Finish {
+            data: request.data,
+            usage: request.usage.map(RunUsage::from),
+            ..Finish::new(&lease)
+        })
+        .await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Reports a transient error: the job runs again after its backoff (or `delay_ms`), or fails when out of
+/// attempts.
+#[utoipa::path(post, path = "/v1/jobs/{id}/retry", tag = "workers", request_body = RetryRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "The job's new state: queued, scheduled, or failed", body = StateBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn retry(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<RetryRequest>,
+) -> ApiResult<Json<StateBody>> {
+    let lease = lease(&id, &request.token)?;
+    let new_state = state
+        .queue
+        .retry_with(Retry {
+            delay: millis(request.delay_ms),
+            usage: request.usage.map(RunUsage::from),
+            ..Retry::new(&lease, request.error)
+        })
+        .await?;
+    Ok(Json(StateBody {
+        state: new_state.as_str().to_owned(),
+    }))
+}
+
+/// Fails the job for good, with a failure group and a message.
+#[utoipa::path(post, path = "/v1/jobs/{id}/fail", tag = "workers", request_body = FailRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Failed", body = EmptyBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn fail(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<FailRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    let lease = lease(&id, &request.token)?;
+    state
+        .queue
+        .fail_with(Fail {
+            usage: request.usage.map(RunUsage::from),
+            ..Fail::new(&lease, request.group, request.message)
+        })
+        .await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Gives the job back to its queue at once, without counting the attempt.
+#[utoipa::path(post, path = "/v1/jobs/{id}/release", tag = "workers", request_body = LeaseRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Released", body = EmptyBody),
+        (status = 409, description = "The lease was lost", body = ErrorBody),
+    ))]
+pub async fn release(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(request): JsonBody<LeaseRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    let lease = lease(&id, &request.token)?;
+    state.queue.release(&lease).await?;
+    Ok(Json(EmptyBody {}))
+}

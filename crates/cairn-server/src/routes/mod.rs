@@ -1,0 +1,30 @@
+//! The `/v1` routes, one file per area: `jobs` (enqueue, read, manage), `leases` (dequeue and the calls a
+//! worker makes under a lease), `health`. Each handler parses its input, builds the engine's operation, and
+//! converts the answer; validation is the engine's.
+
+pub mod health;
+pub mod jobs;
+pub mod leases;
+
+use cairn::JobId;
+
+use crate::error::ApiError;
+
+/// A job id from the path.
+fn job_id(text: &str) -> Result<JobId, ApiError> {
+    text.parse::<i64>()
+        .ok()
+        .filter(|id| *id > 0)
+        .map(JobId)
+        .ok_or_else(|| ApiError::invalid("id", format!("must be a positive integer, got {text:?}")))
+}
+
+/// A lease token from a request body.
+fn token(text: &str) -> Result<i64, ApiError> {
+    cairn_client::wire::parse_token("token", text).map_err(ApiError::from)
+}
+
+/// Milliseconds from the wire.
+fn millis(ms: Option<u64>) -> Option<std::time::Duration> {
+    ms.map(std::time::Duration::from_millis)
+}
