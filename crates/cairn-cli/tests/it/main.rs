@@ -1,1 +1,10 @@
+//! The integration tests of the `cairn` binary and the server: one binary, a module per area. Every test runs the
+//! real binary on loopback over a real SQLite file (see `harness`).
 
+#![allow(dead_code)] // Each module uses a different part of the harness.
+
+mod cli;
+mod crash;
+mod harness;
+mod http;
+mod work;

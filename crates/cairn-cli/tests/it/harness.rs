@@ -1,0 +1,206 @@
+//! `TestServer`: the real `cairn serve` binary on a loopback port over a fresh SQLite file, a `Client` for it, and
+//! the `cairn` binary for CLI tests. Kill it with SIGKILL and start it again on the same file to test recovery.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cairn_client::Client;
+
+/// The `cairn` binary under test.
+pub fn cairn_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_cairn")
+}
+
+/// A running `cairn serve` on its own database.
+pub struct TestServer {
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    url: String,
+    extra_args: Vec<String>,
+    token: Option<String>,
+}
+
+impl TestServer {
+    /// A server on a fresh database.
+    pub fn spawn() -> TestServer {
+        TestServer::spawn_with(&[])
+    }
+
+    /// A server on a fresh database with extra `cairn serve` arguments.
+    pub fn spawn_with(args: &[&str]) -> TestServer {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mut server = TestServer {
+            dir,
+            child: None,
+            url: String::new(),
+            extra_args: args.iter().map(|a| a.to_string()).collect(),
+            token: None,
+        };
+        if let Some(i) = args.iter().position(|a| *a == "--token") {
+            server.token = args.get(i + 1).map(|t| t.to_string());
+        }
+        server.start();
+        server
+    }
+
+    /// The database file.
+    pub fn db(&self) -> PathBuf {
+        self.dir.path().join("cairn.db")
+    }
+
+    /// The temp directory the server runs in (for files tests write).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Starts the server (again) on the same database and waits until it listens.
+    pub fn start(&mut self) {
+        assert!(self.child.is_none(), "the server is already running");
+        let mut child = Command::new(cairn_binary())
+            .arg("serve")
+            .arg("--db")
+            .arg(self.db())
+            .args(["--http", "127.0.0.1:0"])
+            .args(&self.extra_args)
+            .current_dir(self.dir.path())
+            .env_remove("CAIRN_TOKEN")
+            .env_remove("CAIRN_CONFIG")
+            .env("CAIRN_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning cairn serve");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("reading the server's first line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in the server's first line: {line:?}"))
+            .to_owned();
+        self.url = url;
+        self.child = Some(child);
+    }
+
+    /// The server's base URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A client for the server (with its token, if it has one).
+    pub fn client(&self) -> Client {
+        let client = Client::new(&self.url).expect("a valid URL");
+        match &self.token {
+            Some(token) => client.with_token(token),
+            None => client,
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server is running").id()
+    }
+
+    /// Kills the server with SIGKILL and reaps it.
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().expect("the server is running");
+        child.kill().expect("SIGKILL");
+        child.wait().expect("reaping the server");
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns the exit status code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut child = self.child.take().expect("the server is running");
+        signal(child.id(), libc::SIGTERM);
+        wait_with_timeout(&mut child, Duration::from_secs(30))
+    }
+
+    /// Runs the `cairn` binary against this server, with `stdin` as its input.
+    pub fn cairn(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut command = Command::new(cairn_binary());
+        command
+            .args(args)
+            .current_dir(self.dir.path())
+            .env("CAIRN_SERVER", &self.url)
+            .env_remove("CAIRN_TOKEN")
+            .env("CAIRN_LOG", "warn");
+        if let Some(token) = &self.token {
+            command.env("CAIRN_TOKEN", token);
+        }
+        run_with_stdin(command, stdin)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs `command` to completion, feeding it `stdin`.
+pub fn run_with_stdin(mut command: Command, stdin: Option<&str>) -> Output {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("spawning cairn");
+    let mut input = child.stdin.take().expect("piped stdin");
+    if let Some(text) = stdin {
+        std::io::Write::write_all(&mut input, text.as_bytes()).expect("writing stdin");
+    }
+    drop(input);
+    child.wait_with_output().expect("waiting for cairn")
+}
+
+/// Sends `sig` to `pid`.
+pub fn signal(pid: u32, sig: i32) {
+    let pid = i32::try_from(pid).expect("a pid fits in i32");
+    // SAFETY: kill only sends a signal.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "sending signal {sig}");
+}
+
+/// Waits for `child` to exit, killing it after `timeout`; its exit code (None when killed by a signal).
+pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().expect("polling the child") {
+            return status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not exit within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `condition` until it holds, failing the test after `timeout`.
+pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !condition().await {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The text of a process's stdout.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The text of a process's stderr.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
