@@ -36,7 +36,7 @@ pub struct ServeArgs {
     /// [default: full].
     #[arg(long, env = "CAIRN_DURABILITY")]
     pub durability: Option<String>,
-    /// A job's lease without a heartbeat, unless the job sets its own [default: 30s].
+    /// A job's lease without a heartbeat, unless the job sets its own [default: 60s].
     #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub lease_timeout: Option<Duration>,
     /// Attempts a job gets, unless it sets its own [default: 5].

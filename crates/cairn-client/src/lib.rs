@@ -20,6 +20,11 @@
 
 #![warn(missing_docs)]
 
+// The README's examples use both the engine and this client, so they are compiled here.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 mod client;
 pub mod wire;
 

@@ -106,9 +106,24 @@ impl Error {
         }
     }
 
-    /// Prefixes the message with the position of the failing item in a batch: `jobs[3]: name: must not be empty`.
+    /// Places the error at a position in a batch: field `jobs[3].name`, message `jobs[3].name: must not be empty`
+    /// (the same paths the server's body decoder gives).
     pub(crate) fn in_batch(mut self, index: usize) -> Self {
-        self.message = format!("jobs[{index}]: {}", self.message);
+        match self.field.take() {
+            Some(field) => {
+                let path = format!("jobs[{index}].{field}");
+                let rule = self
+                    .message
+                    .strip_prefix(field.as_ref())
+                    .unwrap_or(&self.message);
+                self.message = match rule.strip_prefix(": ") {
+                    Some(rule) => format!("{path}: {rule}"),
+                    None => format!("jobs[{index}]: {}", self.message),
+                };
+                self.field = Some(Cow::Owned(path));
+            }
+            None => self.message = format!("jobs[{index}]: {}", self.message),
+        }
         self
     }
 

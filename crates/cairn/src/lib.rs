@@ -17,11 +17,6 @@
 //! See `ARCHITECTURE.md` in the repository for how it works inside.
 #![warn(missing_docs)]
 
-/// The README's code blocks, compiled as doc tests so that the quick start never drifts from the API.
-#[doc = include_str!("../../../README.md")]
-#[cfg(doctest)]
-pub struct ReadmeDoctests;
-
 mod clock;
 mod error;
 mod job;

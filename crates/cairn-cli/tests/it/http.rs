@@ -1,1 +1,686 @@
-//! (being written)
+//! The HTTP API through the wire: the real server, the Rust client, and raw requests for what the client would
+//! never send (bad bodies, missing tokens, unknown routes).
+
+use std::time::Duration;
+
+use cairn::{Dequeue, ErrorKind, JobFilter, JobId, JobState, Push, Worker};
+use serde_json::{Value, json};
+
+use crate::harness::TestServer;
+
+/// A raw request: (status, JSON body).
+async fn raw(
+    method: reqwest::Method,
+    url: String,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> (u16, Value) {
+    let mut request = reqwest::Client::new().request(method, url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.body(body.to_owned());
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.expect("a body");
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("a JSON body, got {:?}", String::from_utf8_lossy(&bytes)));
+    (status, value)
+}
+
+async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
+    raw(
+        reqwest::Method::POST,
+        format!("{}{path}", server.url()),
+        None,
+        Some(body),
+    )
+    .await
+}
+
+fn take(worker: &str) -> Dequeue {
+    Dequeue {
+        limit: 1,
+        ..Dequeue::new(worker)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_goes_through_its_life_over_http() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let enqueued = client
+        .enqueue(Push::new("email.send").data(json!({"to": "ada@example.com"})))
+        .await
+        .unwrap();
+    assert_eq!(enqueued.state, JobState::Queued);
+
+    let claimed = client.dequeue(take("w1")).await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    let lease = &claimed[0].lease;
+    assert_eq!(claimed[0].job.data, json!({"to": "ada@example.com"}));
+    client
+        .heartbeat(lease, Some(json!({"pct": 50})))
+        .await
+        .unwrap();
+    client.checkpoint(lease, json!({"step": 2})).await.unwrap();
+    client.update(lease, json!({"pct": 75})).await.unwrap();
+    client
+        .finish(lease, Some(json!({"sent": true})))
+        .await
+        .unwrap();
+
+    let job = client.get(enqueued.id).await.unwrap();
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.data, json!({"sent": true}));
+    assert_eq!(job.progress, Some(json!({"pct": 75})));
+    assert_eq!(job.history.len(), 1);
+    assert_eq!(job.history[0].worker.as_str(), "w1");
+
+    // The lease is fenced: a second finish with the same lease is refused and changes nothing.
+    let err = client.finish(lease, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LeaseLost);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_management_call_works_over_http() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(1);
+    let a = client
+        .enqueue(Push::new("a").run_at(later).tag("t1"))
+        .await
+        .unwrap();
+    assert_eq!(a.state, JobState::Scheduled);
+    let b = client.enqueue(Push::new("b").tag("t1")).await.unwrap();
+    let c = client.enqueue(Push::new("c")).await.unwrap();
+
+    client.set_priority(b.id, 9).await.unwrap();
+    assert_eq!(client.get(b.id).await.unwrap().priority, 9);
+    assert_eq!(
+        client
+            .reschedule(a.id, jiff::Timestamp::now())
+            .await
+            .unwrap(),
+        JobState::Queued
+    );
+    client.cancel(c.id).await.unwrap();
+    assert_eq!(client.get(c.id).await.unwrap().state, JobState::Cancelled);
+    client.cancel(c.id).await.unwrap(); // Cancelling twice is harmless.
+
+    let tagged = client
+        .list(JobFilter {
+            tag: Some("t1".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<JobId> = tagged.jobs.iter().map(|j| j.id).collect();
+    assert_eq!(ids, [b.id, a.id]);
+    let page = client
+        .list(JobFilter {
+            limit: 2,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.jobs.len(), 2);
+    let rest = client
+        .list(JobFilter {
+            before: page.next,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.jobs.len(), 1);
+    assert_eq!(rest.next, None);
+
+    client.delete(a.id).await.unwrap();
+    assert_eq!(
+        client.get(a.id).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        client.delete(a.id).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+
+    // Retry and fail under a lease.
+    let claimed = client.dequeue(take("w")).await.unwrap();
+    assert_eq!(claimed[0].job.id, b.id, "priority 9 goes first");
+    let state = client
+        .retry(&claimed[0].lease, "boom", Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(state, JobState::Scheduled);
+    client
+        .reschedule(b.id, jiff::Timestamp::now())
+        .await
+        .unwrap();
+    let claimed = client.dequeue(take("w")).await.unwrap();
+    client
+        .fail(&claimed[0].lease, "bad-input", "no address")
+        .await
+        .unwrap();
+    let job = client.get(b.id).await.unwrap();
+    assert_eq!(job.state, JobState::Failed);
+    assert_eq!(job.failure_group.as_deref(), Some("bad-input"));
+    assert_eq!(job.history.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_is_all_or_nothing_and_names_the_bad_job() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let ids = client
+        .enqueue_batch(vec![Push::new("a"), Push::new("b"), Push::new("c")])
+        .await
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+
+    let (status, body) = post(
+        &server,
+        "/v1/jobs/batch",
+        r#"{"jobs":[{"name":"ok"},{"name":"bad","weight":0}]}"#,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body,
+        json!({"error": {"kind": "invalid_input", "field": "jobs[1].weight", "message": "jobs[1].weight: must be between 1 and 1000, got 0"}})
+    );
+    let all = client.list(JobFilter::default()).await.unwrap();
+    assert_eq!(all.jobs.len(), 3, "the failed batch wrote nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_returns_the_job_the_moment_it_is_enqueued() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .dequeue(Dequeue {
+                    wait: Duration::from_secs(50),
+                    ..take("w")
+                })
+                .await
+        })
+    };
+    // Enqueue once the poll is parked: until then, an empty list keeps it waiting either way.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let id = client.enqueue(Push::new("x")).await.unwrap().id;
+    // Far less than the 50 s wait: a server that did not wake the poll would answer only at the end.
+    let claimed = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the long poll answered before its wait ended")
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].job.id, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_worker_api_runs_unchanged_against_the_server() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    for n in 0..5 {
+        client
+            .enqueue(Push::new("double").data(json!({"n": n})))
+            .await
+            .unwrap();
+    }
+    client
+        .enqueue(Push::new("flaky").retry(cairn::RetryPolicy::immediate(1)))
+        .await
+        .unwrap();
+    let worker = Worker::builder(&client, "remote-1")
+        .max_concurrency(3)
+        .wait(Duration::from_secs(5))
+        .handler("double", |job| async move {
+            let n = job.data()["n"].as_i64().unwrap_or(0);
+            job.update(json!({"half": true}))
+                .await
+                .map_err(|e| cairn::JobError::retry(e.to_string()))?;
+            job.set_result(json!({"doubled": n * 2}));
+            Ok(())
+        })
+        .handler("flaky", |_job| async move {
+            Err(cairn::JobError::fail("broken", "always fails"))
+        })
+        .start()
+        .unwrap();
+    crate::harness::eventually(Duration::from_secs(20), "all jobs done", || {
+        let client = client.clone();
+        async move {
+            let page = client.list(JobFilter::default()).await.unwrap();
+            page.jobs.iter().all(|j| j.state.is_finished())
+        }
+    })
+    .await;
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.finished, report.failed), (5, 1));
+    let done = client
+        .list(JobFilter {
+            name: Some("double".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    let mut results: Vec<i64> = done
+        .jobs
+        .iter()
+        .map(|j| j.data["doubled"].as_i64().unwrap())
+        .collect();
+    results.sort();
+    assert_eq!(results, [0, 2, 4, 6, 8]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_are_json_with_kind_field_message_and_one_status_per_kind() {
+    let server = TestServer::spawn_with(&["--max-body", "2048"]);
+    let url = server.url().to_owned();
+    let check = |(status, body): (u16, Value), want_status: u16, want: Value| {
+        assert_eq!(status, want_status, "{body}");
+        assert_eq!(body, json!({ "error": want }));
+    };
+    check(
+        post(&server, "/v1/jobs", r#"{"name":""}"#).await,
+        400,
+        json!({"kind": "invalid_input", "field": "name", "message": "name: must not be empty"}),
+    );
+    check(
+        post(&server, "/v1/jobs", r#"{"name":"x","priority":"high"}"#).await,
+        400,
+        json!({"kind": "invalid_input", "field": "priority", "message": "priority: invalid type: string \"high\", expected i32"}),
+    );
+    check(
+        post(&server, "/v1/jobs", "not json").await,
+        400,
+        json!({"kind": "invalid_input", "field": "body", "message": "body: expected ident"}),
+    );
+    check(
+        raw(
+            reqwest::Method::GET,
+            format!("{url}/v1/jobs/424242"),
+            None,
+            None,
+        )
+        .await,
+        404,
+        json!({"kind": "not_found", "field": null, "message": "job 424242 not found"}),
+    );
+    check(
+        raw(
+            reqwest::Method::GET,
+            format!("{url}/v1/jobs/abc"),
+            None,
+            None,
+        )
+        .await,
+        400,
+        json!({"kind": "invalid_input", "field": "id", "message": "id: must be a positive integer, got \"abc\""}),
+    );
+    check(
+        raw(
+            reqwest::Method::GET,
+            format!("{url}/v1/jobs?state=done"),
+            None,
+            None,
+        )
+        .await,
+        400,
+        json!({"kind": "invalid_input", "field": "state", "message": "state: must be one of scheduled, queued, waiting, running, completed, failed, cancelled, got \"done\""}),
+    );
+    check(
+        post(&server, "/v1/dequeue", r#"{"worker":"w","order":"random"}"#).await,
+        400,
+        json!({"kind": "invalid_input", "field": "order", "message": "order: must be ordered or round_robin, got \"random\""}),
+    );
+    let big = format!(r#"{{"name":"x","data":"{}"}}"#, "a".repeat(4096));
+    check(
+        post(&server, "/v1/jobs", &big).await,
+        413,
+        json!({"kind": "payload_too_large", "field": "body", "message": "body: must be at most 2048 bytes (the server's max_body)"}),
+    );
+    check(
+        post(&server, "/v1/nowhere", "{}").await,
+        404,
+        json!({"kind": "not_found", "field": null, "message": "no route POST /v1/nowhere; the API is described at /v1/openapi.json"}),
+    );
+    check(
+        raw(
+            reqwest::Method::PUT,
+            format!("{url}/v1/dequeue"),
+            None,
+            None,
+        )
+        .await,
+        405,
+        json!({"kind": "method_not_allowed", "field": null, "message": "/v1/dequeue does not take PUT; the API is described at /v1/openapi.json"}),
+    );
+
+    // Lease calls: a wrong token is refused with 409 and changes nothing.
+    let (status, enqueued) = post(&server, "/v1/jobs", r#"{"name":"x"}"#).await;
+    assert_eq!(status, 201);
+    let id = enqueued["id"].as_i64().unwrap();
+    let (_, claimed) = post(&server, "/v1/dequeue", r#"{"worker":"w"}"#).await;
+    assert_eq!(claimed["jobs"][0]["job"]["id"], id);
+    check(
+        post(
+            &server,
+            &format!("/v1/jobs/{id}/finish"),
+            r#"{"token":"12345"}"#,
+        )
+        .await,
+        409,
+        json!({"kind": "lease_lost", "field": null, "message": format!("job {id} was leased again; this lease is stale")}),
+    );
+    check(
+        post(
+            &server,
+            &format!("/v1/jobs/{id}/finish"),
+            r#"{"token":"not-a-number"}"#,
+        )
+        .await,
+        400,
+        json!({"kind": "invalid_input", "field": "token", "message": "token: must be a lease token (a decimal integer), got \"not-a-number\""}),
+    );
+    let token = claimed["jobs"][0]["lease"]["token"].as_str().unwrap();
+    let (status, _) = post(
+        &server,
+        &format!("/v1/jobs/{id}/finish"),
+        &format!(r#"{{"token":"{token}"}}"#),
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_every_request_needs_it() {
+    let token = "0123456789abcdef-secret";
+    let server = TestServer::spawn_with(&["--token", token]);
+    let url = server.url().to_owned();
+    for path in ["/v1/health", "/v1/jobs", "/v1/openapi.json", "/v1/jobs/1"] {
+        let (status, body) = raw(reqwest::Method::GET, format!("{url}{path}"), None, None).await;
+        assert_eq!(status, 401, "{path}");
+        assert_eq!(body["error"]["kind"], "unauthorized");
+        let (status, _) = raw(
+            reqwest::Method::GET,
+            format!("{url}{path}"),
+            Some("0123456789abcdef-wrong!"),
+            None,
+        )
+        .await;
+        assert_eq!(status, 401, "{path}");
+    }
+    let (status, _) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/health"),
+        Some(token),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    // The client sends the token; without it the same call is refused.
+    server.client().enqueue(Push::new("x")).await.unwrap();
+    let anonymous = cairn_client::Client::new(&url).unwrap();
+    let err = anonymous.enqueue(Push::new("x")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unauthorized);
+}
+
+#[test]
+fn without_a_token_the_server_refuses_a_public_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = std::process::Command::new(crate::harness::cairn_binary())
+        .args(["serve", "--http", "0.0.0.0:0", "--db"])
+        .arg(dir.path().join("cairn.db"))
+        .env_remove("CAIRN_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = crate::harness::stderr(&output);
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--insecure"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_answers_long_polls_and_restart_loses_nothing() {
+    let mut server = TestServer::spawn();
+    let client = server.client();
+    let ids: Vec<JobId> = client
+        .enqueue_batch((0..20).map(|n| Push::new("keep").data(json!(n))).collect())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .dequeue(Dequeue {
+                    queues: vec!["empty".into()],
+                    wait: Duration::from_secs(50),
+                    ..take("w")
+                })
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let code = tokio::task::spawn_blocking(move || {
+        let code = server.terminate();
+        (server, code)
+    });
+    let answered = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the long poll was answered at shutdown")
+        .unwrap()
+        .unwrap();
+    assert!(answered.is_empty());
+    let (mut server, code) = code.await.unwrap();
+    assert_eq!(code, Some(0), "a clean exit on SIGTERM");
+
+    server.start();
+    let client = server.client();
+    for id in ids {
+        assert_eq!(client.get(id).await.unwrap().state, JobState::Queued);
+    }
+}
+
+/// Checks `value` against the schema `name` in the document: every field it has is declared, and every required
+/// field is there, recursing into references and arrays.
+fn check_schema(doc: &Value, schema: &Value, value: &Value, at: &str) {
+    if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        let target = &doc["components"]["schemas"][name];
+        assert!(
+            !target.is_null(),
+            "{at}: {reference} is not in the document"
+        );
+        return check_schema(doc, target, value, at);
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(options) = schema.get(key).and_then(Value::as_array) {
+            // Nullable references: null matches the null branch, anything else the other one.
+            let branch = options
+                .iter()
+                .find(|o| (o["type"] == "null") == value.is_null())
+                .unwrap_or_else(|| panic!("{at}: no {key} branch for {value}"));
+            return check_schema(doc, branch, value, at);
+        }
+    }
+    if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+        let object = value
+            .as_object()
+            .unwrap_or_else(|| panic!("{at}: expected an object, got {value}"));
+        for (field, field_value) in object {
+            let declared = properties
+                .get(field)
+                .unwrap_or_else(|| panic!("{at}.{field} is sent but not in the document"));
+            check_schema(doc, declared, field_value, &format!("{at}.{field}"));
+        }
+        for required in schema["required"].as_array().into_iter().flatten() {
+            let required = required.as_str().unwrap();
+            assert!(
+                object.contains_key(required),
+                "{at}.{required} is required but not sent"
+            );
+        }
+    }
+    if let (Some(items), Some(array)) = (schema.get("items"), value.as_array()) {
+        for (i, item) in array.iter().enumerate() {
+            check_schema(doc, items, item, &format!("{at}[{i}]"));
+        }
+    }
+}
+
+/// The schema of the response to `method path` with `status`, from the document.
+fn response_schema<'a>(doc: &'a Value, method: &str, path: &str, status: u16) -> &'a Value {
+    let operation = &doc["paths"][path][method];
+    assert!(
+        !operation.is_null(),
+        "{method} {path} is not in the document"
+    );
+    let schema =
+        &operation["responses"][status.to_string()]["content"]["application/json"]["schema"];
+    assert!(
+        !schema.is_null(),
+        "{method} {path} does not document status {status}"
+    );
+    schema
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_describes_what_the_server_really_sends() {
+    let server = TestServer::spawn();
+    let url = server.url().to_owned();
+    let (status, doc) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/openapi.json"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        doc,
+        serde_json::to_value(cairn_server::openapi_document()).unwrap()
+    );
+    let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/dequeue",
+            "/v1/health",
+            "/v1/jobs",
+            "/v1/jobs/batch",
+            "/v1/jobs/{id}",
+            "/v1/jobs/{id}/cancel",
+            "/v1/jobs/{id}/checkpoint",
+            "/v1/jobs/{id}/fail",
+            "/v1/jobs/{id}/finish",
+            "/v1/jobs/{id}/heartbeat",
+            "/v1/jobs/{id}/priority",
+            "/v1/jobs/{id}/release",
+            "/v1/jobs/{id}/reschedule",
+            "/v1/jobs/{id}/retry",
+            "/v1/jobs/{id}/update",
+        ]
+    );
+
+    // Real answers, checked against the schemas the document gives for them.
+    let full = r#"{"name":"x","queue":"q","data":{"a":1},"priority":2,"weight":1,"delay_ms":0,
+        "retry":{"max_attempts":3,"initial_delay_ms":10,"multiplier":2.0,"max_delay_ms":100,"jitter":0.0},
+        "lease_timeout_ms":30000,"unique_key":"u","tags":["t"]}"#;
+    let (status, body) = post(&server, "/v1/jobs", full).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs", status),
+        &body,
+        "enqueue",
+    );
+    let id = body["id"].as_i64().unwrap();
+    let (status, body) = post(&server, "/v1/dequeue", r#"{"worker":"w","queues":["q"]}"#).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/dequeue", status),
+        &body,
+        "dequeue",
+    );
+    let token = body["jobs"][0]["lease"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/heartbeat"),
+        &format!(r#"{{"token":"{token}"}}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/heartbeat", status),
+        &body,
+        "heartbeat",
+    );
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/retry"),
+        &format!(r#"{{"token":"{token}","error":"e","usage":{{"run_ms":5,"cpu_ms":1,"peak_memory":1024}}}}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/retry", status),
+        &body,
+        "retry",
+    );
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs/{id}"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/jobs/{id}", status),
+        &body,
+        "get",
+    );
+    assert_eq!(body["history"][0]["usage"]["peak_memory"], 1024);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs?limit=5"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/jobs", status),
+        &body,
+        "list",
+    );
+    let (status, body) = post(&server, "/v1/jobs", r#"{"name":""}"#).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs", status),
+        &body,
+        "error",
+    );
+    let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/health"), None, None).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/health", status),
+        &body,
+        "health",
+    );
+}

@@ -89,7 +89,8 @@ async fn a_batch_is_all_or_nothing() {
         .enqueue_batch(vec![Push::new("a"), Push::new("b"), Push::new("")])
         .await
         .unwrap_err();
-    assert_eq!(err.to_string(), "jobs[2]: name: must not be empty");
+    assert_eq!(err.to_string(), "jobs[2].name: must not be empty");
+    assert_eq!(err.field(), Some("jobs[2].name"));
     assert_eq!(count_jobs(&t).await, 0);
     let ok = t
         .queue
