@@ -6,7 +6,7 @@ use crate::logging::LogFormat;
 
 /// Cairn: a durable job queue.
 #[derive(Debug, Parser)]
-#[command(name = "cairn", version, about, propagate_version = true)]
+#[command(name = "cairn", version, about, propagate_version = true, after_long_help = crate::commands::EXIT_CODES)]
 pub struct Cli {
     /// More log output (-v info, -vv debug, -vvv trace); `CAIRN_LOG` (an env-filter) overrides it.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]

@@ -197,7 +197,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
-            Some(source) if matches!(self.kind, ErrorKind::Storage | ErrorKind::Unavailable) => {
+            Some(source) if self.kind == ErrorKind::Storage => {
                 write!(f, "{}: {source}", self.message)
             }
             _ => f.write_str(&self.message),

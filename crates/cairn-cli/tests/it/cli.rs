@@ -1,1 +1,478 @@
-//! (being written)
+//! The client commands (`cairn push`, `get`, `show`, `list`, the calls under a lease, management) run as a user
+//! runs them: the real binary against a real server. Expected output is inline, with times masked; `--json`
+//! output is read back as the wire types.
+
+use std::process::{Command, Output};
+
+use cairn_client::wire::{
+    DequeueBody, EmptyBody, EnqueuedBody, JobBody, JobPageBody, LeaseExpiryBody, StateBody,
+};
+use serde::de::DeserializeOwned;
+
+use crate::harness::{TestServer, cairn_binary, run_with_stdin, stderr, stdout};
+
+/// What every human time looks like after [`mask_times`].
+const TIME: &str = "YYYY-MM-DDTHH:MM:SSZ";
+
+/// Replaces every human time (`2025-01-31T09:00:00Z`, always 20 characters) with [`TIME`], which has the same
+/// width, so that tables keep their alignment.
+fn mask_times(text: &str) -> String {
+    let shape = |window: &[u8]| {
+        window.len() == TIME.len()
+            && window.iter().zip(TIME.bytes()).all(|(c, t)| match t {
+                b'Y' | b'M' | b'D' | b'H' | b'S' => c.is_ascii_digit(),
+                _ => *c == t,
+            })
+    };
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if i + TIME.len() <= bytes.len() && shape(&bytes[i..i + TIME.len()]) {
+            out.push_str(TIME);
+            i += TIME.len();
+        } else {
+            let c = text[i..].chars().next().expect("i is on a char boundary");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// Runs `cairn` against `url` with exactly the environment given (no server token unless `env` has one).
+fn cairn_with_env(url: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(cairn_binary());
+    command
+        .args(args)
+        .env("CAIRN_SERVER", url)
+        .env_remove("CAIRN_TOKEN")
+        .env_remove("CAIRN_LEASE_TOKEN")
+        .env("CAIRN_LOG", "warn");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    run_with_stdin(command, None)
+}
+
+/// Asserts the command succeeded and returns its stdout.
+#[track_caller]
+fn ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    stdout(out)
+}
+
+/// Asserts the command succeeded and reads its stdout as JSON of type `T`.
+#[track_caller]
+fn ok_json<T: DeserializeOwned>(out: &Output) -> T {
+    let text = ok(out);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: not the wire type: {text}"))
+}
+
+/// Asserts the exit code, and that stderr is one `error: …` report containing `message`.
+#[track_caller]
+fn check_error(out: &Output, code: i32, message: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert!(err.starts_with("error: "), "stderr: {err}");
+    assert!(
+        err.contains(message),
+        "expected {message:?} in stderr: {err}"
+    );
+    assert_eq!(stdout(out), "", "nothing on stdout after an error");
+}
+
+/// The lease token in `cairn get`'s human output.
+fn lease_token(get_output: &str) -> String {
+    get_output
+        .lines()
+        .find_map(|line| line.strip_prefix("lease: "))
+        .unwrap_or_else(|| panic!("no lease line in {get_output:?}"))
+        .to_owned()
+}
+
+#[test]
+fn push_then_show_and_list_print_the_job() {
+    let server = TestServer::spawn();
+    let push = [
+        "push",
+        "email.send",
+        "--data",
+        r#"{"to": "ada@example.com"}"#,
+        "--priority",
+        "-2",
+        "--tag",
+        "welcome",
+        "--max-attempts",
+        "3",
+        "--unique-key",
+        "ada",
+    ];
+    assert_eq!(ok(&server.cairn(&push, None)), "1\n");
+    assert_eq!(
+        ok(&server.cairn(
+            &[
+                "push",
+                "report.daily",
+                "--queue",
+                "reports",
+                "--delay",
+                "1h"
+            ],
+            None
+        )),
+        "2\n"
+    );
+
+    let shown = ok(&server.cairn(&["show", "1"], None));
+    assert_eq!(
+        mask_times(&shown),
+        r#"id: 1
+name: email.send
+queue: default
+state: queued
+priority: -2
+weight: 1
+attempt: 0 of 3
+run_at: YYYY-MM-DDTHH:MM:SSZ
+created_at: YYYY-MM-DDTHH:MM:SSZ
+lease_timeout: 1m
+unique_key: ada
+tags: welcome
+data: {"to":"ada@example.com"}
+history: none
+"#
+    );
+
+    let listed = ok(&server.cairn(&["list"], None));
+    assert_eq!(
+        mask_times(&listed),
+        "\
+ID  STATE      QUEUE    NAME          PRIORITY  ATTEMPT  RUN AT
+2   scheduled  reports  report.daily  0         0/5      YYYY-MM-DDTHH:MM:SSZ
+1   queued     default  email.send    -2        0/3      YYYY-MM-DDTHH:MM:SSZ
+"
+    );
+    let filtered = ok(&server.cairn(
+        &["list", "--queue", "reports", "--state", "scheduled"],
+        None,
+    ));
+    assert!(filtered.contains("report.daily") && !filtered.contains("email.send"));
+    assert_eq!(
+        ok(&server.cairn(&["list", "--tag", "nobody"], None)),
+        "no jobs\n"
+    );
+}
+
+#[test]
+fn list_names_the_cursor_of_the_next_page() {
+    let server = TestServer::spawn();
+    for name in ["a", "b", "c"] {
+        ok(&server.cairn(&["push", name], None));
+    }
+    let first = ok(&server.cairn(&["list", "--limit", "2"], None));
+    assert_eq!(
+        mask_times(&first),
+        "\
+ID  STATE   QUEUE    NAME  PRIORITY  ATTEMPT  RUN AT
+3   queued  default  c     0         0/5      YYYY-MM-DDTHH:MM:SSZ
+2   queued  default  b     0         0/5      YYYY-MM-DDTHH:MM:SSZ
+next: --before 2
+"
+    );
+    let second = ok(&server.cairn(&["list", "--limit", "2", "--before", "2"], None));
+    assert_eq!(
+        mask_times(&second),
+        "\
+ID  STATE   QUEUE    NAME  PRIORITY  ATTEMPT  RUN AT
+1   queued  default  a     0         0/5      YYYY-MM-DDTHH:MM:SSZ
+"
+    );
+}
+
+#[test]
+fn push_reads_data_from_stdin_and_from_a_file() {
+    let server = TestServer::spawn();
+    ok(&server.cairn(&["push", "from.stdin", "--data", "-"], Some(r#"[1, 2]"#)));
+    let file = server.dir().join("data.json");
+    std::fs::write(&file, r#"{"from": "file"}"#).unwrap();
+    let at_file = format!("@{}", file.display());
+    ok(&server.cairn(&["push", "from.file", "--data", &at_file], None));
+
+    let page: JobPageBody = ok_json(&server.cairn(&["list", "--json"], None));
+    let data: Vec<_> = page.jobs.iter().map(|j| j.data.to_string()).collect();
+    assert_eq!(data, [r#"{"from":"file"}"#, "[1,2]"]);
+}
+
+#[test]
+fn get_then_finish_with_the_printed_token() {
+    let server = TestServer::spawn();
+    ok(&server.cairn(&["push", "email.send", "--data", r#"{"to": "ada"}"#], None));
+    ok(&server.cairn(&["push", "report.daily"], None));
+
+    let got = ok(&server.cairn(&["get", "email.*", "--worker", "w1"], None));
+    let token = lease_token(&got);
+    let masked = mask_times(&got).replace(&format!("lease: {token}\n"), "lease: <token>\n");
+    assert_eq!(
+        masked,
+        r#"id: 1
+name: email.send
+queue: default
+attempt: 1 of 5
+lease: <token>
+lease_expires_at: YYYY-MM-DDTHH:MM:SSZ
+data: {"to":"ada"}
+"#
+    );
+
+    let progress = [
+        "update",
+        "1",
+        "--lease",
+        &token,
+        "--progress",
+        r#"{"sent": 0}"#,
+    ];
+    assert_eq!(
+        ok(&server.cairn(&progress, None)),
+        "job 1: progress recorded\n"
+    );
+    // The token also comes from the environment, as a script that ran `cairn get` would pass it on.
+    let finished = cairn_with_env(
+        server.url(),
+        &["finish", "1", "--data", r#"{"sent": 1}"#],
+        &[("CAIRN_LEASE_TOKEN", &token)],
+    );
+    assert_eq!(ok(&finished), "job 1: completed\n");
+
+    let shown = mask_times(&ok(&server.cairn(&["show", "1"], None)));
+    assert!(shown.contains("state: completed\n"), "{shown}");
+    assert!(shown.contains("data: {\"sent\":1}\n"), "{shown}");
+    assert!(
+        shown.ends_with(
+            "\
+history:
+  #  WORKER  STARTED               FINISHED              OUTCOME    RUN  CPU  MEMORY  ERROR
+  1  w1      YYYY-MM-DDTHH:MM:SSZ  YYYY-MM-DDTHH:MM:SSZ  completed  -    -    -       -
+"
+        ),
+        "{shown}"
+    );
+}
+
+#[test]
+fn retry_fail_and_management_commands_say_what_happened() {
+    let server = TestServer::spawn();
+    ok(&server.cairn(&["push", "flaky"], None));
+    ok(&server.cairn(&["push", "later", "--delay", "1h"], None));
+
+    let token = lease_token(&ok(&server.cairn(&["get", "flaky", "--worker", "w1"], None)));
+    let retry = [
+        "retry",
+        "1",
+        "--lease",
+        &token,
+        "--error",
+        "timed out",
+        "--delay",
+        "0s",
+    ];
+    assert_eq!(ok(&server.cairn(&retry, None)), "job 1: queued\n");
+
+    let token = lease_token(&ok(&server.cairn(&["get", "flaky", "--worker", "w2"], None)));
+    let heartbeat = ok(&server.cairn(&["heartbeat", "1", "--lease", &token], None));
+    assert_eq!(
+        mask_times(&heartbeat),
+        "job 1: lease extended to YYYY-MM-DDTHH:MM:SSZ\n"
+    );
+    let checkpoint = [
+        "checkpoint",
+        "1",
+        "--lease",
+        &token,
+        "--data",
+        r#"{"page": 2}"#,
+    ];
+    assert!(ok(&server.cairn(&checkpoint, None)).starts_with("job 1: checkpoint saved"));
+    let fail = [
+        "fail",
+        "1",
+        "--lease",
+        &token,
+        "--group",
+        "bad-input",
+        "--message",
+        "no such page",
+    ];
+    assert_eq!(ok(&server.cairn(&fail, None)), "job 1: failed\n");
+
+    let shown = mask_times(&ok(&server.cairn(&["show", "1"], None)));
+    assert!(shown.contains("failure_group: bad-input\n"), "{shown}");
+    assert!(
+        shown.ends_with(
+            "\
+history:
+  #  WORKER  STARTED               FINISHED              OUTCOME  RUN  CPU  MEMORY  ERROR
+  1  w1      YYYY-MM-DDTHH:MM:SSZ  YYYY-MM-DDTHH:MM:SSZ  retried  -    -    -       timed out
+  2  w2      YYYY-MM-DDTHH:MM:SSZ  YYYY-MM-DDTHH:MM:SSZ  failed   -    -    -       no such page
+"
+        ),
+        "{shown}"
+    );
+
+    let manage: [(&[&str], &str); 4] = [
+        (&["priority", "2", "-5"], "job 2: priority -5\n"),
+        (
+            &["reschedule", "2", "--run-at", "2030-01-01T00:00:00Z"],
+            "job 2: scheduled, runs at 2030-01-01T00:00:00Z\n",
+        ),
+        (&["cancel", "2"], "job 2: cancelled\n"),
+        (&["delete", "2"], "job 2: deleted\n"),
+    ];
+    for (args, expected) in manage {
+        assert_eq!(ok(&server.cairn(args, None)), expected, "{args:?}");
+    }
+}
+
+#[test]
+fn json_output_reads_as_the_wire_types() {
+    let server = TestServer::spawn();
+    let enqueued: EnqueuedBody = ok_json(&server.cairn(&["push", "x", "--json"], None));
+    assert_eq!(
+        enqueued,
+        EnqueuedBody {
+            id: 1,
+            state: "queued".into(),
+            existing: false
+        }
+    );
+    let again: EnqueuedBody =
+        ok_json(&server.cairn(&["push", "x", "--unique-key", "k", "--json"], None));
+    let same: EnqueuedBody =
+        ok_json(&server.cairn(&["push", "x", "--unique-key", "k", "--json"], None));
+    assert!(same.existing && same.id == again.id);
+
+    let taken: DequeueBody = ok_json(&server.cairn(&["get", "x", "--limit", "2", "--json"], None));
+    assert_eq!(taken.jobs.len(), 2);
+    let claimed = &taken.jobs[0];
+    assert_eq!((claimed.job.id, claimed.lease.job), (1, 1));
+    assert_eq!(claimed.job.state, "running");
+    let token = claimed.lease.token.as_str();
+
+    let update = ["update", "1", "--lease", token, "--progress", "7", "--json"];
+    let _: EmptyBody = ok_json(&server.cairn(&update, None));
+    let heartbeat = ["heartbeat", "1", "--lease", token, "--json"];
+    let extended: LeaseExpiryBody = ok_json(&server.cairn(&heartbeat, None));
+    assert!(extended.lease_expires_at >= claimed.lease.expires_at);
+    let retry = [
+        "retry", "1", "--lease", token, "--error", "e", "--delay", "1h", "--json",
+    ];
+    let state: StateBody = ok_json(&server.cairn(&retry, None));
+    assert_eq!(state.state, "scheduled");
+
+    let job: JobBody = ok_json(&server.cairn(&["show", "1", "--json"], None));
+    assert_eq!((job.id, job.state.as_str()), (1, "scheduled"));
+    assert_eq!(job.history.len(), 1);
+    assert_eq!(job.history[0].error.as_deref(), Some("e"));
+    let page: JobPageBody = ok_json(&server.cairn(&["list", "--limit", "1", "--json"], None));
+    assert_eq!(page.jobs.len(), 1);
+    assert_eq!(page.next, Some(page.jobs[0].id));
+
+    let empty = server.cairn(&["get", "nothing", "--json"], None);
+    assert_eq!(empty.status.code(), Some(7));
+    let none: DequeueBody = serde_json::from_str(&stdout(&empty)).unwrap();
+    assert!(none.jobs.is_empty());
+}
+
+#[test]
+fn errors_exit_with_their_code_and_name_what_was_wrong() {
+    let server = TestServer::spawn();
+    ok(&server.cairn(&["push", "x"], None));
+    let token = lease_token(&ok(&server.cairn(&["get", "x"], None)));
+    let wrong = if token == "1" { "2" } else { "1" };
+
+    // (arguments, exit code, what stderr says)
+    let cases: [(&[&str], i32, &str); 10] = [
+        (&["show", "999"], 3, "job 999 not found"),
+        (&["cancel", "999"], 3, "not found"),
+        (&["finish", "1", "--lease", wrong], 4, "finishing job 1"),
+        (&["cancel", "1"], 0, ""),
+        (&["priority", "1", "3"], 4, "changing the priority of job 1"),
+        (&["push", "x", "--data", "{bad"], 2, "--data: must be JSON"),
+        (
+            &["push", "x", "--data", "@/nonexistent/x.json"],
+            2,
+            "--data: reading",
+        ),
+        (
+            &["push", "bad*name"],
+            2,
+            "name: must not contain the GLOB character",
+        ),
+        (
+            &["show", "abc"],
+            2,
+            "'<ID>': must be a job id (a positive integer)",
+        ),
+        (&["get", "nothing", "--wait", "0s"], 7, ""),
+    ];
+    for (args, code, message) in cases {
+        let out = server.cairn(args, None);
+        match (code, message) {
+            (0, _) => {
+                ok(&out);
+            }
+            (7, _) => {
+                assert_eq!(out.status.code(), Some(7), "{args:?}");
+                assert_eq!(stdout(&out), "");
+                assert!(stderr(&out).contains("no job matching \"nothing\" was ready"));
+            }
+            _ => check_error(&out, code, message),
+        }
+    }
+    let missing_lease = server.cairn(&["finish", "1"], None);
+    check_error(&missing_lease, 2, "--lease <TOKEN>");
+}
+
+#[test]
+fn an_unreachable_server_exits_5() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let out = cairn_with_env(&url, &["show", "1"], &[]);
+    check_error(&out, 5, "could not connect");
+    let bad_url = cairn_with_env("127.0.0.1:1", &["list"], &[]);
+    check_error(&bad_url, 2, "--server");
+}
+
+#[test]
+fn a_missing_or_wrong_token_exits_6() {
+    let server = TestServer::spawn_with(&["--token", "0123456789abcdef"]);
+    let without = cairn_with_env(server.url(), &["list"], &[]);
+    check_error(&without, 6, "listing jobs");
+    let wrong = cairn_with_env(
+        server.url(),
+        &["list"],
+        &[("CAIRN_TOKEN", "fedcba9876543210")],
+    );
+    assert_eq!(wrong.status.code(), Some(6), "{}", stderr(&wrong));
+    // The harness passes the server's token, so the same command works.
+    assert_eq!(ok(&server.cairn(&["list"], None)), "no jobs\n");
+}
+
+#[test]
+fn mask_times_keeps_the_width_of_what_it_masks() {
+    assert_eq!(
+        mask_times("at 2025-01-31T09:00:00Z  x\n"),
+        "at YYYY-MM-DDTHH:MM:SSZ  x\n"
+    );
+    assert_eq!(mask_times("2025-01-31 09:00"), "2025-01-31 09:00");
+}

@@ -112,52 +112,7 @@ async fn sigkill_during_load_loses_nothing_acknowledged() {
         server = killed;
         let client = server.client();
         let jobs = all_jobs(&client).await;
-        let by_id: BTreeMap<JobId, &cairn::Job> = jobs.iter().map(|j| (j.id, j)).collect();
-        let acked = acked.lock().unwrap();
-        assert!(
-            acked.enqueued.len() > 10 * (round as usize + 1),
-            "round {round}: the load ran ({} enqueues)",
-            acked.enqueued.len()
-        );
-        for (id, value) in &acked.enqueued {
-            let job = by_id
-                .get(id)
-                .unwrap_or_else(|| panic!("round {round}: acknowledged job {id} is missing"));
-            assert_eq!(
-                job.data,
-                json!(value),
-                "round {round}: job {id} has its data"
-            );
-        }
-        for id in &acked.finished {
-            assert_eq!(
-                by_id[id].state,
-                JobState::Completed,
-                "round {round}: acknowledged finish of {id}"
-            );
-        }
-        for job in &jobs {
-            // Recovery at open: nothing is left running for a worker that is gone.
-            assert_ne!(
-                job.state,
-                JobState::Running,
-                "round {round}: job {} still running",
-                job.id
-            );
-            if acked.taken.contains(&job.id) && !acked.finished.contains(&job.id) {
-                assert!(
-                    matches!(job.state, JobState::Queued | JobState::Completed),
-                    "round {round}: a job held at the kill is recovered, got {:?}",
-                    job.state
-                );
-            }
-        }
-        let held_at_kill: Vec<JobId> = jobs
-            .iter()
-            .filter(|j| acked.taken.contains(&j.id) && j.state == JobState::Queued)
-            .map(|j| j.id)
-            .collect();
-        drop(acked);
+        let held_at_kill = check_round(round, &jobs, &acked.lock().unwrap());
         for id in held_at_kill {
             let history = client.get(id).await.unwrap().history;
             assert!(
@@ -168,7 +123,6 @@ async fn sigkill_during_load_loses_nothing_acknowledged() {
             );
         }
     }
-
     // After the last restart, every job can be taken and finished exactly once.
     let client = server.client();
     let mut seen = BTreeSet::new();
@@ -191,4 +145,52 @@ async fn sigkill_during_load_loses_nothing_acknowledged() {
     }
     let jobs = all_jobs(&client).await;
     assert!(jobs.iter().all(|j| j.state == JobState::Completed));
+}
+
+/// Checks the database after a restart against what the clients were told; returns the jobs a worker held when
+/// the server died and that are queued again (their history must say they crashed).
+fn check_round(round: u64, jobs: &[cairn::Job], acked: &Acknowledged) -> Vec<JobId> {
+    let by_id: BTreeMap<JobId, &cairn::Job> = jobs.iter().map(|j| (j.id, j)).collect();
+    assert!(
+        acked.enqueued.len() > 10 * (round as usize + 1),
+        "round {round}: the load ran ({} enqueues)",
+        acked.enqueued.len()
+    );
+    for (id, value) in &acked.enqueued {
+        let job = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("round {round}: acknowledged job {id} is missing"));
+        assert_eq!(
+            job.data,
+            json!(value),
+            "round {round}: job {id} has its data"
+        );
+    }
+    for id in &acked.finished {
+        assert_eq!(
+            by_id[id].state,
+            JobState::Completed,
+            "round {round}: acknowledged finish of {id}"
+        );
+    }
+    for job in jobs {
+        // Recovery at open: nothing is left running for a worker that is gone.
+        assert_ne!(
+            job.state,
+            JobState::Running,
+            "round {round}: job {} still running",
+            job.id
+        );
+        if acked.taken.contains(&job.id) && !acked.finished.contains(&job.id) {
+            assert!(
+                matches!(job.state, JobState::Queued | JobState::Completed),
+                "round {round}: a job held at the kill is recovered, got {:?}",
+                job.state
+            );
+        }
+    }
+    jobs.iter()
+        .filter(|j| acked.taken.contains(&j.id) && j.state == JobState::Queued)
+        .map(|j| j.id)
+        .collect()
 }

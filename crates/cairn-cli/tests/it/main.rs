@@ -7,4 +7,5 @@ mod cli;
 mod crash;
 mod harness;
 mod http;
+mod schedule;
 mod work;

@@ -1,0 +1,102 @@
+//! `cairn get PATTERN`: take (lease) ready jobs whose name matches a GLOB, like Bedrock's `GetJob`, and print
+//! each with the lease token the calls about it need. Exits with [`Code::NoJob`] when none was ready in time.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use cairn::Dequeue;
+use cairn_client::wire::{ClaimedJobBody, DequeueBody};
+use clap::Args;
+
+use crate::commands::args::CommonArgs;
+use crate::commands::output::{self, Fields};
+use crate::exit::Code;
+
+/// `cairn get` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct GetArgs {
+    /// Which job names to take, as a GLOB: `email.*`, `report.?`, `*` for any.
+    pub pattern: String,
+    /// A queue to take from; repeat for several (earlier ones first). `default` when absent.
+    #[arg(long = "queue", value_name = "QUEUE")]
+    pub queues: Vec<String>,
+    /// Who takes the jobs, as their history records it (`cairn-cli-<pid>` when absent).
+    #[arg(long, value_name = "ID")]
+    pub worker: Option<String>,
+    /// How long to wait for a job when none is ready (the server caps it): `0s` answers at once.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, default_value = "0s")]
+    pub wait: Duration,
+    /// The most jobs to take.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub limit: u32,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl GetArgs {
+    /// Takes the jobs and prints them: with `--json`, the `DequeueBody` (also when empty).
+    ///
+    /// # Errors
+    /// Bad input, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let worker = self
+            .worker
+            .clone()
+            .unwrap_or_else(|| format!("cairn-cli-{}", std::process::id()));
+        let request = Dequeue {
+            queues: self.queues.clone(),
+            names: vec![self.pattern.clone()],
+            limit: self.limit,
+            wait: self.wait,
+            ..Dequeue::new(worker)
+        };
+        let claimed = self
+            .common
+            .client()?
+            .dequeue(request)
+            .await
+            .with_context(|| format!("taking jobs matching {:?}", self.pattern))?;
+        let body = DequeueBody {
+            jobs: claimed.iter().map(ClaimedJobBody::from).collect(),
+        };
+        if self.common.json {
+            output::emit(&output::json(&body))?;
+        } else if !body.jobs.is_empty() {
+            output::emit(&render(&body))?;
+        }
+        if body.jobs.is_empty() {
+            eprintln!(
+                "no job matching {:?} was ready within {}",
+                self.pattern,
+                crate::duration::format(self.wait)
+            );
+            return Ok(Code::NoJob);
+        }
+        Ok(Code::Success)
+    }
+}
+
+/// The human form: a block of `key: value` lines per job, with a blank line between jobs.
+pub fn render(body: &DequeueBody) -> String {
+    let blocks: Vec<String> = body
+        .jobs
+        .iter()
+        .map(|claimed| {
+            let job = &claimed.job;
+            Fields::new()
+                .add("id", job.id)
+                .add("name", &job.name)
+                .add("queue", &job.queue)
+                .add(
+                    "attempt",
+                    format!("{} of {}", job.attempt, job.retry.max_attempts),
+                )
+                .add("lease", &claimed.lease.token)
+                .add("lease_expires_at", output::time(claimed.lease.expires_at))
+                .add("data", output::compact(&job.data))
+                .finish()
+        })
+        .collect();
+    blocks.join("\n")
+}

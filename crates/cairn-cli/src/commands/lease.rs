@@ -1,0 +1,253 @@
+//! The calls a worker makes about a job it holds, each under the lease `cairn get` printed (`--lease` or
+//! `CAIRN_LEASE_TOKEN`): `update`, `heartbeat`, `checkpoint`, `finish`, `retry`, `fail`. The server fences every
+//! one: a lost lease is refused with exit code 4 and changes nothing.
+//!
+//! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use cairn::{Fail, Finish, Retry};
+use cairn_client::wire::{EmptyBody, LeaseExpiryBody, StateBody};
+use clap::Args;
+
+use crate::commands::args::{CommonArgs, JsonInput, LeaseArgs};
+use crate::commands::output;
+use crate::exit::Code;
+
+/// `cairn update` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct UpdateArgs {
+    /// The job and its lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The progress to record: JSON text, `@FILE`, or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub progress: JsonInput,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn heartbeat` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct HeartbeatArgs {
+    /// The job and its lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// Progress to record with the heartbeat: JSON text, `@FILE`, or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub progress: Option<JsonInput>,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn checkpoint` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct CheckpointArgs {
+    /// The job and its lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The data a retry starts from: JSON text, `@FILE`, or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub data: JsonInput,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn finish` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct FinishArgs {
+    /// The job and its lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The job's result, replacing its data: JSON text, `@FILE`, or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub data: Option<JsonInput>,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn retry` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct RetryArgs {
+    /// The job and its lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// What went wrong, kept in the job's history.
+    #[arg(long, value_name = "MESSAGE")]
+    pub error: String,
+    /// Wait this long instead of the job's backoff: `30s`, `5m`.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub delay: Option<Duration>,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn fail` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct FailArgs {
+    /// The job and its lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The kind of failure, for grouping alike ones, such as `invalid-address`.
+    #[arg(long)]
+    pub group: String,
+    /// What happened.
+    #[arg(long)]
+    pub message: String,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl UpdateArgs {
+    /// Records the progress.
+    ///
+    /// # Errors
+    /// Bad input, a lost lease, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let progress = self.progress.read("--progress")?;
+        let id = self.lease.id;
+        self.common
+            .client()?
+            .update(&self.lease.lease(), progress)
+            .await
+            .with_context(|| format!("recording the progress of job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: progress recorded")
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl HeartbeatArgs {
+    /// Extends the lease (recording progress if given) and prints its new expiry.
+    ///
+    /// # Errors
+    /// Bad input, a lost lease, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let progress = self
+            .progress
+            .as_ref()
+            .map(|p| p.read("--progress"))
+            .transpose()?;
+        let id = self.lease.id;
+        let expires = self
+            .common
+            .client()?
+            .heartbeat(&self.lease.lease(), progress)
+            .await
+            .with_context(|| format!("extending the lease on job {id}"))?;
+        let body = LeaseExpiryBody {
+            lease_expires_at: expires,
+        };
+        output::outcome(self.common.json, &body, || {
+            format!("job {id}: lease extended to {}", output::time(expires))
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl CheckpointArgs {
+    /// Saves the data a retry starts from (which also extends the lease).
+    ///
+    /// # Errors
+    /// Bad input, a lost lease, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let data = self.data.read("--data")?;
+        let id = self.lease.id;
+        let expires = self
+            .common
+            .client()?
+            .checkpoint(&self.lease.lease(), data)
+            .await
+            .with_context(|| format!("saving a checkpoint of job {id}"))?;
+        let body = LeaseExpiryBody {
+            lease_expires_at: expires,
+        };
+        output::outcome(self.common.json, &body, || {
+            format!(
+                "job {id}: checkpoint saved, lease extended to {}",
+                output::time(expires)
+            )
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl FinishArgs {
+    /// Completes the job.
+    ///
+    /// # Errors
+    /// Bad input, a lost lease, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let finish = Finish {
+            data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
+            ..Finish::new(&self.lease.lease())
+        };
+        let id = finish.job;
+        self.common
+            .client()?
+            .finish_with(finish)
+            .await
+            .with_context(|| format!("finishing job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: completed")
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl RetryArgs {
+    /// Ends the attempt with an error; the job runs again later, or fails when out of attempts.
+    ///
+    /// # Errors
+    /// A lost lease, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let retry = Retry {
+            delay: self.delay,
+            ..Retry::new(&self.lease.lease(), self.error.as_str())
+        };
+        let id = retry.job;
+        let state = self
+            .common
+            .client()?
+            .retry_with(retry)
+            .await
+            .with_context(|| format!("retrying job {id}"))?;
+        let body = StateBody {
+            state: state.as_str().to_owned(),
+        };
+        output::outcome(self.common.json, &body, || format!("job {id}: {state}"))?;
+        Ok(Code::Success)
+    }
+}
+
+impl FailArgs {
+    /// Fails the job for good.
+    ///
+    /// # Errors
+    /// A lost lease, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let fail = Fail::new(
+            &self.lease.lease(),
+            self.group.as_str(),
+            self.message.as_str(),
+        );
+        let id = fail.job;
+        self.common
+            .client()?
+            .fail_with(fail)
+            .await
+            .with_context(|| format!("failing job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: failed")
+        })?;
+        Ok(Code::Success)
+    }
+}

@@ -1,0 +1,133 @@
+//! Managing a job from outside, without a lease: `cancel`, `delete`, `priority`, `reschedule`.
+//!
+//! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
+
+use anyhow::Context as _;
+use cairn::JobId;
+use cairn_client::wire::{EmptyBody, StateBody};
+use clap::Args;
+use jiff::Timestamp;
+
+use crate::commands::args::{self, CommonArgs};
+use crate::commands::output;
+use crate::exit::Code;
+
+/// `cairn cancel` and `cairn delete` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct JobArgs {
+    /// The job's id.
+    #[arg(value_parser = args::job_id)]
+    pub id: JobId,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn priority` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct PriorityArgs {
+    /// The job's id.
+    #[arg(value_parser = args::job_id)]
+    pub id: JobId,
+    /// The new priority: higher runs first (may be negative).
+    #[arg(allow_negative_numbers = true)]
+    pub priority: i32,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn reschedule` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct RescheduleArgs {
+    /// The job's id.
+    #[arg(value_parser = args::job_id)]
+    pub id: JobId,
+    /// When it may run (RFC 3339, such as `2025-01-31T09:00:00Z`).
+    #[arg(long, value_name = "TIME", value_parser = args::time)]
+    pub run_at: Timestamp,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl JobArgs {
+    /// Cancels the job; a running job's worker is refused from then on.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a finished job, or the server's
+    /// refusal.
+    pub async fn cancel(self) -> anyhow::Result<Code> {
+        let id = self.id;
+        self.common
+            .client()?
+            .cancel(id)
+            .await
+            .with_context(|| format!("cancelling job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: cancelled")
+        })?;
+        Ok(Code::Success)
+    }
+
+    /// Deletes the job and its history.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::NotFound`], or the server's refusal.
+    pub async fn delete(self) -> anyhow::Result<Code> {
+        let id = self.id;
+        self.common
+            .client()?
+            .delete(id)
+            .await
+            .with_context(|| format!("deleting job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: deleted")
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl PriorityArgs {
+    /// Changes the priority of a job that has not finished.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a finished job, or the server's
+    /// refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let (id, priority) = (self.id, self.priority);
+        self.common
+            .client()?
+            .set_priority(id, priority)
+            .await
+            .with_context(|| format!("changing the priority of job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: priority {priority}")
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl RescheduleArgs {
+    /// Moves a job that has not started and prints its new state.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a job that started, or the
+    /// server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let id = self.id;
+        let state = self
+            .common
+            .client()?
+            .reschedule(id, self.run_at)
+            .await
+            .with_context(|| format!("rescheduling job {id}"))?;
+        let body = StateBody {
+            state: state.as_str().to_owned(),
+        };
+        output::outcome(self.common.json, &body, || {
+            format!("job {id}: {state}, runs at {}", output::time(self.run_at))
+        })?;
+        Ok(Code::Success)
+    }
+}

@@ -1,0 +1,136 @@
+//! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
+//! `checkpoint`, `finish`, `retry`, `fail`) and management (`cancel`, `delete`, `priority`, `reschedule`).
+//! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
+//!
+//! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
+//! lines, `--json`), then one file per command or group of alike commands. Every command prints the server's wire
+//! body with `--json`, and a compact human form otherwise. Errors are returned, not printed: `exit::report` prints
+//! them as `error: …` and picks the exit code.
+//!
+//! Exit codes (the numbers are part of the interface; see `crate::exit`):
+//!
+//! | code | meaning |
+//! | --- | --- |
+//! | 0 | success |
+//! | 1 | something unexpected failed (a storage error on the server, an I/O error here) |
+//! | 2 | invalid input or usage (the message names the argument or field) |
+//! | 3 | no job has that id |
+//! | 4 | conflict: the lease was lost, or the job's state does not allow the operation |
+//! | 5 | the server could not be reached, or is shutting down |
+//! | 6 | the server refused the token (`--token`, `CAIRN_TOKEN`) |
+//! | 7 | `cairn get` found no job before its wait ended |
+
+mod args;
+mod get;
+mod lease;
+mod list;
+mod manage;
+mod output;
+mod push;
+mod show;
+
+use clap::Subcommand;
+
+use crate::exit::Code;
+
+pub use args::{CommonArgs, JsonInput, LeaseArgs};
+pub use get::GetArgs;
+pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
+pub use list::ListArgs;
+pub use manage::{JobArgs, PriorityArgs, RescheduleArgs};
+pub use push::PushArgs;
+pub use show::ShowArgs;
+
+/// The exit codes, as every client command's `--help` ends.
+pub const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  something unexpected failed
+  2  invalid input or usage
+  3  no job has that id
+  4  conflict: the lease was lost, or the job's state does not allow it
+  5  the server could not be reached, or is shutting down
+  6  the server refused the token
+  7  no job was ready before the wait ended (cairn get)";
+
+/// Client commands against a running server (`--server`, `CAIRN_SERVER`).
+#[derive(Debug, Clone, Subcommand)]
+pub enum ClientCommand {
+    /// Enqueue a job and print its id.
+    #[command(after_long_help = EXIT_CODES)]
+    Push(PushArgs),
+    /// Take (lease) ready jobs whose name matches a GLOB, and print each with its lease token.
+    #[command(after_long_help = EXIT_CODES)]
+    Get(GetArgs),
+    /// Show one job with its history.
+    #[command(after_long_help = EXIT_CODES)]
+    Show(ShowArgs),
+    /// List jobs, newest first.
+    #[command(after_long_help = EXIT_CODES)]
+    List(ListArgs),
+    /// Record a held job's progress.
+    #[command(after_long_help = EXIT_CODES)]
+    Update(UpdateArgs),
+    /// Extend a held job's lease.
+    #[command(after_long_help = EXIT_CODES)]
+    Heartbeat(HeartbeatArgs),
+    /// Save the data a held job's retry starts from.
+    #[command(after_long_help = EXIT_CODES)]
+    Checkpoint(CheckpointArgs),
+    /// Complete a held job.
+    #[command(after_long_help = EXIT_CODES)]
+    Finish(FinishArgs),
+    /// Retry a held job later, after an error.
+    #[command(after_long_help = EXIT_CODES)]
+    Retry(RetryArgs),
+    /// Fail a held job for good.
+    #[command(after_long_help = EXIT_CODES)]
+    Fail(FailArgs),
+    /// Cancel a job that has not finished.
+    #[command(after_long_help = EXIT_CODES)]
+    Cancel(JobArgs),
+    /// Delete a job and its history.
+    #[command(after_long_help = EXIT_CODES)]
+    Delete(JobArgs),
+    /// Change the priority of a job that has not finished.
+    #[command(after_long_help = EXIT_CODES)]
+    Priority(PriorityArgs),
+    /// Move a job that has not started to another time.
+    #[command(after_long_help = EXIT_CODES)]
+    Reschedule(RescheduleArgs),
+}
+
+/// Runs a client command.
+///
+/// # Errors
+/// Bad input, or the server's refusal, with the context of what was being done; `exit::report` turns the
+/// engine error in the chain into the exit code.
+pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
+    match command {
+        ClientCommand::Push(args) => args.run().await,
+        ClientCommand::Get(args) => args.run().await,
+        ClientCommand::Show(args) => args.run().await,
+        ClientCommand::List(args) => args.run().await,
+        ClientCommand::Update(args) => args.run().await,
+        ClientCommand::Heartbeat(args) => args.run().await,
+        ClientCommand::Checkpoint(args) => args.run().await,
+        ClientCommand::Finish(args) => args.run().await,
+        ClientCommand::Retry(args) => args.run().await,
+        ClientCommand::Fail(args) => args.run().await,
+        ClientCommand::Cancel(args) => args.cancel().await,
+        ClientCommand::Delete(args) => args.delete().await,
+        ClientCommand::Priority(args) => args.run().await,
+        ClientCommand::Reschedule(args) => args.run().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        // Clap checks a command's definition only when it is used; this checks every one at once.
+        crate::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,120 @@
+//! `cairn push NAME`: enqueue one job and print its id. The flags map one to one onto the wire's `PushRequest`;
+//! the server validates every field (and names it when one breaks a rule).
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use cairn::{JobId, RetryPolicy};
+use cairn_client::wire::{EnqueuedBody, PushRequest};
+use clap::Args;
+use jiff::Timestamp;
+
+use crate::commands::args::{self, CommonArgs, JsonInput};
+use crate::commands::output;
+use crate::exit::Code;
+
+/// `cairn push` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct PushArgs {
+    /// The job's name (its type), such as `email.send`: workers take jobs by name.
+    pub name: String,
+    /// The job's input: JSON text, `@FILE` to read a file, or `-` to read stdin. `{}` when absent.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub data: Option<JsonInput>,
+    /// The queue (`default` when absent).
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Higher runs first (0 when absent).
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// How much of a worker's concurrency the job takes (1 when absent).
+    #[arg(long)]
+    pub weight: Option<u32>,
+    /// Do not run before this long from now: `30s`, `5m`, `1h 30m`.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, conflicts_with = "run_at")]
+    pub delay: Option<Duration>,
+    /// Do not run before this time (RFC 3339, such as `2025-01-31T09:00:00Z`).
+    #[arg(long, value_name = "TIME", value_parser = args::time)]
+    pub run_at: Option<Timestamp>,
+    /// While a live job holds this key, pushing another with it returns that job instead.
+    #[arg(long, value_name = "KEY")]
+    pub unique_key: Option<String>,
+    /// A label for listing (`cairn list --tag`); repeat for several.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Attempts in all, counting the first, with the default backoff (the queue's policy when absent).
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// How long a worker may hold the job between heartbeats (the queue's default when absent).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub lease_timeout: Option<Duration>,
+    /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
+    #[arg(long, value_name = "SPEC")]
+    pub schedule: Option<String>,
+    /// The IANA time zone of a cron `--schedule` (UTC when absent).
+    #[arg(long, value_name = "TZ", requires = "schedule")]
+    pub time_zone: Option<String>,
+    /// The job that created this one.
+    #[arg(long, value_name = "ID", value_parser = args::job_id)]
+    pub parent: Option<JobId>,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl PushArgs {
+    /// The wire request these flags describe, with `--data` read.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::InvalidInput`] naming `--data` when it is not JSON or cannot be read.
+    pub fn request(&self) -> cairn::Result<PushRequest> {
+        Ok(PushRequest {
+            queue: self.queue.clone(),
+            name: self.name.clone(),
+            data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
+            priority: self.priority,
+            weight: self.weight,
+            run_at: self.run_at,
+            delay_ms: self.delay.map(args::millis),
+            retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
+            lease_timeout_ms: self.lease_timeout.map(args::millis),
+            unique_key: self.unique_key.clone(),
+            tags: self.tags.clone(),
+            parent: self.parent.map(|p| p.0),
+            schedule: self.schedule.clone(),
+            time_zone: self.time_zone.clone(),
+        })
+    }
+
+    /// Enqueues the job and prints its id alone on a line (or, with `--json`, the `EnqueuedBody`).
+    ///
+    /// # Errors
+    /// Bad input, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let request = self.request()?;
+        let body = self
+            .common
+            .client()?
+            .enqueue_request(&request)
+            .await
+            .with_context(|| format!("enqueueing {:?}", self.name))?;
+        if self.common.json {
+            output::emit(&output::json(&body))?;
+        } else {
+            output::emit(&render(&body))?;
+            if body.existing {
+                // Stdout stays the bare id for scripts; the surprise goes to the person.
+                eprintln!(
+                    "note: a live job already held the unique key; {} is that job ({})",
+                    body.id, body.state
+                );
+            }
+        }
+        Ok(Code::Success)
+    }
+}
+
+/// The human form: the id alone, so that `id=$(cairn push …)` works.
+pub fn render(body: &EnqueuedBody) -> String {
+    format!("{}\n", body.id)
+}
