@@ -114,8 +114,14 @@ impl ServeSettings {
             (None, None) => SocketAddr::from(([127, 0, 0, 1], 6670)),
         };
         let token = args.token.clone().or(file.token);
-        if token.as_deref().is_some_and(|t| t.len() < 16) {
-            bail!("token: must be at least 16 characters (use a random secret)");
+        if let Some(token) = &token {
+            if token.len() < 16 {
+                bail!("token: must be at least 16 characters (use a random secret)");
+            }
+            // An HTTP header carries visible ASCII; a token with spaces or other characters could never match.
+            if !token.bytes().all(|b| b.is_ascii_graphic()) {
+                bail!("token: must be visible ASCII characters without spaces");
+            }
         }
         let insecure = args.insecure || file.insecure.unwrap_or(false);
 

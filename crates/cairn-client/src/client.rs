@@ -193,7 +193,10 @@ impl Client {
     /// # Errors
     /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
     pub async fn dequeue(&self, request: Dequeue) -> Result<Vec<ClaimedJob>> {
-        let timeout = request.wait + LONG_POLL_MARGIN;
+        let timeout = request
+            .wait
+            .min(cairn::MAX_WAIT)
+            .saturating_add(LONG_POLL_MARGIN);
         let body: DequeueBody = self
             .call(
                 Method::POST,

@@ -107,13 +107,63 @@ impl From<cairn::Error> for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %e, "request failed");
         }
-        ApiError::new(status, kind, e.field().map(str::to_owned), e.to_string())
+        match e.field() {
+            Some(field) => {
+                let wire = wire_field(field);
+                let message = e.to_string();
+                // The message starts with the engine's field name; say it the way the request spelt it.
+                let message = match message.strip_prefix(field) {
+                    Some(rest) => format!("{wire}{rest}"),
+                    None => message,
+                };
+                ApiError::new(status, kind, Some(wire), message)
+            }
+            None => ApiError::new(status, kind, None, e.to_string()),
+        }
     }
+}
+
+/// The engine names a few fields differently from the JSON bodies (durations carry `_ms` on the wire, the retry
+/// policy is an object); errors name the field as the client sent it, keeping a batch prefix (`jobs[2].`).
+fn wire_field(field: &str) -> String {
+    let (prefix, name) = match field.rfind("].") {
+        Some(at) => field.split_at(at + 2),
+        None => ("", field),
+    };
+    let wire = match name {
+        "delay" => "delay_ms",
+        "wait" => "wait_ms",
+        "lease_timeout" => "lease_timeout_ms",
+        "backoff_initial" => "retry.initial_delay_ms",
+        "backoff_multiplier" => "retry.multiplier",
+        "backoff_jitter" => "retry.jitter",
+        "backoff_max" => "retry.max_delay_ms",
+        "max_attempts" => "retry.max_attempts",
+        "name_pattern" => "names",
+        other => other,
+    };
+    format!("{prefix}{wire}")
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.status, axum::Json(self.body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_field_names_become_the_wire_names() {
+        assert_eq!(wire_field("lease_timeout"), "lease_timeout_ms");
+        assert_eq!(
+            wire_field("jobs[2].backoff_multiplier"),
+            "jobs[2].retry.multiplier"
+        );
+        assert_eq!(wire_field("jobs[0].name"), "jobs[0].name");
+        assert_eq!(wire_field("priority"), "priority");
     }
 }
 

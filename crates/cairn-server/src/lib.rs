@@ -142,7 +142,9 @@ impl Server {
             tokio::select! {
                 served = server.into_future() => served,
                 () = async { signal.cancelled().await; tokio::time::sleep(grace).await } => {
-                    tracing::warn!(?grace, "requests still running at the end of the shutdown grace; dropping them");
+                    // Connections run in their own tasks and may still finish; the queue closes next, after which
+                    // they can only answer 503.
+                    tracing::warn!(?grace, "requests still running at the end of the shutdown grace; not waiting for them");
                     Ok(())
                 }
             }

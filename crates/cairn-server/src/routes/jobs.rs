@@ -1,7 +1,7 @@
 //! Enqueueing, reading and managing jobs: `/v1/jobs…`.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use cairn::{JobFilter, JobState, Push};
 use cairn_client::wire::{
@@ -13,7 +13,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::job_id;
+use crate::routes::JobPath;
 use crate::state::AppState;
 
 /// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key.
@@ -72,9 +72,9 @@ pub async fn enqueue_batch(
     ))]
 pub async fn get_job(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
 ) -> ApiResult<Json<JobBody>> {
-    let job = state.queue.get(job_id(&id)?).await?;
+    let job = state.queue.get(id).await?;
     Ok(Json(JobBody::from(&job)))
 }
 
@@ -91,9 +91,11 @@ pub struct ListParams {
     /// Only jobs with this tag.
     tag: Option<String>,
     /// Only jobs older than this id (the `next` of the previous page).
-    before: Option<i64>,
+    #[param(value_type = Option<i64>)]
+    before: Option<String>,
     /// The most jobs on the page (default 100, at most 1000).
-    limit: Option<u32>,
+    #[param(value_type = Option<u32>)]
+    limit: Option<String>,
 }
 
 /// A page of jobs, newest first, without their history.
@@ -106,19 +108,39 @@ pub async fn list_jobs(
     State(state): State<AppState>,
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
 ) -> ApiResult<Json<JobPageBody>> {
+    // With every parameter a string, the only rejection left is an unknown or repeated parameter.
     let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let mut filter = JobFilter {
         queue: params.queue,
         name: params.name,
         tag: params.tag,
-        before: params.before.map(cairn::JobId),
+        before: params
+            .before
+            .as_deref()
+            .map(|text| {
+                crate::routes::job_id(text).map_err(|_| {
+                    ApiError::invalid(
+                        "before",
+                        format!("must be a job id (a positive integer), got {text:?}"),
+                    )
+                })
+            })
+            .transpose()?,
         ..JobFilter::default()
     };
     if let Some(state) = params.state {
         filter.state = Some(state.parse::<JobState>()?);
     }
-    if let Some(limit) = params.limit {
-        filter.limit = limit;
+    if let Some(text) = params.limit {
+        filter.limit = text.parse().map_err(|_| {
+            ApiError::invalid(
+                "limit",
+                format!(
+                    "must be an integer between 1 and {}, got {text:?}",
+                    cairn::MAX_PAGE
+                ),
+            )
+        })?;
     }
     let page = state.queue.list(filter).await?;
     Ok(Json(JobPageBody {
@@ -137,9 +159,9 @@ pub async fn list_jobs(
     ))]
 pub async fn cancel(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
 ) -> ApiResult<Json<EmptyBody>> {
-    state.queue.cancel(job_id(&id)?).await?;
+    state.queue.cancel(id).await?;
     Ok(Json(EmptyBody {}))
 }
 
@@ -152,9 +174,9 @@ pub async fn cancel(
     ))]
 pub async fn delete(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
 ) -> ApiResult<Json<EmptyBody>> {
-    state.queue.delete(job_id(&id)?).await?;
+    state.queue.delete(id).await?;
     Ok(Json(EmptyBody {}))
 }
 
@@ -168,13 +190,10 @@ pub async fn delete(
     ))]
 pub async fn set_priority(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<PriorityRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
-    state
-        .queue
-        .set_priority(job_id(&id)?, request.priority)
-        .await?;
+    state.queue.set_priority(id, request.priority).await?;
     Ok(Json(EmptyBody {}))
 }
 
@@ -188,10 +207,10 @@ pub async fn set_priority(
     ))]
 pub async fn reschedule(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<RescheduleRequest>,
 ) -> ApiResult<Json<StateBody>> {
-    let new_state = state.queue.reschedule(job_id(&id)?, request.run_at).await?;
+    let new_state = state.queue.reschedule(id, request.run_at).await?;
     Ok(Json(StateBody {
         state: new_state.as_str().to_owned(),
     }))

@@ -3,7 +3,7 @@
 //! token, and the engine refuses it (409 `lease_lost`) unless that exact lease still holds the job.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use cairn::{Fail, Finish, Lease, Retry, RunUsage, WorkerId};
 use cairn_client::wire::{
     CheckpointRequest, ClaimedJobBody, DequeueBody, DequeueRequest, EmptyBody, ErrorBody,
@@ -13,7 +13,7 @@ use cairn_client::wire::{
 
 use crate::body::JsonBody;
 use crate::error::ApiResult;
-use crate::routes::{job_id, millis, token};
+use crate::routes::{JobPath, millis, token};
 use crate::state::AppState;
 
 /// Takes up to `limit` ready jobs. With `wait_ms`, waits (a long poll) until a job is ready, answering the moment
@@ -39,9 +39,9 @@ pub async fn dequeue(
 }
 
 /// The lease named by a path id and a token. The engine checks only job and token; the rest is for the types.
-fn lease(id: &str, token_text: &str) -> ApiResult<Lease> {
+fn lease(job: cairn::JobId, token_text: &str) -> ApiResult<Lease> {
     Ok(Lease {
-        job: job_id(id)?,
+        job,
         token: token(token_text)?,
         worker: WorkerId::parse("http").expect("a valid worker id"),
         expires_at: jiff::Timestamp::UNIX_EPOCH,
@@ -57,10 +57,10 @@ fn lease(id: &str, token_text: &str) -> ApiResult<Lease> {
     ))]
 pub async fn heartbeat(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<HeartbeatRequest>,
 ) -> ApiResult<Json<LeaseExpiryBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     let lease_expires_at = state.queue.heartbeat(&lease, request.progress).await?;
     Ok(Json(LeaseExpiryBody { lease_expires_at }))
 }
@@ -74,10 +74,10 @@ pub async fn heartbeat(
     ))]
 pub async fn checkpoint(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<CheckpointRequest>,
 ) -> ApiResult<Json<LeaseExpiryBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     let lease_expires_at = state.queue.checkpoint(&lease, request.data).await?;
     Ok(Json(LeaseExpiryBody { lease_expires_at }))
 }
@@ -91,10 +91,10 @@ pub async fn checkpoint(
     ))]
 pub async fn update(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<UpdateRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     state.queue.update(&lease, request.progress).await?;
     Ok(Json(EmptyBody {}))
 }
@@ -108,10 +108,10 @@ pub async fn update(
     ))]
 pub async fn finish(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<FinishRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     state
         .queue
         .finish_with(Finish {
@@ -133,10 +133,10 @@ pub async fn finish(
     ))]
 pub async fn retry(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<RetryRequest>,
 ) -> ApiResult<Json<StateBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     let new_state = state
         .queue
         .retry_with(Retry {
@@ -159,10 +159,10 @@ pub async fn retry(
     ))]
 pub async fn fail(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<FailRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     state
         .queue
         .fail_with(Fail {
@@ -182,10 +182,10 @@ pub async fn fail(
     ))]
 pub async fn release(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    JobPath(id): JobPath,
     JsonBody(request): JsonBody<LeaseRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
-    let lease = lease(&id, &request.token)?;
+    let lease = lease(id, &request.token)?;
     state.queue.release(&lease).await?;
     Ok(Json(EmptyBody {}))
 }

@@ -6,12 +6,34 @@ pub mod health;
 pub mod jobs;
 pub mod leases;
 
+use axum::extract::{FromRequestParts, Path};
+use axum::http::request::Parts;
 use cairn::JobId;
 
 use crate::error::ApiError;
 
+/// The `{id}` of a job's path. Any bad id, even one that is not valid UTF-8 once decoded, is an `id` error in
+/// Cairn's error shape rather than axum's plain-text rejection.
+pub struct JobPath(pub JobId);
+
+impl<S: Send + Sync> FromRequestParts<S> for JobPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(text) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| {
+                ApiError::invalid(
+                    "id",
+                    format!("must be a positive integer ({})", e.body_text()),
+                )
+            })?;
+        job_id(&text).map(JobPath)
+    }
+}
+
 /// A job id from the path.
-fn job_id(text: &str) -> Result<JobId, ApiError> {
+pub(crate) fn job_id(text: &str) -> Result<JobId, ApiError> {
     text.parse::<i64>()
         .ok()
         .filter(|id| *id > 0)

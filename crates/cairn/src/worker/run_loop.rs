@@ -95,7 +95,8 @@ pub(crate) async fn run(
             }
         }
     }
-    // Dropping an unanswered request is safe: a job claimed for it after this point is given back by the queue.
+    // Dropping an unanswered request is safe with the embedded queue: a job claimed for it is given back. Over HTTP,
+    // an answer already on its way when the request is dropped leaves its jobs leased until the lease expires.
     drop(fetch);
     drain(
         &queue,
