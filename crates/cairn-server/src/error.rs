@@ -151,6 +151,9 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// What handlers return.
+pub type ApiResult<T> = Result<T, ApiError>;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +170,3 @@ mod tests {
     }
 }
 
-/// What handlers return.
-pub type ApiResult<T> = Result<T, ApiError>;
