@@ -1,0 +1,112 @@
+//! The batch scenario: `--jobs` jobs enqueued in calls of `--batch-size` jobs, from `--clients` clients at once
+//! (with `--in-flight` calls in flight each), each taking the next batch until all are in. Afterwards the jobs are
+//! taken and finished (not measured), so that they do not stay queued on the server.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use anyhow::Context;
+use indicatif::ProgressBar;
+use tokio::task::JoinSet;
+
+use super::report::{Goal, ScenarioReport, human, thousands};
+use super::stats::Samples;
+use super::target::Target;
+use super::{drain, job, progress};
+
+/// The queue this scenario uses.
+pub const QUEUE: &str = "bench-batch";
+
+/// The batch enqueue rate a server should reach: the target this scenario is compared against.
+pub const GOAL_JOBS_PER_SECOND: f64 = 150_000.0;
+
+/// Enqueues `jobs` jobs in batches of `batch_size`, one client per handle.
+///
+/// # Errors
+/// A failed request.
+pub async fn run<T: Target>(
+    handles: &[T],
+    in_flight: usize,
+    jobs: u64,
+    batch_size: usize,
+    over_http: bool,
+) -> anyhow::Result<ScenarioReport> {
+    let leftovers = drain::drain(handles, QUEUE).await?;
+    let bar = progress::bar("batch", jobs);
+    let next = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let mut tasks = JoinSet::new();
+    for handle in handles {
+        for _ in 0..in_flight {
+            tasks.spawn(client_loop(
+                handle.clone(),
+                jobs,
+                batch_size as u64,
+                next.clone(),
+                bar.clone(),
+            ));
+        }
+    }
+    let mut samples = Samples::default();
+    while let Some(done) = tasks.join_next().await {
+        samples.merge(done.context("a batch client stopped")??);
+    }
+    let elapsed = start.elapsed();
+    bar.finish_and_clear();
+
+    let clients = handles.len();
+    let mut report = ScenarioReport::new(
+        "batch",
+        format!(
+            "{clients} clients, each enqueueing batches of {batch_size} jobs, {in_flight} call(s) in flight per \
+             client"
+        ),
+        jobs,
+        elapsed,
+    )
+    .with_latencies(samples.into_latencies());
+    if over_http {
+        let rate = report.per_second();
+        report.goal = Some(Goal {
+            text: format!(">= {} jobs/s over HTTP", thousands(GOAL_JOBS_PER_SECOND)),
+            met: rate >= GOAL_JOBS_PER_SECOND,
+        });
+    }
+    if leftovers > 0 {
+        report.notes.push(format!(
+            "{leftovers} jobs left in {QUEUE} by an earlier run were finished before the run"
+        ));
+    }
+    let cleanup = Instant::now();
+    let drained = drain::drain(handles, QUEUE).await?;
+    report.notes.push(format!(
+        "afterwards the {drained} jobs were dequeued and finished to empty {QUEUE} (not measured, {})",
+        human(cleanup.elapsed())
+    ));
+    Ok(report)
+}
+
+/// One client: takes the next `batch_size` job numbers until `total` are taken, enqueueing each batch in one
+/// call. Returns the latency of each call.
+async fn client_loop<T: Target>(
+    target: T,
+    total: u64,
+    batch_size: u64,
+    next: Arc<AtomicU64>,
+    bar: ProgressBar,
+) -> cairn::Result<Samples> {
+    let mut samples = Samples::default();
+    loop {
+        let first = next.fetch_add(batch_size, Ordering::Relaxed);
+        if first >= total {
+            return Ok(samples);
+        }
+        let last = (first + batch_size).min(total);
+        let jobs = (first..last).map(|i| job(QUEUE, i)).collect();
+        let t = Instant::now();
+        target.enqueue_batch(jobs).await?;
+        samples.record("enqueue_batch", t.elapsed());
+        bar.inc(last - first);
+    }
+}

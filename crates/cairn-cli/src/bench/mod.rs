@@ -1,0 +1,196 @@
+//! `cairn bench`: a load generator for a server (over HTTP) or an embedded queue, reporting throughput and latency
+//! percentiles per request type, and the targets they are held to.
+//!
+//! Modules: `args` (the flags and their checks), `target` (the calls every scenario makes, on a server or an
+//! embedded queue), `embedded` (the embedded mode's database), one module per scenario (`throughput`, `batch`,
+//! `wakeup`, `idle`), `drain` (emptying a bench queue), `stats` (percentiles), `report` (text and JSON), `progress`
+//! (progress bars), `procfs` (what the idle scenario reads about the server). Each scenario uses a queue of its
+//! own, `bench-<scenario>`, so that nothing mixes with real jobs.
+
+mod args;
+mod batch;
+mod drain;
+mod embedded;
+mod idle;
+mod procfs;
+mod progress;
+mod report;
+mod stats;
+mod target;
+mod throughput;
+mod wakeup;
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use cairn::{Push, Queue};
+use serde_json::json;
+
+pub use args::BenchArgs;
+
+use crate::exit::Code;
+use args::{Mode, Scenario, Settings};
+use embedded::BenchDb;
+use idle::IdleTarget;
+use report::Report;
+use target::Target;
+
+/// How long closing the embedded queue may take.
+const CLOSE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// Runs the scenarios asked for and prints what they measured.
+///
+/// # Errors
+/// Bad flags (naming the flag), a server that cannot be reached, a database that cannot be opened, a request that
+/// fails during a scenario.
+pub async fn run(args: BenchArgs) -> anyhow::Result<Code> {
+    let settings = args.validate()?;
+    // The idle scenario holds thousands of sockets, and the usual soft limit of 1024 descriptors is far too low.
+    crate::serve::raise_open_file_limit();
+    match &settings.mode {
+        Mode::Server => run_on_server(&args, &settings).await?,
+        Mode::Embedded(path) => run_embedded(path.as_deref(), &args, &settings).await?,
+    }
+    Ok(Code::Success)
+}
+
+async fn run_on_server(args: &BenchArgs, settings: &Settings) -> anyhow::Result<()> {
+    let client = args.client.client()?;
+    let health = client
+        .health()
+        .await
+        .with_context(|| format!("reaching the server at {}", client.url()))?;
+    // A client each, so that each has connections of its own, as separate programs would.
+    let handles = (0..settings.clients.max(2))
+        .map(|_| args.client.client())
+        .collect::<cairn::Result<Vec<_>>>()?;
+    let idle = settings.server_pid.map(|pid| IdleTarget {
+        client: client.clone(),
+        token: args.client.token.clone(),
+        pid,
+    });
+    let mut report = Report::start(
+        format!(
+            "server {} (cairn {}), {}",
+            client.url(),
+            health.version,
+            describe(settings)
+        ),
+        "server",
+        settings_json(settings),
+        args.json,
+    );
+    run_scenarios(settings, &handles, true, idle.as_ref(), &mut report).await?;
+    report.finish();
+    Ok(())
+}
+
+async fn run_embedded(
+    path: Option<&Path>,
+    args: &BenchArgs,
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let db = BenchDb::new(path)?;
+    let queue = Queue::open(db.path())
+        .await
+        .with_context(|| format!("opening the database {}", db.path().display()))?;
+    let handles = vec![queue.clone(); settings.clients.max(2)];
+    let kind = if db.is_temporary() {
+        "a temporary file"
+    } else {
+        "the fresh file"
+    };
+    let mut report = Report::start(
+        format!(
+            "embedded queue on {kind} {} (durability full), {}",
+            db.path().display(),
+            describe(settings)
+        ),
+        "embedded",
+        settings_json(settings),
+        args.json,
+    );
+    let outcome = run_scenarios(settings, &handles, false, None, &mut report).await;
+    drop(handles);
+    queue
+        .close(CLOSE_DEADLINE)
+        .await
+        .context("closing the queue")?;
+    outcome?;
+    report.finish();
+    Ok(())
+}
+
+/// Runs each scenario in turn and adds it to the report. `over_http` says whether the targets apply.
+async fn run_scenarios<T: Target>(
+    settings: &Settings,
+    handles: &[T],
+    over_http: bool,
+    idle: Option<&IdleTarget>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let clients = &handles[..settings.clients];
+    for (i, scenario) in settings.scenarios.iter().enumerate() {
+        let after_others = i > 0;
+        let result = match scenario {
+            Scenario::Throughput => {
+                throughput::run(clients, settings.in_flight, settings.jobs, over_http).await
+            }
+            Scenario::Batch => {
+                let (jobs, size) = (settings.jobs, settings.batch_size);
+                batch::run(clients, settings.in_flight, jobs, size, over_http).await
+            }
+            Scenario::Wakeup => {
+                wakeup::run(&handles[0], &handles[1], settings.samples, over_http).await
+            }
+            Scenario::Idle => {
+                let idle = idle.expect("the arguments check that idle runs only with a server pid");
+                idle::run(idle, settings.connections, after_others).await
+            }
+        };
+        report.push(result.with_context(|| format!("the {} scenario", scenario.as_str()))?);
+    }
+    Ok(())
+}
+
+/// The job every scenario pushes: a no-op with a little data, as in the engine's `cargo bench`.
+fn job(queue: &str, i: u64) -> Push {
+    Push::new("bench.noop").queue(queue).data(json!({ "i": i }))
+}
+
+/// The scenarios and the settings that shape them, in words.
+fn describe(settings: &Settings) -> String {
+    let parts: Vec<String> = settings
+        .scenarios
+        .iter()
+        .map(|s| match s {
+            Scenario::Throughput | Scenario::Batch => format!(
+                "{} ({} jobs, {} clients x {} in flight)",
+                s.as_str(),
+                report::thousands(settings.jobs as f64),
+                settings.clients,
+                settings.in_flight
+            ),
+            Scenario::Wakeup => format!("wakeup ({} samples)", settings.samples),
+            Scenario::Idle => format!(
+                "idle ({} connections)",
+                report::thousands(settings.connections as f64)
+            ),
+        })
+        .collect();
+    format!("scenarios {}", parts.join(", "))
+}
+
+fn settings_json(settings: &Settings) -> serde_json::Value {
+    json!({
+        "scenarios": settings.scenarios.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+        "jobs": settings.jobs,
+        "clients": settings.clients,
+        "in_flight": settings.in_flight,
+        "batch_size": settings.batch_size,
+        "samples": settings.samples,
+        "connections": settings.connections,
+        "server_pid": settings.server_pid,
+    })
+}

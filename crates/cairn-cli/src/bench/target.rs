@@ -1,0 +1,76 @@
+//! [`Target`]: the four calls the scenarios make, on an embedded [`Queue`] or a server's [`Client`], so that every
+//! scenario runs unchanged on either. `cairn::Backend` has no enqueue, hence this trait of the bench's own.
+
+use std::future::Future;
+
+use cairn::{ClaimedJob, Dequeue, Enqueued, Lease, Push, Queue};
+use cairn_client::Client;
+
+/// What the bench puts load on.
+pub trait Target: Clone + Send + Sync + 'static {
+    /// Enqueues one job.
+    fn enqueue(&self, push: Push) -> impl Future<Output = cairn::Result<Enqueued>> + Send;
+
+    /// Enqueues many jobs in one call.
+    fn enqueue_batch(
+        &self,
+        jobs: Vec<Push>,
+    ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send;
+
+    /// Takes ready jobs, waiting as the request says.
+    fn dequeue(
+        &self,
+        request: Dequeue,
+    ) -> impl Future<Output = cairn::Result<Vec<ClaimedJob>>> + Send;
+
+    /// Completes a job.
+    fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send;
+}
+
+impl Target for Queue {
+    fn enqueue(&self, push: Push) -> impl Future<Output = cairn::Result<Enqueued>> + Send {
+        Queue::enqueue(self, push)
+    }
+
+    fn enqueue_batch(
+        &self,
+        jobs: Vec<Push>,
+    ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send {
+        Queue::enqueue_batch(self, jobs)
+    }
+
+    fn dequeue(
+        &self,
+        request: Dequeue,
+    ) -> impl Future<Output = cairn::Result<Vec<ClaimedJob>>> + Send {
+        Queue::dequeue(self, request)
+    }
+
+    fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
+        Queue::finish(self, lease, None)
+    }
+}
+
+impl Target for Client {
+    fn enqueue(&self, push: Push) -> impl Future<Output = cairn::Result<Enqueued>> + Send {
+        Client::enqueue(self, push)
+    }
+
+    fn enqueue_batch(
+        &self,
+        jobs: Vec<Push>,
+    ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send {
+        Client::enqueue_batch(self, jobs)
+    }
+
+    fn dequeue(
+        &self,
+        request: Dequeue,
+    ) -> impl Future<Output = cairn::Result<Vec<ClaimedJob>>> + Send {
+        Client::dequeue(self, request)
+    }
+
+    fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
+        Client::finish(self, lease, None)
+    }
+}
