@@ -169,4 +169,3 @@ mod tests {
         assert_eq!(wire_field("priority"), "priority");
     }
 }
-
