@@ -25,6 +25,7 @@ use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use cairn::Queue;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -135,6 +136,13 @@ impl Server {
         };
         let app = router(state);
         let signal = shutdown.clone();
+        // Small answers must not wait for the peer's delayed ACK (Nagle's algorithm): without TCP_NODELAY, a
+        // response written in two pieces can stall for 40 ms.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
+            }
+        });
         let task = tokio::spawn(async move {
             let server =
                 axum::serve(listener, app).with_graceful_shutdown(signal.clone().cancelled_owned());

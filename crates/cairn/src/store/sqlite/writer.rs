@@ -1,7 +1,8 @@
 //! The writer thread: the only connection that writes. It takes whatever commands are waiting and runs them in one
 //! transaction (group commit: one fsync, made by the syncer, for the lot). Operations run without savepoints; if one
 //! fails after writing, the batch is rolled back and run again with a savepoint around each, so one bad request
-//! still fails alone. Replies go out once the transaction has committed (and, for durable work, once it is synced).
+//! still fails alone. Replies go out once the transaction has committed (and, for durable operations, once it is
+//! synced; claims and heartbeats never wait for the sync).
 //!
 //! It also owns the workers that wait for jobs ("parked" dequeues). When a batch makes jobs ready in a queue, the
 //! writer claims them for the parked dequeues in that same transaction, so a waiting worker gets its job with the
@@ -287,33 +288,31 @@ impl Writer {
                 }
             }
         }
-        let (returned, wake) = (self.returned.clone(), self.wake.clone());
-        let replies = move |sync_error: Option<&Error>| {
-            let error = commit_error.as_ref().or(sync_error);
-            let mut undelivered = Vec::new();
-            for op in ops {
-                undelivered.extend(op.reply(error));
+        // Claims and heartbeats answer at commit: if a power loss rolled them back, the job is simply not leased
+        // and the token its worker holds matches nothing. Only durable operations wait for the fsync, so a
+        // dequeue batched with enqueues and finishes does not pay for their sync.
+        let (durable_ops, quick_ops): (Vec<_>, Vec<_>) = match &self.syncer {
+            Some(_) if durable && commit_error_is_none => {
+                ops.into_iter().partition(|op| op.is_durable())
             }
-            for (waiter, result) in deliveries {
-                let result = match error {
-                    Some(e) => Err(e.clone()),
-                    None => result,
-                };
-                if let Err(Ok(jobs)) = waiter.reply.send(result) {
-                    undelivered.extend(jobs.into_iter().map(|c| c.lease));
-                }
-            }
-            if !undelivered.is_empty() {
-                returned
-                    .lock()
-                    .expect("returned lock is never poisoned")
-                    .extend(undelivered);
-                let _ = wake.send(Command::Tick);
-            }
+            _ => (Vec::new(), ops),
         };
-        match &self.syncer {
-            Some(syncer) if durable && commit_error_is_none => syncer.after_sync(Box::new(replies)),
-            _ => replies(None),
+        let (returned, wake) = (self.returned.clone(), self.wake.clone());
+        deliver(
+            quick_ops,
+            deliveries,
+            commit_error.as_ref(),
+            &returned,
+            &wake,
+        );
+        if !durable_ops.is_empty() {
+            let syncer = self
+                .syncer
+                .as_ref()
+                .expect("durable replies only with a syncer");
+            syncer.after_sync(Box::new(move |sync_error: Option<&Error>| {
+                deliver(durable_ops, Vec::new(), sync_error, &returned, &wake);
+            }));
         }
         self.expire_waiters();
         match maintenance::next_due(&self.conn) {
@@ -504,6 +503,37 @@ impl Writer {
             let _ = self.conn.execute_batch("ROLLBACK");
             tracing::warn!(error = %e, jobs = leases.len(), "could not give back undelivered jobs at close");
         }
+    }
+}
+
+/// Sends the replies of `ops` and `deliveries` (with `error` instead of their results if the batch failed), and
+/// has the writer give back the jobs of claims whose caller went away.
+fn deliver(
+    ops: Vec<Box<dyn ErasedOp>>,
+    deliveries: Vec<(Waiter, Claimed)>,
+    error: Option<&Error>,
+    returned: &Arc<Mutex<Vec<Lease>>>,
+    wake: &Sender<Command>,
+) {
+    let mut undelivered = Vec::new();
+    for op in ops {
+        undelivered.extend(op.reply(error));
+    }
+    for (waiter, result) in deliveries {
+        let result = match error {
+            Some(e) => Err(e.clone()),
+            None => result,
+        };
+        if let Err(Ok(jobs)) = waiter.reply.send(result) {
+            undelivered.extend(jobs.into_iter().map(|c| c.lease));
+        }
+    }
+    if !undelivered.is_empty() {
+        returned
+            .lock()
+            .expect("returned lock is never poisoned")
+            .extend(undelivered);
+        let _ = wake.send(Command::Tick);
     }
 }
 
