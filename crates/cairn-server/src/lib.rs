@@ -71,40 +71,48 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> Router {
     let (api, doc) = api();
     let doc = Arc::new(doc);
-    api.route(
-        "/v1/openapi.json",
-        get(move || {
-            let doc = doc.clone();
-            async move { axum::Json(doc.as_ref().clone()) }
-        }),
-    )
-    .fallback(|method: Method, request: Request| async move {
-        ApiError::no_route(method.as_str(), request.uri().path())
-    })
-    .method_not_allowed_fallback(|method: Method, request: Request| async move {
-        ApiError::method_not_allowed(method.as_str(), request.uri().path())
-    })
-    .layer(DefaultBodyLimit::max(state.config.max_body_bytes))
-    .layer(middleware::from_fn_with_state(
-        state.clone(),
-        auth::require_token,
-    ))
-    .layer(middleware::from_fn(log_request))
-    .with_state(state)
+    let app = api
+        .route(
+            "/v1/openapi.json",
+            get(move || {
+                let doc = doc.clone();
+                async move { axum::Json(doc.as_ref().clone()) }
+            }),
+        )
+        .fallback(|method: Method, request: Request| async move {
+            ApiError::no_route(method.as_str(), request.uri().path())
+        })
+        .method_not_allowed_fallback(|method: Method, request: Request| async move {
+            ApiError::method_not_allowed(method.as_str(), request.uri().path())
+        })
+        .layer(DefaultBodyLimit::max(state.config.max_body_bytes));
+    // Without a token there is nothing to check: no layer, no cost per request.
+    let app = if state.config.token.is_some() {
+        app.layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+    } else {
+        app
+    };
+    app.layer(middleware::from_fn(log_request))
+        .with_state(state)
 }
 
 /// Logs each request with its status and duration; failures at a level that gets noticed.
 async fn log_request(request: Request, next: Next) -> Response {
     let started = Instant::now();
+    // Both are cheap clones (the URI shares its bytes), so logging costs nothing when it is off.
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    let uri = request.uri().clone();
     let response = next.run(request).await;
     let status = response.status();
     let elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let path = uri.path();
     if status.is_server_error() {
-        tracing::warn!(%method, %path, status = status.as_u16(), elapsed_us, "request failed");
+        tracing::warn!(%method, path, status = status.as_u16(), elapsed_us, "request failed");
     } else {
-        tracing::debug!(%method, %path, status = status.as_u16(), elapsed_us, "request");
+        tracing::debug!(%method, path, status = status.as_u16(), elapsed_us, "request");
     }
     response
 }
