@@ -75,8 +75,11 @@ pub(crate) fn apply_common(conn: &Connection) -> Result<()> {
     // The query planner's stability guarantee: plans never depend on the values bound to a statement. Without it,
     // SQLite may look at a bound value while planning (a LIMIT, a term against a partial index) and then throw
     // the cached statement away and prepare it again every time that parameter is bound.
-    conn.set_db_config(rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-        .map_err(|e| Error::storage("enabling the query planner stability guarantee", e))?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map_err(|e| Error::storage("enabling the query planner stability guarantee", e))?;
     Ok(())
 }
 

@@ -256,6 +256,7 @@ impl Writer {
         }
         let commit_error_is_none = commit_error.is_none();
         let mut deliveries: Vec<(Waiter, Claimed)> = Vec::new();
+        let mut next_due = None;
         match plan {
             None => {
                 let e = commit_error
@@ -264,6 +265,7 @@ impl Writer {
                 deliveries.extend(dequeues.into_iter().map(|w| (w, Err(e.clone()))));
             }
             Some(plan) => {
+                next_due = Some(plan.next_due);
                 self.apply_timed_updates(&plan.timed);
                 // Parked dequeues served in this batch leave the parked list, highest index first.
                 let mut served = plan.served;
@@ -315,7 +317,11 @@ impl Writer {
             }));
         }
         self.expire_waiters();
-        match maintenance::next_due(&self.conn) {
+        let next_due = match next_due {
+            Some(next_due) => next_due,
+            None => maintenance::next_due(&self.conn),
+        };
+        match next_due {
             Ok(next) => self.next_due = next,
             Err(e) => {
                 tracing::error!(error = %e, "could not read the next due time; looking again in a second");
@@ -407,7 +413,11 @@ impl Writer {
             served = serve_parked(&mut ctx, &self.parked, tick, isolation)?;
         }
 
-        if let Err(e) = self.conn.execute_batch("COMMIT") {
+        // Read before the commit, under the write lock: after it, each of these reads would be a transaction of
+        // its own, with its own round of WAL lock calls.
+        let next_due = maintenance::next_due(&self.conn);
+
+        if let Err(e) = execute_cached(&self.conn, "COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             return Err(Failure::Storage(Error::storage("committing a batch", e)));
         }
@@ -415,6 +425,7 @@ impl Writer {
             timed,
             claims,
             served,
+            next_due,
         })
     }
 
@@ -601,13 +612,19 @@ type Claimed = Result<Vec<ClaimedJob>>;
 /// this, the batch fails; before it, nothing has been decided, so waiting is safe.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
 
+/// Runs a statement from the connection's cache: the writer's `BEGIN` and `COMMIT` run for every batch, and parsing
+/// them each time is measurable.
+fn execute_cached(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 /// Starts the batch's transaction. Another connection holding the write lock (the application's own transaction,
 /// a VACUUM) makes `BEGIN IMMEDIATE` fail with "busy" after the busy timeout; the batch then waits and tries again
 /// rather than failing requests, finishes included, that nothing has happened to yet.
 fn begin_waiting_while_busy(conn: &rusqlite::Connection) -> std::result::Result<(), Failure> {
     let started = Instant::now();
     loop {
-        match conn.execute_batch("BEGIN IMMEDIATE") {
+        match execute_cached(conn, "BEGIN IMMEDIATE") {
             Ok(()) => return Ok(()),
             Err(e)
                 if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
@@ -663,6 +680,8 @@ struct BatchPlan {
     claims: Vec<Claimed>,
     /// Parked dequeues served: index in the parked list, and what they get.
     served: Vec<(usize, Claimed)>,
+    /// The next due time as this batch leaves it, read inside its transaction (see `transaction`).
+    next_due: Result<Option<i64>>,
 }
 
 /// The timed work one batch should do.
