@@ -61,7 +61,7 @@ pub async fn run<T: Target>(
     let mut report = ScenarioReport::new(
         "wakeup",
         "a worker waits in a long poll on an empty queue; wake-up is the time from just before a producer's \
-         enqueue call to the worker's dequeue returning that job (its commit and fsync included); after enqueue \
+         enqueue call to the worker's dequeue returning that job (the enqueue's commit included; the claim does not wait for its fsync); after enqueue \
          is from the enqueue call returning (0 when the dequeue returned first)"
             .to_owned(),
         samples as u64,
