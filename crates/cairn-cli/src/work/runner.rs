@@ -185,7 +185,9 @@ fn spawn(argv: &[String], env: Vec<(&'static str, String)>) -> io::Result<std::p
     // SAFETY: the hook runs in the forked child before exec and calls only setpgid, which is async-signal-safe.
     // It is a hook rather than `process_group(0)` on purpose: a hook makes std fork instead of using posix_spawn,
     // whose vfork shares the manager's memory until exec, and exec then charges the manager's own peak memory to
-    // the child's `ru_maxrss` (16 MiB for a bare `sh`). After a fork, only the pages the fork copied count, far fewer.
+    // the child's `ru_maxrss` (16 MiB for a bare `sh`). After a fork, the child is charged only the manager's
+    // resident anonymous pages at that moment (about 9 MiB for a release build), which is then the floor of what
+    // `ru_maxrss` can report: a smaller command shows the floor, a bigger one its own peak.
     unsafe {
         command.pre_exec(|| match libc::setpgid(0, 0) {
             0 => Ok(()),
