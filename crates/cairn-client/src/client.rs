@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use cairn::{
-    Backend, BoxFuture, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job,
-    JobFilter, JobId, JobPage, JobState, Lease, Push, Result, Retry,
+    ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job, JobFilter, JobId, JobPage,
+    JobState, Lease, Push, Result, Retry,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -520,53 +520,7 @@ fn encode_query_value(value: &str) -> String {
     out
 }
 
-impl Backend for Client {
-    fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, Result<Vec<ClaimedJob>>> {
-        Box::pin(Client::dequeue(self, request))
-    }
-
-    fn heartbeat<'a>(
-        &'a self,
-        lease: &'a Lease,
-        progress: Option<Value>,
-    ) -> BoxFuture<'a, Result<Timestamp>> {
-        Box::pin(Client::heartbeat(self, lease, progress))
-    }
-
-    fn checkpoint<'a>(&'a self, lease: &'a Lease, data: Value) -> BoxFuture<'a, Result<Timestamp>> {
-        Box::pin(Client::checkpoint(self, lease, data))
-    }
-
-    fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Client::update(self, lease, progress))
-    }
-
-    fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Client::finish(self, lease, data))
-    }
-
-    fn retry<'a>(
-        &'a self,
-        lease: &'a Lease,
-        error: &'a str,
-        delay: Option<Duration>,
-    ) -> BoxFuture<'a, Result<JobState>> {
-        Box::pin(Client::retry(self, lease, error, delay))
-    }
-
-    fn fail<'a>(
-        &'a self,
-        lease: &'a Lease,
-        group: &'a str,
-        message: &'a str,
-    ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Client::fail(self, lease, group, message))
-    }
-
-    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Client::release(self, lease))
-    }
-}
+cairn::impl_backend_by_inherent_methods!(Client);
 
 #[cfg(test)]
 mod tests {

@@ -56,6 +56,13 @@ pub use queue::Queue;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
+
+/// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use jiff::Timestamp;
+    pub use serde_json::Value;
+}
 pub use schedule::cron::Cron;
 pub use schedule::repeat::{Repeat, RepeatBase, RunTimes};
 pub use schedule::{Schedule, parse_first_run};

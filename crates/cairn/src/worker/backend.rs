@@ -54,50 +54,78 @@ pub trait Backend: Send + Sync + 'static {
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>>;
 }
 
-impl Backend for Queue {
-    fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, Result<Vec<ClaimedJob>>> {
-        Box::pin(Queue::dequeue(self, request))
-    }
+/// Implements [`Backend`] for a type whose inherent methods have the [`Queue`] signatures of the same names
+/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `retry`, `fail`, `release`): the embedded queue and the
+/// HTTP client both do, so each implementation is this one line.
+#[macro_export]
+macro_rules! impl_backend_by_inherent_methods {
+    ($type:ty) => {
+        impl $crate::Backend for $type {
+            fn dequeue(
+                &self,
+                request: $crate::Dequeue,
+            ) -> $crate::BoxFuture<'_, $crate::Result<Vec<$crate::ClaimedJob>>> {
+                Box::pin(<$type>::dequeue(self, request))
+            }
 
-    fn heartbeat<'a>(
-        &'a self,
-        lease: &'a Lease,
-        progress: Option<Value>,
-    ) -> BoxFuture<'a, Result<Timestamp>> {
-        Box::pin(Queue::heartbeat(self, lease, progress))
-    }
+            fn heartbeat<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                progress: Option<$crate::__private::Value>,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::__private::Timestamp>> {
+                Box::pin(<$type>::heartbeat(self, lease, progress))
+            }
 
-    fn checkpoint<'a>(&'a self, lease: &'a Lease, data: Value) -> BoxFuture<'a, Result<Timestamp>> {
-        Box::pin(Queue::checkpoint(self, lease, data))
-    }
+            fn checkpoint<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                data: $crate::__private::Value,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::__private::Timestamp>> {
+                Box::pin(<$type>::checkpoint(self, lease, data))
+            }
 
-    fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Queue::update(self, lease, progress))
-    }
+            fn update<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                progress: $crate::__private::Value,
+            ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
+                Box::pin(<$type>::update(self, lease, progress))
+            }
 
-    fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Queue::finish(self, lease, data))
-    }
+            fn finish<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                data: Option<$crate::__private::Value>,
+            ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
+                Box::pin(<$type>::finish(self, lease, data))
+            }
 
-    fn retry<'a>(
-        &'a self,
-        lease: &'a Lease,
-        error: &'a str,
-        delay: Option<Duration>,
-    ) -> BoxFuture<'a, Result<JobState>> {
-        Box::pin(Queue::retry(self, lease, error, delay))
-    }
+            fn retry<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                error: &'a str,
+                delay: Option<std::time::Duration>,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::JobState>> {
+                Box::pin(<$type>::retry(self, lease, error, delay))
+            }
 
-    fn fail<'a>(
-        &'a self,
-        lease: &'a Lease,
-        group: &'a str,
-        message: &'a str,
-    ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Queue::fail(self, lease, group, message))
-    }
+            fn fail<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                group: &'a str,
+                message: &'a str,
+            ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
+                Box::pin(<$type>::fail(self, lease, group, message))
+            }
 
-    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>> {
-        Box::pin(Queue::release(self, lease))
-    }
+            fn release<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+            ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
+                Box::pin(<$type>::release(self, lease))
+            }
+        }
+    };
 }
+
+impl_backend_by_inherent_methods!(Queue);
