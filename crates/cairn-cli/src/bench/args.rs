@@ -216,7 +216,7 @@ impl BenchArgs {
     }
 }
 
-fn invalid(flag: &str, rule: impl std::fmt::Display) -> Error {
+pub(crate) fn invalid(flag: &str, rule: impl std::fmt::Display) -> Error {
     Error::from_parts(
         ErrorKind::InvalidInput,
         Some(flag.to_owned()),

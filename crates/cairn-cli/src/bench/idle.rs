@@ -14,8 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use cairn::Dequeue;
+
+use crate::bench::args::invalid;
 use cairn_client::Client;
 use cairn_client::wire::DequeueRequest;
 use indicatif::ProgressBar;
@@ -182,20 +184,28 @@ fn report(pid: u32, memory: Memory, elapsed: Duration, leftovers: u64) -> Scenar
 fn check_fd_limits(pid: u32, connections: u64) -> anyhow::Result<()> {
     let own = procfs::own_open_file_limit();
     if own < connections + SPARE_FDS {
-        bail!(
-            "--connections: {connections} connections need about {} open files, but this process may open {own}; \
-             raise the limit (ulimit -n)",
-            connections + SPARE_FDS
-        );
+        return Err(invalid(
+            "--connections",
+            format!(
+                "{connections} connections need about {} open files, but this process may open {own}; \
+                 raise the limit (ulimit -n)",
+                connections + SPARE_FDS
+            ),
+        )
+        .into());
     }
     if let Some(limit) = procfs::open_file_limit(pid) {
         let used = procfs::open_fds(pid).unwrap_or(0);
         if limit < connections + used {
-            bail!(
-                "--connections: the server (pid {pid}) may open {limit} files and has {used} open, too few for \
-                 {connections} more connections; cairn serve raises its limit to the hard limit, so raise that \
-                 (ulimit -Hn) before starting it"
-            );
+            return Err(invalid(
+                "--connections",
+                format!(
+                    "the server (pid {pid}) may open {limit} files and has {used} open, too few for {connections} \
+                     more connections; cairn serve raises its limit to the hard limit, so raise that (ulimit -Hn) \
+                     before starting it"
+                ),
+            )
+            .into());
         }
     }
     Ok(())

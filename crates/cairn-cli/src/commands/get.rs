@@ -51,19 +51,29 @@ impl GetArgs {
             wait: self.wait,
             ..Dequeue::new(worker)
         };
-        let claimed = self
-            .common
-            .client()?
+        let client = self.common.client()?;
+        let claimed = client
             .dequeue(request)
             .await
             .with_context(|| format!("taking jobs matching {:?}", self.pattern))?;
         let body = DequeueBody {
             jobs: claimed.iter().map(ClaimedJobBody::from).collect(),
         };
-        if self.common.json {
-            output::emit(&output::json(&body))?;
+        let printed = if self.common.json {
+            output::emit_required(&output::json(&body))
         } else if !body.jobs.is_empty() {
-            output::emit(&render(&body))?;
+            output::emit_required(&render(&body))
+        } else {
+            Ok(())
+        };
+        if let Err(e) = printed {
+            // Nobody will see the tokens: give the jobs back rather than leave them leased until they expire.
+            for c in &claimed {
+                if let Err(release) = client.release(&c.lease).await {
+                    tracing::warn!(job = %c.job.id, error = %release, "could not give back a job nobody saw");
+                }
+            }
+            return Err(e);
         }
         if body.jobs.is_empty() {
             eprintln!(

@@ -22,6 +22,18 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
     }
 }
 
+/// Writes `text` to stdout, where a closed pipe is an error: for output that must be read, such as the lease
+/// tokens `cairn get` prints (jobs taken and never seen stay leased until their leases expire).
+///
+/// # Errors
+/// Any write error.
+pub fn emit_required(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the taken jobs to stdout")
+}
+
 /// The `--json` form of a wire body: pretty-printed, one value, ending in a newline.
 pub fn json<T: Serialize>(body: &T) -> String {
     let mut text = serde_json::to_string_pretty(body).expect("wire bodies always serialize");

@@ -181,7 +181,19 @@ async fn supervise(
             }
             _ = ticker.tick(), if beat.is_none() => {
                 let (client, lease) = (client.clone(), lease.clone());
-                beat = Some(Box::pin(async move { client.heartbeat(&lease, None).await }));
+                // One stalled request must not hold up the next heartbeat until the lease runs out: each gets
+                // one interval, and the next tick sends a fresh one.
+                beat = Some(Box::pin(async move {
+                    tokio::time::timeout(every, client.heartbeat(&lease, None))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(cairn::Error::from_parts(
+                                cairn::ErrorKind::Unavailable,
+                                None,
+                                format!("the heartbeat got no answer within {every:?}"),
+                            ))
+                        })
+                }));
             }
             result = async { beat.as_mut().expect("polled only when set").await }, if beat.is_some() => {
                 beat = None;
@@ -220,6 +232,9 @@ async fn stop(
             finished.await
         }
     };
+    // The command itself is gone; anything it started that ignored SIGTERM goes too, before the job is given back
+    // or recorded, so that no process works on a job another worker may take next.
+    signaller.kill_group();
     result.unwrap_or_else(|e| Err(io::Error::other(e)))
 }
 

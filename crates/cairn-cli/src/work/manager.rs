@@ -334,10 +334,12 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// SIGTERM and SIGINT, listened to for the manager's whole life so that no second signal is missed.
+/// SIGTERM, SIGINT and SIGHUP (a closed terminal or ssh session), listened to for the manager's whole life so
+/// that no second signal is missed.
 struct Signals {
     term: Signal,
     int: Signal,
+    hup: Signal,
 }
 
 impl Signals {
@@ -345,6 +347,7 @@ impl Signals {
         Ok(Signals {
             term: signal(SignalKind::terminate())?,
             int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
         })
     }
 
@@ -353,6 +356,7 @@ impl Signals {
         tokio::select! {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",
+            _ = self.hup.recv() => "SIGHUP",
         }
     }
 }

@@ -103,6 +103,16 @@ impl Signaller {
         self.pid.unsigned_abs()
     }
 
+    /// SIGKILLs whatever is left of the command's process group, even after the command itself was reaped: a
+    /// process it started that ignores SIGTERM must not outlive a job that is being given back.
+    ///
+    /// Once the leader is reaped, its id stays reserved while any member of its group lives, so this reaches the
+    /// group's own leftovers; if none are left, the call fails harmlessly (`ESRCH`).
+    pub(crate) fn kill_group(&self) {
+        // SAFETY: kill only sends a signal.
+        unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+    }
+
     /// Sends `signal` to the command and everything it started (its process group), unless it was reaped.
     pub(crate) fn signal(&self, signal: libc::c_int) {
         let is_reaped = self
@@ -182,16 +192,30 @@ fn spawn(argv: &[String], env: Vec<(&'static str, String)>) -> io::Result<std::p
         .stdin(Stdio::piped())
         .stdout(Stdio::inherit())
         .stderr(Stdio::piped());
-    // SAFETY: the hook runs in the forked child before exec and calls only setpgid, which is async-signal-safe.
+    let manager = std::process::id();
+    // SAFETY: the hook runs in the forked child before exec and calls only setpgid, prctl and getppid, which are
+    // async-signal-safe.
     // It is a hook rather than `process_group(0)` on purpose: a hook makes std fork instead of using posix_spawn,
     // whose vfork shares the manager's memory until exec, and exec then charges the manager's own peak memory to
     // the child's `ru_maxrss` (16 MiB for a bare `sh`). After a fork, the child is charged only the manager's
     // resident anonymous pages at that moment (about 9 MiB for a release build), which is then the floor of what
     // `ru_maxrss` can report: a smaller command shows the floor, a bigger one its own peak.
     unsafe {
-        command.pre_exec(|| match libc::setpgid(0, 0) {
-            0 => Ok(()),
-            _ => Err(io::Error::last_os_error()),
+        command.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // If the manager dies without stopping its commands (SIGKILL, the OOM killer), they die with it rather
+            // than run on while their leases expire and the jobs run again elsewhere. The signal follows the thread
+            // that forked: a tokio worker thread, which lives as long as the manager's runtime.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The manager may have died between the fork and the prctl.
+            if u32::try_from(libc::getppid()).ok() != Some(manager) {
+                return Err(io::Error::other("the worker manager exited"));
+            }
+            Ok(())
         });
     }
     command.spawn()

@@ -476,3 +476,34 @@ fn mask_times_keeps_the_width_of_what_it_masks() {
     );
     assert_eq!(mask_times("2025-01-31 09:00"), "2025-01-31 09:00");
 }
+
+#[test]
+fn get_gives_the_jobs_back_when_nobody_can_read_their_tokens() {
+    let server = TestServer::spawn();
+    let id = ok(&server.cairn(&["push", "report.daily"], None));
+    // Stdout is a pipe whose reading end is already closed: the tokens cannot reach anyone.
+    let mut fds = [0; 2];
+    // SAFETY: pipe fills the two descriptors it is given.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: the reading end is ours and closed once.
+    unsafe { libc::close(fds[0]) };
+    // SAFETY: the writing end is ours; the Stdio takes it over and closes it.
+    let closed = unsafe { <std::process::Stdio as std::os::fd::FromRawFd>::from_raw_fd(fds[1]) };
+    let out = Command::new(cairn_binary())
+        .args(["get", "report.*"])
+        .env("CAIRN_SERVER", server.url())
+        .env_remove("CAIRN_TOKEN")
+        .env("CAIRN_LOG", "warn")
+        .stdout(closed)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("writing the taken jobs to stdout"),
+        "{}",
+        stderr(&out)
+    );
+    let show = ok(&server.cairn(&["show", id.trim()], None));
+    assert!(show.contains("state: queued"), "{show}");
+    assert!(show.contains("released"), "{show}");
+}

@@ -127,6 +127,8 @@ impl TestServer {
             .current_dir(self.dir.path())
             .env("CAIRN_SERVER", &self.url)
             .env_remove("CAIRN_TOKEN")
+            // A suite run from inside `cairn work` must not hand its own lease to the commands under test.
+            .env_remove("CAIRN_LEASE_TOKEN")
             .env("CAIRN_LOG", "warn");
         if let Some(token) = &self.token {
             command.env("CAIRN_TOKEN", token);

@@ -144,6 +144,32 @@ async fn wait_for_file(path: &Path) {
     .await;
 }
 
+/// Whether a process with this id is running: it exists and is not a zombie. For a process that is not our child,
+/// whose zombie only its new parent can reap.
+fn is_running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command name, which is in parentheses and may itself hold spaces.
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Reads a pid a command wrote to `path`.
+async fn read_pid(path: &Path) -> i32 {
+    wait_for_file(path).await;
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// How long a command may take to die once stopped: the 5 s SIGTERM grace, 2 s for its stderr, and a margin. Far
+/// below the commands' own `sleep 3600`, so a command that was never killed fails the test.
+const DEATH: Duration = Duration::from_secs(20);
+
 /// Whether a process with this id exists (a zombie counts: it has not been reaped).
 fn is_alive(pid: i32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
@@ -334,9 +360,12 @@ async fn a_second_signal_stops_the_commands_and_gives_their_jobs_back() {
     let server = TestServer::spawn();
     let client = server.client();
     let id = push(&client, Push::new("slow")).await;
-    let script = "touch \"started.$CAIRN_JOB_ID\"; exec sleep 60";
+    // The command starts a process of its own that ignores SIGTERM: it must not outlive the released job.
+    let script = "(trap '' TERM; exec sleep 3600) & echo $! > child.tmp; mv child.tmp \"child.$CAIRN_JOB_ID\"; \
+                  echo $$ > pid.tmp; mv pid.tmp \"pid.$CAIRN_JOB_ID\"; exec sleep 3600";
     let manager = Manager::start(&server, &["slow", "--", "sh", "-c", script]);
-    wait_for_file(&server.dir().join(format!("started.{id}"))).await;
+    let pid = read_pid(&server.dir().join(format!("pid.{id}"))).await;
+    let grandchild = read_pid(&server.dir().join(format!("child.{id}"))).await;
     signal(manager.pid(), libc::SIGTERM);
     manager.wait_for_log("stopping: taking no new jobs").await;
     signal(manager.pid(), libc::SIGINT);
@@ -346,6 +375,28 @@ async fn a_second_signal_stops_the_commands_and_gives_their_jobs_back() {
     let job = get(&client, id).await;
     assert_eq!(job.state, JobState::Queued);
     assert_eq!(job.history[0].outcome, Some(AttemptOutcome::Released));
+    eventually(
+        DEATH,
+        "the command and what it started to be gone",
+        || async { !is_running(pid) && !is_running(grandchild) },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_manager_killed_outright_takes_its_commands_with_it() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = push(&client, Push::new("slow")).await;
+    let script = "echo $$ > pid.tmp; mv pid.tmp \"pid.$CAIRN_JOB_ID\"; exec sleep 3600";
+    let mut manager = Manager::start(&server, &["slow", "--", "sh", "-c", script]);
+    let pid = read_pid(&server.dir().join(format!("pid.{id}"))).await;
+    manager.child.kill().unwrap();
+    manager.child.wait().unwrap();
+    eventually(DEATH, "the command to die with its manager", || async {
+        !is_running(pid)
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -357,10 +408,10 @@ async fn a_job_cancelled_while_running_has_its_command_killed_and_work_goes_on()
         &client,
         Push::new("task")
             .data(json!({"kind": "slow"}))
-            .lease_timeout(Duration::from_secs(1)),
+            .lease_timeout(Duration::from_secs(3)),
     )
     .await;
-    let script = "if grep -q slow; then echo $$ > pid.tmp; mv pid.tmp \"pid.$CAIRN_JOB_ID\"; exec sleep 60; fi";
+    let script = "if grep -q slow; then echo $$ > pid.tmp; mv pid.tmp \"pid.$CAIRN_JOB_ID\"; exec sleep 3600; fi";
     let manager = Manager::start(&server, &["task", "--", "sh", "-c", script]);
     let pid_file = server.dir().join(format!("pid.{slow}"));
     wait_for_file(&pid_file).await;
@@ -372,7 +423,7 @@ async fn a_job_cancelled_while_running_has_its_command_killed_and_work_goes_on()
 
     client.cancel(slow).await.unwrap();
     eventually(
-        PATIENCE,
+        DEATH,
         "the cancelled job's command to be killed and reaped",
         || async { !is_alive(pid) },
     )
