@@ -1,7 +1,7 @@
 //! Cairn's server: the engine behind an HTTP/JSON API (`/v1/…`), with bearer-token auth, request limits, an
 //! OpenAPI document generated from the handlers, and a graceful shutdown that answers long polls first.
 //!
-//! The modules: `routes` (one file per area of the API), `body` (the JSON body extractor that names bad fields),
+//! The modules: `bedrock` (the Bedrock::Jobs text protocol, being built), `routes` (one file per area of the API), `body` (the JSON body extractor that names bad fields),
 //! `error` (every error to `{"error": {…}}` and its status code), `auth` (tokens, and the loopback-only rule),
 //! `openapi` (the document's fixed parts), `state` (settings and what handlers share). Validation and every
 //! decision about jobs belong to the engine; this crate only translates.
@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod auth;
+pub mod bedrock;
 mod body;
 mod error;
 mod openapi;
