@@ -16,8 +16,8 @@ use serde_json::Value;
 use crate::wire::{
     CheckpointRequest, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody,
     ErrorBody, FailRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
-    LeaseExpiryBody, LeaseRequest, PriorityRequest, PushBatchRequest, PushRequest,
-    RescheduleRequest, RetryRequest, StateBody, UpdateRequest, UsageBody,
+    LeaseExpiryBody, LeaseRequest, PriorityRequest, PushBatchRequest, PushRequest, RequeueRequest,
+    RescheduleRequest, RetryRequest, SetDataRequest, StateBody, UpdateRequest, UsageBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -424,6 +424,30 @@ impl Client {
             )
             .await?;
         parse_state(&body.state)
+    }
+
+    /// Runs a job again with a fresh count of attempts; see [`cairn::Queue::requeue`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn requeue(&self, job: JobId, run_at: Option<Timestamp>) -> Result<JobState> {
+        let body: StateBody = self
+            .post(
+                &format!("/v1/jobs/{job}/requeue"),
+                &RequeueRequest { run_at },
+            )
+            .await?;
+        parse_state(&body.state)
+    }
+
+    /// Replaces the data of a job that is not running; see [`cairn::Queue::set_data`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn set_data(&self, job: JobId, data: Value) -> Result<()> {
+        self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/data"), &SetDataRequest { data })
+            .await
+            .map(drop)
     }
 
     /// A job with its history; see [`cairn::Queue::get`].

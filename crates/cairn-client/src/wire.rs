@@ -139,6 +139,10 @@ pub struct DequeueRequest {
     /// once. The server caps it at its `max_wait`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
+    /// How long these leases last before their first heartbeat, instead of each job's lease timeout (for a
+    /// worker that cannot heartbeat); heartbeats never shorten a lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_timeout_ms: Option<u64>,
 }
 
 /// Jobs taken, each with its lease.
@@ -249,7 +253,8 @@ pub struct AttemptBody {
     /// When it ended; null while it runs.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub finished_at: Option<Timestamp>,
-    /// `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed` or `released`; null while it runs.
+    /// `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released` or `requeued`; null
+    /// while it runs.
     pub outcome: Option<String>,
     /// The error it ended with.
     pub error: Option<String>,
@@ -412,6 +417,26 @@ pub struct RescheduleRequest {
     pub run_at: Timestamp,
 }
 
+/// Run a job again, whatever became of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequeueRequest {
+    /// When it may run; now when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub run_at: Option<Timestamp>,
+}
+
+/// Replace the data of a job that is not running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetDataRequest {
+    /// The new data.
+    pub data: Value,
+}
+
 /// Every error response: `{"error": {"kind", "field", "message"}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -537,6 +562,7 @@ impl DequeueRequest {
             limit: self.limit.unwrap_or(1),
             max_weight: self.max_weight,
             wait: millis(self.wait_ms.unwrap_or(0)).min(max_wait),
+            lease_timeout: self.lease_timeout_ms.map(millis),
         })
     }
 }
@@ -557,6 +583,7 @@ impl From<&Dequeue> for DequeueRequest {
             limit: Some(d.limit),
             max_weight: d.max_weight,
             wait_ms: Some(to_millis(d.wait)),
+            lease_timeout_ms: d.lease_timeout.map(to_millis),
         }
     }
 }

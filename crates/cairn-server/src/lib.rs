@@ -51,6 +51,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::cancel))
         .routes(routes!(jobs::set_priority))
         .routes(routes!(jobs::reschedule))
+        .routes(routes!(jobs::requeue))
+        .routes(routes!(jobs::set_data))
         .routes(routes!(leases::dequeue))
         .routes(routes!(leases::heartbeat))
         .routes(routes!(leases::checkpoint))

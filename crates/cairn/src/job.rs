@@ -115,6 +115,8 @@ pub enum AttemptOutcome {
     Crashed,
     /// The worker gave the job back without running it to the end (shutdown); the attempt does not count.
     Released,
+    /// Someone requeued the job while it ran; its worker was refused from then on.
+    Requeued,
 }
 
 impl AttemptOutcome {
@@ -128,6 +130,7 @@ impl AttemptOutcome {
             AttemptOutcome::Cancelled => "cancelled",
             AttemptOutcome::Crashed => "crashed",
             AttemptOutcome::Released => "released",
+            AttemptOutcome::Requeued => "requeued",
         }
     }
 
@@ -141,6 +144,7 @@ impl AttemptOutcome {
             AttemptOutcome::Cancelled,
             AttemptOutcome::Crashed,
             AttemptOutcome::Released,
+            AttemptOutcome::Requeued,
         ]
         .into_iter()
         .find(|o| o.as_str() == s)

@@ -27,8 +27,10 @@ use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
+use crate::ops::requeue::Requeue;
 use crate::ops::reschedule::Reschedule;
 use crate::ops::retry::Retry;
+use crate::ops::set_data::SetData;
 use crate::ops::set_priority::SetPriority;
 use crate::ops::update::Update;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
@@ -483,6 +485,25 @@ impl Queue {
     /// [`ErrorKind::NotFound`].
     pub async fn delete(&self, job: JobId) -> Result<()> {
         self.write(Delete { job }).await
+    }
+
+    /// Runs a job again with a fresh count of attempts, whatever became of it: a failed, cancelled or completed job
+    /// goes back to its queue, a waiting one moves to `run_at` (now when `None`), a running one is taken from its
+    /// worker. Returns its new state.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] when another live job holds its unique key.
+    pub async fn requeue(&self, job: JobId, run_at: Option<Timestamp>) -> Result<JobState> {
+        self.write(Requeue { job, run_at }).await
+    }
+
+    /// Replaces the data of a job that is not running.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for a running job; [`ErrorKind::InvalidInput`] for
+    /// oversized data.
+    pub async fn set_data(&self, job: JobId, data: Value) -> Result<()> {
+        self.write(SetData { job, data }).await
     }
 
     /// Changes the priority of a job that has not finished.

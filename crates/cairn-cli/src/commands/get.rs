@@ -29,6 +29,10 @@ pub struct GetArgs {
     /// The most jobs to take.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub limit: u32,
+    /// How long the leases last before a heartbeat, instead of each job's own lease timeout: a script that will
+    /// not heartbeat should ask for as long as it needs.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub lease_timeout: Option<Duration>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -49,6 +53,7 @@ impl GetArgs {
             names: vec![self.pattern.clone()],
             limit: self.limit,
             wait: self.wait,
+            lease_timeout: self.lease_timeout,
             ..Dequeue::new(worker)
         };
         let client = self.common.client()?;

@@ -1,4 +1,5 @@
-//! Managing a job from outside, without a lease: `cancel`, `delete`, `priority`, `reschedule`.
+//! Managing a job from outside, without a lease: `cancel`, `delete`, `priority`, `reschedule`, `requeue`,
+//! `set-data`.
 //!
 //! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
 
@@ -8,7 +9,7 @@ use cairn_client::wire::{EmptyBody, StateBody};
 use clap::Args;
 use jiff::Timestamp;
 
-use crate::commands::args::{self, CommonArgs};
+use crate::commands::args::{self, CommonArgs, JsonInput};
 use crate::commands::output;
 use crate::exit::Code;
 
@@ -49,6 +50,77 @@ pub struct RescheduleArgs {
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// `cairn requeue` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct RequeueArgs {
+    /// The job's id.
+    #[arg(value_parser = args::job_id)]
+    pub id: JobId,
+    /// When it may run (RFC 3339); now by default.
+    #[arg(long, value_name = "TIME", value_parser = args::time)]
+    pub run_at: Option<Timestamp>,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn set-data` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct SetDataArgs {
+    /// The job's id.
+    #[arg(value_parser = args::job_id)]
+    pub id: JobId,
+    /// The new data: JSON text, `@FILE`, or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub data: JsonInput,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl RequeueArgs {
+    /// Runs the job again with a fresh count of attempts, and prints its new state.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] when another live job holds its unique
+    /// key, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let id = self.id;
+        let state = self
+            .common
+            .client()?
+            .requeue(id, self.run_at)
+            .await
+            .with_context(|| format!("requeueing job {id}"))?;
+        let body = StateBody {
+            state: state.as_str().to_owned(),
+        };
+        output::outcome(self.common.json, &body, || format!("job {id}: {state}"))?;
+        Ok(Code::Success)
+    }
+}
+
+impl SetDataArgs {
+    /// Replaces the data of a job that is not running.
+    ///
+    /// # Errors
+    /// Bad JSON naming `--data`, [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a running
+    /// job, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let id = self.id;
+        let data = self.data.read("--data")?;
+        self.common
+            .client()?
+            .set_data(id, data)
+            .await
+            .with_context(|| format!("setting the data of job {id}"))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("job {id}: data replaced")
+        })?;
+        Ok(Code::Success)
+    }
 }
 
 impl JobArgs {

@@ -1,5 +1,6 @@
 //! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
-//! `checkpoint`, `finish`, `retry`, `fail`) and management (`cancel`, `delete`, `priority`, `reschedule`).
+//! `checkpoint`, `finish`, `retry`, `fail`) and management (`cancel`, `delete`, `priority`, `reschedule`,
+//! `requeue`, `set-data`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -37,7 +38,7 @@ pub use args::{CommonArgs, JsonInput, LeaseArgs};
 pub use get::GetArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
 pub use list::ListArgs;
-pub use manage::{JobArgs, PriorityArgs, RescheduleArgs};
+pub use manage::{JobArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
 pub use push::PushArgs;
 pub use show::ShowArgs;
 
@@ -98,6 +99,13 @@ pub enum ClientCommand {
     /// Move a job that has not started to another time.
     #[command(after_long_help = EXIT_CODES)]
     Reschedule(RescheduleArgs),
+    /// Run a job again with a fresh count of attempts: a failed, cancelled or completed one, or one taken from
+    /// its worker.
+    #[command(after_long_help = EXIT_CODES)]
+    Requeue(RequeueArgs),
+    /// Replace the data of a job that is not running.
+    #[command(name = "set-data", after_long_help = EXIT_CODES)]
+    SetData(SetDataArgs),
 }
 
 /// Runs a client command.
@@ -108,6 +116,8 @@ pub enum ClientCommand {
 pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
     match command {
         ClientCommand::Push(args) => args.run().await,
+        ClientCommand::Requeue(args) => args.run().await,
+        ClientCommand::SetData(args) => args.run().await,
         ClientCommand::Get(args) => args.run().await,
         ClientCommand::Show(args) => args.run().await,
         ClientCommand::List(args) => args.run().await,

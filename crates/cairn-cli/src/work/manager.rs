@@ -210,6 +210,8 @@ impl Manager {
             limit: room,
             max_weight: Some(room),
             wait: if waits { LONG_POLL } else { Duration::ZERO },
+            // The manager heartbeats for its commands, so the jobs' own lease timeouts hold.
+            lease_timeout: None,
         };
         let client = self.client.clone();
         self.fetch = Some(Box::pin(async move { client.dequeue(request).await }));

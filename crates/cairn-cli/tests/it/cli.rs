@@ -507,3 +507,57 @@ fn get_gives_the_jobs_back_when_nobody_can_read_their_tokens() {
     assert!(show.contains("state: queued"), "{show}");
     assert!(show.contains("released"), "{show}");
 }
+
+#[test]
+fn requeue_and_set_data_fix_a_failed_job_from_the_shell() {
+    let server = TestServer::spawn();
+    let id = ok(&server.cairn(
+        &[
+            "push",
+            "import",
+            "--data",
+            r#"{"file": "bad.csv"}"#,
+            "--max-attempts",
+            "1",
+        ],
+        None,
+    ));
+    let id = id.trim();
+    let got = ok(&server.cairn(&["get", "import", "--lease-timeout", "1h"], None));
+    let token = lease_token(&got);
+    ok(&server.cairn(
+        &[
+            "fail",
+            id,
+            "--lease",
+            &token,
+            "--group",
+            "bad-input",
+            "--message",
+            "no file",
+        ],
+        None,
+    ));
+
+    assert_eq!(
+        ok(&server.cairn(&["set-data", id, "--data", r#"{"file": "good.csv"}"#], None)),
+        format!("job {id}: data replaced\n")
+    );
+    assert_eq!(
+        ok(&server.cairn(&["requeue", id], None)),
+        format!("job {id}: queued\n")
+    );
+    let show = ok(&server.cairn(&["show", id], None));
+    assert!(show.contains("state: queued"), "{show}");
+    assert!(show.contains("good.csv"), "{show}");
+    check_error(
+        &server.cairn(&["requeue", "999"], None),
+        3,
+        "error: requeueing job 999: job 999 not found",
+    );
+    check_error(
+        &server.cairn(&["get", "import", "--lease-timeout", "soon"], None),
+        2,
+        "error: invalid value 'soon' for '--lease-timeout <DURATION>'",
+    );
+}

@@ -584,11 +584,13 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}",
             "/v1/jobs/{id}/cancel",
             "/v1/jobs/{id}/checkpoint",
+            "/v1/jobs/{id}/data",
             "/v1/jobs/{id}/fail",
             "/v1/jobs/{id}/finish",
             "/v1/jobs/{id}/heartbeat",
             "/v1/jobs/{id}/priority",
             "/v1/jobs/{id}/release",
+            "/v1/jobs/{id}/requeue",
             "/v1/jobs/{id}/reschedule",
             "/v1/jobs/{id}/retry",
             "/v1/jobs/{id}/update",
@@ -683,4 +685,53 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         &body,
         "health",
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_job_is_fixed_and_requeued_over_http() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(
+            Push::new("import")
+                .data(json!({"file": "bad.csv"}))
+                .retry(cairn::RetryPolicy::immediate(1)),
+        )
+        .await
+        .unwrap()
+        .id;
+    // A worker that cannot heartbeat asks for a long first lease.
+    let claimed = client
+        .dequeue(take("script").lease_timeout(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let lease = &claimed[0].lease;
+    let hour = lease.expires_at.as_second() - jiff::Timestamp::now().as_second();
+    assert!(
+        (3590..=3600).contains(&hour),
+        "a lease of about an hour, got {hour} s"
+    );
+    client
+        .fail(lease, "bad-input", "no such file")
+        .await
+        .unwrap();
+
+    let err = client.set_data(JobId(424242), json!({})).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    client
+        .set_data(id, json!({"file": "good.csv"}))
+        .await
+        .unwrap();
+    assert_eq!(client.requeue(id, None).await.unwrap(), JobState::Queued);
+    let again = client.dequeue(take("w")).await.unwrap();
+    assert_eq!(again[0].job.data, json!({"file": "good.csv"}));
+    assert_eq!(
+        client.set_data(id, json!({})).await.unwrap_err().kind(),
+        ErrorKind::InvalidState,
+        "a running job's data is its worker's"
+    );
+    client.finish(&again[0].lease, None).await.unwrap();
+    let job = client.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.history.len(), 2);
 }

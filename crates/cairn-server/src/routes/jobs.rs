@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use cairn::{JobFilter, JobState, Push};
 use cairn_client::wire::{
     EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody, PriorityRequest,
-    PushBatchRequest, PushRequest, RescheduleRequest, StateBody,
+    PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest, SetDataRequest, StateBody,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -214,4 +214,41 @@ pub async fn reschedule(
     Ok(Json(StateBody {
         state: new_state.as_str().to_owned(),
     }))
+}
+
+/// Runs a job again with a fresh count of attempts, whatever became of it: a failed, cancelled or completed job
+/// goes back to its queue, a running one is taken from its worker (whose lease is refused from then on).
+#[utoipa::path(post, path = "/v1/jobs/{id}/requeue", tag = "jobs", request_body = RequeueRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Requeued; its new state, queued or scheduled", body = StateBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "Another live job holds its unique key", body = ErrorBody),
+    ))]
+pub async fn requeue(
+    State(state): State<AppState>,
+    JobPath(id): JobPath,
+    JsonBody(request): JsonBody<RequeueRequest>,
+) -> ApiResult<Json<StateBody>> {
+    let new_state = state.queue.requeue(id, request.run_at).await?;
+    Ok(Json(StateBody {
+        state: new_state.as_str().to_owned(),
+    }))
+}
+
+/// Replaces the data of a job that is not running.
+#[utoipa::path(post, path = "/v1/jobs/{id}/data", tag = "jobs", request_body = SetDataRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Replaced", body = EmptyBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job is running; its worker saves its data", body = ErrorBody),
+    ))]
+pub async fn set_data(
+    State(state): State<AppState>,
+    JobPath(id): JobPath,
+    JsonBody(request): JsonBody<SetDataRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.set_data(id, request.data).await?;
+    Ok(Json(EmptyBody {}))
 }

@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::lease::Lease;
 use crate::names::{NamePattern, QueueName, WorkerId};
+use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::{Operation, WriteCtx};
 use crate::store::sqlite::rows::{job_columns, job_from_row};
 
@@ -47,6 +48,10 @@ pub struct Dequeue {
     pub max_weight: Option<u32>,
     /// How long to wait for a job when none is ready. The call returns the moment one becomes ready.
     pub wait: Duration,
+    /// How long these leases last before their first heartbeat, instead of each job's lease timeout: for a
+    /// worker that cannot heartbeat (a shell script, a client of a protocol without heartbeats). Heartbeats extend
+    /// by the job's own lease timeout and never shorten a lease.
+    pub lease_timeout: Option<Duration>,
 }
 
 impl Dequeue {
@@ -60,6 +65,7 @@ impl Dequeue {
             limit: 1,
             max_weight: None,
             wait: Duration::ZERO,
+            lease_timeout: None,
         }
     }
 
@@ -99,6 +105,12 @@ impl Dequeue {
         self
     }
 
+    /// Leases the jobs for `timeout` before their first heartbeat, instead of their own lease timeout.
+    pub fn lease_timeout(mut self, timeout: Duration) -> Self {
+        self.lease_timeout = Some(timeout);
+        self
+    }
+
     /// Validates the request once, before it reaches the writer.
     pub(crate) fn validate(&self) -> Result<Claim> {
         let worker = WorkerId::parse(self.worker.as_str())?;
@@ -133,6 +145,21 @@ impl Dequeue {
         if self.max_weight == Some(0) {
             return Err(Error::invalid("max_weight", "must be at least 1, got 0"));
         }
+        let lease_ms = self
+            .lease_timeout
+            .map(|timeout| {
+                if (MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&timeout) {
+                    Ok(crate::clock::duration_millis(timeout))
+                } else {
+                    Err(Error::invalid(
+                        "lease_timeout",
+                        format!(
+                            "must be between {MIN_LEASE_TIMEOUT:?} and {MAX_LEASE_TIMEOUT:?}, got {timeout:?}"
+                        ),
+                    ))
+                }
+            })
+            .transpose()?;
         // A pattern list containing `*` is the same as no list, and cheaper to run.
         let names = if names.iter().any(NamePattern::is_any) {
             Vec::new()
@@ -147,6 +174,7 @@ impl Dequeue {
             names,
             limit: self.limit,
             max_weight: self.max_weight,
+            lease_ms,
             sql,
         })
     }
@@ -170,6 +198,8 @@ pub(crate) struct Claim {
     pub names: Vec<NamePattern>,
     pub limit: u32,
     pub max_weight: Option<u32>,
+    /// The claim's own lease timeout, in milliseconds, instead of each job's.
+    lease_ms: Option<i64>,
     sql: String,
 }
 
@@ -193,7 +223,7 @@ fn select_ready_jobs(patterns: usize) -> String {
 /// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
 /// is now.
 const LEASE_JOB: &str = concat!(
-    "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, lease_expires_at = ?4 + lease_timeout_ms, \
+    "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, lease_expires_at = ?4 + COALESCE(?5, lease_timeout_ms), \
      attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, ?4), attempt_started_at = ?4, \
      progress = NULL WHERE id = ?1 AND state = 'queued' RETURNING ",
     job_columns!()
@@ -226,7 +256,7 @@ impl Claim {
             .conn
             .prepare_cached(LEASE_JOB)?
             .query_row(
-                rusqlite::params![id, self.worker.as_str(), token, ctx.now_ms],
+                rusqlite::params![id, self.worker.as_str(), token, ctx.now_ms, self.lease_ms],
                 job_from_row,
             )
             .optional()?;

@@ -30,8 +30,10 @@ pub(crate) mod heartbeat;
 pub(crate) mod push;
 pub(crate) mod recurring;
 pub(crate) mod release;
+pub(crate) mod requeue;
 pub(crate) mod reschedule;
 pub(crate) mod retry;
+pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod update;
 

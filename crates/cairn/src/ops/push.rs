@@ -175,9 +175,9 @@ pub struct Enqueued {
 pub const MAX_WEIGHT: u32 = crate::ops::claim::MAX_DEQUEUE;
 
 /// The longest lease a job may ask for: a day. A lost worker then holds a job at most that long.
-const MAX_LEASE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+pub(crate) const MAX_LEASE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The shortest lease: shorter leases expire before a heartbeat can arrive.
-const MIN_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+pub(crate) const MIN_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// A push whose every field passed validation.
 pub(crate) struct ValidPush {

@@ -119,6 +119,7 @@ fn request(settings: &Settings, room: u32) -> Dequeue {
         limit: room,
         max_weight: Some(room),
         wait: settings.wait,
+        lease_timeout: None,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cairn::{AttemptOutcome, ErrorKind, JobState, Push, RetryPolicy};
+use cairn::{AttemptOutcome, Dequeue, ErrorKind, JobState, Push, RetryPolicy};
 use serde_json::json;
 
 use crate::harness::TestQueue;
@@ -133,5 +133,29 @@ async fn cancelled_and_deleted_jobs_refuse_their_worker() {
     assert_eq!(job.state, JobState::Cancelled);
     assert_eq!(job.history[0].outcome, Some(AttemptOutcome::Cancelled));
     assert!(t.queue.get(b).await.unwrap_err().is_not_found());
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_claim_may_ask_for_its_own_lease_timeout() {
+    let t = TestQueue::new().await;
+    t.push("script").await;
+    let claimed = t
+        .queue
+        .dequeue(Dequeue::new("shell").lease_timeout(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    let expected = t.queue.now() + jiff::SignedDuration::from_hours(1);
+    assert_eq!(claimed[0].lease.expires_at, expected);
+    // The job's own 60 s timeout would have expired it by now; the claim's has not.
+    t.advance(Duration::from_secs(600));
+    t.queue.finish(&claimed[0].lease, None).await.unwrap();
+
+    let err = t
+        .queue
+        .dequeue(Dequeue::new("shell").lease_timeout(Duration::ZERO))
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("lease_timeout"));
     t.close().await;
 }

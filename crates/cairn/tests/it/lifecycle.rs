@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use cairn::{
-    AttemptOutcome, ErrorKind, Fail, Finish, JobFilter, JobState, Push, Queue, QueueOptions,
+    AttemptOutcome, ErrorKind, Fail, Finish, JobFilter, JobId, JobState, Push, Queue, QueueOptions,
     RecoveryPolicy, Retry, RetryPolicy, RunUsage,
 };
 use serde_json::json;
@@ -490,5 +490,121 @@ async fn measured_usage_is_kept_in_the_attempt_history() {
         .await
         .unwrap();
     assert_eq!(t.queue.get(id).await.unwrap().history[0].usage, None);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn requeue_runs_a_failed_job_again_with_fresh_attempts_and_keeps_its_history() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("x").retry(no_jitter(1)))
+        .await
+        .unwrap()
+        .id;
+    let c = t.take("w").await.unwrap();
+    assert_eq!(
+        t.queue.retry(&c.lease, "boom", None).await.unwrap(),
+        JobState::Failed
+    );
+
+    assert_eq!(t.queue.requeue(id, None).await.unwrap(), JobState::Queued);
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        (
+            job.attempt,
+            job.error.as_deref(),
+            job.failure_group.as_deref()
+        ),
+        (0, None, None)
+    );
+    assert_eq!(job.finished_at, None);
+    assert_eq!(
+        job.history.len(),
+        1,
+        "the failed attempt stays in the history"
+    );
+
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.id, id);
+    assert_eq!(c.job.attempt, 1);
+    t.queue.finish(&c.lease, None).await.unwrap();
+    // A completed job can be run again too, later.
+    let later = t.queue.now() + jiff::SignedDuration::from_mins(5);
+    assert_eq!(
+        t.queue.requeue(id, Some(later)).await.unwrap(),
+        JobState::Scheduled
+    );
+    assert_eq!(t.queue.get(id).await.unwrap().run_at, later);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn requeue_takes_a_running_job_from_its_worker() {
+    let t = TestQueue::new().await;
+    let id = t.push("x").await;
+    let c = t.take("w1").await.unwrap();
+    assert_eq!(t.queue.requeue(id, None).await.unwrap(), JobState::Queued);
+    let err = t.queue.finish(&c.lease, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LeaseLost);
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.history[0].outcome, Some(AttemptOutcome::Requeued));
+    let again = t.take("w2").await.unwrap();
+    assert_eq!(again.job.id, id);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn requeue_refuses_when_another_live_job_holds_the_unique_key() {
+    let t = TestQueue::new().await;
+    let first = t
+        .queue
+        .enqueue(Push::new("x").unique_key("k"))
+        .await
+        .unwrap()
+        .id;
+    t.queue.cancel(first).await.unwrap();
+    let second = t
+        .queue
+        .enqueue(Push::new("x").unique_key("k"))
+        .await
+        .unwrap()
+        .id;
+    let err = t.queue.requeue(first, None).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    assert!(
+        err.to_string().contains(&format!("job {second} holds")),
+        "{err}"
+    );
+    t.queue.delete(second).await.unwrap();
+    assert_eq!(
+        t.queue.requeue(first, None).await.unwrap(),
+        JobState::Queued
+    );
+    assert_eq!(
+        t.queue.requeue(JobId(999), None).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn set_data_replaces_the_data_of_a_job_that_is_not_running() {
+    let t = TestQueue::new().await;
+    let id = t.push("x").await;
+    t.queue.set_data(id, json!({"fixed": true})).await.unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().data, json!({"fixed": true}));
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.data, json!({"fixed": true}));
+    let err = t.queue.set_data(id, json!({})).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        t.queue
+            .set_data(JobId(999), json!({}))
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
     t.close().await;
 }

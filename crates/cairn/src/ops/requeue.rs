@@ -1,0 +1,83 @@
+//! [`Requeue`]: run a job again, whatever became of it.
+
+use jiff::Timestamp;
+use rusqlite::{OptionalExtension, named_params};
+
+use crate::clock::to_millis;
+use crate::error::{Error, Result};
+use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::ops::{Operation, WriteCtx, end_attempt, parse_stored_state, running_job};
+
+/// Puts a job back in its queue with a fresh count of attempts: a failed, cancelled or completed job runs again
+/// (the way to retry a job that ran out of attempts once its cause is fixed), and a job that has not run yet moves
+/// to `run_at`. A running job's worker is refused from then on. The history is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requeue {
+    /// The job.
+    pub job: JobId,
+    /// When it may run; now when absent.
+    pub run_at: Option<Timestamp>,
+}
+
+const SELECT_JOB: &str = "SELECT state, queue, unique_key FROM jobs WHERE id = :id";
+
+/// Another live job holding the same unique key.
+const SELECT_LIVE_HOLDER: &str = "SELECT id FROM jobs INDEXED BY jobs_unique_live WHERE unique_key = :key \
+     AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running') AND id != :id";
+
+const REQUEUE_JOB: &str = "UPDATE jobs SET state = :state, run_at = :run_at, attempt = 0, finished_at = NULL, \
+     error = NULL, failure_group = NULL, worker = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+
+impl Operation for Requeue {
+    /// The job's state afterwards: `queued`, or `scheduled` for a later `run_at`.
+    type Output = JobState;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<JobState> {
+        let row: Option<(String, String, Option<String>)> = ctx
+            .conn
+            .prepare_cached(SELECT_JOB)?
+            .query_row(named_params! { ":id": self.job.0 }, |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        let (state, queue, unique_key) =
+            row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
+        let state = parse_stored_state(&state)?;
+        if let (false, Some(key)) = (state.is_live(), &unique_key) {
+            // Coming back to life, the job would hold its unique key again.
+            let holder: Option<i64> = ctx
+                .conn
+                .prepare_cached(SELECT_LIVE_HOLDER)?
+                .query_row(named_params! { ":key": key, ":id": self.job.0 }, |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if let Some(holder) = holder {
+                return Err(Error::invalid_state(format!(
+                    "job {holder} holds the unique key {key:?} now; job {} cannot be requeued while it lives",
+                    self.job
+                )));
+            }
+        }
+        if state == JobState::Running
+            && let Some(held) = running_job(ctx, self.job)?
+        {
+            end_attempt(ctx, &held, AttemptOutcome::Requeued, Some("requeued"), None)?;
+        }
+        let run_at = self.run_at.map_or(ctx.now_ms, to_millis);
+        let new_state = if run_at <= ctx.now_ms {
+            JobState::Queued
+        } else {
+            JobState::Scheduled
+        };
+        ctx.conn
+            .prepare_cached(REQUEUE_JOB)?
+            .execute(named_params! {
+                ":state": new_state.as_str(), ":run_at": run_at, ":id": self.job.0,
+            })?;
+        if new_state == JobState::Queued {
+            ctx.ready.mark(&queue);
+        }
+        Ok(new_state)
+    }
+}
