@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use cairn::{
     ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job, JobFilter, JobId, JobPage,
-    JobState, Lease, Push, Result, Retry,
+    JobState, Lease, Push, Recurring, RecurringInfo, Result, Retry,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -16,8 +16,9 @@ use serde_json::Value;
 use crate::wire::{
     CheckpointRequest, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody,
     ErrorBody, FailRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
-    LeaseExpiryBody, LeaseRequest, PriorityRequest, PushBatchRequest, PushRequest, RequeueRequest,
-    RescheduleRequest, RetryRequest, SetDataRequest, StateBody, UpdateRequest, UsageBody,
+    LeaseExpiryBody, LeaseRequest, PriorityRequest, PushBatchRequest, PushRequest, RecurringBody,
+    RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest,
+    SetDataRequest, StateBody, UpdateRequest, UsageBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -448,6 +449,73 @@ impl Client {
         self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/data"), &SetDataRequest { data })
             .await
             .map(drop)
+    }
+
+    /// Creates or replaces a recurring template; see [`cairn::Queue::set_recurring`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn set_recurring(&self, recurring: Recurring) -> Result<RecurringInfo> {
+        let body = self
+            .set_recurring_request(&recurring.key, &RecurringRequest::from(&recurring))
+            .await?;
+        Ok(body.into())
+    }
+
+    /// Creates or replaces the recurring template `key`, given in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::set_recurring`].
+    pub async fn set_recurring_request(
+        &self,
+        key: &str,
+        request: &RecurringRequest,
+    ) -> Result<RecurringBody> {
+        self.call(
+            Method::PUT,
+            &format!("/v1/recurring/{}", encode_query_value(key)),
+            Some(request),
+            CALL_TIMEOUT,
+        )
+        .await
+    }
+
+    /// Removes a recurring template; see [`cairn::Queue::remove_recurring`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn remove_recurring(&self, key: &str) -> Result<()> {
+        self.call::<(), EmptyBody>(
+            Method::DELETE,
+            &format!("/v1/recurring/{}", encode_query_value(key)),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// The recurring templates, by key; see [`cairn::Queue::recurring`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn recurring(&self) -> Result<Vec<RecurringInfo>> {
+        Ok(self
+            .recurring_body()
+            .await?
+            .recurring
+            .into_iter()
+            .map(RecurringInfo::from)
+            .collect())
+    }
+
+    /// The recurring templates, in their wire form.
+    ///
+    /// # Errors
+    /// As [`Client::recurring`].
+    pub async fn recurring_body(&self) -> Result<RecurringListBody> {
+        self.call::<(), _>(Method::GET, "/v1/recurring", None, CALL_TIMEOUT)
+            .await
     }
 
     /// A job with its history; see [`cairn::Queue::get`].

@@ -40,7 +40,7 @@ pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
 use crate::openapi::ApiDoc;
-use crate::routes::{health, jobs, leases};
+use crate::routes::{health, jobs, leases, recurring};
 
 /// The API's routes and their OpenAPI document, built from the same lists.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -61,6 +61,11 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(leases::retry))
         .routes(routes!(leases::fail))
         .routes(routes!(leases::release))
+        .routes(routes!(
+            recurring::set_recurring,
+            recurring::remove_recurring
+        ))
+        .routes(routes!(recurring::list_recurring))
         .routes(routes!(health::health))
         .split_for_parts()
 }

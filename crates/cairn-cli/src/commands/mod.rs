@@ -1,6 +1,6 @@
 //! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
 //! `checkpoint`, `finish`, `retry`, `fail`) and management (`cancel`, `delete`, `priority`, `reschedule`,
-//! `requeue`, `set-data`).
+//! `requeue`, `set-data`), and cron templates (`recurring set|list|remove`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -28,6 +28,7 @@ mod list;
 mod manage;
 mod output;
 mod push;
+mod recurring;
 mod show;
 
 use clap::Subcommand;
@@ -40,6 +41,7 @@ pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, 
 pub use list::ListArgs;
 pub use manage::{JobArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
 pub use push::PushArgs;
+pub use recurring::{RecurringArgs, RecurringCommand};
 pub use show::ShowArgs;
 
 /// The exit codes, as every client command's `--help` ends.
@@ -106,6 +108,9 @@ pub enum ClientCommand {
     /// Replace the data of a job that is not running.
     #[command(name = "set-data", after_long_help = EXIT_CODES)]
     SetData(SetDataArgs),
+    /// Cron templates that create a job at every slot: `set`, `list`, `remove`.
+    #[command(after_long_help = EXIT_CODES)]
+    Recurring(RecurringArgs),
 }
 
 /// Runs a client command.
@@ -118,6 +123,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Push(args) => args.run().await,
         ClientCommand::Requeue(args) => args.run().await,
         ClientCommand::SetData(args) => args.run().await,
+        ClientCommand::Recurring(args) => args.run().await,
         ClientCommand::Get(args) => args.run().await,
         ClientCommand::Show(args) => args.run().await,
         ClientCommand::List(args) => args.run().await,

@@ -561,3 +561,42 @@ fn requeue_and_set_data_fix_a_failed_job_from_the_shell() {
         "error: invalid value 'soon' for '--lease-timeout <DURATION>'",
     );
 }
+
+#[test]
+fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
+    let server = TestServer::spawn();
+    let set = ok(&server.cairn(
+        &[
+            "recurring",
+            "set",
+            "cleanup",
+            "--cron",
+            "*/5 * * * *",
+            "--name",
+            "db.cleanup",
+            "--missed",
+            "skip",
+        ],
+        None,
+    ));
+    assert!(set.starts_with("recurring cleanup: next run 20"), "{set}");
+    let list = mask_times(&ok(&server.cairn(&["recurring", "list"], None)));
+    assert_eq!(
+        list,
+        "KEY      CRON         TIME ZONE  NEXT RUN              LAST RUN\n\
+         cleanup  */5 * * * *  UTC        YYYY-MM-DDTHH:MM:SSZ  -\n"
+    );
+    assert_eq!(
+        ok(&server.cairn(&["recurring", "remove", "cleanup"], None)),
+        "recurring cleanup: removed\n"
+    );
+    assert_eq!(
+        ok(&server.cairn(&["recurring", "list"], None)),
+        "no recurring templates\n"
+    );
+    check_error(
+        &server.cairn(&["recurring", "remove", "cleanup"], None),
+        3,
+        "not found",
+    );
+}

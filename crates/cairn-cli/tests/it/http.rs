@@ -594,6 +594,8 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/reschedule",
             "/v1/jobs/{id}/retry",
             "/v1/jobs/{id}/update",
+            "/v1/recurring",
+            "/v1/recurring/{key}",
         ]
     );
 
@@ -685,6 +687,39 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         &body,
         "health",
     );
+    let (status, body) = raw(
+        reqwest::Method::PUT,
+        format!("{url}/v1/recurring/r"),
+        None,
+        Some(r#"{"cron":"0 * * * *","job":{"name":"x"}}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "put", "/v1/recurring/{key}", status),
+        &body,
+        "set recurring",
+    );
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/recurring"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/recurring", status),
+        &body,
+        "list recurring",
+    );
+    let (status, body) = post(&server, &format!("/v1/jobs/{id}/requeue"), "{}").await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/requeue", status),
+        &body,
+        "requeue",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -734,4 +769,57 @@ async fn a_failed_job_is_fixed_and_requeued_over_http() {
     let job = client.get(id).await.unwrap();
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.history.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recurring_templates_are_managed_over_http() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let info = client
+        .set_recurring(cairn::Recurring {
+            key: "nightly/report".into(),
+            cron: "0 4 * * *".into(),
+            time_zone: "Europe/Berlin".into(),
+            missed: cairn::MissedSlots::Skip,
+            job: Push::new("report.nightly").data(json!({"kind": "full"})),
+        })
+        .await
+        .unwrap();
+    assert_eq!(info.key, "nightly/report");
+    let next = info.next_run.expect("a cron schedule has a next run");
+    let local = next.to_zoned(jiff::tz::TimeZone::get("Europe/Berlin").unwrap());
+    assert_eq!((local.hour(), local.minute()), (4, 0));
+    let listed = client.recurring().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].cron, "0 4 * * *");
+
+    let (status, body) = raw(
+        reqwest::Method::PUT,
+        format!("{}/v1/recurring/bad", server.url()),
+        None,
+        Some(r#"{"cron":"0 4 * * *","missed":"sometimes","job":{"name":"x"}}"#),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["field"], "missed");
+    let (status, body) = raw(
+        reqwest::Method::PUT,
+        format!("{}/v1/recurring/bad", server.url()),
+        None,
+        Some(r#"{"cron":"61 * * * *","job":{"name":"x"}}"#),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["field"], "cron", "{body}");
+
+    client.remove_recurring("nightly/report").await.unwrap();
+    assert!(client.recurring().await.unwrap().is_empty());
+    assert_eq!(
+        client
+            .remove_recurring("nightly/report")
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
 }

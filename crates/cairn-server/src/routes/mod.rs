@@ -1,10 +1,11 @@
 //! The `/v1` routes, one file per area: `jobs` (enqueue, read, manage), `leases` (dequeue and the calls a
-//! worker makes under a lease), `health`. Each handler parses its input, builds the engine's operation, and
+//! worker makes under a lease), `recurring` (cron templates), `health`. Each handler parses its input, builds the engine's operation, and
 //! converts the answer; validation is the engine's.
 
 pub mod health;
 pub mod jobs;
 pub mod leases;
+pub mod recurring;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;

@@ -1,0 +1,186 @@
+//! `cairn recurring set|list|remove`: cron templates that create a job at every slot, once per slot even across
+//! restarts of the server.
+
+use anyhow::Context as _;
+use cairn::RetryPolicy;
+use cairn_client::wire::{
+    EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest,
+};
+use clap::{Args, Subcommand};
+
+use crate::commands::args::{CommonArgs, JsonInput};
+use crate::commands::output::{self, Table};
+use crate::exit::Code;
+
+/// `cairn recurring` commands.
+#[derive(Debug, Clone, Args)]
+pub struct RecurringArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: RecurringCommand,
+}
+
+/// What `cairn recurring` can do.
+#[derive(Debug, Clone, Subcommand)]
+pub enum RecurringCommand {
+    /// Create or replace a template: at every slot of `--cron`, a job named `--name` is created, due at the slot.
+    Set(SetRecurringArgs),
+    /// List the templates with their next and last runs.
+    List(ListRecurringArgs),
+    /// Remove a template; the jobs it already created stay.
+    Remove(RemoveRecurringArgs),
+}
+
+/// `cairn recurring set` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct SetRecurringArgs {
+    /// The template's key; setting an existing key replaces that template.
+    pub key: String,
+    /// A cron expression, such as `0 4 * * *` (five fields, or six with seconds first).
+    #[arg(long)]
+    pub cron: String,
+    /// The time zone the cron expression is read in, such as `Europe/Berlin`.
+    #[arg(long, default_value = "UTC")]
+    pub time_zone: String,
+    /// Slots missed while the server was down: `skip`, `once` (one run for all of them), or `all`.
+    #[arg(long, default_value = "once", value_parser = ["skip", "once", "all"])]
+    pub missed: String,
+    /// The name of the job each slot creates.
+    #[arg(long)]
+    pub name: String,
+    /// The job's data: JSON text, `@FILE`, or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub data: Option<JsonInput>,
+    /// The job's queue.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// The job's priority (higher runs first).
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// Attempts each job gets.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn recurring list` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct ListRecurringArgs {
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn recurring remove` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct RemoveRecurringArgs {
+    /// The template's key.
+    pub key: String,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl RecurringArgs {
+    /// Runs the `cairn recurring` command.
+    ///
+    /// # Errors
+    /// Bad input naming the flag or field, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        match self.command {
+            RecurringCommand::Set(args) => args.run().await,
+            RecurringCommand::List(args) => args.run().await,
+            RecurringCommand::Remove(args) => args.run().await,
+        }
+    }
+}
+
+impl SetRecurringArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let request = RecurringRequest {
+            cron: self.cron.clone(),
+            time_zone: Some(self.time_zone.clone()),
+            missed: Some(self.missed.clone()),
+            job: PushRequest {
+                name: self.name.clone(),
+                queue: self.queue.clone(),
+                data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
+                priority: self.priority,
+                retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
+                ..PushRequest::default()
+            },
+        };
+        let body = self
+            .common
+            .client()?
+            .set_recurring_request(&self.key, &request)
+            .await
+            .with_context(|| format!("setting the recurring template {:?}", self.key))?;
+        output::outcome(self.common.json, &body, || {
+            let next = body
+                .next_run
+                .map_or_else(|| "never".to_owned(), output::time);
+            format!("recurring {}: next run {next}", body.key)
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl ListRecurringArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let body = self
+            .common
+            .client()?
+            .recurring_body()
+            .await
+            .context("listing the recurring templates")?;
+        if self.common.json {
+            output::emit(&output::json(&body))?;
+        } else {
+            output::emit(&render(&body))?;
+        }
+        Ok(Code::Success)
+    }
+}
+
+impl RemoveRecurringArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        self.common
+            .client()?
+            .remove_recurring(&self.key)
+            .await
+            .with_context(|| format!("removing the recurring template {:?}", self.key))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("recurring {}: removed", self.key)
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+/// The human form of a listing: a table, or `no recurring templates`.
+fn render(body: &RecurringListBody) -> String {
+    if body.recurring.is_empty() {
+        return "no recurring templates\n".to_owned();
+    }
+    let mut table = Table::new(&["KEY", "CRON", "TIME ZONE", "NEXT RUN", "LAST RUN"]);
+    for RecurringBody {
+        key,
+        cron,
+        time_zone,
+        next_run,
+        last_run,
+    } in &body.recurring
+    {
+        let when = |at: &Option<jiff::Timestamp>| at.map_or_else(|| "-".to_owned(), output::time);
+        table.row(vec![
+            key.clone(),
+            cron.clone(),
+            time_zone.clone(),
+            when(next_run),
+            when(last_run),
+        ]);
+    }
+    table.render("")
+}

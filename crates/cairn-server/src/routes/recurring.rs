@@ -1,0 +1,56 @@
+//! Recurring templates: `/v1/recurring…`. At every slot of a template's cron schedule the engine creates its job,
+//! once per slot, even across restarts.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use cairn_client::wire::{
+    EmptyBody, ErrorBody, RecurringBody, RecurringListBody, RecurringRequest,
+};
+
+use crate::body::JsonBody;
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// Creates or replaces the template `key`; its next slot counts from now.
+#[utoipa::path(put, path = "/v1/recurring/{key}", tag = "recurring", request_body = RecurringRequest,
+    params(("key" = String, Path, description = "The template's key")),
+    responses(
+        (status = 200, description = "The template, with its next run", body = RecurringBody),
+        (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+    ))]
+pub async fn set_recurring(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    JsonBody(request): JsonBody<RecurringRequest>,
+) -> ApiResult<Json<RecurringBody>> {
+    let info = state
+        .queue
+        .set_recurring(request.into_recurring(key)?)
+        .await?;
+    Ok(Json(RecurringBody::from(&info)))
+}
+
+/// Removes the template `key`; the jobs it already created stay.
+#[utoipa::path(delete, path = "/v1/recurring/{key}", tag = "recurring",
+    params(("key" = String, Path, description = "The template's key")),
+    responses(
+        (status = 200, description = "Removed", body = EmptyBody),
+        (status = 404, description = "No such template", body = ErrorBody),
+    ))]
+pub async fn remove_recurring(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.remove_recurring(&key).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Every template, by key, with its next and last runs.
+#[utoipa::path(get, path = "/v1/recurring", tag = "recurring",
+    responses((status = 200, description = "The templates", body = RecurringListBody)))]
+pub async fn list_recurring(State(state): State<AppState>) -> ApiResult<Json<RecurringListBody>> {
+    let templates = state.queue.recurring().await?;
+    Ok(Json(RecurringListBody {
+        recurring: templates.iter().map(RecurringBody::from).collect(),
+    }))
+}
