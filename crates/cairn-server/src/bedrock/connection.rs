@@ -58,6 +58,11 @@ pub trait Commands: Send + Sync + 'static {
         request: Request,
         signals: &'a Signals,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>>;
+
+    /// Called when `response` could not be written to its client: jobs it hands out must be given back.
+    fn undelivered(&self, response: &Response) {
+        let _ = response;
+    }
 }
 
 /// Accepts connections until `shutdown`, then waits for open connections to finish their current request.
@@ -157,7 +162,10 @@ async fn handle(
                 let response = if closing { close(response) } else { response };
                 // A client that closed its side may still read (it may only have half-closed): the answer goes out
                 // anyway, and so do those of the requests it sent before closing.
-                stream.write_all(&response.to_bytes()).await?;
+                if let Err(e) = stream.write_all(&response.to_bytes()).await {
+                    commands.undelivered(&response);
+                    return Err(e);
+                }
                 if closing {
                     stream.shutdown().await?;
                     return Ok(());

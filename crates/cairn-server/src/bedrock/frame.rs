@@ -91,6 +91,16 @@ impl Headers {
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
+
+    /// Headers from name and value pairs (values already unescaped), as CreateJobs reads its jobs.
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Headers {
+        Headers(
+            pairs
+                .into_iter()
+                .map(|(name, value)| (name.to_ascii_lowercase(), value))
+                .collect(),
+        )
+    }
 }
 
 /// One request.
@@ -374,6 +384,8 @@ pub struct Response {
     pub headers: Vec<(String, String)>,
     /// The body: a JSON object or nothing.
     pub body: Vec<u8>,
+    /// The jobs this response hands to the client (GetJob): if it cannot be delivered, they are given back.
+    pub handed_out: Vec<cairn::JobId>,
 }
 
 impl Response {
@@ -383,6 +395,7 @@ impl Response {
             status: status.into(),
             headers: Vec::new(),
             body: Vec::new(),
+            handed_out: Vec::new(),
         }
     }
 
@@ -392,6 +405,7 @@ impl Response {
             status: "200 OK".to_owned(),
             headers: Vec::new(),
             body: body.into_bytes(),
+            handed_out: Vec::new(),
         }
     }
 
@@ -576,6 +590,7 @@ mod tests {
                 ("commitCount".into(), "line\nbreak".into()),
             ],
             body: b"{}".to_vec(),
+            handed_out: Vec::new(),
         };
         assert_eq!(
             String::from_utf8(response.to_bytes()).unwrap(),

@@ -1,0 +1,146 @@
+//! GetJob and GetJobs (reference §5.3, §7): take due jobs by name, with real blocking behind `Connection: wait`.
+
+use std::time::Duration;
+
+use cairn::{ClaimedJob, Dequeue};
+use serde_json::{Value, json};
+
+use crate::bedrock::commands::create::engine_error;
+use crate::bedrock::commands::values::{self, MAX_GET_NAME, status};
+use crate::bedrock::commands::{Answer, BedrockCommands};
+use crate::bedrock::connection::Signals;
+use crate::bedrock::frame::{Headers, Response, json_object};
+
+/// Bedrock has no leases, so its workers never heartbeat: the jobs they take are leased for a day. A job held
+/// longer without FinishJob, RetryJob or FailJob runs again.
+pub(super) const BEDROCK_LEASE: Duration = Duration::from_secs(24 * 3600);
+
+/// Bedrock's default command timeout, which bounds a `Connection: wait`.
+const DEFAULT_WAIT: Duration = Duration::from_millis(110_000);
+
+/// Who the history says took the jobs.
+const WORKER: &str = "bedrock";
+
+impl BedrockCommands {
+    /// GetJob (`many` false: the job object itself) and GetJobs (`{"jobs": […]}`).
+    pub(super) async fn get_jobs(
+        &self,
+        headers: &Headers,
+        many: bool,
+        signals: &Signals,
+    ) -> Answer {
+        let name = headers.get("name").unwrap_or("");
+        if name.is_empty() {
+            return Err(status("402 Missing name"));
+        }
+        if name.len() > MAX_GET_NAME {
+            return Err(status("402 Malformed name"));
+        }
+        let limit = match (many, headers.get("numresults")) {
+            (true, None) => return Err(status("402 Missing numResults")),
+            (false, Some(_)) => {
+                return Err(status("402 Cannot use numResults with GetJob; try GetJobs"));
+            }
+            (true, Some(text)) => values::atoll(text).clamp(1, i64::from(cairn::MAX_DEQUEUE)),
+            (false, None) => 1,
+        };
+        if let Some(text) = headers.get("jobpriority") {
+            values::priority(text)?;
+            return Err(status(
+                "501 jobPriority is not supported by GetJob in Cairn yet",
+            ));
+        }
+        let wait = if headers
+            .get("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("wait"))
+        {
+            headers
+                .get("timeout")
+                .map(|t| Duration::from_millis(u64::try_from(values::atoll(t)).unwrap_or(0)))
+                .unwrap_or(DEFAULT_WAIT)
+                .min(cairn::MAX_WAIT)
+        } else {
+            Duration::ZERO
+        };
+        let request = Dequeue {
+            names: name_patterns(name),
+            limit: u32::try_from(limit).expect("clamped to MAX_DEQUEUE"),
+            wait,
+            lease_timeout: Some(BEDROCK_LEASE),
+            ..Dequeue::new(WORKER)
+        };
+        // A client that leaves, or a server that stops, ends the wait; the engine gives back what it claimed.
+        let claimed = tokio::select! {
+            claimed = self.queue.dequeue(request) => claimed.map_err(engine_error)?,
+            () = signals.client_gone.cancelled() => Vec::new(),
+            () = signals.shutdown.cancelled() => Vec::new(),
+        };
+        if claimed.is_empty() {
+            return Err(status("404 No job found"));
+        }
+        let mut objects = Vec::with_capacity(claimed.len());
+        let mut handed_out = Vec::with_capacity(claimed.len());
+        for ClaimedJob { job, lease } in claimed {
+            // `lastRun` is the attempt before this one, which the claim does not carry: the history does.
+            let last_run = match self.queue.get(job.id).await {
+                Ok(with_history) => values::last_run(&with_history, true),
+                Err(_) => String::new(),
+            };
+            handed_out.push(job.id);
+            self.remember(lease);
+            objects.push(json_object(values::job_fields(&job, last_run)));
+        }
+        let body = if many {
+            let jobs: Vec<Value> = objects
+                .iter()
+                .map(|o| serde_json::from_str(o).expect("job objects are JSON"))
+                .collect();
+            json_object(vec![("jobs", json!(jobs))])
+        } else {
+            objects.remove(0)
+        };
+        Ok(Response {
+            handed_out,
+            ..Response::json(body)
+        })
+    }
+}
+
+/// Bedrock's name rule (§7.1): one part is a GLOB pattern, used as sent; several comma-separated parts are exact
+/// names, so their GLOB characters are escaped.
+fn name_patterns(name: &str) -> Vec<String> {
+    let parts: Vec<&str> = name
+        .split(',')
+        .map(str::trim_start)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if parts.len() <= 1 {
+        return vec![name.to_owned()];
+    }
+    parts
+        .into_iter()
+        .map(|part| {
+            part.chars()
+                .map(|c| match c {
+                    '*' => "[*]".to_owned(),
+                    '?' => "[?]".to_owned(),
+                    '[' => "[[]".to_owned(),
+                    c => c.to_string(),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_name_is_a_glob_and_a_list_is_exact_names() {
+        assert_eq!(name_patterns("email.*"), ["email.*"]);
+        assert_eq!(name_patterns("foo,"), ["foo,"]);
+        assert_eq!(name_patterns("low, medium,high"), ["low", "medium", "high"]);
+        assert_eq!(name_patterns("a*,b?,[c]"), ["a[*]", "b[?]", "[[]c]"]);
+    }
+}

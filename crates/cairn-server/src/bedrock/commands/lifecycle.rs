@@ -1,0 +1,179 @@
+//! FinishJob, RetryJob and FailJob (reference §5.6–5.8): the end of a run, named by job id alone.
+
+use std::time::Duration;
+
+use cairn::{Finish, Job, JobState, Lease};
+use serde_json::Value;
+
+use crate::bedrock::commands::create::engine_error;
+use crate::bedrock::commands::values::{self, status};
+use crate::bedrock::commands::{Answer, BedrockCommands};
+use crate::bedrock::frame::{Headers, Response};
+
+const NOT_RUNNING: &str = "405 Can only retry/finish RUNNING and RUNQUEUED jobs";
+const NOT_RUNNING_FAIL: &str = "405 Can only fail RUNNING or RUNQUEUED jobs";
+
+impl BedrockCommands {
+    /// The job a lifecycle command names, and the lease this layer holds on it.
+    async fn held(&self, headers: &Headers, not_running: &str) -> Result<(Job, Lease), Response> {
+        let id = values::job_id(headers)?;
+        let job = self.bedrock_job(id).await?;
+        if job.state != JobState::Running {
+            return Err(status(not_running));
+        }
+        // A job taken through another door (the HTTP API) has a lease this layer does not hold.
+        let lease = self.lease_of(id).ok_or_else(|| status(not_running))?;
+        Ok((job, lease))
+    }
+
+    /// FinishJob: done; a repeating job is scheduled again unless `data.delete` or `ignoreRepeat` says it ends.
+    pub(super) async fn finish_job(&self, headers: &Headers) -> Answer {
+        let (job, lease) = self.held(headers, NOT_RUNNING).await?;
+        let data = new_data(headers)?;
+        let ends = values::is_true(headers.get("ignorerepeat"))
+            || data.as_ref().is_some_and(|d| {
+                matches!(d.get("delete"), Some(Value::Bool(true)))
+                    || d.get("delete").and_then(Value::as_str) == Some("true")
+            });
+        self.queue
+            .finish_with(Finish {
+                data,
+                ..Finish::new(&lease)
+            })
+            .await
+            .map_err(|e| lease_error(e, NOT_RUNNING))?;
+        self.forget(job.id);
+        if ends && job.schedule.is_some() {
+            // Bedrock deletes a job that ends; the finish above already scheduled its next run.
+            self.queue.delete(job.id).await.map_err(engine_error)?;
+        }
+        Ok(Response::status("200 OK"))
+    }
+
+    /// RetryJob: run again at the repeat's next time, at `nextRun`, or after `delay` seconds, in that order.
+    pub(super) async fn retry_job(&self, headers: &Headers) -> Answer {
+        let (job, lease) = self.held(headers, NOT_RUNNING).await?;
+        let data = new_data(headers)?;
+        if headers
+            .get("name")
+            .is_some_and(|name| !name.is_empty() && name != job.name.as_str())
+        {
+            return Err(status(
+                "501 Renaming a job on RetryJob is not supported by Cairn yet",
+            ));
+        }
+        let priority = headers
+            .get("jobpriority")
+            .map(values::priority)
+            .transpose()?;
+        let repeats = job.schedule.is_some() && !values::is_true(headers.get("ignorerepeat"));
+        let delay = if repeats {
+            None
+        } else if let Some(next_run) = headers.get("nextrun").filter(|n| !n.is_empty()) {
+            let at =
+                cairn::parse_first_run(next_run).map_err(|_| status("402 Malformed nextRun"))?;
+            let wait = at.duration_since(jiff::Timestamp::now()).as_millis().max(0);
+            Some(Duration::from_millis(u64::try_from(wait).unwrap_or(0)))
+        } else {
+            Some(retry_delay(headers.get("delay").unwrap_or("0"))?)
+        };
+        if let Some(data) = data {
+            self.queue
+                .checkpoint(&lease, data)
+                .await
+                .map_err(|e| lease_error(e, NOT_RUNNING))?;
+        }
+        match delay {
+            // The repeat decides: finishing the run schedules the next one.
+            None => self.queue.finish(&lease, None).await.map(drop),
+            Some(delay) => self
+                .queue
+                .retry(&lease, "retried by RetryJob", Some(delay))
+                .await
+                .map(drop),
+        }
+        .map_err(|e| lease_error(e, NOT_RUNNING))?;
+        self.forget(job.id);
+        if let Some(priority) = priority {
+            self.queue
+                .set_priority(job.id, values::to_cairn_priority(priority))
+                .await
+                .map_err(engine_error)?;
+        }
+        Ok(Response::status("200 OK"))
+    }
+
+    /// FailJob: failed for good.
+    pub(super) async fn fail_job(&self, headers: &Headers) -> Answer {
+        let (job, lease) = self.held(headers, NOT_RUNNING_FAIL).await?;
+        if let Some(data) = new_data(headers)? {
+            self.queue
+                .checkpoint(&lease, data)
+                .await
+                .map_err(|e| lease_error(e, NOT_RUNNING_FAIL))?;
+        }
+        self.queue
+            .fail(&lease, "bedrock", "failed by FailJob")
+            .await
+            .map_err(|e| lease_error(e, NOT_RUNNING_FAIL))?;
+        self.forget(job.id);
+        Ok(Response::status("200 OK"))
+    }
+}
+
+/// A non-empty `data` header, which must be JSON here (Bedrock stores any text; Cairn stores JSON).
+fn new_data(headers: &Headers) -> Result<Option<Value>, Response> {
+    match headers.get("data").filter(|d| !d.is_empty()) {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(text)
+            .map(Some)
+            .map_err(|_| status("402 Malformed data")),
+    }
+}
+
+/// RetryJob's `delay`, in seconds: at most 8 digits, not negative.
+fn retry_delay(text: &str) -> Result<Duration, Response> {
+    let digits = text.trim_start().trim_start_matches(['-', '+']);
+    if digits.bytes().take_while(u8::is_ascii_digit).count() > 8 {
+        return Err(status("402 Malformed delay"));
+    }
+    let seconds = values::atoll(text);
+    if seconds < 0 {
+        return Err(status(
+            "402 Must specify a non-negative delay when retrying",
+        ));
+    }
+    Ok(Duration::from_secs(seconds.unsigned_abs()))
+}
+
+/// A refusal under the lease: the lease ran out (a day after the GetJob) or the job was taken away.
+fn lease_error(e: cairn::Error, not_running: &str) -> Response {
+    if e.is_lease_lost() {
+        status(not_running)
+    } else {
+        engine_error(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_are_whole_seconds_up_to_eight_digits_and_never_negative() {
+        assert_eq!(retry_delay("0").unwrap(), Duration::ZERO);
+        assert_eq!(retry_delay("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(
+            retry_delay("99999999").unwrap(),
+            Duration::from_secs(99_999_999)
+        );
+        assert_eq!(
+            retry_delay("100000000").unwrap_err().status,
+            "402 Malformed delay"
+        );
+        assert_eq!(
+            retry_delay("-5").unwrap_err().status,
+            "402 Must specify a non-negative delay when retrying"
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! QueryJob, UpdateJob, DeleteJob, CancelJob and RequeueJobs (reference §5.4, §5.5, §5.9–5.11).
+
+use cairn::{Job, JobId, JobState, Repeat};
+use serde_json::json;
+
+use crate::bedrock::commands::create::engine_error;
+use crate::bedrock::commands::values::{self, MAX_DATA, status};
+use crate::bedrock::commands::{Answer, BedrockCommands};
+use crate::bedrock::frame::{Headers, Response, json_object};
+
+const NO_JOB: &str = "404 No job with this jobID";
+
+impl BedrockCommands {
+    /// The job as Bedrock sees it: a completed job is one Bedrock would have deleted.
+    pub(super) async fn bedrock_job(&self, id: JobId) -> Result<Job, Response> {
+        match self.queue.get(id).await {
+            Ok(job) if job.state != JobState::Completed => Ok(job),
+            Ok(_) => Err(status(NO_JOB)),
+            Err(e) if e.is_not_found() => Err(status(NO_JOB)),
+            Err(e) => Err(engine_error(e)),
+        }
+    }
+
+    /// QueryJob: the job's ten fields, `state` included.
+    pub(super) async fn query_job(&self, headers: &Headers) -> Answer {
+        let id = values::job_id(headers)?;
+        let job = self.bedrock_job(id).await?;
+        let mut fields = values::job_fields(&job, values::last_run(&job, false));
+        let state = values::state_name(job.state).unwrap_or("QUEUED");
+        fields.push(("state", json!(state)));
+        Ok(Response::json(json_object(fields)))
+    }
+
+    /// UpdateJob: new data (replacing the old), and optionally a new priority or `nextRun`.
+    pub(super) async fn update_job(&self, headers: &Headers) -> Answer {
+        let id = values::job_id(headers)?;
+        let text = headers.get("data").unwrap_or("");
+        if text.is_empty() {
+            return Err(status("402 Missing data"));
+        }
+        if text.len() > MAX_DATA {
+            return Err(status("402 Malformed data"));
+        }
+        let repeat = headers.get("repeat").filter(|r| !r.is_empty());
+        if let Some(repeat) = repeat {
+            Repeat::parse(repeat).map_err(|_| status("402 Malformed repeat"))?;
+        }
+        let priority = headers
+            .get("jobpriority")
+            .map(values::priority)
+            .transpose()?;
+        let job = self.bedrock_job(id).await?;
+        if repeat.is_some() || values::atoll(headers.get("shouldclearrepeat").unwrap_or("0")) != 0 {
+            return Err(status(
+                "501 Changing a job's repeat is not supported by Cairn yet",
+            ));
+        }
+        // Bedrock stores invalid JSON as `{}` without a word; Cairn says so instead.
+        let data = serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
+        let next_run = match headers.get("nextrun").filter(|n| !n.is_empty()) {
+            Some(text) => {
+                Some(cairn::parse_first_run(text).map_err(|_| status("402 Malformed nextRun"))?)
+            }
+            None => None,
+        };
+        if job.state == JobState::Running {
+            // The running job's data is its worker's: it is saved as a checkpoint under the lease held here.
+            let lease = self.lease_of(id).ok_or_else(|| {
+                status("405 This RUNNING job was taken outside the Bedrock protocol")
+            })?;
+            self.queue
+                .checkpoint(&lease, data)
+                .await
+                .map_err(engine_error)?;
+        } else {
+            self.queue.set_data(id, data).await.map_err(engine_error)?;
+        }
+        if let Some(at) = next_run {
+            if !matches!(job.state, JobState::Scheduled | JobState::Queued) {
+                return Err(status(
+                    "501 Changing nextRun of a job that is not QUEUED is not supported by Cairn yet",
+                ));
+            }
+            self.queue.reschedule(id, at).await.map_err(engine_error)?;
+        }
+        if let Some(priority) = priority
+            && job.state.is_live()
+        {
+            self.queue
+                .set_priority(id, values::to_cairn_priority(priority))
+                .await
+                .map_err(engine_error)?;
+        }
+        Ok(Response::status("200 OK"))
+    }
+
+    /// DeleteJob: gone, unless it runs or waits for its children.
+    pub(super) async fn delete_job(&self, headers: &Headers) -> Answer {
+        let id = values::job_id(headers)?;
+        let job = self.bedrock_job(id).await?;
+        match job.state {
+            JobState::Running => return Err(status("405 Can't delete a RUNNING job")),
+            JobState::Waiting => {
+                return Err(status(
+                    "405 Can't delete a parent jobs with children running",
+                ));
+            }
+            _ => {}
+        }
+        self.queue.delete(id).await.map_err(engine_error)?;
+        self.forget(id);
+        Ok(Response::status("200 OK"))
+    }
+
+    /// CancelJob: only a child job can be cancelled; one that runs, waits or finished is left as it is.
+    pub(super) async fn cancel_job(&self, headers: &Headers) -> Answer {
+        let id = values::job_id(headers)?;
+        let job = self.bedrock_job(id).await?;
+        if job.parent.is_none() {
+            return Err(status(
+                "404 Invalid jobID - Cannot cancel a job without a parent",
+            ));
+        }
+        if matches!(job.state, JobState::Scheduled | JobState::Queued) {
+            self.queue.cancel(id).await.map_err(engine_error)?;
+        }
+        Ok(Response::status("200 OK"))
+    }
+
+    /// RequeueJobs: every listed job, whatever its state, is due again at once; unknown ids are ignored.
+    pub(super) async fn requeue_jobs(&self, headers: &Headers) -> Answer {
+        if headers.get("name").is_some_and(|n| !n.is_empty()) {
+            return Err(status(
+                "501 Renaming jobs on RequeueJobs is not supported by Cairn yet",
+            ));
+        }
+        let ids = headers
+            .get("jobids")
+            .unwrap_or("")
+            .split(',')
+            .map(values::atoll)
+            .filter(|id| *id > 0);
+        for id in ids {
+            match self.queue.requeue(JobId(id), None).await {
+                Ok(_) => self.forget(JobId(id)),
+                Err(e) if e.is_not_found() => {}
+                Err(e) => {
+                    tracing::warn!(job = id, error = %e, "RequeueJobs could not requeue a job")
+                }
+            }
+        }
+        Ok(Response::status("200 OK"))
+    }
+}

@@ -1,0 +1,115 @@
+//! The Bedrock::Jobs commands over the engine: [`BedrockCommands`] reads a request's headers, runs the checks of
+//! reference §5 in Bedrock's order with Bedrock's status lines, calls the engine, and answers as Bedrock does.
+//!
+//! Bedrock's model is translated at this edge, so that a Bedrock client sees Bedrock behaviour:
+//! - Bedrock jobs live in Cairn's `default` queue; priorities are Cairn's plus 500 (Bedrock's default 500 is
+//!   Cairn's default 0).
+//! - Bedrock has no leases: the jobs a GetJob hands out are leased for a day, and the lease is kept here, by job,
+//!   so that FinishJob, RetryJob and FailJob can name the job alone. Jobs created here never run out of attempts.
+//! - A finished job that Bedrock would delete is `completed` in Cairn (its history is kept); to a Bedrock client
+//!   it is gone.
+//!
+//! `values` holds the header checks and the translations; one file per group of commands does the rest.
+
+mod create;
+mod get;
+mod lifecycle;
+mod manage;
+mod values;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+use cairn::{JobId, Lease, Queue};
+
+use crate::bedrock::connection::{Commands, Signals};
+use crate::bedrock::frame::{Request, Response};
+
+/// The Jobs commands, over one queue.
+pub struct BedrockCommands {
+    queue: Queue,
+    /// The leases of the jobs handed out by GetJob(s) and not yet finished, retried, failed or given back.
+    leases: Mutex<HashMap<JobId, Lease>>,
+}
+
+impl BedrockCommands {
+    /// The commands over `queue`.
+    pub fn new(queue: Queue) -> Self {
+        BedrockCommands {
+            queue,
+            leases: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn remember(&self, lease: Lease) {
+        self.leases
+            .lock()
+            .expect("the lease map is never poisoned")
+            .insert(lease.job, lease);
+    }
+
+    fn lease_of(&self, job: JobId) -> Option<Lease> {
+        self.leases
+            .lock()
+            .expect("the lease map is never poisoned")
+            .get(&job)
+            .cloned()
+    }
+
+    fn forget(&self, job: JobId) {
+        self.leases
+            .lock()
+            .expect("the lease map is never poisoned")
+            .remove(&job);
+    }
+
+    async fn dispatch(&self, request: Request, signals: &Signals) -> Response {
+        let verb = request.verb.to_ascii_lowercase();
+        let result = match verb.as_str() {
+            "createjob" => self.create_job(&request.headers).await,
+            "createjobs" => self.create_jobs(&request.headers).await,
+            "getjob" => self.get_jobs(&request.headers, false, signals).await,
+            "getjobs" => self.get_jobs(&request.headers, true, signals).await,
+            "queryjob" => self.query_job(&request.headers).await,
+            "updatejob" => self.update_job(&request.headers).await,
+            "finishjob" => self.finish_job(&request.headers).await,
+            "retryjob" => self.retry_job(&request.headers).await,
+            "failjob" => self.fail_job(&request.headers).await,
+            "canceljob" => self.cancel_job(&request.headers).await,
+            "deletejob" => self.delete_job(&request.headers).await,
+            "requeuejobs" => self.requeue_jobs(&request.headers).await,
+            _ => Err(Response::status("430 Unrecognized command")),
+        };
+        result.unwrap_or_else(|error| error)
+    }
+}
+
+impl Commands for BedrockCommands {
+    fn run<'a>(
+        &'a self,
+        request: Request,
+        signals: &'a Signals,
+    ) -> Pin<Box<dyn Future<Output = Response> + Send + 'a>> {
+        Box::pin(self.dispatch(request, signals))
+    }
+
+    fn undelivered(&self, response: &Response) {
+        // A GetJob whose answer never reached its client gives its jobs back at once (reference §7.7).
+        for job in &response.handed_out {
+            if let Some(lease) = self.lease_of(*job) {
+                self.forget(*job);
+                let queue = self.queue.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = queue.release(&lease).await {
+                        tracing::warn!(job = %lease.job, error = %e, "could not give back an undelivered job");
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// What a command answers: a response, or an error status (also a response).
+type Answer = Result<Response, Response>;

@@ -1,0 +1,207 @@
+//! Reading Bedrock's header values the way Bedrock does (reference §3, §5 "shared validators"), and translating
+//! Cairn's values back into Bedrock's: priorities, states, times, job objects.
+
+use cairn::{Job, JobId, JobState};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::bedrock::frame::{Headers, Response};
+
+/// The priorities Bedrock allows.
+pub const PRIORITIES: [i64; 6] = [0, 250, 500, 750, 850, 1000];
+
+/// Bedrock's default priority, which is Cairn's 0.
+pub const DEFAULT_PRIORITY: i64 = 500;
+
+/// The longest job name CreateJob accepts, in bytes.
+pub const MAX_NAME: usize = 255;
+
+/// The longest `name` GetJob(s) accepts, in bytes.
+pub const MAX_GET_NAME: usize = 12_750;
+
+/// The largest `data`, in bytes.
+pub const MAX_DATA: usize = 1024 * 1024;
+
+/// An error status with no body.
+pub fn status(line: &str) -> Response {
+    Response::status(line)
+}
+
+/// The jobID check: `402 Missing jobID` when absent or empty, `402 Malformed jobID` unless it is an int64 written
+/// the canonical way (`01` and `+5` are not).
+pub fn job_id(headers: &Headers) -> Result<JobId, Response> {
+    let text = headers.get("jobid").unwrap_or("");
+    if text.is_empty() {
+        return Err(status("402 Missing jobID"));
+    }
+    match text.parse::<i64>() {
+        Ok(id) if id.to_string() == text => Ok(JobId(id)),
+        _ => Err(status("402 Malformed jobID")),
+    }
+}
+
+/// C's `atoll`: leading whitespace, an optional sign, then digits; anything else ends it, and no digits is 0.
+pub fn atoll(text: &str) -> i64 {
+    let text = text.trim_start();
+    let (sign, digits) = match text.as_bytes().first() {
+        Some(b'-') => (-1, &text[1..]),
+        Some(b'+') => (1, &text[1..]),
+        _ => (1, text),
+    };
+    let mut value: i64 = 0;
+    for byte in digits.bytes().take_while(u8::is_ascii_digit) {
+        value = value
+            .saturating_mul(10)
+            .saturating_add(i64::from(byte - b'0'));
+    }
+    sign * value
+}
+
+/// A Bedrock priority read as Bedrock reads it (`atoll`), checked against the allowed set.
+pub fn priority(text: &str) -> Result<i64, Response> {
+    let value = atoll(text);
+    if PRIORITIES.contains(&value) {
+        Ok(value)
+    } else {
+        Err(status("402 Invalid priority value"))
+    }
+}
+
+/// The Cairn priority of a Bedrock one.
+pub fn to_cairn_priority(priority: i64) -> i32 {
+    i32::try_from(priority - DEFAULT_PRIORITY).expect("allowed priorities are small")
+}
+
+/// The Bedrock priority of a Cairn one.
+pub fn to_bedrock_priority(priority: i32) -> i64 {
+    i64::from(priority) + DEFAULT_PRIORITY
+}
+
+/// A `data` value that CreateJob accepts: a non-empty JSON object, or exactly `{}`.
+pub fn data_object(text: &str) -> Option<Value> {
+    if text == "{}" {
+        return Some(json!({}));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(map)) if !map.is_empty() => Some(Value::Object(map)),
+        _ => None,
+    }
+}
+
+/// A time as Bedrock writes it: `YYYY-MM-DD HH:MM:SS`, UTC.
+pub fn time_text(at: Timestamp) -> String {
+    at.strftime("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+/// Whether a header is "true" as Bedrock's `ignoreRepeat` reads it: `true` in any case, or a non-zero integer.
+pub fn is_true(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v.eq_ignore_ascii_case("true") || atoll(v) != 0)
+}
+
+/// How Bedrock names a Cairn state; `None` for a completed job, which Bedrock would have deleted.
+pub fn state_name(state: JobState) -> Option<&'static str> {
+    match state {
+        JobState::Scheduled | JobState::Queued => Some("QUEUED"),
+        JobState::Running => Some("RUNNING"),
+        JobState::Waiting => Some("PAUSED"),
+        JobState::Failed => Some("FAILED"),
+        JobState::Cancelled => Some("CANCELLED"),
+        JobState::Completed => None,
+    }
+}
+
+/// When the job's latest attempt before `skip_running` started: Bedrock's `lastRun`, `""` when it never ran.
+pub fn last_run(job: &Job, skip_running: bool) -> String {
+    job.history
+        .iter()
+        .rev()
+        .filter(|a| !(skip_running && a.outcome.is_none()))
+        .map(|a| time_text(a.started_at))
+        .next()
+        .unwrap_or_default()
+}
+
+/// The fields every job object has (QueryJob adds `state`, GetJob may add parent fields).
+pub fn job_fields(job: &Job, last_run: String) -> Vec<(&'static str, Value)> {
+    vec![
+        ("created", json!(time_text(job.created_at))),
+        ("data", job.data.clone()),
+        ("jobID", json!(job.id.0)),
+        ("lastRun", json!(last_run)),
+        ("name", json!(job.name.as_str())),
+        ("nextRun", json!(time_text(job.run_at))),
+        ("priority", json!(to_bedrock_priority(job.priority))),
+        ("repeat", json!(job.schedule.clone().unwrap_or_default())),
+        ("retryAfter", json!("")),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bedrock::frame::{FrameLimits, parse};
+
+    fn headers(text: &str) -> Headers {
+        let request = format!("X\r\n{text}\r\n\r\n");
+        parse(request.as_bytes(), &FrameLimits::default())
+            .unwrap()
+            .unwrap()
+            .0
+            .headers
+    }
+
+    #[test]
+    fn job_ids_must_be_canonical_int64() {
+        assert_eq!(job_id(&headers("jobID: 42")).unwrap(), JobId(42));
+        assert_eq!(job_id(&headers("jobID: -5")).unwrap(), JobId(-5));
+        for (text, line) in [
+            ("x: 1", "402 Missing jobID"),
+            ("jobID:", "402 Missing jobID"),
+            ("jobID: abc", "402 Malformed jobID"),
+            ("jobID: 01", "402 Malformed jobID"),
+            ("jobID: +5", "402 Malformed jobID"),
+            ("jobID: 99999999999999999999", "402 Malformed jobID"),
+        ] {
+            assert_eq!(job_id(&headers(text)).unwrap_err().status, line, "{text}");
+        }
+    }
+
+    #[test]
+    fn priorities_are_read_like_atoll_and_checked_against_the_six_values() {
+        for (text, value) in [
+            ("500", 500),
+            ("", 0),
+            ("abc", 0),
+            ("1000xyz", 1000),
+            (" 250", 250),
+        ] {
+            assert_eq!(priority(text).unwrap(), value, "{text:?}");
+        }
+        for text in ["111", "-500", "501"] {
+            assert_eq!(
+                priority(text).unwrap_err().status,
+                "402 Invalid priority value"
+            );
+        }
+        assert_eq!(to_cairn_priority(500), 0);
+        assert_eq!(to_bedrock_priority(to_cairn_priority(1000)), 1000);
+    }
+
+    #[test]
+    fn data_must_be_a_non_empty_object_or_exactly_empty_braces() {
+        assert_eq!(data_object("{}"), Some(json!({})));
+        assert_eq!(data_object(r#"{"a":1}"#), Some(json!({"a": 1})));
+        for bad in ["", "blabla", "[]", "{ }", "1", r#""{}""#] {
+            assert_eq!(data_object(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ignore_repeat_is_true_or_a_non_zero_integer() {
+        assert!(is_true(Some("TRUE")));
+        assert!(is_true(Some("1")));
+        assert!(!is_true(Some("false")));
+        assert!(!is_true(Some("0")));
+        assert!(!is_true(None));
+    }
+}

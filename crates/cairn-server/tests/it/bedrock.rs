@@ -1,0 +1,484 @@
+//! The Bedrock::Jobs commands over TCP, checked against the status lines and bodies of the reference.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn::{JobId, JobState, Queue};
+use cairn_server::bedrock::{BedrockCommands, BedrockConfig, serve};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+
+/// A queue on a fresh file with the Bedrock protocol in front of it.
+struct Bedrock {
+    _dir: tempfile::TempDir,
+    queue: Queue,
+    addr: std::net::SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Bedrock {
+    async fn start() -> Bedrock {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = Queue::open(dir.path().join("cairn.db")).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let shutdown = CancellationToken::new();
+        let commands = Arc::new(BedrockCommands::new(queue.clone()));
+        let task = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move {
+                serve(listener, commands, BedrockConfig::default(), shutdown)
+                    .await
+                    .unwrap();
+            }
+        });
+        Bedrock {
+            _dir: dir,
+            queue,
+            addr,
+            shutdown,
+            task,
+        }
+    }
+
+    async fn connect(&self) -> Conn {
+        Conn(TcpStream::connect(self.addr).await.unwrap())
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.unwrap();
+        self.queue.close(Duration::from_secs(5)).await.unwrap();
+    }
+}
+
+/// One client connection.
+struct Conn(TcpStream);
+
+/// A response: its status line and its body (`Value::Null` when empty).
+#[derive(Debug)]
+struct Reply {
+    status: String,
+    body: Value,
+}
+
+impl Conn {
+    /// Sends `verb` with `headers` (each `name: value`) and reads the response.
+    async fn send(&mut self, verb: &str, headers: &[(&str, &str)]) -> Reply {
+        let mut request = format!("{verb}\r\n");
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("Content-Length: 0\r\n\r\n");
+        self.0.write_all(request.as_bytes()).await.unwrap();
+        self.read_reply().await
+    }
+
+    async fn read_reply(&mut self) -> Reply {
+        let mut buffer = Vec::new();
+        let mut byte = [0u8; 1];
+        while !buffer.ends_with(b"\r\n\r\n") {
+            let n = tokio::time::timeout(Duration::from_secs(30), self.0.read(&mut byte))
+                .await
+                .expect("a reply")
+                .unwrap();
+            assert_eq!(
+                n,
+                1,
+                "the connection closed mid-reply: {:?}",
+                String::from_utf8_lossy(&buffer)
+            );
+            buffer.push(byte[0]);
+        }
+        let head = String::from_utf8(buffer).unwrap();
+        let status = head.lines().next().unwrap().to_owned();
+        let last = head.trim_end().lines().last().unwrap();
+        let length: usize = last
+            .strip_prefix("Content-Length: ")
+            .unwrap_or_else(|| panic!("Content-Length must be the last header: {head:?}"))
+            .parse()
+            .unwrap();
+        let mut body = vec![0u8; length];
+        self.0.read_exact(&mut body).await.unwrap();
+        let body = if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&body).unwrap()
+        };
+        Reply { status, body }
+    }
+}
+
+fn keys(value: &Value) -> Vec<&str> {
+    value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_session_creates_gets_updates_queries_and_finishes_a_job() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let created = c
+        .send(
+            "CreateJob",
+            &[("name", "foo"), ("data", r#"{"bar":"baz"}"#)],
+        )
+        .await;
+    assert_eq!(created.status, "200 OK");
+    let id = created.body["jobID"].as_i64().unwrap();
+
+    let got = c.send("GetJob", &[("name", "foo")]).await;
+    assert_eq!(got.status, "200 OK");
+    let mut names = keys(&got.body);
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "created",
+            "data",
+            "jobID",
+            "lastRun",
+            "name",
+            "nextRun",
+            "priority",
+            "repeat",
+            "retryAfter"
+        ]
+    );
+    assert_eq!(got.body["jobID"], id);
+    assert_eq!(got.body["data"], json!({"bar": "baz"}));
+    assert_eq!(got.body["priority"], 500);
+    assert_eq!(got.body["lastRun"], "");
+
+    let updated = c
+        .send(
+            "UpdateJob",
+            &[("jobID", &id.to_string()), ("data", r#"{"bar":"qux"}"#)],
+        )
+        .await;
+    assert_eq!(updated.status, "200 OK");
+    let queried = c.send("QueryJob", &[("jobID", &id.to_string())]).await;
+    assert_eq!(queried.body["state"], "RUNNING");
+    assert_eq!(queried.body["data"], json!({"bar": "qux"}));
+    assert_eq!(keys(&queried.body).len(), 10);
+
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &id.to_string())])
+            .await
+            .status,
+        "200 OK"
+    );
+    // Bedrock deletes a finished job; Cairn keeps it completed, and the protocol shows it gone.
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &id.to_string())])
+            .await
+            .status,
+        "404 No job with this jobID"
+    );
+    assert_eq!(
+        bedrock.queue.get(JobId(id)).await.unwrap().state,
+        JobState::Completed
+    );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeating_job_is_queued_again_one_minute_after_it_finishes() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let created = c
+        .send(
+            "CreateJob",
+            &[("name", "tick"), ("repeat", "finished, +1 minute")],
+        )
+        .await;
+    let id = created.body["jobID"].as_i64().unwrap().to_string();
+    let got = c.send("GetJob", &[("name", "tick")]).await;
+    assert_eq!(got.body["repeat"], "FINISHED, +1 MINUTE");
+    let before = jiff::Timestamp::now();
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &id)]).await.status,
+        "200 OK"
+    );
+    let queried = c.send("QueryJob", &[("jobID", &id)]).await;
+    assert_eq!(queried.body["state"], "QUEUED");
+    let next: jiff::civil::DateTime = queried.body["nextRun"].as_str().unwrap().parse().unwrap();
+    let next = next.to_zoned(jiff::tz::TimeZone::UTC).unwrap().timestamp();
+    let minute = next.as_second() - before.as_second();
+    assert!(
+        (59..=61).contains(&minute),
+        "about a minute later, got {minute} s"
+    );
+    assert_eq!(
+        c.send("GetJob", &[("name", "tick")]).await.status,
+        "404 No job found"
+    );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_job_checks_its_headers_in_bedrocks_order() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let long = "x".repeat(256);
+    for (headers, status) in [
+        (vec![], "402 Missing name"),
+        (vec![("name", "")], "402 Missing name"),
+        (vec![("name", long.as_str())], "402 Malformed name"),
+        (
+            vec![("name", "a"), ("jobPriority", "111")],
+            "402 Invalid priority value",
+        ),
+        (
+            vec![("name", "a"), ("data", "blabla")],
+            "402 Data is not a valid JSON Object",
+        ),
+        (
+            vec![("name", "a"), ("data", "[]")],
+            "402 Data is not a valid JSON Object",
+        ),
+        (
+            vec![("name", "a"), ("repeat", "blabla")],
+            "402 Malformed repeat",
+        ),
+        (
+            vec![("name", "a"), ("priority", "7")],
+            "402 Invalid priority value",
+        ),
+        (
+            vec![("name", "a"), ("unique", "true")],
+            "501 unique is not supported by Cairn yet",
+        ),
+    ] {
+        assert_eq!(
+            c.send("CreateJob", &headers).await.status,
+            status,
+            "{headers:?}"
+        );
+    }
+    let batch = c
+        .send(
+            "CreateJobs",
+            &[(
+                "jobs",
+                r#"[{"name":"a","data":{"n":1}},{"name":"b","jobPriority":1000}]"#,
+            )],
+        )
+        .await;
+    assert_eq!(batch.status, "200 OK");
+    assert_eq!(batch.body["jobIDs"].as_array().unwrap().len(), 2);
+    for (jobs, status) in [
+        ("[]", "401 Invalid JSON"),
+        ("[1]", "401 Invalid JSON"),
+        ("[{}]", "401 Invalid JSON"),
+        (r#"[{"data":{}}]"#, "402 Missing name"),
+        (
+            r#"[{"name":"a"},{"name":"b","jobPriority":3}]"#,
+            "402 Invalid priority value",
+        ),
+    ] {
+        assert_eq!(
+            c.send("CreateJobs", &[("jobs", jobs)]).await.status,
+            status,
+            "{jobs}"
+        );
+    }
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_jobs_takes_higher_priority_first_and_matches_globs_or_exact_lists() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    for (name, priority) in [
+        ("low", "0"),
+        ("high", "1000"),
+        ("medium", "500"),
+        ("lower", "500"),
+    ] {
+        let created = c
+            .send("CreateJob", &[("name", name), ("jobPriority", priority)])
+            .await;
+        assert_eq!(created.status, "200 OK");
+    }
+    // Cairn's job names hold no GLOB characters (Bedrock's may).
+    assert_eq!(
+        c.send("CreateJob", &[("name", "l*w")]).await.status,
+        "402 name: must not contain the GLOB character '*'"
+    );
+    assert_eq!(
+        c.send("GetJobs", &[("name", "*")]).await.status,
+        "402 Missing numResults"
+    );
+    assert_eq!(
+        c.send("GetJob", &[("name", "*"), ("numResults", "2")])
+            .await
+            .status,
+        "402 Cannot use numResults with GetJob; try GetJobs"
+    );
+    let names = |reply: &Reply| -> Vec<String> {
+        reply.body["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // A list is exact names ("low" is not "lower"), taken higher priority first.
+    let listed = c
+        .send("GetJobs", &[("name", "low,medium"), ("numResults", "5")])
+        .await;
+    assert_eq!(names(&listed), ["medium", "low"]);
+    // One name is a GLOB.
+    let rest = c
+        .send("GetJobs", &[("name", "*"), ("numResults", "5")])
+        .await;
+    assert_eq!(names(&rest), ["high", "lower"]);
+    assert_eq!(
+        c.send("GetJob", &[("name", "*")]).await.status,
+        "404 No job found"
+    );
+    assert_eq!(
+        c.send("Nonsense", &[]).await.status,
+        "430 Unrecognized command"
+    );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_wait_blocks_until_another_connection_creates_a_job() {
+    let bedrock = Bedrock::start().await;
+    let mut waiter = bedrock.connect().await;
+    let mut creator = bedrock.connect().await;
+    // Nothing arrives: after the timeout, 404.
+    let empty = waiter
+        .send(
+            "GetJob",
+            &[
+                ("name", "report"),
+                ("Connection", "wait"),
+                ("timeout", "200"),
+            ],
+        )
+        .await;
+    assert_eq!(empty.status, "404 No job found");
+
+    let waiting = tokio::spawn(async move {
+        let reply = waiter
+            .send(
+                "GetJob",
+                &[
+                    ("name", "report"),
+                    ("Connection", "wait"),
+                    ("timeout", "60000"),
+                ],
+            )
+            .await;
+        (waiter, reply)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let created = creator.send("CreateJob", &[("name", "report")]).await;
+    // Far less than the 60 s timeout: a server that did not wake the waiter would answer only at its end.
+    let (_, reply) = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .expect("the waiting GetJob is answered when the job is created")
+        .unwrap();
+    assert_eq!(reply.status, "200 OK");
+    assert_eq!(reply.body["jobID"], created.body["jobID"]);
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_fail_delete_cancel_and_requeue_follow_bedrocks_rules() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = c.send("CreateJob", &[("name", "work")]).await.body["jobID"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let job = [("jobID", id.as_str())];
+    assert_eq!(
+        c.send("FinishJob", &job).await.status,
+        "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
+    );
+    assert_eq!(
+        c.send("FailJob", &job).await.status,
+        "405 Can only fail RUNNING or RUNQUEUED jobs"
+    );
+    assert_eq!(
+        c.send("CancelJob", &job).await.status,
+        "404 Invalid jobID - Cannot cancel a job without a parent"
+    );
+    for (headers, status) in [
+        (vec![], "402 Missing jobID"),
+        (vec![("jobID", "01")], "402 Malformed jobID"),
+        (vec![("jobID", "424242")], "404 No job with this jobID"),
+    ] {
+        assert_eq!(c.send("QueryJob", &headers).await.status, status);
+    }
+
+    c.send("GetJob", &[("name", "work")]).await;
+    assert_eq!(
+        c.send("DeleteJob", &job).await.status,
+        "405 Can't delete a RUNNING job"
+    );
+    assert_eq!(
+        c.send("RetryJob", &[("jobID", id.as_str()), ("delay", "-5")])
+            .await
+            .status,
+        "402 Must specify a non-negative delay when retrying"
+    );
+    assert_eq!(
+        c.send(
+            "RetryJob",
+            &[("jobID", id.as_str()), ("delay", "100000000")]
+        )
+        .await
+        .status,
+        "402 Malformed delay"
+    );
+    let retried = c
+        .send(
+            "RetryJob",
+            &[
+                ("jobID", id.as_str()),
+                ("delay", "3600"),
+                ("data", r#"{"try":2}"#),
+                ("jobPriority", "1000"),
+            ],
+        )
+        .await;
+    assert_eq!(retried.status, "200 OK");
+    let queried = c.send("QueryJob", &job).await;
+    assert_eq!(queried.body["state"], "QUEUED");
+    assert_eq!(queried.body["data"], json!({"try": 2}));
+    assert_eq!(queried.body["priority"], 1000);
+    assert_eq!(
+        c.send("GetJob", &[("name", "work")]).await.status,
+        "404 No job found"
+    );
+
+    // RequeueJobs makes it due at once, whatever its state; unknown ids are ignored.
+    assert_eq!(
+        c.send("RequeueJobs", &[("jobIDs", &format!("{id},abc,424242"))])
+            .await
+            .status,
+        "200 OK"
+    );
+    assert_eq!(c.send("GetJob", &[("name", "work")]).await.status, "200 OK");
+    assert_eq!(c.send("FailJob", &job).await.status, "200 OK");
+    assert_eq!(c.send("QueryJob", &job).await.body["state"], "FAILED");
+    assert_eq!(c.send("DeleteJob", &job).await.status, "200 OK");
+    assert_eq!(
+        c.send("QueryJob", &job).await.status,
+        "404 No job with this jobID"
+    );
+    bedrock.stop().await;
+}
