@@ -20,6 +20,7 @@ use crate::serve::ServeArgs;
 pub struct FileConfig {
     db: Option<String>,
     http: Option<String>,
+    bedrock: Option<String>,
     token: Option<String>,
     insecure: Option<bool>,
     durability: Option<String>,
@@ -53,6 +54,8 @@ pub struct ServeSettings {
     pub db: PathBuf,
     /// Where the HTTP API listens.
     pub http: SocketAddr,
+    /// Where the Bedrock text protocol listens; `None` when it is off.
+    pub bedrock: Option<SocketAddr>,
     /// Whether a non-loopback address without a token was allowed.
     pub insecure: bool,
     /// The engine's settings.
@@ -112,6 +115,15 @@ impl ServeSettings {
                 anyhow::anyhow!("http: must be an address such as 127.0.0.1:6670, got {text:?}")
             })?,
             (None, None) => SocketAddr::from(([127, 0, 0, 1], 6670)),
+        };
+        let bedrock = match args.bedrock.as_deref().or(file.bedrock.as_deref()) {
+            None => Some(SocketAddr::from(([127, 0, 0, 1], 8888))),
+            Some("off") => None,
+            Some(text) => Some(text.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "bedrock: must be an address such as 127.0.0.1:8888, or off, got {text:?}"
+                )
+            })?),
         };
         let token = args.token.clone().or(file.token);
         if let Some(token) = &token {
@@ -210,6 +222,7 @@ impl ServeSettings {
         Ok(ServeSettings {
             db,
             http,
+            bedrock,
             insecure,
             queue,
             server,
@@ -242,6 +255,7 @@ mod tests {
         let s = resolve(&[]).unwrap();
         assert_eq!(s.db, PathBuf::from("cairn.db"));
         assert_eq!(s.http, "127.0.0.1:6670".parse().unwrap());
+        assert_eq!(s.bedrock, Some("127.0.0.1:8888".parse().unwrap()));
         assert!(s.server.token.is_none());
     }
 
@@ -279,6 +293,23 @@ mod tests {
             e.to_string().starts_with("token: must be at least 16"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_bedrock_protocol_can_be_moved_or_turned_off_but_not_exposed_without_insecure() {
+        assert_eq!(resolve(&["--bedrock", "off"]).unwrap().bedrock, None);
+        assert_eq!(
+            resolve(&["--bedrock", "127.0.0.1:9999"]).unwrap().bedrock,
+            Some("127.0.0.1:9999".parse().unwrap())
+        );
+        let e = resolve(&["--bedrock", "somewhere"]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("bedrock: must be an address"),
+            "{e}"
+        );
+        let e = resolve(&["--bedrock", "0.0.0.0:8888", "--token", "0123456789abcdef"]).unwrap_err();
+        assert!(e.to_string().contains("no authentication"), "{e}");
+        assert!(resolve(&["--bedrock", "0.0.0.0:8888", "--insecure"]).is_ok());
     }
 
     #[test]

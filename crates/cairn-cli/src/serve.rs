@@ -1,5 +1,6 @@
-//! `cairn serve`: open the queue, serve the HTTP API, and on SIGTERM or Ctrl-C shut down in order: stop
-//! accepting, answer waiting long polls, finish requests in flight, then close the queue (which flushes it).
+//! `cairn serve`: open the queue, serve the HTTP API and the Bedrock text protocol, and on SIGTERM or Ctrl-C shut
+//! down in order: stop accepting, answer waiting long polls, finish requests in flight, then close the queue
+//! (which flushes it).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,9 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cairn::Queue;
+use std::sync::Arc;
+
 use cairn_server::Server;
+use cairn_server::bedrock::{BedrockCommands, BedrockConfig};
 use clap::Args;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeSettings;
 use crate::exit::Code;
@@ -26,7 +31,11 @@ pub struct ServeArgs {
     /// Where the HTTP API listens [default: 127.0.0.1:6670].
     #[arg(long, env = "CAIRN_HTTP", value_name = "ADDR")]
     pub http: Option<SocketAddr>,
-    /// Require this bearer token on every request (at least 16 characters).
+    /// Where the Bedrock::Jobs text protocol listens, or `off` [default: 127.0.0.1:8888]. It has no
+    /// authentication: a non-loopback address needs --insecure.
+    #[arg(long, env = "CAIRN_BEDROCK", value_name = "ADDR|off")]
+    pub bedrock: Option<String>,
+    /// Require this bearer token on every HTTP request (at least 16 characters).
     #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Allow listening on a non-loopback address without a token.
@@ -84,10 +93,18 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
     let server = Server::start(queue.clone(), listener, settings.server.clone())
         .context("starting the HTTP server")?;
     let addr = server.local_addr();
-    tracing::info!(http = %addr, db = %settings.db.display(), durability = ?settings.queue.durability, "cairn is serving");
+    let bedrock = match settings.bedrock {
+        Some(bedrock_addr) => Some(start_bedrock(&queue, bedrock_addr).await?),
+        None => None,
+    };
+    tracing::info!(http = %addr, bedrock = ?bedrock.as_ref().map(|b| b.addr), db = %settings.db.display(),
+        durability = ?settings.queue.durability, "cairn is serving");
     // A stable line on stdout, for people and for scripts that start Cairn on port 0.
+    let bedrock_text = bedrock
+        .as_ref()
+        .map_or_else(|| "off".to_owned(), |b| b.addr.to_string());
     println!(
-        "cairn: listening on http://{addr} (database {})",
+        "cairn: listening on http://{addr} (database {}); bedrock protocol {bedrock_text}",
         settings.db.display()
     );
 
@@ -96,7 +113,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
         signal,
         "shutting down: no new connections; answering long polls"
     );
-    if let Err(e) = server.shutdown().await {
+    let bedrock_stopped = async {
+        if let Some(bedrock) = bedrock {
+            bedrock.stop(settings.server.shutdown_grace).await;
+        }
+    };
+    let (http_stopped, ()) = tokio::join!(server.shutdown(), bedrock_stopped);
+    if let Err(e) = http_stopped {
         tracing::error!(error = %e, "the HTTP server failed while shutting down");
     }
     queue
@@ -105,6 +128,50 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
         .context("closing the queue")?;
     tracing::info!("stopped");
     Ok(Code::Success)
+}
+
+/// The Bedrock protocol's listener, running.
+struct BedrockListener {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl BedrockListener {
+    /// Stops accepting, answers waiting GetJobs, and waits up to `grace` for the commands in flight.
+    async fn stop(self, grace: Duration) {
+        self.shutdown.cancel();
+        if tokio::time::timeout(grace, self.task).await.is_err() {
+            tracing::warn!(
+                ?grace,
+                "Bedrock connections still busy at the end of the shutdown grace"
+            );
+        }
+    }
+}
+
+async fn start_bedrock(queue: &Queue, addr: SocketAddr) -> anyhow::Result<BedrockListener> {
+    let listener = TcpListener::bind(addr).await.with_context(|| {
+        format!(
+            "listening on {addr} for the Bedrock protocol (pass --bedrock off, or another address)"
+        )
+    })?;
+    let addr = listener
+        .local_addr()
+        .context("reading the Bedrock listener's address")?;
+    let shutdown = CancellationToken::new();
+    let commands = Arc::new(BedrockCommands::new(queue.clone()));
+    let task = tokio::spawn(cairn_server::bedrock::serve(
+        listener,
+        commands,
+        BedrockConfig::default(),
+        shutdown.clone(),
+    ));
+    Ok(BedrockListener {
+        addr,
+        shutdown,
+        task,
+    })
 }
 
 /// Waits for SIGTERM or SIGINT (Ctrl-C) and says which.

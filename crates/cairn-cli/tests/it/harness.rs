@@ -18,6 +18,7 @@ pub struct TestServer {
     dir: tempfile::TempDir,
     child: Option<Child>,
     url: String,
+    bedrock: String,
     extra_args: Vec<String>,
     token: Option<String>,
 }
@@ -35,6 +36,7 @@ impl TestServer {
             dir,
             child: None,
             url: String::new(),
+            bedrock: String::new(),
             extra_args: args.iter().map(|a| a.to_string()).collect(),
             token: None,
         };
@@ -62,7 +64,7 @@ impl TestServer {
             .arg("serve")
             .arg("--db")
             .arg(self.db())
-            .args(["--http", "127.0.0.1:0"])
+            .args(["--http", "127.0.0.1:0", "--bedrock", "127.0.0.1:0"])
             .args(&self.extra_args)
             .current_dir(self.dir.path())
             .env_remove("CAIRN_TOKEN")
@@ -83,7 +85,18 @@ impl TestServer {
             .unwrap_or_else(|| panic!("no address in the server's first line: {line:?}"))
             .to_owned();
         self.url = url;
+        // The line ends with the Bedrock protocol's address (or `off`).
+        self.bedrock = line
+            .split_whitespace()
+            .last()
+            .unwrap_or_default()
+            .to_owned();
         self.child = Some(child);
+    }
+
+    /// The Bedrock protocol's address, such as `127.0.0.1:40123`.
+    pub fn bedrock(&self) -> &str {
+        &self.bedrock
     }
 
     /// The server's base URL.

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)] // Each module uses a different part of the harness.
 
+mod bedrock;
 mod cli;
 mod crash;
 mod harness;
