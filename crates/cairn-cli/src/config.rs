@@ -219,6 +219,16 @@ impl ServeSettings {
         }
         cairn_server::check_exposure(http, server.token.is_some(), insecure)
             .map_err(anyhow::Error::msg)?;
+        // The Bedrock protocol has no authentication at all: off loopback it needs --insecure, token or not.
+        if let Some(addr) = bedrock
+            && !addr.ip().is_loopback()
+            && !insecure
+        {
+            bail!(
+                "refusing to serve the Bedrock protocol on {addr}: it has no authentication, so anyone who can reach \
+                 it could run and delete jobs. Listen on a loopback address, pass --bedrock off, or pass --insecure"
+            );
+        }
         Ok(ServeSettings {
             db,
             http,
