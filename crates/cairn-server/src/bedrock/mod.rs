@@ -2,10 +2,11 @@
 //!
 //! Built so far: `frame` (reading requests and writing responses, reference §1.2–1.3), `escape` (the backslash
 //! escaping of header values), `connection` (the listener: pipelining, `Connection: close`, limits, slow and
-//! vanishing clients, shutdown) and `commands` (CreateJob(s), GetJob(s) with real blocking behind
+//! vanishing clients, shutdown) and `commands` (CreateJob(s) with `unique`, GetJob(s) with real blocking behind
 //! `Connection: wait`, QueryJob, UpdateJob, FinishJob, RetryJob, FailJob, DeleteJob, CancelJob, RequeueJobs).
-//! Not yet: parent and child jobs, `unique`/`overwrite`, `retryAfter`, `mockRequest`, the `jobPriority` filter of
-//! GetJob, renaming; each answers a `501` that says so. Then `cairn serve --bedrock ADDR` and `docs/bedrock.md`.
+//! `cairn serve --bedrock ADDR` serves it; `docs/bedrock.md` documents it. Not yet: parent and child jobs,
+//! `retryAfter`, `mockRequest`, `unique` in CreateJobs, the `jobPriority` filter of GetJob, renaming, changing a
+//! repeat; each answers a `501` that says so.
 
 pub mod commands;
 pub mod connection;

@@ -253,8 +253,8 @@ async fn create_job_checks_its_headers_in_bedrocks_order() {
             "402 Invalid priority value",
         ),
         (
-            vec![("name", "a"), ("unique", "true")],
-            "501 unique is not supported by Cairn yet",
+            vec![("name", "a"), ("retryAfter", "+1 HOUR")],
+            "501 retryAfter is not supported by Cairn yet",
         ),
     ] {
         assert_eq!(
@@ -480,5 +480,46 @@ async fn retry_fail_delete_cancel_and_requeue_follow_bedrocks_rules() {
         c.send("QueryJob", &job).await.status,
         "404 No job with this jobID"
     );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_job_is_found_again_and_different_data_is_merged_in() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let unique = |data: &'static str| vec![("name", "sync"), ("unique", "true"), ("data", data)];
+    let first = c.send("CreateJob", &unique(r#"{"a":1,"b":{"c":1}}"#)).await;
+    let id = first.body["jobID"].clone();
+    // The same data: the same job, nothing written.
+    assert_eq!(
+        c.send("CreateJob", &unique(r#"{"a":1,"b":{"c":1}}"#))
+            .await
+            .body["jobID"],
+        id
+    );
+    // Other data: merged in by JSON Merge Patch.
+    assert_eq!(
+        c.send("CreateJob", &unique(r#"{"a":null,"b":{"d":2}}"#))
+            .await
+            .body["jobID"],
+        id
+    );
+    let query = [("jobID", id.to_string())];
+    let query: Vec<(&str, &str)> = query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(
+        c.send("QueryJob", &query).await.body["data"],
+        json!({"b": {"c": 1, "d": 2}})
+    );
+    // overwrite other than empty or true: the job is found, and left as it is.
+    let mut keep = unique(r#"{"z":1}"#);
+    keep.push(("overwrite", "false"));
+    assert_eq!(c.send("CreateJob", &keep).await.body["jobID"], id);
+    assert_eq!(
+        c.send("QueryJob", &query).await.body["data"],
+        json!({"b": {"c": 1, "d": 2}})
+    );
+    // Without unique, another job.
+    let other = c.send("CreateJob", &[("name", "sync")]).await;
+    assert_ne!(other.body["jobID"], id);
     bedrock.stop().await;
 }

@@ -1,6 +1,6 @@
 //! CreateJob and CreateJobs (reference §5.1, §5.2).
 
-use cairn::{Push, Repeat, RetryPolicy};
+use cairn::{Job, JobFilter, JobState, Push, Repeat, RetryPolicy};
 use serde_json::{Value, json};
 
 use crate::bedrock::commands::values::{self, DEFAULT_PRIORITY, MAX_NAME, status};
@@ -8,13 +8,12 @@ use crate::bedrock::commands::{Answer, BedrockCommands};
 use crate::bedrock::frame::{Headers, Response, json_object};
 
 /// What Cairn does not do yet: refused with a clear status rather than silently ignored.
-const UNSUPPORTED: [(&str, &str); 4] = [
+const UNSUPPORTED: [(&str, &str); 3] = [
     ("retryafter", "501 retryAfter is not supported by Cairn yet"),
     (
         "parentjobid",
         "501 parentJobID is not supported by Cairn yet",
     ),
-    ("unique", "501 unique is not supported by Cairn yet"),
     (
         "mockrequest",
         "501 mockRequest is not supported by Cairn yet",
@@ -31,7 +30,13 @@ impl BedrockCommands {
         if name.len() > MAX_NAME {
             return Err(status("402 Malformed name"));
         }
-        let push = checked_push(headers)?;
+        let data = early_checks(headers)?;
+        if headers.get("unique") == Some("true")
+            && let Some(existing) = self.unique_match(name).await?
+        {
+            return self.update_unique(existing, data, headers).await;
+        }
+        let push = late_checks(headers, data)?;
         let enqueued = self.queue.enqueue(push).await.map_err(engine_error)?;
         Ok(Response::json(json_object(vec![(
             "jobID",
@@ -61,9 +66,19 @@ impl BedrockCommands {
                 _ => return Err(invalid()),
             }
         }
+        if each.iter().any(|job| job.get("unique") == Some("true")) {
+            return Err(status(
+                "501 unique is not supported by CreateJobs in Cairn yet",
+            ));
+        }
+        let data = each
+            .iter()
+            .map(early_checks)
+            .collect::<Result<Vec<_>, _>>()?;
         let pushes = each
             .iter()
-            .map(checked_push)
+            .zip(data)
+            .map(|(job, data)| late_checks(job, data))
             .collect::<Result<Vec<_>, _>>()?;
         let enqueued = self
             .queue
@@ -72,6 +87,86 @@ impl BedrockCommands {
             .map_err(engine_error)?;
         let ids: Vec<i64> = enqueued.iter().map(|e| e.id.0).collect();
         Ok(Response::json(json_object(vec![("jobIDs", json!(ids))])))
+    }
+
+    /// The job a unique CreateJob finds: one with exactly this name, in any state Bedrock still has.
+    async fn unique_match(&self, name: &str) -> Result<Option<Job>, Response> {
+        for state in [
+            JobState::Running,
+            JobState::Queued,
+            JobState::Scheduled,
+            JobState::Waiting,
+            JobState::Failed,
+            JobState::Cancelled,
+        ] {
+            let page = self
+                .queue
+                .list(JobFilter {
+                    name: Some(name.to_owned()),
+                    state: Some(state),
+                    limit: 1,
+                    ..JobFilter::default()
+                })
+                .await
+                .map_err(engine_error)?;
+            if let Some(job) = page.jobs.into_iter().next() {
+                return Ok(Some(job));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A unique CreateJob that found `existing` (reference §5.1 steps 6 and 10): equal data changes nothing;
+    /// other data is merged in (JSON Merge Patch) with the new priority, when `overwrite` allows it.
+    async fn update_unique(&self, existing: Job, data: Value, headers: &Headers) -> Answer {
+        let answer = || {
+            Ok(Response::json(json_object(vec![(
+                "jobID",
+                json!(existing.id.0),
+            )])))
+        };
+        if existing.data == data {
+            return answer();
+        }
+        let repeat = match headers.get("repeat").filter(|r| !r.is_empty()) {
+            Some(text) => Repeat::parse(text)
+                .map_err(|_| status("402 Malformed repeat"))?
+                .as_str()
+                .to_owned(),
+            None => String::new(),
+        };
+        let priority = effective_priority(headers)?;
+        if !matches!(headers.get("overwrite"), None | Some("") | Some("true")) {
+            return answer();
+        }
+        if repeat != existing.schedule.clone().unwrap_or_default() {
+            return Err(status(
+                "501 Changing a unique job's repeat is not supported by Cairn yet",
+            ));
+        }
+        let mut merged = existing.data.clone();
+        merge_patch(&mut merged, &data);
+        if existing.state == JobState::Running {
+            let lease = self.lease_of(existing.id).ok_or_else(|| {
+                status("405 This RUNNING job was taken outside the Bedrock protocol")
+            })?;
+            self.queue
+                .checkpoint(&lease, merged)
+                .await
+                .map_err(engine_error)?;
+        } else {
+            self.queue
+                .set_data(existing.id, merged)
+                .await
+                .map_err(engine_error)?;
+        }
+        if existing.state.is_live() {
+            self.queue
+                .set_priority(existing.id, values::to_cairn_priority(priority))
+                .await
+                .map_err(engine_error)?;
+        }
+        answer()
     }
 }
 
@@ -83,8 +178,8 @@ fn header_text(value: &Value) -> String {
     }
 }
 
-/// CreateJob's checks after the name, in Bedrock's order, and the job they describe.
-fn checked_push(headers: &Headers) -> Result<Push, Response> {
+/// CreateJob's checks between the name and the unique lookup (reference §5.1 steps 2–5); the job's data.
+fn early_checks(headers: &Headers) -> Result<Value, Response> {
     if let Some(text) = headers.get("jobpriority") {
         values::priority(text)?;
     }
@@ -95,7 +190,6 @@ fn checked_push(headers: &Headers) -> Result<Push, Response> {
     };
     for (header, line) in UNSUPPORTED {
         let set = match header {
-            "unique" => headers.get(header) == Some("true"),
             "parentjobid" => headers.get(header).is_some_and(|v| values::atoll(v) != 0),
             "mockrequest" => headers.contains(header),
             _ => headers.get(header).is_some_and(|v| !v.is_empty()),
@@ -104,6 +198,19 @@ fn checked_push(headers: &Headers) -> Result<Push, Response> {
             return Err(status(line));
         }
     }
+    Ok(data)
+}
+
+/// The effective priority: `jobPriority`, else `priority`, else 500.
+fn effective_priority(headers: &Headers) -> Result<i64, Response> {
+    match headers.get("jobpriority").or(headers.get("priority")) {
+        Some(text) => values::priority(text),
+        None => Ok(DEFAULT_PRIORITY),
+    }
+}
+
+/// CreateJob's checks after the unique lookup (steps 7–8), and the job they describe.
+fn late_checks(headers: &Headers, data: Value) -> Result<Push, Response> {
     let repeat = match headers.get("repeat").filter(|r| !r.is_empty()) {
         Some(text) => Some(
             Repeat::parse(text)
@@ -113,10 +220,7 @@ fn checked_push(headers: &Headers) -> Result<Push, Response> {
         ),
         None => None,
     };
-    let priority = match headers.get("jobpriority").or(headers.get("priority")) {
-        Some(text) => values::priority(text)?,
-        None => DEFAULT_PRIORITY,
-    };
+    let priority = effective_priority(headers)?;
     let mut push = Push::new(headers.get("name").unwrap_or(""))
         .data(data)
         .priority(values::to_cairn_priority(priority))
@@ -131,6 +235,25 @@ fn checked_push(headers: &Headers) -> Result<Push, Response> {
         push = push.schedule(repeat);
     }
     Ok(push)
+}
+
+/// RFC 7396 JSON Merge Patch: objects merge key by key, `null` removes a key, anything else replaces.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let target = target.as_object_mut().expect("made an object just above");
+    for (key, value) in patch {
+        if value.is_null() {
+            target.remove(key);
+        } else {
+            merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
 }
 
 /// An engine error where Bedrock has no check of its own: a name or data the engine refuses.
@@ -148,4 +271,25 @@ pub(super) fn engine_error(e: cairn::Error) -> Response {
 /// A message fit for a status line.
 fn one_line(text: &str) -> String {
     text.replace(['\r', '\n'], " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_patch_follows_rfc_7396() {
+        let mut target = json!({"a": "b", "c": {"d": "e", "f": "g"}, "keep": [1, 2]});
+        merge_patch(
+            &mut target,
+            &json!({"a": "z", "c": {"f": null}, "keep": [3], "new": 1}),
+        );
+        assert_eq!(
+            target,
+            json!({"a": "z", "c": {"d": "e"}, "keep": [3], "new": 1})
+        );
+        let mut scalar = json!(1);
+        merge_patch(&mut scalar, &json!({"a": 1}));
+        assert_eq!(scalar, json!({"a": 1}));
+    }
 }
