@@ -144,6 +144,9 @@ pub struct DequeueRequest {
     /// worker that cannot heartbeat); heartbeats never shorten a lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_timeout_ms: Option<u64>,
+    /// Only jobs of exactly this priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
 }
 
 /// Jobs taken, each with its lease.
@@ -609,6 +612,7 @@ impl DequeueRequest {
             max_weight: self.max_weight,
             wait: millis(self.wait_ms.unwrap_or(0)).min(max_wait),
             lease_timeout: self.lease_timeout_ms.map(millis),
+            priority: self.priority,
         })
     }
 }
@@ -630,6 +634,7 @@ impl From<&Dequeue> for DequeueRequest {
             max_weight: d.max_weight,
             wait_ms: Some(to_millis(d.wait)),
             lease_timeout_ms: d.lease_timeout.map(to_millis),
+            priority: d.priority,
         }
     }
 }

@@ -27,11 +27,13 @@ use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
+use crate::ops::rename::Rename;
 use crate::ops::requeue::Requeue;
 use crate::ops::reschedule::Reschedule;
 use crate::ops::retry::Retry;
 use crate::ops::set_data::SetData;
 use crate::ops::set_priority::SetPriority;
+use crate::ops::set_schedule::SetSchedule;
 use crate::ops::update::Update;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::options::{Durability, QueueOptions};
@@ -504,6 +506,38 @@ impl Queue {
     /// oversized data.
     pub async fn set_data(&self, job: JobId, data: Value) -> Result<()> {
         self.write(SetData { job, data }).await
+    }
+
+    /// Renames a job that is not running.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for a running job; [`ErrorKind::InvalidInput`] for a
+    /// bad name.
+    pub async fn rename(&self, job: JobId, name: &str) -> Result<()> {
+        self.write(Rename {
+            job,
+            name: name.to_owned(),
+        })
+        .await
+    }
+
+    /// Sets a job's schedule (a repeat spec or a cron expression in `time_zone`), or removes it with `None`; it
+    /// decides the next run when the current one ends.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidInput`] on `schedule` or `time_zone`.
+    pub async fn set_schedule(
+        &self,
+        job: JobId,
+        schedule: Option<&str>,
+        time_zone: Option<&str>,
+    ) -> Result<()> {
+        self.write(SetSchedule {
+            job,
+            schedule: schedule.map(str::to_owned),
+            time_zone: time_zone.map(str::to_owned),
+        })
+        .await
     }
 
     /// Changes the priority of a job that has not finished.

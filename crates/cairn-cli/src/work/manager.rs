@@ -212,6 +212,7 @@ impl Manager {
             wait: if waits { LONG_POLL } else { Duration::ZERO },
             // The manager heartbeats for its commands, so the jobs' own lease timeouts hold.
             lease_timeout: None,
+            priority: None,
         };
         let client = self.client.clone();
         self.fetch = Some(Box::pin(async move { client.dequeue(request).await }));

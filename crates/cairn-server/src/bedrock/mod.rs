@@ -5,8 +5,7 @@
 //! vanishing clients, shutdown) and `commands` (CreateJob(s) with `unique`, GetJob(s) with real blocking behind
 //! `Connection: wait`, QueryJob, UpdateJob, FinishJob, RetryJob, FailJob, DeleteJob, CancelJob, RequeueJobs).
 //! `cairn serve --bedrock ADDR` serves it; `docs/bedrock.md` documents it. Not yet: parent and child jobs,
-//! `retryAfter`, `mockRequest`, `unique` in CreateJobs, the `jobPriority` filter of GetJob, renaming, changing a
-//! repeat; each answers a `501` that says so.
+//! `retryAfter`, `mockRequest`, `unique` in CreateJobs; each answers a `501` that says so.
 
 pub mod commands;
 pub mod connection;

@@ -523,3 +523,68 @@ async fn a_unique_job_is_found_again_and_different_data_is_merged_in() {
     assert_ne!(other.body["jobID"], id);
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_are_renamed_and_their_repeat_changed_as_bedrock_allows() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = c.send("CreateJob", &[("name", "v1")]).await.body["jobID"].to_string();
+    let job = [("jobID", id.as_str())];
+    c.send("GetJob", &[("name", "v1")]).await;
+    let retried = c
+        .send("RetryJob", &[("jobID", id.as_str()), ("name", "v2")])
+        .await;
+    assert_eq!(retried.status, "200 OK");
+    assert_eq!(c.send("QueryJob", &job).await.body["name"], "v2");
+    assert_eq!(
+        c.send("RequeueJobs", &[("jobIDs", id.as_str()), ("name", "v3")])
+            .await
+            .status,
+        "200 OK"
+    );
+    assert_eq!(c.send("QueryJob", &job).await.body["name"], "v3");
+
+    // A new repeat is stored upper-cased and moves a waiting job's nextRun from its due time.
+    let before = c.send("QueryJob", &job).await.body["nextRun"].clone();
+    let updated = c
+        .send(
+            "UpdateJob",
+            &[
+                ("jobID", id.as_str()),
+                ("data", "{}"),
+                ("repeat", "scheduled, +1 hour"),
+            ],
+        )
+        .await;
+    assert_eq!(updated.status, "200 OK");
+    let after = c.send("QueryJob", &job).await.body;
+    assert_eq!(after["repeat"], "SCHEDULED, +1 HOUR");
+    let parse = |v: &Value| -> i64 {
+        let civil: jiff::civil::DateTime = v.as_str().unwrap().parse().unwrap();
+        civil
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .unwrap()
+            .timestamp()
+            .as_second()
+    };
+    assert_eq!(parse(&after["nextRun"]) - parse(&before), 3600);
+    let cleared = c
+        .send(
+            "UpdateJob",
+            &[
+                ("jobID", id.as_str()),
+                ("data", "{}"),
+                ("shouldClearRepeat", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(cleared.status, "200 OK");
+    assert_eq!(c.send("QueryJob", &job).await.body["repeat"], "");
+    assert_eq!(
+        c.send("RetryJob", &[("jobID", id.as_str()), ("name", "x*")])
+            .await
+            .status,
+        "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
+    );
+    bedrock.stop().await;
+}

@@ -52,6 +52,8 @@ pub struct Dequeue {
     /// worker that cannot heartbeat (a shell script, a client of a protocol without heartbeats). Heartbeats extend
     /// by the job's own lease timeout and never shorten a lease.
     pub lease_timeout: Option<Duration>,
+    /// Only jobs of exactly this priority.
+    pub priority: Option<i32>,
 }
 
 impl Dequeue {
@@ -66,6 +68,7 @@ impl Dequeue {
             max_weight: None,
             wait: Duration::ZERO,
             lease_timeout: None,
+            priority: None,
         }
     }
 
@@ -102,6 +105,12 @@ impl Dequeue {
     /// Waits up to `wait` for a job.
     pub fn wait(mut self, wait: Duration) -> Self {
         self.wait = wait;
+        self
+    }
+
+    /// Takes only jobs of exactly this priority.
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
         self
     }
 
@@ -166,7 +175,7 @@ impl Dequeue {
         } else {
             names
         };
-        let sql = select_ready_jobs(names.len());
+        let sql = select_ready_jobs(names.len(), self.priority.is_some());
         Ok(Claim {
             worker,
             queues,
@@ -175,6 +184,7 @@ impl Dequeue {
             limit: self.limit,
             max_weight: self.max_weight,
             lease_ms,
+            priority: self.priority,
             sql,
         })
     }
@@ -200,11 +210,15 @@ pub(crate) struct Claim {
     pub max_weight: Option<u32>,
     /// The claim's own lease timeout, in milliseconds, instead of each job's.
     lease_ms: Option<i64>,
+    /// Only jobs of this priority.
+    priority: Option<i32>,
     sql: String,
 }
 
-/// SELECT_READY_JOBS for a number of name patterns: ready jobs of one queue in claim order, served by `jobs_ready`.
-fn select_ready_jobs(patterns: usize) -> String {
+/// SELECT_READY_JOBS for a number of name patterns, and maybe one priority: ready jobs of one queue in claim order,
+/// served by `jobs_ready` (whose second column is the priority). Parameters: ?1 the queue, ?2 the limit, then the
+/// patterns, then the priority.
+fn select_ready_jobs(patterns: usize, with_priority: bool) -> String {
     let names = if patterns == 0 {
         String::new()
     } else {
@@ -213,8 +227,13 @@ fn select_ready_jobs(patterns: usize) -> String {
             .collect();
         format!(" AND ({})", any.join(" OR "))
     };
+    let priority = if with_priority {
+        format!(" AND priority = ?{}", patterns + 3)
+    } else {
+        String::new()
+    };
     format!(
-        "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names} \
+        "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names}{priority} \
          ORDER BY priority DESC, run_at, id LIMIT 0 + ?2"
     )
 }
@@ -245,6 +264,7 @@ impl Claim {
                 .iter()
                 .map(|n| SqlValue::Text(n.as_str().to_owned())),
         );
+        args.extend(self.priority.map(|p| SqlValue::Integer(i64::from(p))));
         let mut stmt = ctx.conn.prepare_cached(&self.sql)?;
         let rows = stmt.query_map(params_from_iter(args), |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -340,6 +360,10 @@ impl Claim {
         for name in &self.names {
             key.push_str(name.as_str());
             key.push('\u{1f}');
+        }
+        if let Some(priority) = self.priority {
+            key.push('\u{1e}');
+            key.push_str(&priority.to_string());
         }
         key
     }

@@ -30,11 +30,13 @@ pub(crate) mod heartbeat;
 pub(crate) mod push;
 pub(crate) mod recurring;
 pub(crate) mod release;
+pub(crate) mod rename;
 pub(crate) mod requeue;
 pub(crate) mod reschedule;
 pub(crate) mod retry;
 pub(crate) mod set_data;
 pub(crate) mod set_priority;
+pub(crate) mod set_schedule;
 pub(crate) mod update;
 
 /// An operation the writer applies in a transaction.

@@ -120,6 +120,7 @@ fn request(settings: &Settings, room: u32) -> Dequeue {
         max_weight: Some(room),
         wait: settings.wait,
         lease_timeout: None,
+        priority: None,
     }
 }
 

@@ -329,3 +329,28 @@ async fn a_queue_named_twice_hands_each_job_out_once() {
     }
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_claim_may_take_only_one_priority() {
+    let t = TestQueue::new().await;
+    for priority in [0, 5, 0, 5] {
+        t.queue
+            .enqueue(Push::new("x").priority(priority))
+            .await
+            .unwrap();
+    }
+    let fives = t
+        .queue
+        .dequeue(Dequeue::new("w").priority(5).limit(10))
+        .await
+        .unwrap();
+    assert_eq!(fives.len(), 2);
+    assert!(fives.iter().all(|c| c.job.priority == 5));
+    let none = t
+        .queue
+        .dequeue(Dequeue::new("w").priority(5).limit(10))
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "the priority-0 jobs stay");
+    t.close().await;
+}

@@ -608,3 +608,62 @@ async fn set_data_replaces_the_data_of_a_job_that_is_not_running() {
     );
     t.close().await;
 }
+
+#[tokio::test]
+async fn rename_gives_a_job_that_is_not_running_another_name() {
+    let t = TestQueue::new().await;
+    let id = t.push("old.name").await;
+    t.queue.rename(id, "new.name").await.unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().name.as_str(), "new.name");
+    let taken = t
+        .queue
+        .dequeue(cairn::Dequeue::new("w").name("new.*"))
+        .await
+        .unwrap();
+    assert_eq!(taken[0].job.id, id);
+    let err = t.queue.rename(id, "other").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    assert_eq!(
+        t.queue.rename(JobId(999), "x").await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    let other = t.push("x").await;
+    assert_eq!(
+        t.queue.rename(other, "a*").await.unwrap_err().field(),
+        Some("name")
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn set_schedule_makes_a_job_recur_and_none_stops_it() {
+    let t = TestQueue::new().await;
+    let id = t.push("report").await;
+    t.queue
+        .set_schedule(id, Some("finished, +1 hour"), None)
+        .await
+        .unwrap();
+    let c = t.take("w").await.unwrap();
+    t.queue.finish(&c.lease, None).await.unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.state, JobState::Scheduled);
+    assert_eq!(job.schedule.as_deref(), Some("FINISHED, +1 HOUR"));
+    assert_eq!(
+        job.run_at,
+        t.queue.now() + jiff::SignedDuration::from_hours(1)
+    );
+
+    t.queue.set_schedule(id, None, None).await.unwrap();
+    t.advance(Duration::from_secs(3600));
+    let c = t.take("w").await.unwrap();
+    t.queue.finish(&c.lease, None).await.unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().state, JobState::Completed);
+
+    let err = t
+        .queue
+        .set_schedule(id, Some("whenever"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("schedule"));
+    t.close().await;
+}

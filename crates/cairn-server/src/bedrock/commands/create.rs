@@ -139,10 +139,13 @@ impl BedrockCommands {
         if !matches!(headers.get("overwrite"), None | Some("") | Some("true")) {
             return answer();
         }
+        // Bedrock's quirk, kept: the new repeat replaces the old, and a missing one clears it.
         if repeat != existing.schedule.clone().unwrap_or_default() {
-            return Err(status(
-                "501 Changing a unique job's repeat is not supported by Cairn yet",
-            ));
+            let repeat = (!repeat.is_empty()).then_some(repeat.as_str());
+            self.queue
+                .set_schedule(existing.id, repeat, None)
+                .await
+                .map_err(engine_error)?;
         }
         let mut merged = existing.data.clone();
         merge_patch(&mut merged, &data);

@@ -44,12 +44,11 @@ impl BedrockCommands {
             (true, Some(text)) => values::atoll(text).clamp(1, i64::from(cairn::MAX_DEQUEUE)),
             (false, None) => 1,
         };
-        if let Some(text) = headers.get("jobpriority") {
-            values::priority(text)?;
-            return Err(status(
-                "501 jobPriority is not supported by GetJob in Cairn yet",
-            ));
-        }
+        let priority = headers
+            .get("jobpriority")
+            .map(values::priority)
+            .transpose()?
+            .map(values::to_cairn_priority);
         let wait = if headers
             .get("connection")
             .is_some_and(|c| c.eq_ignore_ascii_case("wait"))
@@ -67,6 +66,7 @@ impl BedrockCommands {
             limit: u32::try_from(limit).expect("clamped to MAX_DEQUEUE"),
             wait,
             lease_timeout: Some(BEDROCK_LEASE),
+            priority,
             ..Dequeue::new(WORKER)
         };
         // A client that leaves, or a server that stops, ends the wait; the engine gives back what it claimed.

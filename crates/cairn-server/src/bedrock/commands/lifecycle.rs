@@ -54,14 +54,16 @@ impl BedrockCommands {
     pub(super) async fn retry_job(&self, headers: &Headers) -> Answer {
         let (job, lease) = self.held(headers, NOT_RUNNING).await?;
         let data = new_data(headers)?;
-        if headers
+        // A new name is checked now, and given once the job is no longer running.
+        let rename = headers
             .get("name")
-            .is_some_and(|name| !name.is_empty() && name != job.name.as_str())
-        {
-            return Err(status(
-                "501 Renaming a job on RetryJob is not supported by Cairn yet",
-            ));
-        }
+            .filter(|name| !name.is_empty() && *name != job.name.as_str())
+            .map(|name| {
+                cairn::JobName::parse(name)
+                    .map(|_| name.to_owned())
+                    .map_err(engine_error)
+            })
+            .transpose()?;
         let priority = headers
             .get("jobpriority")
             .map(values::priority)
@@ -94,6 +96,12 @@ impl BedrockCommands {
         }
         .map_err(|e| lease_error(e, NOT_RUNNING))?;
         self.forget(job.id);
+        if let Some(name) = rename {
+            self.queue
+                .rename(job.id, &name)
+                .await
+                .map_err(engine_error)?;
+        }
         if let Some(priority) = priority {
             self.queue
                 .set_priority(job.id, values::to_cairn_priority(priority))

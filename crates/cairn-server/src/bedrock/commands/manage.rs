@@ -1,6 +1,6 @@
 //! QueryJob, UpdateJob, DeleteJob, CancelJob and RequeueJobs (reference §5.4, §5.5, §5.9–5.11).
 
-use cairn::{Job, JobId, JobState, Repeat};
+use cairn::{Job, JobId, JobState, Repeat, RunTimes};
 use serde_json::json;
 
 use crate::bedrock::commands::create::engine_error;
@@ -50,11 +50,7 @@ impl BedrockCommands {
             .map(values::priority)
             .transpose()?;
         let job = self.bedrock_job(id).await?;
-        if repeat.is_some() || values::atoll(headers.get("shouldclearrepeat").unwrap_or("0")) != 0 {
-            return Err(status(
-                "501 Changing a job's repeat is not supported by Cairn yet",
-            ));
-        }
+        let clear_repeat = values::atoll(headers.get("shouldclearrepeat").unwrap_or("0")) != 0;
         // Bedrock stores invalid JSON as `{}` without a word; Cairn says so instead.
         let data = serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
         let next_run = match headers.get("nextrun").filter(|n| !n.is_empty()) {
@@ -75,12 +71,39 @@ impl BedrockCommands {
         } else {
             self.queue.set_data(id, data).await.map_err(engine_error)?;
         }
-        if let Some(at) = next_run {
-            if !matches!(job.state, JobState::Scheduled | JobState::Queued) {
-                return Err(status(
-                    "501 Changing nextRun of a job that is not QUEUED is not supported by Cairn yet",
-                ));
+        if clear_repeat {
+            self.queue
+                .set_schedule(id, None, None)
+                .await
+                .map_err(engine_error)?;
+        } else if let Some(repeat) = repeat {
+            self.queue
+                .set_schedule(id, Some(repeat), None)
+                .await
+                .map_err(engine_error)?;
+        }
+        // Without a nextRun, a new repeat sets it: from the job's due time (SCHEDULED) and its last start (STARTED).
+        let next_run = match (next_run, repeat.filter(|_| !clear_repeat)) {
+            (Some(at), _) => Some(at),
+            (None, Some(repeat)) => {
+                let runs = RunTimes {
+                    scheduled: job.run_at,
+                    started: job.history.last().map(|a| a.started_at),
+                    now: jiff::Timestamp::now(),
+                };
+                let repeat = Repeat::parse(repeat).map_err(|_| status("402 Malformed repeat"))?;
+                Some(
+                    repeat
+                        .next_run(runs)
+                        .map_err(|_| status("400 Unique Constraints Violation"))?,
+                )
             }
+            (None, None) => None,
+        };
+        // A running job's next run is decided when it ends; only a waiting job moves now.
+        if let Some(at) = next_run
+            && matches!(job.state, JobState::Scheduled | JobState::Queued)
+        {
             self.queue.reschedule(id, at).await.map_err(engine_error)?;
         }
         if let Some(priority) = priority
@@ -129,11 +152,15 @@ impl BedrockCommands {
 
     /// RequeueJobs: every listed job, whatever its state, is due again at once; unknown ids are ignored.
     pub(super) async fn requeue_jobs(&self, headers: &Headers) -> Answer {
-        if headers.get("name").is_some_and(|n| !n.is_empty()) {
-            return Err(status(
-                "501 Renaming jobs on RequeueJobs is not supported by Cairn yet",
-            ));
-        }
+        let rename = match headers.get("name").filter(|n| !n.is_empty()) {
+            Some(name) => Some(
+                cairn::JobName::parse(name)
+                    .map_err(engine_error)?
+                    .as_str()
+                    .to_owned(),
+            ),
+            None => None,
+        };
         let ids = headers
             .get("jobids")
             .unwrap_or("")
@@ -142,7 +169,14 @@ impl BedrockCommands {
             .filter(|id| *id > 0);
         for id in ids {
             match self.queue.requeue(JobId(id), None).await {
-                Ok(_) => self.forget(JobId(id)),
+                Ok(_) => {
+                    self.forget(JobId(id));
+                    if let Some(name) = &rename
+                        && let Err(e) = self.queue.rename(JobId(id), name).await
+                    {
+                        tracing::warn!(job = id, error = %e, "RequeueJobs could not rename a job");
+                    }
+                }
                 Err(e) if e.is_not_found() => {}
                 Err(e) => {
                     tracing::warn!(job = id, error = %e, "RequeueJobs could not requeue a job")

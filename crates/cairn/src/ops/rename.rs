@@ -1,0 +1,51 @@
+//! [`Rename`]: give a job that is not running another name.
+
+use rusqlite::{OptionalExtension, named_params};
+
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
+use crate::names::JobName;
+use crate::ops::{Operation, WriteCtx, parse_stored_state};
+
+/// Renames a job that is not running (a worker takes jobs by name, so a running job keeps the name it was taken
+/// under). A ready job may then go to a worker waiting for the new name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// The job.
+    pub job: JobId,
+    /// The new name.
+    pub name: String,
+}
+
+const SELECT_JOB: &str = "SELECT state, queue FROM jobs WHERE id = :id";
+const RENAME_JOB: &str = "UPDATE jobs SET name = :name WHERE id = :id";
+
+impl Operation for Rename {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let name = JobName::parse(self.name.as_str())?;
+        let row: Option<(String, String)> = ctx
+            .conn
+            .prepare_cached(SELECT_JOB)?
+            .query_row(named_params! { ":id": self.job.0 }, |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?;
+        let (state, queue) = row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
+        let state = parse_stored_state(&state)?;
+        if state == JobState::Running {
+            return Err(Error::invalid_state(format!(
+                "job {} is running under its name; rename it after it ends",
+                self.job
+            )));
+        }
+        ctx.conn
+            .prepare_cached(RENAME_JOB)?
+            .execute(named_params! { ":name": name.as_str(), ":id": self.job.0 })?;
+        if state == JobState::Queued {
+            ctx.ready.mark(&queue);
+        }
+        Ok(())
+    }
+}
