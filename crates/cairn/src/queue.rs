@@ -508,11 +508,10 @@ impl Queue {
         self.write(SetData { job, data }).await
     }
 
-    /// Renames a job that is not running.
+    /// Renames a job, whatever its state (a running job's worker is unaffected: names matter when jobs are taken).
     ///
     /// # Errors
-    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for a running job; [`ErrorKind::InvalidInput`] for a
-    /// bad name.
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidInput`] for a bad name.
     pub async fn rename(&self, job: JobId, name: &str) -> Result<()> {
         self.write(Rename {
             job,

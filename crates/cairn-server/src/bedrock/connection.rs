@@ -45,8 +45,9 @@ pub struct Signals {
     /// Cancelled when the server starts shutting down: a command that waits should answer then.
     pub shutdown: CancellationToken,
     /// Cancelled when the client closes its side of the connection while the command runs: a command that waits
-    /// for a job should stop waiting (Bedrock aborts such a command). A client that only half-closed after
-    /// sending still gets the answer, so quick commands simply finish.
+    /// for a job should stop waiting (Bedrock aborts such a command, and a GetJob that took jobs for a client that
+    /// left answers `556 Aborted` and gives them back). A client that only half-closed after sending still gets
+    /// the answers of other commands.
     pub client_gone: CancellationToken,
 }
 
@@ -124,12 +125,28 @@ fn close(mut response: Response) -> Response {
     response
 }
 
-/// Whether the request asks for the connection to close after it.
+/// Whether the request asks for the connection to close after it: `Connection: close`, or `forget` (whose
+/// sender reads no answer).
 fn wants_close(request: &Request) -> bool {
     request
         .headers
         .get("connection")
-        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
+        .is_some_and(|v| v.eq_ignore_ascii_case("close") || v.eq_ignore_ascii_case("forget"))
+}
+
+/// Writes all of `bytes`, or fails: a client that does not read for a whole request timeout holds nothing up.
+async fn write_bounded(
+    stream: &mut TcpStream,
+    bytes: &[u8],
+    limit: Duration,
+) -> std::io::Result<()> {
+    match tokio::time::timeout(limit, stream.write_all(bytes)).await {
+        Ok(written) => written,
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "the client stopped reading",
+        )),
+    }
 }
 
 /// Serves one connection: requests in order, one at a time.
@@ -143,26 +160,41 @@ async fn handle(
     let mut buffer: Vec<u8> = Vec::with_capacity(1024);
     // The client closed its side: finish what it sent, then close.
     let mut eof = false;
+    // When the request being read started arriving: it must be whole by this plus the request timeout, however
+    // the bytes trickle in.
+    let mut request_started: Option<tokio::time::Instant> = None;
     let mut chunk = vec![0u8; 16 * 1024];
     loop {
         // A request already in the buffer (pipelined) runs before anything more is read.
         match reader.next(&buffer) {
             Err(e) => {
                 let response = close(Response::status(e.status_line()));
-                stream.write_all(&response.to_bytes()).await?;
+                write_bounded(&mut stream, &response.to_bytes(), config.request_timeout).await?;
                 return Ok(());
             }
             Ok(Some((request, used))) => {
                 buffer.drain(..used);
+                request_started = None;
                 let closing = wants_close(&request);
                 let (response, client_gone) =
                     run_watching_peer(&mut stream, &mut buffer, commands, request, shutdown, eof)
                         .await;
                 eof |= client_gone;
+                if client_gone && !response.handed_out.is_empty() {
+                    // Bedrock aborts a command whose client left (556): the jobs go back rather than into a
+                    // socket nobody reads.
+                    commands.undelivered(&response);
+                    let aborted = close(Response::status("556 Aborted"));
+                    let _ = write_bounded(&mut stream, &aborted.to_bytes(), config.request_timeout)
+                        .await;
+                    return Ok(());
+                }
                 let response = if closing { close(response) } else { response };
                 // A client that closed its side may still read (it may only have half-closed): the answer goes out
                 // anyway, and so do those of the requests it sent before closing.
-                if let Err(e) = stream.write_all(&response.to_bytes()).await {
+                if let Err(e) =
+                    write_bounded(&mut stream, &response.to_bytes(), config.request_timeout).await
+                {
                     commands.undelivered(&response);
                     return Err(e);
                 }
@@ -179,20 +211,24 @@ async fn handle(
             return Ok(());
         }
         // Between requests, wait for the next one (or shutdown); within one, a slow client gets a deadline.
-        let limit = if buffer.is_empty() {
-            config.idle_timeout
+        if buffer.is_empty() {
+            request_started = None;
         } else {
-            config.request_timeout
+            request_started.get_or_insert_with(tokio::time::Instant::now);
+        }
+        let deadline = match request_started {
+            Some(started) => started + config.request_timeout,
+            None => tokio::time::Instant::now() + config.idle_timeout,
         };
         let read = tokio::select! {
             () = shutdown.cancelled(), if buffer.is_empty() => return Ok(()),
-            read = tokio::time::timeout(limit, stream.read(&mut chunk)) => read,
+            read = tokio::time::timeout_at(deadline, stream.read(&mut chunk)) => read,
         };
         match read {
             Err(_) if buffer.is_empty() => return Ok(()),
             Err(_) => {
                 let response = close(Response::status("408 Request timeout"));
-                stream.write_all(&response.to_bytes()).await?;
+                write_bounded(&mut stream, &response.to_bytes(), config.request_timeout).await?;
                 return Ok(());
             }
             Ok(Ok(0)) => return Ok(()),
@@ -253,15 +289,30 @@ mod tests {
     struct Echo {
         sleeping: tokio::sync::Notify,
         abandoned: tokio::sync::Notify,
+        undelivered: std::sync::Mutex<Vec<cairn::JobId>>,
     }
 
     impl Commands for Echo {
+        fn undelivered(&self, response: &Response) {
+            self.undelivered
+                .lock()
+                .unwrap()
+                .extend(response.handed_out.iter().copied());
+        }
+
         fn run<'a>(
             &'a self,
             request: Request,
             signals: &'a Signals,
         ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Response> + Send + 'a>> {
             Box::pin(async move {
+                if request.verb.eq_ignore_ascii_case("take") {
+                    // Hands out a pretend job, for the undelivered path.
+                    return Response {
+                        handed_out: vec![cairn::JobId(7)],
+                        ..Response::status("200 Taken")
+                    };
+                }
                 if request.verb.eq_ignore_ascii_case("sleep") {
                     self.sleeping.notify_one();
                     tokio::select! {
@@ -437,6 +488,46 @@ mod tests {
         let text = read_all(&mut stream).await;
         assert!(text.contains("\"verb\":\"A\""), "{text:?}");
         assert!(text.contains("\"verb\":\"B\""), "{text:?}");
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_slow_client_gets_one_deadline_for_the_whole_request() {
+        let config = BedrockConfig {
+            request_timeout: Duration::from_millis(400),
+            ..BedrockConfig::default()
+        };
+        let server = start(config).await;
+        let mut slow = TcpStream::connect(server.addr).await.unwrap();
+        // A byte well inside the timeout each time, but never a whole request.
+        let trickle = async {
+            for byte in b"GetJob\r\nname: abcdefghij" {
+                if slow.write_all(&[*byte]).await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(3), trickle).await;
+        assert!(read_all(&mut slow).await.starts_with("408 Request timeout"));
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn jobs_handed_to_a_client_that_left_are_given_back() {
+        let server = start(BedrockConfig::default()).await;
+        let mut client = TcpStream::connect(server.addr).await.unwrap();
+        client
+            .write_all(b"Sleep\r\n\r\nTake\r\n\r\n")
+            .await
+            .unwrap();
+        server.echo.sleeping.notified().await;
+        // The client leaves while Sleep runs; Take then runs for nobody.
+        client.shutdown().await.unwrap();
+        server.echo.abandoned.notified().await;
+        let text = read_all(&mut client).await;
+        assert!(text.contains("556 Aborted"), "{text:?}");
+        assert_eq!(*server.echo.undelivered.lock().unwrap(), [cairn::JobId(7)]);
         server.stop().await;
     }
 

@@ -588,3 +588,73 @@ async fn jobs_are_renamed_and_their_repeat_changed_as_bedrock_allows() {
     );
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_answers_at_once_and_a_forgotten_get_job_takes_nothing() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let created = c
+        .send("CreateJob", &[("name", "later"), ("Connection", "forget")])
+        .await;
+    assert_eq!(created.status, "202 Successfully queued");
+    let mut c = bedrock.connect().await;
+    let taken = c
+        .send("GetJob", &[("name", "later"), ("Connection", "forget")])
+        .await;
+    assert_eq!(taken.status, "202 Successfully queued");
+    let mut c = bedrock.connect().await;
+    // The forgotten CreateJob ran; the forgotten GetJob took nothing.
+    let got = c.send("GetJob", &[("name", "later")]).await;
+    assert_eq!(got.status, "200 OK");
+    // FinishJob ends a repeating job when told to ignore its repeat: it is gone for Bedrock, and never runs again.
+    let id = c
+        .send(
+            "CreateJob",
+            &[("name", "tick"), ("repeat", "FINISHED, +1 SECOND")],
+        )
+        .await
+        .body["jobID"]
+        .to_string();
+    c.send("GetJob", &[("name", "tick")]).await;
+    let finished = c
+        .send(
+            "FinishJob",
+            &[("jobID", id.as_str()), ("ignoreRepeat", "true")],
+        )
+        .await;
+    assert_eq!(finished.status, "200 OK");
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", id.as_str())]).await.status,
+        "404 No job with this jobID"
+    );
+    // RequeueJobs ignores it as Bedrock ignores unknown ids.
+    c.send("RequeueJobs", &[("jobIDs", id.as_str())]).await;
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", id.as_str())]).await.status,
+        "404 No job with this jobID"
+    );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_nested_as_deep_as_json_allows_is_handed_out() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let deep = format!("{}1{}", r#"{"a":"#.repeat(126), "}".repeat(126));
+    assert_eq!(
+        c.send("CreateJob", &[("name", "deep"), ("data", deep.as_str())])
+            .await
+            .status,
+        "200 OK"
+    );
+    let mut raw = bedrock.connect().await;
+    raw.0
+        .write_all(b"GetJobs\r\nname: deep\r\nnumResults: 5\r\n\r\n")
+        .await
+        .unwrap();
+    // The body is too deep for this test's own JSON parser to read back: check its start only.
+    let mut head = [0u8; 6];
+    raw.0.read_exact(&mut head).await.unwrap();
+    assert_eq!(&head, b"200 OK");
+    bedrock.stop().await;
+}

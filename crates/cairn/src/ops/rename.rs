@@ -7,8 +7,8 @@ use crate::job::{JobId, JobState};
 use crate::names::JobName;
 use crate::ops::{Operation, WriteCtx, parse_stored_state};
 
-/// Renames a job that is not running (a worker takes jobs by name, so a running job keeps the name it was taken
-/// under). A ready job may then go to a worker waiting for the new name.
+/// Renames a job, whatever its state. A name only matters when a job is taken, so a running job's worker is
+/// unaffected; a ready job may go to a worker waiting for the new name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rename {
     /// The job.
@@ -34,12 +34,6 @@ impl Operation for Rename {
             .optional()?;
         let (state, queue) = row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
         let state = parse_stored_state(&state)?;
-        if state == JobState::Running {
-            return Err(Error::invalid_state(format!(
-                "job {} is running under its name; rename it after it ends",
-                self.job
-            )));
-        }
         ctx.conn
             .prepare_cached(RENAME_JOB)?
             .execute(named_params! { ":name": name.as_str(), ":id": self.job.0 })?;

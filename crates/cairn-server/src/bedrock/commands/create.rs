@@ -31,11 +31,17 @@ impl BedrockCommands {
             return Err(status("402 Malformed name"));
         }
         let data = early_checks(headers)?;
-        if headers.get("unique") == Some("true")
-            && let Some(existing) = self.unique_match(name).await?
-        {
-            return self.update_unique(existing, data, headers).await;
-        }
+        // Unique creates are serialised, as Bedrock's are: the lookup and the write must not interleave with
+        // another's, or two connections would both create the job.
+        let _unique = if headers.get("unique") == Some("true") {
+            let guard = self.unique.lock().await;
+            if let Some(existing) = self.unique_match(name).await? {
+                return self.update_unique(existing, data, headers).await;
+            }
+            Some(guard)
+        } else {
+            None
+        };
         let push = late_checks(headers, data)?;
         let enqueued = self.queue.enqueue(push).await.map_err(engine_error)?;
         Ok(Response::json(json_object(vec![(
@@ -139,20 +145,15 @@ impl BedrockCommands {
         if !matches!(headers.get("overwrite"), None | Some("") | Some("true")) {
             return answer();
         }
-        // Bedrock's quirk, kept: the new repeat replaces the old, and a missing one clears it.
-        if repeat != existing.schedule.clone().unwrap_or_default() {
-            let repeat = (!repeat.is_empty()).then_some(repeat.as_str());
-            self.queue
-                .set_schedule(existing.id, repeat, None)
-                .await
-                .map_err(engine_error)?;
-        }
         let mut merged = existing.data.clone();
         merge_patch(&mut merged, &data);
-        if existing.state == JobState::Running {
-            let lease = self.lease_of(existing.id).ok_or_else(|| {
+        let lease = match existing.state {
+            JobState::Running => Some(self.lease_of(existing.id).ok_or_else(|| {
                 status("405 This RUNNING job was taken outside the Bedrock protocol")
-            })?;
+            })?),
+            _ => None,
+        };
+        if let Some(lease) = lease {
             self.queue
                 .checkpoint(&lease, merged)
                 .await
@@ -160,6 +161,14 @@ impl BedrockCommands {
         } else {
             self.queue
                 .set_data(existing.id, merged)
+                .await
+                .map_err(engine_error)?;
+        }
+        // Bedrock's quirk, kept: the new repeat replaces the old, and a missing one clears it.
+        if repeat != existing.schedule.clone().unwrap_or_default() {
+            let repeat = (!repeat.is_empty()).then_some(repeat.as_str());
+            self.queue
+                .set_schedule(existing.id, repeat, None)
                 .await
                 .map_err(engine_error)?;
         }

@@ -35,6 +35,13 @@ impl BedrockCommands {
                 matches!(d.get("delete"), Some(Value::Bool(true)))
                     || d.get("delete").and_then(Value::as_str) == Some("true")
             });
+        if ends && job.schedule.is_some() {
+            // The job ends here instead of recurring: without a schedule, finishing completes it.
+            self.queue
+                .set_schedule(job.id, None, None)
+                .await
+                .map_err(engine_error)?;
+        }
         self.queue
             .finish_with(Finish {
                 data,
@@ -43,10 +50,6 @@ impl BedrockCommands {
             .await
             .map_err(|e| lease_error(e, NOT_RUNNING))?;
         self.forget(job.id);
-        if ends && job.schedule.is_some() {
-            // Bedrock deletes a job that ends; the finish above already scheduled its next run.
-            self.queue.delete(job.id).await.map_err(engine_error)?;
-        }
         Ok(Response::status("200 OK"))
     }
 
@@ -79,6 +82,19 @@ impl BedrockCommands {
         } else {
             Some(retry_delay(headers.get("delay").unwrap_or("0"))?)
         };
+        // Name and priority change while the job still runs, so that nobody can take it under the old ones.
+        if let Some(name) = rename {
+            self.queue
+                .rename(job.id, &name)
+                .await
+                .map_err(engine_error)?;
+        }
+        if let Some(priority) = priority {
+            self.queue
+                .set_priority(job.id, values::to_cairn_priority(priority))
+                .await
+                .map_err(engine_error)?;
+        }
         if let Some(data) = data {
             self.queue
                 .checkpoint(&lease, data)
@@ -96,18 +112,6 @@ impl BedrockCommands {
         }
         .map_err(|e| lease_error(e, NOT_RUNNING))?;
         self.forget(job.id);
-        if let Some(name) = rename {
-            self.queue
-                .rename(job.id, &name)
-                .await
-                .map_err(engine_error)?;
-        }
-        if let Some(priority) = priority {
-            self.queue
-                .set_priority(job.id, values::to_cairn_priority(priority))
-                .await
-                .map_err(engine_error)?;
-        }
         Ok(Response::status("200 OK"))
     }
 

@@ -31,7 +31,8 @@ impl BedrockCommands {
         Ok(Response::json(json_object(fields)))
     }
 
-    /// UpdateJob: new data (replacing the old), and optionally a new priority or `nextRun`.
+    /// UpdateJob: new data (replacing the old), and optionally a new repeat, priority or `nextRun`. Everything
+    /// is checked and computed before anything is written, so a refused update changes nothing.
     pub(super) async fn update_job(&self, headers: &Headers) -> Answer {
         let id = values::job_id(headers)?;
         let text = headers.get("data").unwrap_or("");
@@ -41,10 +42,10 @@ impl BedrockCommands {
         if text.len() > MAX_DATA {
             return Err(status("402 Malformed data"));
         }
-        let repeat = headers.get("repeat").filter(|r| !r.is_empty());
-        if let Some(repeat) = repeat {
-            Repeat::parse(repeat).map_err(|_| status("402 Malformed repeat"))?;
-        }
+        let repeat = match headers.get("repeat").filter(|r| !r.is_empty()) {
+            Some(text) => Some(Repeat::parse(text).map_err(|_| status("402 Malformed repeat"))?),
+            None => None,
+        };
         let priority = headers
             .get("jobpriority")
             .map(values::priority)
@@ -53,53 +54,49 @@ impl BedrockCommands {
         let clear_repeat = values::atoll(headers.get("shouldclearrepeat").unwrap_or("0")) != 0;
         // Bedrock stores invalid JSON as `{}` without a word; Cairn says so instead.
         let data = serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
-        let next_run = match headers.get("nextrun").filter(|n| !n.is_empty()) {
-            Some(text) => {
+        // The running job's data is its worker's: it is saved as a checkpoint under the lease held here.
+        let lease = match job.state {
+            JobState::Running => Some(self.lease_of(id).ok_or_else(|| {
+                status("405 This RUNNING job was taken outside the Bedrock protocol")
+            })?),
+            _ => None,
+        };
+        // Without a nextRun, a new repeat sets it: from the job's due time (SCHEDULED) and last start (STARTED).
+        let next_run = match (headers.get("nextrun").filter(|n| !n.is_empty()), &repeat) {
+            (Some(text), _) => {
                 Some(cairn::parse_first_run(text).map_err(|_| status("402 Malformed nextRun"))?)
             }
-            None => None,
-        };
-        if job.state == JobState::Running {
-            // The running job's data is its worker's: it is saved as a checkpoint under the lease held here.
-            let lease = self.lease_of(id).ok_or_else(|| {
-                status("405 This RUNNING job was taken outside the Bedrock protocol")
-            })?;
-            self.queue
-                .checkpoint(&lease, data)
-                .await
-                .map_err(engine_error)?;
-        } else {
-            self.queue.set_data(id, data).await.map_err(engine_error)?;
-        }
-        if clear_repeat {
-            self.queue
-                .set_schedule(id, None, None)
-                .await
-                .map_err(engine_error)?;
-        } else if let Some(repeat) = repeat {
-            self.queue
-                .set_schedule(id, Some(repeat), None)
-                .await
-                .map_err(engine_error)?;
-        }
-        // Without a nextRun, a new repeat sets it: from the job's due time (SCHEDULED) and its last start (STARTED).
-        let next_run = match (next_run, repeat.filter(|_| !clear_repeat)) {
-            (Some(at), _) => Some(at),
-            (None, Some(repeat)) => {
+            (None, Some(repeat)) if !clear_repeat => {
                 let runs = RunTimes {
                     scheduled: job.run_at,
                     started: job.history.last().map(|a| a.started_at),
                     now: jiff::Timestamp::now(),
                 };
-                let repeat = Repeat::parse(repeat).map_err(|_| status("402 Malformed repeat"))?;
                 Some(
                     repeat
                         .next_run(runs)
                         .map_err(|_| status("400 Unique Constraints Violation"))?,
                 )
             }
-            (None, None) => None,
+            _ => None,
         };
+
+        match lease {
+            Some(lease) => self.queue.checkpoint(&lease, data).await.map(drop),
+            None => self.queue.set_data(id, data).await,
+        }
+        .map_err(engine_error)?;
+        if clear_repeat {
+            self.queue
+                .set_schedule(id, None, None)
+                .await
+                .map_err(engine_error)?;
+        } else if let Some(repeat) = &repeat {
+            self.queue
+                .set_schedule(id, Some(repeat.as_str()), None)
+                .await
+                .map_err(engine_error)?;
+        }
         // A running job's next run is decided when it ends; only a waiting job moves now.
         if let Some(at) = next_run
             && matches!(job.state, JobState::Scheduled | JobState::Queued)
@@ -168,6 +165,10 @@ impl BedrockCommands {
             .map(values::atoll)
             .filter(|id| *id > 0);
         for id in ids {
+            // A completed job is one Bedrock deleted: an unknown id, ignored.
+            if !matches!(self.bedrock_job(JobId(id)).await, Ok(_)) {
+                continue;
+            }
             match self.queue.requeue(JobId(id), None).await {
                 Ok(_) => {
                     self.forget(JobId(id));

@@ -32,6 +32,8 @@ pub struct BedrockCommands {
     queue: Queue,
     /// The leases of the jobs handed out by GetJob(s) and not yet finished, retried, failed or given back.
     leases: Mutex<HashMap<JobId, Lease>>,
+    /// Held by a unique CreateJob from its lookup to its write.
+    unique: tokio::sync::Mutex<()>,
 }
 
 impl BedrockCommands {
@@ -40,6 +42,7 @@ impl BedrockCommands {
         BedrockCommands {
             queue,
             leases: Mutex::new(HashMap::new()),
+            unique: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -67,7 +70,24 @@ impl BedrockCommands {
 
     async fn dispatch(&self, request: Request, signals: &Signals) -> Response {
         let verb = request.verb.to_ascii_lowercase();
-        let result = match verb.as_str() {
+        if request
+            .headers
+            .get("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("forget"))
+        {
+            // Nobody will read the answer. A GetJob would take jobs only to give them back (Bedrock requeues
+            // them), so it takes none; anything else runs, and its outcome is dropped.
+            if !matches!(verb.as_str(), "getjob" | "getjobs") {
+                let _ = self.dispatch_verb(&verb, &request, signals).await;
+            }
+            // The connection closes after this answer (see `connection::wants_close`).
+            return Response::status("202 Successfully queued");
+        }
+        self.dispatch_verb(&verb, &request, signals).await
+    }
+
+    async fn dispatch_verb(&self, verb: &str, request: &Request, signals: &Signals) -> Response {
+        let result = match verb {
             "createjob" => self.create_job(&request.headers).await,
             "createjobs" => self.create_jobs(&request.headers).await,
             "getjob" => self.get_jobs(&request.headers, false, signals).await,
