@@ -166,7 +166,7 @@ impl BedrockCommands {
             .filter(|id| *id > 0);
         for id in ids {
             // A completed job is one Bedrock deleted: an unknown id, ignored.
-            if !matches!(self.bedrock_job(JobId(id)).await, Ok(_)) {
+            if self.bedrock_job(JobId(id)).await.is_err() {
                 continue;
             }
             match self.queue.requeue(JobId(id), None).await {
