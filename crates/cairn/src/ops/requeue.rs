@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, named_params};
 use crate::clock::to_millis;
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
-use crate::ops::{Operation, WriteCtx, end_attempt, parse_stored_state, running_job};
+use crate::ops::{Operation, WriteCtx, end_attempt, parse_stored_state, requeue, running_job};
 
 /// Puts a job back in its queue with a fresh count of attempts: a failed, cancelled or completed job runs again
 /// (the way to retry a job that ran out of attempts once its cause is fixed), and a job that has not run yet moves
@@ -25,8 +25,9 @@ const SELECT_JOB: &str = "SELECT state, queue, unique_key FROM jobs WHERE id = :
 const SELECT_LIVE_HOLDER: &str = "SELECT id FROM jobs INDEXED BY jobs_unique_live WHERE unique_key = :key \
      AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running') AND id != :id";
 
-const REQUEUE_JOB: &str = "UPDATE jobs SET state = :state, run_at = :run_at, attempt = 0, finished_at = NULL, \
-     error = NULL, failure_group = NULL, worker = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+/// What a fresh start forgets; `requeue` then sets the state and time and clears the lease.
+const FRESH_START: &str = "UPDATE jobs SET attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, \
+     worker = NULL WHERE id = :id";
 
 impl Operation for Requeue {
     /// The job's state afterwards: `queued`, or `scheduled` for a later `run_at`.
@@ -65,19 +66,10 @@ impl Operation for Requeue {
             end_attempt(ctx, &held, AttemptOutcome::Requeued, Some("requeued"), None)?;
         }
         let run_at = self.run_at.map_or(ctx.now_ms, to_millis);
-        let new_state = if run_at <= ctx.now_ms {
-            JobState::Queued
-        } else {
-            JobState::Scheduled
-        };
         ctx.conn
-            .prepare_cached(REQUEUE_JOB)?
-            .execute(named_params! {
-                ":state": new_state.as_str(), ":run_at": run_at, ":id": self.job.0,
-            })?;
-        if new_state == JobState::Queued {
-            ctx.ready.mark(&queue);
-        }
+            .prepare_cached(FRESH_START)?
+            .execute(named_params! { ":id": self.job.0 })?;
+        let new_state = requeue(ctx, self.job, &queue, run_at, None)?;
         Ok(new_state)
     }
 }
