@@ -658,3 +658,29 @@ async fn data_nested_as_deep_as_json_allows_is_handed_out() {
     assert_eq!(&head, b"200 OK");
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn escaped_header_values_carry_json_with_backslashes_and_line_breaks() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    // As Bedrock-PHP sends it: every backslash of the JSON doubled, so `x\"y` travels as `x\\"y`.
+    let created = c
+        .send(
+            "CreateJob",
+            &[
+                ("name", "escaped"),
+                (
+                    "data",
+                    r#"{"quote":"x\\"y","lines":"a\\nb","path":"c:\\\\d"}"#,
+                ),
+            ],
+        )
+        .await;
+    assert_eq!(created.status, "200 OK");
+    let got = c.send("GetJob", &[("name", "escaped")]).await;
+    assert_eq!(
+        got.body["data"],
+        json!({"quote": "x\"y", "lines": "a\nb", "path": "c:\\d"})
+    );
+    bedrock.stop().await;
+}
