@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use cairn::{Durability, QueueOptions, Retention, RetryPolicy};
+use cairn::{Durability, QueueOptions, RecoveryPolicy, Retention, RetryPolicy};
 use cairn_server::ServerConfig;
 use serde::Deserialize;
 
@@ -24,6 +24,7 @@ pub struct FileConfig {
     token: Option<String>,
     insecure: Option<bool>,
     durability: Option<String>,
+    recovery: Option<String>,
     lease_timeout: Option<String>,
     max_attempts: Option<u32>,
     retention_age: Option<String>,
@@ -146,6 +147,13 @@ impl ServeSettings {
                 other => bail!("durability: must be full or normal, got {other:?}"),
             };
         }
+        // A server's workers are remote and outlive it: by default their leases carry on across a restart.
+        queue.recovery = match args.recovery.as_deref().or(file.recovery.as_deref()) {
+            None | Some("keep-leases") => RecoveryPolicy::KeepLeases,
+            Some("retry") => RecoveryPolicy::RetryNow,
+            Some("backoff") => RecoveryPolicy::Backoff,
+            Some(other) => bail!("recovery: must be keep-leases, retry or backoff, got {other:?}"),
+        };
         if let Some(d) = duration(
             args.lease_timeout,
             file.lease_timeout.as_deref(),
@@ -266,6 +274,7 @@ mod tests {
         assert_eq!(s.db, PathBuf::from("cairn.db"));
         assert_eq!(s.http, "127.0.0.1:6670".parse().unwrap());
         assert_eq!(s.bedrock, Some("127.0.0.1:8888".parse().unwrap()));
+        assert_eq!(s.queue.recovery, RecoveryPolicy::KeepLeases);
         assert!(s.server.token.is_none());
     }
 

@@ -45,6 +45,11 @@ pub struct ServeArgs {
     /// [default: full].
     #[arg(long, env = "CAIRN_DURABILITY")]
     pub durability: Option<String>,
+    /// Jobs found running at start: `keep-leases` leaves them to their workers, which outlive a restart of the
+    /// server (a job whose worker is gone too runs again when its lease expires); `retry` or `backoff` runs them
+    /// again at once or after their backoff [default: keep-leases].
+    #[arg(long, env = "CAIRN_RECOVERY", value_name = "POLICY")]
+    pub recovery: Option<String>,
     /// A job's lease without a heartbeat, unless the job sets its own [default: 60s].
     #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub lease_timeout: Option<Duration>,

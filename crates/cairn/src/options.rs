@@ -20,14 +20,19 @@ pub enum Durability {
     Normal,
 }
 
-/// What happens to jobs found running when a database is opened (their process died).
+/// What happens to jobs found running when a database is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RecoveryPolicy {
-    /// Count the attempt and run the job again at once. The default.
+    /// Their workers died with the process: count the attempt and run the job again at once. The default, right
+    /// for an embedded queue whose workers live in the process.
     #[default]
     RetryNow,
-    /// Count the attempt and wait the job's retry backoff, as after an error.
+    /// As `RetryNow`, but wait the job's retry backoff, as after an error.
     Backoff,
+    /// Their workers may have outlived the process (the remote workers of a server): leave each job to its
+    /// lease. A worker that is still there goes on under it, heartbeats and all; a job whose worker is gone too
+    /// runs again when its lease expires, as after any lost worker.
+    KeepLeases,
 }
 
 /// How long finished jobs are kept.

@@ -597,6 +597,21 @@ impl Queue {
             .await
     }
 
+    /// The lease a running job is held under, token included; `None` when it is not running.
+    ///
+    /// For a server layer that holds leases on behalf of clients whose protocol has none (the Bedrock protocol),
+    /// and that must find them again after a restart. Hand a lease only to the job's own worker: its token is what
+    /// lets a caller finish the job.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn lease(&self, job: JobId) -> Result<Option<Lease>> {
+        self.inner
+            .readers
+            .read(move |conn| rows::load_lease(conn, job))
+            .await
+    }
+
     /// Lists jobs, newest first, a page at a time.
     ///
     /// # Errors

@@ -129,3 +129,32 @@ async fn a_job_pushed_over_http_is_worked_through_the_bedrock_protocol() {
     assert_eq!(nc.send(&["FinishJob", &format!("jobID: {id}")]).0, "200 OK");
     assert_eq!(client.get(id).await.unwrap().state, JobState::Completed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bedrock_worker_finishes_its_job_after_the_server_restarts() {
+    let mut server = TestServer::spawn();
+    let mut nc = Nc::connect(&server);
+    let (_, created) = nc.send(&["CreateJob", "name: long.task"]);
+    let id = created["jobID"].as_i64().unwrap();
+    assert_eq!(nc.send(&["GetJob", "name: long.task"]).0, "200 OK");
+    drop(nc);
+    let mut server = tokio::task::spawn_blocking(move || {
+        server.kill();
+        server.start();
+        server
+    })
+    .await
+    .unwrap();
+    // The server kept the job's lease across the restart, so the worker that has it can still finish it.
+    let mut nc = Nc::connect(&server);
+    let job_id = format!("jobID: {id}");
+    assert_eq!(nc.send(&["QueryJob", &job_id]).1["state"], "RUNNING");
+    assert_eq!(nc.send(&["FinishJob", &job_id]).0, "200 OK");
+    assert_eq!(
+        nc.send(&["QueryJob", &job_id]).0,
+        "404 No job with this jobID"
+    );
+    tokio::task::spawn_blocking(move || assert_eq!(server.terminate(), Some(0)))
+        .await
+        .unwrap();
+}

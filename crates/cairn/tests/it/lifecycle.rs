@@ -669,3 +669,55 @@ async fn set_schedule_makes_a_job_recur_and_none_stops_it() {
     assert_eq!(err.field(), Some("schedule"));
     t.close().await;
 }
+
+#[tokio::test]
+async fn keep_leases_lets_a_worker_that_outlived_the_process_finish_its_job() {
+    let t = TestQueue::new().await;
+    let kept = t.push("kept").await;
+    let orphan = t
+        .queue
+        .enqueue(
+            Push::new("orphan")
+                .lease_timeout(Duration::from_secs(30))
+                .retry(RetryPolicy::immediate(3)),
+        )
+        .await
+        .unwrap()
+        .id;
+    let claimed = t.take("remote").await.unwrap();
+    assert_eq!(claimed.job.id, kept);
+    let _lost = t.take("gone").await.unwrap();
+    t.close().await; // the server stops; its remote workers do not
+
+    let options = QueueOptions {
+        clock: std::sync::Arc::new(t.clock.clone()),
+        recovery: RecoveryPolicy::KeepLeases,
+        ..Default::default()
+    };
+    let queue = Queue::open_with(t.path(), options).await.unwrap();
+    assert_eq!(queue.get(kept).await.unwrap().state, JobState::Running);
+    let found = queue
+        .lease(kept)
+        .await
+        .unwrap()
+        .expect("a running job's lease");
+    assert_eq!(found.token, claimed.lease.token);
+    assert_eq!(queue.lease(JobId(999)).await.unwrap(), None);
+    // The surviving worker goes on under its lease.
+    queue.heartbeat(&claimed.lease, None).await.unwrap();
+    queue.finish(&claimed.lease, None).await.unwrap();
+    assert_eq!(queue.get(kept).await.unwrap().state, JobState::Completed);
+    // The job whose worker is gone runs again once its lease expires.
+    t.clock.advance(Duration::from_secs(31));
+    queue.wake();
+    let again = queue
+        .dequeue(cairn::Dequeue::new("w").wait(Duration::from_secs(10)))
+        .await
+        .unwrap();
+    assert_eq!(again[0].job.id, orphan);
+    assert_eq!(
+        queue.get(orphan).await.unwrap().history[0].outcome,
+        Some(AttemptOutcome::LeaseExpired)
+    );
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}

@@ -148,7 +148,7 @@ impl BedrockCommands {
         let mut merged = existing.data.clone();
         merge_patch(&mut merged, &data);
         let lease = match existing.state {
-            JobState::Running => Some(self.lease_of(existing.id).ok_or_else(|| {
+            JobState::Running => Some(self.lease_of(existing.id).await.ok_or_else(|| {
                 status("405 This RUNNING job was taken outside the Bedrock protocol")
             })?),
             _ => None,

@@ -17,8 +17,8 @@ pub(super) const BEDROCK_LEASE: Duration = Duration::from_secs(24 * 3600);
 /// Bedrock's default command timeout, which bounds a `Connection: wait`.
 const DEFAULT_WAIT: Duration = Duration::from_millis(110_000);
 
-/// Who the history says took the jobs.
-const WORKER: &str = "bedrock";
+/// Who the history says took the jobs, and whose leases this layer holds.
+pub(super) const WORKER: &str = "bedrock";
 
 impl BedrockCommands {
     /// GetJob (`many` false: the job object itself) and GetJobs (`{"jobs": […]}`).

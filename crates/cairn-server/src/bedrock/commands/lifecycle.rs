@@ -22,7 +22,7 @@ impl BedrockCommands {
             return Err(status(not_running));
         }
         // A job taken through another door (the HTTP API) has a lease this layer does not hold.
-        let lease = self.lease_of(id).ok_or_else(|| status(not_running))?;
+        let lease = self.lease_of(id).await.ok_or_else(|| status(not_running))?;
         Ok((job, lease))
     }
 

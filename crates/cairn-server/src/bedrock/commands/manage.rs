@@ -56,7 +56,7 @@ impl BedrockCommands {
         let data = serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
         // The running job's data is its worker's: it is saved as a checkpoint under the lease held here.
         let lease = match job.state {
-            JobState::Running => Some(self.lease_of(id).ok_or_else(|| {
+            JobState::Running => Some(self.lease_of(id).await.ok_or_else(|| {
                 status("405 This RUNNING job was taken outside the Bedrock protocol")
             })?),
             _ => None,

@@ -53,12 +53,25 @@ impl BedrockCommands {
             .insert(lease.job, lease);
     }
 
-    fn lease_of(&self, job: JobId) -> Option<Lease> {
-        self.leases
+    /// The lease this layer holds on a running job: from memory, or, after a restart (the server keeps leases
+    /// across restarts), from the engine when the job is held by this layer's worker.
+    async fn lease_of(&self, job: JobId) -> Option<Lease> {
+        let known = self
+            .leases
             .lock()
             .expect("the lease map is never poisoned")
             .get(&job)
-            .cloned()
+            .cloned();
+        if known.is_some() {
+            return known;
+        }
+        let lease = self.queue.lease(job).await.ok().flatten()?;
+        if lease.worker.as_str() != get::WORKER {
+            // Taken through another door (the HTTP API): not this layer's to end.
+            return None;
+        }
+        self.remember(lease.clone());
+        Some(lease)
     }
 
     fn forget(&self, job: JobId) {
@@ -118,8 +131,12 @@ impl Commands for BedrockCommands {
     fn undelivered(&self, response: &Response) {
         // A GetJob whose answer never reached its client gives its jobs back at once (reference §7.7).
         for job in &response.handed_out {
-            if let Some(lease) = self.lease_of(*job) {
-                self.forget(*job);
+            let held = self
+                .leases
+                .lock()
+                .expect("the lease map is never poisoned")
+                .remove(job);
+            if let Some(lease) = held {
                 let queue = self.queue.clone();
                 tokio::spawn(async move {
                     if let Err(e) = queue.release(&lease).await {

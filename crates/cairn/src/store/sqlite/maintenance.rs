@@ -70,6 +70,10 @@ pub(crate) fn recover_at_open(
     limits: &Limits,
     policy: RecoveryPolicy,
 ) -> Result<usize> {
+    if policy == RecoveryPolicy::KeepLeases {
+        // Lease expiry, which the writer runs anyway, recovers the jobs whose workers are gone.
+        return Ok(0);
+    }
     let tx = conn.transaction()?;
     let (mut ready, mut tokens, mut rotation) = (ReadyQueues::default(), TokenSource::new(), 0);
     let mut ctx = WriteCtx {
@@ -93,8 +97,10 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
         let orphans = running_jobs(ctx, i64::MAX)?;
         for held in &orphans {
             let delay = match policy {
-                RecoveryPolicy::RetryNow => Some(std::time::Duration::ZERO),
                 RecoveryPolicy::Backoff => None,
+                RecoveryPolicy::RetryNow | RecoveryPolicy::KeepLeases => {
+                    Some(std::time::Duration::ZERO)
+                }
             };
             retry_or_fail(
                 ctx,

@@ -2,11 +2,12 @@
 
 use std::time::Duration;
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
 use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
+use crate::lease::Lease;
 use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
 
@@ -169,4 +170,22 @@ fn usage_from_row(
         cpu_time: millis(cpu_ms?),
         peak_memory: u64::try_from(peak_memory?).unwrap_or(0),
     })
+}
+
+/// The lease of a running job, token included.
+pub(crate) fn load_lease(conn: &Connection, id: JobId) -> Result<Option<Lease>> {
+    let lease = conn
+        .prepare_cached(
+            "SELECT lease_token, worker, lease_expires_at FROM jobs WHERE id = ?1 AND state = 'running'",
+        )?
+        .query_row(params![id.0], |row| {
+            Ok(Lease {
+                job: id,
+                token: row.get(0)?,
+                worker: WorkerId::from_trusted(row.get(1)?),
+                expires_at: from_millis(row.get(2)?),
+            })
+        })
+        .optional()?;
+    Ok(lease)
 }
