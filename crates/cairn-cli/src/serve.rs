@@ -4,12 +4,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use cairn::Queue;
-use std::sync::Arc;
-
 use cairn_server::Server;
 use cairn_server::bedrock::{BedrockCommands, BedrockConfig};
 use clap::Args;
