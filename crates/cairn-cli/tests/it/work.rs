@@ -491,7 +491,7 @@ async fn a_server_that_comes_up_late_is_waited_for() {
     let mut server = Command::new(cairn_binary())
         .args(["serve", "--db"])
         .arg(dir.path().join("cairn.db"))
-        .args(["--http", &format!("127.0.0.1:{port}")])
+        .args(["--http", &format!("127.0.0.1:{port}"), "--bedrock", "off"])
         .env_remove("CAIRN_TOKEN")
         .env_remove("CAIRN_CONFIG")
         .env("CAIRN_LOG", "warn")
