@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use cairn::{
-    ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job, JobFilter, JobId, JobPage,
-    JobState, Lease, Push, Recurring, RecurringInfo, Result, Retry,
+    ChangeDependencies, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job,
+    JobFilter, JobId, JobPage, JobState, Lease, Push, Recurring, RecurringInfo, Result, Retry,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -14,11 +14,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    CheckpointRequest, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody,
-    ErrorBody, FailRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
-    LeaseExpiryBody, LeaseRequest, PriorityRequest, PushBatchRequest, PushRequest, RecurringBody,
-    RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest,
-    SetDataRequest, StateBody, UpdateRequest, UsageBody,
+    CheckpointRequest, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
+    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FinishRequest, HealthBody,
+    HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PriorityRequest,
+    PushBatchRequest, PushRequest, RecurringBody, RecurringListBody, RecurringRequest,
+    RequeueRequest, RescheduleRequest, RetryRequest, SetDataRequest, StateBody, UpdateRequest,
+    UsageBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -441,6 +442,21 @@ impl Client {
         parse_state(&body.state)
     }
 
+    /// Adds and removes dependencies of a job that has not started; see [`cairn::Queue::change_dependencies`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn change_dependencies(&self, change: ChangeDependencies) -> Result<JobState> {
+        let request = DependenciesRequest {
+            add: change.add.iter().map(|j| j.0).collect(),
+            remove: change.remove.iter().map(|j| j.0).collect(),
+        };
+        let body: StateBody = self
+            .post(&format!("/v1/jobs/{}/dependencies", change.job), &request)
+            .await?;
+        parse_state(&body.state)
+    }
+
     /// Replaces the data of a job that is not running; see [`cairn::Queue::set_data`].
     ///
     /// # Errors
@@ -568,6 +584,8 @@ impl Client {
         add("tag", filter.tag.as_deref());
         let before = filter.before.map(|b| b.0.to_string());
         add("before", before.as_deref());
+        let parent = filter.parent.map(|p| p.0.to_string());
+        add("parent", parent.as_deref());
         self.call::<(), _>(
             Method::GET,
             &format!("/v1/jobs?{}", query.join("&")),

@@ -57,9 +57,13 @@ pub struct PushRequest {
     /// Labels for listing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
-    /// The job that created this one.
+    /// The job creating this one: it must be running (the child then starts when that run finishes) or waiting for
+    /// its children (a child adding a sibling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<i64>,
+    /// Jobs that must complete before this one runs; it is `waiting` until then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<i64>,
     /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
@@ -217,6 +221,10 @@ pub struct JobBody {
     pub tags: Vec<String>,
     /// The job that created it.
     pub parent: Option<i64>,
+    /// True while it is a child waiting for the run of its parent that created it to finish.
+    pub awaits_parent: bool,
+    /// The jobs it still waits for: its dependencies that have not completed.
+    pub depends_on: Vec<i64>,
     /// The worker holding it, while it runs.
     pub worker: Option<String>,
     /// When the running attempt's lease runs out.
@@ -432,6 +440,20 @@ pub struct RequeueRequest {
     pub run_at: Option<Timestamp>,
 }
 
+/// Add and remove dependencies of a job that has not started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DependenciesRequest {
+    /// Jobs it must now also wait for: each must exist, not be cancelled, and not wait (directly or not) for this
+    /// job. A completed one counts as met.
+    #[serde(default)]
+    pub add: Vec<i64>,
+    /// Jobs it no longer waits for.
+    #[serde(default)]
+    pub remove: Vec<i64>,
+}
+
 /// Replace the data of a job that is not running.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -573,6 +595,7 @@ impl From<PushRequest> for Push {
         push.unique_key = r.unique_key;
         push.tags = r.tags;
         push.parent = r.parent.map(JobId);
+        push.depends_on = r.depends_on.into_iter().map(JobId).collect();
         push.schedule = r.schedule;
         push.time_zone = r.time_zone;
         push
@@ -702,6 +725,8 @@ impl From<&Job> for JobBody {
             unique_key: j.unique_key.as_ref().map(|k| k.to_string()),
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
+            awaits_parent: j.awaits_parent,
+            depends_on: j.depends_on.iter().map(|d| d.0).collect(),
             worker: j.worker.as_ref().map(|w| w.to_string()),
             lease_expires_at: j.lease_expires_at,
             created_at: j.created_at,
@@ -807,6 +832,8 @@ impl JobBody {
                 .collect::<Result<_, _>>()
                 .map_err(malformed)?,
             parent: self.parent.map(JobId),
+            awaits_parent: self.awaits_parent,
+            depends_on: self.depends_on.iter().copied().map(JobId).collect(),
             worker: self
                 .worker
                 .as_deref()
@@ -870,6 +897,7 @@ impl From<&Push> for PushRequest {
             unique_key: p.unique_key.clone(),
             tags: p.tags.clone(),
             parent: p.parent.map(|j| j.0),
+            depends_on: p.depends_on.iter().map(|j| j.0).collect(),
             schedule: p.schedule.clone(),
             time_zone: p.time_zone.clone(),
         }

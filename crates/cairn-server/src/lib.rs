@@ -53,6 +53,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::reschedule))
         .routes(routes!(jobs::requeue))
         .routes(routes!(jobs::set_data))
+        .routes(routes!(jobs::change_dependencies))
         .routes(routes!(leases::dequeue))
         .routes(routes!(leases::heartbeat))
         .routes(routes!(leases::checkpoint))

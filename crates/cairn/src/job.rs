@@ -220,6 +220,10 @@ pub struct Job {
     pub tags: Vec<Tag>,
     /// Its parent job, if any.
     pub parent: Option<JobId>,
+    /// While it is a child waiting for the run of its parent that created it to finish.
+    pub awaits_parent: bool,
+    /// The jobs it still waits for, sorted: its dependencies that have not completed yet.
+    pub depends_on: Vec<JobId>,
     /// The worker holding it, while running.
     pub worker: Option<WorkerId>,
     /// When its lease runs out, while running.

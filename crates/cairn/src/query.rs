@@ -22,6 +22,9 @@ pub struct JobFilter {
     pub name: Option<String>,
     /// Only jobs with this tag.
     pub tag: Option<String>,
+    /// Only the children of this job: how a parent that runs again finds its children, their states and their
+    /// data (a finishing child may replace its data with a result).
+    pub parent: Option<JobId>,
     /// Only jobs with a lower id than this: pass the previous page's `next` to get the following page.
     pub before: Option<JobId>,
     /// At most this many jobs, 1 to [`MAX_PAGE`]; 100 by default.
@@ -35,6 +38,7 @@ impl Default for JobFilter {
             state: None,
             name: None,
             tag: None,
+            parent: None,
             before: None,
             limit: 100,
         }
@@ -82,6 +86,10 @@ impl JobFilter {
             args.push(SqlValue::Text(
                 Tag::parse(tag.as_str())?.as_str().to_owned(),
             ));
+        }
+        if let Some(parent) = self.parent {
+            sql.push_str(" AND parent_id = ?");
+            args.push(SqlValue::Integer(parent.0));
         }
         if let Some(before) = self.before {
             sql.push_str(" AND id < ?");

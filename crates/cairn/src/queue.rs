@@ -21,6 +21,7 @@ use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
 use crate::ops::claim::{ClaimedJob, Dequeue};
 use crate::ops::delete::Delete;
+use crate::ops::dependencies::ChangeDependencies;
 use crate::ops::fail::Fail;
 use crate::ops::finish::Finish;
 use crate::ops::heartbeat::Heartbeat;
@@ -497,6 +498,16 @@ impl Queue {
     /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] when another live job holds its unique key.
     pub async fn requeue(&self, job: JobId, run_at: Option<Timestamp>) -> Result<JobState> {
         self.write(Requeue { job, run_at }).await
+    }
+
+    /// Adds and removes dependencies of a job that has not started (see [`ChangeDependencies`]). Returns its new
+    /// state: `waiting` while a dependency has not completed.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidState`] for a job that started or ended, a cancelled
+    /// dependency, or a cycle; [`ErrorKind::InvalidInput`] on `depends_on` for a job that does not exist.
+    pub async fn change_dependencies(&self, change: ChangeDependencies) -> Result<JobState> {
+        self.write(change).await
     }
 
     /// Replaces the data of a job that is not running.

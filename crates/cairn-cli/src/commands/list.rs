@@ -25,6 +25,9 @@ pub struct ListArgs {
     /// Only jobs with this tag.
     #[arg(long)]
     pub tag: Option<String>,
+    /// Only the children of this job.
+    #[arg(long, value_name = "ID", value_parser = args::job_id)]
+    pub parent: Option<JobId>,
     /// At most this many jobs (1 to 1000).
     #[arg(long, value_name = "N", default_value_t = JobFilter::default().limit)]
     pub limit: u32,
@@ -47,6 +50,7 @@ impl ListArgs {
             state: self.state,
             name: self.name.clone(),
             tag: self.tag.clone(),
+            parent: self.parent,
             before: self.before,
             limit: self.limit,
         };

@@ -22,6 +22,7 @@
 //! | 7 | `cairn get` found no job before its wait ended |
 
 mod args;
+mod deps;
 mod get;
 mod lease;
 mod list;
@@ -36,6 +37,7 @@ use clap::Subcommand;
 use crate::exit::Code;
 
 pub use args::{CommonArgs, JsonInput, LeaseArgs};
+pub use deps::DepsArgs;
 pub use get::GetArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
 pub use list::ListArgs;
@@ -108,6 +110,9 @@ pub enum ClientCommand {
     /// Replace the data of a job that is not running.
     #[command(name = "set-data", after_long_help = EXIT_CODES)]
     SetData(SetDataArgs),
+    /// Show what a job waits for, each dependency with its state; change them with `--add` and `--remove`.
+    #[command(after_long_help = EXIT_CODES)]
+    Deps(DepsArgs),
     /// Cron templates that create a job at every slot: `set`, `list`, `remove`.
     #[command(after_long_help = EXIT_CODES)]
     Recurring(RecurringArgs),
@@ -124,6 +129,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Requeue(args) => args.run().await,
         ClientCommand::SetData(args) => args.run().await,
         ClientCommand::Recurring(args) => args.run().await,
+        ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Get(args) => args.run().await,
         ClientCommand::Show(args) => args.run().await,
         ClientCommand::List(args) => args.run().await,

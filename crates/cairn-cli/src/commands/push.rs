@@ -54,9 +54,13 @@ pub struct PushArgs {
     /// The IANA time zone of a cron `--schedule` (UTC when absent).
     #[arg(long, value_name = "TZ", requires = "schedule")]
     pub time_zone: Option<String>,
-    /// The job that created this one.
+    /// The job creating this one: a running job (the child starts when that run finishes) or one waiting for its
+    /// children (a child adding a sibling).
     #[arg(long, value_name = "ID", value_parser = args::job_id)]
     pub parent: Option<JobId>,
+    /// A job that must complete before this one runs; repeat for several.
+    #[arg(long = "depends-on", value_name = "ID", value_parser = args::job_id)]
+    pub depends_on: Vec<JobId>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -81,6 +85,7 @@ impl PushArgs {
             unique_key: self.unique_key.clone(),
             tags: self.tags.clone(),
             parent: self.parent.map(|p| p.0),
+            depends_on: self.depends_on.iter().map(|d| d.0).collect(),
             schedule: self.schedule.clone(),
             time_zone: self.time_zone.clone(),
         })

@@ -71,6 +71,7 @@ pub fn render(job: &JobBody) -> String {
         .add_some("unique_key", job.unique_key.as_ref())
         .add_some("tags", (!job.tags.is_empty()).then(|| job.tags.join(", ")))
         .add_some("parent", job.parent)
+        .add_some("waits_for", waits_for(job))
         .add_some("schedule", job.schedule.as_ref().map(|s| schedule(s, job)))
         .add_some("error", job.error.as_ref())
         .add_some("failure_group", job.failure_group.as_ref())
@@ -82,6 +83,25 @@ pub fn render(job: &JobBody) -> String {
         fields.add("history", "").append(&history(&job.history));
     }
     fields.finish()
+}
+
+/// What a waiting job waits for, in words.
+fn waits_for(job: &JobBody) -> Option<String> {
+    if job.state != "waiting" {
+        return None;
+    }
+    let mut reasons = Vec::new();
+    if job.awaits_parent {
+        reasons.push("the run of its parent that created it to finish".to_owned());
+    }
+    if !job.depends_on.is_empty() {
+        let ids: Vec<String> = job.depends_on.iter().map(i64::to_string).collect();
+        reasons.push(format!("jobs {} (cairn deps {})", ids.join(", "), job.id));
+    }
+    if reasons.is_empty() {
+        reasons.push(format!("its children (cairn list --parent {})", job.id));
+    }
+    Some(reasons.join("; "))
 }
 
 fn schedule(spec: &str, job: &JobBody) -> String {

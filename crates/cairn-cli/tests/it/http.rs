@@ -585,6 +585,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/cancel",
             "/v1/jobs/{id}/checkpoint",
             "/v1/jobs/{id}/data",
+            "/v1/jobs/{id}/dependencies",
             "/v1/jobs/{id}/fail",
             "/v1/jobs/{id}/finish",
             "/v1/jobs/{id}/heartbeat",
@@ -673,6 +674,54 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         &body,
         "list",
     );
+    let (_, body) = post(
+        &server,
+        "/v1/jobs",
+        &format!(r#"{{"name":"after","depends_on":[{id}]}}"#),
+    )
+    .await;
+    let after = body["id"].as_i64().unwrap();
+    assert_eq!(body["state"], "waiting");
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs/{after}"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/jobs/{id}", status),
+        &body,
+        "get waiting",
+    );
+    assert_eq!(body["depends_on"], serde_json::json!([id]));
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{after}/dependencies"),
+        &format!(r#"{{"remove":[{id}]}}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/dependencies", status),
+        &body,
+        "dependencies",
+    );
+    assert_eq!(body["state"], "queued");
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{after}/dependencies"),
+        &format!(r#"{{"add":[{after}]}}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/dependencies", status),
+        &body,
+        "dependencies error",
+    );
+    assert_eq!(body["error"]["field"], "depends_on");
     let (status, body) = post(&server, "/v1/jobs", r#"{"name":""}"#).await;
     check_schema(
         &doc,

@@ -3,10 +3,11 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use cairn::{JobFilter, JobState, Push};
+use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
 use cairn_client::wire::{
-    EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody, PriorityRequest,
-    PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest, SetDataRequest, StateBody,
+    DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
+    JobPageBody, PriorityRequest, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest,
+    SetDataRequest, StateBody,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -90,6 +91,9 @@ pub struct ListParams {
     name: Option<String>,
     /// Only jobs with this tag.
     tag: Option<String>,
+    /// Only the children of this job.
+    #[param(value_type = Option<i64>)]
+    parent: Option<String>,
     /// Only jobs older than this id (the `next` of the previous page).
     #[param(value_type = Option<i64>)]
     before: Option<String>,
@@ -117,14 +121,12 @@ pub async fn list_jobs(
         before: params
             .before
             .as_deref()
-            .map(|text| {
-                crate::routes::job_id(text).map_err(|_| {
-                    ApiError::invalid(
-                        "before",
-                        format!("must be a job id (a positive integer), got {text:?}"),
-                    )
-                })
-            })
+            .map(|text| id_param("before", text))
+            .transpose()?,
+        parent: params
+            .parent
+            .as_deref()
+            .map(|text| id_param("parent", text))
             .transpose()?,
         ..JobFilter::default()
     };
@@ -147,6 +149,16 @@ pub async fn list_jobs(
         jobs: page.jobs.iter().map(JobBody::from).collect(),
         next: page.next.map(|id| id.0),
     }))
+}
+
+/// A job id given as a query parameter.
+fn id_param(name: &'static str, text: &str) -> Result<JobId, ApiError> {
+    crate::routes::job_id(text).map_err(|_| {
+        ApiError::invalid(
+            name,
+            format!("must be a job id (a positive integer), got {text:?}"),
+        )
+    })
 }
 
 /// Cancels a job that has not finished; its worker, if any, is refused from then on.
@@ -231,6 +243,34 @@ pub async fn requeue(
     JsonBody(request): JsonBody<RequeueRequest>,
 ) -> ApiResult<Json<StateBody>> {
     let new_state = state.queue.requeue(id, request.run_at).await?;
+    Ok(Json(StateBody {
+        state: new_state.as_str().to_owned(),
+    }))
+}
+
+/// Adds and removes dependencies of a job that has not started. A job with a dependency that has not completed is
+/// `waiting`; one whose last dependency goes becomes ready.
+#[utoipa::path(post, path = "/v1/jobs/{id}/dependencies", tag = "jobs", request_body = DependenciesRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Changed; the job's new state", body = StateBody),
+        (status = 400, description = "A dependency that does not exist", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+        (status = 409, description = "The job started or ended, a dependency was cancelled, or a cycle", body = ErrorBody),
+    ))]
+pub async fn change_dependencies(
+    State(state): State<AppState>,
+    JobPath(id): JobPath,
+    JsonBody(request): JsonBody<DependenciesRequest>,
+) -> ApiResult<Json<StateBody>> {
+    let new_state = state
+        .queue
+        .change_dependencies(ChangeDependencies {
+            job: id,
+            add: request.add.into_iter().map(JobId).collect(),
+            remove: request.remove.into_iter().map(JobId).collect(),
+        })
+        .await?;
     Ok(Json(StateBody {
         state: new_state.as_str().to_owned(),
     }))

@@ -684,3 +684,252 @@ async fn escaped_header_values_carry_json_with_backslashes_and_line_breaks() {
     );
     bedrock.stop().await;
 }
+
+/// The id in a CreateJob answer, as header text.
+fn created(reply: &Reply) -> String {
+    assert_eq!(reply.status, "200 OK", "{reply:?}");
+    reply.body["jobID"].as_i64().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_pauses_for_its_children_and_runs_again_with_their_results() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let parent = created(
+        &c.send("CreateJob", &[("name", "parent"), ("data", r#"{"p":1}"#)])
+            .await,
+    );
+    // A child of a job that is not running is refused; so is one of a job that does not exist.
+    assert_eq!(
+        c.send("CreateJob", &[("name", "child"), ("parentJobID", &parent)])
+            .await
+            .status,
+        "405 Can only create child job when parent is RUNNING, RUNQUEUED or PAUSED"
+    );
+    assert_eq!(
+        c.send("CreateJob", &[("name", "child"), ("parentJobID", "424242")])
+            .await
+            .status,
+        "404 parentJobID does not exist"
+    );
+    assert_eq!(
+        c.send("GetJob", &[("name", "parent")]).await.status,
+        "200 OK"
+    );
+    // 1. The running parent creates children, which wait (PAUSED) until its run finishes.
+    let first = created(
+        &c.send(
+            "CreateJob",
+            &[
+                ("name", "child"),
+                ("parentJobID", &parent),
+                ("data", r#"{"n":1}"#),
+            ],
+        )
+        .await,
+    );
+    let jobs = format!(
+        r#"[{{"name":"child","parentJobID":{parent},"data":{{"n":2}}}},{{"name":"child","parentJobID":{parent},"data":{{"n":3}}}}]"#
+    );
+    let batch = c.send("CreateJobs", &[("jobs", jobs.as_str())]).await;
+    assert_eq!(batch.status, "200 OK", "{batch:?}");
+    let second = batch.body["jobIDs"][0].as_i64().unwrap().to_string();
+    let third = batch.body["jobIDs"][1].as_i64().unwrap().to_string();
+    let state = |reply: Reply| reply.body["state"].as_str().unwrap().to_owned();
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &first)]).await),
+        "PAUSED"
+    );
+    assert_eq!(
+        c.send("GetJob", &[("name", "child")]).await.status,
+        "404 No job found"
+    );
+    // No grandchildren.
+    assert_eq!(
+        c.send(
+            "CreateJob",
+            &[("name", "grandchild"), ("parentJobID", &first)]
+        )
+        .await
+        .status,
+        "405 Cannot create grandchildren"
+    );
+    // 2. The parent finishes: it pauses, and its children are queued.
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &parent)]).await),
+        "PAUSED"
+    );
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &first)]).await),
+        "QUEUED"
+    );
+    assert_eq!(
+        c.send("DeleteJob", &[("jobID", &parent)]).await.status,
+        "405 Can't delete a parent jobs with children running"
+    );
+    assert_eq!(
+        c.send("CancelJob", &[("jobID", &parent)]).await.status,
+        "404 Invalid jobID - Cannot cancel a job with children"
+    );
+    // 3. A child carries its parent's id and data.
+    let child = c.send("GetJob", &[("name", "child")]).await;
+    assert_eq!(child.status, "200 OK");
+    assert_eq!(keys(&child.body).len(), 11, "{:?}", child.body);
+    assert_eq!(child.body["parentJobID"].to_string(), parent);
+    assert_eq!(child.body["parentData"], json!({"p": 1}));
+    let taken = child.body["jobID"].to_string();
+    // While its parent waits, a child may add a sibling, which is queued at once.
+    let sibling = created(
+        &c.send(
+            "CreateJob",
+            &[("name", "sibling"), ("parentJobID", &parent)],
+        )
+        .await,
+    );
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &sibling)]).await),
+        "QUEUED"
+    );
+    assert_eq!(
+        c.send(
+            "FinishJob",
+            &[("jobID", &taken), ("data", r#"{"result":"ok"}"#)]
+        )
+        .await
+        .status,
+        "200 OK"
+    );
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &taken)]).await),
+        "FINISHED"
+    );
+    // A queued child can be cancelled; a finished one is left as it is.
+    let queued = [&first, &second, &third]
+        .into_iter()
+        .find(|id| **id != taken)
+        .unwrap()
+        .clone();
+    assert_eq!(
+        c.send("CancelJob", &[("jobID", &queued)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &queued)]).await),
+        "CANCELLED"
+    );
+    assert_eq!(
+        c.send("CancelJob", &[("jobID", &taken)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &taken)]).await),
+        "FINISHED"
+    );
+    // The rest finish; the parent is still PAUSED until the last.
+    for name in ["child", "sibling"] {
+        assert_eq!(
+            state(c.send("QueryJob", &[("jobID", &parent)]).await),
+            "PAUSED"
+        );
+        let got = c.send("GetJob", &[("name", name)]).await;
+        assert_eq!(got.status, "200 OK", "{name}");
+        let id = got.body["jobID"].to_string();
+        assert_eq!(
+            c.send("FinishJob", &[("jobID", &id)]).await.status,
+            "200 OK"
+        );
+    }
+    // 4. The parent runs again, and sees its finished and cancelled children.
+    assert_eq!(
+        state(c.send("QueryJob", &[("jobID", &parent)]).await),
+        "QUEUED"
+    );
+    let again = c.send("GetJob", &[("name", "parent")]).await;
+    assert_eq!(again.status, "200 OK");
+    let finished = again.body["finishedChildJobs"].as_array().unwrap();
+    assert_eq!(finished.len(), 3, "{:?}", again.body);
+    assert!(
+        finished
+            .contains(&json!({"data": {"result": "ok"}, "jobID": taken.parse::<i64>().unwrap()}))
+    );
+    assert_eq!(
+        again.body["cancelledChildJobs"],
+        json!([{"data": {"n": queued.parse::<i64>().unwrap() - first.parse::<i64>().unwrap() + 1}, "jobID": queued.parse::<i64>().unwrap()}])
+    );
+    // 5. Its FinishJob deletes those children, then the parent itself.
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "200 OK"
+    );
+    for id in [&parent, &taken, &queued, &sibling] {
+        assert_eq!(
+            c.send("QueryJob", &[("jobID", id)]).await.status,
+            "404 No job with this jobID",
+            "job {id}"
+        );
+    }
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_child_must_be_cancelled_before_its_parent_can_finish() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let parent = created(&c.send("CreateJob", &[("name", "parent")]).await);
+    c.send("GetJob", &[("name", "parent")]).await;
+    let child = created(
+        &c.send("CreateJob", &[("name", "child"), ("parentJobID", &parent)])
+            .await,
+    );
+    // A child ends only while its parent is PAUSED.
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "200 OK"
+    );
+    c.send("GetJob", &[("name", "child")]).await;
+    assert_eq!(
+        c.send("FailJob", &[("jobID", &child)]).await.status,
+        "200 OK"
+    );
+    // Cairn runs the parent again once no child is live (Bedrock would leave it PAUSED; see docs/bedrock.md).
+    let again = c.send("GetJob", &[("name", "parent")]).await;
+    assert_eq!(again.status, "200 OK");
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "405 Failed to delete a job with outstanding children"
+    );
+    assert_eq!(
+        c.send("CancelJob", &[("jobID", &child)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &parent)]).await.status,
+        "404 No job with this jobID"
+    );
+    // A child whose parent is not PAUSED cannot end.
+    let parent = created(&c.send("CreateJob", &[("name", "parent")]).await);
+    c.send("GetJob", &[("name", "parent")]).await;
+    let child = created(
+        &c.send("CreateJob", &[("name", "child"), ("parentJobID", &parent)])
+            .await,
+    );
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "200 OK"
+    );
+    c.send("GetJob", &[("name", "child")]).await;
+    c.send("RequeueJobs", &[("jobIDs", &parent)]).await;
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &child)]).await.status,
+        "405 Can only retry/finish child job when parent is PAUSED"
+    );
+    bedrock.stop().await;
+}

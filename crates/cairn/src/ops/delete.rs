@@ -3,10 +3,12 @@
 use rusqlite::named_params;
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
-use crate::ops::{Operation, WriteCtx};
+use crate::job::{JobId, JobState};
+use crate::ops::cancel::job_state;
+use crate::ops::{Operation, WriteCtx, waiting};
 
-/// Deletes a job, its tags and its history. A running job's worker is refused from then on.
+/// Deletes a job, its tags and its history. A running job's worker is refused from then on. A job that had not
+/// completed is cancelled first, with what that brings: its live children and its dependents are cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Delete {
     /// The job.
@@ -21,6 +23,12 @@ impl Operation for Delete {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        if !matches!(
+            job_state(ctx, self.job)?,
+            JobState::Completed | JobState::Cancelled
+        ) {
+            waiting::cancel_jobs(ctx, vec![(self.job, Some("deleted".to_owned()))])?;
+        }
         let deleted = ctx
             .conn
             .prepare_cached(DELETE_JOB)?

@@ -8,7 +8,7 @@ use crate::lease::Lease;
 use crate::ops::retry::truncate_error;
 use crate::ops::{
     Operation, WriteCtx, end_attempt, held_job_columns, held_job_from_row, lease_is_held,
-    lease_refusal, schedule_next_run,
+    lease_refusal, run_did_not_finish, run_failed,
 };
 
 /// Marks the job failed, whatever attempts it has left, with a failure group (the kind of failure, for grouping
@@ -76,8 +76,8 @@ impl Operation for Fail {
             Some(message),
             self.usage.as_ref(),
         )?;
-        // A recurring job keeps its schedule: this run failed, the next one is due as usual.
-        schedule_next_run(ctx, &held)?;
+        run_did_not_finish(ctx, &held)?;
+        run_failed(ctx, &held)?;
         Ok(())
     }
 }

@@ -8,7 +8,7 @@ use crate::job::{AttemptOutcome, JobId, RunUsage};
 use crate::lease::Lease;
 use crate::ops::{
     Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
-    lease_is_held, lease_refusal, schedule_next_run,
+    lease_is_held, lease_refusal, schedule_next_run, waiting,
 };
 
 /// Marks the job completed, optionally replacing its data with a result.
@@ -70,8 +70,18 @@ impl Operation for Finish {
             None,
             self.usage.as_ref(),
         )?;
+        // A parent with live children waits for them, and runs again once they have all ended.
+        if held.has_children && waiting::start_children(ctx, held.id)? {
+            return waiting::wait_for_children(ctx, held.id);
+        }
         // A recurring job runs again, with the data it finished with.
         schedule_next_run(ctx, &held)?;
-        Ok(())
+        waiting::job_ended(
+            ctx,
+            held.id,
+            held.parent,
+            held.has_dependents,
+            waiting::Ending::Completed,
+        )
     }
 }

@@ -24,6 +24,7 @@ pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;
 pub(crate) mod delete;
+pub(crate) mod dependencies;
 pub(crate) mod fail;
 pub(crate) mod finish;
 pub(crate) mod heartbeat;
@@ -38,6 +39,7 @@ pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod set_schedule;
 pub(crate) mod update;
+pub(crate) mod waiting;
 
 /// An operation the writer applies in a transaction.
 pub(crate) trait Operation: Send + 'static {
@@ -174,13 +176,18 @@ pub(crate) struct HeldJob {
     pub time_zone: Option<String>,
     /// When the current run was due.
     pub slot_at: i64,
+    /// Its parent, if it is a child.
+    pub parent: Option<JobId>,
+    /// Whether it ever had children or dependents: when not, ending it needs no lookups for them.
+    pub has_children: bool,
+    pub has_dependents: bool,
 }
 
 /// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
 macro_rules! held_job_columns {
     () => {
         "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
-         worker, attempt_started_at, claims, schedule, time_zone, slot_at"
+         worker, attempt_started_at, claims, schedule, time_zone, slot_at, parent_id, has_children, has_dependents"
     };
 }
 pub(crate) use held_job_columns;
@@ -198,6 +205,9 @@ pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Hel
         schedule: row.get(11)?,
         time_zone: row.get(12)?,
         slot_at: row.get(13)?,
+        parent: row.get::<_, Option<i64>>(14)?.map(JobId),
+        has_children: row.get(15)?,
+        has_dependents: row.get(16)?,
     })
 }
 
@@ -214,9 +224,9 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
         .prepare_cached(SELECT_HELD_JOB)?
         .query_row(named_params! { ":id": job.0 }, |row| {
             Ok((
-                row.get::<_, String>(14)?,
-                row.get::<_, Option<i64>>(15)?,
-                row.get::<_, Option<i64>>(16)?,
+                row.get::<_, String>(17)?,
+                row.get::<_, Option<i64>>(18)?,
+                row.get::<_, Option<i64>>(19)?,
                 held_job_from_row(row)?,
             ))
         })
@@ -315,16 +325,40 @@ pub(crate) fn retry_or_fail(
     usage: Option<&RunUsage>,
 ) -> Result<JobState> {
     end_attempt(ctx, held, outcome, Some(error), usage)?;
+    run_did_not_finish(ctx, held)?;
     if held.attempt >= held.retry.max_attempts {
         ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
             ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,
         })?;
-        // A recurring job keeps its schedule: this run failed, the next one is due as usual.
-        return Ok(schedule_next_run(ctx, held)?.unwrap_or(JobState::Failed));
+        return run_failed(ctx, held);
     }
     let delay = delay.unwrap_or_else(|| held.retry.delay_after(held.id, held.attempt));
     let run_at = ctx.now_ms.saturating_add(duration_millis(delay));
     requeue(ctx, held.id, &held.queue, run_at, Some(error))
+}
+
+/// What every end of a run other than finishing does: the children the run created are cancelled.
+pub(crate) fn run_did_not_finish(ctx: &mut WriteCtx<'_>, held: &HeldJob) -> Result<()> {
+    if held.has_children {
+        waiting::discard_unstarted_children(ctx, held.id)?;
+    }
+    Ok(())
+}
+
+/// After a run failed for good (the job is `failed` now): a recurring job keeps its schedule, and the next run is
+/// due as usual; otherwise the job has ended, and its parent may run again. Returns the job's new state.
+pub(crate) fn run_failed(ctx: &mut WriteCtx<'_>, held: &HeldJob) -> Result<JobState> {
+    if let Some(state) = schedule_next_run(ctx, held)? {
+        return Ok(state);
+    }
+    waiting::job_ended(
+        ctx,
+        held.id,
+        held.parent,
+        held.has_dependents,
+        waiting::Ending::Failed,
+    )?;
+    Ok(JobState::Failed)
 }
 
 const NEXT_RUN: &str = "UPDATE jobs SET state = :state, run_at = :next, slot_at = :next, attempt = 0, \

@@ -10,6 +10,7 @@ use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::names::{JobName, QueueName, Tag, UniqueKey};
+use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
@@ -40,8 +41,13 @@ pub struct Push {
     pub unique_key: Option<String>,
     /// Tags, for finding the job later.
     pub tags: Vec<String>,
-    /// The job's parent, which must exist.
+    /// The job's parent, which must be running or waiting for its children. A child created by a running job
+    /// starts when that run finishes (and is cancelled if the run ends any other way); the parent then waits for
+    /// its children and runs again when they have all ended.
     pub parent: Option<JobId>,
+    /// Jobs that must complete before this one runs; until then it is `waiting`. Each must exist and not be
+    /// cancelled; a completed one counts as met.
+    pub depends_on: Vec<JobId>,
     /// Makes the job recurring: a Bedrock repeat specification (`FINISHED, +1 HOUR`, `DAILY`) or a cron
     /// expression (`0 4 * * *`). When a run ends (finished, failed, or out of retries), the job is scheduled again
     /// for its next run, with the data it finished with.
@@ -66,6 +72,7 @@ impl Push {
             unique_key: None,
             tags: Vec::new(),
             parent: None,
+            depends_on: Vec::new(),
             schedule: None,
             time_zone: None,
         }
@@ -147,6 +154,12 @@ impl Push {
         self
     }
 
+    /// Adds a job that must complete before this one runs.
+    pub fn depends_on(mut self, job: JobId) -> Self {
+        self.depends_on.push(job);
+        self
+    }
+
     /// Makes the job recurring with a Bedrock repeat specification or a cron expression.
     pub fn schedule(mut self, spec: impl Into<String>) -> Self {
         self.schedule = Some(spec.into());
@@ -179,11 +192,15 @@ pub(crate) const MAX_LEASE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The shortest lease: shorter leases expire before a heartbeat can arrive.
 pub(crate) const MIN_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
 
+/// The most jobs one job may depend on.
+pub const MAX_DEPENDENCIES: usize = 1000;
+
 /// A push whose every field passed validation.
 pub(crate) struct ValidPush {
     priority: i32,
     weight: u32,
     parent: Option<JobId>,
+    depends_on: Vec<JobId>,
     queue: QueueName,
     name: JobName,
     data: String,
@@ -212,6 +229,15 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         (None, Some(delay)) => ctx.now_ms.saturating_add(duration_millis(delay)),
         (None, None) => ctx.now_ms,
     };
+    if push.depends_on.len() > MAX_DEPENDENCIES {
+        return Err(Error::invalid(
+            "depends_on",
+            format!(
+                "must list at most {MAX_DEPENDENCIES} jobs, got {}",
+                push.depends_on.len()
+            ),
+        ));
+    }
     let retry = push.retry.unwrap_or(ctx.limits.default_retry);
     retry.validate()?;
     let lease_timeout = push
@@ -254,6 +280,12 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         priority: push.priority,
         weight: push.weight,
         parent: push.parent,
+        depends_on: {
+            let mut ids = push.depends_on.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        },
         queue,
         name,
         data,
@@ -268,7 +300,11 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
 const SELECT_LIVE_BY_UNIQUE_KEY: &str = "SELECT id, state FROM jobs WHERE unique_key = :key \
      AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running')";
 
-const SELECT_JOB_EXISTS: &str = "SELECT 1 FROM jobs WHERE id = :id";
+const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
+
+const AWAIT_PARENT: &str = "UPDATE jobs SET awaits_parent = 1 WHERE id = :id";
+const MARK_HAS_CHILDREN: &str =
+    "UPDATE jobs SET has_children = 1 WHERE id = :id AND has_children = 0";
 
 /// The columns INSERT_JOB and INSERT_JOBS fill, [`COLUMNS_PER_JOB`] per job, bound by [`bind_job`].
 macro_rules! insert_jobs {
@@ -340,7 +376,10 @@ impl ValidPush {
 
     /// Whether the job needs more than its row: a unique-key or parent check, or tags.
     fn is_plain(&self) -> bool {
-        self.unique_key.is_none() && self.parent.is_none() && self.tags.is_empty()
+        self.unique_key.is_none()
+            && self.parent.is_none()
+            && self.depends_on.is_empty()
+            && self.tags.is_empty()
     }
 }
 
@@ -372,22 +411,37 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
             });
         }
     }
-    if let Some(parent) = valid.parent {
-        let exists = conn
-            .prepare_cached(SELECT_JOB_EXISTS)?
-            .exists(named_params! { ":id": parent.0 })?;
-        if !exists {
-            return Err(Error::invalid(
-                "parent",
-                format!("job {parent} does not exist"),
-            ));
+    // A child of a running job waits for that run to finish.
+    let awaits_parent = match valid.parent {
+        Some(parent) => parent_state(ctx, parent)? == JobState::Running,
+        None => false,
+    };
+    let mut pending = Vec::new();
+    for &on in &valid.depends_on {
+        if let DependencyOn::Pending = check_dependency(ctx, None, on)? {
+            pending.push(on);
         }
     }
-    let state = valid.state(ctx.now_ms);
+    let state = if awaits_parent || !pending.is_empty() {
+        JobState::Waiting
+    } else {
+        valid.state(ctx.now_ms)
+    };
     let mut stmt = conn.prepare_cached(INSERT_JOB)?;
     bind_job(&mut stmt, 1, valid, state, ctx.now_ms)?;
     stmt.raw_execute()?;
     let id = JobId(conn.last_insert_rowid());
+    if let Some(parent) = valid.parent {
+        conn.prepare_cached(MARK_HAS_CHILDREN)?
+            .execute(named_params! { ":id": parent.0 })?;
+        if awaits_parent {
+            conn.prepare_cached(AWAIT_PARENT)?
+                .execute(named_params! { ":id": id.0 })?;
+        }
+    }
+    for on in pending {
+        record_dependency(ctx, id, on)?;
+    }
     if !valid.tags.is_empty() {
         let mut insert_tag = conn.prepare_cached(INSERT_TAG)?;
         for tag in &valid.tags {
@@ -402,6 +456,28 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
         state,
         existing: false,
     })
+}
+
+/// The state of a would-be parent: it must exist, and be running (its children start when the run finishes) or
+/// waiting for its children (a child adding a sibling).
+fn parent_state(ctx: &WriteCtx<'_>, parent: JobId) -> Result<JobState> {
+    let state: Option<String> = ctx
+        .conn
+        .prepare_cached(SELECT_STATE)?
+        .query_row(named_params! { ":id": parent.0 }, |r| r.get(0))
+        .optional()?;
+    let Some(state) = state else {
+        return Err(Error::invalid(
+            "parent",
+            format!("job {parent} does not exist"),
+        ));
+    };
+    match parse_stored_state(&state)? {
+        state @ (JobState::Running | JobState::Waiting) => Ok(state),
+        state => Err(Error::invalid_state(format!(
+            "parent: job {parent} is {state}; only a running job, or one waiting for its children, can have new children"
+        ))),
+    }
 }
 
 /// Inserts [`ROWS_PER_INSERT`] plain jobs with one statement.

@@ -185,6 +185,7 @@ impl Operation for SetRecurring {
             ("job.delay", job.delay.is_some()),
             ("job.unique_key", job.unique_key.is_some()),
             ("job.parent", job.parent.is_some()),
+            ("job.depends_on", !job.depends_on.is_empty()),
             ("job.schedule", job.schedule.is_some()),
         ];
         if let Some((field, _)) = timed_elsewhere.iter().find(|(_, set)| *set) {

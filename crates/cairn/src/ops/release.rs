@@ -5,7 +5,7 @@ use rusqlite::named_params;
 use crate::error::Result;
 use crate::job::{AttemptOutcome, JobId};
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, end_attempt, held_job, requeue};
+use crate::ops::{Operation, WriteCtx, end_attempt, held_job, requeue, run_did_not_finish};
 
 /// Puts the job back in its queue at once. The attempt does not count against the job's attempts.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +34,7 @@ impl Operation for Release {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let held = held_job(ctx, self.job, self.token)?;
         end_attempt(ctx, &held, AttemptOutcome::Released, None, None)?;
+        run_did_not_finish(ctx, &held)?;
         ctx.conn
             .prepare_cached(UNCOUNT_ATTEMPT)?
             .execute(named_params! { ":id": self.job.0 })?;

@@ -6,11 +6,14 @@ use rusqlite::{OptionalExtension, named_params};
 use crate::clock::to_millis;
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
-use crate::ops::{Operation, WriteCtx, end_attempt, parse_stored_state, requeue, running_job};
+use crate::ops::{
+    Operation, WriteCtx, end_attempt, parse_stored_state, requeue, run_did_not_finish, running_job,
+};
 
 /// Puts a job back in its queue with a fresh count of attempts: a failed, cancelled or completed job runs again
 /// (the way to retry a job that ran out of attempts once its cause is fixed), and a job that has not run yet moves
-/// to `run_at`. A running job's worker is refused from then on. The history is kept.
+/// to `run_at`. A running job's worker is refused from then on. A waiting job stops waiting: its remaining
+/// dependencies are dropped. The history is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Requeue {
     /// The job.
@@ -27,7 +30,10 @@ const SELECT_LIVE_HOLDER: &str = "SELECT id FROM jobs INDEXED BY jobs_unique_liv
 
 /// What a fresh start forgets; `requeue` then sets the state and time and clears the lease.
 const FRESH_START: &str = "UPDATE jobs SET attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, \
-     worker = NULL WHERE id = :id";
+     worker = NULL, awaits_parent = 0 WHERE id = :id";
+
+/// A requeued job runs whatever it waited for: requeueing is an operator's override.
+const STOP_WAITING: &str = "DELETE FROM job_dependencies WHERE job_id = :id";
 
 impl Operation for Requeue {
     /// The job's state afterwards: `queued`, or `scheduled` for a later `run_at`.
@@ -64,11 +70,17 @@ impl Operation for Requeue {
             && let Some(held) = running_job(ctx, self.job)?
         {
             end_attempt(ctx, &held, AttemptOutcome::Requeued, Some("requeued"), None)?;
+            run_did_not_finish(ctx, &held)?;
         }
         let run_at = self.run_at.map_or(ctx.now_ms, to_millis);
         ctx.conn
             .prepare_cached(FRESH_START)?
             .execute(named_params! { ":id": self.job.0 })?;
+        if state == JobState::Waiting {
+            ctx.conn
+                .prepare_cached(STOP_WAITING)?
+                .execute(named_params! { ":id": self.job.0 })?;
+        }
         let new_state = requeue(ctx, self.job, &queue, run_at, None)?;
         Ok(new_state)
     }

@@ -153,7 +153,15 @@ async fn delayed_jobs_are_scheduled_until_their_time() {
 #[tokio::test]
 async fn job_fields_round_trip() {
     let t = TestQueue::new().await;
+    // A child of a job waiting for its children starts as an ordinary job.
     let parent = t.push("parent").await;
+    let lease = t.take("w").await.unwrap().lease;
+    t.queue
+        .enqueue(Push::new("sibling").parent(parent))
+        .await
+        .unwrap();
+    t.queue.finish(&lease, None).await.unwrap();
+    assert_eq!(t.queue.get(parent).await.unwrap().state, JobState::Waiting);
     let push = Push::new("email.send")
         .queue("mail")
         .data(json!({"to": "ada@example.com"}))

@@ -12,3 +12,4 @@ mod repeat_syntax;
 mod state_machine;
 mod storage;
 mod worker;
+mod workflow;

@@ -470,9 +470,12 @@ impl Model {
         match call {
             IdCall::Cancel => match state {
                 JobState::Cancelled => {}
-                JobState::Completed | JobState::Failed => return Err(ErrorKind::InvalidState),
+                JobState::Completed => return Err(ErrorKind::InvalidState),
                 _ => {
-                    job.end_attempt(AttemptOutcome::Cancelled, now);
+                    // A failed job can be cancelled too, which takes it out of the failures.
+                    if state == JobState::Running {
+                        job.end_attempt(AttemptOutcome::Cancelled, now);
+                    }
                     job.finish_as(JobState::Cancelled, now);
                 }
             },

@@ -8,17 +8,17 @@ use crate::bedrock::commands::{Answer, BedrockCommands};
 use crate::bedrock::frame::{Headers, Response, json_object};
 
 /// What Cairn does not do yet: refused with a clear status rather than silently ignored.
-const UNSUPPORTED: [(&str, &str); 3] = [
+const UNSUPPORTED: [(&str, &str); 2] = [
     ("retryafter", "501 retryAfter is not supported by Cairn yet"),
-    (
-        "parentjobid",
-        "501 parentJobID is not supported by Cairn yet",
-    ),
     (
         "mockrequest",
         "501 mockRequest is not supported by Cairn yet",
     ),
 ];
+
+const NO_PARENT: &str = "404 parentJobID does not exist";
+const PARENT_STATE: &str =
+    "405 Can only create child job when parent is RUNNING, RUNQUEUED or PAUSED";
 
 impl BedrockCommands {
     /// CreateJob: one job; answers `{"jobID": …}`.
@@ -31,18 +31,21 @@ impl BedrockCommands {
             return Err(status("402 Malformed name"));
         }
         let data = early_checks(headers)?;
+        let parent = self.parent_check(headers).await?;
         // Unique creates are serialised, as Bedrock's are: the lookup and the write must not interleave with
         // another's, or two connections would both create the job.
         let _unique = if headers.get("unique") == Some("true") {
             let guard = self.unique.lock().await;
             if let Some(existing) = self.unique_match(name).await? {
+                different_parent(&existing, headers)?;
                 return self.update_unique(existing, data, headers).await;
             }
             Some(guard)
         } else {
             None
         };
-        let push = late_checks(headers, data)?;
+        let mut push = late_checks(headers, data)?;
+        push.parent = self.parent_recheck(parent).await?;
         let enqueued = self.queue.enqueue(push).await.map_err(engine_error)?;
         Ok(Response::json(json_object(vec![(
             "jobID",
@@ -77,15 +80,18 @@ impl BedrockCommands {
                 "501 unique is not supported by CreateJobs in Cairn yet",
             ));
         }
-        let data = each
-            .iter()
-            .map(early_checks)
-            .collect::<Result<Vec<_>, _>>()?;
-        let pushes = each
-            .iter()
-            .zip(data)
-            .map(|(job, data)| late_checks(job, data))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut early = Vec::with_capacity(each.len());
+        for job in &each {
+            let data = early_checks(job)?;
+            let parent = self.parent_check(job).await?;
+            early.push((data, parent));
+        }
+        let mut pushes = Vec::with_capacity(each.len());
+        for (job, (data, parent)) in each.iter().zip(early) {
+            let mut push = late_checks(job, data)?;
+            push.parent = self.parent_recheck(parent).await?;
+            pushes.push(push);
+        }
         let enqueued = self
             .queue
             .enqueue_batch(pushes)
@@ -93,6 +99,41 @@ impl BedrockCommands {
             .map_err(engine_error)?;
         let ids: Vec<i64> = enqueued.iter().map(|e| e.id.0).collect();
         Ok(Response::json(json_object(vec![("jobIDs", json!(ids))])))
+    }
+
+    /// CreateJob's step 5: a non-zero `parentJobID` names a job that is RUNNING, RUNQUEUED or PAUSED (Cairn:
+    /// running, or waiting for its children).
+    async fn parent_check(&self, headers: &Headers) -> Result<Option<Job>, Response> {
+        let id = values::atoll(headers.get("parentjobid").unwrap_or("0"));
+        if id == 0 {
+            return Ok(None);
+        }
+        let parent = self
+            .bedrock_job(cairn::JobId(id))
+            .await
+            .map_err(|_| status(NO_PARENT))?;
+        if !matches!(parent.state, JobState::Running | JobState::Waiting) {
+            return Err(status(PARENT_STATE));
+        }
+        Ok(Some(parent))
+    }
+
+    /// CreateJob's step 9: the parent is checked again, and must not be a child itself.
+    async fn parent_recheck(&self, parent: Option<Job>) -> Result<Option<cairn::JobId>, Response> {
+        let Some(parent) = parent else {
+            return Ok(None);
+        };
+        let parent = self
+            .bedrock_job(parent.id)
+            .await
+            .map_err(|_| status(NO_PARENT))?;
+        if !matches!(parent.state, JobState::Running | JobState::Waiting) {
+            return Err(status(PARENT_STATE));
+        }
+        if parent.parent.is_some() {
+            return Err(status("405 Cannot create grandchildren"));
+        }
+        Ok(Some(parent.id))
     }
 
     /// The job a unique CreateJob finds: one with exactly this name, in any state Bedrock still has.
@@ -180,6 +221,19 @@ impl BedrockCommands {
         }
         answer()
     }
+}
+
+/// A unique create that finds a child of another parent (reference §5.1 step 6): Bedrock compares the parent ids
+/// as text, an absent header counting as empty.
+fn different_parent(existing: &Job, headers: &Headers) -> Result<(), Response> {
+    if let Some(parent) = existing.parent
+        && parent.0.to_string() != headers.get("parentjobid").unwrap_or("")
+    {
+        return Err(status(
+            "404 Trying to create a child that already exists, but it is tied to a different parent",
+        ));
+    }
+    Ok(())
 }
 
 /// A JSON value as a header would carry it: strings as they are, anything else as its JSON text.

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use cairn::{ClaimedJob, Dequeue};
+use cairn::{ClaimedJob, Dequeue, JobState};
+use serde_json::{Value, json};
 
 use crate::bedrock::commands::create::engine_error;
 use crate::bedrock::commands::values::{self, MAX_GET_NAME, status};
@@ -87,7 +88,9 @@ impl BedrockCommands {
             };
             handed_out.push(job.id);
             self.remember(lease);
-            objects.push(json_object(values::job_fields(&job, last_run)));
+            let mut fields = values::job_fields(&job, last_run);
+            self.family_fields(&job, &mut fields).await;
+            objects.push(json_object(fields));
         }
         // The objects are joined as they are: parsing them back could fail on data nested as deep as JSON allows.
         let body = if many {
@@ -99,6 +102,39 @@ impl BedrockCommands {
             handed_out,
             ..Response::json(body)
         })
+    }
+}
+
+impl BedrockCommands {
+    /// What GetJob adds for a family (reference §5.3): a child's `parentJobID` and `parentData`; a parent's
+    /// `finishedChildJobs` and `cancelledChildJobs`, both present once either has a job.
+    async fn family_fields(&self, job: &cairn::Job, fields: &mut Vec<(&'static str, Value)>) {
+        if let Some(parent) = job.parent {
+            let data = match self.queue.get(parent).await {
+                Ok(parent) => parent.data,
+                Err(_) => json!({}),
+            };
+            fields.push(("parentData", data));
+            fields.push(("parentJobID", json!(parent.0)));
+        }
+        let Ok(children) = self.children(job.id).await else {
+            return;
+        };
+        let summaries = |state: JobState| -> Vec<Value> {
+            children
+                .iter()
+                .filter(|c| c.state == state)
+                .map(|c| json!({"data": c.data, "jobID": c.id.0}))
+                .collect()
+        };
+        let (finished, cancelled) = (
+            summaries(JobState::Completed),
+            summaries(JobState::Cancelled),
+        );
+        if !finished.is_empty() || !cancelled.is_empty() {
+            fields.push(("cancelledChildJobs", Value::Array(cancelled)));
+            fields.push(("finishedChildJobs", Value::Array(finished)));
+        }
     }
 }
 

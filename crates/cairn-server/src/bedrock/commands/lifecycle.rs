@@ -26,15 +26,57 @@ impl BedrockCommands {
         Ok((job, lease))
     }
 
+    /// FinishJob and RetryJob's steps 4 and 5 (reference §5.6): a child ends only while its parent is PAUSED (waits
+    /// for its children); the job's FINISHED and CANCELLED children are the ones to delete, and the others are left.
+    async fn child_checks(&self, job: &Job) -> Result<(Vec<Job>, Vec<Job>), Response> {
+        if let Some(parent) = job.parent {
+            let paused =
+                matches!(self.queue.get(parent).await, Ok(p) if p.state == JobState::Waiting);
+            if !paused {
+                return Err(status(
+                    "405 Can only retry/finish child job when parent is PAUSED",
+                ));
+            }
+        }
+        Ok(self
+            .children(job.id)
+            .await?
+            .into_iter()
+            .partition(|c| matches!(c.state, JobState::Completed | JobState::Cancelled)))
+    }
+
+    /// Deletes the children a parent's FinishJob or RetryJob is done with.
+    async fn delete_children(&self, done: Vec<Job>) -> Result<(), Response> {
+        for child in done {
+            match self.queue.delete(child.id).await {
+                Ok(()) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => return Err(engine_error(e)),
+            }
+        }
+        Ok(())
+    }
+
     /// FinishJob: done; a repeating job is scheduled again unless `data.delete` or `ignoreRepeat` says it ends.
+    /// A parent whose children are still live waits for them (PAUSED), and the children it created start.
     pub(super) async fn finish_job(&self, headers: &Headers) -> Answer {
         let (job, lease) = self.held(headers, NOT_RUNNING).await?;
+        let (done, left) = self.child_checks(&job).await?;
         let data = new_data(headers)?;
         let ends = values::is_true(headers.get("ignorerepeat"))
             || data.as_ref().is_some_and(|d| {
                 matches!(d.get("delete"), Some(Value::Bool(true)))
                     || d.get("delete").and_then(Value::as_str) == Some("true")
             });
+        // Bedrock deletes a standalone job that ends, which a FAILED child it still has forbids.
+        let pending = left.iter().any(|c| c.state.is_live());
+        if job.parent.is_none() && (job.schedule.is_none() || ends) && !pending && !left.is_empty()
+        {
+            return Err(status(
+                "405 Failed to delete a job with outstanding children",
+            ));
+        }
+        self.delete_children(done).await?;
         if ends && job.schedule.is_some() {
             // The job ends here instead of recurring: without a schedule, finishing completes it.
             self.queue
@@ -56,6 +98,7 @@ impl BedrockCommands {
     /// RetryJob: run again at the repeat's next time, at `nextRun`, or after `delay` seconds, in that order.
     pub(super) async fn retry_job(&self, headers: &Headers) -> Answer {
         let (job, lease) = self.held(headers, NOT_RUNNING).await?;
+        let (done, _) = self.child_checks(&job).await?;
         let data = new_data(headers)?;
         // A new name is checked now, and given once the job is no longer running.
         let rename = headers
@@ -82,6 +125,7 @@ impl BedrockCommands {
         } else {
             Some(retry_delay(headers.get("delay").unwrap_or("0"))?)
         };
+        self.delete_children(done).await?;
         // Name and priority change while the job still runs, so that nobody can take it under the old ones.
         if let Some(name) = rename {
             self.queue

@@ -1,6 +1,6 @@
 //! QueryJob, UpdateJob, DeleteJob, CancelJob and RequeueJobs (reference §5.4, §5.5, §5.9–5.11).
 
-use cairn::{Job, JobId, JobState, Repeat, RunTimes};
+use cairn::{Job, JobFilter, JobId, JobState, Repeat, RunTimes};
 use serde_json::json;
 
 use crate::bedrock::commands::create::engine_error;
@@ -11,10 +11,11 @@ use crate::bedrock::frame::{Headers, Response, json_object};
 const NO_JOB: &str = "404 No job with this jobID";
 
 impl BedrockCommands {
-    /// The job as Bedrock sees it: a completed job is one Bedrock would have deleted.
+    /// The job as Bedrock sees it: a completed standalone job is one Bedrock would have deleted (a completed child
+    /// is `FINISHED` until its parent's next FinishJob or RetryJob deletes it).
     pub(super) async fn bedrock_job(&self, id: JobId) -> Result<Job, Response> {
         match self.queue.get(id).await {
-            Ok(job) if job.state != JobState::Completed => Ok(job),
+            Ok(job) if job.state != JobState::Completed || job.parent.is_some() => Ok(job),
             Ok(_) => Err(status(NO_JOB)),
             Err(e) if e.is_not_found() => Err(status(NO_JOB)),
             Err(e) => Err(engine_error(e)),
@@ -26,8 +27,7 @@ impl BedrockCommands {
         let id = values::job_id(headers)?;
         let job = self.bedrock_job(id).await?;
         let mut fields = values::job_fields(&job, values::last_run(&job, false));
-        let state = values::state_name(job.state).unwrap_or("QUEUED");
-        fields.push(("state", json!(state)));
+        fields.push(("state", json!(values::state_name(&job))));
         Ok(Response::json(json_object(fields)))
     }
 
@@ -132,19 +132,50 @@ impl BedrockCommands {
         Ok(Response::status("200 OK"))
     }
 
-    /// CancelJob: only a child job can be cancelled; one that runs, waits or finished is left as it is.
+    /// CancelJob: only a child job without children of its own can be cancelled; one that runs (not RUNQUEUED),
+    /// waits or finished is left as it is. The engine then runs the parent again if no child of it is left live.
     pub(super) async fn cancel_job(&self, headers: &Headers) -> Answer {
         let id = values::job_id(headers)?;
         let job = self.bedrock_job(id).await?;
+        if !self.children(id).await?.is_empty() {
+            return Err(status(
+                "404 Invalid jobID - Cannot cancel a job with children",
+            ));
+        }
         if job.parent.is_none() {
             return Err(status(
                 "404 Invalid jobID - Cannot cancel a job without a parent",
             ));
         }
-        if matches!(job.state, JobState::Scheduled | JobState::Queued) {
-            self.queue.cancel(id).await.map_err(engine_error)?;
+        if matches!(values::state_name(&job), "FINISHED" | "RUNNING" | "PAUSED") {
+            return Ok(Response::status("200 OK"));
         }
+        self.queue.cancel(id).await.map_err(engine_error)?;
+        self.forget(id);
         Ok(Response::status("200 OK"))
+    }
+
+    /// A job's children, as Bedrock has them (every state).
+    pub(super) async fn children(&self, parent: JobId) -> Result<Vec<Job>, Response> {
+        let mut children = Vec::new();
+        let mut before = None;
+        loop {
+            let page = self
+                .queue
+                .list(JobFilter {
+                    parent: Some(parent),
+                    before,
+                    limit: cairn::MAX_PAGE,
+                    ..JobFilter::default()
+                })
+                .await
+                .map_err(engine_error)?;
+            children.extend(page.jobs);
+            match page.next {
+                Some(next) => before = Some(next),
+                None => return Ok(children),
+            }
+        }
     }
 
     /// RequeueJobs: every listed job, whatever its state, is due again at once; unknown ids are ignored.

@@ -98,16 +98,28 @@ pub fn is_true(value: Option<&str>) -> bool {
     value.is_some_and(|v| v.eq_ignore_ascii_case("true") || atoll(v) != 0)
 }
 
-/// How Bedrock names a Cairn state; `None` for a completed job, which Bedrock would have deleted.
-pub fn state_name(state: JobState) -> Option<&'static str> {
-    match state {
-        JobState::Scheduled | JobState::Queued => Some("QUEUED"),
-        JobState::Running => Some("RUNNING"),
-        JobState::Waiting => Some("PAUSED"),
-        JobState::Failed => Some("FAILED"),
-        JobState::Cancelled => Some("CANCELLED"),
-        JobState::Completed => None,
+/// How Bedrock names a job's state. A completed job is `FINISHED`: Bedrock keeps only children in that state
+/// (a standalone job that finished is deleted, and this layer does not show it).
+pub fn state_name(job: &Job) -> &'static str {
+    match job.state {
+        JobState::Scheduled | JobState::Queued => "QUEUED",
+        JobState::Running if retry_after(job).is_some() => "RUNQUEUED",
+        JobState::Running => "RUNNING",
+        JobState::Waiting => "PAUSED",
+        JobState::Failed => "FAILED",
+        JobState::Cancelled => "CANCELLED",
+        JobState::Completed => "FINISHED",
     }
+}
+
+/// The tag that keeps a job's `retryAfter` as it was given (its meaning is the job's timeout; see `create.rs`).
+pub const RETRY_AFTER_TAG: &str = "bedrock:retryAfter=";
+
+/// A job's `retryAfter`, if it has one.
+pub fn retry_after(job: &Job) -> Option<&str> {
+    job.tags
+        .iter()
+        .find_map(|tag| tag.as_str().strip_prefix(RETRY_AFTER_TAG))
 }
 
 /// When the job's latest attempt before `skip_running` started: Bedrock's `lastRun`, `""` when it never ran.
@@ -132,7 +144,7 @@ pub fn job_fields(job: &Job, last_run: String) -> Vec<(&'static str, Value)> {
         ("nextRun", json!(time_text(job.run_at))),
         ("priority", json!(to_bedrock_priority(job.priority))),
         ("repeat", json!(job.schedule.clone().unwrap_or_default())),
-        ("retryAfter", json!("")),
+        ("retryAfter", json!(retry_after(job).unwrap_or(""))),
     ]
 }
 

@@ -21,6 +21,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "attempt_usage",
         include_str!("../../../migrations/sqlite/0003_attempt_usage.sql"),
     ),
+    (
+        4,
+        "waiting",
+        include_str!("../../../migrations/sqlite/0004_waiting.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

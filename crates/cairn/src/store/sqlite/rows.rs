@@ -19,7 +19,9 @@ macro_rules! job_columns {
          max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
          unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
          (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag)), \
-         attempt_started_at, schedule, time_zone"
+         attempt_started_at, schedule, time_zone, awaits_parent, \
+         (SELECT group_concat(depends_on) FROM (SELECT depends_on FROM job_dependencies WHERE job_id = jobs.id \
+          ORDER BY depends_on))"
     };
 }
 #[allow(unused_imports)]
@@ -99,6 +101,16 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
             .unwrap_or_default(),
         schedule: row.get(27)?,
         time_zone: row.get(28)?,
+        awaits_parent: row.get(29)?,
+        depends_on: row
+            .get::<_, Option<String>>(30)?
+            .map(|ids| {
+                ids.split(',')
+                    .filter_map(|id| id.parse().ok())
+                    .map(JobId)
+                    .collect()
+            })
+            .unwrap_or_default(),
         history: Vec::new(),
     })
 }

@@ -1,0 +1,86 @@
+//! [`ChangeDependencies`]: add or remove what a job that has not started waits for.
+
+use rusqlite::named_params;
+
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
+use crate::ops::cancel::job_state;
+use crate::ops::push::MAX_DEPENDENCIES;
+use crate::ops::waiting::{
+    DependencyOn, check_dependency, record_dependency, release_if_unblocked,
+};
+use crate::ops::{Operation, WriteCtx};
+
+/// Adds and removes dependencies of a job that has not started: a scheduled, queued or waiting one. A job that
+/// gains a dependency that has not completed waits for it; a job whose last dependency is removed becomes ready.
+/// Added dependencies are checked as a push checks them (they must exist, not be cancelled, and not make a cycle);
+/// removing one the job does not have is not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeDependencies {
+    /// The job.
+    pub job: JobId,
+    /// Jobs it must now also wait for.
+    pub add: Vec<JobId>,
+    /// Jobs it no longer waits for.
+    pub remove: Vec<JobId>,
+}
+
+const DROP_DEPENDENCY: &str =
+    "DELETE FROM job_dependencies WHERE job_id = :job AND depends_on = :on";
+const START_WAITING: &str = "UPDATE jobs SET state = 'waiting' WHERE id = :id";
+const COUNT_DEPENDENCIES: &str = "SELECT count(*) FROM job_dependencies WHERE job_id = :id";
+
+impl Operation for ChangeDependencies {
+    type Output = JobState;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<JobState> {
+        let state = job_state(ctx, self.job)?;
+        if !matches!(
+            state,
+            JobState::Scheduled | JobState::Queued | JobState::Waiting
+        ) {
+            return Err(Error::invalid_state(format!(
+                "job {} is {state}; only a job that has not started can change its dependencies",
+                self.job
+            )));
+        }
+        let mut pending = Vec::new();
+        for &on in &self.add {
+            if let DependencyOn::Pending = check_dependency(ctx, Some(self.job), on)? {
+                pending.push(on);
+            }
+        }
+        for on in &self.remove {
+            ctx.conn
+                .prepare_cached(DROP_DEPENDENCY)?
+                .execute(named_params! { ":job": self.job.0, ":on": on.0 })?;
+        }
+        for &on in &pending {
+            record_dependency(ctx, self.job, on)?;
+        }
+        let count: i64 = ctx
+            .conn
+            .prepare_cached(COUNT_DEPENDENCIES)?
+            .query_row(named_params! { ":id": self.job.0 }, |r| r.get(0))?;
+        if count > MAX_DEPENDENCIES as i64 {
+            return Err(Error::invalid(
+                "add",
+                format!(
+                    "a job may depend on at most {MAX_DEPENDENCIES} jobs; this would make {count}"
+                ),
+            ));
+        }
+        if count > 0 {
+            if state != JobState::Waiting {
+                ctx.conn
+                    .prepare_cached(START_WAITING)?
+                    .execute(named_params! { ":id": self.job.0 })?;
+            }
+            return Ok(JobState::Waiting);
+        }
+        if state == JobState::Waiting && release_if_unblocked(ctx, self.job)? {
+            return job_state(ctx, self.job);
+        }
+        Ok(state)
+    }
+}

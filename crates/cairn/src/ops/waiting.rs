@@ -1,0 +1,344 @@
+//! Jobs that wait on other jobs, and what moves them: dependencies, and parents with children.
+//!
+//! A job is `waiting` while any of these holds (see migration 0004):
+//! - it has a dependency that has not completed (a row in `job_dependencies`);
+//! - a running job created it as a child, and that run has not finished (`awaits_parent`);
+//! - it is a parent whose run finished while it had live children.
+//!
+//! The rules, applied in the transaction of the event that causes them:
+//! - A dependency that **completes** (for a recurring job: a run that finishes) is met: its row goes, and a job
+//!   with nothing left to wait for becomes ready.
+//! - A dependency that **fails** keeps its dependents waiting: requeue it to go on, or cancel it to give up.
+//! - A dependency that is **cancelled or deleted** cancels its dependents, and theirs, saying why.
+//! - A child created by a running job starts when that run **finishes**. If the run ends any other way (retried,
+//!   failed, lease expired, released, cancelled), the children it created are cancelled: they were part of a run
+//!   that did not happen, and the next run creates its own.
+//! - A parent whose run finishes with live children waits for them; when the last one completes, fails or is
+//!   cancelled, it runs again (with fresh attempts) and finds them with `JobFilter::parent`.
+//! - Cancelling or deleting a parent cancels its live children.
+
+use rusqlite::{OptionalExtension, named_params};
+
+use crate::error::{Error, Result};
+use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::ops::{WriteCtx, end_attempt, parse_stored_state, running_job};
+
+/// The condition, on a row named `c`, that a job is live (it has not completed, failed or been cancelled).
+macro_rules! live {
+    ($alias:literal) => {
+        concat!(
+            "(",
+            $alias,
+            ".state = 'scheduled' OR ",
+            $alias,
+            ".state = 'queued' OR ",
+            $alias,
+            ".state = 'waiting' OR ",
+            $alias,
+            ".state = 'running')"
+        )
+    };
+}
+
+/// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead).
+const RELEASE_IF_UNBLOCKED: &str = concat!(
+    "UPDATE jobs SET state = CASE WHEN run_at <= :now THEN 'queued' ELSE 'scheduled' END \
+     WHERE id = :id AND state = 'waiting' AND awaits_parent = 0 \
+     AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) \
+     AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND ",
+    live!("c"),
+    ") RETURNING queue, state"
+);
+
+/// Makes `id` ready if it waits and nothing holds it any more. Returns whether it moved.
+pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
+    let moved: Option<(String, String)> = ctx
+        .conn
+        .prepare_cached(RELEASE_IF_UNBLOCKED)?
+        .query_row(named_params! { ":now": ctx.now_ms, ":id": id.0 }, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    match moved {
+        Some((queue, state)) => {
+            if state == JobState::Queued.as_str() {
+                ctx.ready.mark(&queue);
+            }
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+const START_CHILDREN: &str =
+    "UPDATE jobs SET awaits_parent = 0 WHERE parent_id = :id AND awaits_parent = 1 RETURNING id";
+
+const HAS_LIVE_CHILDREN: &str = concat!(
+    "SELECT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND ",
+    live!("c"),
+    ")"
+);
+
+/// The run of parent `id` finished: the children it created start. Returns whether `id` has live children,
+/// which it must then wait for.
+pub(crate) fn start_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
+    let started: Vec<i64> = ctx
+        .conn
+        .prepare_cached(START_CHILDREN)?
+        .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for child in started {
+        release_if_unblocked(ctx, JobId(child))?;
+    }
+    let live: bool = ctx
+        .conn
+        .prepare_cached(HAS_LIVE_CHILDREN)?
+        .query_row(named_params! { ":id": id.0 }, |r| r.get(0))?;
+    Ok(live)
+}
+
+const PARENT_WAITS: &str =
+    "UPDATE jobs SET state = 'waiting', finished_at = NULL, attempt = 0 WHERE id = :id";
+
+/// A parent's run finished and it has live children: it waits for them, and its next run starts its attempts
+/// afresh.
+pub(crate) fn wait_for_children(ctx: &WriteCtx<'_>, id: JobId) -> Result<()> {
+    ctx.conn
+        .prepare_cached(PARENT_WAITS)?
+        .execute(named_params! { ":id": id.0 })?;
+    Ok(())
+}
+
+const UNSTARTED_CHILDREN: &str =
+    "SELECT id FROM jobs WHERE parent_id = :id AND awaits_parent = 1 AND state = 'waiting'";
+
+/// The run of parent `id` ended without finishing: the children it created are cancelled.
+pub(crate) fn discard_unstarted_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<()> {
+    let children: Vec<i64> = ctx
+        .conn
+        .prepare_cached(UNSTARTED_CHILDREN)?
+        .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let reason = format!("the run of parent job {id} that created it did not finish");
+    let work = children
+        .into_iter()
+        .map(|child| (JobId(child), Some(reason.clone())))
+        .collect();
+    cancel_jobs(ctx, work)
+}
+
+/// How a job came to an end, for what waited on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// It completed, or (recurring) one of its runs finished.
+    Completed,
+    /// It failed (for a recurring job, only when its recurrence ended too).
+    Failed,
+}
+
+const MET_DEPENDENCIES: &str =
+    "DELETE FROM job_dependencies WHERE depends_on = :id RETURNING job_id";
+
+/// Moves what waited on job `id`, which just ended as `ending`: its dependents, and its parent.
+pub(crate) fn job_ended(
+    ctx: &mut WriteCtx<'_>,
+    id: JobId,
+    parent: Option<JobId>,
+    has_dependents: bool,
+    ending: Ending,
+) -> Result<()> {
+    if has_dependents && ending == Ending::Completed {
+        let dependents: Vec<i64> = ctx
+            .conn
+            .prepare_cached(MET_DEPENDENCIES)?
+            .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for dependent in dependents {
+            release_if_unblocked(ctx, JobId(dependent))?;
+        }
+    }
+    // A failed dependency keeps its dependents waiting: nothing to do for them.
+    if let Some(parent) = parent {
+        release_if_unblocked(ctx, parent)?;
+    }
+    Ok(())
+}
+
+const SELECT_RELATIONS: &str =
+    "SELECT state, parent_id, has_children, has_dependents FROM jobs WHERE id = :id";
+
+const CANCEL_ONE: &str = "UPDATE jobs SET state = 'cancelled', finished_at = :now, error = COALESCE(:error, error), \
+     awaits_parent = 0, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+
+const DROP_OWN_DEPENDENCIES: &str = "DELETE FROM job_dependencies WHERE job_id = :id";
+
+const LIVE_CHILDREN: &str = concat!(
+    "SELECT id FROM jobs AS c WHERE c.parent_id = :id AND ",
+    live!("c")
+);
+
+const DEPENDENTS: &str = "SELECT job_id FROM job_dependencies WHERE depends_on = :id";
+
+/// Cancels each job in `work` that has not completed (a failed one included), with the reason (if any) as its
+/// error, and
+/// what that brings: its running attempt ends, and its live children and its dependents are cancelled in turn.
+/// Parents of cancelled jobs run again if nothing else holds them. A worklist, not recursion: a chain of dependents
+/// may be long.
+pub(crate) fn cancel_jobs(
+    ctx: &mut WriteCtx<'_>,
+    mut work: Vec<(JobId, Option<String>)>,
+) -> Result<()> {
+    let mut parents = Vec::new();
+    while let Some((id, reason)) = work.pop() {
+        let row: Option<(String, Option<i64>, bool, bool)> = ctx
+            .conn
+            .prepare_cached(SELECT_RELATIONS)?
+            .query_row(named_params! { ":id": id.0 }, |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .optional()?;
+        let Some((state, parent, has_children, has_dependents)) = row else {
+            continue;
+        };
+        let state = parse_stored_state(&state)?;
+        if matches!(state, JobState::Completed | JobState::Cancelled) {
+            continue;
+        }
+        if state == JobState::Running
+            && let Some(held) = running_job(ctx, id)?
+        {
+            let error = reason.as_deref().unwrap_or("cancelled");
+            // The children its run created are live children: the cascade below cancels them.
+            end_attempt(ctx, &held, AttemptOutcome::Cancelled, Some(error), None)?;
+        }
+        ctx.conn
+            .prepare_cached(CANCEL_ONE)?
+            .execute(named_params! {
+                ":now": ctx.now_ms, ":error": reason, ":id": id.0,
+            })?;
+        ctx.conn
+            .prepare_cached(DROP_OWN_DEPENDENCIES)?
+            .execute(named_params! { ":id": id.0 })?;
+        if has_children {
+            let children: Vec<i64> = ctx
+                .conn
+                .prepare_cached(LIVE_CHILDREN)?
+                .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let why = format!("its parent job {id} was cancelled");
+            work.extend(children.into_iter().map(|c| (JobId(c), Some(why.clone()))));
+        }
+        if has_dependents {
+            let dependents: Vec<i64> = ctx
+                .conn
+                .prepare_cached(DEPENDENTS)?
+                .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let why = format!("job {id}, which it depends on, was cancelled");
+            work.extend(
+                dependents
+                    .into_iter()
+                    .map(|d| (JobId(d), Some(why.clone()))),
+            );
+        }
+        if let Some(parent) = parent {
+            parents.push(JobId(parent));
+        }
+    }
+    for parent in parents {
+        release_if_unblocked(ctx, parent)?;
+    }
+    Ok(())
+}
+
+/// What a new dependency on a job means, from that job's state.
+pub(crate) enum DependencyOn {
+    /// It completed: the dependency is met already.
+    Met,
+    /// It has not completed: the dependent waits.
+    Pending,
+}
+
+const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
+
+/// Checks a dependency of `job` (if it exists yet) on `on`: it must exist and not be cancelled, and must not make a
+/// cycle.
+pub(crate) fn check_dependency(
+    ctx: &WriteCtx<'_>,
+    job: Option<JobId>,
+    on: JobId,
+) -> Result<DependencyOn> {
+    if Some(on) == job {
+        return Err(Error::invalid(
+            "depends_on",
+            format!("job {on} cannot depend on itself"),
+        ));
+    }
+    let state: Option<String> = ctx
+        .conn
+        .prepare_cached(SELECT_STATE)?
+        .query_row(named_params! { ":id": on.0 }, |r| r.get(0))
+        .optional()?;
+    let Some(state) = state else {
+        return Err(Error::invalid(
+            "depends_on",
+            format!("job {on} does not exist"),
+        ));
+    };
+    match parse_stored_state(&state)? {
+        JobState::Completed => return Ok(DependencyOn::Met),
+        JobState::Cancelled => {
+            return Err(Error::invalid_state(format!(
+                "depends_on: job {on} was cancelled and will never complete"
+            )));
+        }
+        _ => {}
+    }
+    if let Some(job) = job
+        && depends_transitively(ctx, on, job)?
+    {
+        return Err(Error::invalid_state(format!(
+            "depends_on: job {job} cannot depend on job {on}, which already depends on it (a cycle)"
+        )));
+    }
+    Ok(DependencyOn::Pending)
+}
+
+const DEPENDENCIES_OF: &str = "SELECT depends_on FROM job_dependencies WHERE job_id = :id";
+
+/// Whether `from` waits, directly or through others, on `target`. Only unmet dependencies are rows, and a job
+/// with none cannot be part of a cycle, so the walk stays within jobs that still wait.
+fn depends_transitively(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![from];
+    let mut stmt = ctx.conn.prepare_cached(DEPENDENCIES_OF)?;
+    while let Some(id) = stack.pop() {
+        if id == target {
+            return Ok(true);
+        }
+        if !seen.insert(id) {
+            continue;
+        }
+        let next = stmt
+            .query_map(named_params! { ":id": id.0 }, |r| r.get::<_, i64>(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        stack.extend(next.into_iter().map(JobId));
+    }
+    Ok(false)
+}
+
+const RECORD_DEPENDENCY: &str =
+    "INSERT OR IGNORE INTO job_dependencies (job_id, depends_on) VALUES (:job, :on)";
+const MARK_HAS_DEPENDENTS: &str =
+    "UPDATE jobs SET has_dependents = 1 WHERE id = :on AND has_dependents = 0";
+
+/// Records that `job` waits for `on` (checked with [`check_dependency`]).
+pub(crate) fn record_dependency(ctx: &WriteCtx<'_>, job: JobId, on: JobId) -> Result<()> {
+    ctx.conn
+        .prepare_cached(RECORD_DEPENDENCY)?
+        .execute(named_params! { ":job": job.0, ":on": on.0 })?;
+    ctx.conn
+        .prepare_cached(MARK_HAS_DEPENDENTS)?
+        .execute(named_params! { ":on": on.0 })?;
+    Ok(())
+}

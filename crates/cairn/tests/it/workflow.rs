@@ -1,0 +1,463 @@
+//! Jobs that wait on other jobs: dependencies (chains, diamonds, failures, cancellation, cycles) and parents with
+//! children (the Bedrock life cycle).
+
+use std::time::Duration;
+
+use cairn::{
+    AttemptOutcome, ChangeDependencies, Dequeue, ErrorKind, JobFilter, JobId, JobState, Push,
+    RetryPolicy,
+};
+use serde_json::json;
+
+use crate::harness::TestQueue;
+
+async fn state(t: &TestQueue, id: JobId) -> JobState {
+    t.queue.get(id).await.unwrap().state
+}
+
+async fn push(t: &TestQueue, push: Push) -> JobId {
+    t.queue.enqueue(push).await.unwrap().id
+}
+
+/// Takes the one ready job, finishes it, and returns its name.
+async fn run_one(t: &TestQueue) -> Option<String> {
+    let claimed = t.take("w").await?;
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    Some(claimed.job.name.to_string())
+}
+
+#[tokio::test]
+async fn a_chain_of_a_thousand_dependencies_runs_in_order() {
+    let t = TestQueue::new().await;
+    let mut previous = None;
+    // Priorities against the order: only the dependencies keep the chain in line.
+    for i in 0..1000 {
+        let mut job = Push::new(format!("step-{i:04}")).priority(i);
+        if let Some(previous) = previous {
+            job = job.depends_on(previous);
+        }
+        previous = Some(push(&t, job).await);
+    }
+    let mut ran = Vec::new();
+    while let Some(name) = run_one(&t).await {
+        ran.push(name);
+    }
+    let expected: Vec<String> = (0..1000).map(|i| format!("step-{i:04}")).collect();
+    assert_eq!(ran, expected);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_diamond_runs_its_join_once_after_both_sides() {
+    let t = TestQueue::new().await;
+    let top = t.push("top").await;
+    let left = push(&t, Push::new("left").depends_on(top)).await;
+    let right = push(&t, Push::new("right").depends_on(top)).await;
+    let join = push(&t, Push::new("join").depends_on(left).depends_on(right)).await;
+    let job = t.queue.get(join).await.unwrap();
+    assert_eq!(job.state, JobState::Waiting);
+    assert_eq!(job.depends_on, [left, right]);
+    assert_eq!(run_one(&t).await.as_deref(), Some("top"));
+    let mut sides = vec![run_one(&t).await.unwrap()];
+    // The join waits for the second side.
+    assert_eq!(t.queue.get(join).await.unwrap().depends_on.len(), 1);
+    sides.push(run_one(&t).await.unwrap());
+    sides.sort();
+    assert_eq!(sides, ["left", "right"]);
+    assert_eq!(run_one(&t).await.as_deref(), Some("join"));
+    assert_eq!(run_one(&t).await, None);
+    let join = t.queue.get(join).await.unwrap();
+    assert_eq!((join.state, join.history.len()), (JobState::Completed, 1));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_waiting_worker_gets_a_dependent_in_the_commit_that_meets_its_dependency() {
+    let t = TestQueue::new().await;
+    let first = t.push("first").await;
+    let second = push(&t, Push::new("second").depends_on(first)).await;
+    let claimed = t.take("a").await.unwrap();
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("b").wait(Duration::from_secs(60)))
+            .await
+            .unwrap()
+    });
+    tokio::task::yield_now().await;
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    let got = waiter.await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].job.id, second);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_failed_dependency_holds_its_dependents_until_it_is_requeued_and_completes() {
+    let t = TestQueue::new().await;
+    let flaky = push(&t, Push::new("flaky").retry(RetryPolicy::immediate(1))).await;
+    let after = push(&t, Push::new("after").depends_on(flaky)).await;
+    let claimed = t.take("w").await.unwrap();
+    t.queue.retry(&claimed.lease, "boom", None).await.unwrap();
+    assert_eq!(state(&t, flaky).await, JobState::Failed);
+    // Visible: the dependent still waits, on a job that failed.
+    let job = t.queue.get(after).await.unwrap();
+    assert_eq!(
+        (job.state, job.depends_on.clone()),
+        (JobState::Waiting, vec![flaky])
+    );
+    assert!(t.take("w").await.is_none());
+    t.queue.requeue(flaky, None).await.unwrap();
+    assert_eq!(run_one(&t).await.as_deref(), Some("flaky"));
+    assert_eq!(run_one(&t).await.as_deref(), Some("after"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_dependency_cancels_its_dependents_and_theirs_saying_why() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let b = push(&t, Push::new("b").depends_on(a)).await;
+    let c = push(&t, Push::new("c").depends_on(b)).await;
+    let other = t.push("other").await;
+    let d = push(&t, Push::new("d").depends_on(other)).await;
+    t.queue.cancel(a).await.unwrap();
+    for id in [a, b, c] {
+        assert_eq!(state(&t, id).await, JobState::Cancelled, "job {id}");
+    }
+    let b_job = t.queue.get(b).await.unwrap();
+    assert_eq!(
+        b_job.error.as_deref(),
+        Some(format!("job {a}, which it depends on, was cancelled").as_str())
+    );
+    assert!(b_job.depends_on.is_empty());
+    // Deleting a dependency that has not completed does the same.
+    t.queue.delete(other).await.unwrap();
+    assert_eq!(state(&t, d).await, JobState::Cancelled);
+    // A new job cannot depend on a cancelled one.
+    let err = t
+        .queue
+        .enqueue(Push::new("late").depends_on(a))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_failed_job_takes_it_out_of_the_failures() {
+    let t = TestQueue::new().await;
+    let id = push(&t, Push::new("x").retry(RetryPolicy::immediate(1))).await;
+    let claimed = t.take("w").await.unwrap();
+    t.queue
+        .fail(&claimed.lease, "bad-input", "no")
+        .await
+        .unwrap();
+    t.queue.cancel(id).await.unwrap();
+    assert_eq!(state(&t, id).await, JobState::Cancelled);
+    let failed = t
+        .queue
+        .list(JobFilter {
+            state: Some(JobState::Failed),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(failed.jobs.is_empty());
+    t.close().await;
+}
+
+#[tokio::test]
+async fn dependencies_are_checked_and_cycles_refused() {
+    let t = TestQueue::new().await;
+    let err = t
+        .queue
+        .enqueue(Push::new("x").depends_on(JobId(999)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.field(), err.message()),
+        (
+            ErrorKind::InvalidInput,
+            Some("depends_on"),
+            "depends_on: job 999 does not exist"
+        )
+    );
+    let a = t.push("a").await;
+    let b = push(&t, Push::new("b").depends_on(a)).await;
+    let c = push(&t, Push::new("c").depends_on(b)).await;
+    // a → b → c: making a wait for c closes a cycle.
+    let err = t
+        .queue
+        .change_dependencies(ChangeDependencies {
+            job: a,
+            add: vec![c],
+            remove: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    assert!(err.message().contains("cycle"), "{err}");
+    let err = t
+        .queue
+        .change_dependencies(ChangeDependencies {
+            job: a,
+            add: vec![a],
+            remove: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("depends_on"), "{err}");
+    // Nothing was written by the refused changes.
+    assert_eq!(state(&t, a).await, JobState::Queued);
+    assert!(t.queue.get(a).await.unwrap().depends_on.is_empty());
+    // A dependency on a completed job is met at once.
+    assert_eq!(run_one(&t).await.as_deref(), Some("a"));
+    let d = push(&t, Push::new("d").depends_on(a)).await;
+    assert_eq!(state(&t, d).await, JobState::Queued);
+    // A job that started cannot change its dependencies.
+    let claimed = t.take("w").await.unwrap();
+    let err = t
+        .queue
+        .change_dependencies(ChangeDependencies {
+            job: claimed.job.id,
+            add: vec![c],
+            remove: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn dependencies_added_and_removed_move_a_job_between_waiting_and_ready() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let later = push(&t, Push::new("later").delay(Duration::from_secs(60))).await;
+    let change = |job, add: Vec<JobId>, remove: Vec<JobId>| ChangeDependencies { job, add, remove };
+    assert_eq!(
+        t.queue
+            .change_dependencies(change(later, vec![a], vec![]))
+            .await
+            .unwrap(),
+        JobState::Waiting
+    );
+    // Removing the last dependency puts the job back where its time says: not due yet, so scheduled.
+    assert_eq!(
+        t.queue
+            .change_dependencies(change(later, vec![], vec![a]))
+            .await
+            .unwrap(),
+        JobState::Scheduled
+    );
+    let b = t.push("b").await;
+    assert_eq!(
+        t.queue
+            .change_dependencies(change(b, vec![a], vec![]))
+            .await
+            .unwrap(),
+        JobState::Waiting
+    );
+    assert_eq!(run_one(&t).await.as_deref(), Some("a"));
+    assert_eq!(run_one(&t).await.as_deref(), Some("b"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_parent_runs_again_after_its_children_with_their_results() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let first = push(&t, Push::new("child").parent(parent).data(json!({"n": 1}))).await;
+    let second = push(&t, Push::new("child").parent(parent).data(json!({"n": 2}))).await;
+    // Children wait for the run that created them to finish.
+    let child = t.queue.get(first).await.unwrap();
+    assert_eq!(
+        (child.state, child.awaits_parent),
+        (JobState::Waiting, true)
+    );
+    assert!(t.take("w").await.is_none());
+    t.queue.finish(&run.lease, None).await.unwrap();
+    let waiting = t.queue.get(parent).await.unwrap();
+    assert_eq!((waiting.state, waiting.attempt), (JobState::Waiting, 0));
+    assert_eq!(state(&t, first).await, JobState::Queued);
+    // The children run; one returns a result.
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.id, first);
+    t.queue
+        .finish(&c.lease, Some(json!({"sum": 10})))
+        .await
+        .unwrap();
+    assert_eq!(state(&t, parent).await, JobState::Waiting);
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.id, second);
+    t.queue.finish(&c.lease, None).await.unwrap();
+    // The last one ends: the parent runs again, with fresh attempts, and finds its children.
+    let again = t.take("w").await.unwrap();
+    assert_eq!((again.job.id, again.job.attempt), (parent, 1));
+    let children = t
+        .queue
+        .list(JobFilter {
+            parent: Some(parent),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs;
+    let results: Vec<_> = children
+        .iter()
+        .map(|c| (c.id, c.state, c.data.clone()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (second, JobState::Completed, json!({"n": 2})),
+            (first, JobState::Completed, json!({"sum": 10})),
+        ]
+    );
+    t.queue.finish(&again.lease, None).await.unwrap();
+    assert_eq!(state(&t, parent).await, JobState::Completed);
+    let history = t.queue.get(parent).await.unwrap().history;
+    assert_eq!(history.len(), 2);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_child_adds_a_sibling_while_its_parent_waits() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let child = push(&t, Push::new("child").parent(parent)).await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.id, child);
+    let sibling = push(&t, Push::new("sibling").parent(parent)).await;
+    assert_eq!(state(&t, sibling).await, JobState::Queued);
+    t.queue.finish(&c.lease, None).await.unwrap();
+    // The sibling is still live: the parent waits on.
+    assert_eq!(state(&t, parent).await, JobState::Waiting);
+    assert_eq!(run_one(&t).await.as_deref(), Some("sibling"));
+    assert_eq!(run_one(&t).await.as_deref(), Some("parent"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn children_of_a_run_that_does_not_finish_are_cancelled() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let child = push(&t, Push::new("child").parent(parent)).await;
+    t.queue
+        .retry(&run.lease, "boom", Some(Duration::ZERO))
+        .await
+        .unwrap();
+    let job = t.queue.get(child).await.unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(
+        job.error.as_deref(),
+        Some(format!("the run of parent job {parent} that created it did not finish").as_str())
+    );
+    // The next run makes its own children; the parent is not held by the cancelled one.
+    let run = t.take("w").await.unwrap();
+    assert_eq!(run.job.id, parent);
+    let child = push(&t, Push::new("child").parent(parent)).await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    assert_eq!(state(&t, child).await, JobState::Queued);
+    assert_eq!(run_one(&t).await.as_deref(), Some("child"));
+    // A lease that expires ends the run too.
+    let run = t.take("w").await.unwrap();
+    let orphan = push(&t, Push::new("child").parent(parent)).await;
+    t.advance(run.job.lease_timeout + Duration::from_secs(1));
+    // Any batch does the timed work: the parent's lease expires, and it waits for its retry.
+    assert!(t.take("w").await.is_none());
+    let job = t.queue.get(orphan).await.unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    let history = t.queue.get(parent).await.unwrap().history;
+    assert!(
+        history
+            .iter()
+            .any(|a| a.outcome == Some(AttemptOutcome::LeaseExpired))
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_failed_child_does_not_strand_its_parent() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let child = push(
+        &t,
+        Push::new("child")
+            .parent(parent)
+            .retry(RetryPolicy::immediate(1)),
+    )
+    .await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    let c = t.take("w").await.unwrap();
+    t.queue.fail(&c.lease, "bad", "no").await.unwrap();
+    assert_eq!(state(&t, child).await, JobState::Failed);
+    let again = t.take("w").await.unwrap();
+    assert_eq!(again.job.id, parent);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_parent_cancels_its_live_children_only() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let done = push(&t, Push::new("done").parent(parent)).await;
+    let pending = push(&t, Push::new("pending").parent(parent)).await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    assert_eq!(run_one(&t).await.as_deref(), Some("done"));
+    t.queue.cancel(parent).await.unwrap();
+    assert_eq!(state(&t, done).await, JobState::Completed);
+    let job = t.queue.get(pending).await.unwrap();
+    assert_eq!(job.state, JobState::Cancelled);
+    assert_eq!(
+        job.error.as_deref(),
+        Some(format!("its parent job {parent} was cancelled").as_str())
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn only_a_running_or_waiting_job_can_have_new_children() {
+    let t = TestQueue::new().await;
+    let queued = t.push("queued").await;
+    let err = t
+        .queue
+        .enqueue(Push::new("child").parent(queued))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    let err = t
+        .queue
+        .enqueue(Push::new("child").parent(JobId(12345)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("parent"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn waiting_survives_a_restart() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let b = push(&t, Push::new("b").depends_on(a)).await;
+    let path = t.path();
+    t.close().await;
+    let queue = cairn::Queue::open(&path).await.unwrap();
+    assert_eq!(queue.get(b).await.unwrap().depends_on, [a]);
+    let claimed = queue
+        .dequeue(Dequeue::new("w"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    queue.finish(&claimed.lease, None).await.unwrap();
+    assert_eq!(queue.get(b).await.unwrap().state, JobState::Queued);
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
