@@ -51,6 +51,9 @@ pub struct PushRequest {
     /// How long a lease lasts without a heartbeat, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_timeout_ms: Option<u64>,
+    /// The longest one attempt may run, heartbeats or not, in milliseconds (at most a day); no limit when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
     /// While a live job holds this key, enqueueing another with it returns that job (`existing: true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique_key: Option<String>,
@@ -215,6 +218,8 @@ pub struct JobBody {
     pub retry: RetryPolicyBody,
     /// How long a lease lasts without a heartbeat.
     pub lease_timeout_ms: u64,
+    /// The longest one attempt may run, heartbeats or not, if limited.
+    pub timeout_ms: Option<u64>,
     /// Its unique key, if any.
     pub unique_key: Option<String>,
     /// Its tags.
@@ -592,6 +597,7 @@ impl From<PushRequest> for Push {
         push.delay = r.delay_ms.map(millis);
         push.retry = r.retry.map(RetryPolicy::from);
         push.lease_timeout = r.lease_timeout_ms.map(millis);
+        push.timeout = r.timeout_ms.map(millis);
         push.unique_key = r.unique_key;
         push.tags = r.tags;
         push.parent = r.parent.map(JobId);
@@ -722,6 +728,7 @@ impl From<&Job> for JobBody {
             attempt: j.attempt,
             retry: j.retry.into(),
             lease_timeout_ms: to_millis(j.lease_timeout),
+            timeout_ms: j.timeout.map(to_millis),
             unique_key: j.unique_key.as_ref().map(|k| k.to_string()),
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
@@ -819,6 +826,7 @@ impl JobBody {
             attempt: self.attempt,
             retry: self.retry.into(),
             lease_timeout: millis(self.lease_timeout_ms),
+            timeout: self.timeout_ms.map(millis),
             unique_key: self
                 .unique_key
                 .as_deref()
@@ -894,6 +902,7 @@ impl From<&Push> for PushRequest {
             delay_ms: p.delay.map(to_millis),
             retry: p.retry.map(RetryPolicyBody::from),
             lease_timeout_ms: p.lease_timeout.map(to_millis),
+            timeout_ms: p.timeout.map(to_millis),
             unique_key: p.unique_key.clone(),
             tags: p.tags.clone(),
             parent: p.parent.map(|j| j.0),

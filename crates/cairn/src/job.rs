@@ -214,6 +214,8 @@ pub struct Job {
     pub retry: RetryPolicy,
     /// How long a worker holds it without a heartbeat.
     pub lease_timeout: Duration,
+    /// The longest one attempt may run, heartbeats or not, if limited.
+    pub timeout: Option<Duration>,
     /// The key that no other live job may hold, if any.
     pub unique_key: Option<UniqueKey>,
     /// Its tags, sorted.

@@ -48,6 +48,9 @@ pub struct PushArgs {
     /// How long a worker may hold the job between heartbeats (the queue's default when absent).
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     pub lease_timeout: Option<Duration>,
+    /// The longest one attempt may run, heartbeats or not (at most a day); then the job is retried.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub timeout: Option<Duration>,
     /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
     #[arg(long, value_name = "SPEC")]
     pub schedule: Option<String>,
@@ -82,6 +85,7 @@ impl PushArgs {
             delay_ms: self.delay.map(args::millis),
             retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
             lease_timeout_ms: self.lease_timeout.map(args::millis),
+            timeout_ms: self.timeout.map(args::millis),
             unique_key: self.unique_key.clone(),
             tags: self.tags.clone(),
             parent: self.parent.map(|p| p.0),

@@ -253,8 +253,33 @@ async fn create_job_checks_its_headers_in_bedrocks_order() {
             "402 Invalid priority value",
         ),
         (
-            vec![("name", "a"), ("retryAfter", "+1 HOUR")],
-            "501 retryAfter is not supported by Cairn yet",
+            vec![("name", "a"), ("retryAfter", "10")],
+            "402 Malformed retryAfter",
+        ),
+        (
+            vec![("name", "a"), ("retryAfter", "+1 HOUR, START OF DAY")],
+            "402 Malformed retryAfter",
+        ),
+        // The order: retryAfter (step 4) before the parent (step 5), the parent before the repeat (step 7).
+        (
+            vec![
+                ("name", "a"),
+                ("retryAfter", "10"),
+                ("parentJobID", "424242"),
+            ],
+            "402 Malformed retryAfter",
+        ),
+        (
+            vec![
+                ("name", "a"),
+                ("parentJobID", "424242"),
+                ("repeat", "blabla"),
+            ],
+            "404 parentJobID does not exist",
+        ),
+        (
+            vec![("name", "a"), ("mockRequest", "")],
+            "501 mockRequest is not supported by Cairn yet",
         ),
     ] {
         assert_eq!(
@@ -521,6 +546,42 @@ async fn a_unique_job_is_found_again_and_different_data_is_merged_in() {
     // Without unique, another job.
     let other = c.send("CreateJob", &[("name", "sync")]).await;
     assert_ne!(other.body["jobID"], id);
+    // CreateJobs finds unique jobs too, merges their data, and creates the others, ids in input order.
+    let batch = c
+        .send(
+            "CreateJobs",
+            &[(
+                "jobs",
+                r#"[{"name":"fresh"},{"name":"sync","unique":true,"data":{"e":3}},{"name":"fresh2","unique":true}]"#,
+            )],
+        )
+        .await;
+    assert_eq!(batch.status, "200 OK", "{batch:?}");
+    let ids = batch.body["jobIDs"].as_array().unwrap().clone();
+    assert_eq!(ids.len(), 3);
+    // Either "sync" job is a match, as in Bedrock (a lookup by name, not a constraint).
+    assert!(ids[1] == id || ids[1] == other.body["jobID"], "{ids:?}");
+    assert_ne!(ids[0], ids[2]);
+    let found = ids[1].to_string();
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", found.as_str())]).await.body["data"]["e"],
+        3
+    );
+    // A unique child that exists under another parent is refused.
+    let parent = c.send("CreateJob", &[("name", "parent")]).await.body["jobID"].to_string();
+    c.send("GetJob", &[("name", "parent")]).await;
+    let child = [
+        ("name", "only-child"),
+        ("unique", "true"),
+        ("parentJobID", parent.as_str()),
+    ];
+    assert_eq!(c.send("CreateJob", &child).await.status, "200 OK");
+    assert_eq!(
+        c.send("CreateJob", &[("name", "only-child"), ("unique", "true")])
+            .await
+            .status,
+        "404 Trying to create a child that already exists, but it is tied to a different parent"
+    );
     bedrock.stop().await;
 }
 
@@ -930,6 +991,80 @@ async fn a_failed_child_must_be_cancelled_before_its_parent_can_finish() {
     assert_eq!(
         c.send("FinishJob", &[("jobID", &child)]).await.status,
         "405 Can only retry/finish child job when parent is PAUSED"
+    );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_with_retry_after_is_handed_out_again_until_it_fails_on_the_tenth() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = created(
+        &c.send(
+            "CreateJob",
+            &[
+                ("name", "flaky"),
+                ("retryAfter", "+1 SECONDS"),
+                ("data", r#"{"k":1}"#),
+            ],
+        )
+        .await,
+    );
+    let query = [("jobID", id.as_str())];
+    let first = c.send("GetJob", &[("name", "flaky")]).await;
+    assert_eq!(first.body["retryAfter"], "+1 SECONDS");
+    assert_eq!(first.body["data"], json!({"k": 1}));
+    let running = c.send("QueryJob", &query).await.body;
+    assert_eq!(running["state"], "RUNQUEUED");
+    assert_eq!(running["data"], json!({"k": 1, "retryAfterCount": 1}));
+    // Nobody finishes it: a second later it is due again, and a waiting GetJob gets it.
+    let wait = [
+        ("name", "flaky"),
+        ("Connection", "wait"),
+        ("timeout", "10000"),
+    ];
+    let second = c.send("GetJob", &wait).await;
+    assert_eq!(second.status, "200 OK");
+    assert_eq!(second.body["data"], json!({"k": 1, "retryAfterCount": 1}));
+    // RetryJob starts the count afresh; FinishJob ends it.
+    assert_eq!(c.send("RetryJob", &query).await.status, "200 OK");
+    assert_eq!(
+        c.send("QueryJob", &query).await.body["data"],
+        json!({"k": 1})
+    );
+    for handed_out in 1..=10 {
+        let got = c.send("GetJob", &wait).await;
+        assert_eq!(got.status, "200 OK", "hand-out {handed_out}");
+        assert_eq!(got.body["jobID"].to_string(), id);
+    }
+    // The tenth hand-out's time runs out too: the job fails instead of being handed out an eleventh time.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = c.send("QueryJob", &query).await.body["state"].clone();
+        if state == "FAILED" {
+            break;
+        }
+        assert_eq!(state, "RUNQUEUED");
+        assert!(std::time::Instant::now() < deadline, "still {state}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        c.send("GetJob", &[("name", "flaky")]).await.status,
+        "404 No job found"
+    );
+    // A finished job with retryAfter ends like any other.
+    let done = created(
+        &c.send("CreateJob", &[("name", "quick"), ("retryAfter", "+1 HOUR")])
+            .await,
+    );
+    c.send("GetJob", &[("name", "quick")]).await;
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &done)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &done)]).await.status,
+        "404 No job with this jobID"
     );
     bedrock.stop().await;
 }

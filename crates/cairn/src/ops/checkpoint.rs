@@ -8,7 +8,7 @@ use crate::clock::from_millis;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
+use crate::ops::{Operation, WriteCtx, encode_json, extended_lease, lease_is_held, lease_refusal};
 
 /// Replaces the job's data, so that a retry starts from here rather than from the start. Also extends the lease,
 /// as a heartbeat does.
@@ -35,7 +35,9 @@ impl Checkpoint {
 
 /// Saves the data and extends the lease as a heartbeat does.
 const SAVE_CHECKPOINT: &str = concat!(
-    "UPDATE jobs SET data = :data, lease_expires_at = MAX(lease_expires_at, :now + lease_timeout_ms) WHERE ",
+    "UPDATE jobs SET data = :data, lease_expires_at = ",
+    extended_lease!(),
+    " WHERE ",
     lease_is_held!(),
     " RETURNING lease_expires_at"
 );

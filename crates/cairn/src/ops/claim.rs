@@ -242,7 +242,9 @@ fn select_ready_jobs(patterns: usize, with_priority: bool) -> String {
 /// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
 /// is now.
 const LEASE_JOB: &str = concat!(
-    "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, lease_expires_at = ?4 + COALESCE(?5, lease_timeout_ms), \
+    "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
+     lease_expires_at = ?4 + CASE WHEN timeout_ms IS NULL THEN COALESCE(?5, lease_timeout_ms) \
+                                  ELSE MIN(COALESCE(?5, lease_timeout_ms), timeout_ms) END, \
      attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, ?4), attempt_started_at = ?4, \
      progress = NULL WHERE id = ?1 AND state = 'queued' RETURNING ",
     job_columns!()

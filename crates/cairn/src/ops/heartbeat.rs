@@ -8,7 +8,7 @@ use crate::clock::from_millis;
 use crate::error::Result;
 use crate::job::JobId;
 use crate::lease::Lease;
-use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
+use crate::ops::{Operation, WriteCtx, encode_json, extended_lease, lease_is_held, lease_refusal};
 
 /// Extends a lease to a full lease timeout from now (never shortening it), optionally reporting progress.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,9 +32,11 @@ impl Heartbeat {
     }
 }
 
-/// Extends the lease to a full timeout from now, never shortening it.
+/// Extends the lease to a full timeout from now, never shortening it, and never past the attempt's timeout.
 const EXTEND_LEASE: &str = concat!(
-    "UPDATE jobs SET lease_expires_at = MAX(lease_expires_at, :now + lease_timeout_ms), \
+    "UPDATE jobs SET lease_expires_at = ",
+    extended_lease!(),
+    ", \
      progress = COALESCE(:progress, progress) WHERE ",
     lease_is_held!(),
     " RETURNING lease_expires_at"

@@ -297,6 +297,16 @@ macro_rules! lease_is_held {
 }
 pub(crate) use lease_is_held;
 
+/// A lease extended by a heartbeat: a full lease timeout from `:now`, never shorter than it was, and never past the
+/// attempt's timeout, if the job has one.
+macro_rules! extended_lease {
+    () => {
+        "CASE WHEN timeout_ms IS NULL THEN MAX(lease_expires_at, :now + lease_timeout_ms) \
+         ELSE MIN(MAX(lease_expires_at, :now + lease_timeout_ms), attempt_started_at + timeout_ms) END"
+    };
+}
+pub(crate) use extended_lease;
+
 /// The error for a fenced statement that matched no row: says why the lease is not held.
 pub(crate) fn lease_refusal(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Error {
     match held_job(ctx, job, token) {

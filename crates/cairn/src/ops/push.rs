@@ -37,6 +37,9 @@ pub struct Push {
     pub retry: Option<RetryPolicy>,
     /// How long a worker may hold the job between heartbeats; the queue's default unless set.
     pub lease_timeout: Option<Duration>,
+    /// The longest one attempt may run, heartbeats or not (at most a day): then its lease expires and the job is
+    /// retried. No limit unless set.
+    pub timeout: Option<Duration>,
     /// While a live job holds this key, pushing another job with it returns the existing job instead.
     pub unique_key: Option<String>,
     /// Tags, for finding the job later.
@@ -69,6 +72,7 @@ impl Push {
             delay: None,
             retry: None,
             lease_timeout: None,
+            timeout: None,
             unique_key: None,
             tags: Vec::new(),
             parent: None,
@@ -133,6 +137,12 @@ impl Push {
     /// Sets the lease timeout.
     pub fn lease_timeout(mut self, timeout: Duration) -> Self {
         self.lease_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the longest one attempt may run.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -207,6 +217,7 @@ pub(crate) struct ValidPush {
     run_at: i64,
     retry: RetryPolicy,
     lease_timeout_ms: i64,
+    timeout_ms: Option<i64>,
     unique_key: Option<UniqueKey>,
     tags: Vec<Tag>,
     schedule: Option<Schedule>,
@@ -251,6 +262,16 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
             ),
         ));
     }
+    if let Some(timeout) = push.timeout
+        && !(MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&timeout)
+    {
+        return Err(Error::invalid(
+            "timeout",
+            format!(
+                "must be between {MIN_LEASE_TIMEOUT:?} and {MAX_LEASE_TIMEOUT:?}, got {timeout:?}"
+            ),
+        ));
+    }
     let unique_key = push
         .unique_key
         .as_deref()
@@ -292,6 +313,7 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         run_at,
         retry,
         lease_timeout_ms: duration_millis(lease_timeout),
+        timeout_ms: push.timeout.map(duration_millis),
         unique_key,
         tags,
     })
@@ -311,21 +333,21 @@ macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at) VALUES "
+         schedule, time_zone, slot_at, timeout_ms) VALUES "
     };
 }
 
-const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
 
 /// The values one job binds in INSERT_JOB and INSERT_JOBS.
-const COLUMNS_PER_JOB: usize = 19;
+const COLUMNS_PER_JOB: usize = 20;
 
 /// How many plain jobs of a batch one INSERT statement carries: fewer statements is most of a batch's speed.
 const ROWS_PER_INSERT: usize = 32;
 
 /// INSERT_JOBS: [`ROWS_PER_INSERT`] jobs in one statement, returning their ids.
 static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     format!(
         "{}{} RETURNING id",
         insert_jobs!(),
@@ -362,6 +384,7 @@ fn bind_job(
     stmt.raw_bind_parameter(first + 16, schedule)?;
     stmt.raw_bind_parameter(first + 17, time_zone.flatten())?;
     stmt.raw_bind_parameter(first + 18, valid.run_at)?;
+    stmt.raw_bind_parameter(first + 19, valid.timeout_ms)?;
     Ok(())
 }
 

@@ -159,3 +159,53 @@ async fn a_claim_may_ask_for_its_own_lease_timeout() {
     assert_eq!(err.field(), Some("lease_timeout"));
     t.close().await;
 }
+
+#[tokio::test]
+async fn an_attempt_that_runs_past_its_timeout_loses_the_job_whatever_its_heartbeats() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(
+            Push::new("slow")
+                .lease_timeout(Duration::from_secs(30))
+                .timeout(Duration::from_secs(45))
+                .retry(RetryPolicy::immediate(5)),
+        )
+        .await
+        .unwrap()
+        .id;
+    let claimed = t.take("w").await.unwrap();
+    assert_eq!(
+        claimed.lease.expires_at,
+        t.clock_now() + Duration::from_secs(30)
+    );
+    // A heartbeat extends the lease only up to the timeout.
+    t.advance(Duration::from_secs(20));
+    let expires = t.queue.heartbeat(&claimed.lease, None).await.unwrap();
+    assert_eq!(expires, t.clock_now() + Duration::from_secs(25));
+    t.advance(Duration::from_secs(26));
+    let err = t.queue.heartbeat(&claimed.lease, None).await.unwrap_err();
+    assert!(err.is_lease_lost(), "{err}");
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(job.timeout, Some(Duration::from_secs(45)));
+    assert_eq!(job.history[0].outcome, Some(AttemptOutcome::LeaseExpired));
+    // A claim's own longer lease is cut to the timeout too.
+    let again = t
+        .queue
+        .dequeue(Dequeue::new("w").lease_timeout(Duration::from_secs(3600)))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(
+        again.lease.expires_at,
+        t.clock_now() + Duration::from_secs(45)
+    );
+    let err = t
+        .queue
+        .enqueue(Push::new("x").timeout(Duration::from_secs(2 * 24 * 3600)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("timeout"));
+    t.close().await;
+}

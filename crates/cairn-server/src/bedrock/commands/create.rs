@@ -1,20 +1,27 @@
 //! CreateJob and CreateJobs (reference §5.1, §5.2).
 
-use cairn::{Job, JobFilter, JobState, Push, Repeat, RetryPolicy};
+use std::time::Duration;
+
+use cairn::{Job, JobFilter, JobState, Push, Repeat, RetryPolicy, RunTimes};
 use serde_json::{Value, json};
 
+use crate::bedrock::commands::get::BEDROCK_LEASE;
 use crate::bedrock::commands::values::{self, DEFAULT_PRIORITY, MAX_NAME, status};
 use crate::bedrock::commands::{Answer, BedrockCommands};
 use crate::bedrock::frame::{Headers, Response, json_object};
 
-/// What Cairn does not do yet: refused with a clear status rather than silently ignored.
-const UNSUPPORTED: [(&str, &str); 2] = [
-    ("retryafter", "501 retryAfter is not supported by Cairn yet"),
-    (
-        "mockrequest",
-        "501 mockRequest is not supported by Cairn yet",
-    ),
-];
+/// What Cairn does not do: refused with a clear status rather than silently ignored.
+const UNSUPPORTED: [(&str, &str); 1] = [(
+    "mockrequest",
+    "501 mockRequest is not supported by Cairn yet",
+)];
+
+/// How often a job with a `retryAfter` is handed out before it fails (reference §7.6).
+const RETRY_AFTER_LIMIT: u32 = 10;
+
+/// The shortest and longest a `retryAfter` may give a worker: Bedrock workers never heartbeat, so jobs taken
+/// through the protocol are leased for a day at most.
+const RETRY_AFTER_RANGE: (Duration, Duration) = (Duration::from_secs(1), BEDROCK_LEASE);
 
 const NO_PARENT: &str = "404 parentJobID does not exist";
 const PARENT_STATE: &str =
@@ -75,29 +82,57 @@ impl BedrockCommands {
                 _ => return Err(invalid()),
             }
         }
-        if each.iter().any(|job| job.get("unique") == Some("true")) {
-            return Err(status(
-                "501 unique is not supported by CreateJobs in Cairn yet",
-            ));
-        }
+        // Unique lookups and writes of the whole batch are serialised with other unique creates.
+        let _unique = if each.iter().any(|job| job.get("unique") == Some("true")) {
+            Some(self.unique.lock().await)
+        } else {
+            None
+        };
+        // Steps 2–6 for every job, then 7–10 (reference §5.2).
         let mut early = Vec::with_capacity(each.len());
         for job in &each {
             let data = early_checks(job)?;
             let parent = self.parent_check(job).await?;
-            early.push((data, parent));
+            let existing = if job.get("unique") == Some("true") {
+                let name = job.get("name").unwrap_or("");
+                let found = self.unique_match(name).await?;
+                if let Some(existing) = &found {
+                    different_parent(existing, job)?;
+                }
+                found
+            } else {
+                None
+            };
+            early.push((data, parent, existing));
         }
         let mut pushes = Vec::with_capacity(each.len());
-        for (job, (data, parent)) in each.iter().zip(early) {
-            let mut push = late_checks(job, data)?;
-            push.parent = self.parent_recheck(parent).await?;
-            pushes.push(push);
+        let mut found = Vec::new();
+        for (index, (job, (data, parent, existing))) in each.iter().zip(early).enumerate() {
+            match existing {
+                Some(existing) => found.push((index, existing, data)),
+                None => {
+                    let mut push = late_checks(job, data)?;
+                    push.parent = self.parent_recheck(parent).await?;
+                    pushes.push(push);
+                }
+            }
+        }
+        // A job found again contributes its id, merged with the new data as a unique CreateJob does.
+        let mut ids: Vec<Option<i64>> = vec![None; each.len()];
+        for (index, existing, data) in found {
+            ids[index] = Some(existing.id.0);
+            self.update_unique(existing, data, &each[index]).await?;
         }
         let enqueued = self
             .queue
             .enqueue_batch(pushes)
             .await
             .map_err(engine_error)?;
-        let ids: Vec<i64> = enqueued.iter().map(|e| e.id.0).collect();
+        let mut created = enqueued.iter().map(|e| e.id.0);
+        let ids: Vec<i64> = ids
+            .into_iter()
+            .map(|id| id.or_else(|| created.next()).expect("one id per job"))
+            .collect();
         Ok(Response::json(json_object(vec![("jobIDs", json!(ids))])))
     }
 
@@ -254,17 +289,42 @@ fn early_checks(headers: &Headers) -> Result<Value, Response> {
         Some(text) => values::data_object(text)
             .ok_or_else(|| status("402 Data is not a valid JSON Object"))?,
     };
+    retry_after(headers)?;
     for (header, line) in UNSUPPORTED {
-        let set = match header {
-            "parentjobid" => headers.get(header).is_some_and(|v| values::atoll(v) != 0),
-            "mockrequest" => headers.contains(header),
-            _ => headers.get(header).is_some_and(|v| !v.is_empty()),
-        };
-        if set {
+        if headers.contains(header) {
             return Err(status(line));
         }
     }
     Ok(data)
+}
+
+/// A job's `retryAfter` (reference §6.5): one date modifier, such as `+5 MINUTES`, and how long it gives a worker
+/// from now. Cairn makes it the job's timeout: an attempt that has not ended by then loses the job, which is handed
+/// out again (Bedrock's RUNQUEUED). A list of modifiers, which Bedrock accepts and then fails at the first GetJob,
+/// is refused here.
+fn retry_after(headers: &Headers) -> Result<Option<(String, Duration)>, Response> {
+    let Some(text) = headers.get("retryafter").filter(|r| !r.is_empty()) else {
+        return Ok(None);
+    };
+    let malformed = || status("402 Malformed retryAfter");
+    let upper = text.to_ascii_uppercase();
+    if text.contains(',') || upper.contains("START OF HOUR") || text.len() > 100 {
+        return Err(malformed());
+    }
+    let repeat = Repeat::parse(&format!("FINISHED, {text}")).map_err(|_| malformed())?;
+    let now = jiff::Timestamp::now();
+    let until = repeat
+        .next_run(RunTimes {
+            scheduled: now,
+            started: Some(now),
+            now,
+        })
+        .map_err(|_| malformed())?;
+    let wait = Duration::try_from(until.duration_since(now)).unwrap_or(Duration::ZERO);
+    Ok(Some((
+        text.to_owned(),
+        wait.clamp(RETRY_AFTER_RANGE.0, RETRY_AFTER_RANGE.1),
+    )))
 }
 
 /// The effective priority: `jobPriority`, else `priority`, else 500.
@@ -299,6 +359,12 @@ fn late_checks(headers: &Headers, data: Value) -> Result<Push, Response> {
     }
     if let Some(repeat) = repeat {
         push = push.schedule(repeat);
+    }
+    if let Some((text, wait)) = retry_after(headers)? {
+        push = push
+            .timeout(wait)
+            .tag(format!("{}{text}", values::RETRY_AFTER_TAG))
+            .retry(RetryPolicy::immediate(RETRY_AFTER_LIMIT));
     }
     Ok(push)
 }

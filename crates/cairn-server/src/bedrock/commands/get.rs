@@ -88,7 +88,8 @@ impl BedrockCommands {
             };
             handed_out.push(job.id);
             self.remember(lease);
-            let mut fields = values::job_fields(&job, last_run);
+            // As Bedrock shows it, before this dequeue counted.
+            let mut fields = values::job_fields(&job, last_run, job.attempt.saturating_sub(1));
             self.family_fields(&job, &mut fields).await;
             objects.push(json_object(fields));
         }

@@ -148,6 +148,11 @@ impl BedrockCommands {
         match delay {
             // The repeat decides: finishing the run schedules the next one.
             None => self.queue.finish(&lease, None).await.map(drop),
+            // A job with a retryAfter starts counting its hand-outs afresh (Bedrock removes retryAfterCount).
+            Some(delay) if values::retry_after(&job).is_some() => {
+                let at = jiff::Timestamp::now() + delay;
+                self.queue.requeue(job.id, Some(at)).await.map(drop)
+            }
             Some(delay) => self
                 .queue
                 .retry(&lease, "retried by RetryJob", Some(delay))

@@ -26,8 +26,17 @@ impl BedrockCommands {
     pub(super) async fn query_job(&self, headers: &Headers) -> Answer {
         let id = values::job_id(headers)?;
         let job = self.bedrock_job(id).await?;
-        let mut fields = values::job_fields(&job, values::last_run(&job, false));
-        fields.push(("state", json!(values::state_name(&job))));
+        let mut fields = values::job_fields(&job, values::last_run(&job, false), job.attempt);
+        let state = values::state_name(&job);
+        if let ("RUNQUEUED", Some(expiry)) = (state, job.lease_expires_at) {
+            // Handed out again when its retryAfter passes: that is when it is next due.
+            for (name, value) in &mut fields {
+                if *name == "nextRun" {
+                    *value = json!(values::time_text(expiry));
+                }
+            }
+        }
+        fields.push(("state", json!(state)));
         Ok(Response::json(json_object(fields)))
     }
 

@@ -133,11 +133,19 @@ pub fn last_run(job: &Job, skip_running: bool) -> String {
         .unwrap_or_default()
 }
 
-/// The fields every job object has (QueryJob adds `state`, GetJob may add parent fields).
-pub fn job_fields(job: &Job, last_run: String) -> Vec<(&'static str, Value)> {
+/// The fields every job object has (QueryJob adds `state`, GetJob may add parent fields). A job with a
+/// `retryAfter` shows how often it was handed out as `data.retryAfterCount`, as Bedrock keeps it: `handed_out`
+/// (Cairn counts it as the job's attempts).
+pub fn job_fields(job: &Job, last_run: String, handed_out: u32) -> Vec<(&'static str, Value)> {
+    let mut data = job.data.clone();
+    if let (Some(_), Value::Object(map)) = (retry_after(job), &mut data)
+        && handed_out > 0
+    {
+        map.insert("retryAfterCount".to_owned(), json!(handed_out));
+    }
     vec![
         ("created", json!(time_text(job.created_at))),
-        ("data", job.data.clone()),
+        ("data", data),
         ("jobID", json!(job.id.0)),
         ("lastRun", json!(last_run)),
         ("name", json!(job.name.as_str())),

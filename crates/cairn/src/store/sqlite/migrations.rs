@@ -26,6 +26,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "waiting",
         include_str!("../../../migrations/sqlite/0004_waiting.sql"),
     ),
+    (
+        5,
+        "timeout",
+        include_str!("../../../migrations/sqlite/0005_timeout.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
