@@ -1068,3 +1068,109 @@ async fn a_job_with_retry_after_is_handed_out_again_until_it_fails_on_the_tenth(
     );
     bedrock.stop().await;
 }
+
+/// A command, its headers, and the status it must answer.
+type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a str);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_refuses_bad_headers_with_bedrocks_status_lines_in_order() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = created(&c.send("CreateJob", &[("name", "job")]).await);
+    let long_pattern = "x".repeat(12_751);
+    let cases: Vec<Case> = vec![
+        // GetJob and GetJobs (§5.3), each check before the next.
+        ("GetJob", vec![], "402 Missing name"),
+        (
+            "GetJob",
+            vec![("name", &long_pattern)],
+            "402 Malformed name",
+        ),
+        ("GetJobs", vec![("name", "job")], "402 Missing numResults"),
+        (
+            "GetJob",
+            vec![("name", "job"), ("numResults", "")],
+            "402 Cannot use numResults with GetJob; try GetJobs",
+        ),
+        (
+            "GetJob",
+            vec![("name", "job"), ("jobPriority", "111")],
+            "402 Invalid priority value",
+        ),
+        ("GetJob", vec![("name", "nothing")], "404 No job found"),
+        // UpdateJob (§5.5).
+        ("UpdateJob", vec![("data", "{}")], "402 Missing jobID"),
+        ("UpdateJob", vec![("jobID", "x1")], "402 Malformed jobID"),
+        ("UpdateJob", vec![("jobID", &id)], "402 Missing data"),
+        (
+            "UpdateJob",
+            vec![("jobID", &id), ("data", "{}"), ("repeat", "blabla")],
+            "402 Malformed repeat",
+        ),
+        (
+            "UpdateJob",
+            vec![("jobID", &id), ("data", "{}"), ("jobPriority", "111")],
+            "402 Invalid priority value",
+        ),
+        (
+            "UpdateJob",
+            vec![("jobID", "424242"), ("data", "{}")],
+            "404 No job with this jobID",
+        ),
+        // Invalid JSON is a deliberate difference: Bedrock stores {} without a word.
+        (
+            "UpdateJob",
+            vec![("jobID", &id), ("data", "{oops")],
+            "402 Malformed data",
+        ),
+        // The lifecycle commands, DeleteJob and CancelJob on an unknown job (§5.6–5.11).
+        (
+            "FinishJob",
+            vec![("jobID", "424242")],
+            "404 No job with this jobID",
+        ),
+        (
+            "RetryJob",
+            vec![("jobID", "424242")],
+            "404 No job with this jobID",
+        ),
+        (
+            "FailJob",
+            vec![("jobID", "424242")],
+            "404 No job with this jobID",
+        ),
+        (
+            "DeleteJob",
+            vec![("jobID", "424242")],
+            "404 No job with this jobID",
+        ),
+        (
+            "CancelJob",
+            vec![("jobID", "424242")],
+            "404 No job with this jobID",
+        ),
+        ("CancelJob", vec![], "402 Missing jobID"),
+        ("FinishJob", vec![("jobID", "+5")], "402 Malformed jobID"),
+        ("Nonsense", vec![], "430 Unrecognized command"),
+    ];
+    for (verb, headers, status) in cases {
+        assert_eq!(
+            c.send(verb, &headers).await.status,
+            status,
+            "{verb} {headers:?}"
+        );
+    }
+    // RetryJob checks a new priority after the lifecycle checks, and changes nothing when it is refused.
+    assert_eq!(c.send("GetJob", &[("name", "job")]).await.status, "200 OK");
+    assert_eq!(
+        c.send("RetryJob", &[("jobID", &id), ("jobPriority", "111")])
+            .await
+            .status,
+        "402 Invalid priority value"
+    );
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &id)]).await.body["state"],
+        "RUNNING"
+    );
+    bedrock.stop().await;
+}
