@@ -22,6 +22,8 @@ pub struct JobFilter {
     pub name: Option<String>,
     /// Only jobs with this tag.
     pub tag: Option<String>,
+    /// Only the failed jobs of this failure group.
+    pub failure_group: Option<String>,
     /// Only the children of this job: how a parent that runs again finds its children, their states and their
     /// data (a finishing child may replace its data with a result).
     pub parent: Option<JobId>,
@@ -38,6 +40,7 @@ impl Default for JobFilter {
             state: None,
             name: None,
             tag: None,
+            failure_group: None,
             parent: None,
             before: None,
             limit: 100,
@@ -87,6 +90,10 @@ impl JobFilter {
                 Tag::parse(tag.as_str())?.as_str().to_owned(),
             ));
         }
+        if let Some(group) = &self.failure_group {
+            sql.push_str(" AND state = 'failed' AND failure_group = ?");
+            args.push(SqlValue::Text(group.clone()));
+        }
         if let Some(parent) = self.parent {
             sql.push_str(" AND parent_id = ?");
             args.push(SqlValue::Integer(parent.0));
@@ -109,4 +116,30 @@ impl JobFilter {
         };
         Ok(JobPage { jobs, next })
     }
+}
+
+const PEEK: &str = concat!(
+    "SELECT ",
+    crate::store::sqlite::rows::job_columns!(),
+    " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1 \
+     ORDER BY priority DESC, run_at, id LIMIT 0 + ?2"
+);
+
+/// The next `limit` ready jobs of `queue` in claim order, or none while it is paused.
+pub(crate) fn peek(conn: &Connection, queue: &str, limit: u32) -> Result<Vec<Job>> {
+    let queue = QueueName::parse(queue)?;
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(Error::invalid(
+            "limit",
+            format!("must be between 1 and {MAX_PAGE}, got {limit}"),
+        ));
+    }
+    if crate::ops::queues::is_paused(conn, queue.as_str())? {
+        return Ok(Vec::new());
+    }
+    let mut stmt = conn.prepare_cached(PEEK)?;
+    let jobs = stmt
+        .query_map(rusqlite::params![queue.as_str(), limit], job_from_row)?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(jobs)
 }

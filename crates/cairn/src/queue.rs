@@ -23,9 +23,11 @@ use crate::ops::claim::{ClaimedJob, Dequeue};
 use crate::ops::delete::Delete;
 use crate::ops::dependencies::ChangeDependencies;
 use crate::ops::fail::Fail;
+use crate::ops::failures::{FailureGroup, Unfail};
 use crate::ops::finish::Finish;
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
+use crate::ops::queues::{PauseQueue, QueueStats};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
 use crate::ops::rename::Rename;
@@ -35,6 +37,7 @@ use crate::ops::retry::Retry;
 use crate::ops::set_data::SetData;
 use crate::ops::set_priority::SetPriority;
 use crate::ops::set_schedule::SetSchedule;
+use crate::ops::tags::ChangeTags;
 use crate::ops::update::Update;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::options::{Durability, QueueOptions};
@@ -508,6 +511,74 @@ impl Queue {
     /// dependency, or a cycle; [`ErrorKind::InvalidInput`] on `depends_on` for a job that does not exist.
     pub async fn change_dependencies(&self, change: ChangeDependencies) -> Result<JobState> {
         self.write(change).await
+    }
+
+    /// Adds and removes a job's tags, whatever its state.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`]; [`ErrorKind::InvalidInput`] on `tags` for a bad tag.
+    pub async fn change_tags(&self, change: ChangeTags) -> Result<()> {
+        self.write(change).await
+    }
+
+    /// Puts the oldest failed jobs of a failure group back in a queue, in one statement (see [`Unfail`]).
+    /// Returns how many moved.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `group`, `queue` or `limit`.
+    pub async fn unfail(&self, unfail: Unfail) -> Result<u64> {
+        self.write(unfail).await
+    }
+
+    /// The failure groups that hold failed jobs, with their counts; `JobFilter::failure_group` lists a group's
+    /// jobs.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn failure_groups(&self) -> Result<Vec<FailureGroup>> {
+        self.inner
+            .readers
+            .read(crate::ops::failures::failure_groups)
+            .await
+    }
+
+    /// Pauses a queue (it hands out nothing; everything else works) or resumes it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `queue`.
+    pub async fn pause_queue(&self, queue: &str, paused: bool) -> Result<()> {
+        self.write(PauseQueue {
+            queue: queue.to_owned(),
+            paused,
+        })
+        .await
+    }
+
+    /// Every queue that has jobs or settings, with its jobs counted by state (`stalled`: running jobs whose lease
+    /// ran out and that were not retried yet) and whether it is paused. Reads every job: for operators, not for a
+    /// hot path.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
+        let now = crate::clock::to_millis(self.now());
+        self.inner
+            .readers
+            .read(move |conn| crate::ops::queues::queue_stats(conn, now))
+            .await
+    }
+
+    /// The next `limit` jobs a worker taking from `queue` would get, in that order, without taking them (none
+    /// while the queue is paused).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `queue` or `limit`.
+    pub async fn peek(&self, queue: &str, limit: u32) -> Result<Vec<Job>> {
+        let queue = queue.to_owned();
+        self.inner
+            .readers
+            .read(move |conn| crate::query::peek(conn, &queue, limit))
+            .await
     }
 
     /// Replaces the data of a job that is not running.

@@ -258,6 +258,9 @@ impl Claim {
         queue: &QueueName,
         limit: u32,
     ) -> Result<Vec<(i64, u32)>> {
+        if crate::ops::queues::is_paused(ctx.conn, queue.as_str())? {
+            return Ok(Vec::new());
+        }
         let mut args: Vec<SqlValue> = Vec::with_capacity(2 + self.names.len());
         args.push(SqlValue::Text(queue.as_str().to_owned()));
         args.push(SqlValue::Integer(i64::from(limit)));

@@ -7,6 +7,7 @@ mod crash;
 mod enqueue;
 mod leases;
 mod lifecycle;
+mod queue_control;
 mod recurring;
 mod repeat_syntax;
 mod state_machine;

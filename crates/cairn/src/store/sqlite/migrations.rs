@@ -31,6 +31,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "timeout",
         include_str!("../../../migrations/sqlite/0005_timeout.sql"),
     ),
+    (
+        6,
+        "queue_control",
+        include_str!("../../../migrations/sqlite/0006_queue_control.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

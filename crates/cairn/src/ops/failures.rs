@@ -1,0 +1,103 @@
+//! Failure groups: the failed jobs, grouped by the group their failure gave (`retries-exhausted`, or the group a
+//! worker named), and [`Unfail`], which puts the oldest of a group back in a queue in one statement.
+
+use jiff::Timestamp;
+use rusqlite::{Connection, named_params};
+
+use crate::clock::from_millis;
+use crate::error::{Error, Result};
+use crate::names::QueueName;
+use crate::ops::{Operation, WriteCtx};
+
+/// One failure group: how many failed jobs it holds, and when they failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FailureGroup {
+    /// The group.
+    pub group: String,
+    /// How many jobs are failed in it.
+    pub count: u64,
+    /// When the first of them failed.
+    pub first_failed_at: Timestamp,
+    /// When the last of them failed.
+    pub last_failed_at: Timestamp,
+}
+
+const FAILURE_GROUPS: &str = "SELECT failure_group, count(*), min(finished_at), max(finished_at) \
+     FROM jobs INDEXED BY jobs_failure_groups WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group";
+
+/// Every failure group with failed jobs in it, by name.
+pub(crate) fn failure_groups(conn: &Connection) -> Result<Vec<FailureGroup>> {
+    let mut stmt = conn.prepare_cached(FAILURE_GROUPS)?;
+    let rows = stmt.query_map([], |row| {
+        Ok(FailureGroup {
+            group: row.get::<_, Option<String>>(0)?.unwrap_or_default(),
+            count: row.get::<_, i64>(1)?.max(0) as u64,
+            first_failed_at: from_millis(row.get::<_, Option<i64>>(2)?.unwrap_or(0)),
+            last_failed_at: from_millis(row.get::<_, Option<i64>>(3)?.unwrap_or(0)),
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// The most jobs one unfail moves.
+pub const MAX_UNFAIL: u32 = 1_000_000;
+
+/// Puts the oldest `limit` failed jobs of a group back in a queue (their own, or `queue`), ready now, with fresh
+/// attempts; their history is kept. A job whose unique key another live job holds now stays failed. One statement,
+/// however many jobs: qless's `unfail`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfail {
+    /// The failure group.
+    pub group: String,
+    /// The queue to move them to; their own when `None`.
+    pub queue: Option<String>,
+    /// How many at most, 1 to [`MAX_UNFAIL`].
+    pub limit: u32,
+}
+
+const UNFAIL: &str = "UPDATE jobs SET state = 'queued', queue = COALESCE(:queue, queue), run_at = :now, \
+     slot_at = :now, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
+     WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
+        WHERE f.state = 'failed' AND f.failure_group = :group \
+        AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l INDEXED BY jobs_unique_live \
+             WHERE l.unique_key = f.unique_key AND (l.state = 'scheduled' OR l.state = 'queued' \
+             OR l.state = 'waiting' OR l.state = 'running'))) \
+        ORDER BY f.id LIMIT 0 + :limit) \
+     RETURNING queue";
+
+impl Operation for Unfail {
+    type Output = u64;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<u64> {
+        if self.group.is_empty() {
+            return Err(Error::invalid("group", "must not be empty"));
+        }
+        if !(1..=MAX_UNFAIL).contains(&self.limit) {
+            return Err(Error::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_UNFAIL}, got {}", self.limit),
+            ));
+        }
+        let queue = self
+            .queue
+            .as_deref()
+            .map(QueueName::parse)
+            .transpose()?
+            .map(|q| q.as_str().to_owned());
+        let mut stmt = ctx.conn.prepare_cached(UNFAIL)?;
+        let mut rows = stmt.query(named_params! {
+            ":queue": queue, ":now": ctx.now_ms, ":group": self.group, ":limit": self.limit,
+        })?;
+        let mut moved = 0;
+        let mut last_queue = String::new();
+        while let Some(row) = rows.next()? {
+            let queue: String = row.get(0)?;
+            if queue != last_queue {
+                ctx.ready.mark(&queue);
+                last_queue = queue;
+            }
+            moved += 1;
+        }
+        Ok(moved)
+    }
+}

@@ -1,0 +1,48 @@
+//! [`ChangeTags`]: add and remove a job's tags, whatever its state.
+
+use rusqlite::named_params;
+
+use crate::error::Result;
+use crate::job::JobId;
+use crate::names::Tag;
+use crate::ops::cancel::job_state;
+use crate::ops::{Operation, WriteCtx};
+
+/// Adds and removes tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangeTags {
+    /// The job.
+    pub job: JobId,
+    /// Tags to add.
+    pub add: Vec<String>,
+    /// Tags to remove.
+    pub remove: Vec<String>,
+}
+
+const ADD_TAG: &str = "INSERT OR IGNORE INTO job_tags (job_id, tag) VALUES (:id, :tag)";
+const REMOVE_TAG: &str = "DELETE FROM job_tags WHERE job_id = :id AND tag = :tag";
+
+impl Operation for ChangeTags {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let add = parse_tags(&self.add)?;
+        let remove = parse_tags(&self.remove)?;
+        job_state(ctx, self.job)?;
+        for tag in &remove {
+            ctx.conn
+                .prepare_cached(REMOVE_TAG)?
+                .execute(named_params! { ":id": self.job.0, ":tag": tag.as_str() })?;
+        }
+        for tag in &add {
+            ctx.conn
+                .prepare_cached(ADD_TAG)?
+                .execute(named_params! { ":id": self.job.0, ":tag": tag.as_str() })?;
+        }
+        Ok(())
+    }
+}
+
+fn parse_tags(tags: &[String]) -> Result<Vec<Tag>> {
+    tags.iter().map(|t| Tag::parse(t.as_str())).collect()
+}

@@ -1,0 +1,249 @@
+//! Operating a queue: pause and resume, counts by state (stalled included), failure groups and unfail, tags,
+//! peek.
+
+use std::time::Duration;
+
+use cairn::{ChangeTags, Dequeue, JobFilter, JobState, Push, RetryPolicy, Unfail};
+use serde_json::json;
+
+use crate::harness::TestQueue;
+
+#[tokio::test]
+async fn a_paused_queue_keeps_its_jobs_and_hands_them_out_after_resume() {
+    let t = TestQueue::new().await;
+    let id = t.push("x").await;
+    t.queue.pause_queue("default", true).await.unwrap();
+    assert!(t.take("w").await.is_none());
+    assert!(t.queue.peek("default", 10).await.unwrap().is_empty());
+    // Everything else works: enqueue, cancel, counts.
+    let other = t.push("y").await;
+    t.queue.cancel(other).await.unwrap();
+    let stats = t.queue.queue_stats().await.unwrap();
+    assert_eq!(stats.len(), 1);
+    assert!(stats[0].paused);
+    assert_eq!((stats[0].queued, stats[0].cancelled), (1, 1));
+    // A worker waiting on the paused queue gets the job the moment it is resumed.
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("w").wait(Duration::from_secs(60)))
+            .await
+            .unwrap()
+    });
+    tokio::task::yield_now().await;
+    t.queue.pause_queue("default", false).await.unwrap();
+    let got = waiter.await.unwrap();
+    assert_eq!(got[0].job.id, id);
+    assert!(!t.queue.queue_stats().await.unwrap()[0].paused);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn counts_by_state_show_stalled_jobs_whose_lease_ran_out() {
+    let t = TestQueue::new().await;
+    for name in ["a", "b", "c"] {
+        t.queue
+            .enqueue(Push::new(name).lease_timeout(Duration::from_secs(10)))
+            .await
+            .unwrap();
+    }
+    t.queue
+        .enqueue(Push::new("later").delay(Duration::from_secs(3600)))
+        .await
+        .unwrap();
+    t.queue
+        .enqueue(Push::new("other").queue("mail"))
+        .await
+        .unwrap();
+    t.take("w").await.unwrap();
+    t.take("w").await.unwrap();
+    let stats = t.queue.queue_stats().await.unwrap();
+    let default = &stats[0];
+    assert_eq!(default.queue, "default");
+    assert_eq!(
+        (
+            default.scheduled,
+            default.queued,
+            default.running,
+            default.stalled
+        ),
+        (1, 1, 2, 0)
+    );
+    assert_eq!((stats[1].queue.as_str(), stats[1].queued), ("mail", 1));
+    // The leases run out; until the queue retries the jobs, they are stalled.
+    t.advance(Duration::from_secs(11));
+    let default = t.queue.queue_stats().await.unwrap().remove(0);
+    assert_eq!((default.running, default.stalled), (0, 2));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn failure_groups_count_failed_jobs_and_unfail_moves_the_oldest_back() {
+    let t = TestQueue::new().await;
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let id = t
+            .queue
+            .enqueue(
+                Push::new("import")
+                    .data(json!({"i": i}))
+                    .retry(RetryPolicy::immediate(1)),
+            )
+            .await
+            .unwrap()
+            .id;
+        ids.push(id);
+        let claimed = t.take("w").await.unwrap();
+        let group = if i < 7 { "bad-csv" } else { "timeout" };
+        t.queue.fail(&claimed.lease, group, "no").await.unwrap();
+    }
+    let groups = t.queue.failure_groups().await.unwrap();
+    let counts: Vec<_> = groups.iter().map(|g| (g.group.as_str(), g.count)).collect();
+    assert_eq!(counts, [("bad-csv", 7), ("timeout", 3)]);
+    let listed = t
+        .queue
+        .list(JobFilter {
+            failure_group: Some("timeout".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        listed.jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        [ids[9], ids[8], ids[7]]
+    );
+    // The oldest five of bad-csv go back, to another queue, with fresh attempts.
+    let moved = t
+        .queue
+        .unfail(Unfail {
+            group: "bad-csv".into(),
+            queue: Some("retry".into()),
+            limit: 5,
+        })
+        .await
+        .unwrap();
+    assert_eq!(moved, 5);
+    let job = t.queue.get(ids[0]).await.unwrap();
+    assert_eq!(
+        (job.state, job.queue.as_str(), job.attempt),
+        (JobState::Queued, "retry", 0)
+    );
+    assert_eq!(job.failure_group, None);
+    assert_eq!(job.history.len(), 1);
+    assert_eq!(t.queue.get(ids[5]).await.unwrap().state, JobState::Failed);
+    let groups = t.queue.failure_groups().await.unwrap();
+    assert_eq!(groups[0].count, 2);
+    // A waiting worker on the target queue is served by the unfail's commit.
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").queue("retry").limit(10))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 5);
+    let err = t
+        .queue
+        .unfail(Unfail {
+            group: "timeout".into(),
+            queue: None,
+            limit: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("limit"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn unfail_leaves_a_job_whose_unique_key_is_held_again() {
+    let t = TestQueue::new().await;
+    let first = t
+        .queue
+        .enqueue(
+            Push::new("sync")
+                .unique_key("k")
+                .retry(RetryPolicy::immediate(1)),
+        )
+        .await
+        .unwrap()
+        .id;
+    let claimed = t.take("w").await.unwrap();
+    t.queue.fail(&claimed.lease, "g", "no").await.unwrap();
+    let second = t
+        .queue
+        .enqueue(Push::new("sync").unique_key("k"))
+        .await
+        .unwrap();
+    assert!(!second.existing);
+    let moved = t
+        .queue
+        .unfail(Unfail {
+            group: "g".into(),
+            queue: None,
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(moved, 0);
+    assert_eq!(t.queue.get(first).await.unwrap().state, JobState::Failed);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn tags_are_added_and_removed_and_list_newest_first() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let b = t.push("b").await;
+    let change = |job, add: &[&str], remove: &[&str]| ChangeTags {
+        job,
+        add: add.iter().map(|s| s.to_string()).collect(),
+        remove: remove.iter().map(|s| s.to_string()).collect(),
+    };
+    t.queue
+        .change_tags(change(a, &["vip", "eu"], &[]))
+        .await
+        .unwrap();
+    t.queue.change_tags(change(b, &["vip"], &[])).await.unwrap();
+    t.queue
+        .change_tags(change(a, &[], &["eu", "absent"]))
+        .await
+        .unwrap();
+    let vip = t
+        .queue
+        .list(JobFilter {
+            tag: Some("vip".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(vip.jobs.iter().map(|j| j.id).collect::<Vec<_>>(), [b, a]);
+    assert_eq!(t.queue.get(a).await.unwrap().tags.len(), 1);
+    let err = t
+        .queue
+        .change_tags(change(cairn::JobId(999), &["x"], &[]))
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found());
+    t.close().await;
+}
+
+#[tokio::test]
+async fn peek_shows_the_next_jobs_in_claim_order_without_taking_them() {
+    let t = TestQueue::new().await;
+    t.queue.enqueue(Push::new("low")).await.unwrap();
+    t.queue
+        .enqueue(Push::new("high").priority(5))
+        .await
+        .unwrap();
+    t.queue.enqueue(Push::new("mid").priority(1)).await.unwrap();
+    let peeked: Vec<String> = t
+        .queue
+        .peek("default", 2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.name.to_string())
+        .collect();
+    assert_eq!(peeked, ["high", "mid"]);
+    assert_eq!(t.drain_names().await, ["high", "mid", "low"]);
+    t.close().await;
+}
