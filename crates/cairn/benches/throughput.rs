@@ -62,6 +62,11 @@ const GROUPS: &[Group] = &[
         run: run_wakeup,
     },
     Group {
+        name: "unfail",
+        rows: &["unfail/100k"],
+        run: run_unfail,
+    },
+    Group {
         name: "scan",
         rows: &[
             "scan/empty",
@@ -116,6 +121,57 @@ async fn fresh_queue(durability: Durability) -> BenchResult<(TempDir, Queue)> {
 }
 
 const CLOSE_DEADLINE: Duration = Duration::from_secs(30);
+
+/// One `unfail` of 100,000 failed jobs (qless's bulk retry of a failure group). Failing them first takes a while:
+/// every job is claimed and failed through the API.
+fn run_unfail(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let total = config.size(100_000, 10_000);
+    let elapsed = rt.block_on(async {
+        let (_dir, queue) = fresh_queue(Durability::Full).await?;
+        let mut jobs = Vec::with_capacity(1000);
+        let mut made = 0;
+        while made < total {
+            jobs.clear();
+            let n = (total - made).min(1000);
+            jobs.extend((0..n).map(|i| {
+                cairn::Push::new("import")
+                    .data(serde_json::json!({"i": made + i}))
+                    .retry(cairn::RetryPolicy::immediate(1))
+            }));
+            queue.enqueue_batch(jobs.clone()).await?;
+            let claimed = queue.dequeue(cairn::Dequeue::new("w").limit(1000)).await?;
+            // Failed concurrently, so that group commit keeps the setup short.
+            let mut tasks = tokio::task::JoinSet::new();
+            for c in claimed {
+                let queue = queue.clone();
+                tasks.spawn(async move { queue.fail(&c.lease, "bad-input", "no").await });
+            }
+            while let Some(result) = tasks.join_next().await {
+                result??;
+            }
+            made += n;
+        }
+        let start = std::time::Instant::now();
+        let moved = queue
+            .unfail(cairn::Unfail {
+                group: "bad-input".into(),
+                queue: Some("retry".into()),
+                limit: cairn::MAX_UNFAIL,
+            })
+            .await?;
+        let elapsed = start.elapsed();
+        assert_eq!(moved, total, "every failed job moved");
+        queue.close(CLOSE_DEADLINE).await?;
+        BenchResult::Ok(elapsed)
+    })?;
+    results.push(Row::new("unfail/100k", total, elapsed));
+    results.verdict(
+        "unfail of 100,000 failed jobs well under a second".into(),
+        human(elapsed).to_string(),
+        elapsed < Duration::from_secs(1) || total < 100_000,
+    );
+    Ok(())
+}
 
 fn run_baseline(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
     let dir = temp_dir()?;
