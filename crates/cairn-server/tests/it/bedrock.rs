@@ -1052,6 +1052,23 @@ async fn a_job_with_retry_after_is_handed_out_again_until_it_fails_on_the_tenth(
         c.send("GetJob", &[("name", "flaky")]).await.status,
         "404 No job found"
     );
+    // A RUNQUEUED job can be deleted, unlike a RUNNING one.
+    let gone = created(
+        &c.send(
+            "CreateJob",
+            &[("name", "doomed"), ("retryAfter", "+1 HOUR")],
+        )
+        .await,
+    );
+    c.send("GetJob", &[("name", "doomed")]).await;
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &gone)]).await.body["state"],
+        "RUNQUEUED"
+    );
+    assert_eq!(
+        c.send("DeleteJob", &[("jobID", &gone)]).await.status,
+        "200 OK"
+    );
     // A finished job with retryAfter ends like any other.
     let done = created(
         &c.send("CreateJob", &[("name", "quick"), ("retryAfter", "+1 HOUR")])

@@ -46,7 +46,7 @@ impl Operation for ChangeDependencies {
         }
         let mut pending = Vec::new();
         for &on in &self.add {
-            if let DependencyOn::Pending = check_dependency(ctx, Some(self.job), on)? {
+            if let DependencyOn::Pending = check_dependency(ctx, Some(self.job), None, on)? {
                 pending.push(on);
             }
         }

@@ -322,7 +322,9 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
 const SELECT_LIVE_BY_UNIQUE_KEY: &str = "SELECT id, state FROM jobs WHERE unique_key = :key \
      AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running')";
 
-const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
+/// A would-be parent's state, and whether it waits for anything but its children.
+const SELECT_PARENT: &str = "SELECT state, awaits_parent = 1 \
+     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) FROM jobs WHERE id = :id";
 
 const AWAIT_PARENT: &str = "UPDATE jobs SET awaits_parent = 1 WHERE id = :id";
 const MARK_HAS_CHILDREN: &str =
@@ -441,7 +443,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     };
     let mut pending = Vec::new();
     for &on in &valid.depends_on {
-        if let DependencyOn::Pending = check_dependency(ctx, None, on)? {
+        if let DependencyOn::Pending = check_dependency(ctx, None, valid.parent, on)? {
             pending.push(on);
         }
     }
@@ -484,19 +486,23 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
 /// The state of a would-be parent: it must exist, and be running (its children start when the run finishes) or
 /// waiting for its children (a child adding a sibling).
 fn parent_state(ctx: &WriteCtx<'_>, parent: JobId) -> Result<JobState> {
-    let state: Option<String> = ctx
+    let row: Option<(String, bool)> = ctx
         .conn
-        .prepare_cached(SELECT_STATE)?
-        .query_row(named_params! { ":id": parent.0 }, |r| r.get(0))
+        .prepare_cached(SELECT_PARENT)?
+        .query_row(named_params! { ":id": parent.0 }, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()?;
-    let Some(state) = state else {
+    let Some((state, waits_for_others)) = row else {
         return Err(Error::invalid(
             "parent",
             format!("job {parent} does not exist"),
         ));
     };
     match parse_stored_state(&state)? {
-        state @ (JobState::Running | JobState::Waiting) => Ok(state),
+        JobState::Running => Ok(JobState::Running),
+        // A job waiting on its dependencies or on its own parent's run has not run: it has no children to wait for.
+        JobState::Waiting if !waits_for_others => Ok(JobState::Waiting),
         state => Err(Error::invalid_state(format!(
             "parent: job {parent} is {state}; only a running job, or one waiting for its children, can have new children"
         ))),

@@ -261,11 +261,13 @@ pub(crate) enum DependencyOn {
 
 const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
 
-/// Checks a dependency of `job` (if it exists yet) on `on`: it must exist and not be cancelled, and must not make a
-/// cycle.
+/// Checks a dependency on `on` of `job`, or of a job about to be pushed under `parent`: `on` must exist and not be
+/// cancelled, and must not wait, directly or not, for the dependent job (through its own dependencies, or as a
+/// parent waits for its children): that would be a cycle, and neither could ever run.
 pub(crate) fn check_dependency(
     ctx: &WriteCtx<'_>,
     job: Option<JobId>,
+    parent: Option<JobId>,
     on: JobId,
 ) -> Result<DependencyOn> {
     if Some(on) == job {
@@ -273,6 +275,11 @@ pub(crate) fn check_dependency(
             "depends_on",
             format!("job {on} cannot depend on itself"),
         ));
+    }
+    if Some(on) == parent {
+        return Err(Error::invalid_state(format!(
+            "depends_on: a child cannot depend on its parent, job {on}, which waits for its children"
+        )));
     }
     let state: Option<String> = ctx
         .conn
@@ -294,24 +301,30 @@ pub(crate) fn check_dependency(
         }
         _ => {}
     }
-    if let Some(job) = job
-        && depends_transitively(ctx, on, job)?
-    {
-        return Err(Error::invalid_state(format!(
-            "depends_on: job {job} cannot depend on job {on}, which already depends on it (a cycle)"
-        )));
+    // A new job has no dependents yet: it is waited for only as its parent's child.
+    for target in [job, parent].into_iter().flatten() {
+        if waits_for(ctx, on, target)? {
+            return Err(Error::invalid_state(format!(
+                "depends_on: job {on} already waits for job {target}; depending on it would make a cycle"
+            )));
+        }
     }
     Ok(DependencyOn::Pending)
 }
 
-const DEPENDENCIES_OF: &str = "SELECT depends_on FROM job_dependencies WHERE job_id = :id";
+/// What a job waits for: its unmet dependencies, and (as a parent) its live children.
+const WAITED_FOR: &str = concat!(
+    "SELECT depends_on FROM job_dependencies WHERE job_id = :id \
+     UNION ALL SELECT c.id FROM jobs AS c WHERE c.parent_id = :id AND ",
+    live!("c")
+);
 
-/// Whether `from` waits, directly or through others, on `target`. Only unmet dependencies are rows, and a job
-/// with none cannot be part of a cycle, so the walk stays within jobs that still wait.
-fn depends_transitively(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
+/// Whether `from` waits, directly or through others, for `target`. The walk follows only unmet dependencies and
+/// live children, so it stays within jobs that still wait or run.
+fn waits_for(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![from];
-    let mut stmt = ctx.conn.prepare_cached(DEPENDENCIES_OF)?;
+    let mut stmt = ctx.conn.prepare_cached(WAITED_FOR)?;
     while let Some(id) = stack.pop() {
         if id == target {
             return Ok(true);

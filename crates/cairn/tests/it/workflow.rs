@@ -461,3 +461,86 @@ async fn waiting_survives_a_restart() {
     assert_eq!(queue.get(b).await.unwrap().state, JobState::Queued);
     queue.close(Duration::from_secs(5)).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_child_cannot_wait_for_its_parent_nor_a_parent_for_a_job_that_waits_on_it() {
+    let t = TestQueue::new().await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let err = t
+        .queue
+        .enqueue(Push::new("child").parent(parent).depends_on(parent))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    let child = push(&t, Push::new("child").parent(parent)).await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    // The parent waits for its child: the child (or a job it waits for) cannot wait for the parent.
+    let other = t.push("other").await;
+    let err = t
+        .queue
+        .change_dependencies(ChangeDependencies {
+            job: child,
+            add: vec![parent],
+            remove: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    // A job the child depends on may not wait for the parent either.
+    t.queue
+        .change_dependencies(ChangeDependencies {
+            job: child,
+            add: vec![other],
+            remove: vec![],
+        })
+        .await
+        .unwrap();
+    let err = t
+        .queue
+        .change_dependencies(ChangeDependencies {
+            job: other,
+            add: vec![parent],
+            remove: vec![],
+        })
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("cycle"), "{err}");
+    // A job that waits on dependencies has never run: it cannot have children.
+    let blocked = push(&t, Push::new("blocked").depends_on(other)).await;
+    let err = t
+        .queue
+        .enqueue(Push::new("x").parent(blocked))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState, "{err}");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn retention_keeps_the_children_of_a_parent_that_has_not_read_them() {
+    let t = TestQueue::with(|o| {
+        o.retention = cairn::Retention {
+            max_age: None,
+            max_count: Some(0),
+            interval: Duration::from_millis(1),
+        }
+    })
+    .await;
+    let parent = t.push("parent").await;
+    let run = t.take("w").await.unwrap();
+    let first = push(&t, Push::new("first").parent(parent)).await;
+    push(&t, Push::new("second").parent(parent)).await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    assert_eq!(run_one(&t).await.as_deref(), Some("first"));
+    let unrelated = push(&t, Push::new("unrelated").priority(10)).await;
+    let c = t.take("w").await.unwrap();
+    assert_eq!(c.job.id, unrelated);
+    t.queue.finish(&c.lease, None).await.unwrap();
+    // Batches come and go, with pruning due each time: the unrelated job goes, the waiting parent's child stays.
+    t.advance(Duration::from_secs(1));
+    t.push("tick").await;
+    assert!(t.queue.get(unrelated).await.unwrap_err().is_not_found());
+    assert_eq!(t.queue.get(first).await.unwrap().state, JobState::Completed);
+    t.close().await;
+}

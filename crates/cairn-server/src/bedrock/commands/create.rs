@@ -45,7 +45,10 @@ impl BedrockCommands {
             let guard = self.unique.lock().await;
             if let Some(existing) = self.unique_match(name).await? {
                 different_parent(&existing, headers)?;
-                return self.update_unique(existing, data, headers).await;
+                let update = self.plan_unique(existing, data, parent, headers).await?;
+                let id = update.id;
+                self.apply_unique(update).await?;
+                return Ok(Response::json(json_object(vec![("jobID", json!(id.0))])));
             }
             Some(guard)
         } else {
@@ -105,11 +108,18 @@ impl BedrockCommands {
             };
             early.push((data, parent, existing));
         }
+        // Every check of every job, in input order, before anything is written.
         let mut pushes = Vec::with_capacity(each.len());
-        let mut found = Vec::new();
+        let mut updates = Vec::new();
+        let mut ids: Vec<Option<i64>> = vec![None; each.len()];
         for (index, (job, (data, parent, existing))) in each.iter().zip(early).enumerate() {
             match existing {
-                Some(existing) => found.push((index, existing, data)),
+                // A job found again contributes its id, merged with the new data as a unique CreateJob does.
+                Some(existing) => {
+                    let update = self.plan_unique(existing, data, parent, job).await?;
+                    ids[index] = Some(update.id.0);
+                    updates.push(update);
+                }
                 None => {
                     let mut push = late_checks(job, data)?;
                     push.parent = self.parent_recheck(parent).await?;
@@ -117,17 +127,15 @@ impl BedrockCommands {
                 }
             }
         }
-        // A job found again contributes its id, merged with the new data as a unique CreateJob does.
-        let mut ids: Vec<Option<i64>> = vec![None; each.len()];
-        for (index, existing, data) in found {
-            ids[index] = Some(existing.id.0);
-            self.update_unique(existing, data, &each[index]).await?;
-        }
+        // The new jobs first, all or none (the engine checks them again); then the merges.
         let enqueued = self
             .queue
             .enqueue_batch(pushes)
             .await
             .map_err(engine_error)?;
+        for update in updates {
+            self.apply_unique(update).await?;
+        }
         let mut created = enqueued.iter().map(|e| e.id.0);
         let ids: Vec<i64> = ids
             .into_iter()
@@ -171,8 +179,10 @@ impl BedrockCommands {
         Ok(Some(parent.id))
     }
 
-    /// The job a unique CreateJob finds: one with exactly this name, in any state Bedrock still has.
+    /// The job a unique CreateJob finds (the name is checked first: Cairn's names hold no GLOB characters, and the
+    /// lookup must not match other names): one with exactly this name, in any state Bedrock still has.
     async fn unique_match(&self, name: &str) -> Result<Option<Job>, Response> {
+        cairn::JobName::parse(name).map_err(engine_error)?;
         for state in [
             JobState::Running,
             JobState::Queued,
@@ -198,17 +208,18 @@ impl BedrockCommands {
         Ok(None)
     }
 
-    /// A unique CreateJob that found `existing` (reference §5.1 steps 6 and 10): equal data changes nothing;
-    /// other data is merged in (JSON Merge Patch) with the new priority, when `overwrite` allows it.
-    async fn update_unique(&self, existing: Job, data: Value, headers: &Headers) -> Answer {
-        let answer = || {
-            Ok(Response::json(json_object(vec![(
-                "jobID",
-                json!(existing.id.0),
-            )])))
-        };
+    /// A unique CreateJob that found `existing` (reference §5.1 steps 6 to 10): equal data changes nothing; other
+    /// data is merged in (JSON Merge Patch) with the new repeat and priority, when `overwrite` allows it. Every
+    /// check runs before anything is written; the writes are returned, to be applied with [`Self::apply_unique`].
+    async fn plan_unique(
+        &self,
+        existing: Job,
+        data: Value,
+        parent: Option<Job>,
+        headers: &Headers,
+    ) -> Result<UniqueUpdate, Response> {
         if existing.data == data {
-            return answer();
+            return Ok(UniqueUpdate::unchanged(existing));
         }
         let repeat = match headers.get("repeat").filter(|r| !r.is_empty()) {
             Some(text) => Repeat::parse(text)
@@ -218,8 +229,9 @@ impl BedrockCommands {
             None => String::new(),
         };
         let priority = effective_priority(headers)?;
+        self.parent_recheck(parent).await?;
         if !matches!(headers.get("overwrite"), None | Some("") | Some("true")) {
-            return answer();
+            return Ok(UniqueUpdate::unchanged(existing));
         }
         let mut merged = existing.data.clone();
         merge_patch(&mut merged, &data);
@@ -229,32 +241,72 @@ impl BedrockCommands {
             })?),
             _ => None,
         };
-        if let Some(lease) = lease {
-            self.queue
-                .checkpoint(&lease, merged)
-                .await
-                .map_err(engine_error)?;
-        } else {
-            self.queue
-                .set_data(existing.id, merged)
-                .await
-                .map_err(engine_error)?;
-        }
         // Bedrock's quirk, kept: the new repeat replaces the old, and a missing one clears it.
-        if repeat != existing.schedule.clone().unwrap_or_default() {
-            let repeat = (!repeat.is_empty()).then_some(repeat.as_str());
+        let schedule = (repeat != existing.schedule.clone().unwrap_or_default())
+            .then(|| (!repeat.is_empty()).then_some(repeat));
+        let priority = existing
+            .state
+            .is_live()
+            .then(|| values::to_cairn_priority(priority));
+        Ok(UniqueUpdate {
+            id: existing.id,
+            write: Some(UniqueWrite {
+                data: merged,
+                lease,
+                schedule,
+                priority,
+            }),
+        })
+    }
+
+    /// Applies what [`Self::plan_unique`] decided.
+    async fn apply_unique(&self, update: UniqueUpdate) -> Result<(), Response> {
+        let Some(write) = update.write else {
+            return Ok(());
+        };
+        match &write.lease {
+            Some(lease) => self.queue.checkpoint(lease, write.data).await.map(drop),
+            None => self.queue.set_data(update.id, write.data).await,
+        }
+        .map_err(engine_error)?;
+        if let Some(schedule) = write.schedule {
             self.queue
-                .set_schedule(existing.id, repeat, None)
+                .set_schedule(update.id, schedule.as_deref(), None)
                 .await
                 .map_err(engine_error)?;
         }
-        if existing.state.is_live() {
+        if let Some(priority) = write.priority {
             self.queue
-                .set_priority(existing.id, values::to_cairn_priority(priority))
+                .set_priority(update.id, priority)
                 .await
                 .map_err(engine_error)?;
         }
-        answer()
+        Ok(())
+    }
+}
+
+/// What a unique create that found a job does to it.
+struct UniqueUpdate {
+    id: cairn::JobId,
+    write: Option<UniqueWrite>,
+}
+
+struct UniqueWrite {
+    data: Value,
+    /// The lease this layer holds, for a running job: its data is saved as a checkpoint.
+    lease: Option<cairn::Lease>,
+    /// A new repeat (`Some(None)` clears it), when it changes.
+    schedule: Option<Option<String>>,
+    /// The new priority, for a job that has not ended.
+    priority: Option<i32>,
+}
+
+impl UniqueUpdate {
+    fn unchanged(existing: Job) -> Self {
+        UniqueUpdate {
+            id: existing.id,
+            write: None,
+        }
     }
 }
 

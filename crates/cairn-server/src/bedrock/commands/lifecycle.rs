@@ -23,6 +23,12 @@ impl BedrockCommands {
         }
         // A job taken through another door (the HTTP API) has a lease this layer does not hold.
         let lease = self.lease_of(id).await.ok_or_else(|| status(not_running))?;
+        // Fenced before anything is written: a lease that ran out (a retryAfter) is refused here, not after the
+        // command deleted children or changed the job.
+        self.queue
+            .heartbeat(&lease, None)
+            .await
+            .map_err(|e| lease_error(e, not_running))?;
         Ok((job, lease))
     }
 
@@ -182,13 +188,19 @@ impl BedrockCommands {
     }
 }
 
-/// A non-empty `data` header, which must be JSON here (Bedrock stores any text; Cairn stores JSON).
+/// A non-empty `data` header, which must be JSON here (Bedrock stores any text; Cairn stores JSON). A
+/// `retryAfterCount` the worker sends back is dropped, as Bedrock drops it: the count is the engine's.
 fn new_data(headers: &Headers) -> Result<Option<Value>, Response> {
     match headers.get("data").filter(|d| !d.is_empty()) {
         None => Ok(None),
-        Some(text) => serde_json::from_str(text)
-            .map(Some)
-            .map_err(|_| status("402 Malformed data")),
+        Some(text) => {
+            let mut data: Value =
+                serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
+            if let Value::Object(map) = &mut data {
+                map.remove("retryAfterCount");
+            }
+            Ok(Some(data))
+        }
     }
 }
 

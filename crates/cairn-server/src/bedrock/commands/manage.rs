@@ -127,9 +127,9 @@ impl BedrockCommands {
     pub(super) async fn delete_job(&self, headers: &Headers) -> Answer {
         let id = values::job_id(headers)?;
         let job = self.bedrock_job(id).await?;
-        match job.state {
-            JobState::Running => return Err(status("405 Can't delete a RUNNING job")),
-            JobState::Waiting => {
+        match values::state_name(&job) {
+            "RUNNING" => return Err(status("405 Can't delete a RUNNING job")),
+            "PAUSED" => {
                 return Err(status(
                     "405 Can't delete a parent jobs with children running",
                 ));
