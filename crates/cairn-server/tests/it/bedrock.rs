@@ -1177,6 +1177,20 @@ async fn every_command_refuses_bad_headers_with_bedrocks_status_lines_in_order()
             "{verb} {headers:?}"
         );
     }
+    // A repeat whose next run cannot be computed: STARTED on a job that never ran (reference §6.6).
+    assert_eq!(
+        c.send(
+            "UpdateJob",
+            &[
+                ("jobID", &id),
+                ("data", "{}"),
+                ("repeat", "STARTED, +1 HOUR")
+            ]
+        )
+        .await
+        .status,
+        "400 Unique Constraints Violation"
+    );
     // RetryJob checks a new priority after the lifecycle checks, and changes nothing when it is refused.
     assert_eq!(c.send("GetJob", &[("name", "job")]).await.status, "200 OK");
     assert_eq!(
