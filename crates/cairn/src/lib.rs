@@ -43,7 +43,7 @@ pub use ops::delete::Delete;
 pub use ops::dependencies::ChangeDependencies;
 pub use ops::fail::Fail;
 pub use ops::failures::{FailureGroup, MAX_UNFAIL, Unfail};
-pub use ops::finish::Finish;
+pub use ops::finish::{Continue, Finish};
 pub use ops::heartbeat::Heartbeat;
 pub use ops::push::{Enqueued, MAX_DEPENDENCIES, Push, PushBatch};
 pub use ops::queues::{PauseQueue, QueueStats};

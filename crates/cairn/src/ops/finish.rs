@@ -1,15 +1,34 @@
-//! [`Finish`]: a worker completed its job.
+//! [`Finish`]: a worker completed its job, or this step of it ([`Continue`]).
+
+use std::time::Duration;
 
 use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
-use crate::error::Result;
-use crate::job::{AttemptOutcome, JobId, RunUsage};
+use crate::clock::duration_millis;
+use crate::error::{Error, Result};
+use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::names::QueueName;
+use crate::ops::push::MAX_DEPENDENCIES;
+use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{
-    Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
+    HeldJob, Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
     lease_is_held, lease_refusal, schedule_next_run, waiting,
 };
+
+/// What a finished step of a job does instead of completing it: the job goes on in another queue, after a delay
+/// or once other jobs complete, with fresh attempts and the data it finished with (qless's `complete … next`).
+/// One atomic step: the attempt ends and the job moves in the same transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Continue {
+    /// The queue the job goes on in.
+    pub queue: String,
+    /// How long from now until it is ready again.
+    pub delay: Option<Duration>,
+    /// Jobs that must complete before it runs again.
+    pub depends_on: Vec<JobId>,
+}
 
 /// Marks the job completed, optionally replacing its data with a result.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +41,8 @@ pub struct Finish {
     pub data: Option<Value>,
     /// What the attempt's process used, if the worker measured it; kept in the job's history.
     pub usage: Option<RunUsage>,
+    /// Instead of completing, go on in another queue.
+    pub next: Option<Continue>,
 }
 
 impl Finish {
@@ -32,6 +53,7 @@ impl Finish {
             token: lease.token,
             data: None,
             usage: None,
+            next: None,
         }
     }
 }
@@ -54,6 +76,11 @@ impl Operation for Finish {
             .as_ref()
             .map(|d| encode_json("data", d, ctx.limits))
             .transpose()?;
+        let next = self
+            .next
+            .as_ref()
+            .map(|next| valid_continue(ctx, self.job, next))
+            .transpose()?;
         let held = ctx
             .conn
             .prepare_cached(COMPLETE_JOB)?
@@ -70,6 +97,9 @@ impl Operation for Finish {
             None,
             self.usage.as_ref(),
         )?;
+        if let Some(next) = next {
+            return go_on(ctx, &held, next);
+        }
         // A parent with live children waits for them, and runs again once they have all ended.
         if held.has_children && waiting::start_children(ctx, held.id)? {
             return waiting::wait_for_children(ctx, held.id);
@@ -84,4 +114,66 @@ impl Operation for Finish {
             waiting::Ending::Completed,
         )
     }
+}
+
+/// A [`Continue`] whose every field passed: the queue, when it is due, and the dependencies not met yet.
+struct ValidContinue {
+    queue: QueueName,
+    run_at: i64,
+    pending: Vec<JobId>,
+}
+
+/// Checks a [`Continue`] before anything is written.
+fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<ValidContinue> {
+    let queue = QueueName::parse(next.queue.as_str()).map_err(|e| e.renamed("next.queue"))?;
+    let delay = next.delay.unwrap_or(Duration::ZERO);
+    if delay > Duration::from_secs(366 * 24 * 3600) {
+        return Err(Error::invalid("next.delay", "must be at most a year"));
+    }
+    if next.depends_on.len() > MAX_DEPENDENCIES {
+        return Err(Error::invalid(
+            "next.depends_on",
+            format!(
+                "must list at most {MAX_DEPENDENCIES} jobs, got {}",
+                next.depends_on.len()
+            ),
+        ));
+    }
+    let mut pending = Vec::new();
+    for &on in &next.depends_on {
+        if let DependencyOn::Pending = check_dependency(ctx, Some(job), None, on)? {
+            pending.push(on);
+        }
+    }
+    Ok(ValidContinue {
+        queue,
+        run_at: ctx.now_ms.saturating_add(duration_millis(delay)),
+        pending,
+    })
+}
+
+const GO_ON: &str = "UPDATE jobs SET state = :state, queue = :queue, run_at = :run_at, slot_at = :run_at, \
+     attempt = 0, finished_at = NULL, error = NULL WHERE id = :id";
+
+/// The step finished: the job goes on in its next queue. It waits for its new dependencies, and for the children
+/// this step created (which start now), before it runs again.
+fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<()> {
+    for &on in &next.pending {
+        record_dependency(ctx, held.id, on)?;
+    }
+    let children = held.has_children && waiting::start_children(ctx, held.id)?;
+    let state = if children || !next.pending.is_empty() {
+        JobState::Waiting
+    } else if next.run_at <= ctx.now_ms {
+        JobState::Queued
+    } else {
+        JobState::Scheduled
+    };
+    ctx.conn.prepare_cached(GO_ON)?.execute(named_params! {
+        ":state": state.as_str(), ":queue": next.queue.as_str(), ":run_at": next.run_at, ":id": held.id.0,
+    })?;
+    if state == JobState::Queued {
+        ctx.ready.mark(next.queue.as_str());
+    }
+    Ok(())
 }

@@ -544,3 +544,65 @@ async fn retention_keeps_the_children_of_a_parent_that_has_not_read_them() {
     assert_eq!(t.queue.get(first).await.unwrap().state, JobState::Completed);
     t.close().await;
 }
+
+#[tokio::test]
+async fn finishing_a_step_moves_the_job_on_to_its_next_queue_in_one_step() {
+    let t = TestQueue::new().await;
+    let id = push(&t, Push::new("order").queue("ingest")).await;
+    let step = t
+        .queue
+        .dequeue(Dequeue::new("w").queue("ingest"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let gate = t.push("gate").await;
+    t.queue
+        .finish_with(cairn::Finish {
+            data: Some(json!({"ingested": true})),
+            next: Some(cairn::Continue {
+                queue: "process".into(),
+                delay: Some(Duration::from_secs(10)),
+                depends_on: vec![gate],
+            }),
+            ..cairn::Finish::new(&step.lease)
+        })
+        .await
+        .unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        (job.state, job.queue.as_str()),
+        (JobState::Waiting, "process")
+    );
+    assert_eq!((job.attempt, job.depends_on.clone()), (0, vec![gate]));
+    assert_eq!(job.data, json!({"ingested": true}));
+    assert_eq!(job.history[0].outcome, Some(AttemptOutcome::Completed));
+    // Its dependency completes: it is due ten seconds after the step finished.
+    assert_eq!(run_one(&t).await.as_deref(), Some("gate"));
+    assert_eq!(state(&t, id).await, JobState::Scheduled);
+    t.advance(Duration::from_secs(10));
+    let next = t
+        .queue
+        .dequeue(Dequeue::new("w").queue("process"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!((next.job.id, next.job.attempt), (id, 1));
+    // A bad next queue is refused and changes nothing.
+    let err = t
+        .queue
+        .finish_with(cairn::Finish {
+            next: Some(cairn::Continue {
+                queue: "bad queue".into(),
+                delay: None,
+                depends_on: vec![],
+            }),
+            ..cairn::Finish::new(&next.lease)
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("next.queue"), "{err}");
+    assert_eq!(state(&t, id).await, JobState::Running);
+    t.close().await;
+}
