@@ -71,6 +71,17 @@ impl ManualClock {
         self.notify();
     }
 
+    /// Moves the clock forward without telling the queues that use it, which notice only at their next operation
+    /// or timer. For tests that observe the moment between a deadline and the queue acting on it (a lease that
+    /// ran out, not yet retried: a stalled job).
+    pub fn advance_quietly(&self, by: Duration) {
+        let by = jiff::SignedDuration::try_from(by).expect("test durations fit a signed duration");
+        let mut now = self.inner.now.lock().expect("clock lock is never poisoned");
+        *now = now
+            .checked_add(by)
+            .expect("manual clock stays within the supported range");
+    }
+
     /// Sets the clock to `at`, forward or backward.
     pub fn set(&self, at: Timestamp) {
         *self.inner.now.lock().expect("clock lock is never poisoned") = at;

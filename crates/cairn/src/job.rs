@@ -222,6 +222,8 @@ pub struct Job {
     pub tags: Vec<Tag>,
     /// Its parent job, if any.
     pub parent: Option<JobId>,
+    /// Whether someone marked it to keep an eye on (see [`Track`](crate::Track)).
+    pub tracked: bool,
     /// While it is a child waiting for the run of its parent that created it to finish.
     pub awaits_parent: bool,
     /// The jobs it still waits for, sorted: its dependencies that have not completed yet.

@@ -42,16 +42,20 @@ pub struct Retention {
     pub max_age: Option<Duration>,
     /// At most this many completed and cancelled jobs are kept (the newest). `None` keeps any number.
     pub max_count: Option<u64>,
+    /// Workers not seen (taking jobs or heartbeating) for this long are forgotten. `None` remembers them all.
+    pub worker_max_age: Option<Duration>,
     /// How often the background pruning looks.
     pub interval: Duration,
 }
 
 impl Default for Retention {
-    /// Seven days and at most 100,000 jobs, looked at every minute. Failed jobs are kept until dealt with.
+    /// Seven days and at most 100,000 jobs, looked at every minute; workers forgotten after a day without a sign
+    /// of life. Failed jobs are kept until dealt with.
     fn default() -> Self {
         Retention {
             max_age: Some(Duration::from_secs(7 * 24 * 3600)),
             max_count: Some(100_000),
+            worker_max_age: Some(Duration::from_secs(24 * 3600)),
             interval: Duration::from_secs(60),
         }
     }

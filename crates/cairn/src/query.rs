@@ -22,6 +22,8 @@ pub struct JobFilter {
     pub name: Option<String>,
     /// Only jobs with this tag.
     pub tag: Option<String>,
+    /// Only tracked jobs (see [`Track`](crate::Track)).
+    pub tracked: bool,
     /// Only the failed jobs of this failure group.
     pub failure_group: Option<String>,
     /// Only the children of this job: how a parent that runs again finds its children, their states and their
@@ -40,6 +42,7 @@ impl Default for JobFilter {
             state: None,
             name: None,
             tag: None,
+            tracked: false,
             failure_group: None,
             parent: None,
             before: None,
@@ -89,6 +92,9 @@ impl JobFilter {
             args.push(SqlValue::Text(
                 Tag::parse(tag.as_str())?.as_str().to_owned(),
             ));
+        }
+        if self.tracked {
+            sql.push_str(" AND tracked = 1");
         }
         if let Some(group) = &self.failure_group {
             sql.push_str(" AND state = 'failed' AND failure_group = ?");

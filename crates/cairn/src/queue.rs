@@ -38,7 +38,9 @@ use crate::ops::set_data::SetData;
 use crate::ops::set_priority::SetPriority;
 use crate::ops::set_schedule::SetSchedule;
 use crate::ops::tags::ChangeTags;
+use crate::ops::track::Track;
 use crate::ops::update::Update;
+use crate::ops::workers::WorkerInfo;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
@@ -511,6 +513,27 @@ impl Queue {
     /// dependency, or a cycle; [`ErrorKind::InvalidInput`] on `depends_on` for a job that does not exist.
     pub async fn change_dependencies(&self, change: ChangeDependencies) -> Result<JobState> {
         self.write(change).await
+    }
+
+    /// Tracks a job (listed by `JobFilter::tracked`), or stops tracking it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`].
+    pub async fn track(&self, job: JobId, tracked: bool) -> Result<()> {
+        self.write(Track { job, tracked }).await
+    }
+
+    /// Every worker that took jobs or heartbeated and was not forgotten since (see
+    /// [`QueueOptions::worker_max_age`](crate::QueueOptions)), with the jobs it holds and which of them stalled.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        let now = crate::clock::to_millis(self.now());
+        self.inner
+            .readers
+            .read(move |conn| crate::ops::workers::list(conn, now))
+            .await
     }
 
     /// Adds and removes a job's tags, whatever its state.

@@ -340,6 +340,7 @@ impl Claim {
 
     /// Leases up to `limit` ready jobs within the weight budget.
     pub(crate) fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
+        crate::ops::workers::seen(ctx, self.worker.as_str())?;
         let picked = self.pick(ctx)?;
         let mut claimed = Vec::with_capacity(picked.len());
         let mut weight_left = self.max_weight.unwrap_or(u32::MAX);

@@ -62,6 +62,9 @@ impl Operation for Heartbeat {
             .prepare_cached(EXTEND_LEASE)?
             .query_row(params, |row| row.get(0))
             .optional()?;
+        if expires.is_some() {
+            crate::ops::workers::seen_holding(ctx, self.job)?;
+        }
         expires
             .map(from_millis)
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))

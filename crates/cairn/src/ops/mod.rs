@@ -41,8 +41,10 @@ pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod set_schedule;
 pub(crate) mod tags;
+pub(crate) mod track;
 pub(crate) mod update;
 pub(crate) mod waiting;
+pub(crate) mod workers;
 
 /// An operation the writer applies in a transaction.
 pub(crate) trait Operation: Send + 'static {

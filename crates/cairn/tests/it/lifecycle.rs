@@ -347,6 +347,7 @@ async fn recovery_with_backoff_waits_the_retry_delay() {
 async fn retention_by_count_keeps_the_newest_even_with_equal_finish_times() {
     let t = TestQueue::with(|o| {
         o.retention = cairn::Retention {
+            worker_max_age: None,
             max_age: None,
             max_count: Some(2),
             interval: Duration::from_secs(60),
@@ -388,6 +389,7 @@ async fn retention_by_count_keeps_the_newest_even_with_equal_finish_times() {
 async fn retention_removes_old_and_surplus_finished_jobs() {
     let t = TestQueue::with(|o| {
         o.retention = cairn::Retention {
+            worker_max_age: None,
             max_age: Some(Duration::from_secs(3600)),
             max_count: Some(3),
             interval: Duration::from_secs(60),

@@ -71,7 +71,7 @@ async fn counts_by_state_show_stalled_jobs_whose_lease_ran_out() {
     );
     assert_eq!((stats[1].queue.as_str(), stats[1].queued), ("mail", 1));
     // The leases run out; until the queue retries the jobs, they are stalled.
-    t.advance(Duration::from_secs(11));
+    t.clock.advance_quietly(Duration::from_secs(11));
     let default = t.queue.queue_stats().await.unwrap().remove(0);
     assert_eq!((default.running, default.stalled), (0, 2));
     t.close().await;
@@ -245,5 +245,83 @@ async fn peek_shows_the_next_jobs_in_claim_order_without_taking_them() {
         .collect();
     assert_eq!(peeked, ["high", "mid"]);
     assert_eq!(t.drain_names().await, ["high", "mid", "low"]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn tracked_jobs_are_listed_with_their_state_until_untracked() {
+    let t = TestQueue::new().await;
+    let a = t.push("a").await;
+    let b = t.push("b").await;
+    t.queue.track(a, true).await.unwrap();
+    t.queue.track(b, true).await.unwrap();
+    let claimed = t.take("w").await.unwrap();
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    t.queue.track(b, false).await.unwrap();
+    let tracked = t
+        .queue
+        .list(JobFilter {
+            tracked: true,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    let seen: Vec<_> = tracked
+        .jobs
+        .iter()
+        .map(|j| (j.id, j.state, j.tracked))
+        .collect();
+    assert_eq!(seen, [(a, JobState::Completed, true)]);
+    assert!(
+        t.queue
+            .track(cairn::JobId(999), true)
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn workers_are_listed_with_what_they_hold_and_forgotten_when_silent() {
+    let t = TestQueue::with(|o| {
+        o.retention.worker_max_age = Some(Duration::from_secs(3600));
+        o.retention.interval = Duration::from_secs(1);
+    })
+    .await;
+    for name in ["a", "b"] {
+        t.queue
+            .enqueue(Push::new(name).lease_timeout(Duration::from_secs(30)))
+            .await
+            .unwrap();
+    }
+    let first = t.take("alpha").await.unwrap();
+    let second = t.take("alpha").await.unwrap();
+    assert!(t.take("beta").await.is_none());
+    let workers = t.queue.workers().await.unwrap();
+    let ids: Vec<_> = workers.iter().map(|w| w.id.as_str()).collect();
+    assert_eq!(ids, ["alpha", "beta"]);
+    assert_eq!(workers[0].jobs, [first.job.id, second.job.id]);
+    assert!(workers[0].stalled.is_empty() && workers[1].jobs.is_empty());
+    // One lease is kept alive, the other runs out: that one is stalled until the queue retries it.
+    t.advance(Duration::from_secs(20));
+    t.queue.heartbeat(&first.lease, None).await.unwrap();
+    t.clock.advance_quietly(Duration::from_secs(15));
+    let alpha = t.queue.workers().await.unwrap().remove(0);
+    assert_eq!(alpha.stalled, [second.job.id]);
+    assert_eq!(alpha.last_seen, t.clock_now() - Duration::from_secs(15));
+    // Beta says nothing for an hour: forgotten. Alpha heartbeats: remembered.
+    t.advance(Duration::from_secs(3600));
+    t.queue.finish(&first.lease, None).await.unwrap_err();
+    t.take("alpha").await;
+    let ids: Vec<_> = t
+        .queue
+        .workers()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|w| w.id.to_string())
+        .collect();
+    assert_eq!(ids, ["alpha"]);
     t.close().await;
 }

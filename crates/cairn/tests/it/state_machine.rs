@@ -545,6 +545,7 @@ fn result_payload(step: usize) -> Value {
 fn configure(options: &mut QueueOptions) {
     // Retention is off so that the model keeps every job; pruning has its own test.
     options.retention = Retention {
+        worker_max_age: None,
         max_age: None,
         max_count: None,
         interval: Duration::from_secs(60),

@@ -521,6 +521,7 @@ async fn a_child_cannot_wait_for_its_parent_nor_a_parent_for_a_job_that_waits_on
 async fn retention_keeps_the_children_of_a_parent_that_has_not_read_them() {
     let t = TestQueue::with(|o| {
         o.retention = cairn::Retention {
+            worker_max_age: None,
             max_age: None,
             max_count: Some(0),
             interval: Duration::from_millis(1),

@@ -179,6 +179,10 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
             deleted += prune_up_to(ctx, cutoff, left)?;
         }
     }
+    if let Some(max_age) = retention.worker_max_age {
+        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+        deleted += crate::ops::workers::forget_before(ctx, cutoff)?;
+    }
     Ok(deleted)
 }
 

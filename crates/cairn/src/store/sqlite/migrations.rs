@@ -36,6 +36,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_control",
         include_str!("../../../migrations/sqlite/0006_queue_control.sql"),
     ),
+    (
+        7,
+        "tracking_and_workers",
+        include_str!("../../../migrations/sqlite/0007_tracking_and_workers.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

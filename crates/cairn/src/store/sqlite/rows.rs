@@ -21,7 +21,7 @@ macro_rules! job_columns {
          (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag)), \
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT group_concat(depends_on) FROM (SELECT depends_on FROM job_dependencies WHERE job_id = jobs.id \
-          ORDER BY depends_on)), timeout_ms"
+          ORDER BY depends_on)), timeout_ms, tracked"
     };
 }
 #[allow(unused_imports)]
@@ -102,6 +102,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         schedule: row.get(27)?,
         time_zone: row.get(28)?,
         awaits_parent: row.get(29)?,
+        tracked: row.get(32)?,
         timeout: row.get::<_, Option<i64>>(31)?.map(millis),
         depends_on: row
             .get::<_, Option<String>>(30)?

@@ -201,7 +201,9 @@ impl Writer {
     }
 
     fn retention_enabled(&self) -> bool {
-        self.retention.max_age.is_some() || self.retention.max_count.is_some()
+        self.retention.max_age.is_some()
+            || self.retention.max_count.is_some()
+            || self.retention.worker_max_age.is_some()
     }
 
     /// Runs one batch in one transaction. Returns the close acknowledgement if the batch asked to stop.

@@ -1,0 +1,33 @@
+//! [`Track`]: mark a job to keep an eye on it, or stop.
+
+use rusqlite::named_params;
+
+use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::ops::{Operation, WriteCtx};
+
+/// Tracks a job (it is listed by `JobFilter::tracked`, whatever its state), or stops tracking it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Track {
+    /// The job.
+    pub job: JobId,
+    /// True to track it, false to stop.
+    pub tracked: bool,
+}
+
+const SET_TRACKED: &str = "UPDATE jobs SET tracked = :tracked WHERE id = :id";
+
+impl Operation for Track {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let changed = ctx
+            .conn
+            .prepare_cached(SET_TRACKED)?
+            .execute(named_params! { ":tracked": self.tracked, ":id": self.job.0 })?;
+        if changed == 0 {
+            return Err(Error::not_found(format!("job {}", self.job)));
+        }
+        Ok(())
+    }
+}
