@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use cairn::{
-    ChangeDependencies, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail, Finish, Job,
-    JobFilter, JobId, JobPage, JobState, Lease, Push, Recurring, RecurringInfo, Result, Retry,
+    ChangeDependencies, ChangeTags, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail,
+    FailureGroup, Finish, Job, JobFilter, JobId, JobPage, JobState, Lease, Push, QueueName,
+    QueueStats, Recurring, RecurringInfo, Result, Retry, Unfail,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -15,11 +16,11 @@ use serde_json::Value;
 
 use crate::wire::{
     CheckpointRequest, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
-    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FinishRequest, HealthBody,
-    HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PriorityRequest,
-    PushBatchRequest, PushRequest, RecurringBody, RecurringListBody, RecurringRequest,
-    RequeueRequest, RescheduleRequest, RetryRequest, SetDataRequest, StateBody, UpdateRequest,
-    UsageBody,
+    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest,
+    HealthBody, HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
+    PriorityRequest, PushBatchRequest, PushRequest, QueueListBody, RecurringBody,
+    RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest,
+    SetDataRequest, StateBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -467,6 +468,131 @@ impl Client {
             .map(drop)
     }
 
+    /// Adds and removes a job's tags, whatever its state; see [`cairn::Queue::change_tags`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn change_tags(&self, change: ChangeTags) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/jobs/{}/tags", change.job),
+            &TagsRequest::from(&change),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Pauses a queue (it hands out nothing; everything else works) or resumes it; see
+    /// [`cairn::Queue::pause_queue`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn pause_queue(&self, queue: &str, paused: bool) -> Result<()> {
+        let action = if paused { "pause" } else { "resume" };
+        self.post::<_, EmptyBody>(
+            &format!("/v1/queues/{}/{action}", queue_segment(queue)?),
+            &serde_json::json!({}),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Every queue that has jobs or settings, with its jobs counted by state; see [`cairn::Queue::queue_stats`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
+        Ok(self
+            .queue_stats_body()
+            .await?
+            .queues
+            .into_iter()
+            .map(QueueStats::from)
+            .collect())
+    }
+
+    /// Every queue with its counts, in the wire form.
+    ///
+    /// # Errors
+    /// As [`Client::queue_stats`].
+    pub async fn queue_stats_body(&self) -> Result<QueueListBody> {
+        self.call::<(), _>(Method::GET, "/v1/queues", None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// The next `limit` jobs a worker taking from `queue` would get, without taking them; see
+    /// [`cairn::Queue::peek`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn peek(&self, queue: &str, limit: u32) -> Result<Vec<Job>> {
+        self.peek_body(queue, limit)
+            .await?
+            .jobs
+            .iter()
+            .map(JobBody::to_job)
+            .collect()
+    }
+
+    /// The next jobs of a queue, in the wire form.
+    ///
+    /// # Errors
+    /// As [`Client::peek`].
+    pub async fn peek_body(&self, queue: &str, limit: u32) -> Result<PeekBody> {
+        self.call::<(), _>(
+            Method::GET,
+            &format!("/v1/queues/{}/peek?limit={limit}", queue_segment(queue)?),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+    }
+
+    /// The failure groups that hold failed jobs, with their counts; see [`cairn::Queue::failure_groups`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn failure_groups(&self) -> Result<Vec<FailureGroup>> {
+        Ok(self
+            .failure_groups_body()
+            .await?
+            .groups
+            .into_iter()
+            .map(FailureGroup::from)
+            .collect())
+    }
+
+    /// The failure groups, in the wire form.
+    ///
+    /// # Errors
+    /// As [`Client::failure_groups`].
+    pub async fn failure_groups_body(&self) -> Result<FailureGroupListBody> {
+        self.call::<(), _>(Method::GET, "/v1/failures", None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// Puts the oldest failed jobs of a failure group back in a queue; returns how many moved. See
+    /// [`cairn::Queue::unfail`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn unfail(&self, unfail: Unfail) -> Result<u64> {
+        // A path cannot carry an empty segment: say what the engine would rather than hit no route.
+        if unfail.group.is_empty() {
+            return Err(Error::from_parts(
+                ErrorKind::InvalidInput,
+                Some("group".into()),
+                "group: must not be empty".to_owned(),
+            ));
+        }
+        let body: UnfailBody = self
+            .post(
+                &format!("/v1/failures/{}/unfail", encode_query_value(&unfail.group)),
+                &UnfailRequest::from(&unfail),
+            )
+            .await?;
+        Ok(body.moved)
+    }
+
     /// Creates or replaces a recurring template; see [`cairn::Queue::set_recurring`].
     ///
     /// # Errors
@@ -586,6 +712,7 @@ impl Client {
         add("before", before.as_deref());
         let parent = filter.parent.map(|p| p.0.to_string());
         add("parent", parent.as_deref());
+        add("failure_group", filter.failure_group.as_deref());
         self.call::<(), _>(
             Method::GET,
             &format!("/v1/jobs?{}", query.join("&")),
@@ -617,7 +744,13 @@ fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
     Error::with_source(ErrorKind::Unavailable, format!("{url}: {what}"), e)
 }
 
-/// Percent-encodes a query value (everything but unreserved characters).
+/// A queue's name as a path segment: checked first, as the embedded queue does, since a path cannot carry every
+/// name the engine would refuse (an empty one, say).
+fn queue_segment(queue: &str) -> Result<String> {
+    Ok(encode_query_value(QueueName::parse(queue)?.as_str()))
+}
+
+/// Percent-encodes a query value or a path segment (everything but unreserved characters).
 fn encode_query_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for byte in value.bytes() {

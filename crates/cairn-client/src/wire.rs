@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use cairn::{
-    Attempt, AttemptOutcome, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Job, JobId, JobName,
-    JobState, Lease, MissedSlots, Push, QueueName, QueueOrder, Recurring, RecurringInfo,
-    RetryPolicy, RunUsage, Tag, UniqueKey, WorkerId,
+    Attempt, AttemptOutcome, ChangeTags, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind,
+    FailureGroup, Job, JobId, JobName, JobState, Lease, MissedSlots, Push, QueueName, QueueOrder,
+    QueueStats, Recurring, RecurringInfo, RetryPolicy, RunUsage, Tag, Unfail, UniqueKey, WorkerId,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -228,6 +228,8 @@ pub struct JobBody {
     pub parent: Option<i64>,
     /// True while it is a child waiting for the run of its parent that created it to finish.
     pub awaits_parent: bool,
+    /// True when someone marked it to keep an eye on.
+    pub tracked: bool,
     /// The jobs it still waits for: its dependencies that have not completed.
     pub depends_on: Vec<i64>,
     /// The worker holding it, while it runs.
@@ -457,6 +459,106 @@ pub struct DependenciesRequest {
     /// Jobs it no longer waits for.
     #[serde(default)]
     pub remove: Vec<i64>,
+}
+
+/// Add and remove tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TagsRequest {
+    /// Tags to add (each 1 to 128 bytes, no control characters).
+    #[serde(default)]
+    pub add: Vec<String>,
+    /// Tags to remove.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// One queue: whether it is paused, and its jobs counted by state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QueueStatsBody {
+    /// The queue.
+    pub queue: String,
+    /// Whether it hands out nothing for now (everything else works).
+    pub paused: bool,
+    /// Jobs waiting for their `run_at`.
+    pub scheduled: u64,
+    /// Jobs ready to be taken.
+    pub queued: u64,
+    /// Jobs waiting on other jobs.
+    pub waiting: u64,
+    /// Jobs leased to a worker whose lease has not run out.
+    pub running: u64,
+    /// Jobs whose lease ran out and that the queue has not retried yet (their worker is lost or hung).
+    pub stalled: u64,
+    /// Failed jobs.
+    pub failed: u64,
+    /// Completed jobs (until retention deletes them).
+    pub completed: u64,
+    /// Cancelled jobs (until retention deletes them).
+    pub cancelled: u64,
+}
+
+/// Every queue that has jobs or settings, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QueueListBody {
+    /// The queues.
+    pub queues: Vec<QueueStatsBody>,
+}
+
+/// The next jobs a worker taking from a queue would get, in that order, without taking them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PeekBody {
+    /// The jobs, in claim order (without their history); empty while the queue is paused.
+    pub jobs: Vec<JobBody>,
+}
+
+/// One failure group: how many failed jobs it holds, and when they failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FailureGroupBody {
+    /// The group: `retries-exhausted`, or the group a worker failed the job with.
+    pub group: String,
+    /// How many jobs are failed in it.
+    pub count: u64,
+    /// When the first of them failed.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub first_failed_at: Timestamp,
+    /// When the last of them failed.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub last_failed_at: Timestamp,
+}
+
+/// Every failure group that holds failed jobs, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FailureGroupListBody {
+    /// The groups.
+    pub groups: Vec<FailureGroupBody>,
+}
+
+/// Put the oldest failed jobs of a failure group back in a queue, ready now, with fresh attempts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UnfailRequest {
+    /// The queue to move them to; each job's own when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// How many at most, oldest first (1 to 1,000,000); all of them (up to 1,000,000) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// What an unfail did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct UnfailBody {
+    /// How many jobs went back (a job whose unique key another live job holds stays failed).
+    pub moved: u64,
 }
 
 /// Replace the data of a job that is not running.
@@ -733,6 +835,7 @@ impl From<&Job> for JobBody {
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
             awaits_parent: j.awaits_parent,
+            tracked: j.tracked,
             depends_on: j.depends_on.iter().map(|d| d.0).collect(),
             worker: j.worker.as_ref().map(|w| w.to_string()),
             lease_expires_at: j.lease_expires_at,
@@ -841,6 +944,7 @@ impl JobBody {
                 .map_err(malformed)?,
             parent: self.parent.map(JobId),
             awaits_parent: self.awaits_parent,
+            tracked: self.tracked,
             depends_on: self.depends_on.iter().copied().map(JobId).collect(),
             worker: self
                 .worker
@@ -993,6 +1097,102 @@ impl From<RecurringBody> for RecurringInfo {
             time_zone: body.time_zone,
             next_run: body.next_run,
             last_run: body.last_run,
+        }
+    }
+}
+
+impl From<&QueueStats> for QueueStatsBody {
+    fn from(s: &QueueStats) -> Self {
+        QueueStatsBody {
+            queue: s.queue.clone(),
+            paused: s.paused,
+            scheduled: s.scheduled,
+            queued: s.queued,
+            waiting: s.waiting,
+            running: s.running,
+            stalled: s.stalled,
+            failed: s.failed,
+            completed: s.completed,
+            cancelled: s.cancelled,
+        }
+    }
+}
+
+impl From<QueueStatsBody> for QueueStats {
+    fn from(b: QueueStatsBody) -> Self {
+        QueueStats {
+            queue: b.queue,
+            paused: b.paused,
+            scheduled: b.scheduled,
+            queued: b.queued,
+            waiting: b.waiting,
+            running: b.running,
+            stalled: b.stalled,
+            failed: b.failed,
+            completed: b.completed,
+            cancelled: b.cancelled,
+        }
+    }
+}
+
+impl From<&FailureGroup> for FailureGroupBody {
+    fn from(g: &FailureGroup) -> Self {
+        FailureGroupBody {
+            group: g.group.clone(),
+            count: g.count,
+            first_failed_at: g.first_failed_at,
+            last_failed_at: g.last_failed_at,
+        }
+    }
+}
+
+impl From<FailureGroupBody> for FailureGroup {
+    fn from(b: FailureGroupBody) -> Self {
+        FailureGroup {
+            group: b.group,
+            count: b.count,
+            first_failed_at: b.first_failed_at,
+            last_failed_at: b.last_failed_at,
+        }
+    }
+}
+
+impl From<&Unfail> for UnfailRequest {
+    fn from(u: &Unfail) -> Self {
+        UnfailRequest {
+            queue: u.queue.clone(),
+            limit: Some(u.limit),
+        }
+    }
+}
+
+impl UnfailRequest {
+    /// The engine's unfail of `group`; without a limit, as many as one unfail moves ([`cairn::MAX_UNFAIL`]).
+    pub fn into_unfail(self, group: String) -> Unfail {
+        Unfail {
+            group,
+            queue: self.queue,
+            limit: self.limit.unwrap_or(cairn::MAX_UNFAIL),
+        }
+    }
+}
+
+impl From<&ChangeTags> for TagsRequest {
+    fn from(c: &ChangeTags) -> Self {
+        TagsRequest {
+            add: c.add.clone(),
+            remove: c.remove.clone(),
+        }
+    }
+}
+
+impl TagsRequest {
+    /// The engine's change of `job`'s tags.
+    pub fn into_change(self, job: JobId) -> ChangeTags {
+        ChangeTags {
+            job,
+            add: self.add,
+            remove: self.remove,
         }
     }
 }

@@ -40,7 +40,7 @@ pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
 use crate::openapi::ApiDoc;
-use crate::routes::{health, jobs, leases, recurring};
+use crate::routes::{health, jobs, leases, queues, recurring};
 
 /// The API's routes and their OpenAPI document, built from the same lists.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -54,6 +54,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::requeue))
         .routes(routes!(jobs::set_data))
         .routes(routes!(jobs::change_dependencies))
+        .routes(routes!(jobs::change_tags))
         .routes(routes!(leases::dequeue))
         .routes(routes!(leases::heartbeat))
         .routes(routes!(leases::checkpoint))
@@ -67,6 +68,12 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             recurring::remove_recurring
         ))
         .routes(routes!(recurring::list_recurring))
+        .routes(routes!(queues::list_queues))
+        .routes(routes!(queues::pause))
+        .routes(routes!(queues::resume))
+        .routes(routes!(queues::peek))
+        .routes(routes!(queues::list_failures))
+        .routes(routes!(queues::unfail))
         .routes(routes!(health::health))
         .split_for_parts()
 }

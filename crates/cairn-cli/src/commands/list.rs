@@ -25,6 +25,9 @@ pub struct ListArgs {
     /// Only jobs with this tag.
     #[arg(long)]
     pub tag: Option<String>,
+    /// Only the failed jobs of this failure group (`cairn failures` lists the groups).
+    #[arg(long, value_name = "GROUP")]
+    pub failure_group: Option<String>,
     /// Only the children of this job.
     #[arg(long, value_name = "ID", value_parser = args::job_id)]
     pub parent: Option<JobId>,
@@ -50,9 +53,11 @@ impl ListArgs {
             state: self.state,
             name: self.name.clone(),
             tag: self.tag.clone(),
+            failure_group: self.failure_group.clone(),
             parent: self.parent,
             before: self.before,
             limit: self.limit,
+            ..JobFilter::default()
         };
         let page = self
             .common

@@ -1,6 +1,7 @@
 //! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
-//! `checkpoint`, `finish`, `retry`, `fail`) and management (`cancel`, `delete`, `priority`, `reschedule`,
-//! `requeue`, `set-data`), and cron templates (`recurring set|list|remove`).
+//! `checkpoint`, `finish`, `retry`, `fail`), management (`cancel`, `delete`, `priority`, `reschedule`,
+//! `requeue`, `set-data`, `deps`, `tag`), operating queues (`queues`, `queue pause|resume|peek`, `failures`,
+//! `unfail`), and cron templates (`recurring set|list|remove`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -23,14 +24,17 @@
 
 mod args;
 mod deps;
+mod failures;
 mod get;
 mod lease;
 mod list;
 mod manage;
 mod output;
 mod push;
+mod queues;
 mod recurring;
 mod show;
+mod tag;
 
 use clap::Subcommand;
 
@@ -38,13 +42,16 @@ use crate::exit::Code;
 
 pub use args::{CommonArgs, JsonInput, LeaseArgs};
 pub use deps::DepsArgs;
+pub use failures::{FailuresArgs, UnfailArgs};
 pub use get::GetArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
 pub use list::ListArgs;
 pub use manage::{JobArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
 pub use push::PushArgs;
+pub use queues::{QueueArgs, QueueCommand, QueuesArgs};
 pub use recurring::{RecurringArgs, RecurringCommand};
 pub use show::ShowArgs;
+pub use tag::TagArgs;
 
 /// The exit codes, as every client command's `--help` ends.
 pub const EXIT_CODES: &str = "\
@@ -113,6 +120,21 @@ pub enum ClientCommand {
     /// Show what a job waits for, each dependency with its state; change them with `--add` and `--remove`.
     #[command(after_long_help = EXIT_CODES)]
     Deps(DepsArgs),
+    /// Add and remove a job's tags, whatever its state.
+    #[command(after_long_help = EXIT_CODES)]
+    Tag(TagArgs),
+    /// List every queue with its jobs counted by state, and whether it is paused.
+    #[command(after_long_help = EXIT_CODES)]
+    Queues(QueuesArgs),
+    /// Operate one queue: `pause`, `resume`, `peek`.
+    #[command(after_long_help = EXIT_CODES)]
+    Queue(QueueArgs),
+    /// List the failure groups with their counts; with a GROUP, that group's failed jobs.
+    #[command(after_long_help = EXIT_CODES)]
+    Failures(FailuresArgs),
+    /// Put the oldest failed jobs of a failure group back in a queue, with fresh attempts.
+    #[command(after_long_help = EXIT_CODES)]
+    Unfail(UnfailArgs),
     /// Cron templates that create a job at every slot: `set`, `list`, `remove`.
     #[command(after_long_help = EXIT_CODES)]
     Recurring(RecurringArgs),
@@ -130,6 +152,11 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::SetData(args) => args.run().await,
         ClientCommand::Recurring(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
+        ClientCommand::Tag(args) => args.run().await,
+        ClientCommand::Queues(args) => args.run().await,
+        ClientCommand::Queue(args) => args.run().await,
+        ClientCommand::Failures(args) => args.run().await,
+        ClientCommand::Unfail(args) => args.run().await,
         ClientCommand::Get(args) => args.run().await,
         ClientCommand::Show(args) => args.run().await,
         ClientCommand::List(args) => args.run().await,

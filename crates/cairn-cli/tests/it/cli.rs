@@ -16,7 +16,7 @@ const TIME: &str = "YYYY-MM-DDTHH:MM:SSZ";
 
 /// Replaces every human time (`2025-01-31T09:00:00Z`, always 20 characters) with [`TIME`], which has the same
 /// width, so that tables keep their alignment.
-fn mask_times(text: &str) -> String {
+pub(crate) fn mask_times(text: &str) -> String {
     let shape = |window: &[u8]| {
         window.len() == TIME.len()
             && window.iter().zip(TIME.bytes()).all(|(c, t)| match t {
@@ -57,7 +57,7 @@ fn cairn_with_env(url: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Asserts the command succeeded and returns its stdout.
 #[track_caller]
-fn ok(out: &Output) -> String {
+pub(crate) fn ok(out: &Output) -> String {
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -70,14 +70,14 @@ fn ok(out: &Output) -> String {
 
 /// Asserts the command succeeded and reads its stdout as JSON of type `T`.
 #[track_caller]
-fn ok_json<T: DeserializeOwned>(out: &Output) -> T {
+pub(crate) fn ok_json<T: DeserializeOwned>(out: &Output) -> T {
     let text = ok(out);
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: not the wire type: {text}"))
 }
 
 /// Asserts the exit code, and that stderr is one `error: …` report containing `message`.
 #[track_caller]
-fn check_error(out: &Output, code: i32, message: &str) {
+pub(crate) fn check_error(out: &Output, code: i32, message: &str) {
     let err = stderr(out);
     assert_eq!(out.status.code(), Some(code), "stderr: {err}");
     assert!(err.starts_with("error: "), "stderr: {err}");

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::harness::TestServer;
 
 /// A raw request: (status, JSON body).
-async fn raw(
+pub(crate) async fn raw(
     method: reqwest::Method,
     url: String,
     token: Option<&str>,
@@ -30,7 +30,8 @@ async fn raw(
     (status, value)
 }
 
-async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
+/// A raw POST of `body` to `path`: (status, JSON body).
+pub(crate) async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
     raw(
         reqwest::Method::POST,
         format!("{}{path}", server.url()),
@@ -578,6 +579,8 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         paths,
         [
             "/v1/dequeue",
+            "/v1/failures",
+            "/v1/failures/{group}/unfail",
             "/v1/health",
             "/v1/jobs",
             "/v1/jobs/batch",
@@ -594,7 +597,12 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/requeue",
             "/v1/jobs/{id}/reschedule",
             "/v1/jobs/{id}/retry",
+            "/v1/jobs/{id}/tags",
             "/v1/jobs/{id}/update",
+            "/v1/queues",
+            "/v1/queues/{queue}/pause",
+            "/v1/queues/{queue}/peek",
+            "/v1/queues/{queue}/resume",
             "/v1/recurring",
             "/v1/recurring/{key}",
         ]
@@ -769,6 +777,130 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         &body,
         "requeue",
     );
+
+    // Queue control: tags, pause and resume, counts, peek, failure groups and unfail.
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/tags"),
+        r#"{"add":["vip"],"remove":["t"]}"#,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/tags", status),
+        &body,
+        "tags",
+    );
+    assert_eq!(status, 200);
+    let (status, body) = post(&server, &format!("/v1/jobs/{id}/tags"), r#"{"add":[""]}"#).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/tags", status),
+        &body,
+        "tags error",
+    );
+    assert_eq!(body["error"]["field"], "tags");
+    for action in ["pause", "resume"] {
+        let path = format!("/v1/queues/{{queue}}/{action}");
+        let (status, body) = post(&server, &format!("/v1/queues/q/{action}"), "").await;
+        check_schema(
+            &doc,
+            response_schema(&doc, "post", &path, status),
+            &body,
+            action,
+        );
+        assert_eq!(status, 200);
+    }
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/queues/q/peek?limit=2"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/queues/{queue}/peek", status),
+        &body,
+        "peek",
+    );
+    assert_eq!(body["jobs"][0]["id"], id);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/queues/q/peek?limit=0"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/queues/{queue}/peek", status),
+        &body,
+        "peek error",
+    );
+    assert_eq!(body["error"]["field"], "limit");
+    let (_, body) = post(&server, "/v1/dequeue", r#"{"worker":"w","queues":["q"]}"#).await;
+    let token = body["jobs"][0]["lease"]["token"].as_str().unwrap();
+    let (status, _) = post(
+        &server,
+        &format!("/v1/jobs/{id}/fail"),
+        &format!(r#"{{"token":"{token}","group":"bad-input","message":"no"}}"#),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/queues"), None, None).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/queues", status),
+        &body,
+        "queues",
+    );
+    assert_eq!(body["queues"][1]["queue"], "q");
+    assert_eq!(body["queues"][1]["failed"], 1);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/failures"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/failures", status),
+        &body,
+        "failures",
+    );
+    assert_eq!(body["groups"][0]["group"], "bad-input");
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs?failure_group=bad-input"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/jobs", status),
+        &body,
+        "list failure group",
+    );
+    assert_eq!(body["jobs"][0]["id"], id);
+    let (status, body) = post(&server, "/v1/failures/bad-input/unfail", "{}").await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/failures/{group}/unfail", status),
+        &body,
+        "unfail",
+    );
+    assert_eq!(body, json!({"moved": 1}));
+    let (status, body) = post(&server, "/v1/failures/bad-input/unfail", r#"{"limit":0}"#).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/failures/{group}/unfail", status),
+        &body,
+        "unfail error",
+    );
+    assert_eq!(body["error"]["field"], "limit");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

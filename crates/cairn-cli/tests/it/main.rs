@@ -8,5 +8,6 @@ mod cli;
 mod crash;
 mod harness;
 mod http;
+mod queues;
 mod schedule;
 mod work;

@@ -7,7 +7,7 @@ use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
 use cairn_client::wire::{
     DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
     JobPageBody, PriorityRequest, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest,
-    SetDataRequest, StateBody,
+    SetDataRequest, StateBody, TagsRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -91,6 +91,8 @@ pub struct ListParams {
     name: Option<String>,
     /// Only jobs with this tag.
     tag: Option<String>,
+    /// Only the failed jobs of this failure group (see `GET /v1/failures`).
+    failure_group: Option<String>,
     /// Only the children of this job.
     #[param(value_type = Option<i64>)]
     parent: Option<String>,
@@ -118,6 +120,7 @@ pub async fn list_jobs(
         queue: params.queue,
         name: params.name,
         tag: params.tag,
+        failure_group: params.failure_group,
         before: params
             .before
             .as_deref()
@@ -274,6 +277,24 @@ pub async fn change_dependencies(
     Ok(Json(StateBody {
         state: new_state.as_str().to_owned(),
     }))
+}
+
+/// Adds and removes tags of a job, whatever its state. Adding a tag it has, or removing one it lacks, is not an
+/// error.
+#[utoipa::path(post, path = "/v1/jobs/{id}/tags", tag = "jobs", request_body = TagsRequest,
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Changed", body = EmptyBody),
+        (status = 400, description = "A bad tag", body = ErrorBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ))]
+pub async fn change_tags(
+    State(state): State<AppState>,
+    JobPath(id): JobPath,
+    JsonBody(request): JsonBody<TagsRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.change_tags(request.into_change(id)).await?;
+    Ok(Json(EmptyBody {}))
 }
 
 /// Replaces the data of a job that is not running.

@@ -1,10 +1,12 @@
 //! The `/v1` routes, one file per area: `jobs` (enqueue, read, manage), `leases` (dequeue and the calls a
-//! worker makes under a lease), `recurring` (cron templates), `health`. Each handler parses its input, builds the engine's operation, and
-//! converts the answer; validation is the engine's.
+//! worker makes under a lease), `queues` (counts, pause and resume, peek, failure groups and unfail), `recurring`
+//! (cron templates), `health`. Each handler parses its input, builds the engine's operation, and converts the
+//! answer; validation is the engine's.
 
 pub mod health;
 pub mod jobs;
 pub mod leases;
+pub mod queues;
 pub mod recurring;
 
 use axum::extract::{FromRequestParts, Path};
@@ -31,6 +33,42 @@ impl<S: Send + Sync> FromRequestParts<S> for JobPath {
             })?;
         job_id(&text).map(JobPath)
     }
+}
+
+/// The `{queue}` of a queue's path, as sent (the engine checks the name). A segment that is not valid UTF-8 once
+/// decoded is a `queue` error in Cairn's error shape.
+pub struct QueuePath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueuePath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        text_segment(parts, state, "queue").await.map(QueuePath)
+    }
+}
+
+/// The `{group}` of a failure group's path, as sent. A segment that is not valid UTF-8 once decoded is a `group`
+/// error in Cairn's error shape.
+pub struct GroupPath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for GroupPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        text_segment(parts, state, "group").await.map(GroupPath)
+    }
+}
+
+/// The one text segment of a path, or an error naming `field`.
+async fn text_segment<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    field: &'static str,
+) -> Result<String, ApiError> {
+    let Path(text) = Path::<String>::from_request_parts(parts, state)
+        .await
+        .map_err(|e| ApiError::invalid(field, format!("must be UTF-8 text ({})", e.body_text())))?;
+    Ok(text)
 }
 
 /// A job id from the path.

@@ -1,0 +1,187 @@
+//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue pause|resume|peek QUEUE`.
+//! Failure groups and unfail are in `failures`.
+
+use anyhow::Context as _;
+use cairn_client::wire::{EmptyBody, PeekBody, QueueListBody};
+use clap::{Args, Subcommand};
+
+use crate::commands::args::CommonArgs;
+use crate::commands::output::{self, Table};
+use crate::exit::Code;
+
+/// How many jobs `cairn queue peek` shows unless told.
+const DEFAULT_PEEK: u32 = 10;
+
+/// `cairn queues` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct QueuesArgs {
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn queue` commands.
+#[derive(Debug, Clone, Args)]
+pub struct QueueArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: QueueCommand,
+}
+
+/// What `cairn queue` can do.
+#[derive(Debug, Clone, Subcommand)]
+pub enum QueueCommand {
+    /// Pause a queue: it hands out no job until it is resumed; everything else works as usual.
+    Pause(QueueNameArgs),
+    /// Resume a paused queue: its ready jobs go at once to the workers waiting for them.
+    Resume(QueueNameArgs),
+    /// Show the next jobs a worker would take from a queue, in that order, without taking them (none while the
+    /// queue is paused).
+    Peek(PeekArgs),
+}
+
+/// `cairn queue pause` and `cairn queue resume` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct QueueNameArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn queue peek` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct PeekArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// At most this many jobs (1 to 1000).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PEEK)]
+    pub limit: u32,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl QueuesArgs {
+    /// Prints every queue with its counts (with `--json`, the `QueueListBody`).
+    ///
+    /// # Errors
+    /// The server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let body = self
+            .common
+            .client()?
+            .queue_stats_body()
+            .await
+            .context("listing the queues")?;
+        output::emit(&if self.common.json {
+            output::json(&body)
+        } else {
+            render_queues(&body)
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl QueueArgs {
+    /// Runs the `cairn queue` command.
+    ///
+    /// # Errors
+    /// A bad queue name or limit, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        match self.command {
+            QueueCommand::Pause(args) => args.pause(true).await,
+            QueueCommand::Resume(args) => args.pause(false).await,
+            QueueCommand::Peek(args) => args.run().await,
+        }
+    }
+}
+
+impl QueueNameArgs {
+    async fn pause(self, paused: bool) -> anyhow::Result<Code> {
+        let (doing, done) = if paused {
+            ("pausing", "paused")
+        } else {
+            ("resuming", "resumed")
+        };
+        self.common
+            .client()?
+            .pause_queue(&self.queue, paused)
+            .await
+            .with_context(|| format!("{doing} queue {:?}", self.queue))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!("queue {}: {done}", self.queue)
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl PeekArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let body = self
+            .common
+            .client()?
+            .peek_body(&self.queue, self.limit)
+            .await
+            .with_context(|| format!("peeking at queue {:?}", self.queue))?;
+        output::emit(&if self.common.json {
+            output::json(&body)
+        } else {
+            render_peek(&body)
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+/// The human form of `cairn queues`: a table of the counts, or `no queues`.
+fn render_queues(body: &QueueListBody) -> String {
+    if body.queues.is_empty() {
+        return "no queues\n".to_owned();
+    }
+    let mut table = Table::new(&[
+        "QUEUE",
+        "PAUSED",
+        "SCHEDULED",
+        "QUEUED",
+        "WAITING",
+        "RUNNING",
+        "STALLED",
+        "FAILED",
+        "COMPLETED",
+        "CANCELLED",
+    ]);
+    for q in &body.queues {
+        table.row(vec![
+            q.queue.clone(),
+            if q.paused { "yes" } else { "no" }.to_owned(),
+            q.scheduled.to_string(),
+            q.queued.to_string(),
+            q.waiting.to_string(),
+            q.running.to_string(),
+            q.stalled.to_string(),
+            q.failed.to_string(),
+            q.completed.to_string(),
+            q.cancelled.to_string(),
+        ]);
+    }
+    table.render("")
+}
+
+/// The human form of `cairn queue peek`: the jobs in claim order, or a line saying there are none.
+fn render_peek(body: &PeekBody) -> String {
+    if body.jobs.is_empty() {
+        return "no jobs ready (a paused queue shows none)\n".to_owned();
+    }
+    let mut table = Table::new(&["ID", "NAME", "PRIORITY", "ATTEMPT", "RUN AT"]);
+    for job in &body.jobs {
+        table.row(vec![
+            job.id.to_string(),
+            job.name.clone(),
+            job.priority.to_string(),
+            format!("{}/{}", job.attempt, job.retry.max_attempts),
+            output::time(job.run_at),
+        ]);
+    }
+    table.render("")
+}

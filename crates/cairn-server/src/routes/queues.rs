@@ -1,0 +1,133 @@
+//! Operating queues: `/v1/queues…` (counts by state, pause and resume, peek) and `/v1/failures…` (failure groups
+//! and unfail). A failure group's jobs are listed by `GET /v1/jobs?failure_group=…` (in `jobs`).
+
+use axum::Json;
+use axum::extract::{Query, State};
+use cairn_client::wire::{
+    EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody, JobBody, PeekBody, QueueListBody,
+    QueueStatsBody, UnfailBody, UnfailRequest,
+};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::{GroupPath, QueuePath};
+use crate::state::AppState;
+
+/// How many jobs a peek shows when it does not say.
+const DEFAULT_PEEK: u32 = 10;
+
+/// Every queue that has jobs or settings, by name, with its jobs counted by state (`stalled`: running jobs whose
+/// lease ran out and that were not retried yet) and whether it is paused. This reads every job: it is for
+/// operators and dashboards, not for a hot path.
+#[utoipa::path(get, path = "/v1/queues", tag = "queues",
+    responses((status = 200, description = "The queues", body = QueueListBody)))]
+pub async fn list_queues(State(state): State<AppState>) -> ApiResult<Json<QueueListBody>> {
+    let stats = state.queue.queue_stats().await?;
+    Ok(Json(QueueListBody {
+        queues: stats.iter().map(QueueStatsBody::from).collect(),
+    }))
+}
+
+/// Pauses a queue: it hands out no job until it is resumed; enqueue, cancel, finish and everything else work as
+/// usual. A queue may be paused before it has any job.
+#[utoipa::path(post, path = "/v1/queues/{queue}/pause", tag = "queues",
+    params(("queue" = String, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Paused", body = EmptyBody),
+        (status = 400, description = "A bad queue name", body = ErrorBody),
+    ))]
+pub async fn pause(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.pause_queue(&queue, true).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Resumes a queue: its ready jobs go at once to the workers waiting for them.
+#[utoipa::path(post, path = "/v1/queues/{queue}/resume", tag = "queues",
+    params(("queue" = String, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Resumed", body = EmptyBody),
+        (status = 400, description = "A bad queue name", body = ErrorBody),
+    ))]
+pub async fn resume(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.pause_queue(&queue, false).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// How many jobs to peek at.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PeekParams {
+    /// The most jobs to show (default 10, at most 1000).
+    #[param(value_type = Option<u32>)]
+    limit: Option<String>,
+}
+
+/// The next jobs a worker taking from the queue would get, in that order, without taking them; none while the
+/// queue is paused.
+#[utoipa::path(get, path = "/v1/queues/{queue}/peek", tag = "queues",
+    params(("queue" = String, Path, description = "The queue's name"), PeekParams),
+    responses(
+        (status = 200, description = "The next jobs, in claim order", body = PeekBody),
+        (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+    ))]
+pub async fn peek(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+    params: Result<Query<PeekParams>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult<Json<PeekBody>> {
+    // With the parameter a string, the only rejection left is an unknown or repeated parameter.
+    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
+    let limit = match params.limit {
+        None => DEFAULT_PEEK,
+        Some(text) => text.parse().map_err(|_| {
+            ApiError::invalid(
+                "limit",
+                format!(
+                    "must be an integer between 1 and {}, got {text:?}",
+                    cairn::MAX_PAGE
+                ),
+            )
+        })?,
+    };
+    let jobs = state.queue.peek(&queue, limit).await?;
+    Ok(Json(PeekBody {
+        jobs: jobs.iter().map(JobBody::from).collect(),
+    }))
+}
+
+/// Every failure group that holds failed jobs, by name, with how many and when they failed. A group's jobs are
+/// listed by `GET /v1/jobs?failure_group=…`.
+#[utoipa::path(get, path = "/v1/failures", tag = "queues",
+    responses((status = 200, description = "The failure groups", body = FailureGroupListBody)))]
+pub async fn list_failures(State(state): State<AppState>) -> ApiResult<Json<FailureGroupListBody>> {
+    let groups = state.queue.failure_groups().await?;
+    Ok(Json(FailureGroupListBody {
+        groups: groups.iter().map(FailureGroupBody::from).collect(),
+    }))
+}
+
+/// Puts the oldest failed jobs of a failure group back in a queue (their own, or `queue`), ready now, with fresh
+/// attempts; their history is kept. A job whose unique key another live job holds now stays failed. One
+/// statement, however many jobs.
+#[utoipa::path(post, path = "/v1/failures/{group}/unfail", tag = "queues", request_body = UnfailRequest,
+    params(("group" = String, Path, description = "The failure group")),
+    responses(
+        (status = 200, description = "How many jobs went back", body = UnfailBody),
+        (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+    ))]
+pub async fn unfail(
+    State(state): State<AppState>,
+    GroupPath(group): GroupPath,
+    JsonBody(request): JsonBody<UnfailRequest>,
+) -> ApiResult<Json<UnfailBody>> {
+    let moved = state.queue.unfail(request.into_unfail(group)).await?;
+    Ok(Json(UnfailBody { moved }))
+}
