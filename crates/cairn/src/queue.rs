@@ -27,7 +27,7 @@ use crate::ops::failures::{FailureGroup, Unfail};
 use crate::ops::finish::Finish;
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
-use crate::ops::queues::{PauseQueue, QueueStats};
+use crate::ops::queues::{LimitQueue, PauseQueue, QueueStats, SettingsCache};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
 use crate::ops::rename::Rename;
@@ -209,7 +209,9 @@ impl Queue {
 
         let (commands, rx) = mpsc::channel();
         let wake = commands.clone();
+        let settings = SettingsCache::load(&conn)?;
         let writer = Writer {
+            settings,
             conn,
             clock: clock.clone(),
             rx,
@@ -310,6 +312,8 @@ impl Queue {
         let mut ready = ReadyQueues::default();
         let mut tokens = TokenSource::new();
         let mut rotation = 0;
+        // A push reads no queue settings.
+        let mut settings = SettingsCache::default();
         let mut ctx = WriteCtx {
             conn,
             now_ms: to_millis(self.inner.clock.now()),
@@ -317,6 +321,7 @@ impl Queue {
             ready: &mut ready,
             tokens: &mut tokens,
             rotation: &mut rotation,
+            settings: &mut settings,
         };
         crate::ops::push::insert(push, &mut ctx)
     }
@@ -573,6 +578,18 @@ impl Queue {
         self.write(PauseQueue {
             queue: queue.to_owned(),
             paused,
+        })
+        .await
+    }
+
+    /// Sets a queue's concurrency limit across all workers (see [`LimitQueue`]), or removes it with `None`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `queue` or `concurrency` (0: pause the queue instead).
+    pub async fn limit_queue(&self, queue: &str, concurrency: Option<u32>) -> Result<()> {
+        self.write(LimitQueue {
+            queue: queue.to_owned(),
+            concurrency,
         })
         .await
     }

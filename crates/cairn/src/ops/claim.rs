@@ -258,9 +258,16 @@ impl Claim {
         queue: &QueueName,
         limit: u32,
     ) -> Result<Vec<(i64, u32)>> {
-        if crate::ops::queues::is_paused(ctx.conn, queue.as_str())? {
+        let settings = ctx.settings.get(queue.as_str());
+        if settings.paused {
             return Ok(Vec::new());
         }
+        let limit = match crate::ops::queues::room(ctx.conn, queue.as_str(), settings.concurrency)?
+        {
+            Some(0) => return Ok(Vec::new()),
+            Some(room) => limit.min(room),
+            None => limit,
+        };
         let mut args: Vec<SqlValue> = Vec::with_capacity(2 + self.names.len());
         args.push(SqlValue::Text(queue.as_str().to_owned()));
         args.push(SqlValue::Integer(i64::from(limit)));

@@ -84,6 +84,8 @@ pub(crate) struct WriteCtx<'a> {
     pub tokens: &'a mut TokenSource,
     /// Advances on every round-robin claim, so successive claims start at different queues.
     pub rotation: &'a mut usize,
+    /// The queues' settings (paused, concurrency limit), kept in memory by the writer.
+    pub settings: &'a mut queues::SettingsCache,
 }
 
 /// The queues that gained ready jobs in the current transaction, so the writer knows which waiting workers to serve.
@@ -264,7 +266,7 @@ const INSERT_ENDED_ATTEMPT: &str = "INSERT INTO job_attempts \
 
 /// Records how the held attempt ended in the job's history.
 pub(crate) fn end_attempt(
-    ctx: &WriteCtx<'_>,
+    ctx: &mut WriteCtx<'_>,
     held: &HeldJob,
     outcome: AttemptOutcome,
     error: Option<&str>,
@@ -277,6 +279,10 @@ pub(crate) fn end_attempt(
         ":cpu_ms": usage.map(|u| duration_millis(u.cpu_time)),
         ":peak_memory": usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX)),
     })?;
+    // A queue at its concurrency limit has room again: workers waiting on it look again.
+    if ctx.settings.get(&held.queue).concurrency.is_some() {
+        ctx.ready.mark(&held.queue);
+    }
     Ok(())
 }
 

@@ -32,6 +32,7 @@ impl Operation for PauseQueue {
         ctx.conn
             .prepare_cached(SET_PAUSED)?
             .execute(named_params! { ":name": queue.as_str(), ":paused": self.paused })?;
+        ctx.settings.entry(queue.as_str()).paused = self.paused;
         if !self.paused {
             ctx.ready.mark(queue.as_str());
         }
@@ -39,15 +40,122 @@ impl Operation for PauseQueue {
     }
 }
 
-const IS_PAUSED: &str = "SELECT paused FROM queues WHERE name = :name";
+/// Sets or removes a queue's concurrency limit: at most `limit` of its jobs run at once, across all workers (a
+/// claim takes fewer, or none, when the queue is at its limit). Lowering it below what runs now takes nothing
+/// away: the queue hands out nothing until enough jobs end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitQueue {
+    /// The queue.
+    pub queue: String,
+    /// The most of its jobs that may run at once; `None` for no limit.
+    pub concurrency: Option<u32>,
+}
 
-/// Whether a queue is paused: a primary-key lookup in a table of a few rows, made once per queue a claim looks at.
-pub(crate) fn is_paused(conn: &Connection, queue: &str) -> Result<bool> {
-    let paused: Option<bool> = conn
-        .prepare_cached(IS_PAUSED)?
-        .query_row(named_params! { ":name": queue }, |r| r.get(0))
+const SET_CONCURRENCY: &str = "INSERT INTO queues (name, concurrency) VALUES (:name, :concurrency) \
+     ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency";
+
+impl Operation for LimitQueue {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let queue = QueueName::parse(self.queue.as_str())?;
+        if self.concurrency == Some(0) {
+            return Err(crate::error::Error::invalid(
+                "concurrency",
+                "must be at least 1 (pause the queue to hand out nothing)",
+            ));
+        }
+        ctx.conn
+            .prepare_cached(SET_CONCURRENCY)?
+            .execute(named_params! { ":name": queue.as_str(), ":concurrency": self.concurrency })?;
+        ctx.settings.entry(queue.as_str()).concurrency = self.concurrency;
+        // A raised limit may let waiting workers in.
+        ctx.ready.mark(queue.as_str());
+        Ok(())
+    }
+}
+
+/// The queues' settings as the writer keeps them in memory, so that claims and ends of attempts read no table:
+/// loaded when the writer starts, changed by the operations that change them in the same transaction, and
+/// loaded again after a transaction that rolled back.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SettingsCache {
+    queues: std::collections::HashMap<String, Settings>,
+}
+
+const ALL_SETTINGS: &str = "SELECT name, paused, concurrency FROM queues";
+
+impl SettingsCache {
+    pub fn load(conn: &Connection) -> Result<Self> {
+        let mut stmt = conn.prepare_cached(ALL_SETTINGS)?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                Settings {
+                    paused: r.get(1)?,
+                    concurrency: r.get(2)?,
+                },
+            ))
+        })?;
+        Ok(SettingsCache {
+            queues: rows.collect::<rusqlite::Result<_>>()?,
+        })
+    }
+
+    pub fn get(&self, queue: &str) -> Settings {
+        self.queues.get(queue).copied().unwrap_or_default()
+    }
+
+    fn entry(&mut self, queue: &str) -> &mut Settings {
+        self.queues.entry(queue.to_owned()).or_default()
+    }
+}
+
+const SETTINGS: &str = "SELECT paused, concurrency FROM queues WHERE name = :name";
+
+/// A queue's settings as a claim needs them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Settings {
+    pub paused: bool,
+    pub concurrency: Option<u32>,
+}
+
+/// A queue's settings: a primary-key lookup in a table of a few rows, made once per queue a claim looks at.
+pub(crate) fn settings(conn: &Connection, queue: &str) -> Result<Settings> {
+    let row: Option<(bool, Option<u32>)> = conn
+        .prepare_cached(SETTINGS)?
+        .query_row(named_params! { ":name": queue }, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .optional()?;
-    Ok(paused.unwrap_or(false))
+    Ok(
+        row.map_or(Settings::default(), |(paused, concurrency)| Settings {
+            paused,
+            concurrency,
+        }),
+    )
+}
+
+/// Whether a queue is paused.
+pub(crate) fn is_paused(conn: &Connection, queue: &str) -> Result<bool> {
+    Ok(settings(conn, queue)?.paused)
+}
+
+const RUNNING_IN_QUEUE: &str =
+    "SELECT count(*) FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND queue = :queue";
+
+/// How many more jobs of `queue` may start now, if it has a limit. Counts its running jobs by walking the running
+/// jobs (as many as workers hold), only for a queue with a limit.
+pub(crate) fn room(conn: &Connection, queue: &str, limit: Option<u32>) -> Result<Option<u32>> {
+    let Some(limit) = limit else {
+        return Ok(None);
+    };
+    let running: i64 = conn
+        .prepare_cached(RUNNING_IN_QUEUE)?
+        .query_row(named_params! { ":queue": queue }, |r| r.get(0))?;
+    Ok(Some(
+        u32::try_from((i64::from(limit) - running).max(0)).unwrap_or(0),
+    ))
 }
 
 /// One queue's jobs, counted by state, and whether it is paused.
@@ -57,6 +165,8 @@ pub struct QueueStats {
     pub queue: String,
     /// Whether it hands out nothing for now.
     pub paused: bool,
+    /// The most of its jobs that may run at once, if limited.
+    pub concurrency: Option<u32>,
     /// Jobs waiting for their `run_at`.
     pub scheduled: u64,
     /// Jobs ready to be taken.
@@ -78,7 +188,7 @@ pub struct QueueStats {
 const COUNT_BY_STATE: &str = "SELECT queue, state, lease_expires_at <= :now, count(*) FROM jobs \
      GROUP BY queue, state, lease_expires_at <= :now";
 
-const PAUSED_QUEUES: &str = "SELECT name, paused FROM queues";
+const PAUSED_QUEUES: &str = "SELECT name, paused, concurrency FROM queues";
 
 /// Every queue that has jobs or settings, by name, with its counts at `now_ms`. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
@@ -110,14 +220,12 @@ pub(crate) fn queue_stats(conn: &Connection, now_ms: i64) -> Result<Vec<QueueSta
     let mut rows = stmt.query([])?;
     while let Some(row) = rows.next()? {
         let queue: String = row.get(0)?;
-        let paused: bool = row.get(1)?;
-        stats
-            .entry(queue.clone())
-            .or_insert_with(|| QueueStats {
-                queue,
-                ..QueueStats::default()
-            })
-            .paused = paused;
+        let entry = stats.entry(queue.clone()).or_insert_with(|| QueueStats {
+            queue,
+            ..QueueStats::default()
+        });
+        entry.paused = row.get(1)?;
+        entry.concurrency = row.get(2)?;
     }
     Ok(stats.into_values().collect())
 }

@@ -286,7 +286,6 @@ async fn tracked_jobs_are_listed_with_their_state_until_untracked() {
 async fn workers_are_listed_with_what_they_hold_and_forgotten_when_silent() {
     let t = TestQueue::with(|o| {
         o.retention.worker_max_age = Some(Duration::from_secs(3600));
-        o.retention.interval = Duration::from_secs(1);
     })
     .await;
     for name in ["a", "b"] {
@@ -323,5 +322,42 @@ async fn workers_are_listed_with_what_they_hold_and_forgotten_when_silent() {
         .map(|w| w.id.to_string())
         .collect();
     assert_eq!(ids, ["alpha"]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_queue_runs_at_most_its_concurrency_limit_across_workers() {
+    let t = TestQueue::new().await;
+    for i in 0..5 {
+        t.push(&format!("job-{i}")).await;
+    }
+    t.queue.limit_queue("default", Some(2)).await.unwrap();
+    let a = t.queue.dequeue(Dequeue::new("a").limit(10)).await.unwrap();
+    assert_eq!(a.len(), 2);
+    assert!(t.take("b").await.is_none());
+    assert_eq!(t.queue.queue_stats().await.unwrap()[0].concurrency, Some(2));
+    // A worker waiting on the full queue gets a job the moment one ends.
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("b").limit(10).wait(Duration::from_secs(60)))
+            .await
+            .unwrap()
+    });
+    tokio::task::yield_now().await;
+    t.queue.finish(&a[0].lease, None).await.unwrap();
+    assert_eq!(waiter.await.unwrap().len(), 1);
+    // Without a limit, the rest go at once.
+    t.queue.limit_queue("default", None).await.unwrap();
+    assert_eq!(
+        t.queue
+            .dequeue(Dequeue::new("c").limit(10))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    let err = t.queue.limit_queue("default", Some(0)).await.unwrap_err();
+    assert_eq!(err.field(), Some("concurrency"));
     t.close().await;
 }

@@ -76,6 +76,7 @@ pub(crate) fn recover_at_open(
     }
     let tx = conn.transaction()?;
     let (mut ready, mut tokens, mut rotation) = (ReadyQueues::default(), TokenSource::new(), 0);
+    let mut settings = crate::ops::queues::SettingsCache::load(&tx)?;
     let mut ctx = WriteCtx {
         conn: &tx,
         now_ms,
@@ -83,6 +84,7 @@ pub(crate) fn recover_at_open(
         ready: &mut ready,
         tokens: &mut tokens,
         rotation: &mut rotation,
+        settings: &mut settings,
     };
     let recovered = recover_orphans(&mut ctx, policy)?;
     tx.commit()?;

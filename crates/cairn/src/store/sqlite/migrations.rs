@@ -41,6 +41,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tracking_and_workers",
         include_str!("../../../migrations/sqlite/0007_tracking_and_workers.sql"),
     ),
+    (
+        8,
+        "queue_concurrency",
+        include_str!("../../../migrations/sqlite/0008_queue_concurrency.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

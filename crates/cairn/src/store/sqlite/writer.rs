@@ -23,6 +23,7 @@ use crate::clock::{Clock, duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::claim::{Claim, ClaimedJob};
+use crate::ops::queues::SettingsCache;
 use crate::ops::release::Release;
 use crate::ops::{
     Limits, Operation, ReadyQueues, TokenSource, WriteCtx, end_savepoint, in_savepoint, savepoint,
@@ -121,6 +122,8 @@ pub(crate) struct Writer {
     pub parked: VecDeque<Waiter>,
     pub tokens: TokenSource,
     pub rotation: usize,
+    /// The queues' settings, in memory (see [`SettingsCache`]); loaded again after a transaction rolls back.
+    pub settings: SettingsCache,
     /// Makes durable batches durable before their replies go out; `None` with [`Durability::Normal`](crate::Durability::Normal).
     pub syncer: Option<Syncer>,
     /// Claims the syncer could not deliver, handed back to the writer.
@@ -246,7 +249,12 @@ impl Writer {
         let mut outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::Shared);
         if let Err(Failure::Poisoned) = outcome {
             let _ = self.conn.execute_batch("ROLLBACK");
+            self.reload_settings();
             outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::PerOperation);
+        }
+        if outcome.is_err() {
+            // Rolled back: what the batch did to the settings in memory did not happen.
+            self.reload_settings();
         }
         let (plan, commit_error) = match outcome {
             Ok(plan) => (Some(plan), None),
@@ -362,6 +370,7 @@ impl Writer {
             ready: &mut ready,
             tokens: &mut self.tokens,
             rotation: &mut self.rotation,
+            settings: &mut self.settings,
         };
         let timed_work = TimedWork {
             due: tick || self.next_due.is_some_and(|due| due <= now_ms),
@@ -491,6 +500,14 @@ impl Writer {
 }
 
 impl Writer {
+    /// Loads the queues' settings again from the database, after a rollback.
+    fn reload_settings(&mut self) {
+        match SettingsCache::load(&self.conn) {
+            Ok(settings) => self.settings = settings,
+            Err(e) => tracing::error!(error = %e, "could not read the queues' settings again"),
+        }
+    }
+
     /// Gives back undelivered claims in one last transaction.
     fn release_at_close(&mut self) {
         let leases = std::mem::take(&mut self.to_release);
@@ -505,6 +522,7 @@ impl Writer {
                 ready: &mut ready,
                 tokens: &mut self.tokens,
                 rotation: &mut self.rotation,
+                settings: &mut self.settings,
             };
             for lease in &leases {
                 let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
