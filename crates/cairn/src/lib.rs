@@ -47,6 +47,7 @@ pub use ops::finish::{Continue, Finish};
 pub use ops::heartbeat::Heartbeat;
 pub use ops::push::{Enqueued, MAX_DEPENDENCIES, Push, PushBatch};
 pub use ops::queues::{LimitQueue, PauseQueue, QueueStats};
+pub use ops::rate_limit::{RateLimit, RateLimitQueue};
 pub use ops::recurring::{MissedSlots, Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 pub use ops::release::Release;
 pub use ops::rename::Rename;

@@ -28,6 +28,7 @@ use crate::ops::finish::Finish;
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
 use crate::ops::queues::{LimitQueue, PauseQueue, QueueStats, SettingsCache};
+use crate::ops::rate_limit::{RateLimit, RateLimitQueue};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
 use crate::ops::rename::Rename;
@@ -590,6 +591,19 @@ impl Queue {
         self.write(LimitQueue {
             queue: queue.to_owned(),
             concurrency,
+        })
+        .await
+    }
+
+    /// Sets a queue's rate limit: at most `rate.jobs` of its jobs start per `rate.per`, across all workers; `None`
+    /// removes it. Waiting workers get a job as soon as the limit allows.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `queue`, `rate.jobs` (0) or `rate.per` (1 ms to a year).
+    pub async fn rate_limit_queue(&self, queue: &str, rate: Option<RateLimit>) -> Result<()> {
+        self.write(RateLimitQueue {
+            queue: queue.to_owned(),
+            rate,
         })
         .await
     }

@@ -254,7 +254,7 @@ impl Claim {
     /// The ready jobs of one queue, in claim order: (id, weight).
     fn candidates(
         &self,
-        ctx: &WriteCtx<'_>,
+        ctx: &mut WriteCtx<'_>,
         queue: &QueueName,
         limit: u32,
     ) -> Result<Vec<(i64, u32)>> {
@@ -262,12 +262,22 @@ impl Claim {
         if settings.paused {
             return Ok(Vec::new());
         }
-        let limit = match crate::ops::queues::room(ctx.conn, queue.as_str(), settings.concurrency)?
-        {
-            Some(0) => return Ok(Vec::new()),
-            Some(room) => limit.min(room),
-            None => limit,
-        };
+        let mut limit =
+            match crate::ops::queues::room(ctx.conn, queue.as_str(), settings.concurrency)? {
+                Some(0) => return Ok(Vec::new()),
+                Some(room) => limit.min(room),
+                None => limit,
+            };
+        if let Some(rate) = settings.rate {
+            match ctx
+                .settings
+                .buckets
+                .available(queue.as_str(), rate, ctx.now_ms)
+            {
+                0 => return Ok(Vec::new()),
+                tokens => limit = limit.min(tokens),
+            }
+        }
         let mut args: Vec<SqlValue> = Vec::with_capacity(2 + self.names.len());
         args.push(SqlValue::Text(queue.as_str().to_owned()));
         args.push(SqlValue::Integer(i64::from(limit)));
@@ -357,7 +367,12 @@ impl Claim {
                 break;
             }
             weight_left = weight_left.saturating_sub(weight);
-            claimed.extend(self.lease(ctx, id)?);
+            if let Some(job) = self.lease(ctx, id)? {
+                if ctx.settings.get(job.job.queue.as_str()).rate.is_some() {
+                    ctx.settings.buckets.take(job.job.queue.as_str());
+                }
+                claimed.push(job);
+            }
         }
         Ok(claimed)
     }

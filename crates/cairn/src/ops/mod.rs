@@ -31,6 +31,7 @@ pub(crate) mod finish;
 pub(crate) mod heartbeat;
 pub(crate) mod push;
 pub(crate) mod queues;
+pub(crate) mod rate_limit;
 pub(crate) mod recurring;
 pub(crate) mod release;
 pub(crate) mod rename;

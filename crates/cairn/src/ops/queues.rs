@@ -81,9 +81,12 @@ impl Operation for LimitQueue {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct SettingsCache {
     queues: std::collections::HashMap<String, Settings>,
+    /// The rate-limited queues' token buckets (in memory only: a restart starts them full).
+    pub buckets: crate::ops::rate_limit::Buckets,
 }
 
-const ALL_SETTINGS: &str = "SELECT name, paused, concurrency FROM queues";
+const ALL_SETTINGS: &str =
+    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms FROM queues";
 
 impl SettingsCache {
     pub fn load(conn: &Connection) -> Result<Self> {
@@ -94,51 +97,57 @@ impl SettingsCache {
                 Settings {
                     paused: r.get(1)?,
                     concurrency: r.get(2)?,
+                    rate: crate::ops::rate_limit::RateLimit::from_columns(r.get(3)?, r.get(4)?),
                 },
             ))
         })?;
         Ok(SettingsCache {
             queues: rows.collect::<rusqlite::Result<_>>()?,
+            buckets: Default::default(),
         })
+    }
+
+    /// Loads the settings again, keeping the token buckets.
+    pub fn reload(&mut self, conn: &Connection) -> Result<()> {
+        let fresh = SettingsCache::load(conn)?;
+        self.queues = fresh.queues;
+        Ok(())
+    }
+
+    /// The queues with a rate limit.
+    pub fn rate_limited(&self) -> Vec<(String, crate::ops::rate_limit::RateLimit)> {
+        self.queues
+            .iter()
+            .filter_map(|(queue, s)| s.rate.map(|rate| (queue.clone(), rate)))
+            .collect()
     }
 
     pub fn get(&self, queue: &str) -> Settings {
         self.queues.get(queue).copied().unwrap_or_default()
     }
 
-    fn entry(&mut self, queue: &str) -> &mut Settings {
+    pub(crate) fn entry(&mut self, queue: &str) -> &mut Settings {
         self.queues.entry(queue.to_owned()).or_default()
     }
 }
-
-const SETTINGS: &str = "SELECT paused, concurrency FROM queues WHERE name = :name";
 
 /// A queue's settings as a claim needs them.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Settings {
     pub paused: bool,
     pub concurrency: Option<u32>,
+    pub rate: Option<crate::ops::rate_limit::RateLimit>,
 }
 
-/// A queue's settings: a primary-key lookup in a table of a few rows, made once per queue a claim looks at.
-pub(crate) fn settings(conn: &Connection, queue: &str) -> Result<Settings> {
-    let row: Option<(bool, Option<u32>)> = conn
-        .prepare_cached(SETTINGS)?
-        .query_row(named_params! { ":name": queue }, |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
-    Ok(
-        row.map_or(Settings::default(), |(paused, concurrency)| Settings {
-            paused,
-            concurrency,
-        }),
-    )
-}
+const IS_PAUSED: &str = "SELECT paused FROM queues WHERE name = :name";
 
-/// Whether a queue is paused.
+/// Whether a queue is paused, read from the table (for readers; the writer keeps a [`SettingsCache`]).
 pub(crate) fn is_paused(conn: &Connection, queue: &str) -> Result<bool> {
-    Ok(settings(conn, queue)?.paused)
+    let paused: Option<bool> = conn
+        .prepare_cached(IS_PAUSED)?
+        .query_row(named_params! { ":name": queue }, |r| r.get(0))
+        .optional()?;
+    Ok(paused.unwrap_or(false))
 }
 
 const RUNNING_IN_QUEUE: &str =
@@ -167,6 +176,8 @@ pub struct QueueStats {
     pub paused: bool,
     /// The most of its jobs that may run at once, if limited.
     pub concurrency: Option<u32>,
+    /// How many of its jobs may start per period, if limited.
+    pub rate_limit: Option<crate::ops::rate_limit::RateLimit>,
     /// Jobs waiting for their `run_at`.
     pub scheduled: u64,
     /// Jobs ready to be taken.
@@ -188,7 +199,8 @@ pub struct QueueStats {
 const COUNT_BY_STATE: &str = "SELECT queue, state, lease_expires_at <= :now, count(*) FROM jobs \
      GROUP BY queue, state, lease_expires_at <= :now";
 
-const PAUSED_QUEUES: &str = "SELECT name, paused, concurrency FROM queues";
+const PAUSED_QUEUES: &str =
+    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms FROM queues";
 
 /// Every queue that has jobs or settings, by name, with its counts at `now_ms`. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
@@ -226,6 +238,8 @@ pub(crate) fn queue_stats(conn: &Connection, now_ms: i64) -> Result<Vec<QueueSta
         });
         entry.paused = row.get(1)?;
         entry.concurrency = row.get(2)?;
+        entry.rate_limit =
+            crate::ops::rate_limit::RateLimit::from_columns(row.get(3)?, row.get(4)?);
     }
     Ok(stats.into_values().collect())
 }

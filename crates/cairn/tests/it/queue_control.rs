@@ -361,3 +361,65 @@ async fn a_queue_runs_at_most_its_concurrency_limit_across_workers() {
     assert_eq!(err.field(), Some("concurrency"));
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_rate_limited_queue_starts_at_most_its_rate_and_wakes_waiting_workers_when_it_allows() {
+    let t = TestQueue::new().await;
+    for i in 0..6 {
+        t.push(&format!("job-{i}")).await;
+    }
+    let rate = cairn::RateLimit {
+        jobs: 2,
+        per: Duration::from_secs(10),
+    };
+    t.queue
+        .rate_limit_queue("default", Some(rate))
+        .await
+        .unwrap();
+    // Two start at once; then none until a token comes back, 5 s later.
+    let first = t.queue.dequeue(Dequeue::new("a").limit(10)).await.unwrap();
+    assert_eq!(first.len(), 2);
+    assert!(t.take("b").await.is_none());
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("b").limit(10).wait(Duration::from_secs(60)))
+            .await
+            .unwrap()
+    });
+    // Let it park: it is served by the tick at which the bucket refills, not at its own arrival.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    t.advance(Duration::from_secs(5));
+    assert_eq!(waiter.await.unwrap().len(), 1);
+    assert_eq!(
+        t.queue.queue_stats().await.unwrap()[0].rate_limit,
+        Some(rate)
+    );
+    // Finishing does not give a start back: the rate counts starts.
+    for claimed in &first {
+        t.queue.finish(&claimed.lease, None).await.unwrap();
+    }
+    assert!(t.take("c").await.is_none());
+    t.queue.rate_limit_queue("default", None).await.unwrap();
+    assert_eq!(
+        t.queue
+            .dequeue(Dequeue::new("c").limit(10))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    let err = t
+        .queue
+        .rate_limit_queue(
+            "default",
+            Some(cairn::RateLimit {
+                jobs: 0,
+                per: Duration::from_secs(1),
+            }),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("rate.jobs"));
+    t.close().await;
+}

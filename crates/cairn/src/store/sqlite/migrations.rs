@@ -46,6 +46,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_concurrency",
         include_str!("../../../migrations/sqlite/0008_queue_concurrency.sql"),
     ),
+    (
+        9,
+        "queue_rate_limit",
+        include_str!("../../../migrations/sqlite/0009_queue_rate_limit.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

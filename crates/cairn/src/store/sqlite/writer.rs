@@ -331,8 +331,10 @@ impl Writer {
             Some(next_due) => next_due,
             None => maintenance::next_due(&self.conn),
         };
+        // A rate-limited queue that refused a claim has a token again then: waiting workers look again.
+        let next_token = self.settings.buckets.next_token_at.take();
         match next_due {
-            Ok(next) => self.next_due = next,
+            Ok(next) => self.next_due = [next, next_token].into_iter().flatten().min(),
             Err(e) => {
                 tracing::error!(error = %e, "could not read the next due time; looking again in a second");
                 self.next_due = Some(now_ms + 1000);
@@ -502,9 +504,8 @@ impl Writer {
 impl Writer {
     /// Loads the queues' settings again from the database, after a rollback.
     fn reload_settings(&mut self) {
-        match SettingsCache::load(&self.conn) {
-            Ok(settings) => self.settings = settings,
-            Err(e) => tracing::error!(error = %e, "could not read the queues' settings again"),
+        if let Err(e) = self.settings.reload(&self.conn) {
+            tracing::error!(error = %e, "could not read the queues' settings again");
         }
     }
 
@@ -726,6 +727,10 @@ impl TimedWork<'_> {
         // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
         if self.due {
             maintenance::promote_due(ctx)?;
+            // Their buckets may have refilled.
+            for (queue, _) in ctx.settings.rate_limited() {
+                ctx.ready.mark(&queue);
+            }
             let expired = maintenance::expire_leases(ctx)?;
             if expired > 0 {
                 tracing::info!(expired, "retried jobs whose lease expired");
