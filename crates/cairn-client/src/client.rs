@@ -6,7 +6,7 @@ use std::time::Duration;
 use cairn::{
     ChangeDependencies, ChangeTags, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail,
     FailureGroup, Finish, Job, JobFilter, JobId, JobPage, JobState, Lease, Push, QueueName,
-    QueueStats, Recurring, RecurringInfo, Result, Retry, Unfail,
+    QueueStats, Recurring, RecurringInfo, Result, Retry, Unfail, WorkerInfo,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -15,12 +15,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    CheckpointRequest, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
+    CheckpointRequest, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
     EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest,
     HealthBody, HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
     PriorityRequest, PushBatchRequest, PushRequest, QueueListBody, RecurringBody,
     RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest,
     SetDataRequest, StateBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody,
+    WorkerBody, WorkerListBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -281,10 +282,12 @@ impl Client {
         .await
     }
 
-    /// Completes the job with every field of [`Finish`]; see [`cairn::Queue::finish_with`].
+    /// Completes the job with every field of [`Finish`], or with [`Finish::next`] moves it on to its next queue;
+    /// see [`cairn::Queue::finish_with`].
     ///
     /// # Errors
-    /// As the embedded queue.
+    /// As the embedded queue; an error about the next step names the field as the wire spells it
+    /// (`next.delay_ms`, `next.depends_on`).
     pub async fn finish_with(&self, finish: Finish) -> Result<()> {
         self.post::<_, EmptyBody>(
             &format!("/v1/jobs/{}/finish", finish.job),
@@ -292,6 +295,7 @@ impl Client {
                 token: finish.token.to_string(),
                 data: finish.data,
                 usage: finish.usage.map(UsageBody::from),
+                next: finish.next.as_ref().map(ContinueBody::from),
             },
         )
         .await
@@ -479,6 +483,40 @@ impl Client {
         )
         .await
         .map(drop)
+    }
+
+    /// Tracks a job (listed by [`JobFilter::tracked`]), or stops tracking it; see [`cairn::Queue::track`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn track(&self, job: JobId, tracked: bool) -> Result<()> {
+        let action = if tracked { "track" } else { "untrack" };
+        self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/{action}"), &serde_json::json!({}))
+            .await
+            .map(drop)
+    }
+
+    /// Every worker the server's queue remembers, with the jobs it holds and which of them stalled; see
+    /// [`cairn::Queue::workers`].
+    ///
+    /// # Errors
+    /// As the embedded queue, plus [`ErrorKind::Unavailable`] for an answer that does not hold valid workers.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        self.workers_body()
+            .await?
+            .workers
+            .iter()
+            .map(WorkerBody::to_worker)
+            .collect()
+    }
+
+    /// The workers, in the wire form.
+    ///
+    /// # Errors
+    /// As [`Client::workers`].
+    pub async fn workers_body(&self) -> Result<WorkerListBody> {
+        self.call::<(), _>(Method::GET, "/v1/workers", None, CALL_TIMEOUT)
+            .await
     }
 
     /// Pauses a queue (it hands out nothing; everything else works) or resumes it; see
@@ -713,6 +751,7 @@ impl Client {
         let parent = filter.parent.map(|p| p.0.to_string());
         add("parent", parent.as_deref());
         add("failure_group", filter.failure_group.as_deref());
+        add("tracked", filter.tracked.then_some("true"));
         self.call::<(), _>(
             Method::GET,
             &format!("/v1/jobs?{}", query.join("&")),

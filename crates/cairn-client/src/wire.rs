@@ -8,9 +8,10 @@
 use std::time::Duration;
 
 use cairn::{
-    Attempt, AttemptOutcome, ChangeTags, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind,
+    Attempt, AttemptOutcome, ChangeTags, ClaimedJob, Continue, Dequeue, Enqueued, Error, ErrorKind,
     FailureGroup, Job, JobId, JobName, JobState, Lease, MissedSlots, Push, QueueName, QueueOrder,
     QueueStats, Recurring, RecurringInfo, RetryPolicy, RunUsage, Tag, Unfail, UniqueKey, WorkerId,
+    WorkerInfo,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -356,7 +357,7 @@ pub struct UpdateRequest {
     pub progress: Value,
 }
 
-/// Complete the job.
+/// Complete the job, or with `next`, this step of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -369,6 +370,26 @@ pub struct FinishRequest {
     /// What the attempt's process used, kept in the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageBody>,
+    /// Instead of completing, the job goes on in another queue (the attempt ends and the job moves in one step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<ContinueBody>,
+}
+
+/// Where a finished step of a job goes on: another queue, after a delay or once other jobs complete, with fresh
+/// attempts and the data it finished with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ContinueBody {
+    /// The queue the job goes on in.
+    pub queue: String,
+    /// How long from now until it is ready again, in milliseconds (at most a year); at once when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Jobs that must complete before it runs again (each must exist and not be cancelled; a completed one counts
+    /// as met); it is `waiting` until then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<i64>,
 }
 
 /// Retry the job after a transient error.
@@ -559,6 +580,32 @@ pub struct UnfailRequest {
 pub struct UnfailBody {
     /// How many jobs went back (a job whose unique key another live job holds stays failed).
     pub moved: u64,
+}
+
+/// A worker the queue has seen: when it took jobs or heartbeated, and what it holds now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WorkerBody {
+    /// The worker's id, as it named itself when taking jobs.
+    pub id: String,
+    /// When it first took jobs or heartbeated.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub first_seen: Timestamp,
+    /// When it last did (to a second).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub last_seen: Timestamp,
+    /// The jobs it holds, oldest first.
+    pub jobs: Vec<i64>,
+    /// Those of its jobs whose lease ran out and that the queue has not retried yet.
+    pub stalled: Vec<i64>,
+}
+
+/// Every worker the queue remembers, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WorkerListBody {
+    /// The workers.
+    pub workers: Vec<WorkerBody>,
 }
 
 /// Replace the data of a job that is not running.
@@ -1194,5 +1241,53 @@ impl TagsRequest {
             add: self.add,
             remove: self.remove,
         }
+    }
+}
+
+impl From<&Continue> for ContinueBody {
+    fn from(c: &Continue) -> Self {
+        ContinueBody {
+            queue: c.queue.clone(),
+            delay_ms: c.delay.map(to_millis),
+            depends_on: c.depends_on.iter().map(|j| j.0).collect(),
+        }
+    }
+}
+
+impl From<ContinueBody> for Continue {
+    fn from(b: ContinueBody) -> Self {
+        Continue {
+            queue: b.queue,
+            delay: b.delay_ms.map(millis),
+            depends_on: b.depends_on.into_iter().map(JobId).collect(),
+        }
+    }
+}
+
+impl From<&WorkerInfo> for WorkerBody {
+    fn from(w: &WorkerInfo) -> Self {
+        WorkerBody {
+            id: w.id.to_string(),
+            first_seen: w.first_seen,
+            last_seen: w.last_seen,
+            jobs: w.jobs.iter().map(|j| j.0).collect(),
+            stalled: w.stalled.iter().map(|j| j.0).collect(),
+        }
+    }
+}
+
+impl WorkerBody {
+    /// The engine's worker.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body does not hold a valid worker id.
+    pub fn to_worker(&self) -> Result<WorkerInfo, Error> {
+        Ok(WorkerInfo {
+            id: WorkerId::parse(self.id.as_str()).map_err(malformed)?,
+            first_seen: self.first_seen,
+            last_seen: self.last_seen,
+            jobs: self.jobs.iter().copied().map(JobId).collect(),
+            stalled: self.stalled.iter().copied().map(JobId).collect(),
+        })
     }
 }

@@ -79,6 +79,21 @@ impl ApiError {
         )
     }
 
+    /// The same error about a field inside the request's object `parent`: an error naming `field` (or, without a
+    /// field, a message starting with it) names `parent.field` instead.
+    pub fn nested_under(mut self, parent: &str, field: &str) -> Self {
+        let detail = &mut self.body.error;
+        if detail.field.as_deref().is_some_and(|f| f == field) {
+            detail.field = Some(format!("{parent}.{field}"));
+        }
+        if let Some(rest) = detail.message.strip_prefix(field)
+            && rest.starts_with(':')
+        {
+            detail.message = format!("{parent}.{field}{rest}");
+        }
+        self
+    }
+
     /// The body this error is sent with.
     pub fn body(&self) -> &ErrorBody {
         &self.body
@@ -124,10 +139,11 @@ impl From<cairn::Error> for ApiError {
 }
 
 /// The engine names a few fields differently from the JSON bodies (durations carry `_ms` on the wire, the retry
-/// policy is an object); errors name the field as the client sent it, keeping a batch prefix (`jobs[2].`).
+/// policy is an object); errors name the field as the client sent it, keeping the path to it: a batch prefix
+/// (`jobs[2].`) or a nested object (`next.`, so that `next.delay` is `next.delay_ms`).
 fn wire_field(field: &str) -> String {
-    let (prefix, name) = match field.rfind("].") {
-        Some(at) => field.split_at(at + 2),
+    let (prefix, name) = match field.rfind('.') {
+        Some(at) => field.split_at(at + 1),
         None => ("", field),
     };
     let wire = match name {
@@ -168,5 +184,8 @@ mod tests {
         );
         assert_eq!(wire_field("jobs[0].name"), "jobs[0].name");
         assert_eq!(wire_field("priority"), "priority");
+        assert_eq!(wire_field("next.delay"), "next.delay_ms");
+        assert_eq!(wire_field("next.queue"), "next.queue");
+        assert_eq!(wire_field("next.depends_on"), "next.depends_on");
     }
 }

@@ -40,7 +40,7 @@ pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
 use crate::openapi::ApiDoc;
-use crate::routes::{health, jobs, leases, queues, recurring};
+use crate::routes::{health, jobs, leases, queues, recurring, workers};
 
 /// The API's routes and their OpenAPI document, built from the same lists.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -55,6 +55,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::set_data))
         .routes(routes!(jobs::change_dependencies))
         .routes(routes!(jobs::change_tags))
+        .routes(routes!(jobs::track))
+        .routes(routes!(jobs::untrack))
         .routes(routes!(leases::dequeue))
         .routes(routes!(leases::heartbeat))
         .routes(routes!(leases::checkpoint))
@@ -63,6 +65,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(leases::retry))
         .routes(routes!(leases::fail))
         .routes(routes!(leases::release))
+        .routes(routes!(workers::list_workers))
         .routes(routes!(
             recurring::set_recurring,
             recurring::remove_recurring

@@ -17,7 +17,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
     security(("bearer" = [])),
     tags(
         (name = "jobs", description = "Enqueue, read and manage jobs"),
-        (name = "workers", description = "Take jobs and report on them under a lease"),
+        (name = "workers", description = "Take jobs and report on them under a lease; the workers the queue has seen"),
         (name = "queues", description = "Operate queues: counts by state, pause and resume, peek; failure groups and unfail"),
         (name = "recurring", description = "Cron templates that create a job at every slot"),
         (name = "server", description = "The server itself"),

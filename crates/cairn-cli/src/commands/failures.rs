@@ -115,6 +115,18 @@ impl UnfailArgs {
     }
 }
 
+/// How a failed job without a group shows in the table (the engine lists them under the empty group).
+const NO_GROUP: &str = "(none)";
+
+/// A group's name as the table shows it: the empty group, which a blank cell would hide, as [`NO_GROUP`].
+fn group_name(group: &str) -> String {
+    if group.is_empty() {
+        NO_GROUP.to_owned()
+    } else {
+        group.to_owned()
+    }
+}
+
 /// The human form of the groups: a table, or `no failures`.
 fn render(body: &FailureGroupListBody) -> String {
     if body.groups.is_empty() {
@@ -123,11 +135,40 @@ fn render(body: &FailureGroupListBody) -> String {
     let mut table = Table::new(&["GROUP", "COUNT", "FIRST FAILED", "LAST FAILED"]);
     for g in &body.groups {
         table.row(vec![
-            g.group.clone(),
+            group_name(&g.group),
             g.count.to_string(),
             output::time(g.first_failed_at),
             output::time(g.last_failed_at),
         ]);
     }
     table.render("")
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_client::wire::FailureGroupBody;
+
+    use super::*;
+
+    #[test]
+    fn failed_jobs_without_a_group_show_as_none() {
+        let at = "2025-01-31T09:00:00Z".parse().unwrap();
+        let group = |name: &str, count| FailureGroupBody {
+            group: name.to_owned(),
+            count,
+            first_failed_at: at,
+            last_failed_at: at,
+        };
+        let body = FailureGroupListBody {
+            groups: vec![group("", 2), group("timeout", 1)],
+        };
+        assert_eq!(
+            render(&body),
+            "\
+GROUP    COUNT  FIRST FAILED          LAST FAILED
+(none)   2      2025-01-31T09:00:00Z  2025-01-31T09:00:00Z
+timeout  1      2025-01-31T09:00:00Z  2025-01-31T09:00:00Z
+"
+        );
+    }
 }

@@ -2,16 +2,19 @@
 //! `CAIRN_LEASE_TOKEN`): `update`, `heartbeat`, `checkpoint`, `finish`, `retry`, `fail`. The server fences every
 //! one: a lost lease is refused with exit code 4 and changes nothing.
 //!
+//! `cairn finish --next-queue Q` completes only this step of the job: it goes on in queue Q (after `--next-delay`,
+//! once the `--next-depends-on` jobs complete), with fresh attempts and the data it finished with.
+//!
 //! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
-use cairn::{Fail, Finish, Retry};
+use cairn::{Continue, Fail, Finish, JobId, Retry};
 use cairn_client::wire::{EmptyBody, LeaseExpiryBody, StateBody};
 use clap::Args;
 
-use crate::commands::args::{CommonArgs, JsonInput, LeaseArgs};
+use crate::commands::args::{self, CommonArgs, JsonInput, LeaseArgs};
 use crate::commands::output;
 use crate::exit::Code;
 
@@ -66,6 +69,15 @@ pub struct FinishArgs {
     /// The job's result, replacing its data: JSON text, `@FILE`, or `-` for stdin.
     #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
     pub data: Option<JsonInput>,
+    /// Complete only this step: the job goes on in this queue, with fresh attempts and the data it finished with.
+    #[arg(long, value_name = "QUEUE")]
+    pub next_queue: Option<String>,
+    /// With `--next-queue`: the job is ready again after this long (`30s`, `5m`; at most a year).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "next_queue")]
+    pub next_delay: Option<Duration>,
+    /// With `--next-queue`: the job runs again only once this job completes; repeat for several.
+    #[arg(long, value_name = "ID", value_parser = args::job_id, requires = "next_queue")]
+    pub next_depends_on: Vec<JobId>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -181,13 +193,23 @@ impl CheckpointArgs {
 }
 
 impl FinishArgs {
-    /// Completes the job.
+    /// Completes the job, or with `--next-queue`, this step of it.
     ///
     /// # Errors
-    /// Bad input, a lost lease, or the server's refusal.
+    /// Bad input (a next step's naming `next.queue`, `next.delay_ms` or `next.depends_on`), a lost lease, or the
+    /// server's refusal.
     pub async fn run(self) -> anyhow::Result<Code> {
+        let next = self.next_queue.as_ref().map(|queue| Continue {
+            queue: queue.clone(),
+            delay: self.next_delay,
+            depends_on: self.next_depends_on.clone(),
+        });
+        let said = next
+            .as_ref()
+            .map_or_else(|| "completed".to_owned(), goes_on);
         let finish = Finish {
             data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
+            next,
             ..Finish::new(&self.lease.lease())
         };
         let id = finish.job;
@@ -197,10 +219,28 @@ impl FinishArgs {
             .await
             .with_context(|| format!("finishing job {id}"))?;
         output::outcome(self.common.json, &EmptyBody {}, || {
-            format!("job {id}: completed")
+            format!("job {id}: {said}")
         })?;
         Ok(Code::Success)
     }
+}
+
+/// What became of a job whose step finished: `step completed, goes on in queue Q after 5m once jobs 3, 4
+/// complete`.
+fn goes_on(next: &Continue) -> String {
+    let mut said = format!("step completed, goes on in queue {}", next.queue);
+    if let Some(delay) = next.delay.filter(|d| !d.is_zero()) {
+        said.push_str(&format!(" after {}", crate::duration::format(delay)));
+    }
+    match next.depends_on.as_slice() {
+        [] => {}
+        [one] => said.push_str(&format!(" once job {one} completes")),
+        many => {
+            let ids: Vec<String> = many.iter().map(JobId::to_string).collect();
+            said.push_str(&format!(" once jobs {} complete", ids.join(", ")));
+        }
+    }
+    said
 }
 
 impl RetryArgs {

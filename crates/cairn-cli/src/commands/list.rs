@@ -28,6 +28,9 @@ pub struct ListArgs {
     /// Only the failed jobs of this failure group (`cairn failures` lists the groups).
     #[arg(long, value_name = "GROUP")]
     pub failure_group: Option<String>,
+    /// Only tracked jobs (`cairn track`), whatever their state.
+    #[arg(long)]
+    pub tracked: bool,
     /// Only the children of this job.
     #[arg(long, value_name = "ID", value_parser = args::job_id)]
     pub parent: Option<JobId>,
@@ -54,10 +57,10 @@ impl ListArgs {
             name: self.name.clone(),
             tag: self.tag.clone(),
             failure_group: self.failure_group.clone(),
+            tracked: self.tracked,
             parent: self.parent,
             before: self.before,
             limit: self.limit,
-            ..JobFilter::default()
         };
         let page = self
             .common

@@ -1,7 +1,7 @@
 //! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
 //! `checkpoint`, `finish`, `retry`, `fail`), management (`cancel`, `delete`, `priority`, `reschedule`,
-//! `requeue`, `set-data`, `deps`, `tag`), operating queues (`queues`, `queue pause|resume|peek`, `failures`,
-//! `unfail`), and cron templates (`recurring set|list|remove`).
+//! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), operating queues (`queues`, `queue
+//! pause|resume|peek`, `failures`, `unfail`, `workers`), and cron templates (`recurring set|list|remove`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -35,6 +35,8 @@ mod queues;
 mod recurring;
 mod show;
 mod tag;
+mod track;
+mod workers;
 
 use clap::Subcommand;
 
@@ -52,6 +54,8 @@ pub use queues::{QueueArgs, QueueCommand, QueuesArgs};
 pub use recurring::{RecurringArgs, RecurringCommand};
 pub use show::ShowArgs;
 pub use tag::TagArgs;
+pub use track::TrackArgs;
+pub use workers::WorkersArgs;
 
 /// The exit codes, as every client command's `--help` ends.
 pub const EXIT_CODES: &str = "\
@@ -89,7 +93,7 @@ pub enum ClientCommand {
     /// Save the data a held job's retry starts from.
     #[command(after_long_help = EXIT_CODES)]
     Checkpoint(CheckpointArgs),
-    /// Complete a held job.
+    /// Complete a held job, or with `--next-queue`, this step of it: the job goes on in another queue.
     #[command(after_long_help = EXIT_CODES)]
     Finish(FinishArgs),
     /// Retry a held job later, after an error.
@@ -123,6 +127,12 @@ pub enum ClientCommand {
     /// Add and remove a job's tags, whatever its state.
     #[command(after_long_help = EXIT_CODES)]
     Tag(TagArgs),
+    /// Track a job: `cairn list --tracked` lists it, whatever its state, until it is untracked.
+    #[command(after_long_help = EXIT_CODES)]
+    Track(TrackArgs),
+    /// Stop tracking a job.
+    #[command(after_long_help = EXIT_CODES)]
+    Untrack(TrackArgs),
     /// List every queue with its jobs counted by state, and whether it is paused.
     #[command(after_long_help = EXIT_CODES)]
     Queues(QueuesArgs),
@@ -135,6 +145,9 @@ pub enum ClientCommand {
     /// Put the oldest failed jobs of a failure group back in a queue, with fresh attempts.
     #[command(after_long_help = EXIT_CODES)]
     Unfail(UnfailArgs),
+    /// List the workers the server has seen, with when each was last seen, the jobs it holds, and which stalled.
+    #[command(after_long_help = EXIT_CODES)]
+    Workers(WorkersArgs),
     /// Cron templates that create a job at every slot: `set`, `list`, `remove`.
     #[command(after_long_help = EXIT_CODES)]
     Recurring(RecurringArgs),
@@ -153,6 +166,9 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Recurring(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Tag(args) => args.run().await,
+        ClientCommand::Track(args) => args.run(true).await,
+        ClientCommand::Untrack(args) => args.run(false).await,
+        ClientCommand::Workers(args) => args.run().await,
         ClientCommand::Queues(args) => args.run().await,
         ClientCommand::Queue(args) => args.run().await,
         ClientCommand::Failures(args) => args.run().await,

@@ -70,6 +70,7 @@ pub fn render(job: &JobBody) -> String {
         )
         .add_some("unique_key", job.unique_key.as_ref())
         .add_some("tags", (!job.tags.is_empty()).then(|| job.tags.join(", ")))
+        .add_some("tracked", job.tracked.then_some("yes"))
         .add_some("parent", job.parent)
         .add_some("waits_for", waits_for(job))
         .add_some("schedule", job.schedule.as_ref().map(|s| schedule(s, job)))

@@ -89,7 +89,7 @@ pub(crate) fn check_error(out: &Output, code: i32, message: &str) {
 }
 
 /// The lease token in `cairn get`'s human output.
-fn lease_token(get_output: &str) -> String {
+pub(crate) fn lease_token(get_output: &str) -> String {
     get_output
         .lines()
         .find_map(|line| line.strip_prefix("lease: "))

@@ -598,6 +598,8 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/reschedule",
             "/v1/jobs/{id}/retry",
             "/v1/jobs/{id}/tags",
+            "/v1/jobs/{id}/track",
+            "/v1/jobs/{id}/untrack",
             "/v1/jobs/{id}/update",
             "/v1/queues",
             "/v1/queues/{queue}/pause",
@@ -605,6 +607,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/queues/{queue}/resume",
             "/v1/recurring",
             "/v1/recurring/{key}",
+            "/v1/workers",
         ]
     );
 
@@ -901,6 +904,119 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         "unfail error",
     );
     assert_eq!(body["error"]["field"], "limit");
+
+    // Tracking, the workers, and a finish that moves the job on to its next queue.
+    for action in ["track", "untrack", "track"] {
+        let path = format!("/v1/jobs/{{id}}/{action}");
+        let (status, body) = post(&server, &format!("/v1/jobs/{id}/{action}"), "").await;
+        check_schema(
+            &doc,
+            response_schema(&doc, "post", &path, status),
+            &body,
+            action,
+        );
+        assert_eq!(status, 200);
+    }
+    let (status, body) = post(&server, "/v1/jobs/424242/track", "").await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/track", status),
+        &body,
+        "track error",
+    );
+    assert_eq!(status, 404);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs?tracked=true"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/jobs", status),
+        &body,
+        "list tracked",
+    );
+    assert_eq!(body["jobs"][0]["id"], id);
+    assert_eq!(body["jobs"][0]["tracked"], true);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs?tracked=maybe"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/jobs", status),
+        &body,
+        "list tracked error",
+    );
+    assert_eq!(body["error"]["field"], "tracked");
+    let (_, body) = post(&server, "/v1/dequeue", r#"{"worker":"w2","queues":["q"]}"#).await;
+    let token = body["jobs"][0]["lease"]["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/workers"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/workers", status),
+        &body,
+        "workers",
+    );
+    assert_eq!(body["workers"][1]["id"], "w2");
+    assert_eq!(body["workers"][1]["jobs"], json!([id]));
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/finish"),
+        &format!(r#"{{"token":"{token}","next":{{"queue":"q2","delay_ms":"soon"}}}}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/finish", status),
+        &body,
+        "finish next error",
+    );
+    assert_eq!(body["error"]["field"], "next.delay_ms");
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/finish"),
+        &format!(
+            r#"{{"token":"{token}","next":{{"queue":"q2","delay_ms":60000,"depends_on":[]}}}}"#
+        ),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/jobs/{id}/finish", status),
+        &body,
+        "finish next",
+    );
+    assert_eq!(status, 200);
+    let (_, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/jobs/{id}"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (&body["queue"], &body["state"]),
+        (&json!("q2"), &json!("scheduled"))
+    );
+    let request = &doc["components"]["schemas"]["FinishRequest"]["properties"]["next"];
+    assert!(!request.is_null(), "FinishRequest documents next");
+    let next = &doc["components"]["schemas"]["ContinueBody"];
+    assert_eq!(next["required"], json!(["queue"]), "{next}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -11,3 +11,4 @@ mod http;
 mod queues;
 mod schedule;
 mod work;
+mod workflow;

@@ -1,4 +1,4 @@
-//! Enqueueing, reading and managing jobs: `/v1/jobs…`.
+//! Enqueueing, reading and managing jobs: `/v1/jobs…`, tracking among them.
 
 use axum::Json;
 use axum::extract::{Query, State};
@@ -93,6 +93,10 @@ pub struct ListParams {
     tag: Option<String>,
     /// Only the failed jobs of this failure group (see `GET /v1/failures`).
     failure_group: Option<String>,
+    /// `true`: only tracked jobs (see `POST /v1/jobs/{id}/track`), whatever their state; `false` or absent: every
+    /// job.
+    #[param(value_type = Option<bool>)]
+    tracked: Option<String>,
     /// Only the children of this job.
     #[param(value_type = Option<i64>)]
     parent: Option<String>,
@@ -121,6 +125,12 @@ pub async fn list_jobs(
         name: params.name,
         tag: params.tag,
         failure_group: params.failure_group,
+        tracked: params
+            .tracked
+            .as_deref()
+            .map(|text| bool_param("tracked", text))
+            .transpose()?
+            .unwrap_or(false),
         before: params
             .before
             .as_deref()
@@ -162,6 +172,18 @@ fn id_param(name: &'static str, text: &str) -> Result<JobId, ApiError> {
             format!("must be a job id (a positive integer), got {text:?}"),
         )
     })
+}
+
+/// A boolean given as a query parameter: `true` or `false`, nothing else.
+fn bool_param(name: &'static str, text: &str) -> Result<bool, ApiError> {
+    match text {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ApiError::invalid(
+            name,
+            format!("must be true or false, got {text:?}"),
+        )),
+    }
 }
 
 /// Cancels a job that has not finished; its worker, if any, is refused from then on.
@@ -294,6 +316,37 @@ pub async fn change_tags(
     JsonBody(request): JsonBody<TagsRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.change_tags(request.into_change(id)).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it is untracked. Tracking a
+/// tracked job is not an error.
+#[utoipa::path(post, path = "/v1/jobs/{id}/track", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "Tracked", body = EmptyBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ))]
+pub async fn track(
+    State(state): State<AppState>,
+    JobPath(id): JobPath,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.track(id, true).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Stops tracking a job. Untracking a job that is not tracked is not an error.
+#[utoipa::path(post, path = "/v1/jobs/{id}/untrack", tag = "jobs",
+    params(("id" = i64, Path, description = "The job's id")),
+    responses(
+        (status = 200, description = "No longer tracked", body = EmptyBody),
+        (status = 404, description = "No such job", body = ErrorBody),
+    ))]
+pub async fn untrack(
+    State(state): State<AppState>,
+    JobPath(id): JobPath,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.track(id, false).await?;
     Ok(Json(EmptyBody {}))
 }
 

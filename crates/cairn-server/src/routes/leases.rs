@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use cairn::{Fail, Finish, Lease, Retry, RunUsage, WorkerId};
+use cairn::{Continue, Fail, Finish, Lease, Retry, RunUsage, WorkerId};
 use cairn_client::wire::{
     CheckpointRequest, ClaimedJobBody, DequeueBody, DequeueRequest, EmptyBody, ErrorBody,
     FailRequest, FinishRequest, HeartbeatRequest, LeaseExpiryBody, LeaseRequest, RetryRequest,
@@ -12,7 +12,7 @@ use cairn_client::wire::{
 };
 
 use crate::body::JsonBody;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::routes::{JobPath, millis, token};
 use crate::state::AppState;
 
@@ -99,12 +99,15 @@ pub async fn update(
     Ok(Json(EmptyBody {}))
 }
 
-/// Completes the job, optionally replacing its data with a result.
+/// Completes the job, optionally replacing its data with a result. With `next`, completes only this step: the
+/// attempt ends and the job goes on in another queue (after `delay_ms`, once `depends_on` complete), with fresh
+/// attempts and the data it finished with, in one step.
 #[utoipa::path(post, path = "/v1/jobs/{id}/finish", tag = "workers", request_body = FinishRequest,
     params(("id" = i64, Path, description = "The job's id")),
     responses(
-        (status = 200, description = "Completed", body = EmptyBody),
-        (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 200, description = "Completed, or moved on to its next queue", body = EmptyBody),
+        (status = 400, description = "Bad input, naming the field (such as `next.queue`)", body = ErrorBody),
+        (status = 409, description = "The lease was lost, or a next dependency was cancelled or would make a cycle", body = ErrorBody),
     ))]
 pub async fn finish(
     State(state): State<AppState>,
@@ -112,14 +115,26 @@ pub async fn finish(
     JsonBody(request): JsonBody<FinishRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
     let lease = lease(id, &request.token)?;
+    let has_next = request.next.is_some();
     state
         .queue
         .finish_with(Finish {
             data: request.data,
             usage: request.usage.map(RunUsage::from),
+            next: request.next.map(Continue::from),
             ..Finish::new(&lease)
         })
-        .await?;
+        .await
+        .map_err(|e| {
+            let error = ApiError::from(e);
+            // The engine checks a next step's dependencies as it checks a new job's, under `depends_on`; in this
+            // request they are `next.depends_on`.
+            if has_next {
+                error.nested_under("next", "depends_on")
+            } else {
+                error
+            }
+        })?;
     Ok(Json(EmptyBody {}))
 }
 

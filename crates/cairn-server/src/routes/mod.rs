@@ -1,13 +1,14 @@
-//! The `/v1` routes, one file per area: `jobs` (enqueue, read, manage), `leases` (dequeue and the calls a
-//! worker makes under a lease), `queues` (counts, pause and resume, peek, failure groups and unfail), `recurring`
-//! (cron templates), `health`. Each handler parses its input, builds the engine's operation, and converts the
-//! answer; validation is the engine's.
+//! The `/v1` routes, one file per area: `jobs` (enqueue, read, manage, track), `leases` (dequeue and the calls a
+//! worker makes under a lease), `workers` (the workers the queue has seen), `queues` (counts, pause and resume,
+//! peek, failure groups and unfail), `recurring` (cron templates), `health`. Each handler parses its input, builds
+//! the engine's operation, and converts the answer; validation is the engine's.
 
 pub mod health;
 pub mod jobs;
 pub mod leases;
 pub mod queues;
 pub mod recurring;
+pub mod workers;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
@@ -56,6 +57,18 @@ impl<S: Send + Sync> FromRequestParts<S> for GroupPath {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         text_segment(parts, state, "group").await.map(GroupPath)
+    }
+}
+
+/// The `{key}` of a recurring template's path, as sent (the engine checks the key). A segment that is not valid
+/// UTF-8 once decoded is a `key` error in Cairn's error shape.
+pub struct KeyPath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        text_segment(parts, state, "key").await.map(KeyPath)
     }
 }
 

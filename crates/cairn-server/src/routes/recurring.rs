@@ -2,13 +2,14 @@
 //! once per slot, even across restarts.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use cairn_client::wire::{
     EmptyBody, ErrorBody, RecurringBody, RecurringListBody, RecurringRequest,
 };
 
 use crate::body::JsonBody;
 use crate::error::ApiResult;
+use crate::routes::KeyPath;
 use crate::state::AppState;
 
 /// Creates or replaces the template `key`; its next slot counts from now.
@@ -20,7 +21,7 @@ use crate::state::AppState;
     ))]
 pub async fn set_recurring(
     State(state): State<AppState>,
-    Path(key): Path<String>,
+    KeyPath(key): KeyPath,
     JsonBody(request): JsonBody<RecurringRequest>,
 ) -> ApiResult<Json<RecurringBody>> {
     let info = state
@@ -35,11 +36,12 @@ pub async fn set_recurring(
     params(("key" = String, Path, description = "The template's key")),
     responses(
         (status = 200, description = "Removed", body = EmptyBody),
+        (status = 400, description = "A key that is not UTF-8 text", body = ErrorBody),
         (status = 404, description = "No such template", body = ErrorBody),
     ))]
 pub async fn remove_recurring(
     State(state): State<AppState>,
-    Path(key): Path<String>,
+    KeyPath(key): KeyPath,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.remove_recurring(&key).await?;
     Ok(Json(EmptyBody {}))
