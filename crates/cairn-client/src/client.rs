@@ -15,13 +15,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    CheckpointRequest, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
-    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest,
-    HealthBody, HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
-    PriorityRequest, PushBatchRequest, PushRequest, QueueListBody, RecurringBody,
-    RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest,
-    SetDataRequest, StateBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody,
-    WorkerBody, WorkerListBody,
+    CheckpointRequest, ConcurrencyRequest, ContinueBody, DependenciesRequest, DequeueBody,
+    DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest,
+    FailureGroupListBody, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
+    LeaseExpiryBody, LeaseRequest, PeekBody, PriorityRequest, PushBatchRequest, PushRequest,
+    QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
+    RequeueRequest, RescheduleRequest, RetryRequest, SetDataRequest, StateBody, TagsRequest,
+    UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -529,6 +529,38 @@ impl Client {
         self.post::<_, EmptyBody>(
             &format!("/v1/queues/{}/{action}", queue_segment(queue)?),
             &serde_json::json!({}),
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Sets or removes a queue's concurrency limit; see [`cairn::Queue::limit_queue`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn limit_queue(&self, queue: &str, concurrency: Option<u32>) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/queues/{}/concurrency", queue_segment(queue)?),
+            &ConcurrencyRequest { concurrency },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Sets or removes a queue's rate limit; see [`cairn::Queue::rate_limit_queue`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn rate_limit_queue(
+        &self,
+        queue: &str,
+        rate: Option<cairn::RateLimit>,
+    ) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/queues/{}/rate", queue_segment(queue)?),
+            &RateRequest {
+                rate: rate.map(RateLimitBody::from),
+            },
         )
         .await
         .map(drop)

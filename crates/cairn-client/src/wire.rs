@@ -503,6 +503,10 @@ pub struct QueueStatsBody {
     pub queue: String,
     /// Whether it hands out nothing for now (everything else works).
     pub paused: bool,
+    /// The most of its jobs that may run at once across all workers, if limited.
+    pub concurrency: Option<u32>,
+    /// How many of its jobs may start per period across all workers, if limited.
+    pub rate_limit: Option<RateLimitBody>,
     /// Jobs waiting for their `run_at`.
     pub scheduled: u64,
     /// Jobs ready to be taken.
@@ -519,6 +523,53 @@ pub struct QueueStatsBody {
     pub completed: u64,
     /// Cancelled jobs (until retention deletes them).
     pub cancelled: u64,
+}
+
+/// Set or remove a queue's concurrency limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyRequest {
+    /// The most of the queue's jobs that may run at once across all workers; `null` removes the limit.
+    pub concurrency: Option<u32>,
+}
+
+/// Set or remove a queue's rate limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RateRequest {
+    /// At most this many of the queue's jobs start per period across all workers; `null` removes the limit.
+    pub rate: Option<RateLimitBody>,
+}
+
+/// A rate limit: at most `jobs` starts per `per_ms` milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitBody {
+    /// How many jobs may start per period.
+    pub jobs: u32,
+    /// The period, in milliseconds.
+    pub per_ms: u64,
+}
+
+impl From<cairn::RateLimit> for RateLimitBody {
+    fn from(r: cairn::RateLimit) -> Self {
+        RateLimitBody {
+            jobs: r.jobs,
+            per_ms: u64::try_from(r.per.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl From<RateLimitBody> for cairn::RateLimit {
+    fn from(r: RateLimitBody) -> Self {
+        cairn::RateLimit {
+            jobs: r.jobs,
+            per: Duration::from_millis(r.per_ms),
+        }
+    }
 }
 
 /// Every queue that has jobs or settings, by name.
@@ -1153,6 +1204,8 @@ impl From<&QueueStats> for QueueStatsBody {
         QueueStatsBody {
             queue: s.queue.clone(),
             paused: s.paused,
+            concurrency: s.concurrency,
+            rate_limit: s.rate_limit.map(RateLimitBody::from),
             scheduled: s.scheduled,
             queued: s.queued,
             waiting: s.waiting,
@@ -1170,6 +1223,8 @@ impl From<QueueStatsBody> for QueueStats {
         QueueStats {
             queue: b.queue,
             paused: b.paused,
+            concurrency: b.concurrency,
+            rate_limit: b.rate_limit.map(cairn::RateLimit::from),
             scheduled: b.scheduled,
             queued: b.queued,
             waiting: b.waiting,

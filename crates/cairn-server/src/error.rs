@@ -151,6 +151,7 @@ fn wire_field(field: &str) -> String {
         "wait" => "wait_ms",
         "lease_timeout" => "lease_timeout_ms",
         "timeout" => "timeout_ms",
+        "per" => "per_ms",
         "backoff_initial" => "retry.initial_delay_ms",
         "backoff_multiplier" => "retry.multiplier",
         "backoff_jitter" => "retry.jitter",

@@ -74,6 +74,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(queues::list_queues))
         .routes(routes!(queues::pause))
         .routes(routes!(queues::resume))
+        .routes(routes!(queues::set_concurrency))
+        .routes(routes!(queues::set_rate))
         .routes(routes!(queues::peek))
         .routes(routes!(queues::list_failures))
         .routes(routes!(queues::unfail))

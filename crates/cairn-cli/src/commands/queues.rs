@@ -1,4 +1,5 @@
-//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue pause|resume|peek QUEUE`.
+//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue pause|resume|peek|limit|rate
+//! QUEUE`.
 //! Failure groups and unfail are in `failures`.
 
 use anyhow::Context as _;
@@ -38,6 +39,91 @@ pub enum QueueCommand {
     /// Show the next jobs a worker would take from a queue, in that order, without taking them (none while the
     /// queue is paused).
     Peek(PeekArgs),
+    /// Limit how many of a queue's jobs run at once across all workers (`--off` removes the limit).
+    Limit(LimitArgs),
+    /// Limit how many of a queue's jobs start per period across all workers (`--off` removes the limit).
+    Rate(RateArgs),
+}
+
+/// `cairn queue limit` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct LimitArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// The most of its jobs that may run at once.
+    #[arg(required_unless_present = "off", conflicts_with = "off")]
+    pub concurrency: Option<u32>,
+    /// Remove the limit.
+    #[arg(long)]
+    pub off: bool,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn queue rate` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct RateArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// How many jobs may start per period.
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "off",
+        conflicts_with = "off",
+        requires = "per"
+    )]
+    pub jobs: Option<u32>,
+    /// The period: `1s`, `1m`, `1h`.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "jobs")]
+    pub per: Option<std::time::Duration>,
+    /// Remove the limit.
+    #[arg(long)]
+    pub off: bool,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl LimitArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let concurrency = if self.off { None } else { self.concurrency };
+        self.common
+            .client()?
+            .limit_queue(&self.queue, concurrency)
+            .await
+            .with_context(|| format!("limiting queue {:?}", self.queue))?;
+        output::outcome(self.common.json, &EmptyBody {}, || match concurrency {
+            Some(n) => format!("queue {}: at most {n} running at once", self.queue),
+            None => format!("queue {}: no concurrency limit", self.queue),
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl RateArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let rate = match (self.off, self.jobs, self.per) {
+            (false, Some(jobs), Some(per)) => Some(cairn::RateLimit { jobs, per }),
+            _ => None,
+        };
+        self.common
+            .client()?
+            .rate_limit_queue(&self.queue, rate)
+            .await
+            .with_context(|| format!("rate-limiting queue {:?}", self.queue))?;
+        output::outcome(self.common.json, &EmptyBody {}, || match rate {
+            Some(rate) => format!(
+                "queue {}: at most {} started per {}",
+                self.queue,
+                rate.jobs,
+                crate::duration::format(rate.per)
+            ),
+            None => format!("queue {}: no rate limit", self.queue),
+        })?;
+        Ok(Code::Success)
+    }
 }
 
 /// `cairn queue pause` and `cairn queue resume` arguments.
@@ -94,6 +180,8 @@ impl QueueArgs {
             QueueCommand::Pause(args) => args.pause(true).await,
             QueueCommand::Resume(args) => args.pause(false).await,
             QueueCommand::Peek(args) => args.run().await,
+            QueueCommand::Limit(args) => args.run().await,
+            QueueCommand::Rate(args) => args.run().await,
         }
     }
 }

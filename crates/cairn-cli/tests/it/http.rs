@@ -602,8 +602,10 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/untrack",
             "/v1/jobs/{id}/update",
             "/v1/queues",
+            "/v1/queues/{queue}/concurrency",
             "/v1/queues/{queue}/pause",
             "/v1/queues/{queue}/peek",
+            "/v1/queues/{queue}/rate",
             "/v1/queues/{queue}/resume",
             "/v1/recurring",
             "/v1/recurring/{key}",
@@ -803,6 +805,32 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         "tags error",
     );
     assert_eq!(body["error"]["field"], "tags");
+    for (action, body, expected) in [
+        ("concurrency", r#"{"concurrency":3}"#, 200),
+        ("concurrency", r#"{"concurrency":0}"#, 400),
+        ("concurrency", r#"{"concurrency":null}"#, 200),
+        ("rate", r#"{"rate":{"jobs":5,"per_ms":1000}}"#, 200),
+        ("rate", r#"{"rate":{"jobs":5,"per_ms":0}}"#, 400),
+        ("rate", r#"{"rate":null}"#, 200),
+    ] {
+        let path = format!("/v1/queues/{{queue}}/{action}");
+        let (status, answer) = post(&server, &format!("/v1/queues/q/{action}"), body).await;
+        check_schema(
+            &doc,
+            response_schema(&doc, "post", &path, status),
+            &answer,
+            action,
+        );
+        assert_eq!(status, expected, "{action} {body}: {answer}");
+        if status == 400 {
+            let field = if action == "rate" {
+                "rate.per_ms"
+            } else {
+                "concurrency"
+            };
+            assert_eq!(answer["error"]["field"], field);
+        }
+    }
     for action in ["pause", "resume"] {
         let path = format!("/v1/queues/{{queue}}/{action}");
         let (status, body) = post(&server, &format!("/v1/queues/q/{action}"), "").await;

@@ -151,6 +151,8 @@ work   no      1          1       1        1        0        1       1          
         QueueStatsBody {
             queue: "work".into(),
             paused: false,
+            concurrency: None,
+            rate_limit: None,
             scheduled: 1,
             queued: 1,
             waiting: 1,
@@ -576,4 +578,70 @@ async fn bad_input_to_queue_control_names_the_field() {
         .await
         .unwrap_err();
     assert_eq!(err.field(), Some("group"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_and_rate_limits_are_set_and_shown_from_the_shell() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    for _ in 0..3 {
+        client
+            .enqueue(Push::new("send").queue("mail"))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        ok(&server.cairn(&["queue", "limit", "mail", "1"], None)),
+        "queue mail: at most 1 running at once\n"
+    );
+    let first = client
+        .dequeue(Dequeue {
+            queues: vec!["mail".into()],
+            limit: 5,
+            ..Dequeue::new("a")
+        })
+        .await
+        .unwrap();
+    assert_eq!(first.len(), 1);
+    let none = client
+        .dequeue(Dequeue {
+            queues: vec!["mail".into()],
+            ..take("b")
+        })
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "the limit holds across workers");
+    assert_eq!(
+        ok(&server.cairn(&["queue", "limit", "mail", "--off"], None)),
+        "queue mail: no concurrency limit\n"
+    );
+    assert_eq!(
+        ok(&server.cairn(
+            &["queue", "rate", "mail", "--jobs", "1", "--per", "1h"],
+            None
+        )),
+        "queue mail: at most 1 started per 1h\n"
+    );
+    let stats: QueueListBody = ok_json(&server.cairn(&["queues", "--json"], None));
+    let mail = stats.queues.iter().find(|q| q.queue == "mail").unwrap();
+    assert_eq!(mail.concurrency, None);
+    assert_eq!(
+        mail.rate_limit.map(|r| (r.jobs, r.per_ms)),
+        Some((1, 3_600_000))
+    );
+    let took = client
+        .dequeue(Dequeue {
+            queues: vec!["mail".into()],
+            limit: 5,
+            ..Dequeue::new("c")
+        })
+        .await
+        .unwrap();
+    assert_eq!(took.len(), 1, "one start per hour");
+    let usage = server.cairn(&["queue", "rate", "mail", "--jobs", "1"], None);
+    assert_eq!(usage.status.code(), Some(2), "--jobs needs --per");
+    assert_eq!(
+        ok(&server.cairn(&["queue", "rate", "mail", "--off"], None)),
+        "queue mail: no rate limit\n"
+    );
 }

@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::extract::{Query, State};
 use cairn_client::wire::{
-    EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody, JobBody, PeekBody, QueueListBody,
-    QueueStatsBody, UnfailBody, UnfailRequest,
+    ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody, JobBody,
+    PeekBody, QueueListBody, QueueStatsBody, RateRequest, UnfailBody, UnfailRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -58,6 +58,41 @@ pub async fn resume(
     QueuePath(queue): QueuePath,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.pause_queue(&queue, false).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Sets or removes a queue's concurrency limit: at most that many of its jobs run at once, across all workers.
+#[utoipa::path(post, path = "/v1/queues/{queue}/concurrency", tag = "queues", request_body = ConcurrencyRequest,
+    params(("queue" = String, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Set", body = EmptyBody),
+        (status = 400, description = "A bad queue name or limit (0: pause the queue instead)", body = ErrorBody),
+    ))]
+pub async fn set_concurrency(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+    JsonBody(request): JsonBody<ConcurrencyRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.limit_queue(&queue, request.concurrency).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Sets or removes a queue's rate limit: at most `jobs` of its jobs start per `per_ms`, across all workers.
+#[utoipa::path(post, path = "/v1/queues/{queue}/rate", tag = "queues", request_body = RateRequest,
+    params(("queue" = String, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Set", body = EmptyBody),
+        (status = 400, description = "A bad queue name or rate", body = ErrorBody),
+    ))]
+pub async fn set_rate(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+    JsonBody(request): JsonBody<RateRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state
+        .queue
+        .rate_limit_queue(&queue, request.rate.map(cairn::RateLimit::from))
+        .await?;
     Ok(Json(EmptyBody {}))
 }
 
