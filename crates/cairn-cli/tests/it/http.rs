@@ -41,7 +41,8 @@ pub(crate) async fn post(server: &TestServer, path: &str, body: &str) -> (u16, V
     .await
 }
 
-fn take(worker: &str) -> Dequeue {
+/// One job for `worker`, not waiting.
+pub(crate) fn take(worker: &str) -> Dequeue {
     Dequeue {
         limit: 1,
         ..Dequeue::new(worker)

@@ -15,14 +15,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{check_error, mask_times, ok, ok_json};
 use crate::harness::{TestServer, stdout};
-use crate::http::{post, raw};
-
-fn take(worker: &str) -> Dequeue {
-    Dequeue {
-        limit: 1,
-        ..Dequeue::new(worker)
-    }
-}
+use crate::http::{post, raw, take};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_hands_out_nothing_until_it_is_resumed() {
