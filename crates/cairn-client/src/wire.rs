@@ -135,6 +135,10 @@ pub struct DequeueRequest {
     /// `ordered` (earlier queues first, the default) or `round_robin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<String>,
+    /// With `round_robin`, how many jobs each queue gives per turn, one weight per entry of `queues` (1 each when
+    /// empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<u32>,
     /// Job name patterns (GLOB: `email.*`); any name when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
@@ -836,6 +840,7 @@ impl DequeueRequest {
             worker: self.worker,
             queues: self.queues,
             order,
+            weights: self.weights,
             names: self.names,
             limit: self.limit.unwrap_or(1),
             max_weight: self.max_weight,
@@ -858,6 +863,7 @@ impl From<&Dequeue> for DequeueRequest {
                 }
                 .to_owned(),
             ),
+            weights: d.weights.clone(),
             names: d.names.clone(),
             limit: Some(d.limit),
             max_weight: d.max_weight,

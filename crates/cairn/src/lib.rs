@@ -38,7 +38,7 @@ pub use lease::Lease;
 pub use names::{JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId};
 pub use ops::cancel::Cancel;
 pub use ops::checkpoint::Checkpoint;
-pub use ops::claim::{ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_WAIT, QueueOrder};
+pub use ops::claim::{ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_QUEUE_WEIGHT, MAX_WAIT, QueueOrder};
 pub use ops::delete::Delete;
 pub use ops::dependencies::ChangeDependencies;
 pub use ops::fail::Fail;

@@ -206,6 +206,7 @@ impl Manager {
             worker: self.settings.worker.clone(),
             queues: self.settings.queues.clone(),
             order: QueueOrder::Ordered,
+            weights: Vec::new(),
             names: vec![self.settings.pattern.clone()],
             limit: room,
             max_weight: Some(room),

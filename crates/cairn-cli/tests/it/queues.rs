@@ -638,3 +638,35 @@ async fn concurrency_and_rate_limits_are_set_and_shown_from_the_shell() {
         "queue mail: no rate limit\n"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weighted_round_robin_works_over_http_and_bad_weights_name_the_field() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let jobs: Vec<Push> = ["busy", "quiet"]
+        .into_iter()
+        .flat_map(|queue| (0..20).map(move |_| Push::new("x").queue(queue)))
+        .collect();
+    client.enqueue_batch(jobs).await.unwrap();
+    let request = Dequeue {
+        queues: vec!["busy".into(), "quiet".into()],
+        order: cairn::QueueOrder::RoundRobin,
+        weights: vec![3, 1],
+        limit: 8,
+        ..Dequeue::new("w")
+    };
+    let got = client.dequeue(request.clone()).await.unwrap();
+    let busy = got
+        .iter()
+        .filter(|c| c.job.queue.as_str() == "busy")
+        .count();
+    assert_eq!((busy, got.len() - busy), (6, 2));
+    let err = client
+        .dequeue(Dequeue {
+            weights: vec![3],
+            ..request
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.field(), Some("weights"), "{err}");
+}

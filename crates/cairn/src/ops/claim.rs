@@ -26,9 +26,13 @@ pub enum QueueOrder {
     /// Drain the first queue before looking at the second, and so on.
     #[default]
     Ordered,
-    /// Take one job from each queue in turn, starting at a different queue on every call.
+    /// Take one job from each queue in turn (or as many as its weight, see [`Dequeue::weights`]), starting at a
+    /// different queue on every call.
     RoundRobin,
 }
+
+/// The largest weight a queue may have in a weighted round-robin.
+pub const MAX_QUEUE_WEIGHT: u32 = 1000;
 
 /// A worker's request for jobs. Fields are outside input, validated when the request runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -39,6 +43,10 @@ pub struct Dequeue {
     pub queues: Vec<String>,
     /// How to pick among several queues.
     pub order: QueueOrder,
+    /// With [`QueueOrder::RoundRobin`], how many jobs each queue gives per turn, in the order of `queues` (1 each
+    /// when empty): a queue of weight 3 gives up to three jobs for every one of a queue of weight 1, so a busy
+    /// queue cannot crowd out the others, and none starves.
+    pub weights: Vec<u32>,
     /// GLOB patterns over job names; a job matching any of them may be taken. Every name when empty.
     pub names: Vec<String>,
     /// The most jobs to take, 1 to [`MAX_DEQUEUE`].
@@ -63,6 +71,7 @@ impl Dequeue {
             worker: worker.into(),
             queues: Vec::new(),
             order: QueueOrder::Ordered,
+            weights: Vec::new(),
             names: Vec::new(),
             limit: 1,
             max_weight: None,
@@ -120,6 +129,46 @@ impl Dequeue {
         self
     }
 
+    /// The weights, one per distinct queue in `queues` order (a queue named twice keeps its first weight); empty
+    /// when none were given.
+    fn valid_weights(&self) -> Result<Vec<u32>> {
+        if self.weights.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.order != QueueOrder::RoundRobin {
+            return Err(Error::invalid("weights", "apply only to round-robin order"));
+        }
+        if self.weights.len() != self.queues.len() {
+            return Err(Error::invalid(
+                "weights",
+                format!(
+                    "must give one weight per queue: {} queues, {} weights",
+                    self.queues.len(),
+                    self.weights.len()
+                ),
+            ));
+        }
+        if let Some(bad) = self
+            .weights
+            .iter()
+            .find(|w| !(1..=MAX_QUEUE_WEIGHT).contains(*w))
+        {
+            return Err(Error::invalid(
+                "weights",
+                format!("each must be between 1 and {MAX_QUEUE_WEIGHT}, got {bad}"),
+            ));
+        }
+        let mut seen = Vec::new();
+        let mut weights = Vec::new();
+        for (queue, weight) in self.queues.iter().zip(&self.weights) {
+            if !seen.contains(queue) {
+                seen.push(queue.clone());
+                weights.push(*weight);
+            }
+        }
+        Ok(weights)
+    }
+
     /// Validates the request once, before it reaches the writer.
     pub(crate) fn validate(&self) -> Result<Claim> {
         let worker = WorkerId::parse(self.worker.as_str())?;
@@ -131,6 +180,7 @@ impl Dequeue {
                 queues.push(queue);
             }
         }
+        let weights = self.valid_weights()?;
         if queues.is_empty() {
             queues.push(QueueName::default());
         }
@@ -180,6 +230,7 @@ impl Dequeue {
             worker,
             queues,
             order: self.order,
+            weights,
             names,
             limit: self.limit,
             max_weight: self.max_weight,
@@ -205,6 +256,8 @@ pub(crate) struct Claim {
     pub worker: WorkerId,
     pub queues: Vec<QueueName>,
     pub order: QueueOrder,
+    /// Jobs per turn for each queue, in `queues` order; 1 each when empty.
+    pub weights: Vec<u32>,
     pub names: Vec<NamePattern>,
     pub limit: u32,
     pub max_weight: Option<u32>,
@@ -334,17 +387,17 @@ impl Claim {
                 *ctx.rotation = ctx.rotation.wrapping_add(1);
                 let mut per_queue = Vec::with_capacity(self.queues.len());
                 for i in 0..self.queues.len() {
-                    let queue = &self.queues[(start + i) % self.queues.len()];
-                    per_queue.push(self.candidates(ctx, queue, self.limit)?.into_iter());
+                    let at = (start + i) % self.queues.len();
+                    let weight = self.weights.get(at).copied().unwrap_or(1) as usize;
+                    let candidates = self.candidates(ctx, &self.queues[at], self.limit)?;
+                    per_queue.push((weight, candidates.into_iter()));
                 }
                 let mut picked = Vec::new();
                 while picked.len() < self.limit as usize {
                     let before = picked.len();
-                    for queue in per_queue.iter_mut() {
-                        if picked.len() == self.limit as usize {
-                            break;
-                        }
-                        picked.extend(queue.next());
+                    for (weight, queue) in per_queue.iter_mut() {
+                        let room = self.limit as usize - picked.len();
+                        picked.extend(queue.by_ref().take((*weight).min(room)));
                     }
                     if picked.len() == before {
                         break;

@@ -28,6 +28,8 @@ pub struct WorkerBuilder {
     backend: Arc<dyn Backend>,
     id: String,
     queues: Vec<String>,
+    /// One per queue, 1 unless given by `weighted_queue`.
+    weights: Vec<u32>,
     order: QueueOrder,
     handlers: BTreeMap<String, Handler>,
     min_concurrency: u32,
@@ -65,6 +67,7 @@ impl Worker {
             backend: Arc::new(backend.clone()),
             id: id.into(),
             queues: Vec::new(),
+            weights: Vec::new(),
             order: QueueOrder::Ordered,
             handlers: BTreeMap::new(),
             min_concurrency: 0,
@@ -119,6 +122,16 @@ impl WorkerBuilder {
     /// Adds a queue to take jobs from; `default` if none is added.
     pub fn queue(mut self, queue: impl Into<String>) -> Self {
         self.queues.push(queue.into());
+        self.weights.push(1);
+        self
+    }
+
+    /// Adds a queue with a weight, and takes from the queues in weighted round-robin: per turn, each queue gives
+    /// up to its weight in jobs (see [`Dequeue::weights`](crate::Dequeue)).
+    pub fn weighted_queue(mut self, queue: impl Into<String>, weight: u32) -> Self {
+        self.queues.push(queue.into());
+        self.weights.push(weight);
+        self.order = QueueOrder::RoundRobin;
         self
     }
 
@@ -163,6 +176,31 @@ impl WorkerBuilder {
         for name in self.handlers.keys() {
             JobName::parse(name.as_str())?;
         }
+        // Weights matter only when one differs from 1; then they must go with round-robin order.
+        let weights = if self.weights.iter().any(|w| *w != 1) {
+            if self.order != QueueOrder::RoundRobin {
+                return Err(Error::invalid(
+                    "weights",
+                    "weighted queues need round-robin order",
+                ));
+            }
+            if let Some(bad) = self
+                .weights
+                .iter()
+                .find(|w| !(1..=crate::ops::claim::MAX_QUEUE_WEIGHT).contains(*w))
+            {
+                return Err(Error::invalid(
+                    "weights",
+                    format!(
+                        "each must be between 1 and {}, got {bad}",
+                        crate::ops::claim::MAX_QUEUE_WEIGHT
+                    ),
+                ));
+            }
+            self.weights
+        } else {
+            Vec::new()
+        };
         let mut queues = self
             .queues
             .into_iter()
@@ -199,6 +237,7 @@ impl WorkerBuilder {
             id: id.clone(),
             queues,
             order: self.order,
+            weights,
             handlers: self.handlers,
             min_concurrency: min,
             max_concurrency: self.max_concurrency,

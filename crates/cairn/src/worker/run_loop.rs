@@ -25,6 +25,8 @@ pub(crate) struct Settings {
     pub id: WorkerId,
     pub queues: Vec<QueueName>,
     pub order: QueueOrder,
+    /// Jobs per turn for each queue, with round-robin order; empty when every queue has weight 1.
+    pub weights: Vec<u32>,
     pub handlers: BTreeMap<String, Handler>,
     pub min_concurrency: u32,
     pub max_concurrency: u32,
@@ -115,6 +117,7 @@ fn request(settings: &Settings, room: u32) -> Dequeue {
         worker: settings.id.to_string(),
         queues: settings.queues.iter().map(|q| q.to_string()).collect(),
         order: settings.order,
+        weights: settings.weights.clone(),
         names: settings.handlers.keys().cloned().collect(),
         limit: room,
         max_weight: Some(room),

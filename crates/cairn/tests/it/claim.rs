@@ -354,3 +354,53 @@ async fn a_claim_may_take_only_one_priority() {
     assert!(none.is_empty(), "the priority-0 jobs stay");
     t.close().await;
 }
+
+#[tokio::test]
+async fn weighted_round_robin_gives_each_queue_its_share_per_turn() {
+    let t = TestQueue::new().await;
+    for queue in ["busy", "quiet"] {
+        for i in 0..20 {
+            t.queue
+                .enqueue(Push::new(format!("{queue}-{i}")).queue(queue))
+                .await
+                .unwrap();
+        }
+    }
+    let request = Dequeue {
+        queues: vec!["busy".into(), "quiet".into()],
+        order: QueueOrder::RoundRobin,
+        weights: vec![3, 1],
+        limit: 8,
+        ..Dequeue::new("w")
+    };
+    for _ in 0..2 {
+        let got = t.queue.dequeue(request.clone()).await.unwrap();
+        let busy = got
+            .iter()
+            .filter(|c| c.job.queue.as_str() == "busy")
+            .count();
+        assert_eq!(
+            (busy, got.len() - busy),
+            (6, 2),
+            "three to one, whichever queue starts"
+        );
+    }
+    // The weights must match the queues, and go with round-robin order.
+    for (weights, order) in [
+        (vec![3], QueueOrder::RoundRobin),
+        (vec![0, 1], QueueOrder::RoundRobin),
+        (vec![3, 1], QueueOrder::Ordered),
+    ] {
+        let err = t
+            .queue
+            .dequeue(Dequeue {
+                weights,
+                order,
+                ..request.clone()
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.field(), Some("weights"), "{err}");
+    }
+    t.close().await;
+}

@@ -320,5 +320,20 @@ async fn builder_rejects_bad_settings() {
         err.to_string(),
         "min_concurrency: must not exceed max_concurrency (2), got 3"
     );
+    // Weighted queues go with round-robin order, and weights are 1 to 1000.
+    for (weight, order) in [
+        (3, cairn::QueueOrder::Ordered),
+        (0, cairn::QueueOrder::RoundRobin),
+    ] {
+        let err = Worker::builder(&t.queue, "w")
+            .handler("a", |_| async { Ok(()) })
+            .weighted_queue("busy", weight)
+            .queue("quiet")
+            .order(order)
+            .start()
+            .err()
+            .unwrap();
+        assert_eq!(err.field(), Some("weights"), "{err}");
+    }
     t.close().await;
 }
