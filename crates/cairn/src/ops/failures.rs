@@ -7,7 +7,7 @@ use rusqlite::{Connection, named_params};
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
 use crate::names::QueueName;
-use crate::ops::{Operation, WriteCtx};
+use crate::ops::{Operation, WriteCtx, live};
 
 /// One failure group: how many failed jobs it holds, and when they failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,15 +55,16 @@ pub struct Unfail {
     pub limit: u32,
 }
 
-const UNFAIL: &str = "UPDATE jobs SET state = 'queued', queue = COALESCE(:queue, queue), run_at = :now, \
+const UNFAIL: &str = concat!(
+    "UPDATE jobs SET state = 'queued', queue = COALESCE(:queue, queue), run_at = :now, \
      slot_at = :now, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
      WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
         WHERE f.state = 'failed' AND f.failure_group = :group \
         AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l INDEXED BY jobs_unique_live \
-             WHERE l.unique_key = f.unique_key AND (l.state = 'scheduled' OR l.state = 'queued' \
-             OR l.state = 'waiting' OR l.state = 'running'))) \
-        ORDER BY f.id LIMIT 0 + :limit) \
-     RETURNING queue";
+             WHERE l.unique_key = f.unique_key AND ",
+    live!("l"),
+    ")) ORDER BY f.id LIMIT 0 + :limit) RETURNING queue"
+);
 
 impl Operation for Unfail {
     type Output = u64;

@@ -301,6 +301,28 @@ pub(crate) fn running_job(ctx: &WriteCtx<'_>, job: JobId) -> Result<Option<HeldJ
         .optional()?)
 }
 
+/// The condition that a job is live (it has not completed, failed or been cancelled): `live!()` on the statement's
+/// own table, `live!("c")` on a row named `c`. An `OR` chain, never an `IN` list (see the migrations).
+macro_rules! live {
+    () => {
+        "(state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running')"
+    };
+    ($alias:literal) => {
+        concat!(
+            "(",
+            $alias,
+            ".state = 'scheduled' OR ",
+            $alias,
+            ".state = 'queued' OR ",
+            $alias,
+            ".state = 'waiting' OR ",
+            $alias,
+            ".state = 'running')"
+        )
+    };
+}
+pub(crate) use live;
+
 /// The condition every statement made under a lease adds to its `WHERE`: the job runs under this exact, live lease.
 macro_rules! lease_is_held {
     () => {

@@ -319,8 +319,10 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     })
 }
 
-const SELECT_LIVE_BY_UNIQUE_KEY: &str = "SELECT id, state FROM jobs WHERE unique_key = :key \
-     AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running')";
+const SELECT_LIVE_BY_UNIQUE_KEY: &str = concat!(
+    "SELECT id, state FROM jobs WHERE unique_key = :key AND ",
+    crate::ops::live!()
+);
 
 /// A would-be parent's state, and whether it waits for anything but its children.
 const SELECT_PARENT: &str = "SELECT state, awaits_parent = 1 \

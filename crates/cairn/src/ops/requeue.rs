@@ -25,8 +25,11 @@ pub struct Requeue {
 const SELECT_JOB: &str = "SELECT state, queue, unique_key FROM jobs WHERE id = :id";
 
 /// Another live job holding the same unique key.
-const SELECT_LIVE_HOLDER: &str = "SELECT id FROM jobs INDEXED BY jobs_unique_live WHERE unique_key = :key \
-     AND (state = 'scheduled' OR state = 'queued' OR state = 'waiting' OR state = 'running') AND id != :id";
+const SELECT_LIVE_HOLDER: &str = concat!(
+    "SELECT id FROM jobs INDEXED BY jobs_unique_live WHERE unique_key = :key AND ",
+    crate::ops::live!(),
+    " AND id != :id"
+);
 
 /// What a fresh start forgets; `requeue` then sets the state and time and clears the lease.
 const FRESH_START: &str = "UPDATE jobs SET attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, \

@@ -21,24 +21,7 @@ use rusqlite::{OptionalExtension, named_params};
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
-use crate::ops::{WriteCtx, end_attempt, parse_stored_state, running_job};
-
-/// The condition, on a row named `c`, that a job is live (it has not completed, failed or been cancelled).
-macro_rules! live {
-    ($alias:literal) => {
-        concat!(
-            "(",
-            $alias,
-            ".state = 'scheduled' OR ",
-            $alias,
-            ".state = 'queued' OR ",
-            $alias,
-            ".state = 'waiting' OR ",
-            $alias,
-            ".state = 'running')"
-        )
-    };
-}
+use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 
 /// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead).
 const RELEASE_IF_UNBLOCKED: &str = concat!(
@@ -49,6 +32,17 @@ const RELEASE_IF_UNBLOCKED: &str = concat!(
     live!("c"),
     ") RETURNING queue, state"
 );
+
+/// The ids a one-column statement selects for job `id`.
+fn job_ids(ctx: &WriteCtx<'_>, sql: &str, id: JobId) -> Result<Vec<JobId>> {
+    let ids = ctx
+        .conn
+        .prepare_cached(sql)?
+        .query_map(named_params! { ":id": id.0 }, |r| r.get::<_, i64>(0))?
+        .map(|row| row.map(JobId))
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(ids)
+}
 
 /// Makes `id` ready if it waits and nothing holds it any more. Returns whether it moved.
 pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
@@ -82,13 +76,9 @@ const HAS_LIVE_CHILDREN: &str = concat!(
 /// The run of parent `id` finished: the children it created start. Returns whether `id` has live children,
 /// which it must then wait for.
 pub(crate) fn start_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
-    let started: Vec<i64> = ctx
-        .conn
-        .prepare_cached(START_CHILDREN)?
-        .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let started = job_ids(ctx, START_CHILDREN, id)?;
     for child in started {
-        release_if_unblocked(ctx, JobId(child))?;
+        release_if_unblocked(ctx, child)?;
     }
     let live: bool = ctx
         .conn
@@ -114,15 +104,11 @@ const UNSTARTED_CHILDREN: &str =
 
 /// The run of parent `id` ended without finishing: the children it created are cancelled.
 pub(crate) fn discard_unstarted_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<()> {
-    let children: Vec<i64> = ctx
-        .conn
-        .prepare_cached(UNSTARTED_CHILDREN)?
-        .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let children = job_ids(ctx, UNSTARTED_CHILDREN, id)?;
     let reason = format!("the run of parent job {id} that created it did not finish");
     let work = children
         .into_iter()
-        .map(|child| (JobId(child), Some(reason.clone())))
+        .map(|child| (child, Some(reason.clone())))
         .collect();
     cancel_jobs(ctx, work)
 }
@@ -148,13 +134,9 @@ pub(crate) fn job_ended(
     ending: Ending,
 ) -> Result<()> {
     if has_dependents && ending == Ending::Completed {
-        let dependents: Vec<i64> = ctx
-            .conn
-            .prepare_cached(MET_DEPENDENCIES)?
-            .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let dependents = job_ids(ctx, MET_DEPENDENCIES, id)?;
         for dependent in dependents {
-            release_if_unblocked(ctx, JobId(dependent))?;
+            release_if_unblocked(ctx, dependent)?;
         }
     }
     // A failed dependency keeps its dependents waiting: nothing to do for them.
@@ -220,26 +202,14 @@ pub(crate) fn cancel_jobs(
             .prepare_cached(DROP_OWN_DEPENDENCIES)?
             .execute(named_params! { ":id": id.0 })?;
         if has_children {
-            let children: Vec<i64> = ctx
-                .conn
-                .prepare_cached(LIVE_CHILDREN)?
-                .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let children = job_ids(ctx, LIVE_CHILDREN, id)?;
             let why = format!("its parent job {id} was cancelled");
-            work.extend(children.into_iter().map(|c| (JobId(c), Some(why.clone()))));
+            work.extend(children.into_iter().map(|c| (c, Some(why.clone()))));
         }
         if has_dependents {
-            let dependents: Vec<i64> = ctx
-                .conn
-                .prepare_cached(DEPENDENTS)?
-                .query_map(named_params! { ":id": id.0 }, |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let dependents = job_ids(ctx, DEPENDENTS, id)?;
             let why = format!("job {id}, which it depends on, was cancelled");
-            work.extend(
-                dependents
-                    .into_iter()
-                    .map(|d| (JobId(d), Some(why.clone()))),
-            );
+            work.extend(dependents.into_iter().map(|d| (d, Some(why.clone()))));
         }
         if let Some(parent) = parent {
             parents.push(JobId(parent));

@@ -123,12 +123,14 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
 /// Deletes up to :limit finished jobs at or before (:cutoff, :cutoff_id) in (finished_at, id) order: ids break
 /// ties, since a batch finishes many jobs in the same millisecond. Children of a live parent are kept: the parent
 /// reads them when it runs again.
-const PRUNE_FINISHED: &str = "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
+const PRUNE_FINISHED: &str = concat!(
+    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
      WHERE (state = 'completed' OR state = 'cancelled') \
      AND (finished_at < :cutoff OR (finished_at = :cutoff AND id <= :cutoff_id)) \
-     AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id \
-          AND (p.state = 'scheduled' OR p.state = 'queued' OR p.state = 'waiting' OR p.state = 'running'))) \
-     ORDER BY finished_at, id LIMIT 0 + :limit) RETURNING id";
+     AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
+    crate::ops::live!("p"),
+    ")) ORDER BY finished_at, id LIMIT 0 + :limit) RETURNING id"
+);
 
 /// The newest finished job past the ones retention keeps, in (finished_at, id) order.
 const NTH_NEWEST_FINISHED: &str = "SELECT finished_at, id FROM jobs INDEXED BY jobs_finished \
