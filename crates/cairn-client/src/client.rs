@@ -15,13 +15,13 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    CheckpointRequest, ConcurrencyRequest, ContinueBody, DependenciesRequest, DequeueBody,
-    DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest,
-    FailureGroupListBody, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
-    LeaseExpiryBody, LeaseRequest, PeekBody, PriorityRequest, PushBatchRequest, PushRequest,
-    QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
-    RequeueRequest, RescheduleRequest, RetryRequest, SetDataRequest, StateBody, TagsRequest,
-    UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
+    AgingRequest, CheckpointRequest, ConcurrencyRequest, ContinueBody, DependenciesRequest,
+    DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody,
+    FailRequest, FailureGroupListBody, FinishRequest, HealthBody, HeartbeatRequest, JobBody,
+    JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PriorityRequest, PushBatchRequest,
+    PushRequest, QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody,
+    RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest, SetDataRequest, StateBody,
+    TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -542,6 +542,21 @@ impl Client {
         self.post::<_, EmptyBody>(
             &format!("/v1/queues/{}/concurrency", queue_segment(queue)?),
             &ConcurrencyRequest { concurrency },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Turns a queue's priority aging on or off; see [`cairn::Queue::age_queue`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn age_queue(&self, queue: &str, every: Option<Duration>) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/queues/{}/aging", queue_segment(queue)?),
+            &AgingRequest {
+                every_ms: every.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            },
         )
         .await
         .map(drop)

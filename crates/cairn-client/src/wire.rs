@@ -511,6 +511,9 @@ pub struct QueueStatsBody {
     pub concurrency: Option<u32>,
     /// How many of its jobs may start per period across all workers, if limited.
     pub rate_limit: Option<RateLimitBody>,
+    /// With priority aging, a ready job gains one priority point per this many milliseconds of waiting.
+    #[serde(default)]
+    pub priority_aging_ms: Option<u64>,
     /// Jobs waiting for their `run_at`.
     pub scheduled: u64,
     /// Jobs ready to be taken.
@@ -545,6 +548,16 @@ pub struct ConcurrencyRequest {
 pub struct RateRequest {
     /// At most this many of the queue's jobs start per period across all workers; `null` removes the limit.
     pub rate: Option<RateLimitBody>,
+}
+
+/// Turn a queue's priority aging on or off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AgingRequest {
+    /// A ready job gains one priority point per this many milliseconds of waiting (1 to 86,400,000); `null` for
+    /// strict priority.
+    pub every_ms: Option<u64>,
 }
 
 /// A rate limit: at most `jobs` starts per `per_ms` milliseconds.
@@ -1212,6 +1225,7 @@ impl From<&QueueStats> for QueueStatsBody {
             paused: s.paused,
             concurrency: s.concurrency,
             rate_limit: s.rate_limit.map(RateLimitBody::from),
+            priority_aging_ms: s.priority_aging.map(to_millis),
             scheduled: s.scheduled,
             queued: s.queued,
             waiting: s.waiting,
@@ -1231,6 +1245,7 @@ impl From<QueueStatsBody> for QueueStats {
             paused: b.paused,
             concurrency: b.concurrency,
             rate_limit: b.rate_limit.map(cairn::RateLimit::from),
+            priority_aging: b.priority_aging_ms.map(Duration::from_millis),
             scheduled: b.scheduled,
             queued: b.queued,
             waiting: b.waiting,

@@ -36,6 +36,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
 pub use names::{JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId};
+pub use ops::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
 pub use ops::cancel::Cancel;
 pub use ops::checkpoint::Checkpoint;
 pub use ops::claim::{ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_QUEUE_WEIGHT, MAX_WAIT, QueueOrder};

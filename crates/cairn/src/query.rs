@@ -128,7 +128,7 @@ const PEEK: &str = concat!(
     "SELECT ",
     crate::store::sqlite::rows::job_columns!(),
     " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1 \
-     ORDER BY priority DESC, run_at, id LIMIT 0 + ?2"
+     ORDER BY claim_key, run_at, id LIMIT 0 + ?2"
 );
 
 /// The next `limit` ready jobs of `queue` in claim order, or none while it is paused.

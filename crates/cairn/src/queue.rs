@@ -17,6 +17,7 @@ use crate::clock::{Clock, to_millis};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::lease::Lease;
+use crate::ops::aging::AgeQueue;
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
 use crate::ops::claim::{ClaimedJob, Dequeue};
@@ -604,6 +605,21 @@ impl Queue {
         self.write(RateLimitQueue {
             queue: queue.to_owned(),
             rate,
+        })
+        .await
+    }
+
+    /// Turns priority aging on for a queue, or off with `None`: a ready job gains one priority point for every
+    /// `every` it waits, so a steady stream of high-priority jobs cannot starve the low ones (see [`AgeQueue`]).
+    /// Applies at once to the queue's jobs; changing it reads every job, so it is for an operator, not a loop.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `queue` or `every` ([`MIN_AGING_STEP`](crate::MIN_AGING_STEP) to
+    /// [`MAX_AGING_STEP`](crate::MAX_AGING_STEP)).
+    pub async fn age_queue(&self, queue: &str, every: Option<Duration>) -> Result<()> {
+        self.write(AgeQueue {
+            queue: queue.to_owned(),
+            every,
         })
         .await
     }

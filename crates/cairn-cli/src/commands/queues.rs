@@ -1,9 +1,9 @@
-//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue pause|resume|peek|limit|rate
+//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue pause|resume|peek|limit|rate|aging
 //! QUEUE`.
 //! Failure groups and unfail are in `failures`.
 
 use anyhow::Context as _;
-use cairn_client::wire::{EmptyBody, PeekBody, QueueListBody};
+use cairn_client::wire::{EmptyBody, PeekBody, QueueListBody, QueueStatsBody};
 use clap::{Args, Subcommand};
 
 use crate::commands::args::CommonArgs;
@@ -43,6 +43,46 @@ pub enum QueueCommand {
     Limit(LimitArgs),
     /// Limit how many of a queue's jobs start per period across all workers (`--off` removes the limit).
     Rate(RateArgs),
+    /// Let a queue's ready jobs gain one priority point per DURATION of waiting, so that a steady stream of
+    /// high-priority jobs cannot starve the low ones (`--off`: strict priority, the default).
+    Aging(AgingArgs),
+}
+
+/// `cairn queue aging` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct AgingArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// How long a job waits to gain one point: `1s`, `1m`, `1h` (1 ms to a day).
+    #[arg(value_name = "DURATION", value_parser = crate::duration::parse, required_unless_present = "off",
+          conflicts_with = "off")]
+    pub every: Option<std::time::Duration>,
+    /// Strict priority: no aging.
+    #[arg(long)]
+    pub off: bool,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl AgingArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let every = if self.off { None } else { self.every };
+        self.common
+            .client()?
+            .age_queue(&self.queue, every)
+            .await
+            .with_context(|| format!("setting the priority aging of queue {:?}", self.queue))?;
+        output::outcome(self.common.json, &EmptyBody {}, || match every {
+            Some(every) => format!(
+                "queue {}: a waiting job gains a priority point every {}",
+                self.queue,
+                crate::duration::format(every)
+            ),
+            None => format!("queue {}: strict priority", self.queue),
+        })?;
+        Ok(Code::Success)
+    }
 }
 
 /// `cairn queue limit` arguments.
@@ -182,6 +222,7 @@ impl QueueArgs {
             QueueCommand::Peek(args) => args.run().await,
             QueueCommand::Limit(args) => args.run().await,
             QueueCommand::Rate(args) => args.run().await,
+            QueueCommand::Aging(args) => args.run().await,
         }
     }
 }
@@ -238,6 +279,7 @@ fn render_queues(body: &QueueListBody) -> String {
         "FAILED",
         "COMPLETED",
         "CANCELLED",
+        "SETTINGS",
     ]);
     for q in &body.queues {
         table.row(vec![
@@ -251,9 +293,31 @@ fn render_queues(body: &QueueListBody) -> String {
             q.failed.to_string(),
             q.completed.to_string(),
             q.cancelled.to_string(),
+            settings(q),
         ]);
     }
     table.render("")
+}
+
+/// A queue's limits in a few words (`concurrency=5 rate=10/1s aging=1m`), or `-` for none.
+fn settings(q: &QueueStatsBody) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = q.concurrency {
+        parts.push(format!("concurrency={n}"));
+    }
+    if let Some(rate) = q.rate_limit {
+        let per = crate::duration::format(std::time::Duration::from_millis(rate.per_ms));
+        parts.push(format!("rate={}/{per}", rate.jobs));
+    }
+    if let Some(ms) = q.priority_aging_ms {
+        let every = crate::duration::format(std::time::Duration::from_millis(ms));
+        parts.push(format!("aging={every}"));
+    }
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(" ")
+    }
 }
 
 /// The human form of `cairn queue peek`: the jobs in claim order, or a line saying there are none.

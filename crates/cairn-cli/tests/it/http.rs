@@ -603,6 +603,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/untrack",
             "/v1/jobs/{id}/update",
             "/v1/queues",
+            "/v1/queues/{queue}/aging",
             "/v1/queues/{queue}/concurrency",
             "/v1/queues/{queue}/pause",
             "/v1/queues/{queue}/peek",
@@ -880,6 +881,13 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
     )
     .await;
     assert_eq!(status, 200);
+    let (status, body) = post(&server, "/v1/queues/q/aging", r#"{"every_ms":60000}"#).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/queues/{queue}/aging", status),
+        &body,
+        "aging",
+    );
     let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/queues"), None, None).await;
     check_schema(
         &doc,
@@ -889,6 +897,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
     );
     assert_eq!(body["queues"][1]["queue"], "q");
     assert_eq!(body["queues"][1]["failed"], 1);
+    assert_eq!(body["queues"][1]["priority_aging_ms"], 60000);
     let (status, body) = raw(
         reqwest::Method::GET,
         format!("{url}/v1/failures"),

@@ -129,13 +129,22 @@ async fn queues_count_their_jobs_by_state() {
     client.enqueue(push("queued")).await.unwrap();
     // A queue paused before it has any job is listed too.
     ok(&server.cairn(&["queue", "pause", "later"], None));
+    ok(&server.cairn(&["queue", "limit", "later", "5"], None));
+    ok(&server.cairn(
+        &["queue", "rate", "later", "--jobs", "10", "--per", "1s"],
+        None,
+    ));
+    assert_eq!(
+        ok(&server.cairn(&["queue", "aging", "later", "1m"], None)),
+        "queue later: a waiting job gains a priority point every 1m\n"
+    );
 
     assert_eq!(
         ok(&server.cairn(&["queues"], None)),
         "\
-QUEUE  PAUSED  SCHEDULED  QUEUED  WAITING  RUNNING  STALLED  FAILED  COMPLETED  CANCELLED
-later  yes     0          0       0        0        0        0       0          0
-work   no      1          1       1        1        0        1       1          1
+QUEUE  PAUSED  SCHEDULED  QUEUED  WAITING  RUNNING  STALLED  FAILED  COMPLETED  CANCELLED  SETTINGS
+later  yes     0          0       0        0        0        0       0          0          concurrency=5 rate=10/1s aging=1m
+work   no      1          1       1        1        0        1       1          1          -
 "
     );
     let listed: QueueListBody = ok_json(&server.cairn(&["queues", "--json"], None));
@@ -146,6 +155,7 @@ work   no      1          1       1        1        0        1       1          
             paused: false,
             concurrency: None,
             rate_limit: None,
+            priority_aging_ms: None,
             scheduled: 1,
             queued: 1,
             waiting: 1,
@@ -156,8 +166,27 @@ work   no      1          1       1        1        0        1       1          
             cancelled: 1,
         }
     );
+    assert_eq!(listed.queues[0].priority_aging_ms, Some(60_000));
     let stats = client.queue_stats().await.unwrap();
     assert_eq!(stats[1], QueueStats::from(listed.queues[1].clone()));
+    assert_eq!(stats[0].priority_aging, Some(Duration::from_secs(60)));
+    assert_eq!(
+        ok(&server.cairn(&["queue", "aging", "later", "--off"], None)),
+        "queue later: strict priority\n"
+    );
+    client
+        .age_queue("later", Some(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.queue_stats().await.unwrap()[0].priority_aging,
+        Some(Duration::from_secs(1))
+    );
+    check_error(
+        &server.cairn(&["queue", "aging", "later", "48h"], None),
+        2,
+        "every: must be between",
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -397,7 +426,21 @@ async fn bad_input_to_queue_control_names_the_field() {
     let url = server.url().to_owned();
     let id = server.client().enqueue(Push::new("x")).await.unwrap().id;
     // (method, path, body, status, field)
-    let cases: [(&str, String, &str, u16, Value); 17] = [
+    let cases: [(&str, String, &str, u16, Value); 19] = [
+        (
+            "POST",
+            "/v1/queues/default/aging".into(),
+            r#"{"every_ms":0}"#,
+            400,
+            json!("every"),
+        ),
+        (
+            "POST",
+            "/v1/queues/default/aging".into(),
+            r#"{"every":60000}"#,
+            400,
+            json!("every"),
+        ),
         (
             "GET",
             "/v1/queues/default/peek?limit=0".into(),

@@ -1,11 +1,13 @@
 //! Operating queues: `/v1/queues…` (counts by state, pause and resume, peek) and `/v1/failures…` (failure groups
 //! and unfail). A failure group's jobs are listed by `GET /v1/jobs?failure_group=…` (in `jobs`).
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::extract::{Query, State};
 use cairn_client::wire::{
-    ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody, JobBody,
-    PeekBody, QueueListBody, QueueStatsBody, RateRequest, UnfailBody, UnfailRequest,
+    AgingRequest, ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody,
+    JobBody, PeekBody, QueueListBody, QueueStatsBody, RateRequest, UnfailBody, UnfailRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -92,6 +94,26 @@ pub async fn set_rate(
     state
         .queue
         .rate_limit_queue(&queue, request.rate.map(cairn::RateLimit::from))
+        .await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Turns a queue's priority aging on or off: with it, a ready job gains one priority point per `every_ms` of
+/// waiting, so a stream of high-priority jobs cannot starve the low ones. Applies at once to the queue's jobs.
+#[utoipa::path(post, path = "/v1/queues/{queue}/aging", tag = "queues", request_body = AgingRequest,
+    params(("queue" = String, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Set", body = EmptyBody),
+        (status = 400, description = "A bad queue name or step", body = ErrorBody),
+    ))]
+pub async fn set_aging(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+    JsonBody(request): JsonBody<AgingRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state
+        .queue
+        .age_queue(&queue, request.every_ms.map(Duration::from_millis))
         .await?;
     Ok(Json(EmptyBody {}))
 }

@@ -225,7 +225,8 @@ impl Dequeue {
         } else {
             names
         };
-        let sql = select_ready_jobs(names.len(), self.priority.is_some());
+        let sql = select_ready_jobs(names.len(), self.priority.is_some(), false);
+        let sql_aging = select_ready_jobs(names.len(), self.priority.is_some(), true);
         Ok(Claim {
             worker,
             queues,
@@ -237,6 +238,7 @@ impl Dequeue {
             lease_ms,
             priority: self.priority,
             sql,
+            sql_aging,
         })
     }
 }
@@ -265,13 +267,18 @@ pub(crate) struct Claim {
     lease_ms: Option<i64>,
     /// Only jobs of this priority.
     priority: Option<i32>,
+    /// SELECT_READY_JOBS for a queue with strict priority, and for one with priority aging.
     sql: String,
+    sql_aging: String,
 }
 
 /// SELECT_READY_JOBS for a number of name patterns, and maybe one priority: ready jobs of one queue in claim order,
-/// served by `jobs_ready` (whose second column is the priority). Parameters: ?1 the queue, ?2 the limit, then the
-/// patterns, then the priority.
-fn select_ready_jobs(patterns: usize, with_priority: bool) -> String {
+/// served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first, then longest ready.
+/// Parameters: ?1 the queue, ?2 the limit, then the patterns, then the priority.
+///
+/// Without aging, the index's second column (`claim_key`) is minus the priority, so one priority is a range of the
+/// index. With aging it is not, and a claim of one priority walks the ready jobs that go before the first match.
+fn select_ready_jobs(patterns: usize, with_priority: bool, aging: bool) -> String {
     let names = if patterns == 0 {
         String::new()
     } else {
@@ -280,14 +287,15 @@ fn select_ready_jobs(patterns: usize, with_priority: bool) -> String {
             .collect();
         format!(" AND ({})", any.join(" OR "))
     };
-    let priority = if with_priority {
-        format!(" AND priority = ?{}", patterns + 3)
-    } else {
-        String::new()
+    let p = patterns + 3;
+    let priority = match (with_priority, aging) {
+        (false, _) => String::new(),
+        (true, false) => format!(" AND claim_key = -?{p} AND priority = ?{p}"),
+        (true, true) => format!(" AND priority = ?{p}"),
     };
     format!(
         "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names}{priority} \
-         ORDER BY priority DESC, run_at, id LIMIT 0 + ?2"
+         ORDER BY claim_key, run_at, id LIMIT 0 + ?2"
     )
 }
 
@@ -340,7 +348,12 @@ impl Claim {
                 .map(|n| SqlValue::Text(n.as_str().to_owned())),
         );
         args.extend(self.priority.map(|p| SqlValue::Integer(i64::from(p))));
-        let mut stmt = ctx.conn.prepare_cached(&self.sql)?;
+        let sql = if settings.aging_ms.is_some() {
+            &self.sql_aging
+        } else {
+            &self.sql
+        };
+        let mut stmt = ctx.conn.prepare_cached(sql)?;
         let rows = stmt.query_map(params_from_iter(args), |row| Ok((row.get(0)?, row.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

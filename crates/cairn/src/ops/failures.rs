@@ -57,6 +57,7 @@ pub struct Unfail {
 
 const UNFAIL: &str = concat!(
     "UPDATE jobs SET state = 'queued', queue = COALESCE(:queue, queue), run_at = :now, \
+     aging_ms = CASE WHEN :queue IS NULL THEN aging_ms ELSE :aging END, \
      slot_at = :now, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
      WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
         WHERE f.state = 'failed' AND f.failure_group = :group \
@@ -85,9 +86,10 @@ impl Operation for Unfail {
             .map(QueueName::parse)
             .transpose()?
             .map(|q| q.as_str().to_owned());
+        let aging = queue.as_deref().and_then(|q| ctx.settings.get(q).aging_ms);
         let mut stmt = ctx.conn.prepare_cached(UNFAIL)?;
         let mut rows = stmt.query(named_params! {
-            ":queue": queue, ":now": ctx.now_ms, ":group": self.group, ":limit": self.limit,
+            ":queue": queue, ":now": ctx.now_ms, ":group": self.group, ":limit": self.limit, ":aging": aging,
         })?;
         let mut moved = 0;
         let mut last_queue = String::new();

@@ -153,7 +153,7 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
 }
 
 const GO_ON: &str = "UPDATE jobs SET state = :state, queue = :queue, run_at = :run_at, slot_at = :run_at, \
-     attempt = 0, finished_at = NULL, error = NULL WHERE id = :id";
+     attempt = 0, finished_at = NULL, error = NULL, aging_ms = :aging WHERE id = :id";
 
 /// The step finished: the job goes on in its next queue. It waits for its new dependencies, and for the children
 /// this step created (which start now), before it runs again.
@@ -171,6 +171,7 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
     };
     ctx.conn.prepare_cached(GO_ON)?.execute(named_params! {
         ":state": state.as_str(), ":queue": next.queue.as_str(), ":run_at": next.run_at, ":id": held.id.0,
+        ":aging": ctx.settings.get(next.queue.as_str()).aging_ms,
     })?;
     if state == JobState::Queued {
         ctx.ready.mark(next.queue.as_str());

@@ -20,6 +20,7 @@ use crate::schedule::Schedule;
 use crate::schedule::repeat::RunTimes;
 use crate::store::sqlite::rows::retry_policy_from_row;
 
+pub(crate) mod aging;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;

@@ -221,6 +221,8 @@ pub(crate) struct ValidPush {
     unique_key: Option<UniqueKey>,
     tags: Vec<Tag>,
     schedule: Option<Schedule>,
+    /// The queue's priority aging, which every job carries for its claim order (see [`crate::ops::aging`]).
+    aging_ms: Option<i64>,
 }
 
 pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
@@ -297,6 +299,7 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         .map(|s| Schedule::parse(s, push.time_zone.as_deref()))
         .transpose()?;
     Ok(ValidPush {
+        aging_ms: ctx.settings.get(queue.as_str()).aging_ms,
         schedule,
         priority: push.priority,
         weight: push.weight,
@@ -337,21 +340,24 @@ macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at, timeout_ms) VALUES "
+         schedule, time_zone, slot_at, timeout_ms, aging_ms) VALUES "
     };
 }
 
-const INSERT_JOB: &str = concat!(insert_jobs!(), "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+const INSERT_JOB: &str = concat!(
+    insert_jobs!(),
+    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+);
 
 /// The values one job binds in INSERT_JOB and INSERT_JOBS.
-const COLUMNS_PER_JOB: usize = 20;
+const COLUMNS_PER_JOB: usize = 21;
 
 /// How many plain jobs of a batch one INSERT statement carries: fewer statements is most of a batch's speed.
 const ROWS_PER_INSERT: usize = 32;
 
 /// INSERT_JOBS: [`ROWS_PER_INSERT`] jobs in one statement, returning their ids.
 static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
     format!(
         "{}{} RETURNING id",
         insert_jobs!(),
@@ -389,6 +395,7 @@ fn bind_job(
     stmt.raw_bind_parameter(first + 17, time_zone.flatten())?;
     stmt.raw_bind_parameter(first + 18, valid.run_at)?;
     stmt.raw_bind_parameter(first + 19, valid.timeout_ms)?;
+    stmt.raw_bind_parameter(first + 20, valid.aging_ms)?;
     Ok(())
 }
 

@@ -86,7 +86,7 @@ pub(crate) struct SettingsCache {
 }
 
 const ALL_SETTINGS: &str =
-    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms FROM queues";
+    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues";
 
 impl SettingsCache {
     pub fn load(conn: &Connection) -> Result<Self> {
@@ -98,6 +98,7 @@ impl SettingsCache {
                     paused: r.get(1)?,
                     concurrency: r.get(2)?,
                     rate: crate::ops::rate_limit::RateLimit::from_columns(r.get(3)?, r.get(4)?),
+                    aging_ms: r.get(5)?,
                 },
             ))
         })?;
@@ -137,6 +138,8 @@ pub(crate) struct Settings {
     pub paused: bool,
     pub concurrency: Option<u32>,
     pub rate: Option<crate::ops::rate_limit::RateLimit>,
+    /// Priority aging: one point per this many milliseconds of waiting (see [`crate::ops::aging`]).
+    pub aging_ms: Option<i64>,
 }
 
 const IS_PAUSED: &str = "SELECT paused FROM queues WHERE name = :name";
@@ -178,6 +181,8 @@ pub struct QueueStats {
     pub concurrency: Option<u32>,
     /// How many of its jobs may start per period, if limited.
     pub rate_limit: Option<crate::ops::rate_limit::RateLimit>,
+    /// With priority aging, a ready job gains one priority point per this much waiting.
+    pub priority_aging: Option<std::time::Duration>,
     /// Jobs waiting for their `run_at`.
     pub scheduled: u64,
     /// Jobs ready to be taken.
@@ -200,7 +205,7 @@ const COUNT_BY_STATE: &str = "SELECT queue, state, lease_expires_at <= :now, cou
      GROUP BY queue, state, lease_expires_at <= :now";
 
 const PAUSED_QUEUES: &str =
-    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms FROM queues";
+    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues";
 
 /// Every queue that has jobs or settings, by name, with its counts at `now_ms`. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
@@ -240,6 +245,10 @@ pub(crate) fn queue_stats(conn: &Connection, now_ms: i64) -> Result<Vec<QueueSta
         entry.concurrency = row.get(2)?;
         entry.rate_limit =
             crate::ops::rate_limit::RateLimit::from_columns(row.get(3)?, row.get(4)?);
+        entry.priority_aging = row
+            .get::<_, Option<i64>>(5)?
+            .and_then(|ms| u64::try_from(ms).ok())
+            .map(std::time::Duration::from_millis);
     }
     Ok(stats.into_values().collect())
 }

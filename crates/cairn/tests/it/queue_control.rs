@@ -423,3 +423,151 @@ async fn a_rate_limited_queue_starts_at_most_its_rate_and_wakes_waiting_workers_
     assert_eq!(err.field(), Some("rate.jobs"));
     t.close().await;
 }
+
+#[tokio::test]
+async fn with_priority_aging_a_waiting_job_overtakes_fresher_higher_priority_ones() {
+    let t = TestQueue::new().await;
+    t.queue
+        .age_queue("default", Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    t.push("low").await; // priority 0, waits ten minutes
+    t.advance(Duration::from_secs(600));
+    for (name, priority) in [("p9", 9), ("p11", 11), ("p10", 10)] {
+        t.queue
+            .enqueue(Push::new(name).priority(priority))
+            .await
+            .unwrap();
+    }
+    // Aged to 10 points, "low" ties with p10 and goes first as the longer ready; p11 still beats it.
+    assert_eq!(t.drain_names().await, ["p11", "low", "p10", "p9"]);
+    let stats = t.queue.queue_stats().await.unwrap();
+    assert_eq!(stats[0].priority_aging, Some(Duration::from_secs(60)));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_steady_stream_of_high_priority_jobs_does_not_starve_a_low_one_on_an_aging_queue() {
+    let stream = async |aging: Option<Duration>| {
+        let t = TestQueue::new().await;
+        t.queue.age_queue("default", aging).await.unwrap();
+        t.queue
+            .enqueue(Push::new("low").priority(-100))
+            .await
+            .unwrap();
+        // Every second a fresh urgent job arrives and one job is taken.
+        for turn in 0..600 {
+            t.queue
+                .enqueue(Push::new("urgent").priority(100))
+                .await
+                .unwrap();
+            let taken = t.take("w").await.unwrap();
+            if taken.job.name.as_str() == "low" {
+                t.close().await;
+                return Some(turn);
+            }
+            t.queue.finish(&taken.lease, None).await.unwrap();
+            t.advance(Duration::from_secs(1));
+        }
+        t.close().await;
+        None
+    };
+    // Strict priority: "low" never runs while urgent jobs keep coming.
+    assert_eq!(stream(None).await, None);
+    // One point per second: after 200 s of waiting it has caught up with the 200-point gap.
+    assert_eq!(stream(Some(Duration::from_secs(1))).await, Some(200));
+}
+
+#[tokio::test]
+async fn aging_applies_to_jobs_already_queued_and_is_undone_by_turning_it_off() {
+    let t = TestQueue::new().await;
+    let old = t.push("old").await;
+    t.advance(Duration::from_secs(3600));
+    t.queue
+        .enqueue(Push::new("urgent").priority(5))
+        .await
+        .unwrap();
+    t.queue
+        .age_queue("default", Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let peeked: Vec<_> = t.queue.peek("default", 10).await.unwrap();
+    assert_eq!(peeked[0].id, old, "an hour of waiting is worth 60 points");
+    t.queue.age_queue("default", None).await.unwrap();
+    let peeked: Vec<_> = t.queue.peek("default", 10).await.unwrap();
+    assert_eq!(peeked[1].id, old, "strict priority again");
+    assert_eq!(t.queue.queue_stats().await.unwrap()[0].priority_aging, None);
+    // Out-of-range steps are refused, naming the field.
+    for every in [Duration::ZERO, Duration::from_secs(2 * 24 * 3600)] {
+        let e = t.queue.age_queue("default", Some(every)).await.unwrap_err();
+        assert_eq!(e.field(), Some("every"), "{e}");
+    }
+    t.close().await;
+}
+
+#[tokio::test]
+async fn jobs_moved_into_an_aging_queue_age_with_it() {
+    let t = TestQueue::new().await;
+    t.queue
+        .age_queue("aged", Some(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    // Unfail into the aging queue.
+    let failed = t.queue.enqueue(Push::new("failed")).await.unwrap().id;
+    let claimed = t.take("w").await.unwrap();
+    t.queue.fail(&claimed.lease, "boom", "boom").await.unwrap();
+    let moved = t
+        .queue
+        .unfail(Unfail {
+            group: "boom".into(),
+            queue: Some("aged".into()),
+            limit: 10,
+        })
+        .await
+        .unwrap();
+    assert_eq!(moved, 1);
+    t.advance(Duration::from_secs(100));
+    t.queue
+        .enqueue(Push::new("fresh").queue("aged").priority(50))
+        .await
+        .unwrap();
+    let next = t
+        .queue
+        .dequeue(Dequeue::new("w").queue("aged"))
+        .await
+        .unwrap();
+    assert_eq!(
+        next[0].job.id, failed,
+        "100 s at a point a second beats 50 points"
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_claim_of_one_priority_finds_it_on_strict_and_aging_queues() {
+    let t = TestQueue::new().await;
+    t.queue
+        .age_queue("aged", Some(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    for queue in ["default", "aged"] {
+        for priority in [3, 1, 2, 1] {
+            t.queue
+                .enqueue(
+                    Push::new(format!("p{priority}"))
+                        .queue(queue)
+                        .priority(priority),
+                )
+                .await
+                .unwrap();
+        }
+        let got = t
+            .queue
+            .dequeue(Dequeue::new("w").queue(queue).priority(1).limit(10))
+            .await
+            .unwrap();
+        let names: Vec<_> = got.iter().map(|c| c.job.name.as_str()).collect();
+        assert_eq!(names, ["p1", "p1"], "{queue}");
+    }
+    t.close().await;
+}

@@ -51,6 +51,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_rate_limit",
         include_str!("../../../migrations/sqlite/0009_queue_rate_limit.sql"),
     ),
+    (
+        10,
+        "priority_aging",
+        include_str!("../../../migrations/sqlite/0010_priority_aging.sql"),
+    ),
+    (
+        11,
+        "config",
+        include_str!("../../../migrations/sqlite/0011_config.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

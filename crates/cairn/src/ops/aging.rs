@@ -1,0 +1,62 @@
+//! Priority aging: on a queue that has it, a ready job gains one priority point for every `every` it has waited,
+//! so a steady stream of high-priority jobs cannot starve the low ones forever. A job of priority 0 that has waited
+//! ten minutes on a queue aging one point a minute goes before a fresh job of priority 9, and after a fresh one of
+//! priority 11.
+//!
+//! It costs a claim nothing: the claim order `priority + waited / every`, highest first, is the order of
+//! `run_at - priority * every`, lowest first, which does not change as time passes, so it is the key of the
+//! ready-jobs index (`claim_key`, migration 0010). Every job carries its queue's `every` for that key.
+
+use std::time::Duration;
+
+use rusqlite::named_params;
+
+use crate::clock::duration_millis;
+use crate::error::{Error, Result};
+use crate::names::QueueName;
+use crate::ops::{Operation, WriteCtx};
+
+/// The slowest aging: one point a day. Bounded so that `priority * every` fits the index key for any priority.
+pub const MAX_AGING_STEP: Duration = Duration::from_secs(24 * 3600);
+
+/// The fastest aging: one point a millisecond.
+pub const MIN_AGING_STEP: Duration = Duration::from_millis(1);
+
+/// Turns priority aging on or off for a queue. It applies at once to the queue's jobs, ready ones included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgeQueue {
+    /// The queue.
+    pub queue: String,
+    /// A ready job gains one priority point per `every` it waits; `None` for strict priority (the default).
+    pub every: Option<Duration>,
+}
+
+const SET_AGING: &str = "INSERT INTO queues (name, aging_ms) VALUES (:name, :aging) \
+     ON CONFLICT (name) DO UPDATE SET aging_ms = excluded.aging_ms";
+
+/// Gives the queue's jobs its new setting. It reads every job (there is no index by queue alone), which is fine
+/// for an operator's occasional change and is why the setting is not a per-claim option.
+const AGE_JOBS: &str =
+    "UPDATE jobs SET aging_ms = :aging WHERE queue = :name AND aging_ms IS NOT :aging";
+
+impl Operation for AgeQueue {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let queue = QueueName::parse(self.queue.as_str())?;
+        if let Some(every) = self.every
+            && !(MIN_AGING_STEP..=MAX_AGING_STEP).contains(&every)
+        {
+            return Err(Error::invalid(
+                "every",
+                format!("must be between {MIN_AGING_STEP:?} and {MAX_AGING_STEP:?}, got {every:?}"),
+            ));
+        }
+        let aging = self.every.map(duration_millis);
+        let params = named_params! { ":name": queue.as_str(), ":aging": aging };
+        ctx.conn.prepare_cached(SET_AGING)?.execute(params)?;
+        ctx.conn.prepare_cached(AGE_JOBS)?.execute(params)?;
+        ctx.settings.entry(queue.as_str()).aging_ms = aging;
+        Ok(())
+    }
+}
