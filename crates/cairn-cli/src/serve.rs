@@ -91,6 +91,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
     let queue = Queue::open_with(&settings.db, settings.queue.clone())
         .await
         .with_context(|| format!("opening the database {}", settings.db.display()))?;
+    // Options set at run time win over the flags, environment and file: say so, or a changed flag seems ignored.
+    for entry in queue.config().await.context("reading the options")? {
+        if entry.set_at.is_some() && entry.value != entry.default {
+            tracing::info!(key = %entry.key, value = %entry.value, instead_of = %entry.default,
+                "using the value set with `cairn config set` (`cairn config unset` goes back to the flag)");
+        }
+    }
     let listener = TcpListener::bind(settings.http)
         .await
         .with_context(|| format!("listening on {}", settings.http))?;

@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use cairn::{
-    ChangeDependencies, ChangeTags, ClaimedJob, Dequeue, Enqueued, Error, ErrorKind, Fail,
-    FailureGroup, Finish, Job, JobFilter, JobId, JobPage, JobState, Lease, Push, QueueName,
-    QueueStats, Recurring, RecurringInfo, Result, Retry, Unfail, WorkerInfo,
+    ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey, ConfigValue, Dequeue,
+    Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, Job, JobFilter, JobId, JobPage,
+    JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo, Result, Retry, Unfail,
+    WorkerInfo,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -15,13 +16,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    AgingRequest, CheckpointRequest, ConcurrencyRequest, ContinueBody, DependenciesRequest,
-    DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody,
-    FailRequest, FailureGroupListBody, FinishRequest, HealthBody, HeartbeatRequest, JobBody,
-    JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PriorityRequest, PushBatchRequest,
-    PushRequest, QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody,
-    RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest, SetDataRequest, StateBody,
-    TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
+    AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody, ConfigListBody,
+    ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody,
+    EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest, HealthBody,
+    HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
+    PriorityRequest, PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest,
+    RecurringBody, RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest,
+    RetryRequest, SetConfigRequest, SetDataRequest, StateBody, TagsRequest, UnfailBody,
+    UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -676,6 +678,76 @@ impl Client {
             )
             .await?;
         Ok(body.moved)
+    }
+
+    /// Every engine option that can change at run time; see [`cairn::Queue::config`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn config(&self) -> Result<Vec<ConfigEntry>> {
+        self.config_body()
+            .await?
+            .config
+            .iter()
+            .map(ConfigEntryBody::to_entry)
+            .collect()
+    }
+
+    /// Every engine option, in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::config`].
+    pub async fn config_body(&self) -> Result<ConfigListBody> {
+        self.call::<(), _>(Method::GET, "/v1/config", None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// One engine option, in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::config`], and `key` when there is no such option.
+    pub async fn config_entry_body(&self, key: ConfigKey) -> Result<ConfigEntryBody> {
+        self.call::<(), _>(
+            Method::GET,
+            &format!("/v1/config/{}", key.as_str()),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+    }
+
+    /// Sets an engine option at run time; see [`cairn::Queue::set_config`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn set_config(&self, key: ConfigKey, value: ConfigValue) -> Result<ConfigEntry> {
+        let body: ConfigEntryBody = self
+            .call(
+                Method::PUT,
+                &format!("/v1/config/{}", key.as_str()),
+                Some(&SetConfigRequest {
+                    value: value.to_json(),
+                }),
+                CALL_TIMEOUT,
+            )
+            .await?;
+        body.to_entry()
+    }
+
+    /// Goes back to the server's default for an option; see [`cairn::Queue::unset_config`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn unset_config(&self, key: ConfigKey) -> Result<ConfigEntry> {
+        let body: ConfigEntryBody = self
+            .call::<(), _>(
+                Method::DELETE,
+                &format!("/v1/config/{}", key.as_str()),
+                None,
+                CALL_TIMEOUT,
+            )
+            .await?;
+        body.to_entry()
     }
 
     /// Creates or replaces a recurring template; see [`cairn::Queue::set_recurring`].

@@ -33,7 +33,6 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value = serde_path_to_error::deserialize(&mut json).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let field = if path == "." { "body".to_owned() } else { path };
         let rule = if inner.is_eof() && bytes.iter().all(u8::is_ascii_whitespace) {
             "must be a JSON object, got an empty body".to_owned()
         } else {
@@ -43,6 +42,16 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 Some(at) => text[..at].to_owned(),
                 None => text,
             }
+        };
+        // A missing field's path is the object that lacks it; name the field itself.
+        let missing = rule
+            .strip_prefix("missing field `")
+            .and_then(|rest| rest.split('`').next());
+        let field = match (path.as_str(), missing) {
+            (".", Some(name)) => name.to_owned(),
+            (_, Some(name)) => format!("{path}.{name}"),
+            (".", None) => "body".to_owned(),
+            (_, None) => path,
         };
         ApiError::invalid(field, rule)
     })?;
@@ -79,6 +88,12 @@ mod tests {
             "weight: invalid value: integer `-1`, expected u32",
         );
         check::<PushRequest>("", "body", "body: must be a JSON object, got an empty body");
+        check::<PushRequest>("{}", "name", "name: missing field `name`");
+        check::<PushBatchRequest>(
+            r#"{"jobs":[{"name":"a"},{}]}"#,
+            "jobs[1].name",
+            "jobs[1].name: missing field `name`",
+        );
         check::<PushRequest>(
             r#"{"name":"a"} x"#,
             "body",

@@ -142,6 +142,10 @@ impl From<cairn::Error> for ApiError {
 /// policy is an object); errors name the field as the client sent it, keeping the path to it: a batch prefix
 /// (`jobs[2].`) or a nested object (`next.`, so that `next.delay` is `next.delay_ms`).
 fn wire_field(field: &str) -> String {
+    // An option's name is the same on the wire (`/v1/config/{key}`), even where it ends like a body field.
+    if cairn::ConfigKey::parse(field).is_ok() {
+        return field.to_owned();
+    }
     let (prefix, name) = match field.rfind('.') {
         Some(at) => field.split_at(at + 1),
         None => ("", field),

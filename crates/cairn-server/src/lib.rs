@@ -40,7 +40,7 @@ pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
 use crate::openapi::ApiDoc;
-use crate::routes::{health, jobs, leases, queues, recurring, workers};
+use crate::routes::{config, health, jobs, leases, queues, recurring, workers};
 
 /// The API's routes and their OpenAPI document, built from the same lists.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -80,6 +80,12 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(queues::peek))
         .routes(routes!(queues::list_failures))
         .routes(routes!(queues::unfail))
+        .routes(routes!(config::list_config))
+        .routes(routes!(
+            config::get_config,
+            config::set_config,
+            config::unset_config
+        ))
         .routes(routes!(health::health))
         .split_for_parts()
 }

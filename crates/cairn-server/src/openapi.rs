@@ -20,6 +20,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
         (name = "workers", description = "Take jobs and report on them under a lease; the workers the queue has seen"),
         (name = "queues", description = "Operate queues: counts by state, pause and resume, peek; failure groups and unfail"),
         (name = "recurring", description = "Cron templates that create a job at every slot"),
+        (name = "config", description = "The engine's options, read and changed at run time"),
         (name = "server", description = "The server itself"),
     )
 )]

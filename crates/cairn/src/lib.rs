@@ -40,6 +40,7 @@ pub use ops::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
 pub use ops::cancel::Cancel;
 pub use ops::checkpoint::Checkpoint;
 pub use ops::claim::{ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_QUEUE_WEIGHT, MAX_WAIT, QueueOrder};
+pub use ops::config::{ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig};
 pub use ops::delete::Delete;
 pub use ops::dependencies::ChangeDependencies;
 pub use ops::fail::Fail;

@@ -21,6 +21,7 @@ use crate::ops::aging::AgeQueue;
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
 use crate::ops::claim::{ClaimedJob, Dequeue};
+use crate::ops::config::{ConfigEntry, ConfigKey, ConfigValue, Defaults, RuntimeConfig, SetConfig};
 use crate::ops::delete::Delete;
 use crate::ops::dependencies::ChangeDependencies;
 use crate::ops::fail::Fail;
@@ -65,7 +66,8 @@ struct Inner {
     commands: Sender<Command>,
     readers: Arc<Readers>,
     clock: Arc<dyn Clock>,
-    limits: Limits,
+    /// The options the queue was opened with (those set at run time are in the database).
+    defaults: Defaults,
     path: PathBuf,
     closed: AtomicBool,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -181,19 +183,23 @@ impl Queue {
         let path = path.as_ref().to_path_buf();
         let opening = path.clone();
         let clock = options.clock.clone();
-        let limits = Limits {
-            default_retry: options.default_retry,
-            default_lease_timeout: options.default_lease_timeout,
-            max_data_bytes: options.max_data_bytes,
+        let defaults = Defaults {
+            limits: Limits {
+                default_retry: options.default_retry,
+                default_lease_timeout: options.default_lease_timeout,
+                max_data_bytes: options.max_data_bytes,
+            },
+            retention: options.retention,
         };
-        let opening_limits = limits.clone();
-        let (lock, conn, syncer) = tokio::task::spawn_blocking(move || -> Result<_> {
+        let opening_defaults = defaults.clone();
+        let (lock, conn, syncer, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
             let lock = lock_database(&opening)?;
             let mut conn = connection::open_writer(&opening)?;
             let now_ms = to_millis(options.clock.now());
             migrations::migrate(&mut conn, now_ms)?;
+            let settings = SettingsCache::load(&conn, &opening_defaults)?;
             let recovered =
-                maintenance::recover_at_open(&mut conn, now_ms, &opening_limits, options.recovery)?;
+                maintenance::recover_at_open(&mut conn, now_ms, &settings, options.recovery)?;
             if recovered > 0 {
                 tracing::warn!(
                     recovered,
@@ -204,21 +210,18 @@ impl Queue {
                 Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
                 Durability::Normal => None,
             };
-            Ok((lock, conn, syncer))
+            Ok((lock, conn, syncer, settings))
         })
         .await
         .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
 
         let (commands, rx) = mpsc::channel();
         let wake = commands.clone();
-        let settings = SettingsCache::load(&conn)?;
         let writer = Writer {
             settings,
             conn,
             clock: clock.clone(),
             rx,
-            limits: limits.clone(),
-            retention: options.retention,
             max_batch: options.max_batch.max(1),
             parked: Default::default(),
             tokens: TokenSource::new(),
@@ -240,7 +243,7 @@ impl Queue {
             commands,
             readers: Arc::new(Readers::new(path.clone(), options.read_connections)),
             clock: clock.clone(),
-            limits,
+            defaults,
             path,
             closed: AtomicBool::new(false),
             writer_thread: Mutex::new(Some(thread)),
@@ -314,12 +317,11 @@ impl Queue {
         let mut ready = ReadyQueues::default();
         let mut tokens = TokenSource::new();
         let mut rotation = 0;
-        // A push reads no queue settings.
-        let mut settings = SettingsCache::default();
+        // The queue's settings and options in force, read in the application's transaction.
+        let mut settings = SettingsCache::load(conn, &self.inner.defaults)?;
         let mut ctx = WriteCtx {
             conn,
             now_ms: to_millis(self.inner.clock.now()),
-            limits: &self.inner.limits,
             ready: &mut ready,
             tokens: &mut tokens,
             rotation: &mut rotation,
@@ -607,6 +609,42 @@ impl Queue {
             rate,
         })
         .await
+    }
+
+    /// Every option that can change at run time, with the value in force, the value the queue was opened with,
+    /// and when it was set, if it was.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn config(&self) -> Result<Vec<ConfigEntry>> {
+        let defaults = self.inner.defaults.clone();
+        self.inner
+            .readers
+            .read(move |conn| Ok(RuntimeConfig::load(conn, &defaults)?.entries()))
+            .await
+    }
+
+    /// Sets an option at run time (see [`SetConfig`]): stored in the database, so it outlives restarts and wins
+    /// over the value the queue is opened with. Returns the option as it now is.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the key, when the value is of the wrong kind, out of range, or would
+    /// make the default retry policy invalid (an initial delay above the maximum, for one).
+    pub async fn set_config(&self, key: ConfigKey, value: ConfigValue) -> Result<ConfigEntry> {
+        self.write(SetConfig {
+            key,
+            value: Some(value),
+        })
+        .await
+    }
+
+    /// Goes back to the value the queue was opened with. Returns the option as it now is.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when the value it was opened with does not fit with the others set at run
+    /// time (the retry policy).
+    pub async fn unset_config(&self, key: ConfigKey) -> Result<ConfigEntry> {
+        self.write(SetConfig { key, value: None }).await
     }
 
     /// Turns priority aging on for a queue, or off with `None`: a ready job gains one priority point for every

@@ -1,7 +1,8 @@
 //! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
 //! `checkpoint`, `finish`, `retry`, `fail`), management (`cancel`, `delete`, `priority`, `reschedule`,
 //! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), operating queues (`queues`, `queue
-//! pause|resume|peek`, `failures`, `unfail`, `workers`), and cron templates (`recurring set|list|remove`).
+//! pause|resume|peek|limit|rate|aging`, `failures`, `unfail`, `workers`), cron templates (`recurring
+//! set|list|remove`), and the engine's options at run time (`config list|get|set|unset`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -23,6 +24,7 @@
 //! | 7 | `cairn get` found no job before its wait ended |
 
 mod args;
+mod config;
 mod deps;
 mod failures;
 mod get;
@@ -43,6 +45,7 @@ use clap::Subcommand;
 use crate::exit::Code;
 
 pub use args::{CommonArgs, JsonInput, LeaseArgs};
+pub use config::{ConfigArgs, ConfigCommand};
 pub use deps::DepsArgs;
 pub use failures::{FailuresArgs, UnfailArgs};
 pub use get::GetArgs;
@@ -136,7 +139,7 @@ pub enum ClientCommand {
     /// List every queue with its jobs counted by state, and whether it is paused.
     #[command(after_long_help = EXIT_CODES)]
     Queues(QueuesArgs),
-    /// Operate one queue: `pause`, `resume`, `peek`.
+    /// Operate one queue: `pause`, `resume`, `peek`, `limit`, `rate`, `aging`.
     #[command(after_long_help = EXIT_CODES)]
     Queue(QueueArgs),
     /// List the failure groups with their counts; with a GROUP, that group's failed jobs.
@@ -151,6 +154,10 @@ pub enum ClientCommand {
     /// Cron templates that create a job at every slot: `set`, `list`, `remove`.
     #[command(after_long_help = EXIT_CODES)]
     Recurring(RecurringArgs),
+    /// The engine's options while the server runs (default lease and retry, retention, data limit): `list`,
+    /// `get`, `set`, `unset`. Values set are stored and win over the server's flags until unset.
+    #[command(after_long_help = EXIT_CODES)]
+    Config(ConfigArgs),
 }
 
 /// Runs a client command.
@@ -164,6 +171,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Requeue(args) => args.run().await,
         ClientCommand::SetData(args) => args.run().await,
         ClientCommand::Recurring(args) => args.run().await,
+        ClientCommand::Config(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Tag(args) => args.run().await,
         ClientCommand::Track(args) => args.run(true).await,

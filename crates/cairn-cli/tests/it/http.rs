@@ -579,6 +579,8 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
     assert_eq!(
         paths,
         [
+            "/v1/config",
+            "/v1/config/{key}",
             "/v1/dequeue",
             "/v1/failures",
             "/v1/failures/{group}/unfail",
@@ -888,6 +890,27 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         &body,
         "aging",
     );
+    let (status, body) = raw(
+        reqwest::Method::PUT,
+        format!("{url}/v1/config/retention.max_age"),
+        None,
+        Some(r#"{"value":null}"#),
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "put", "/v1/config/{key}", status),
+        &body,
+        "config set",
+    );
+    let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/config"), None, None).await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/config", status),
+        &body,
+        "config",
+    );
+    assert_eq!(body["config"][6]["value"], Value::Null);
     let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/queues"), None, None).await;
     check_schema(
         &doc,

@@ -5,6 +5,7 @@
 
 mod bedrock;
 mod cli;
+mod config;
 mod crash;
 mod harness;
 mod http;

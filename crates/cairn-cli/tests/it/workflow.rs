@@ -459,7 +459,7 @@ async fn bad_input_to_tracking_workers_and_next_steps_names_the_field() {
             finish.clone(),
             with_next(r#"{"delay_ms":5}"#),
             400,
-            json!("next"),
+            json!("next.queue"),
         ),
         (
             "PUT",

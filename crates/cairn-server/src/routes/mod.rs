@@ -1,8 +1,10 @@
 //! The `/v1` routes, one file per area: `jobs` (enqueue, read, manage, track), `leases` (dequeue and the calls a
 //! worker makes under a lease), `workers` (the workers the queue has seen), `queues` (counts, pause and resume,
-//! peek, failure groups and unfail), `recurring` (cron templates), `health`. Each handler parses its input, builds
+//! peek, failure groups and unfail), `recurring` (cron templates), `config` (the engine's options at run time),
+//! `health`. Each handler parses its input, builds
 //! the engine's operation, and converts the answer; validation is the engine's.
 
+pub mod config;
 pub mod health;
 pub mod jobs;
 pub mod leases;
@@ -12,7 +14,7 @@ pub mod workers;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
-use cairn::JobId;
+use cairn::{ConfigKey, JobId};
 
 use crate::error::ApiError;
 
@@ -57,6 +59,18 @@ impl<S: Send + Sync> FromRequestParts<S> for GroupPath {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         text_segment(parts, state, "group").await.map(GroupPath)
+    }
+}
+
+/// The `{key}` of an option's path (`/v1/config/{key}`), checked against the options there are.
+pub struct ConfigKeyPath(pub ConfigKey);
+
+impl<S: Send + Sync> FromRequestParts<S> for ConfigKeyPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let text = text_segment(parts, state, "key").await?;
+        Ok(ConfigKeyPath(ConfigKey::parse(&text)?))
     }
 }
 

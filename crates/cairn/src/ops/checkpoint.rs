@@ -46,7 +46,7 @@ impl Operation for Checkpoint {
     type Output = Timestamp;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Timestamp> {
-        let data = encode_json("data", &self.data, ctx.limits)?;
+        let data = encode_json("data", &self.data, ctx.limits())?;
         let params = named_params! { ":now": ctx.now_ms, ":data": data, ":id": self.job.0, ":token": self.token };
         let expires: Option<i64> = ctx
             .conn

@@ -74,7 +74,7 @@ impl Operation for Finish {
         let data = self
             .data
             .as_ref()
-            .map(|d| encode_json("data", d, ctx.limits))
+            .map(|d| encode_json("data", d, ctx.limits()))
             .transpose()?;
         let next = self
             .next

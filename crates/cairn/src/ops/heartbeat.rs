@@ -54,7 +54,7 @@ impl Operation for Heartbeat {
         let progress = self
             .progress
             .as_ref()
-            .map(|p| encode_json("progress", p, ctx.limits))
+            .map(|p| encode_json("progress", p, ctx.limits()))
             .transpose()?;
         let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
         let expires: Option<i64> = ctx

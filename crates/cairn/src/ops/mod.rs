@@ -24,6 +24,7 @@ pub(crate) mod aging;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;
+pub(crate) mod config;
 pub(crate) mod delete;
 pub(crate) mod dependencies;
 pub(crate) mod fail;
@@ -81,13 +82,19 @@ pub(crate) struct Limits {
 pub(crate) struct WriteCtx<'a> {
     pub conn: &'a Connection,
     pub now_ms: i64,
-    pub limits: &'a Limits,
     pub ready: &'a mut ReadyQueues,
     pub tokens: &'a mut TokenSource,
     /// Advances on every round-robin claim, so successive claims start at different queues.
     pub rotation: &'a mut usize,
     /// The queues' settings (paused, concurrency limit), kept in memory by the writer.
     pub settings: &'a mut queues::SettingsCache,
+}
+
+impl WriteCtx<'_> {
+    /// The defaults and limits in force (the queue's options, with any set at run time over them).
+    pub fn limits(&self) -> &Limits {
+        &self.settings.config.limits
+    }
 }
 
 /// The queues that gained ready jobs in the current transaction, so the writer knows which waiting workers to serve.

@@ -251,11 +251,11 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
             ),
         ));
     }
-    let retry = push.retry.unwrap_or(ctx.limits.default_retry);
+    let retry = push.retry.unwrap_or(ctx.limits().default_retry);
     retry.validate()?;
     let lease_timeout = push
         .lease_timeout
-        .unwrap_or(ctx.limits.default_lease_timeout);
+        .unwrap_or(ctx.limits().default_lease_timeout);
     if !(MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&lease_timeout) {
         return Err(Error::invalid(
             "lease_timeout",
@@ -286,7 +286,7 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         .collect::<Result<Vec<_>>>()?;
     tags.sort();
     tags.dedup();
-    let data = encode_json("data", &push.data, ctx.limits)?;
+    let data = encode_json("data", &push.data, ctx.limits())?;
     if push.time_zone.is_some() && push.schedule.is_none() {
         return Err(Error::invalid(
             "time_zone",

@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, named_params};
 use crate::error::Result;
 use crate::job::JobState;
 use crate::names::QueueName;
+use crate::ops::config::{Defaults, RuntimeConfig};
 use crate::ops::{Operation, WriteCtx, parse_stored_state};
 
 /// Pauses or resumes a queue. A paused queue's jobs stay where they are: they are enqueued, scheduled, finished,
@@ -75,21 +76,23 @@ impl Operation for LimitQueue {
     }
 }
 
-/// The queues' settings as the writer keeps them in memory, so that claims and ends of attempts read no table:
-/// loaded when the writer starts, changed by the operations that change them in the same transaction, and
-/// loaded again after a transaction that rolled back.
-#[derive(Debug, Default, Clone)]
+/// The queues' settings and the engine's options in force, as the writer keeps them in memory so that claims and
+/// pushes read no table: loaded when the writer starts, changed by the operations that change them in the same
+/// transaction, and loaded again after a transaction that rolled back.
+#[derive(Debug, Clone)]
 pub(crate) struct SettingsCache {
     queues: std::collections::HashMap<String, Settings>,
     /// The rate-limited queues' token buckets (in memory only: a restart starts them full).
     pub buckets: crate::ops::rate_limit::Buckets,
+    /// The engine's options: the ones the queue was opened with, and those set at run time over them.
+    pub config: RuntimeConfig,
 }
 
 const ALL_SETTINGS: &str =
     "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues";
 
 impl SettingsCache {
-    pub fn load(conn: &Connection) -> Result<Self> {
+    pub fn load(conn: &Connection, defaults: &Defaults) -> Result<Self> {
         let mut stmt = conn.prepare_cached(ALL_SETTINGS)?;
         let rows = stmt.query_map([], |r| {
             Ok((
@@ -105,13 +108,15 @@ impl SettingsCache {
         Ok(SettingsCache {
             queues: rows.collect::<rusqlite::Result<_>>()?,
             buckets: Default::default(),
+            config: RuntimeConfig::load(conn, defaults)?,
         })
     }
 
     /// Loads the settings again, keeping the token buckets.
     pub fn reload(&mut self, conn: &Connection) -> Result<()> {
-        let fresh = SettingsCache::load(conn)?;
+        let fresh = SettingsCache::load(conn, self.config.defaults())?;
         self.queues = fresh.queues;
+        self.config = fresh.config;
         Ok(())
     }
 

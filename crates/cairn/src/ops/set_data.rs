@@ -24,7 +24,7 @@ impl Operation for SetData {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let data = encode_json("data", &self.data, ctx.limits)?;
+        let data = encode_json("data", &self.data, ctx.limits())?;
         if job_state(ctx, self.job)? == JobState::Running {
             return Err(Error::invalid_state(format!(
                 "job {} is running; its worker saves its data with a checkpoint",

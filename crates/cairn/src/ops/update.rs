@@ -40,7 +40,7 @@ impl Operation for Update {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let progress = encode_json("progress", &self.progress, ctx.limits)?;
+        let progress = encode_json("progress", &self.progress, ctx.limits())?;
         let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
         match ctx.conn.prepare_cached(SET_PROGRESS)?.execute(params)? {
             0 => Err(lease_refusal(ctx, self.job, self.token)),

@@ -3,6 +3,7 @@
 mod harness;
 
 mod claim;
+mod config;
 mod crash;
 mod enqueue;
 mod leases;

@@ -8,8 +8,7 @@ use crate::clock::duration_millis;
 use crate::error::Result;
 use crate::job::AttemptOutcome;
 use crate::ops::{
-    HeldJob, Limits, ReadyQueues, TokenSource, WriteCtx, held_job_columns, held_job_from_row,
-    retry_or_fail,
+    HeldJob, ReadyQueues, TokenSource, WriteCtx, held_job_columns, held_job_from_row, retry_or_fail,
 };
 use crate::options::{RecoveryPolicy, Retention};
 
@@ -67,7 +66,7 @@ pub(crate) fn expire_leases(ctx: &mut WriteCtx<'_>) -> Result<usize> {
 pub(crate) fn recover_at_open(
     conn: &mut rusqlite::Connection,
     now_ms: i64,
-    limits: &Limits,
+    settings: &crate::ops::queues::SettingsCache,
     policy: RecoveryPolicy,
 ) -> Result<usize> {
     if policy == RecoveryPolicy::KeepLeases {
@@ -76,11 +75,10 @@ pub(crate) fn recover_at_open(
     }
     let tx = conn.transaction()?;
     let (mut ready, mut tokens, mut rotation) = (ReadyQueues::default(), TokenSource::new(), 0);
-    let mut settings = crate::ops::queues::SettingsCache::load(&tx)?;
+    let mut settings = settings.clone();
     let mut ctx = WriteCtx {
         conn: &tx,
         now_ms,
-        limits,
         ready: &mut ready,
         tokens: &mut tokens,
         rotation: &mut rotation,

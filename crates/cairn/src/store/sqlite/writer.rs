@@ -26,7 +26,7 @@ use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::queues::SettingsCache;
 use crate::ops::release::Release;
 use crate::ops::{
-    Limits, Operation, ReadyQueues, TokenSource, WriteCtx, end_savepoint, in_savepoint, savepoint,
+    Operation, ReadyQueues, TokenSource, WriteCtx, end_savepoint, in_savepoint, savepoint,
 };
 use crate::options::Retention;
 use crate::store::sqlite::maintenance;
@@ -116,8 +116,6 @@ pub(crate) struct Writer {
     pub conn: Connection,
     pub clock: Arc<dyn Clock>,
     pub rx: Receiver<Command>,
-    pub limits: Limits,
-    pub retention: Retention,
     pub max_batch: usize,
     pub parked: VecDeque<Waiter>,
     pub tokens: TokenSource,
@@ -204,9 +202,10 @@ impl Writer {
     }
 
     fn retention_enabled(&self) -> bool {
-        self.retention.max_age.is_some()
-            || self.retention.max_count.is_some()
-            || self.retention.worker_max_age.is_some()
+        let retention = &self.settings.config.retention;
+        retention.max_age.is_some()
+            || retention.max_count.is_some()
+            || retention.worker_max_age.is_some()
     }
 
     /// Runs one batch in one transaction. Returns the close acknowledgement if the batch asked to stop.
@@ -277,6 +276,9 @@ impl Writer {
             Some(plan) => {
                 next_due = Some(plan.next_due);
                 self.apply_timed_updates(&plan.timed);
+                // A shorter retention interval set at run time counts from now, not from the next pass.
+                let interval = duration_millis(self.settings.config.retention.interval);
+                self.next_prune = self.next_prune.min(now_ms.saturating_add(interval));
                 // Parked dequeues served in this batch leave the parked list, highest index first.
                 let mut served = plan.served;
                 served.sort_by_key(|(index, _)| std::cmp::Reverse(*index));
@@ -364,11 +366,12 @@ impl Writer {
         isolation: Isolation,
     ) -> std::result::Result<BatchPlan, Failure> {
         begin_waiting_while_busy(&self.conn)?;
+        let retention = self.settings.config.retention;
+        let prune = self.retention_enabled() && now_ms >= self.next_prune;
         let mut ready = ReadyQueues::default();
         let mut ctx = WriteCtx {
             conn: &self.conn,
             now_ms,
-            limits: &self.limits,
             ready: &mut ready,
             tokens: &mut self.tokens,
             rotation: &mut self.rotation,
@@ -376,9 +379,8 @@ impl Writer {
         };
         let timed_work = TimedWork {
             due: tick || self.next_due.is_some_and(|due| due <= now_ms),
-            prune: (self.retention.max_age.is_some() || self.retention.max_count.is_some())
-                && now_ms >= self.next_prune,
-            retention: &self.retention,
+            prune,
+            retention,
             release: &self.to_release,
         };
         let timed = match in_savepoint(&mut ctx, |ctx| timed_work.run(ctx)) {
@@ -519,7 +521,6 @@ impl Writer {
             let mut ctx = WriteCtx {
                 conn: &self.conn,
                 now_ms,
-                limits: &self.limits,
                 ready: &mut ready,
                 tokens: &mut self.tokens,
                 rotation: &mut self.rotation,
@@ -709,7 +710,7 @@ struct BatchPlan {
 struct TimedWork<'a> {
     due: bool,
     prune: bool,
-    retention: &'a Retention,
+    retention: Retention,
     release: &'a [Lease],
 }
 
@@ -742,7 +743,7 @@ impl TimedWork<'_> {
             }
         }
         if self.prune {
-            let pruned = maintenance::prune(ctx, self.retention)?;
+            let pruned = maintenance::prune(ctx, &self.retention)?;
             let more = pruned as i64 >= maintenance::STEP_ROWS;
             let interval = duration_millis(self.retention.interval);
             updates.next_prune = Some(if more {

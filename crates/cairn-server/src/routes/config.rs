@@ -1,0 +1,74 @@
+//! The engine's options at run time: `/v1/config…`. A value set here is stored in the database and wins over the
+//! server's flags, environment and file until it is deleted.
+
+use axum::Json;
+use axum::extract::State;
+use cairn_client::wire::{ConfigEntryBody, ConfigListBody, ErrorBody, SetConfigRequest};
+
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::ConfigKeyPath;
+use crate::state::AppState;
+
+/// Every option, with the value in force, the server's default, and when it was set at run time.
+#[utoipa::path(get, path = "/v1/config", tag = "config",
+    responses((status = 200, description = "The options", body = ConfigListBody)))]
+pub async fn list_config(State(state): State<AppState>) -> ApiResult<Json<ConfigListBody>> {
+    let entries = state.queue.config().await?;
+    Ok(Json(ConfigListBody {
+        config: entries.iter().map(ConfigEntryBody::from).collect(),
+    }))
+}
+
+/// One option.
+#[utoipa::path(get, path = "/v1/config/{key}", tag = "config",
+    params(("key" = String, Path, description = "The option, such as `retention.max_age`")),
+    responses(
+        (status = 200, description = "The option", body = ConfigEntryBody),
+        (status = 400, description = "No such option", body = ErrorBody),
+    ))]
+pub async fn get_config(
+    State(state): State<AppState>,
+    ConfigKeyPath(key): ConfigKeyPath,
+) -> ApiResult<Json<ConfigEntryBody>> {
+    let entries = state.queue.config().await?;
+    let entry = entries
+        .iter()
+        .find(|e| e.key == key)
+        .expect("config lists every key");
+    Ok(Json(ConfigEntryBody::from(entry)))
+}
+
+/// Sets an option: stored, applied at once, kept across restarts.
+#[utoipa::path(put, path = "/v1/config/{key}", tag = "config", request_body = SetConfigRequest,
+    params(("key" = String, Path, description = "The option, such as `retention.max_age`")),
+    responses(
+        (status = 200, description = "The option as it now is", body = ConfigEntryBody),
+        (status = 400, description = "No such option, or a bad value, naming the option", body = ErrorBody),
+    ))]
+pub async fn set_config(
+    State(state): State<AppState>,
+    ConfigKeyPath(key): ConfigKeyPath,
+    JsonBody(request): JsonBody<SetConfigRequest>,
+) -> ApiResult<Json<ConfigEntryBody>> {
+    let value = key
+        .value_from_json(&request.value)
+        .map_err(ApiError::from)?;
+    let entry = state.queue.set_config(key, value).await?;
+    Ok(Json(ConfigEntryBody::from(&entry)))
+}
+
+/// Goes back to the server's default for an option.
+#[utoipa::path(delete, path = "/v1/config/{key}", tag = "config",
+    params(("key" = String, Path, description = "The option, such as `retention.max_age`")),
+    responses(
+        (status = 200, description = "The option as it now is", body = ConfigEntryBody),
+        (status = 400, description = "No such option, or a default that does not fit the values set", body = ErrorBody),
+    ))]
+pub async fn unset_config(
+    State(state): State<AppState>,
+    ConfigKeyPath(key): ConfigKeyPath,
+) -> ApiResult<Json<ConfigEntryBody>> {
+    let entry = state.queue.unset_config(key).await?;
+    Ok(Json(ConfigEntryBody::from(&entry)))
+}
