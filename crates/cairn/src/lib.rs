@@ -17,10 +17,12 @@
 //! See `ARCHITECTURE.md` in the repository for how it works inside.
 #![warn(missing_docs)]
 
+mod activity;
 mod clock;
 mod error;
 mod job;
 mod lease;
+mod metrics;
 mod names;
 mod ops;
 mod options;
@@ -28,13 +30,16 @@ mod query;
 mod queue;
 mod retry_policy;
 mod schedule;
+mod stats;
 mod store;
 mod worker;
 
+pub use activity::{ActivityEvent, ActivityFilter, ActivityPage, MAX_ACTIVITY_PAGE};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Result};
 pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
+pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use names::{JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId};
 pub use ops::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
 pub use ops::cancel::Cancel;
@@ -43,6 +48,7 @@ pub use ops::claim::{ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_QUEUE_WEIGHT, MAX_WAI
 pub use ops::config::{ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig};
 pub use ops::delete::Delete;
 pub use ops::dependencies::ChangeDependencies;
+pub use ops::events::{ActivityKind, WORKER_LOST_AFTER};
 pub use ops::fail::Fail;
 pub use ops::failures::{FailureGroup, MAX_UNFAIL, Unfail};
 pub use ops::finish::{Continue, Finish};
@@ -63,12 +69,17 @@ pub use ops::tags::ChangeTags;
 pub use ops::track::Track;
 pub use ops::update::Update;
 pub use ops::workers::WorkerInfo;
+pub use ops::workers::WorkerStopped;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
+pub use stats::{
+    Counts, HistogramBucket, QueueUsage, Stats, StatsPeriod, StatsPoint, StatsQuery, Summary,
+    WorkerStats, WorkerUsage,
+};
 
 /// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
 #[doc(hidden)]

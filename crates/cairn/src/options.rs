@@ -44,18 +44,25 @@ pub struct Retention {
     pub max_count: Option<u64>,
     /// Workers not seen (taking jobs or heartbeating) for this long are forgotten. `None` remembers them all.
     pub worker_max_age: Option<Duration>,
+    /// Activity log rows older than this are removed. `None` keeps them all.
+    pub activity_max_age: Option<Duration>,
+    /// Statistics of periods older than this are removed. `None` keeps them all.
+    pub stats_max_age: Option<Duration>,
     /// How often the background pruning looks.
     pub interval: Duration,
 }
 
 impl Default for Retention {
     /// Seven days and at most 100,000 jobs, looked at every minute; workers forgotten after a day without a sign
-    /// of life. Failed jobs are kept until dealt with.
+    /// of life; the activity log kept a week, statistics eight days (so that a week's graphs are whole). Failed
+    /// jobs are kept until dealt with.
     fn default() -> Self {
         Retention {
             max_age: Some(Duration::from_secs(7 * 24 * 3600)),
             max_count: Some(100_000),
             worker_max_age: Some(Duration::from_secs(24 * 3600)),
+            activity_max_age: Some(Duration::from_secs(7 * 24 * 3600)),
+            stats_max_age: Some(Duration::from_secs(8 * 24 * 3600)),
             interval: Duration::from_secs(60),
         }
     }

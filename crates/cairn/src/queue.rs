@@ -13,10 +13,12 @@ use rusqlite::Connection;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::activity::{ActivityFilter, ActivityPage};
 use crate::clock::{Clock, to_millis};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::lease::Lease;
+use crate::metrics::MetricsSnapshot;
 use crate::ops::aging::AgeQueue;
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
@@ -44,9 +46,11 @@ use crate::ops::tags::ChangeTags;
 use crate::ops::track::Track;
 use crate::ops::update::Update;
 use crate::ops::workers::WorkerInfo;
+use crate::ops::workers::WorkerStopped;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
+use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::Readers;
 use crate::store::sqlite::syncer::Syncer;
@@ -68,6 +72,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     /// The options the queue was opened with (those set at run time are in the database).
     defaults: Defaults,
+    /// Counters and histograms since the queue opened.
+    metrics: Arc<crate::metrics::Metrics>,
     path: PathBuf,
     closed: AtomicBool,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -216,6 +222,7 @@ impl Queue {
         .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
 
         let (commands, rx) = mpsc::channel();
+        let metrics = Arc::new(crate::metrics::Metrics::default());
         let wake = commands.clone();
         let writer = Writer {
             settings,
@@ -232,6 +239,8 @@ impl Queue {
             // Due at once: the first batch looks for anything that came due while the queue was closed.
             next_due: Some(i64::MIN),
             next_prune: to_millis(clock.now()),
+            last_batch_at: to_millis(clock.now()),
+            metrics: metrics.clone(),
             to_release: Vec::new(),
             _lock: lock,
         };
@@ -244,6 +253,7 @@ impl Queue {
             readers: Arc::new(Readers::new(path.clone(), options.read_connections)),
             clock: clock.clone(),
             defaults,
+            metrics,
             path,
             closed: AtomicBool::new(false),
             writer_thread: Mutex::new(Some(thread)),
@@ -319,15 +329,19 @@ impl Queue {
         let mut rotation = 0;
         // The queue's settings and options in force, read in the application's transaction.
         let mut settings = SettingsCache::load(conn, &self.inner.defaults)?;
+        let mut events = crate::ops::events::EventLog::default();
         let mut ctx = WriteCtx {
             conn,
+            events: &mut events,
             now_ms: to_millis(self.inner.clock.now()),
             ready: &mut ready,
             tokens: &mut tokens,
             rotation: &mut rotation,
             settings: &mut settings,
         };
-        crate::ops::push::insert(push, &mut ctx)
+        let enqueued = crate::ops::push::insert(push, &mut ctx)?;
+        ctx.events.flush(conn)?;
+        Ok(enqueued)
     }
 
     /// Opens a new read-write connection to the queue's file for the application's own tables and
@@ -607,6 +621,62 @@ impl Queue {
         self.write(RateLimitQueue {
             queue: queue.to_owned(),
             rate,
+        })
+        .await
+    }
+
+    /// The activity log, newest first: every job and worker transition, filtered by job, worker, queue and time.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `limit` or a `since` after `until`; storage errors.
+    pub async fn activity(&self, filter: ActivityFilter) -> Result<ActivityPage> {
+        self.inner
+            .readers
+            .read(move |conn| crate::activity::list(conn, &filter))
+            .await
+    }
+
+    /// Statistics over the last hour, day or week, for every queue and name or one of each: counts, wait, run
+    /// and service times with their histograms, and a series of points for graphs.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn stats(&self, query: StatsQuery) -> Result<Stats> {
+        let now = crate::clock::to_millis(self.now());
+        self.inner
+            .readers
+            .read(move |conn| crate::stats::read(conn, &query, now))
+            .await
+    }
+
+    /// Worker utilization over the last hour, day or week (kept per clock hour): per worker and per queue, busy
+    /// time over the time the workers were there.
+    ///
+    /// # Errors
+    /// Storage errors.
+    pub async fn worker_stats(&self, period: StatsPeriod) -> Result<WorkerStats> {
+        let now = crate::clock::to_millis(self.now());
+        self.inner
+            .readers
+            .read(move |conn| crate::stats::workers(conn, period, now))
+            .await
+    }
+
+    /// Counters and histograms of job transitions, wait and run times since the queue opened, per queue and job
+    /// name: what a Prometheus scrape reads. They start from zero at every open (see [`Queue::stats`] for the
+    /// statistics kept in the database).
+    pub fn metrics(&self) -> MetricsSnapshot {
+        self.inner.metrics.snapshot()
+    }
+
+    /// Says that `worker` stops (the activity log shows it; it is not counted as lost). Its next dequeue starts it
+    /// again.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `worker`.
+    pub async fn worker_stopped(&self, worker: &str) -> Result<()> {
+        self.write(WorkerStopped {
+            worker: worker.to_owned(),
         })
         .await
     }

@@ -26,6 +26,8 @@ default_retry.jitter         0.2      0.2      -
 retention.max_age            168h     168h     -
 retention.max_count          100000   100000   -
 retention.worker_max_age     24h      24h      -
+retention.activity_max_age   168h     168h     -
+retention.stats_max_age      192h     192h     -
 retention.interval           1m       1m       -
 max_data_bytes               1048576  1048576  -
 "
@@ -83,6 +85,7 @@ async fn the_client_reads_and_changes_options_like_the_embedded_queue() {
     let entries = client.config().await.unwrap();
     assert_eq!(entries.len(), ConfigKey::ALL.len());
     assert_eq!(entries[5], entry);
+    assert_eq!(entries.len(), 13);
     let entry = client.unset_config(ConfigKey::RetryJitter).await.unwrap();
     assert_eq!(
         (entry.value, entry.set_at),

@@ -369,6 +369,17 @@ impl Claim {
             )
             .optional()?;
         let Some(job) = job else { return Ok(None) };
+        let job_ref = crate::ops::events::JobRef {
+            id: job.id.0,
+            queue: job.queue.as_str(),
+            name: job.name.as_str(),
+        };
+        ctx.events.started(
+            ctx.now_ms,
+            job_ref,
+            self.worker.as_str(),
+            crate::clock::to_millis(job.run_at),
+        );
         let expires_at = job
             .lease_expires_at
             .unwrap_or_else(|| from_millis(ctx.now_ms));

@@ -39,6 +39,10 @@ pub enum ConfigKey {
     RetentionMaxCount,
     /// Workers not seen for this long are forgotten (never, when off).
     WorkerMaxAge,
+    /// Activity log rows older than this are removed (never, when off).
+    ActivityMaxAge,
+    /// Statistics older than this are removed (never, when off).
+    StatsMaxAge,
     /// How often retention looks.
     RetentionInterval,
     /// The largest job data, progress or checkpoint, as JSON text, in bytes.
@@ -76,7 +80,7 @@ const MAX_DATA_BYTES: u64 = 256 * 1024 * 1024;
 
 impl ConfigKey {
     /// Every key, in the order they are listed.
-    pub const ALL: [ConfigKey; 11] = [
+    pub const ALL: [ConfigKey; 13] = [
         ConfigKey::DefaultLeaseTimeout,
         ConfigKey::RetryMaxAttempts,
         ConfigKey::RetryInitialDelay,
@@ -86,6 +90,8 @@ impl ConfigKey {
         ConfigKey::RetentionMaxAge,
         ConfigKey::RetentionMaxCount,
         ConfigKey::WorkerMaxAge,
+        ConfigKey::ActivityMaxAge,
+        ConfigKey::StatsMaxAge,
         ConfigKey::RetentionInterval,
         ConfigKey::MaxDataBytes,
     ];
@@ -102,6 +108,8 @@ impl ConfigKey {
             ConfigKey::RetentionMaxAge => "retention.max_age",
             ConfigKey::RetentionMaxCount => "retention.max_count",
             ConfigKey::WorkerMaxAge => "retention.worker_max_age",
+            ConfigKey::ActivityMaxAge => "retention.activity_max_age",
+            ConfigKey::StatsMaxAge => "retention.stats_max_age",
             ConfigKey::RetentionInterval => "retention.interval",
             ConfigKey::MaxDataBytes => "max_data_bytes",
         }
@@ -139,7 +147,11 @@ impl ConfigKey {
     pub fn can_be_off(self) -> bool {
         matches!(
             self,
-            ConfigKey::RetentionMaxAge | ConfigKey::RetentionMaxCount | ConfigKey::WorkerMaxAge
+            ConfigKey::RetentionMaxAge
+                | ConfigKey::RetentionMaxCount
+                | ConfigKey::WorkerMaxAge
+                | ConfigKey::ActivityMaxAge
+                | ConfigKey::StatsMaxAge
         )
     }
 
@@ -187,6 +199,8 @@ impl ConfigKey {
                 .max_count
                 .map_or(ConfigValue::Off, ConfigValue::Count),
             ConfigKey::WorkerMaxAge => maybe(retention.worker_max_age),
+            ConfigKey::ActivityMaxAge => maybe(retention.activity_max_age),
+            ConfigKey::StatsMaxAge => maybe(retention.stats_max_age),
             ConfigKey::RetentionInterval => ConfigValue::Duration(retention.interval),
             ConfigKey::MaxDataBytes => ConfigValue::Count(limits.max_data_bytes as u64),
         }
@@ -243,6 +257,10 @@ impl ConfigKey {
             ConfigKey::RetentionMaxAge => retention.max_age = duration(second..=MAX_DURATION)?,
             ConfigKey::RetentionMaxCount => retention.max_count = count(0..=u64::from(u32::MAX))?,
             ConfigKey::WorkerMaxAge => retention.worker_max_age = duration(second..=MAX_DURATION)?,
+            ConfigKey::ActivityMaxAge => {
+                retention.activity_max_age = duration(second..=MAX_DURATION)?
+            }
+            ConfigKey::StatsMaxAge => retention.stats_max_age = duration(second..=MAX_DURATION)?,
             ConfigKey::RetentionInterval => retention.interval = required(duration(second..=day)?),
             ConfigKey::MaxDataBytes => {
                 limits.max_data_bytes = required(count(1..=MAX_DATA_BYTES)?) as usize

@@ -76,6 +76,15 @@ impl Operation for Fail {
             Some(message),
             self.usage.as_ref(),
         )?;
+        let detail = format!("{}: {message}", self.group);
+        ctx.events.attempt_ended(
+            ctx.now_ms,
+            crate::ops::events::ActivityKind::Failed,
+            &held,
+            true,
+            true,
+            Some(&detail),
+        );
         run_did_not_finish(ctx, &held)?;
         run_failed(ctx, &held)?;
         Ok(())

@@ -101,6 +101,19 @@ impl Operation for Unfail {
             }
             moved += 1;
         }
+        drop(rows);
+        drop(stmt);
+        // One row for the whole group: a row per job would make a bulk operation of 100,000 jobs slow.
+        if moved > 0 {
+            let detail = format!("{moved} failed jobs of group {:?}", self.group);
+            ctx.events.other(
+                ctx.now_ms,
+                crate::ops::events::ActivityKind::Unfailed,
+                queue.as_deref(),
+                None,
+                Some(&detail),
+            );
+        }
         Ok(moved)
     }
 }

@@ -1,5 +1,6 @@
 //! [`Finish`]: a worker completed its job, or this step of it ([`Continue`]).
 
+use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
 use rusqlite::{OptionalExtension, named_params};
@@ -97,13 +98,21 @@ impl Operation for Finish {
             None,
             self.usage.as_ref(),
         )?;
+        // The job's service time counts only when it is done: not when it goes on, or waits for its children.
+        let finished = |ctx: &mut WriteCtx<'_>, done: bool| {
+            ctx.events
+                .attempt_ended(ctx.now_ms, ActivityKind::Finished, &held, true, done, None);
+        };
         if let Some(next) = next {
+            finished(ctx, false);
             return go_on(ctx, &held, next);
         }
         // A parent with live children waits for them, and runs again once they have all ended.
         if held.has_children && waiting::start_children(ctx, held.id)? {
+            finished(ctx, false);
             return waiting::wait_for_children(ctx, held.id);
         }
+        finished(ctx, true);
         // A recurring job runs again, with the data it finished with.
         schedule_next_run(ctx, &held)?;
         waiting::job_ended(
@@ -176,5 +185,13 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
     if state == JobState::Queued {
         ctx.ready.mark(next.queue.as_str());
     }
+    let job = JobRef {
+        id: held.id.0,
+        queue: next.queue.as_str(),
+        name: &held.name,
+    };
+    let detail = format!("went on from queue {}", held.queue);
+    ctx.events
+        .job(ctx.now_ms, ActivityKind::Added, job, None, Some(&detail));
     Ok(())
 }

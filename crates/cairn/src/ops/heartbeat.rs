@@ -39,7 +39,7 @@ const EXTEND_LEASE: &str = concat!(
     ", \
      progress = COALESCE(:progress, progress) WHERE ",
     lease_is_held!(),
-    " RETURNING lease_expires_at"
+    " RETURNING lease_expires_at, worker"
 );
 
 impl Operation for Heartbeat {
@@ -57,16 +57,15 @@ impl Operation for Heartbeat {
             .map(|p| encode_json("progress", p, ctx.limits()))
             .transpose()?;
         let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
-        let expires: Option<i64> = ctx
+        let extended: Option<(i64, String)> = ctx
             .conn
             .prepare_cached(EXTEND_LEASE)?
-            .query_row(params, |row| row.get(0))
+            .query_row(params, |row| Ok((row.get(0)?, row.get(1)?)))
             .optional()?;
-        if expires.is_some() {
-            crate::ops::workers::seen_holding(ctx, self.job)?;
-        }
-        expires
-            .map(from_millis)
-            .ok_or_else(|| lease_refusal(ctx, self.job, self.token))
+        let Some((expires, worker)) = extended else {
+            return Err(lease_refusal(ctx, self.job, self.token));
+        };
+        crate::ops::workers::seen(ctx, &worker)?;
+        Ok(from_millis(expires))
     }
 }

@@ -5,6 +5,7 @@
 //! operation, so a failed operation never leaves a write behind. Helpers shared by several operations (lease fencing, ending an attempt, retrying after an
 //! error) live here.
 
+use crate::ops::events::ActivityKind;
 use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
@@ -27,6 +28,7 @@ pub(crate) mod claim;
 pub(crate) mod config;
 pub(crate) mod delete;
 pub(crate) mod dependencies;
+pub(crate) mod events;
 pub(crate) mod fail;
 pub(crate) mod failures;
 pub(crate) mod finish;
@@ -88,6 +90,8 @@ pub(crate) struct WriteCtx<'a> {
     pub rotation: &'a mut usize,
     /// The queues' settings (paused, concurrency limit), kept in memory by the writer.
     pub settings: &'a mut queues::SettingsCache,
+    /// What the transaction did, for the activity log and the statistics, written at its end.
+    pub events: &'a mut events::EventLog,
 }
 
 impl WriteCtx<'_> {
@@ -197,13 +201,20 @@ pub(crate) struct HeldJob {
     /// Whether it ever had children or dependents: when not, ending it needs no lookups for them.
     pub has_children: bool,
     pub has_dependents: bool,
+    /// Its name and when it was created, for the activity log and the statistics.
+    pub name: String,
+    pub created_at: i64,
 }
+
+/// How many columns [`held_job_columns!`] selects: the index of the first column a statement adds after them.
+const HELD_JOB_COLUMNS: usize = 19;
 
 /// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
 macro_rules! held_job_columns {
     () => {
         "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
-         worker, attempt_started_at, claims, schedule, time_zone, slot_at, parent_id, has_children, has_dependents"
+         worker, attempt_started_at, claims, schedule, time_zone, slot_at, parent_id, has_children, has_dependents, \
+         name, created_at"
     };
 }
 pub(crate) use held_job_columns;
@@ -224,6 +235,8 @@ pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Hel
         parent: row.get::<_, Option<i64>>(14)?.map(JobId),
         has_children: row.get(15)?,
         has_dependents: row.get(16)?,
+        name: row.get(17)?,
+        created_at: row.get(18)?,
     })
 }
 
@@ -240,9 +253,9 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
         .prepare_cached(SELECT_HELD_JOB)?
         .query_row(named_params! { ":id": job.0 }, |row| {
             Ok((
-                row.get::<_, String>(17)?,
-                row.get::<_, Option<i64>>(18)?,
-                row.get::<_, Option<i64>>(19)?,
+                row.get::<_, String>(HELD_JOB_COLUMNS)?,
+                row.get::<_, Option<i64>>(HELD_JOB_COLUMNS + 1)?,
+                row.get::<_, Option<i64>>(HELD_JOB_COLUMNS + 2)?,
                 held_job_from_row(row)?,
             ))
         })
@@ -378,12 +391,30 @@ pub(crate) fn retry_or_fail(
 ) -> Result<JobState> {
     end_attempt(ctx, held, outcome, Some(error), usage)?;
     run_did_not_finish(ctx, held)?;
+    // The worker ended the attempt itself (not a lost lease or a crash): its run time counts.
+    let by_worker = outcome == AttemptOutcome::Retried;
     if held.attempt >= held.retry.max_attempts {
+        ctx.events.attempt_ended(
+            ctx.now_ms,
+            ActivityKind::Failed,
+            held,
+            by_worker,
+            true,
+            Some(error),
+        );
         ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
             ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,
         })?;
         return run_failed(ctx, held);
     }
+    ctx.events.attempt_ended(
+        ctx.now_ms,
+        ActivityKind::Retried,
+        held,
+        by_worker,
+        false,
+        Some(error),
+    );
     let delay = delay.unwrap_or_else(|| held.retry.delay_after(held.id, held.attempt));
     let run_at = ctx.now_ms.saturating_add(duration_millis(delay));
     requeue(ctx, held.id, &held.queue, run_at, Some(error))
@@ -489,7 +520,11 @@ pub(crate) fn in_savepoint<T>(
 ) -> Result<T> {
     let conn = ctx.conn;
     savepoint(conn)?;
+    let mark = ctx.events.mark();
     let result = f(ctx);
+    if result.is_err() {
+        ctx.events.undo_to(mark);
+    }
     end_savepoint(conn, result.is_ok())?;
     result
 }

@@ -1,5 +1,6 @@
 //! Enqueueing: [`Push`] (one job) and [`PushBatch`] (many, all or nothing).
 
+use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -400,6 +401,17 @@ fn bind_job(
 }
 
 impl ValidPush {
+    /// Notes the new job in the activity log and the statistics.
+    fn record_added(&self, ctx: &mut WriteCtx<'_>, id: JobId) {
+        let job = JobRef {
+            id: id.0,
+            queue: self.queue.as_str(),
+            name: self.name.as_str(),
+        };
+        ctx.events
+            .job(ctx.now_ms, ActivityKind::Added, job, None, None);
+    }
+
     fn state(&self, now: i64) -> JobState {
         if self.run_at <= now {
             JobState::Queued
@@ -485,6 +497,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     if state == JobState::Queued {
         ctx.ready.mark(valid.queue.as_str());
     }
+    valid.record_added(ctx, id);
     Ok(Enqueued {
         id,
         state,
@@ -547,6 +560,7 @@ fn insert_plain_chunk(
         if state == JobState::Queued {
             ctx.ready.mark(valid.queue.as_str());
         }
+        valid.record_added(ctx, JobId(id));
         out.push(Enqueued {
             id: JobId(id),
             state,

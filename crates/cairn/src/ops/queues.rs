@@ -86,6 +86,8 @@ pub(crate) struct SettingsCache {
     pub buckets: crate::ops::rate_limit::Buckets,
     /// The engine's options: the ones the queue was opened with, and those set at run time over them.
     pub config: RuntimeConfig,
+    /// When each worker was last seen, as last written (see [`crate::ops::workers::seen`]).
+    pub seen: std::collections::HashMap<String, crate::ops::workers::LastSeen>,
 }
 
 const ALL_SETTINGS: &str =
@@ -109,6 +111,7 @@ impl SettingsCache {
             queues: rows.collect::<rusqlite::Result<_>>()?,
             buckets: Default::default(),
             config: RuntimeConfig::load(conn, defaults)?,
+            seen: Default::default(),
         })
     }
 
@@ -117,6 +120,8 @@ impl SettingsCache {
         let fresh = SettingsCache::load(conn, self.config.defaults())?;
         self.queues = fresh.queues;
         self.config = fresh.config;
+        // What a rolled-back transaction wrote of workers did not happen: read it again when needed.
+        self.seen.clear();
         Ok(())
     }
 

@@ -34,6 +34,13 @@ impl Operation for Release {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let held = held_job(ctx, self.job, self.token)?;
         end_attempt(ctx, &held, AttemptOutcome::Released, None, None)?;
+        ctx.events.job(
+            ctx.now_ms,
+            crate::ops::events::ActivityKind::Released,
+            (&held).into(),
+            Some(&held.worker),
+            None,
+        );
         run_did_not_finish(ctx, &held)?;
         ctx.conn
             .prepare_cached(UNCOUNT_ATTEMPT)?

@@ -22,7 +22,7 @@ pub struct Requeue {
     pub run_at: Option<Timestamp>,
 }
 
-const SELECT_JOB: &str = "SELECT state, queue, unique_key FROM jobs WHERE id = :id";
+const SELECT_JOB: &str = "SELECT state, queue, unique_key, name FROM jobs WHERE id = :id";
 
 /// Another live job holding the same unique key.
 const SELECT_LIVE_HOLDER: &str = concat!(
@@ -43,14 +43,14 @@ impl Operation for Requeue {
     type Output = JobState;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<JobState> {
-        let row: Option<(String, String, Option<String>)> = ctx
+        let row: Option<(String, String, Option<String>, String)> = ctx
             .conn
             .prepare_cached(SELECT_JOB)?
             .query_row(named_params! { ":id": self.job.0 }, |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })
             .optional()?;
-        let (state, queue, unique_key) =
+        let (state, queue, unique_key, name) =
             row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
         let state = parse_stored_state(&state)?;
         if let (false, Some(key)) = (state.is_live(), &unique_key) {
@@ -85,6 +85,19 @@ impl Operation for Requeue {
                 .execute(named_params! { ":id": self.job.0 })?;
         }
         let new_state = requeue(ctx, self.job, &queue, run_at, None)?;
+        let job = crate::ops::events::JobRef {
+            id: self.job.0,
+            queue: &queue,
+            name: &name,
+        };
+        let detail = format!("was {state}");
+        ctx.events.job(
+            ctx.now_ms,
+            crate::ops::events::ActivityKind::Requeued,
+            job,
+            None,
+            Some(&detail),
+        );
         Ok(new_state)
     }
 }

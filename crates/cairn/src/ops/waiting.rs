@@ -17,6 +17,7 @@
 //!   cancelled, it runs again (with fresh attempts) and finds them with `JobFilter::parent`.
 //! - Cancelling or deleting a parent cancels its live children.
 
+use crate::ops::events::{ActivityKind, JobRef};
 use rusqlite::{OptionalExtension, named_params};
 
 use crate::error::{Error, Result};
@@ -147,7 +148,7 @@ pub(crate) fn job_ended(
 }
 
 const SELECT_RELATIONS: &str =
-    "SELECT state, parent_id, has_children, has_dependents FROM jobs WHERE id = :id";
+    "SELECT state, parent_id, has_children, has_dependents, queue, name FROM jobs WHERE id = :id";
 
 const CANCEL_ONE: &str = "UPDATE jobs SET state = 'cancelled', finished_at = :now, error = COALESCE(:error, error), \
      awaits_parent = 0, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
@@ -172,14 +173,22 @@ pub(crate) fn cancel_jobs(
 ) -> Result<()> {
     let mut parents = Vec::new();
     while let Some((id, reason)) = work.pop() {
-        let row: Option<(String, Option<i64>, bool, bool)> = ctx
+        type Relations = (String, Option<i64>, bool, bool, String, String);
+        let row: Option<Relations> = ctx
             .conn
             .prepare_cached(SELECT_RELATIONS)?
             .query_row(named_params! { ":id": id.0 }, |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
             })
             .optional()?;
-        let Some((state, parent, has_children, has_dependents)) = row else {
+        let Some((state, parent, has_children, has_dependents, queue, name)) = row else {
             continue;
         };
         let state = parse_stored_state(&state)?;
@@ -198,6 +207,18 @@ pub(crate) fn cancel_jobs(
             .execute(named_params! {
                 ":now": ctx.now_ms, ":error": reason, ":id": id.0,
             })?;
+        let job = JobRef {
+            id: id.0,
+            queue: &queue,
+            name: &name,
+        };
+        ctx.events.job(
+            ctx.now_ms,
+            ActivityKind::Cancelled,
+            job,
+            None,
+            reason.as_deref(),
+        );
         ctx.conn
             .prepare_cached(DROP_OWN_DEPENDENCIES)?
             .execute(named_params! { ":id": id.0 })?;

@@ -3,13 +3,14 @@
 //! forgotten by the writer's timed work.
 
 use jiff::Timestamp;
-use rusqlite::{Connection, named_params};
+use rusqlite::{Connection, OptionalExtension, named_params};
 
-use crate::clock::from_millis;
+use crate::clock::{duration_millis, from_millis};
 use crate::error::Result;
 use crate::job::JobId;
 use crate::names::WorkerId;
-use crate::ops::WriteCtx;
+use crate::ops::events::{ActivityKind, WORKER_LOST_AFTER};
+use crate::ops::{Operation, WriteCtx};
 
 /// A worker as the queue saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,38 +27,142 @@ pub struct WorkerInfo {
     pub stalled: Vec<JobId>,
 }
 
-/// Records a sign of life, writing only when the last one is a second old or more.
-const SEEN: &str = "INSERT INTO workers (id, first_seen, last_seen) VALUES (:id, :now, :now) \
-     ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen WHERE last_seen <= excluded.last_seen - 1000";
+/// Records a sign of life: writes `last_seen` and marks the worker active.
+const SEEN: &str = "INSERT INTO workers (id, first_seen, last_seen, status) VALUES (:id, :now, :now, 'active') \
+     ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, status = 'active'";
 
-/// `worker` took jobs or asked for them.
-pub(crate) fn seen(ctx: &WriteCtx<'_>, worker: &str) -> Result<()> {
+const LAST_SEEN: &str = "SELECT last_seen, status = 'active' FROM workers WHERE id = :id";
+
+/// When the writer last wrote a worker's sign of life, and whether it was active then: kept in memory, so that a
+/// busy worker's dequeues and heartbeats cost no lookup, and written at most once a second.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LastSeen {
+    at: i64,
+    active: bool,
+}
+
+/// `worker` took jobs, asked for them, or heartbeated. The time since its last sign of life counts as presence
+/// (for its utilization) unless it was long enough to count as lost; a worker new, stopped or lost starts again.
+pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
+    let now = ctx.now_ms;
+    let last = match ctx.settings.seen.get(worker) {
+        Some(last) => Some(*last),
+        None => ctx
+            .conn
+            .prepare_cached(LAST_SEEN)?
+            .query_row(named_params! { ":id": worker }, |r| {
+                Ok(LastSeen {
+                    at: r.get(0)?,
+                    active: r.get(1)?,
+                })
+            })
+            .optional()?,
+    };
+    let lost_after = duration_millis(WORKER_LOST_AFTER);
+    match last {
+        Some(last) if last.active && now - last.at < 1000 => return Ok(()),
+        Some(last) if last.active && now - last.at <= lost_after => {
+            ctx.events.present(worker, last.at, now);
+        }
+        _ => ctx
+            .events
+            .other(now, ActivityKind::WorkerStarted, None, Some(worker), None),
+    }
     ctx.conn
         .prepare_cached(SEEN)?
-        .execute(named_params! { ":id": worker, ":now": ctx.now_ms })?;
+        .execute(named_params! { ":id": worker, ":now": now })?;
+    ctx.settings.seen.insert(
+        worker.to_owned(),
+        LastSeen {
+            at: now,
+            active: true,
+        },
+    );
     Ok(())
 }
 
-const SEEN_BY_JOB: &str = "UPDATE workers SET last_seen = :now \
-     WHERE id = (SELECT worker FROM jobs WHERE id = :job) AND last_seen <= :now - 1000";
+const STOPPED: &str =
+    "UPDATE workers SET last_seen = :now, status = 'stopped' WHERE id = :id RETURNING last_seen";
 
-/// The worker holding `job` heartbeated.
-pub(crate) fn seen_holding(ctx: &WriteCtx<'_>, job: JobId) -> Result<()> {
-    ctx.conn
-        .prepare_cached(SEEN_BY_JOB)?
-        .execute(named_params! { ":job": job.0, ":now": ctx.now_ms })?;
-    Ok(())
+/// A worker says it stops: it takes no more jobs (those it holds run out as usual). It starts again with its next
+/// dequeue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerStopped {
+    /// The worker.
+    pub worker: String,
+}
+
+impl Operation for WorkerStopped {
+    type Output = ();
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let worker = WorkerId::parse(self.worker.as_str())?;
+        seen(ctx, worker.as_str())?;
+        ctx.conn
+            .prepare_cached(STOPPED)?
+            .query_row(
+                named_params! { ":id": worker.as_str(), ":now": ctx.now_ms },
+                |_| Ok(()),
+            )
+            .optional()?;
+        ctx.events.other(
+            ctx.now_ms,
+            ActivityKind::WorkerStopped,
+            None,
+            Some(worker.as_str()),
+            None,
+        );
+        ctx.settings.seen.remove(worker.as_str());
+        Ok(())
+    }
+}
+
+const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (SELECT id FROM workers INDEXED BY \
+     workers_last_seen WHERE last_seen < :cutoff AND status = 'active' LIMIT 1000) RETURNING id, last_seen";
+
+/// Marks the active workers silent for [`WORKER_LOST_AFTER`] as lost, a bounded number at a time. Returns how
+/// many.
+pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
+    let cutoff = ctx.now_ms - duration_millis(WORKER_LOST_AFTER);
+    let lost: Vec<(String, i64)> = ctx
+        .conn
+        .prepare_cached(LOSE)?
+        .query_map(named_params! { ":cutoff": cutoff }, |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for (worker, last_seen) in &lost {
+        let detail = format!("last seen {}", from_millis(*last_seen));
+        ctx.events.other(
+            ctx.now_ms,
+            ActivityKind::WorkerLost,
+            None,
+            Some(worker),
+            Some(&detail),
+        );
+        ctx.settings.seen.remove(worker);
+    }
+    Ok(lost.len())
 }
 
 const FORGET: &str = "DELETE FROM workers WHERE id IN (SELECT id FROM workers INDEXED BY workers_last_seen \
-     WHERE last_seen < :cutoff LIMIT 5000)";
+     WHERE last_seen < :cutoff LIMIT 5000) RETURNING id";
 
 /// Forgets workers last seen before `cutoff_ms`, a bounded number at a time. Returns how many.
-pub(crate) fn forget_before(ctx: &WriteCtx<'_>, cutoff_ms: i64) -> Result<usize> {
-    Ok(ctx
+pub(crate) fn forget_before(ctx: &mut WriteCtx<'_>, cutoff_ms: i64) -> Result<usize> {
+    let forgotten: Vec<String> = ctx
         .conn
         .prepare_cached(FORGET)?
-        .execute(named_params! { ":cutoff": cutoff_ms })?)
+        .query_map(named_params! { ":cutoff": cutoff_ms }, |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for worker in &forgotten {
+        ctx.settings.seen.remove(worker);
+    }
+    Ok(forgotten.len())
 }
 
 const WORKERS: &str = "SELECT id, first_seen, last_seen FROM workers ORDER BY id";

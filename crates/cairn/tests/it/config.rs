@@ -28,6 +28,8 @@ async fn every_option_is_listed_with_the_value_the_queue_was_opened_with() {
             "retention.max_age",
             "retention.max_count",
             "retention.worker_max_age",
+            "retention.activity_max_age",
+            "retention.stats_max_age",
             "retention.interval",
             "max_data_bytes",
         ]
@@ -225,6 +227,7 @@ async fn retention_set_at_run_time_prunes_at_the_next_pass() {
             max_count: None,
             worker_max_age: None,
             interval: Duration::from_secs(3600),
+            ..Default::default()
         }
     })
     .await;
@@ -260,6 +263,7 @@ async fn workers_are_forgotten_when_worker_age_is_the_only_retention() {
             max_count: None,
             worker_max_age: None,
             interval: Duration::from_secs(60),
+            ..Default::default()
         }
     })
     .await;

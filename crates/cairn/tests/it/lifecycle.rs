@@ -351,6 +351,7 @@ async fn retention_by_count_keeps_the_newest_even_with_equal_finish_times() {
             max_age: None,
             max_count: Some(2),
             interval: Duration::from_secs(60),
+            ..Default::default()
         }
     })
     .await;
@@ -393,6 +394,7 @@ async fn retention_removes_old_and_surplus_finished_jobs() {
             max_age: Some(Duration::from_secs(3600)),
             max_count: Some(3),
             interval: Duration::from_secs(60),
+            ..Default::default()
         }
     })
     .await;

@@ -12,6 +12,7 @@ mod queue_control;
 mod recurring;
 mod repeat_syntax;
 mod state_machine;
+mod stats;
 mod storage;
 mod worker;
 mod workflow;

@@ -549,6 +549,7 @@ fn configure(options: &mut QueueOptions) {
         max_age: None,
         max_count: None,
         interval: Duration::from_secs(60),
+        ..Default::default()
     };
     // Commits need not reach the disk: the state machine is the same, and a run makes thousands of them.
     options.durability = Durability::Normal;

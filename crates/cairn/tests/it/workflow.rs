@@ -525,6 +525,7 @@ async fn retention_keeps_the_children_of_a_parent_that_has_not_read_them() {
             max_age: None,
             max_count: Some(0),
             interval: Duration::from_millis(1),
+            ..Default::default()
         }
     })
     .await;

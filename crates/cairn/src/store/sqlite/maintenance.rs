@@ -2,6 +2,7 @@
 //! `run_at` arrived, retrying jobs whose lease expired, recovering jobs a dead process left running, and pruning
 //! finished jobs past retention. Also the lookup of when the next timed step is due.
 
+use crate::ops::events::ActivityKind;
 use rusqlite::{OptionalExtension, named_params};
 
 use crate::clock::duration_millis;
@@ -49,6 +50,13 @@ fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
 pub(crate) fn expire_leases(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     let expired = running_jobs(ctx, ctx.now_ms)?;
     for held in &expired {
+        ctx.events.job(
+            ctx.now_ms,
+            ActivityKind::HeartbeatLost,
+            held.into(),
+            Some(&held.worker),
+            None,
+        );
         retry_or_fail(
             ctx,
             held,
@@ -76,15 +84,18 @@ pub(crate) fn recover_at_open(
     let tx = conn.transaction()?;
     let (mut ready, mut tokens, mut rotation) = (ReadyQueues::default(), TokenSource::new(), 0);
     let mut settings = settings.clone();
+    let mut events = crate::ops::events::EventLog::default();
     let mut ctx = WriteCtx {
         conn: &tx,
         now_ms,
+        events: &mut events,
         ready: &mut ready,
         tokens: &mut tokens,
         rotation: &mut rotation,
         settings: &mut settings,
     };
     let recovered = recover_orphans(&mut ctx, policy)?;
+    ctx.events.flush(ctx.conn)?;
     tx.commit()?;
     Ok(recovered)
 }
@@ -102,6 +113,13 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
                     Some(std::time::Duration::ZERO)
                 }
             };
+            ctx.events.job(
+                ctx.now_ms,
+                ActivityKind::HeartbeatLost,
+                held.into(),
+                Some(&held.worker),
+                Some("the process running the job exited"),
+            );
             retry_or_fail(
                 ctx,
                 held,
@@ -181,12 +199,43 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
             deleted += prune_up_to(ctx, cutoff, left)?;
         }
     }
+    crate::ops::workers::lose_silent(ctx)?;
     if let Some(max_age) = retention.worker_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
         deleted += crate::ops::workers::forget_before(ctx, cutoff)?;
     }
+    if let Some(max_age) = retention.activity_max_age {
+        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+        deleted += ctx
+            .conn
+            .prepare_cached(PRUNE_ACTIVITY)?
+            .execute(named_params! { ":cutoff": cutoff })?;
+    }
+    if let Some(max_age) = retention.stats_max_age {
+        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+        for sql in PRUNE_STATS {
+            deleted += ctx
+                .conn
+                .prepare_cached(sql)?
+                .execute(named_params! { ":cutoff": cutoff })?;
+        }
+    }
     Ok(deleted)
 }
+
+/// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.
+const PRUNE_ACTIVITY: &str = "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
+     AND at < :cutoff";
+
+/// Statistics rows of periods that started before the cutoff, a bounded number at a time.
+const PRUNE_STATS: [&str; 3] = [
+    "DELETE FROM stats_minute WHERE (minute, queue, name) IN \
+     (SELECT minute, queue, name FROM stats_minute WHERE minute < :cutoff LIMIT 5000)",
+    "DELETE FROM stats_histogram WHERE (hour, queue, name, metric, bucket) IN \
+     (SELECT hour, queue, name, metric, bucket FROM stats_histogram WHERE hour < :cutoff LIMIT 5000)",
+    "DELETE FROM worker_hour WHERE (hour, worker, queue) IN \
+     (SELECT hour, worker, queue FROM worker_hour WHERE hour < :cutoff LIMIT 5000)",
+];
 
 const NEXT_RUN_AT: &str =
     "SELECT MIN(run_at) FROM jobs INDEXED BY jobs_scheduled WHERE state = 'scheduled'";

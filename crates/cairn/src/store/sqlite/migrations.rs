@@ -61,6 +61,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "config",
         include_str!("../../../migrations/sqlite/0011_config.sql"),
     ),
+    (
+        12,
+        "activity_and_stats",
+        include_str!("../../../migrations/sqlite/0012_activity_and_stats.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

@@ -23,6 +23,7 @@ use crate::clock::{Clock, duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::claim::{Claim, ClaimedJob};
+use crate::ops::events::{BatchTotals, EventLog};
 use crate::ops::queues::SettingsCache;
 use crate::ops::release::Release;
 use crate::ops::{
@@ -132,6 +133,10 @@ pub(crate) struct Writer {
     pub next_due: Option<i64>,
     /// When retention pruning runs next (ms).
     pub next_prune: i64,
+    /// When the last batch ran (ms, by the queue's clock).
+    pub last_batch_at: i64,
+    /// The counters and histograms kept in memory, added to after each commit.
+    pub metrics: Arc<crate::metrics::Metrics>,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
     /// Held while the writer runs: while it is locked, no other process opens the database as a queue.
@@ -186,10 +191,14 @@ impl Writer {
             .filter_map(|w| w.deadline)
             .min()
             .map(|d| d.saturating_duration_since(now));
-        let prune = self.retention_enabled().then_some(self.next_prune);
-        if let Some(due) = [self.next_due, prune].into_iter().flatten().min() {
-            let clock_now = to_millis(self.clock.now());
-            let wait = if due <= clock_now {
+        if let Some(due) = [self.next_due, Some(self.next_prune)]
+            .into_iter()
+            .flatten()
+            .min()
+        {
+            // The time of the last batch, not the clock's: a manual clock moved quietly since then must not wake
+            // the writer (tests observe that moment); a real clock is asked how long to wait, below.
+            let wait = if due <= self.last_batch_at {
                 Some(Duration::ZERO)
             } else {
                 self.clock.real_time_until(from_millis(due))
@@ -199,13 +208,6 @@ impl Writer {
             }
         }
         timeout
-    }
-
-    fn retention_enabled(&self) -> bool {
-        let retention = &self.settings.config.retention;
-        retention.max_age.is_some()
-            || retention.max_count.is_some()
-            || retention.worker_max_age.is_some()
     }
 
     /// Runs one batch in one transaction. Returns the close acknowledgement if the batch asked to stop.
@@ -243,6 +245,7 @@ impl Writer {
         );
 
         let now_ms = to_millis(self.clock.now());
+        self.last_batch_at = now_ms;
         // Operations run without savepoints: most fail (if at all) before writing anything. Only when one fails
         // after writing is the batch rolled back and run again with a savepoint around each operation.
         let mut outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::Shared);
@@ -275,6 +278,7 @@ impl Writer {
             }
             Some(plan) => {
                 next_due = Some(plan.next_due);
+                self.metrics.add(&plan.totals);
                 self.apply_timed_updates(&plan.timed);
                 // A shorter retention interval set at run time counts from now, not from the next pass.
                 let interval = duration_millis(self.settings.config.retention.interval);
@@ -367,8 +371,10 @@ impl Writer {
     ) -> std::result::Result<BatchPlan, Failure> {
         begin_waiting_while_busy(&self.conn)?;
         let retention = self.settings.config.retention;
-        let prune = self.retention_enabled() && now_ms >= self.next_prune;
+        // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
+        let prune = now_ms >= self.next_prune;
         let mut ready = ReadyQueues::default();
+        let mut events = EventLog::default();
         let mut ctx = WriteCtx {
             conn: &self.conn,
             now_ms,
@@ -376,6 +382,7 @@ impl Writer {
             tokens: &mut self.tokens,
             rotation: &mut self.rotation,
             settings: &mut self.settings,
+            events: &mut events,
         };
         let timed_work = TimedWork {
             due: tick || self.next_due.is_some_and(|due| due <= now_ms),
@@ -395,7 +402,9 @@ impl Writer {
             match isolation {
                 Isolation::Shared => {
                     let before = ctx.conn.total_changes();
+                    let mark = ctx.events.mark();
                     if !op.apply(&mut ctx) {
+                        ctx.events.undo_to(mark);
                         check_transaction_alive(ctx.conn)?;
                         if ctx.conn.total_changes() != before {
                             return Err(Failure::Poisoned);
@@ -407,7 +416,11 @@ impl Writer {
                         op.reject(e);
                         continue;
                     }
+                    let mark = ctx.events.mark();
                     let applied = op.apply(&mut ctx);
+                    if !applied {
+                        ctx.events.undo_to(mark);
+                    }
                     if !applied {
                         check_transaction_alive(ctx.conn)?;
                     }
@@ -432,6 +445,13 @@ impl Writer {
         // its own, with its own round of WAL lock calls.
         let next_due = maintenance::next_due(&self.conn);
 
+        let totals = match ctx.events.flush(ctx.conn) {
+            Ok(totals) => totals,
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                return Err(Failure::Storage(e));
+            }
+        };
         if let Err(e) = execute_cached(&self.conn, "COMMIT") {
             let _ = self.conn.execute_batch("ROLLBACK");
             return Err(Failure::Storage(Error::storage("committing a batch", e)));
@@ -441,6 +461,7 @@ impl Writer {
             claims,
             served,
             next_due,
+            totals,
         })
     }
 
@@ -517,10 +538,12 @@ impl Writer {
         let result = (|| -> Result<()> {
             self.conn.execute_batch("BEGIN IMMEDIATE")?;
             let mut ready = ReadyQueues::default();
+            let mut events = EventLog::default();
             let now_ms = to_millis(self.clock.now());
             let mut ctx = WriteCtx {
                 conn: &self.conn,
                 now_ms,
+                events: &mut events,
                 ready: &mut ready,
                 tokens: &mut self.tokens,
                 rotation: &mut self.rotation,
@@ -529,6 +552,7 @@ impl Writer {
             for lease in &leases {
                 let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
             }
+            ctx.events.flush(ctx.conn)?;
             self.conn.execute_batch("COMMIT")?;
             Ok(())
         })();
@@ -704,6 +728,8 @@ struct BatchPlan {
     served: Vec<(usize, Claimed)>,
     /// The next due time as this batch leaves it, read inside its transaction (see `transaction`).
     next_due: Result<Option<i64>>,
+    /// What the batch did, for the metrics kept in memory.
+    totals: BatchTotals,
 }
 
 /// The timed work one batch should do.

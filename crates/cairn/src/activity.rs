@@ -1,0 +1,146 @@
+//! Reading the activity log: every job and worker transition, newest first, by job, worker, queue and time range.
+//! The writer appends it (see `ops/events.rs`); retention prunes it by age (`Retention::activity_max_age`).
+
+use jiff::Timestamp;
+use rusqlite::{Connection, named_params};
+
+use crate::clock::{from_millis, to_millis};
+use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::ops::events::ActivityKind;
+
+/// The most events one page holds.
+pub const MAX_ACTIVITY_PAGE: u32 = 1000;
+
+/// Which events to list. Filters combine with AND; an empty filter lists everything, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActivityFilter {
+    /// Only this job's events (served by an index: a job's story is cheap to read).
+    pub job: Option<JobId>,
+    /// Only events of this worker.
+    pub worker: Option<String>,
+    /// Only events in this queue.
+    pub queue: Option<String>,
+    /// Only events at or after this time.
+    pub since: Option<Timestamp>,
+    /// Only events before this time.
+    pub until: Option<Timestamp>,
+    /// Only events older than this id: the `next_before` of the previous page.
+    pub before: Option<i64>,
+    /// At most this many (1 to [`MAX_ACTIVITY_PAGE`]); 100 when 0.
+    pub limit: u32,
+}
+
+/// One transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActivityEvent {
+    /// Its position in the log: later events have higher ids.
+    pub id: i64,
+    /// When it happened.
+    pub at: Timestamp,
+    /// What happened.
+    pub kind: ActivityKind,
+    /// The job, for a job's transition.
+    pub job: Option<JobId>,
+    /// The job's queue (or, for an unfail, the queue the jobs went to).
+    pub queue: Option<String>,
+    /// The job's name.
+    pub name: Option<String>,
+    /// The worker, when one was involved.
+    pub worker: Option<String>,
+    /// An error message, a reason, a count.
+    pub detail: Option<String>,
+}
+
+/// A page of events, newest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ActivityPage {
+    /// The events.
+    pub events: Vec<ActivityEvent>,
+    /// Pass as `before` for the next page; `None` when this is the last.
+    pub next_before: Option<i64>,
+}
+
+/// A job's events through `activity_by_job`.
+const BY_JOB: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+     INDEXED BY activity_by_job WHERE job_id = :job AND id < :before \
+     AND (:worker IS NULL OR worker = :worker) AND (:queue IS NULL OR queue = :queue) \
+     AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
+
+/// Everything else walks the log from the newest event back: a time range, a worker or a queue filter what it
+/// reads, so an old range costs a walk over what is newer.
+const RECENT: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+     WHERE id < :before AND (:worker IS NULL OR worker = :worker) AND (:queue IS NULL OR queue = :queue) \
+     AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
+
+/// Lists events as `filter` says.
+pub(crate) fn list(conn: &Connection, filter: &ActivityFilter) -> Result<ActivityPage> {
+    let limit = match filter.limit {
+        0 => 100,
+        n if n <= MAX_ACTIVITY_PAGE => n,
+        n => {
+            return Err(Error::invalid(
+                "limit",
+                format!("must be between 1 and {MAX_ACTIVITY_PAGE}, got {n}"),
+            ));
+        }
+    };
+    if let (Some(since), Some(until)) = (filter.since, filter.until)
+        && since > until
+    {
+        return Err(Error::invalid(
+            "since",
+            format!("must not be after until ({until}), got {since}"),
+        ));
+    }
+    let sql = if filter.job.is_some() { BY_JOB } else { RECENT };
+    let mut stmt = conn.prepare_cached(sql)?;
+    let (before, since, until) = (
+        filter.before.unwrap_or(i64::MAX),
+        filter.since.map_or(i64::MIN, to_millis),
+        filter.until.map_or(i64::MAX, to_millis),
+    );
+    let fetch = i64::from(limit) + 1;
+    let job = filter.job.map(|j| j.0);
+    let mut params = named_params! {
+        ":before": before, ":worker": filter.worker, ":queue": filter.queue, ":since": since, ":until": until,
+        ":limit": fetch,
+    }
+    .to_vec();
+    if let Some(job) = &job {
+        params.push((":job", job as &dyn rusqlite::ToSql));
+    }
+    let mut events = stmt
+        .query_map(params.as_slice(), |r| {
+            let kind: String = r.get(2)?;
+            // A kind this version does not know was written by a newer Cairn: an error, not a guess.
+            let kind = ActivityKind::parse(&kind).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    2,
+                    rusqlite::types::Type::Text,
+                    format!("unknown activity event {kind:?}").into(),
+                )
+            })?;
+            Ok(ActivityEvent {
+                id: r.get(0)?,
+                at: from_millis(r.get(1)?),
+                kind,
+                job: r.get::<_, Option<i64>>(3)?.map(JobId),
+                queue: r.get(4)?,
+                name: r.get(5)?,
+                worker: r.get(6)?,
+                detail: r.get(7)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let next_before = if events.len() > limit as usize {
+        events.truncate(limit as usize);
+        events.last().map(|e| e.id)
+    } else {
+        None
+    };
+    Ok(ActivityPage {
+        events,
+        next_before,
+    })
+}

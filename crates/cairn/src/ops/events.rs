@@ -1,0 +1,517 @@
+//! What a transaction did to jobs and workers, recorded as it happens and written once, at its end: the activity
+//! log (a row per transition) and the statistics (per minute, queue and job name; histograms per hour; worker
+//! presence and busy time per hour). Writing once per batch turns thousands of transitions into a few upserts.
+//!
+//! Operations record through [`EventLog`], which lives in the [`WriteCtx`](crate::ops::WriteCtx). An operation
+//! that fails inside its savepoint has its events dropped with it ([`EventLog::mark`], [`EventLog::undo_to`]);
+//! a transaction that rolls back drops them all.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, named_params};
+
+use crate::error::Result;
+use crate::ops::HeldJob;
+
+/// One kind of transition in the activity log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ActivityKind {
+    /// A job was created (pushed, or created by a recurring template), or moved on to its next queue.
+    Added,
+    /// A worker took it.
+    Started,
+    /// Its lease ran out: its worker is gone or hung.
+    HeartbeatLost,
+    /// An attempt ended and another is scheduled.
+    Retried,
+    /// An attempt completed it.
+    Finished,
+    /// It failed for good (permanently, or out of attempts).
+    Failed,
+    /// It was cancelled (or deleted), or cancelled with a job it depended on.
+    Cancelled,
+    /// Its worker gave it back unrun (shutting down); the attempt does not count.
+    Released,
+    /// Someone ran it again with fresh attempts.
+    Requeued,
+    /// Failed jobs of a failure group went back to a queue (one row for the whole group; `detail` says how many).
+    Unfailed,
+    /// A worker took jobs or heartbeated for the first time, or again after it was stopped or lost.
+    WorkerStarted,
+    /// A worker said it stops.
+    WorkerStopped,
+    /// A worker gave no sign of life for [`WORKER_LOST_AFTER`].
+    WorkerLost,
+}
+
+/// A worker that gives no sign of life (a dequeue, even a waiting one, or a heartbeat) for this long counts as
+/// lost. Longer than a long poll (a day at most, but servers cap it at a minute by default) is not needed: a
+/// waiting worker is seen when its poll starts.
+pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+impl ActivityKind {
+    /// Every kind.
+    pub const ALL: [ActivityKind; 13] = [
+        ActivityKind::Added,
+        ActivityKind::Started,
+        ActivityKind::HeartbeatLost,
+        ActivityKind::Retried,
+        ActivityKind::Finished,
+        ActivityKind::Failed,
+        ActivityKind::Cancelled,
+        ActivityKind::Released,
+        ActivityKind::Requeued,
+        ActivityKind::Unfailed,
+        ActivityKind::WorkerStarted,
+        ActivityKind::WorkerStopped,
+        ActivityKind::WorkerLost,
+    ];
+
+    /// The name as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActivityKind::Added => "added",
+            ActivityKind::Started => "started",
+            ActivityKind::HeartbeatLost => "heartbeat_lost",
+            ActivityKind::Retried => "retried",
+            ActivityKind::Finished => "finished",
+            ActivityKind::Failed => "failed",
+            ActivityKind::Cancelled => "cancelled",
+            ActivityKind::Released => "released",
+            ActivityKind::Requeued => "requeued",
+            ActivityKind::Unfailed => "unfailed",
+            ActivityKind::WorkerStarted => "worker_started",
+            ActivityKind::WorkerStopped => "worker_stopped",
+            ActivityKind::WorkerLost => "worker_lost",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<ActivityKind> {
+        ActivityKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ActivityKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One transition, as recorded during the transaction.
+#[derive(Debug, Clone)]
+struct Recorded {
+    at: i64,
+    kind: ActivityKind,
+    job: Option<i64>,
+    queue: Option<String>,
+    name: Option<String>,
+    worker: Option<String>,
+    detail: Option<String>,
+    /// ready → started, for a start.
+    wait_ms: Option<i64>,
+    /// started → ended, for an attempt its worker ended (finished, retried or failed by the worker).
+    run_ms: Option<i64>,
+    /// added → finished or failed for good.
+    service_ms: Option<i64>,
+}
+
+impl Recorded {
+    fn new(at: i64, kind: ActivityKind) -> Recorded {
+        Recorded {
+            at,
+            kind,
+            job: None,
+            queue: None,
+            name: None,
+            worker: None,
+            detail: None,
+            wait_ms: None,
+            run_ms: None,
+            service_ms: None,
+        }
+    }
+}
+
+/// A job as the log names it.
+pub(crate) struct JobRef<'a> {
+    pub id: i64,
+    pub queue: &'a str,
+    pub name: &'a str,
+}
+
+impl<'a> From<&'a HeldJob> for JobRef<'a> {
+    fn from(held: &'a HeldJob) -> Self {
+        JobRef {
+            id: held.id.0,
+            queue: &held.queue,
+            name: &held.name,
+        }
+    }
+}
+
+/// What the current transaction did, to write at its end.
+#[derive(Debug, Default)]
+pub(crate) struct EventLog {
+    events: Vec<Recorded>,
+    /// (worker, from, to): a stretch of time a worker was there.
+    presence: Vec<(String, i64, i64)>,
+}
+
+/// A point in an [`EventLog`] to go back to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark(usize, usize);
+
+impl EventLog {
+    pub fn mark(&self) -> Mark {
+        Mark(self.events.len(), self.presence.len())
+    }
+
+    /// Forgets what was recorded after `mark` (the operation it belonged to was rolled back).
+    pub fn undo_to(&mut self, mark: Mark) {
+        self.events.truncate(mark.0);
+        self.presence.truncate(mark.1);
+    }
+
+    /// Forgets everything (the transaction was rolled back).
+    pub fn clear(&mut self) {
+        self.events.clear();
+        self.presence.clear();
+    }
+
+    /// A job transition, with an optional worker and detail.
+    pub fn job(
+        &mut self,
+        at: i64,
+        kind: ActivityKind,
+        job: JobRef<'_>,
+        worker: Option<&str>,
+        detail: Option<&str>,
+    ) {
+        let mut event = Recorded::new(at, kind);
+        event.job = Some(job.id);
+        event.queue = Some(job.queue.to_owned());
+        event.name = Some(job.name.to_owned());
+        event.worker = worker.map(str::to_owned);
+        event.detail = detail.map(str::to_owned);
+        self.events.push(event);
+    }
+
+    /// A worker took a job that was ready since `ready_at`.
+    pub fn started(&mut self, at: i64, job: JobRef<'_>, worker: &str, ready_at: i64) {
+        self.job(at, ActivityKind::Started, job, Some(worker), None);
+        self.last().wait_ms = Some((at - ready_at).max(0));
+    }
+
+    /// The held attempt ended as `kind` (finished, retried or failed), ended by its worker when `by_worker` (its
+    /// run time counts then; not after a lost lease). `final_end`: the job has ended (finished or failed for good),
+    /// so its service time counts.
+    pub fn attempt_ended(
+        &mut self,
+        at: i64,
+        kind: ActivityKind,
+        held: &HeldJob,
+        by_worker: bool,
+        final_end: bool,
+        detail: Option<&str>,
+    ) {
+        self.job(at, kind, held.into(), Some(&held.worker), detail);
+        let event = self.last();
+        if by_worker && held.attempt_started_at > 0 {
+            event.run_ms = Some((at - held.attempt_started_at).max(0));
+        }
+        if final_end {
+            // A recurring job's run is added at its slot; any other job when it was created.
+            let added = if held.schedule.is_some() {
+                held.slot_at
+            } else {
+                held.created_at
+            };
+            event.service_ms = Some((at - added).max(0));
+        }
+    }
+
+    /// A transition that names no job (unfail of a group) or only a worker.
+    pub fn other(
+        &mut self,
+        at: i64,
+        kind: ActivityKind,
+        queue: Option<&str>,
+        worker: Option<&str>,
+        detail: Option<&str>,
+    ) {
+        let mut event = Recorded::new(at, kind);
+        event.queue = queue.map(str::to_owned);
+        event.worker = worker.map(str::to_owned);
+        event.detail = detail.map(str::to_owned);
+        self.events.push(event);
+    }
+
+    /// `worker` was there from `from` to `to`.
+    pub fn present(&mut self, worker: &str, from: i64, to: i64) {
+        if to > from {
+            self.presence.push((worker.to_owned(), from, to));
+        }
+    }
+
+    fn last(&mut self) -> &mut Recorded {
+        self.events.last_mut().expect("just pushed")
+    }
+
+    /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
+    /// the queue keeps in memory once the transaction commits.
+    pub fn flush(&mut self, conn: &Connection) -> Result<BatchTotals> {
+        let mut totals = BatchTotals::default();
+        if self.events.is_empty() && self.presence.is_empty() {
+            return Ok(totals);
+        }
+        let mut insert = conn.prepare_cached(INSERT_ACTIVITY)?;
+        for e in &self.events {
+            insert.execute(named_params! {
+                ":at": e.at, ":event": e.kind.as_str(), ":job": e.job, ":queue": e.queue, ":name": e.name,
+                ":worker": e.worker, ":detail": e.detail,
+            })?;
+        }
+        let mut minutes: HashMap<(i64, &str, &str), Counts> = HashMap::new();
+        let mut histogram: HashMap<(i64, &str, &str, &'static str, i64), i64> = HashMap::new();
+        let mut busy: HashMap<(i64, &str, &str), (i64, i64)> = HashMap::new();
+        for e in &self.events {
+            let (Some(queue), Some(name)) = (e.queue.as_deref(), e.name.as_deref()) else {
+                continue;
+            };
+            let counts = minutes
+                .entry((floor(e.at, MINUTE), queue, name))
+                .or_default();
+            counts.count(e.kind);
+            let hour = floor(e.at, HOUR);
+            if let Some(wait) = e.wait_ms {
+                counts.wait.add(wait);
+                *histogram
+                    .entry((hour, queue, name, "wait", bucket(wait)))
+                    .or_default() += 1;
+            }
+            if let Some(run) = e.run_ms {
+                counts.run.add(run);
+                *histogram
+                    .entry((hour, queue, name, "run", bucket(run)))
+                    .or_default() += 1;
+                if let Some(worker) = e.worker.as_deref() {
+                    let entry = busy.entry((hour, worker, queue)).or_default();
+                    entry.0 += run;
+                    entry.1 += 1;
+                }
+            }
+            if let Some(service) = e.service_ms {
+                counts.service.add(service);
+            }
+            totals.add(queue, name, e);
+        }
+        let mut upsert = conn.prepare_cached(UPSERT_MINUTE)?;
+        for ((minute, queue, name), c) in &minutes {
+            upsert.execute(named_params! {
+                ":minute": minute, ":queue": queue, ":name": name,
+                ":added": c.added, ":started": c.started, ":finished": c.finished, ":retried": c.retried,
+                ":failed": c.failed,
+                ":wait_count": c.wait.count, ":wait_sum": c.wait.sum, ":wait_sumsq": c.wait.sumsq,
+                ":wait_min": c.wait.min, ":wait_max": c.wait.max,
+                ":run_count": c.run.count, ":run_sum": c.run.sum, ":run_sumsq": c.run.sumsq,
+                ":run_min": c.run.min, ":run_max": c.run.max,
+                ":service_count": c.service.count, ":service_sum": c.service.sum,
+                ":service_min": c.service.min, ":service_max": c.service.max,
+            })?;
+        }
+        let mut upsert = conn.prepare_cached(UPSERT_HISTOGRAM)?;
+        for ((hour, queue, name, metric, bucket), count) in &histogram {
+            upsert.execute(named_params! {
+                ":hour": hour, ":queue": queue, ":name": name, ":metric": metric, ":bucket": bucket, ":count": count,
+            })?;
+        }
+        let mut upsert = conn.prepare_cached(UPSERT_WORKER_HOUR)?;
+        for ((hour, worker, queue), (busy_ms, attempts)) in &busy {
+            upsert.execute(named_params! {
+                ":hour": hour, ":worker": worker, ":queue": queue, ":present": 0, ":busy": busy_ms,
+                ":attempts": attempts,
+            })?;
+        }
+        for (worker, from, to) in &self.presence {
+            // Split the stretch at hour boundaries, so each hour gets its share.
+            let mut start = *from;
+            while start < *to {
+                let hour = floor(start, HOUR);
+                let end = (*to).min(hour + HOUR);
+                upsert.execute(named_params! {
+                    ":hour": hour, ":worker": worker, ":queue": "", ":present": end - start, ":busy": 0,
+                    ":attempts": 0,
+                })?;
+                start = end;
+            }
+        }
+        self.clear();
+        Ok(totals)
+    }
+}
+
+const MINUTE: i64 = 60_000;
+const HOUR: i64 = 3_600_000;
+const DAY: i64 = 24 * HOUR;
+
+/// The start of the `unit`-long period holding `at`.
+fn floor(at: i64, unit: i64) -> i64 {
+    at.div_euclid(unit) * unit
+}
+
+/// The histogram bucket of a duration, as its lower bound: qless's resolution (seconds under a minute, minutes
+/// under an hour, hours under a day, then days).
+pub(crate) fn bucket(ms: i64) -> i64 {
+    let unit = match ms {
+        ..MINUTE => 1000,
+        MINUTE..HOUR => MINUTE,
+        HOUR..DAY => HOUR,
+        _ => DAY,
+    };
+    floor(ms.max(0), unit)
+}
+
+/// The upper bound of the bucket whose lower bound is `lower`.
+pub(crate) fn bucket_end(lower: i64) -> i64 {
+    lower
+        + match lower {
+            ..MINUTE => 1000,
+            MINUTE..HOUR => MINUTE,
+            HOUR..DAY => HOUR,
+            _ => DAY,
+        }
+}
+
+/// count, sum, sum of squares, min and max of some durations.
+#[derive(Debug, Default, Clone, Copy)]
+struct Moments {
+    count: i64,
+    sum: f64,
+    sumsq: f64,
+    min: Option<i64>,
+    max: Option<i64>,
+}
+
+impl Moments {
+    fn add(&mut self, ms: i64) {
+        self.count += 1;
+        self.sum += ms as f64;
+        self.sumsq += (ms as f64) * (ms as f64);
+        self.min = Some(self.min.map_or(ms, |m| m.min(ms)));
+        self.max = Some(self.max.map_or(ms, |m| m.max(ms)));
+    }
+}
+
+/// One minute's counts for one queue and name.
+#[derive(Debug, Default)]
+struct Counts {
+    added: i64,
+    started: i64,
+    finished: i64,
+    retried: i64,
+    failed: i64,
+    wait: Moments,
+    run: Moments,
+    service: Moments,
+}
+
+impl Counts {
+    fn count(&mut self, kind: ActivityKind) {
+        match kind {
+            ActivityKind::Added => self.added += 1,
+            ActivityKind::Started => self.started += 1,
+            ActivityKind::Finished => self.finished += 1,
+            ActivityKind::Retried => self.retried += 1,
+            ActivityKind::Failed => self.failed += 1,
+            _ => {}
+        }
+    }
+}
+
+/// What one transaction added, per queue and name: for the in-memory metrics.
+#[derive(Debug, Default)]
+pub(crate) struct BatchTotals {
+    pub jobs: HashMap<(String, String), JobTotals>,
+}
+
+/// Transition counts and observed durations of one queue and name.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct JobTotals {
+    /// Counts by kind, in [`ActivityKind::ALL`] order.
+    pub counts: [u64; ActivityKind::ALL.len()],
+    pub wait_ms: Vec<i64>,
+    pub run_ms: Vec<i64>,
+}
+
+impl BatchTotals {
+    fn add(&mut self, queue: &str, name: &str, e: &Recorded) {
+        let totals = self
+            .jobs
+            .entry((queue.to_owned(), name.to_owned()))
+            .or_default();
+        let index = ActivityKind::ALL
+            .iter()
+            .position(|k| *k == e.kind)
+            .expect("every kind is in ALL");
+        totals.counts[index] += 1;
+        totals.wait_ms.extend(e.wait_ms);
+        totals.run_ms.extend(e.run_ms);
+    }
+}
+
+const INSERT_ACTIVITY: &str = "INSERT INTO activity (at, event, job_id, queue, name, worker, detail) \
+     VALUES (:at, :event, :job, :queue, :name, :worker, :detail)";
+
+/// Adds to a minute's row; a min or max that is NULL on one side takes the other.
+const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue, name, added, started, finished, retried, \
+     failed, wait_count, wait_sum, wait_sumsq, wait_min, wait_max, run_count, run_sum, run_sumsq, run_min, run_max, \
+     service_count, service_sum, service_min, service_max) VALUES (:minute, :queue, :name, :added, :started, \
+     :finished, :retried, :failed, :wait_count, :wait_sum, :wait_sumsq, :wait_min, :wait_max, :run_count, :run_sum, \
+     :run_sumsq, :run_min, :run_max, :service_count, :service_sum, :service_min, :service_max) \
+     ON CONFLICT (minute, queue, name) DO UPDATE SET added = added + excluded.added, \
+     started = started + excluded.started, finished = finished + excluded.finished, \
+     retried = retried + excluded.retried, failed = failed + excluded.failed, \
+     wait_count = wait_count + excluded.wait_count, wait_sum = wait_sum + excluded.wait_sum, \
+     wait_sumsq = wait_sumsq + excluded.wait_sumsq, \
+     wait_min = COALESCE(MIN(wait_min, excluded.wait_min), wait_min, excluded.wait_min), \
+     wait_max = COALESCE(MAX(wait_max, excluded.wait_max), wait_max, excluded.wait_max), \
+     run_count = run_count + excluded.run_count, run_sum = run_sum + excluded.run_sum, \
+     run_sumsq = run_sumsq + excluded.run_sumsq, \
+     run_min = COALESCE(MIN(run_min, excluded.run_min), run_min, excluded.run_min), \
+     run_max = COALESCE(MAX(run_max, excluded.run_max), run_max, excluded.run_max), \
+     service_count = service_count + excluded.service_count, service_sum = service_sum + excluded.service_sum, \
+     service_min = COALESCE(MIN(service_min, excluded.service_min), service_min, excluded.service_min), \
+     service_max = COALESCE(MAX(service_max, excluded.service_max), service_max, excluded.service_max)";
+
+const UPSERT_HISTOGRAM: &str = "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count) \
+     VALUES (:hour, :queue, :name, :metric, :bucket, :count) \
+     ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = count + excluded.count";
+
+const UPSERT_WORKER_HOUR: &str = "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts) \
+     VALUES (:hour, :worker, :queue, :present, :busy, :attempts) \
+     ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = present_ms + excluded.present_ms, \
+     busy_ms = busy_ms + excluded.busy_ms, attempts = attempts + excluded.attempts";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_have_qless_resolution() {
+        assert_eq!(bucket(0), 0);
+        assert_eq!(bucket(999), 0);
+        assert_eq!(bucket(1000), 1000);
+        assert_eq!(bucket(59_999), 59_000);
+        assert_eq!(bucket(60_000), 60_000);
+        assert_eq!(bucket(119_999), 60_000);
+        assert_eq!(bucket(HOUR - 1), HOUR - MINUTE);
+        assert_eq!(bucket(HOUR + 5), HOUR);
+        assert_eq!(bucket(DAY * 3 + 7), DAY * 3);
+        assert_eq!(bucket(-5), 0);
+        for lower in [0, 59_000, 60_000, HOUR - MINUTE, HOUR, DAY - HOUR, DAY] {
+            assert_eq!(bucket(bucket_end(lower) - 1), lower);
+            assert_eq!(bucket(bucket_end(lower)), bucket_end(lower));
+        }
+    }
+}

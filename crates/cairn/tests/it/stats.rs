@@ -1,0 +1,367 @@
+//! Statistics and the activity log, checked against values computed by hand on a manual clock.
+
+use std::time::Duration;
+
+use cairn::{
+    ActivityFilter, ActivityKind, ConfigKey, ConfigValue, Dequeue, HistogramBucket, Push,
+    StatsPeriod, StatsQuery,
+};
+
+use crate::harness::TestQueue;
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+fn buckets(seconds: &[u64]) -> Vec<HistogramBucket> {
+    seconds
+        .iter()
+        .map(|&s| HistogramBucket {
+            from: secs(s),
+            to: secs(s + 1),
+            count: 1,
+        })
+        .collect()
+}
+
+/// Three `mail` jobs and a `report`, pushed at 00:00:00. One worker takes `a` at +10 s and finishes it at +12 s,
+/// takes `b` at +12 s and retries it at +15 s, takes `c` at +15 s and fails it at +16 s, and asks again at +16 s.
+async fn three_attempts() -> (TestQueue, [cairn::JobId; 3]) {
+    let t = TestQueue::new().await;
+    let ids = [
+        t.push("mail").await,
+        t.push("mail").await,
+        t.push("mail").await,
+    ];
+    t.queue
+        .enqueue(Push::new("report").queue("reports"))
+        .await
+        .unwrap();
+    t.advance(secs(10));
+    let a = t.take("w").await.unwrap();
+    t.advance(secs(2));
+    t.queue.finish(&a.lease, None).await.unwrap();
+    let b = t.take("w").await.unwrap();
+    t.advance(secs(3));
+    t.queue.retry(&b.lease, "smtp timeout", None).await.unwrap();
+    let c = t.take("w").await.unwrap();
+    t.advance(secs(1));
+    t.queue
+        .fail(&c.lease, "bounced", "no such user")
+        .await
+        .unwrap();
+    assert!(t.take("w").await.is_none());
+    (t, ids)
+}
+
+#[tokio::test]
+async fn wait_run_and_service_times_match_the_hand_computed_values() {
+    let (t, _) = three_attempts().await;
+    let stats = t
+        .queue
+        .stats(StatsQuery {
+            period: StatsPeriod::Hour,
+            queue: Some("default".into()),
+            name: Some("mail".into()),
+        })
+        .await
+        .unwrap();
+    let totals = stats.totals;
+    assert_eq!(
+        (
+            totals.added,
+            totals.started,
+            totals.finished,
+            totals.retried,
+            totals.failed
+        ),
+        (3, 3, 1, 1, 1)
+    );
+    // Waits 10, 12 and 15 s: mean 37/3 s, population deviation sqrt(38/9) s.
+    assert_eq!(stats.wait.count, 3);
+    let mean = stats.wait.mean.unwrap().as_secs_f64();
+    assert!((mean - 37.0 / 3.0).abs() < 1e-9, "{mean}");
+    let stddev = stats.wait.stddev.unwrap().as_secs_f64();
+    assert!((stddev - (38.0f64 / 9.0).sqrt()).abs() < 1e-6, "{stddev}");
+    assert_eq!(
+        (stats.wait.min, stats.wait.max),
+        (Some(secs(10)), Some(secs(15)))
+    );
+    assert_eq!(stats.wait.histogram, buckets(&[10, 12, 15]));
+    // Runs 2, 3 and 1 s, each ended by the worker.
+    assert_eq!(stats.run.count, 3);
+    assert_eq!(stats.run.mean, Some(secs(2)));
+    assert_eq!(
+        (stats.run.min, stats.run.max),
+        (Some(secs(1)), Some(secs(3)))
+    );
+    assert_eq!(stats.run.histogram, buckets(&[1, 2, 3]));
+    // Service: a finished after 12 s, c failed after 16 s; b is not done.
+    assert_eq!(stats.service.count, 2);
+    assert_eq!(stats.service.mean, Some(secs(14)));
+    assert_eq!(
+        (stats.service.min, stats.service.max),
+        (Some(secs(12)), Some(secs(16)))
+    );
+    // The series: 60 one-minute points ending with the current minute, which holds everything.
+    assert_eq!(stats.series.len(), 60);
+    assert_eq!(stats.bucket, secs(60));
+    let last = stats.series.last().unwrap();
+    assert_eq!(last.at, crate::harness::start_time());
+    assert_eq!(last.counts, totals);
+    assert_eq!(last.wait_max, Some(secs(15)));
+    assert_eq!(last.run_mean, Some(secs(2)));
+    assert!(stats.series[..59].iter().all(|p| p.counts.added == 0));
+
+    // The in-memory metrics saw the same.
+    let metrics = t.queue.metrics();
+    let mail = &metrics.jobs[&("default".to_owned(), "mail".to_owned())];
+    assert_eq!(
+        (
+            mail.count(ActivityKind::Added),
+            mail.count(ActivityKind::Finished),
+            mail.count(ActivityKind::Retried),
+            mail.count(ActivityKind::Failed)
+        ),
+        (3, 1, 1, 1)
+    );
+    assert_eq!((mail.wait.count, mail.wait.sum_seconds), (3, 37.0));
+    assert_eq!((mail.run.count, mail.run.sum_seconds), (3, 6.0));
+    assert_eq!(
+        (mail.wait.buckets[10], mail.wait.buckets[11]),
+        (1, 2),
+        "10 s is within the 10 s bound; 12 and 15 s within 30 s"
+    );
+
+    // Without filters, the report counts too; another queue alone has only it.
+    let all = t.queue.stats(StatsQuery::default()).await.unwrap();
+    assert_eq!(all.totals.added, 4);
+    let reports = t
+        .queue
+        .stats(StatsQuery {
+            queue: Some("reports".into()),
+            ..StatsQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!((reports.totals.added, reports.totals.started), (1, 0));
+    assert_eq!(reports.wait.mean, None);
+
+    // A day later the hour is empty, but the day and the week still hold it.
+    t.advance(secs(3600));
+    let hour = t.queue.stats(StatsQuery::default()).await.unwrap();
+    assert_eq!(hour.totals.added, 0);
+    for period in [StatsPeriod::Day, StatsPeriod::Week] {
+        let stats = t
+            .queue
+            .stats(StatsQuery {
+                period,
+                ..StatsQuery::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(stats.totals.added, 4, "{period:?}");
+        assert_eq!(stats.series.len(), period.points() as usize);
+        assert_eq!(stats.bucket, secs(3600));
+    }
+    t.close().await;
+}
+
+#[tokio::test]
+async fn worker_utilization_is_busy_time_over_presence() {
+    let (t, _) = three_attempts().await;
+    let usage = t.queue.worker_stats(StatsPeriod::Hour).await.unwrap();
+    // Seen at +10, +12, +15 and +16 s: present 6 s; busy 2 + 3 + 1 s.
+    assert_eq!(usage.workers.len(), 1);
+    let w = &usage.workers[0];
+    assert_eq!(
+        (w.worker.as_str(), w.present, w.busy, w.attempts),
+        ("w", secs(6), secs(6), 3)
+    );
+    assert_eq!(w.utilization, Some(1.0));
+    assert_eq!(usage.queues.len(), 1);
+    assert_eq!(usage.queues[0].queue, "default");
+    assert_eq!(usage.queues[0].busy, secs(6));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn the_activity_log_tells_each_jobs_story_and_the_workers() {
+    let (t, ids) = three_attempts().await;
+    let story = |job| {
+        let queue = t.queue.clone();
+        async move {
+            queue
+                .activity(ActivityFilter {
+                    job: Some(job),
+                    ..ActivityFilter::default()
+                })
+                .await
+                .unwrap()
+                .events
+        }
+    };
+    let a = story(ids[0]).await;
+    let kinds: Vec<_> = a.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ActivityKind::Finished,
+            ActivityKind::Started,
+            ActivityKind::Added
+        ]
+    );
+    assert_eq!(a[0].worker.as_deref(), Some("w"));
+    assert_eq!(a[0].at, crate::harness::start_time() + secs(12));
+    assert_eq!(
+        (a[2].queue.as_deref(), a[2].name.as_deref()),
+        (Some("default"), Some("mail"))
+    );
+    let b = story(ids[1]).await;
+    assert_eq!(b[0].kind, ActivityKind::Retried);
+    assert_eq!(b[0].detail.as_deref(), Some("smtp timeout"));
+    let c = story(ids[2]).await;
+    assert_eq!(c[0].kind, ActivityKind::Failed);
+    assert_eq!(c[0].detail.as_deref(), Some("bounced: no such user"));
+
+    // Filters: by worker, by queue, by time; paging newest first.
+    let by_worker = t
+        .queue
+        .activity(ActivityFilter {
+            worker: Some("w".into()),
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    assert_eq!(by_worker.last().unwrap().kind, ActivityKind::WorkerStarted);
+    assert_eq!(by_worker.len(), 7, "started, 3 starts, 3 ends");
+    let reports = t
+        .queue
+        .activity(ActivityFilter {
+            queue: Some("reports".into()),
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    assert_eq!(reports.len(), 1);
+    let late = t
+        .queue
+        .activity(ActivityFilter {
+            since: Some(crate::harness::start_time() + secs(15)),
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    let kinds: Vec<_> = late.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            ActivityKind::Failed,
+            ActivityKind::Started,
+            ActivityKind::Retried
+        ]
+    );
+    let first = t
+        .queue
+        .activity(ActivityFilter {
+            limit: 2,
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(first.events.len(), 2);
+    let rest = t
+        .queue
+        .activity(ActivityFilter {
+            before: first.next_before,
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(rest.events.len(), 9, "11 events in all");
+    assert_eq!(rest.next_before, None);
+    assert!(rest.events[0].id < first.events[1].id);
+
+    // Silent for five minutes, the worker is lost; back again, it starts again.
+    t.advance(secs(6 * 60));
+    t.queue.sqlite_settings().await.unwrap(); // a round trip through the writer: the housekeeping runs
+    let page = t
+        .queue
+        .activity(ActivityFilter {
+            worker: Some("w".into()),
+            limit: 1,
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.events[0].kind, ActivityKind::WorkerLost);
+    t.queue.dequeue(Dequeue::new("w")).await.unwrap();
+    t.queue.worker_stopped("w").await.unwrap();
+    let kinds: Vec<_> = t
+        .queue
+        .activity(ActivityFilter {
+            worker: Some("w".into()),
+            limit: 3,
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| e.kind)
+        .collect();
+    // It took the retried job back: started again, took it, stopped.
+    assert_eq!(
+        kinds,
+        [
+            ActivityKind::WorkerStopped,
+            ActivityKind::Started,
+            ActivityKind::WorkerStarted
+        ]
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn old_activity_and_statistics_are_pruned_by_age() {
+    let (t, _) = three_attempts().await;
+    t.queue
+        .set_config(ConfigKey::ActivityMaxAge, ConfigValue::Duration(secs(600)))
+        .await
+        .unwrap();
+    t.queue
+        .set_config(ConfigKey::StatsMaxAge, ConfigValue::Duration(secs(3600)))
+        .await
+        .unwrap();
+    t.advance(secs(2 * 3600));
+    t.queue.sqlite_settings().await.unwrap();
+    let page = t.queue.activity(ActivityFilter::default()).await.unwrap();
+    assert!(
+        page.events
+            .iter()
+            .all(|e| e.kind == ActivityKind::WorkerLost),
+        "{page:?}"
+    );
+    let week = t
+        .queue
+        .stats(StatsQuery {
+            period: StatsPeriod::Week,
+            ..StatsQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(week.totals.added, 0);
+    assert!(week.wait.histogram.is_empty());
+    assert!(
+        t.queue
+            .worker_stats(StatsPeriod::Week)
+            .await
+            .unwrap()
+            .workers
+            .is_empty()
+    );
+    t.close().await;
+}
