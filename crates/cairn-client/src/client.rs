@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use cairn::{
-    ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey, ConfigValue, Dequeue,
-    Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, Job, JobFilter, JobId, JobPage,
-    JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo, Result, Retry, Unfail,
-    WorkerInfo,
+    ActivityFilter, ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey,
+    ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, Job, JobFilter,
+    JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo, Result,
+    Retry, StatsPeriod, StatsQuery, Unfail, WorkerInfo,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -16,14 +16,14 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::wire::{
-    AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody, ConfigListBody,
-    ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody,
-    EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest, HealthBody,
-    HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
+    ActivityPageBody, AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody,
+    ConfigListBody, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
+    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest,
+    HealthBody, HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
     PriorityRequest, PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest,
     RecurringBody, RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest,
-    RetryRequest, SetConfigRequest, SetDataRequest, StateBody, TagsRequest, UnfailBody,
-    UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
+    RetryRequest, SetConfigRequest, SetDataRequest, StateBody, StatsBody, TagsRequest, UnfailBody,
+    UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 
 /// How long an ordinary call may take before the client gives up on it.
@@ -678,6 +678,76 @@ impl Client {
             )
             .await?;
         Ok(body.moved)
+    }
+
+    /// Statistics over the last hour, day or week, in their wire form; see [`cairn::Queue::stats`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn stats_body(&self, query: &StatsQuery) -> Result<StatsBody> {
+        let mut path = format!("/v1/stats?period={}", query.period.as_str());
+        for (name, value) in [("queue", &query.queue), ("name", &query.name)] {
+            if let Some(value) = value {
+                path.push_str(&format!("&{name}={}", encode_query_value(value)));
+            }
+        }
+        self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// Worker utilization, in its wire form; see [`cairn::Queue::worker_stats`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn worker_stats_body(&self, period: StatsPeriod) -> Result<WorkerStatsBody> {
+        let path = format!("/v1/stats/workers?period={}", period.as_str());
+        self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// A page of the activity log, in its wire form; see [`cairn::Queue::activity`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn activity_body(&self, filter: &ActivityFilter) -> Result<ActivityPageBody> {
+        let mut query = Vec::new();
+        if let Some(job) = filter.job {
+            query.push(format!("job={job}"));
+        }
+        for (name, value) in [("worker", &filter.worker), ("queue", &filter.queue)] {
+            if let Some(value) = value {
+                query.push(format!("{name}={}", encode_query_value(value)));
+            }
+        }
+        for (name, value) in [("since", filter.since), ("until", filter.until)] {
+            if let Some(at) = value {
+                query.push(format!("{name}={}", encode_query_value(&at.to_string())));
+            }
+        }
+        if let Some(before) = filter.before {
+            query.push(format!("before={before}"));
+        }
+        if filter.limit > 0 {
+            query.push(format!("limit={}", filter.limit));
+        }
+        let path = if query.is_empty() {
+            "/v1/activity".to_owned()
+        } else {
+            format!("/v1/activity?{}", query.join("&"))
+        };
+        self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// Says the worker stops; see [`cairn::Queue::worker_stopped`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn worker_stopped(&self, worker: &str) -> Result<()> {
+        let path = format!("/v1/workers/{}/stop", encode_query_value(worker));
+        self.post::<_, EmptyBody>(&path, &EmptyBody {})
+            .await
+            .map(drop)
     }
 
     /// Every engine option that can change at run time; see [`cairn::Queue::config`].

@@ -40,7 +40,7 @@ pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
 use crate::openapi::ApiDoc;
-use crate::routes::{config, health, jobs, leases, queues, recurring, workers};
+use crate::routes::{config, health, jobs, leases, queues, recurring, stats, workers};
 
 /// The API's routes and their OpenAPI document, built from the same lists.
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
@@ -86,6 +86,11 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             config::set_config,
             config::unset_config
         ))
+        .routes(routes!(stats::stats))
+        .routes(routes!(stats::worker_stats))
+        .routes(routes!(stats::activity))
+        .routes(routes!(stats::metrics))
+        .routes(routes!(workers::stop_worker))
         .routes(routes!(health::health))
         .split_for_parts()
 }

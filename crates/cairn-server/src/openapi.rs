@@ -21,6 +21,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
         (name = "queues", description = "Operate queues: counts by state, pause and resume, peek; failure groups and unfail"),
         (name = "recurring", description = "Cron templates that create a job at every slot"),
         (name = "config", description = "The engine's options, read and changed at run time"),
+        (name = "stats", description = "Statistics, worker utilization, the activity log, Prometheus metrics"),
         (name = "server", description = "The server itself"),
     )
 )]

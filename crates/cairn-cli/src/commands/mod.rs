@@ -2,7 +2,8 @@
 //! `checkpoint`, `finish`, `retry`, `fail`), management (`cancel`, `delete`, `priority`, `reschedule`,
 //! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), operating queues (`queues`, `queue
 //! pause|resume|peek|limit|rate|aging`, `failures`, `unfail`, `workers`), cron templates (`recurring
-//! set|list|remove`), and the engine's options at run time (`config list|get|set|unset`).
+//! set|list|remove`), the engine's options at run time (`config list|get|set|unset`), and seeing the queue
+//! (`stats`, `activity`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -36,6 +37,7 @@ mod push;
 mod queues;
 mod recurring;
 mod show;
+mod stats;
 mod tag;
 mod track;
 mod workers;
@@ -56,6 +58,7 @@ pub use push::PushArgs;
 pub use queues::{QueueArgs, QueueCommand, QueuesArgs};
 pub use recurring::{RecurringArgs, RecurringCommand};
 pub use show::ShowArgs;
+pub use stats::{ActivityArgs, StatsArgs};
 pub use tag::TagArgs;
 pub use track::TrackArgs;
 pub use workers::WorkersArgs;
@@ -158,6 +161,13 @@ pub enum ClientCommand {
     /// `get`, `set`, `unset`. Values set are stored and win over the server's flags until unset.
     #[command(after_long_help = EXIT_CODES)]
     Config(ConfigArgs),
+    /// Statistics over the last hour, day or week: jobs added, started, finished, retried and failed, and their
+    /// wait, run and service times (`--json` adds the series and histograms).
+    #[command(after_long_help = EXIT_CODES)]
+    Stats(StatsArgs),
+    /// The activity log, newest first: every job and worker transition, by job, worker, queue and time.
+    #[command(after_long_help = EXIT_CODES)]
+    Activity(ActivityArgs),
 }
 
 /// Runs a client command.
@@ -172,6 +182,8 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::SetData(args) => args.run().await,
         ClientCommand::Recurring(args) => args.run().await,
         ClientCommand::Config(args) => args.run().await,
+        ClientCommand::Stats(args) => args.run().await,
+        ClientCommand::Activity(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Tag(args) => args.run().await,
         ClientCommand::Track(args) => args.run(true).await,

@@ -579,6 +579,8 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
     assert_eq!(
         paths,
         [
+            "/metrics",
+            "/v1/activity",
             "/v1/config",
             "/v1/config/{key}",
             "/v1/dequeue",
@@ -613,7 +615,10 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/queues/{queue}/resume",
             "/v1/recurring",
             "/v1/recurring/{key}",
+            "/v1/stats",
+            "/v1/stats/workers",
             "/v1/workers",
+            "/v1/workers/{worker}/stop",
         ]
     );
 
@@ -903,6 +908,15 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         &body,
         "config set",
     );
+    for path in ["/v1/stats", "/v1/stats/workers", "/v1/activity"] {
+        let (status, body) = raw(reqwest::Method::GET, format!("{url}{path}"), None, None).await;
+        check_schema(
+            &doc,
+            response_schema(&doc, "get", path, status),
+            &body,
+            path,
+        );
+    }
     let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/config"), None, None).await;
     check_schema(
         &doc,

@@ -11,5 +11,6 @@ mod harness;
 mod http;
 mod queues;
 mod schedule;
+mod stats;
 mod work;
 mod workflow;

@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::JobPath;
+use crate::routes::{JobPath, bool_param, id_param};
 use crate::state::AppState;
 
 /// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key.
@@ -162,28 +162,6 @@ pub async fn list_jobs(
         jobs: page.jobs.iter().map(JobBody::from).collect(),
         next: page.next.map(|id| id.0),
     }))
-}
-
-/// A job id given as a query parameter.
-fn id_param(name: &'static str, text: &str) -> Result<JobId, ApiError> {
-    crate::routes::job_id(text).map_err(|_| {
-        ApiError::invalid(
-            name,
-            format!("must be a job id (a positive integer), got {text:?}"),
-        )
-    })
-}
-
-/// A boolean given as a query parameter: `true` or `false`, nothing else.
-fn bool_param(name: &'static str, text: &str) -> Result<bool, ApiError> {
-    match text {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(ApiError::invalid(
-            name,
-            format!("must be true or false, got {text:?}"),
-        )),
-    }
 }
 
 /// Cancels a job that has not finished; its worker, if any, is refused from then on.

@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod leases;
 pub mod queues;
 pub mod recurring;
+pub mod stats;
 pub mod workers;
 
 use axum::extract::{FromRequestParts, Path};
@@ -62,6 +63,17 @@ impl<S: Send + Sync> FromRequestParts<S> for GroupPath {
     }
 }
 
+/// The `{worker}` of a worker's path, as sent (the engine checks the id).
+pub struct WorkerPath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for WorkerPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        text_segment(parts, state, "worker").await.map(WorkerPath)
+    }
+}
+
 /// The `{key}` of an option's path (`/v1/config/{key}`), checked against the options there are.
 pub struct ConfigKeyPath(pub ConfigKey);
 
@@ -96,6 +108,38 @@ async fn text_segment<S: Send + Sync>(
         .await
         .map_err(|e| ApiError::invalid(field, format!("must be UTF-8 text ({})", e.body_text())))?;
     Ok(text)
+}
+
+/// A job id given as a query parameter.
+pub(crate) fn id_param(name: &'static str, text: &str) -> Result<JobId, ApiError> {
+    crate::routes::job_id(text).map_err(|_| {
+        ApiError::invalid(
+            name,
+            format!("must be a job id (a positive integer), got {text:?}"),
+        )
+    })
+}
+
+/// A boolean given as a query parameter: `true` or `false`, nothing else.
+pub(crate) fn bool_param(name: &'static str, text: &str) -> Result<bool, ApiError> {
+    match text {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ApiError::invalid(
+            name,
+            format!("must be true or false, got {text:?}"),
+        )),
+    }
+}
+
+/// A time given as a query parameter: RFC 3339.
+pub(crate) fn time_param(name: &'static str, text: &str) -> Result<jiff::Timestamp, ApiError> {
+    text.parse().map_err(|_| {
+        ApiError::invalid(
+            name,
+            format!("must be an RFC 3339 time such as 2026-01-31T09:00:00Z, got {text:?}"),
+        )
+    })
 }
 
 /// A job id from the path.

@@ -1,11 +1,13 @@
-//! The workers the queue has seen: `GET /v1/workers`. Workers are never registered: the queue notes whoever takes
+//! The workers the queue has seen: `GET /v1/workers`, and `POST /v1/workers/{worker}/stop` for a worker that says
+//! it stops. Workers are never registered: the queue notes whoever takes
 //! jobs or heartbeats, and forgets those silent for its `worker_max_age`.
 
 use axum::Json;
 use axum::extract::State;
-use cairn_client::wire::{WorkerBody, WorkerListBody};
+use cairn_client::wire::{EmptyBody, ErrorBody, WorkerBody, WorkerListBody};
 
 use crate::error::ApiResult;
+use crate::routes::WorkerPath;
 use crate::state::AppState;
 
 /// Every worker the queue remembers, by id: when it was first and last seen (taking jobs or heartbeating), the
@@ -17,4 +19,19 @@ pub async fn list_workers(State(state): State<AppState>) -> ApiResult<Json<Worke
     Ok(Json(WorkerListBody {
         workers: workers.iter().map(WorkerBody::from).collect(),
     }))
+}
+
+/// A worker says it stops: the activity log shows it stopped rather than lost. Its next dequeue starts it again.
+#[utoipa::path(post, path = "/v1/workers/{worker}/stop", tag = "workers",
+    params(("worker" = String, Path, description = "The worker's id")),
+    responses(
+        (status = 200, description = "Noted", body = EmptyBody),
+        (status = 400, description = "A bad worker id", body = ErrorBody),
+    ))]
+pub async fn stop_worker(
+    State(state): State<AppState>,
+    WorkerPath(worker): WorkerPath,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.worker_stopped(&worker).await?;
+    Ok(Json(EmptyBody {}))
 }

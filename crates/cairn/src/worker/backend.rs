@@ -52,11 +52,13 @@ pub trait Backend: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<()>>;
     /// Gives the job back unfinished; see [`Queue::release`].
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>>;
+    /// Says the worker stops; see [`Queue::worker_stopped`].
+    fn worker_stopped<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<()>>;
 }
 
 /// Implements [`Backend`] for a type whose inherent methods have the [`Queue`] signatures of the same names
-/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `retry`, `fail`, `release`): the embedded queue and the
-/// HTTP client both do, so each implementation is this one line.
+/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `retry`, `fail`, `release`, `worker_stopped`): the
+/// embedded queue and the HTTP client both do, so each implementation is this one line.
 #[macro_export]
 macro_rules! impl_backend_by_inherent_methods {
     ($type:ty) => {
@@ -123,6 +125,13 @@ macro_rules! impl_backend_by_inherent_methods {
                 lease: &'a $crate::Lease,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
                 Box::pin(<$type>::release(self, lease))
+            }
+
+            fn worker_stopped<'a>(
+                &'a self,
+                worker: &'a str,
+            ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
+                Box::pin(<$type>::worker_stopped(self, worker))
             }
         }
     };

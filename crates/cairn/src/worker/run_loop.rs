@@ -109,6 +109,10 @@ pub(crate) async fn run(
         &mut in_flight,
     )
     .await;
+    // Stopped, not lost: the activity log says so. A queue that cannot be reached will count it lost instead.
+    if let Err(e) = queue.worker_stopped(settings.id.as_str()).await {
+        tracing::debug!(error = %e, "could not say the worker stopped");
+    }
     report
 }
 

@@ -1,0 +1,150 @@
+//! Seeing the queue over the wire: `/v1/stats`, `/v1/activity`, `/metrics`, and `cairn stats|activity`.
+
+use cairn::{Dequeue, Push};
+use cairn_client::wire::{ActivityPageBody, StatsBody, WorkerStatsBody};
+use serde_json::json;
+
+use crate::cli::{ok, ok_json};
+use crate::harness::TestServer;
+use crate::http::{post, raw};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_activity_and_metrics_show_what_happened() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("email.send").queue("mail"))
+        .await
+        .unwrap()
+        .id;
+    client
+        .enqueue(Push::new("email.send").queue("mail"))
+        .await
+        .unwrap();
+    let claimed = client
+        .dequeue(Dequeue {
+            queues: vec!["mail".into()],
+            ..Dequeue::new("w1")
+        })
+        .await
+        .unwrap();
+    client.finish(&claimed[0].lease, None).await.unwrap();
+
+    let stats: StatsBody = ok_json(&server.cairn(&["stats", "--queue", "mail", "--json"], None));
+    assert_eq!(stats.period, "hour");
+    assert_eq!(stats.series.len(), 60);
+    assert_eq!(stats.bucket_ms, 60_000);
+    assert_eq!(
+        (
+            stats.totals.added,
+            stats.totals.started,
+            stats.totals.finished
+        ),
+        (2, 1, 1)
+    );
+    assert_eq!(
+        (stats.wait.count, stats.run.count, stats.service.count),
+        (1, 1, 1)
+    );
+    assert_eq!(stats.wait.histogram.iter().map(|b| b.count).sum::<u64>(), 1);
+    let week: StatsBody = ok_json(&server.cairn(&["stats", "--period", "week", "--json"], None));
+    assert_eq!((week.series.len(), week.totals.added), (168, 2));
+    let human = ok(&server.cairn(&["stats", "--name", "email.send"], None));
+    assert!(human.contains("added 2  started 1  finished 1"), "{human}");
+    assert!(human.contains("\nwait "), "{human}");
+
+    let story: ActivityPageBody =
+        ok_json(&server.cairn(&["activity", "--job", &id.to_string(), "--json"], None));
+    let events: Vec<&str> = story.events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(events, ["finished", "started", "added"]);
+    assert_eq!(story.events[0].worker.as_deref(), Some("w1"));
+    let human = ok(&server.cairn(&["activity", "--worker", "w1"], None));
+    assert!(human.starts_with("AT "), "{human}");
+    assert!(human.contains("worker_started"), "{human}");
+
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/stats/workers?period=day", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let workers: WorkerStatsBody = serde_json::from_value(body).unwrap();
+    assert_eq!(workers.workers[0].worker, "w1");
+    assert_eq!(workers.workers[0].attempts, 1);
+
+    // Prometheus: counters and histograms per queue and name, and the queues' jobs by state.
+    let response = reqwest::get(format!("{}/metrics", server.url()))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let text = response.text().await.unwrap();
+    for line in [
+        "# TYPE cairn_jobs_added_total counter",
+        "cairn_jobs_added_total{queue=\"mail\",name=\"email.send\"} 2",
+        "cairn_jobs_finished_total{queue=\"mail\",name=\"email.send\"} 1",
+        "# TYPE cairn_job_wait_seconds histogram",
+        "cairn_job_wait_seconds_bucket{queue=\"mail\",name=\"email.send\",le=\"+Inf\"} 1",
+        "cairn_job_run_seconds_count{queue=\"mail\",name=\"email.send\"} 1",
+        "cairn_queue_jobs{queue=\"mail\",state=\"queued\"} 1",
+        "cairn_queue_jobs{queue=\"mail\",state=\"completed\"} 1",
+        "cairn_queue_paused{queue=\"mail\"} 0",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");
+    }
+
+    // A worker that says it stops.
+    let (status, _) = post(&server, "/v1/workers/w1/stop", "{}").await;
+    assert_eq!(status, 200);
+    let page: ActivityPageBody = ok_json(&server.cairn(
+        &["activity", "--worker", "w1", "--limit", "1", "--json"],
+        None,
+    ));
+    assert_eq!(page.events[0].event, "worker_stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_filters_name_the_field() {
+    let server = TestServer::spawn();
+    let url = server.url().to_owned();
+    let cases = [
+        ("/v1/stats?period=month", json!("period")),
+        ("/v1/stats?queue=a&queue=b", json!("query")),
+        ("/v1/stats?interval=1", json!("query")),
+        ("/v1/stats/workers?period=year", json!("period")),
+        ("/v1/activity?job=abc", json!("job")),
+        ("/v1/activity?job=0", json!("job")),
+        ("/v1/activity?since=yesterday", json!("since")),
+        ("/v1/activity?until=2026-13-01T00:00:00Z", json!("until")),
+        ("/v1/activity?limit=0", json!("limit")),
+        ("/v1/activity?limit=1001", json!("limit")),
+        ("/v1/activity?before=-1", json!("before")),
+        (
+            "/v1/activity?since=2026-02-01T00:00:00Z&until=2026-01-01T00:00:00Z",
+            json!("since"),
+        ),
+    ];
+    for (path, field) in cases {
+        let (status, body) = raw(reqwest::Method::GET, format!("{url}{path}"), None, None).await;
+        assert_eq!(
+            (status, &body["error"]["field"]),
+            (400, &field),
+            "{path}: {body}"
+        );
+    }
+    let (status, body) = post(&server, "/v1/workers/bad%0Aid/stop", "{}").await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("worker")),
+        "{body}"
+    );
+    let usage = server.cairn(&["stats", "--period", "month"], None);
+    assert_eq!(usage.status.code(), Some(2));
+}
