@@ -20,7 +20,7 @@ struct Populated {
 }
 
 /// Queues with jobs in most states: queued, scheduled, waiting, running (held by `worker-2`), completed, failed (in
-/// the group `smtp-timeout`), cancelled; and a paused queue.
+/// the group `smtp-timeout`), cancelled; a paused queue and a limited one.
 async fn populate(client: &Client) -> Populated {
     for (queue, names) in [
         ("email", ["email.send", "email.send", "email.digest"]),
@@ -79,6 +79,7 @@ async fn populate(client: &Client) -> Populated {
         .unwrap();
     client.cancel(doomed.id).await.unwrap();
     client.pause_queue("images", true).await.unwrap();
+    client.limit_queue("reports", Some(4)).await.unwrap();
     Populated { failed, running }
 }
 

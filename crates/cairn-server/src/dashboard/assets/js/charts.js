@@ -45,7 +45,8 @@ function frame(width, label) {
 /** Horizontal grid lines and their labels, for values from 0 to `max`. Returns the value → y function. */
 function yAxis(root, plot, max, format) {
   const y = (value) => plot.bottom - (value / max) * plot.height;
-  const steps = 4;
+  // `max` is 1, 2 or 5 times a power of ten: quarters of a 2 and fifths of the others are round numbers.
+  const steps = String(max).startsWith("2") ? 4 : 5;
   for (let i = 0; i <= steps; i += 1) {
     const value = (max * i) / steps;
     root.append(
@@ -56,13 +57,19 @@ function yAxis(root, plot, max, format) {
   return y;
 }
 
-/** Labels under the plot for some of `count` evenly spaced slots, as many as fit. */
+/**
+ * Labels under the plot for `count` evenly spaced slots: those for which `label(i)` gives text (null: no label
+ * there), each at least `minGap` pixels from the last. Returns a slot's width.
+ */
 function xAxis(root, plot, count, label, minGap = 64) {
   const band = plot.width / count;
-  const every = Math.max(1, Math.ceil(minGap / band));
-  for (let i = 0; i < count; i += every) {
+  let last = -Infinity;
+  for (let i = 0; i < count; i += 1) {
     const x = plot.left + band * (i + 0.5);
-    root.append(svg("text", { class: "axis", x, y: plot.bottom + 16, "text-anchor": "middle" }, label(i)));
+    const text = x - last >= minGap ? label(i) : null;
+    if (text === null) continue;
+    root.append(svg("text", { class: "axis", x, y: plot.bottom + 16, "text-anchor": "middle" }, text));
+    last = x;
   }
   return band;
 }
@@ -79,14 +86,15 @@ function emptyNote(root, plot, text) {
  * @param {object[]} o.series the buckets, oldest first
  * @param {{key: string, label: string}[]} o.stacks the values stacked in each bar, bottom first
  * @param {{key: string, label: string}} [o.line] a value drawn as a line across the buckets
- * @param {(i: number) => string} o.label the axis label of bucket i
+ * @param {(i: number) => string | null} o.tick the axis label of bucket i, if it gets one
+ * @param {(i: number) => string} o.label bucket i in full, for its tooltip
  */
-export function stackedBars({ width, series, stacks, line, label, format = String, title }) {
+export function stackedBars({ width, series, stacks, line, tick, label, format = String, title }) {
   const { root, plot } = frame(width, title);
   const total = (point) => stacks.reduce((sum, s) => sum + (point[s.key] || 0), 0);
   const highest = Math.max(0, ...series.map((p) => Math.max(total(p), line ? p[line.key] || 0 : 0)));
-  const y = yAxis(root, plot, niceMax(highest), format);
-  const band = xAxis(root, plot, series.length, label);
+  const y = yAxis(root, plot, niceMax(Math.max(highest, 5)), format);
+  const band = xAxis(root, plot, series.length, tick);
   const barWidth = Math.max(1, band * 0.72);
   series.forEach((point, i) => {
     const x = plot.left + band * i + (band - barWidth) / 2;
@@ -128,19 +136,22 @@ function path(values, plot, band, y, cls) {
 }
 
 /**
- * Lines over time buckets; null values leave gaps (no job in that bucket).
+ * Lines over time buckets; null values leave gaps (no job in that bucket). `tick` and `label` as for `stackedBars`.
  * @param {{key: string, label: string}[]} o.lines
  */
-export function lines({ width, series, lines: drawn, label, format = String, title }) {
+export function lines({ width, series, lines: drawn, tick, label, format = String, title }) {
   const { root, plot } = frame(width, title);
   const values = drawn.flatMap((l) => series.map((p) => p[l.key])).filter((v) => v !== null && v !== undefined);
   const y = yAxis(root, plot, niceMax(Math.max(0, ...values)), format);
-  const band = xAxis(root, plot, series.length, label);
+  const band = xAxis(root, plot, series.length, tick);
   for (const l of drawn) {
     root.append(path(series.map((p) => p[l.key]), plot, band, y, `line s-${l.key}`));
+    const missing = (i) => series[i] === undefined || series[i][l.key] === null || series[i][l.key] === undefined;
     series.forEach((point, i) => {
       const value = point[l.key];
-      if (value === null || value === undefined) return;
+      if (missing(i)) return;
+      // With many points the line says it all; a point with no neighbour has no line, so it gets a dot.
+      if (series.length > 60 && !missing(i - 1) && !missing(i + 1)) return;
       root.append(svg("circle", { class: `dot s-${l.key}`, cx: plot.left + band * (i + 0.5), cy: y(value), r: 2.5 },
         svg("title", {}, `${label(i)}: ${l.label} ${format(value)}`)));
     });
@@ -155,7 +166,7 @@ export function lines({ width, series, lines: drawn, label, format = String, tit
  */
 export function histogram({ width, buckets, format, title, cls = "s-histogram" }) {
   const { root, plot } = frame(width, title);
-  const y = yAxis(root, plot, niceMax(Math.max(0, ...buckets.map((b) => b.count))), (v) => String(Math.round(v)));
+  const y = yAxis(root, plot, niceMax(Math.max(5, ...buckets.map((b) => b.count))), (v) => String(Math.round(v)));
   if (buckets.length === 0) {
     emptyNote(root, plot, "no jobs in this period");
     return root;

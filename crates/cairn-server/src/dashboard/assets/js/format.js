@@ -11,7 +11,7 @@ export function duration(ms) {
   if (ms === null || ms === undefined || Number.isNaN(ms)) return "–";
   if (ms < 1000) return `${Math.round(ms)} ms`;
   const s = ms / 1000;
-  if (s < 60) return `${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+  if (s < 60) return `${s < 10 && !Number.isInteger(s) ? s.toFixed(1) : Math.round(s)} s`;
   const units = [["d", 86400], ["h", 3600], ["min", 60], ["s", 1]];
   let rest = Math.round(s);
   const parts = [];
@@ -51,11 +51,18 @@ export function timeElement(iso) {
   return element;
 }
 
-/** A chart axis label for a bucket's start, at the resolution of the period. */
+/** A chart axis label for a bucket's start, at the resolution of the period: over a week, only at midnights. */
 export function tickLabel(iso, period) {
   const date = new Date(iso);
-  if (period === "week") return date.toLocaleDateString(undefined, { weekday: "short", day: "numeric" });
+  if (period === "week") {
+    return date.getHours() === 0 ? date.toLocaleDateString(undefined, { weekday: "short", day: "numeric" }) : null;
+  }
   return date.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hour12: false });
+}
+
+/** A bucket's start in full, for tooltips. */
+export function bucketLabel(iso) {
+  return new Date(iso).toLocaleString(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit", hour12: false });
 }
 
 export function json(value) {

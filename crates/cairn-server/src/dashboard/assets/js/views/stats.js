@@ -4,7 +4,7 @@
 
 import { get } from "../api.js";
 import { h, fill, redraw, errorBox } from "../dom.js";
-import { count, duration, percent, tickLabel } from "../format.js";
+import { bucketLabel, count, duration, percent, tickLabel } from "../format.js";
 import { stackedBars, lines, histogram, meters, legend } from "../charts.js";
 
 const PERIODS = ["hour", "day", "week"];
@@ -39,7 +39,8 @@ export function mount(root, params, ctx) {
         return;
       }
       const usage = await workerUsage(period);
-      const width = Math.max(280, content.clientWidth || 640);
+      // The charts sit in panels: their padding and border take about 32 pixels of the page's width.
+      const width = Math.max(280, (content.clientWidth || 672) - 32);
       redraw(content, { stats, usage, width }, () => charts(stats, usage, period, width));
     },
   };
@@ -84,7 +85,8 @@ function filterForm(params, period, ctx) {
 }
 
 function charts(stats, usage, period, width) {
-  const label = (i) => tickLabel(stats.series[i].at, period);
+  const tick = (i) => tickLabel(stats.series[i].at, period);
+  const label = (i) => bucketLabel(stats.series[i].at);
   const bucket = duration(stats.bucket_ms);
   const ms = (v) => duration(v);
   return [
@@ -92,11 +94,11 @@ function charts(stats, usage, period, width) {
       h("div", { class: `tile s-${key}`, "data-total": key },
         h("span", { class: "tile-value" }, count(stats.totals[key])), h("span", { class: "tile-label" }, key)))),
     chartPanel(`Throughput (jobs per ${bucket})`, [...THROUGHPUT, ADDED],
-      stackedBars({ width, series: stats.series, stacks: THROUGHPUT, line: ADDED, label, format: (v) => count(v), title: "throughput" })),
+      stackedBars({ width, series: stats.series, stacks: THROUGHPUT, line: ADDED, tick, label, format: (v) => count(v), title: "throughput" })),
     chartPanel(`Wait time (per ${bucket})`, [{ key: "wait_mean_ms", label: "mean" }, { key: "wait_max_ms", label: "max" }],
-      lines({ width, series: stats.series, lines: [{ key: "wait_mean_ms", label: "mean" }, { key: "wait_max_ms", label: "max" }], label, format: ms, title: "wait time" })),
+      lines({ width, series: stats.series, lines: [{ key: "wait_mean_ms", label: "mean" }, { key: "wait_max_ms", label: "max" }], tick, label, format: ms, title: "wait time" })),
     chartPanel(`Run time (per ${bucket})`, [{ key: "run_mean_ms", label: "mean" }, { key: "run_max_ms", label: "max" }],
-      lines({ width, series: stats.series, lines: [{ key: "run_mean_ms", label: "mean" }, { key: "run_max_ms", label: "max" }], label, format: ms, title: "run time" })),
+      lines({ width, series: stats.series, lines: [{ key: "run_mean_ms", label: "mean" }, { key: "run_max_ms", label: "max" }], tick, label, format: ms, title: "run time" })),
     h("div", { class: "columns" },
       distribution("Wait time distribution", stats.wait, width, "s-wait"),
       distribution("Run time distribution", stats.run, width, "s-run")),
