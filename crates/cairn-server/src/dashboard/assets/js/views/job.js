@@ -29,7 +29,7 @@ export function mount(root, params, ctx) {
       redraw(history, job.history, () => [h("h2", {}, "Attempts"), attemptTable(job.history)]);
       if (activityMissing) return;
       try {
-        const log = await get("/v1/activity", { job: job.id, limit: 100 });
+        const log = await get("/v1/activity", { job: job.id, limit: 50 });
         redraw(activity, log, () => [h("h2", {}, "Activity"), eventTable(log)]);
       } catch (error) {
         if (!error.isMissingRoute) throw error;
