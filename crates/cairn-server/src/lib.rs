@@ -3,7 +3,8 @@
 //!
 //! The modules: `bedrock` (the Bedrock::Jobs text protocol, being built), `routes` (one file per area of the API), `body` (the JSON body extractor that names bad fields),
 //! `error` (every error to `{"error": {…}}` and its status code), `auth` (tokens, and the loopback-only rule),
-//! `openapi` (the document's fixed parts), `state` (settings and what handlers share). Validation and every
+//! `openapi` (the document's fixed parts), `state` (settings and what handlers share), `dashboard` (the web page at
+//! `/` and its embedded files). Validation and every
 //! decision about jobs belong to the engine; this crate only translates.
 
 #![warn(missing_docs)]
@@ -11,6 +12,7 @@
 mod auth;
 pub mod bedrock;
 mod body;
+mod dashboard;
 mod error;
 mod openapi;
 mod routes;
@@ -128,7 +130,9 @@ pub fn router(state: AppState) -> Router {
     } else {
         app
     };
-    app.layer(middleware::from_fn(log_request))
+    // The dashboard's files hold no data, so they are merged outside the token layer; its API calls are not.
+    app.merge(dashboard::router())
+        .layer(middleware::from_fn(log_request))
         .with_state(state)
 }
 

@@ -4,9 +4,11 @@
 #![allow(dead_code)] // Each module uses a different part of the harness.
 
 mod bedrock;
+mod browser;
 mod cli;
 mod config;
 mod crash;
+mod dashboard;
 mod harness;
 mod http;
 mod queues;

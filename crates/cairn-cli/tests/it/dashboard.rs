@@ -1,0 +1,451 @@
+//! The web dashboard in a real headless Chromium against the real `cairn serve`: every page loads without errors,
+//! it updates live, its buttons act on the server, it fits a phone, and it asks for the token when the server has
+//! one. Screenshots go to `target/dashboard-screenshots/`; with `CAIRN_DOCS_SCREENSHOT=1` the populated queues
+//! page is also saved as `docs/dashboard.png`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cairn::{Dequeue, JobId, JobState, Push};
+use cairn_client::Client;
+use serde_json::{Value, json};
+
+use crate::browser::{Browser, DEADLINE, Viewport};
+use crate::harness::{TestServer, eventually};
+
+/// What `populate` made.
+struct Populated {
+    failed: JobId,
+    running: JobId,
+}
+
+/// Queues with jobs in most states: queued, scheduled, waiting, running (held by `worker-2`), completed, failed (in
+/// the group `smtp-timeout`), cancelled; a paused queue and a limited one.
+async fn populate(client: &Client) -> Populated {
+    for (queue, names) in [
+        ("email", ["email.send", "email.send", "email.digest"]),
+        (
+            "reports",
+            ["report.daily", "report.weekly", "report.export"],
+        ),
+        (
+            "images",
+            ["image.resize", "image.resize", "image.thumbnail"],
+        ),
+    ] {
+        for (i, name) in names.iter().enumerate() {
+            let push = Push::new(*name)
+                .queue(queue)
+                .data(json!({"n": i, "to": format!("user{i}@example.com")}))
+                .tag(format!("customer-{i}"));
+            client.enqueue(push).await.unwrap();
+        }
+    }
+    client
+        .enqueue(
+            Push::new("email.reminder")
+                .queue("email")
+                .delay(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let taken = client.dequeue(take("worker-1", "email", 2)).await.unwrap();
+    let failed = taken[0].lease.job;
+    client
+        .fail(
+            &taken[0].lease,
+            "smtp-timeout",
+            "connect to smtp.example.com:25: timed out after 30 s",
+        )
+        .await
+        .unwrap();
+    client
+        .finish(&taken[1].lease, Some(json!({"sent": true})))
+        .await
+        .unwrap();
+    let running = client
+        .dequeue(take("worker-2", "reports", 1))
+        .await
+        .unwrap()[0]
+        .lease
+        .job;
+    let waiting = Push::new("report.mail")
+        .queue("reports")
+        .depends_on(running);
+    client.enqueue(waiting).await.unwrap();
+    let doomed = client
+        .enqueue(Push::new("image.cleanup").queue("images"))
+        .await
+        .unwrap();
+    client.cancel(doomed.id).await.unwrap();
+    client.pause_queue("images", true).await.unwrap();
+    client.limit_queue("reports", Some(4)).await.unwrap();
+    Populated { failed, running }
+}
+
+fn take(worker: &str, queue: &str, limit: u32) -> Dequeue {
+    Dequeue {
+        queues: vec![queue.to_owned()],
+        limit,
+        ..Dequeue::new(worker)
+    }
+}
+
+/// Opens `#/ROUTE` and waits until its view has shown the server's answer once.
+async fn open(browser: &Browser, server: &TestServer, route: &str) {
+    browser.goto(&format!("{}/#/{route}", server.url())).await;
+    wait_loaded(browser, route).await;
+}
+
+async fn wait_loaded(browser: &Browser, route: &str) {
+    browser
+        .wait_for(
+            &format!("#/{route} to load"),
+            "return document.querySelector('.view[data-loaded=\"true\"]') !== null",
+        )
+        .await;
+}
+
+async fn assert_no_page_errors(browser: &Browser, page: &str) {
+    let errors = browser.errors().await;
+    assert!(errors.is_empty(), "errors on {page}: {errors:#?}");
+}
+
+/// A queue's settings and counts, over HTTP.
+async fn queue_body(client: &Client, queue: &str) -> Value {
+    let body = client.queue_stats_body().await.unwrap();
+    let found = body.queues.into_iter().find(|q| q.queue == queue);
+    serde_json::to_value(found.expect("the queue is listed")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_loads_without_errors() {
+    let server = TestServer::spawn();
+    let jobs = populate(&server.client()).await;
+    let browser = Browser::start(Viewport::Desktop).await;
+    let failed = jobs.failed.0.to_string();
+    let pages = [
+        ("queues", "queues"),
+        ("jobs", "jobs"),
+        ("jobs?state=failed", "jobs-failed"),
+        (&format!("jobs/{failed}"), "job-failed"),
+        (&format!("jobs/{}", jobs.running.0), "job-running"),
+        ("failures", "failures"),
+        ("workers", "workers"),
+        ("stats", "stats-hour"),
+        ("stats?period=day", "stats-day"),
+        ("stats?period=week", "stats-week"),
+    ];
+    for (route, name) in pages {
+        open(&browser, &server, route).await;
+        browser.screenshot(name).await;
+        assert_no_page_errors(&browser, route).await;
+    }
+
+    // What the pages show comes from the server.
+    open(&browser, &server, "queues").await;
+    let queues = browser
+        .execute(
+            "return [...document.querySelectorAll('tr[data-queue]')].map(r => [r.dataset.queue, r.dataset.paused])",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        queues,
+        json!([["email", "false"], ["images", "true"], ["reports", "false"]])
+    );
+    if std::env::var_os("CAIRN_DOCS_SCREENSHOT").is_some() {
+        let shot = browser.screenshot("dashboard").await;
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/dashboard.png");
+        std::fs::copy(shot, docs).expect("copying the screenshot to docs/");
+    }
+    open(&browser, &server, &format!("jobs/{failed}")).await;
+    browser
+        .wait_for(
+            "the failed attempt's error in the history",
+            "return document.querySelector('#history [data-attempt=\"1\"]')?.innerText.includes('timed out after 30 s')",
+        )
+        .await;
+    open(&browser, &server, "stats").await;
+    browser
+        .wait_for(
+            "charts, or the note that the server keeps no statistics",
+            "return document.querySelector('#stats svg.chart, #stats [data-unavailable]') !== null",
+        )
+        .await;
+    assert_no_page_errors(&browser, "the second visits").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pushed_job_shows_up_without_a_reload() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "jobs").await;
+    browser
+        .execute("window.notReloaded = true", json!([]))
+        .await;
+
+    let job = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap();
+    let row = format!("tr[data-job-id=\"{}\"]", job.id.0);
+    browser
+        .wait_for(
+            "the new job's row",
+            &format!("return document.querySelector('{row}')?.dataset.state"),
+        )
+        .await;
+    assert_eq!(
+        browser
+            .execute("return window.notReloaded === true", json!([]))
+            .await,
+        json!(true),
+        "the page was reloaded"
+    );
+    assert_no_page_errors(&browser, "jobs").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_group_is_retried_from_the_failures_page() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let jobs = populate(&client).await;
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "failures").await;
+
+    browser
+        .click("button[data-action=\"unfail\"][data-group=\"smtp-timeout\"]")
+        .await;
+    let job = jobs.failed;
+    eventually(DEADLINE, "the failed job queued again", || async {
+        client.get(job).await.unwrap().state == JobState::Queued
+    })
+    .await;
+    browser
+        .wait_for(
+            "the result in the notice line",
+            "return document.querySelector('#notice.ok')?.innerText.includes('1 job back')",
+        )
+        .await;
+    browser
+        .wait_for(
+            "the emptied failures list",
+            "return document.querySelector('#failure-list')?.innerText.includes('No failed jobs')",
+        )
+        .await;
+    browser.screenshot("failures-retried").await;
+    assert_no_page_errors(&browser, "failures").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_is_paused_and_resumed_from_the_queues_page() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap();
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "queues").await;
+
+    browser
+        .click("button[data-action=\"pause\"][data-queue=\"email\"]")
+        .await;
+    eventually(DEADLINE, "the queue paused", || async {
+        queue_body(&client, "email").await["paused"] == json!(true)
+    })
+    .await;
+    browser
+        .wait_for(
+            "the queue shown paused",
+            "return document.querySelector('tr[data-queue=\"email\"][data-paused=\"true\"] button[data-action=\"resume\"]') !== null",
+        )
+        .await;
+
+    browser
+        .click("button[data-action=\"resume\"][data-queue=\"email\"]")
+        .await;
+    eventually(DEADLINE, "the queue resumed", || async {
+        queue_body(&client, "email").await["paused"] == json!(false)
+    })
+    .await;
+    browser
+        .wait_for(
+            "the queue shown running",
+            "return document.querySelector('tr[data-queue=\"email\"][data-paused=\"false\"]') !== null",
+        )
+        .await;
+    assert_no_page_errors(&browser, "queues").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_fit_a_phone() {
+    let server = TestServer::spawn();
+    let jobs = populate(&server.client()).await;
+    let browser = Browser::start(Viewport::Phone).await;
+    let job = format!("jobs/{}", jobs.failed.0);
+    for (route, name) in [
+        ("queues", "phone-queues"),
+        ("jobs", "phone-jobs"),
+        (job.as_str(), "phone-job"),
+        ("stats", "phone-stats"),
+    ] {
+        open(&browser, &server, route).await;
+        let sizes = browser
+            .execute(
+                "return [window.innerWidth, document.documentElement.scrollWidth]",
+                json!([]),
+            )
+            .await;
+        assert_eq!(sizes[0], json!(390), "the phone's viewport");
+        assert!(
+            sizes[1].as_u64() <= sizes[0].as_u64(),
+            "#/{route} is wider than the phone: {sizes}"
+        );
+        browser.screenshot(name).await;
+        assert_no_page_errors(&browser, route).await;
+    }
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_token_the_page_asks_for_it_then_works() {
+    let server = TestServer::spawn_with(&["--token", "dashboard-s3cret-token"]);
+    let client = server.client();
+    client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap();
+    let browser = Browser::start(Viewport::Desktop).await;
+    browser.goto(&format!("{}/#/queues", server.url())).await;
+    let dialog = "return document.querySelector('#token-dialog').open";
+    browser.wait_for("the token dialog", dialog).await;
+    browser.screenshot("token-dialog").await;
+
+    // A wrong token is refused, and the dialog says so.
+    browser.type_into("#token-input", "wrong").await;
+    browser.click("#token-form button[type=submit]").await;
+    browser
+        .wait_for(
+            "the dialog again, saying the token was refused",
+            "const d = document.querySelector('#token-dialog'); \
+             return d.open && !document.querySelector('#token-error').hidden",
+        )
+        .await;
+
+    browser
+        .type_into("#token-input", "dashboard-s3cret-token")
+        .await;
+    browser.click("#token-form button[type=submit]").await;
+    wait_loaded(&browser, "queues").await;
+    assert_eq!(
+        browser
+            .execute("return localStorage.getItem('cairn.token')", json!([]))
+            .await,
+        json!("dashboard-s3cret-token")
+    );
+    // Actions carry the token too.
+    browser
+        .click("button[data-action=\"pause\"][data-queue=\"email\"]")
+        .await;
+    eventually(DEADLINE, "the queue paused with the token", || async {
+        queue_body(&client, "email").await["paused"] == json!(true)
+    })
+    .await;
+    assert_no_page_errors(&browser, "queues with a token").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_search_shows_the_apis_error() {
+    let server = TestServer::spawn();
+    populate(&server.client()).await;
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "jobs").await;
+
+    browser
+        .type_into("#job-search input[name=name]", "email[")
+        .await;
+    browser.click("#job-search button[type=submit]").await;
+    let message = browser
+        .wait_for(
+            "the API's error under the search form",
+            "return document.querySelector('#search-error')?.innerText",
+        )
+        .await;
+    let message = message.as_str().unwrap();
+    assert!(message.contains("invalid_input"), "{message}");
+    assert!(message.contains("never closed"), "{message}");
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('#job-search input[name=name]').getAttribute('aria-invalid')",
+                json!([])
+            )
+            .await,
+        json!("true")
+    );
+    browser.screenshot("search-error").await;
+
+    // A search that the API accepts clears it.
+    browser
+        .type_into("#job-search input[name=name]", "email.*")
+        .await;
+    browser.click("#job-search button[type=submit]").await;
+    browser
+        .wait_for(
+            "the jobs named email.*",
+            "return document.querySelectorAll('tr[data-job-id]').length > 0 && !document.querySelector('#search-error')",
+        )
+        .await;
+    assert_no_page_errors(&browser, "jobs").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_needs_no_token_and_the_api_still_does() {
+    let server = TestServer::spawn_with(&["--token", "dashboard-s3cret-token"]);
+    let http = reqwest::Client::new();
+    for (path, content_type) in [
+        ("/", "text/html; charset=utf-8"),
+        ("/assets/js/app.js", "text/javascript; charset=utf-8"),
+        ("/assets/style.css", "text/css; charset=utf-8"),
+        ("/assets/icon.svg", "image/svg+xml"),
+    ] {
+        let response = http
+            .get(format!("{}{path}", server.url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        assert_eq!(response.headers()["content-type"], content_type, "{path}");
+        assert_eq!(response.headers()["cache-control"], "no-cache", "{path}");
+        // The browser may keep what it has while the server says it did not change.
+        let etag = response.headers()["etag"].clone();
+        let again = http
+            .get(format!("{}{path}", server.url()))
+            .header("If-None-Match", etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status().as_u16(), 304, "{path}");
+    }
+    let api = http
+        .get(format!("{}/v1/queues", server.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status().as_u16(), 401);
+    let missing = http
+        .get(format!("{}/assets/nothing.js", server.url()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+}

@@ -1,0 +1,128 @@
+// The dashboard's shell: which view the address shows (`#/jobs?state=failed`, `#/jobs/42`, …), the poller that keeps
+// it live, the notice line for errors and results, and the token dialog when the API answers 401.
+
+import { ApiError, get, token } from "./api.js";
+import { Poller } from "./live.js";
+import { askForToken, setUpForget } from "./token.js";
+import { fill, h } from "./dom.js";
+import * as queues from "./views/queues.js";
+import * as jobs from "./views/jobs.js";
+import * as job from "./views/job.js";
+import * as failures from "./views/failures.js";
+import * as workers from "./views/workers.js";
+import * as stats from "./views/stats.js";
+
+const VIEWS = { queues, jobs, job, failures, workers, stats };
+
+/** The view and its parameters for an address such as `#/jobs?state=failed` or `#/jobs/42`. */
+function parseRoute(hash) {
+  const raw = hash.replace(/^#\/?/, "");
+  const mark = raw.indexOf("?");
+  const path = mark < 0 ? raw : raw.slice(0, mark);
+  const params = Object.fromEntries(new URLSearchParams(mark < 0 ? "" : raw.slice(mark + 1)));
+  const parts = path.split("/").filter(Boolean);
+  if (parts[0] === "jobs" && parts.length > 1) {
+    return { view: "job", params: { ...params, id: decodeURIComponent(parts.slice(1).join("/")) } };
+  }
+  const view = parts[0] in VIEWS && parts[0] !== "job" ? parts[0] : "queues";
+  return { view, params };
+}
+
+const main = document.getElementById("main");
+const notice = document.getElementById("notice");
+const live = document.getElementById("live");
+let current = null;
+let version = null;
+
+/** Shows an error (or, with `ok`, a result) above the view. Poll errors go away when polling works again. */
+function notify(message, { ok = false, source = "action" } = {}) {
+  notice.hidden = false;
+  notice.dataset.source = source;
+  notice.className = ok ? "notice ok" : "notice";
+  const text = message instanceof ApiError
+    ? [h("strong", {}, message.kind), " ", message.message, message.field ? ` (field: ${message.field})` : ""]
+    : [String(message && message.message ? message.message : message)];
+  fill(notice, ...text, h("button", { type: "button", class: "link close", "aria-label": "Dismiss", onclick: () => { notice.hidden = true; } }, "×"));
+}
+
+/** What views get: ways to act, to move, and to refresh now. */
+const ctx = {
+  /**
+   * Runs an action (a POST): with the token dialog first if the server wants one, then a refresh. Its result or
+   * its error shows in the notice line; the button is disabled meanwhile.
+   */
+  async act(action, describe, button) {
+    if (button) button.disabled = true;
+    try {
+      let result;
+      try {
+        result = await action();
+      } catch (error) {
+        if (error.kind !== "unauthorized") throw error;
+        await askForToken(token() !== null);
+        result = await action();
+      }
+      notify(typeof describe === "function" ? describe(result) : describe, { ok: true });
+      await poller.now();
+    } catch (error) {
+      notify(error);
+    } finally {
+      if (button) button.disabled = false;
+    }
+  },
+  go(hash) {
+    if (location.hash === hash) poller.now();
+    else location.hash = hash;
+  },
+  refreshNow: () => poller.now(),
+};
+
+async function refresh() {
+  const mine = current;
+  if (!mine) return;
+  if (version === null) {
+    const health = await get("/v1/health");
+    version = health.version;
+    document.getElementById("version").textContent = `Cairn ${version}`;
+  }
+  await mine.instance.refresh();
+  if (current === mine) {
+    mine.root.dataset.loaded = "true";
+    if (notice.dataset.source === "poll") notice.hidden = true;
+  }
+}
+
+function stateChanged(state, error) {
+  live.dataset.state = state;
+  live.textContent = state === "error" ? "offline" : state;
+  if (state !== "error") return;
+  if (error.kind === "unauthorized") {
+    poller.stop();
+    askForToken(token() !== null).then(() => poller.start(current.instance.interval));
+    return;
+  }
+  notify(error, { source: "poll" });
+}
+
+const poller = new Poller(refresh, stateChanged);
+
+function show() {
+  const route = parseRoute(location.hash);
+  const root = h("div", { class: "view", "data-view": route.view });
+  fill(main, root);
+  document.body.dataset.view = route.view;
+  const section = route.view === "job" ? "jobs" : route.view;
+  for (const link of document.querySelectorAll("#nav a")) {
+    link.classList.toggle("active", link.dataset.view === section);
+  }
+  if (notice.dataset.source === "action") notice.hidden = true;
+  current = { root, instance: VIEWS[route.view].mount(root, route.params, ctx) };
+  poller.start(current.instance.interval);
+}
+
+setUpForget(() => {
+  version = null;
+  poller.start(current.instance.interval);
+});
+window.addEventListener("hashchange", show);
+show();

@@ -1,0 +1,94 @@
+// The queues page, the dashboard's home: every queue with its jobs counted by state, its limits and a pause or
+// resume button; totals across queues; and, below, the failure groups and workers at a glance.
+
+import { get, post, segment } from "../api.js";
+import { h, fill, table, redraw } from "../dom.js";
+import { count, duration } from "../format.js";
+import { failureTable } from "./failures.js";
+import { workerTable } from "./workers.js";
+
+/** The counts of `GET /v1/queues`, in the order a job lives through them. */
+export const COUNTED = ["scheduled", "waiting", "queued", "running", "stalled", "failed", "completed", "cancelled"];
+
+export function mount(root, _params, ctx) {
+  const totals = h("div", { class: "tiles", id: "totals" });
+  const queues = h("div", { id: "queue-list" });
+  const failures = h("div", { id: "failure-list" });
+  const workers = h("div", { id: "worker-list" });
+  fill(root,
+    h("h1", {}, "Queues"),
+    totals,
+    queues,
+    h("div", { class: "columns" },
+      h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/failures" }, "Failure groups")), failures),
+      h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/workers" }, "Workers")), workers)));
+  return {
+    async refresh() {
+      const [q, f, w] = await Promise.all([get("/v1/queues"), get("/v1/failures"), get("/v1/workers")]);
+      redraw(totals, q, () => totalTiles(q.queues));
+      redraw(queues, q, () => queueTable(q.queues, ctx));
+      redraw(failures, f, () => failureTable(f.groups, ctx));
+      redraw(workers, w, () => workerTable(w.workers));
+    },
+  };
+}
+
+/** `#/jobs` filtered by queue and state; stalled jobs are running ones. */
+function jobsLink(queue, state) {
+  const query = new URLSearchParams();
+  if (queue) query.set("queue", queue);
+  query.set("state", state === "stalled" ? "running" : state);
+  return `#/jobs?${query}`;
+}
+
+function totalTiles(queues) {
+  return COUNTED.map((state) => {
+    const total = queues.reduce((sum, q) => sum + q[state], 0);
+    return h("a", { class: `tile state-${state}${total === 0 ? " zero" : ""}`, href: jobsLink(null, state), "data-total": state },
+      h("span", { class: "tile-value" }, count(total)), h("span", { class: "tile-label" }, state));
+  });
+}
+
+function queueTable(queues, ctx) {
+  if (queues.length === 0) {
+    return h("p", { class: "empty" }, "No queues yet. Push a job (", h("code", {}, "cairn push NAME"), ") and its queue shows here.");
+  }
+  const columns = [
+    { label: "Queue", class: "name" },
+    ...COUNTED.map((state) => ({ label: state, class: "num" })),
+    { label: "Limits" },
+    { label: "", class: "actions" },
+  ];
+  const rows = queues.map((q) => ({
+    attributes: { "data-queue": q.queue, "data-paused": String(q.paused), class: q.paused ? "paused" : null },
+    cells: [
+      [h("a", { href: `#/jobs?queue=${encodeURIComponent(q.queue)}` }, q.queue), q.paused ? h("span", { class: "badge paused" }, "paused") : null],
+      ...COUNTED.map((state) => h("a", { class: q[state] === 0 ? "zero" : `count state-${state}`, href: jobsLink(q.queue, state) }, count(q[state]))),
+      limits(q),
+      pauseButton(q, ctx),
+    ],
+  }));
+  return table(columns, rows, { class: "stack queues" });
+}
+
+function limits(q) {
+  const parts = [];
+  if (q.concurrency !== null) parts.push(`${q.concurrency} at once`);
+  if (q.rate_limit) parts.push(`${q.rate_limit.jobs} per ${duration(q.rate_limit.per_ms)}`);
+  if (q.priority_aging_ms) parts.push(`aging +1 per ${duration(q.priority_aging_ms)}`);
+  return parts.length ? parts.join(", ") : h("span", { class: "muted" }, "none");
+}
+
+function pauseButton(q, ctx) {
+  const action = q.paused ? "resume" : "pause";
+  return h("button", {
+    type: "button",
+    class: q.paused ? "primary" : "",
+    "data-action": action,
+    "data-queue": q.queue,
+    onclick: (event) => ctx.act(
+      () => post(`/v1/queues/${segment(q.queue)}/${action}`),
+      `${q.queue}: ${q.paused ? "resumed" : "paused"}`,
+      event.currentTarget),
+  }, q.paused ? "Resume" : "Pause");
+}

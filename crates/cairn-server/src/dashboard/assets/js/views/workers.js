@@ -1,0 +1,64 @@
+// Workers: every worker the server has seen, when, what it holds now, which of its jobs stalled, and (where the
+// server keeps statistics) how busy it was over the last hour.
+
+import { get } from "../api.js";
+import { h, fill, table, redraw } from "../dom.js";
+import { percent, timeElement, count } from "../format.js";
+
+export function mount(root) {
+  const list = h("div", { id: "worker-list" });
+  const note = h("p", { class: "hint" });
+  fill(root, h("h1", {}, "Workers"), list, note);
+  let statsMissing = false;
+  return {
+    async refresh() {
+      const body = await get("/v1/workers");
+      let usage = null;
+      if (!statsMissing) {
+        try {
+          usage = await get("/v1/stats/workers", { period: "hour" });
+        } catch (error) {
+          if (!error.isMissingRoute) throw error;
+          // An older server: the list works without the utilization column; say so once.
+          statsMissing = true;
+          note.textContent = "Utilization: statistics not available on this server.";
+        }
+      }
+      redraw(list, { body, usage }, () => workerTable(body.workers, usage));
+    },
+  };
+}
+
+/** Workers and their jobs; with `usage` (`GET /v1/stats/workers`), how busy each was. */
+export function workerTable(workers, usage = null) {
+  if (workers.length === 0) {
+    return h("p", { class: "empty" }, "No workers seen yet. They show here once they take a job or heartbeat.");
+  }
+  const busy = new Map((usage ? usage.workers : []).map((w) => [w.worker, w]));
+  const columns = [
+    { label: "Worker", class: "name" },
+    { label: "Last seen" },
+    { label: "Holds" },
+    { label: "Stalled" },
+    ...(usage ? [{ label: "Busy (last hour)", class: "num" }, { label: "Attempts", class: "num" }] : [{ label: "First seen" }]),
+  ];
+  const rows = workers.map((w) => {
+    const stats = busy.get(w.id);
+    return {
+      attributes: { "data-worker": w.id },
+      cells: [
+        w.id,
+        timeElement(w.last_seen),
+        jobLinks(w.jobs, "none"),
+        w.stalled.length ? h("span", { class: "warn" }, jobLinks(w.stalled)) : h("span", { class: "muted" }, "none"),
+        ...(usage ? [percent(stats ? stats.utilization : null), count(stats ? stats.attempts : 0)] : [timeElement(w.first_seen)]),
+      ],
+    };
+  });
+  return table(columns, rows, { class: "stack workers" });
+}
+
+function jobLinks(ids, none = "") {
+  if (ids.length === 0) return h("span", { class: "muted" }, none);
+  return ids.map((id, i) => [i ? ", " : "", h("a", { href: `#/jobs/${id}` }, `#${id}`)]);
+}
