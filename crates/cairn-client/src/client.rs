@@ -25,6 +25,7 @@ use crate::wire::{
     RetryRequest, SetConfigRequest, SetDataRequest, StateBody, StatsBody, TagsRequest, UnfailBody,
     UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
+use crate::wire::{SqlBody, SqlRequest};
 
 /// How long an ordinary call may take before the client gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -736,6 +737,18 @@ impl Client {
             format!("/v1/activity?{}", query.join("&"))
         };
         self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
+            .await
+    }
+
+    /// Runs one read-only SQL statement; see [`cairn::Queue::sql`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn sql(&self, request: &SqlRequest) -> Result<SqlBody> {
+        let timeout = request
+            .timeout_ms
+            .map_or(CALL_TIMEOUT, |ms| CALL_TIMEOUT + Duration::from_millis(ms));
+        self.call(Method::POST, "/v1/sql", Some(request), timeout)
             .await
     }
 

@@ -91,6 +91,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(stats::stats))
         .routes(routes!(stats::worker_stats))
         .routes(routes!(stats::activity))
+        .routes(routes!(stats::sql))
         .routes(routes!(stats::metrics))
         .routes(routes!(workers::stop_worker))
         .routes(routes!(health::health))

@@ -30,6 +30,7 @@ mod query;
 mod queue;
 mod retry_policy;
 mod schedule;
+mod sql;
 mod stats;
 mod store;
 mod worker;
@@ -76,6 +77,7 @@ pub use queue::Queue;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 pub use rusqlite;
+pub use sql::{MAX_SQL_ROWS, MAX_SQL_TIME, SqlQuery, SqlResult};
 pub use stats::{
     Counts, HistogramBucket, QueueUsage, Stats, StatsPeriod, StatsPoint, StatsQuery, Summary,
     WorkerStats, WorkerUsage,

@@ -84,7 +84,10 @@ impl JobFilter {
         if let Some(name) = &self.name {
             sql.push_str(" AND name GLOB ?");
             args.push(SqlValue::Text(
-                NamePattern::parse(name.as_str())?.as_str().to_owned(),
+                NamePattern::parse(name.as_str())
+                    .map_err(|e| e.renamed("name"))?
+                    .as_str()
+                    .to_owned(),
             ));
         }
         if let Some(tag) = &self.tag {

@@ -50,6 +50,7 @@ use crate::ops::workers::WorkerStopped;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
+use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::Readers;
@@ -660,6 +661,26 @@ impl Queue {
             .readers
             .read(move |conn| crate::stats::workers(conn, period, now))
             .await
+    }
+
+    /// Runs one read-only SQL statement over the queue's database (see [`SqlQuery`]): the tables, and the
+    /// documented views `cairn_jobs`, `cairn_attempts`, `cairn_activity`, `cairn_stats_minute`,
+    /// `cairn_stats_hour` and `cairn_workers`. Anything but a read is refused, and a query stops at its time
+    /// limit; it never blocks the queue's writes.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `query` (not a read, not one statement, SQLite's own complaint, or too slow),
+    /// `limit` or `timeout`.
+    pub async fn sql(&self, query: SqlQuery) -> Result<SqlResult> {
+        let path = self.inner.path.clone();
+        tokio::task::spawn_blocking(move || crate::sql::run(&path, &query))
+            .await
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::Storage,
+                    format!("the query's thread failed: {e}"),
+                )
+            })?
     }
 
     /// Counters and histograms of job transitions, wait and run times since the queue opened, per queue and job

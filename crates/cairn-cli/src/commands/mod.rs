@@ -3,7 +3,7 @@
 //! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), operating queues (`queues`, `queue
 //! pause|resume|peek|limit|rate|aging`, `failures`, `unfail`, `workers`), cron templates (`recurring
 //! set|list|remove`), the engine's options at run time (`config list|get|set|unset`), and seeing the queue
-//! (`stats`, `activity`).
+//! (`stats`, `activity`, `sql`).
 //! Each is a thin layer over [`cairn_client::Client`], which talks to a running server.
 //!
 //! Modules: `args` (what the commands share, and the parsers for outside input), `output` (tables, `key: value`
@@ -37,6 +37,7 @@ mod push;
 mod queues;
 mod recurring;
 mod show;
+mod sql;
 mod stats;
 mod tag;
 mod track;
@@ -58,6 +59,7 @@ pub use push::PushArgs;
 pub use queues::{QueueArgs, QueueCommand, QueuesArgs};
 pub use recurring::{RecurringArgs, RecurringCommand};
 pub use show::ShowArgs;
+pub use sql::SqlArgs;
 pub use stats::{ActivityArgs, StatsArgs};
 pub use tag::TagArgs;
 pub use track::TrackArgs;
@@ -168,6 +170,10 @@ pub enum ClientCommand {
     /// The activity log, newest first: every job and worker transition, by job, worker, queue and time.
     #[command(after_long_help = EXIT_CODES)]
     Activity(ActivityArgs),
+    /// Run one read-only SQL statement over the server's database: the tables, or the views `cairn_jobs`,
+    /// `cairn_attempts`, `cairn_activity`, `cairn_stats_minute`, `cairn_stats_hour`, `cairn_workers`.
+    #[command(after_long_help = EXIT_CODES)]
+    Sql(SqlArgs),
 }
 
 /// Runs a client command.
@@ -184,6 +190,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Config(args) => args.run().await,
         ClientCommand::Stats(args) => args.run().await,
         ClientCommand::Activity(args) => args.run().await,
+        ClientCommand::Sql(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Tag(args) => args.run().await,
         ClientCommand::Track(args) => args.run(true).await,

@@ -156,15 +156,15 @@ impl Fields {
 /// A table with a header row and columns padded to their widest cell.
 #[derive(Debug)]
 pub struct Table {
-    headers: Vec<&'static str>,
+    headers: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
     /// An empty table with these column headers.
-    pub fn new(headers: &[&'static str]) -> Table {
+    pub fn new<S: AsRef<str>>(headers: &[S]) -> Table {
         Table {
-            headers: headers.to_vec(),
+            headers: headers.iter().map(|h| one_line(h.as_ref())).collect(),
             rows: Vec::new(),
         }
     }
@@ -183,9 +183,8 @@ impl Table {
                 *width = (*width).max(cell.chars().count());
             }
         }
-        let header: Vec<String> = self.headers.iter().map(|h| h.to_string()).collect();
         let mut text = String::new();
-        for row in std::iter::once(&header).chain(&self.rows) {
+        for row in std::iter::once(&self.headers).chain(&self.rows) {
             let mut line = indent.to_owned();
             for (cell, width) in row.iter().zip(&widths) {
                 line.push_str(&format!("{cell:<width$}  "));

@@ -615,6 +615,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/queues/{queue}/resume",
             "/v1/recurring",
             "/v1/recurring/{key}",
+            "/v1/sql",
             "/v1/stats",
             "/v1/stats/workers",
             "/v1/workers",

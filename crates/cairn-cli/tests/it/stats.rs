@@ -1,10 +1,10 @@
 //! Seeing the queue over the wire: `/v1/stats`, `/v1/activity`, `/metrics`, and `cairn stats|activity`.
 
 use cairn::{Dequeue, Push};
-use cairn_client::wire::{ActivityPageBody, StatsBody, WorkerStatsBody};
+use cairn_client::wire::{ActivityPageBody, SqlBody, StatsBody, WorkerStatsBody};
 use serde_json::json;
 
-use crate::cli::{ok, ok_json};
+use crate::cli::{check_error, ok, ok_json};
 use crate::harness::TestServer;
 use crate::http::{post, raw};
 
@@ -147,4 +147,62 @@ async fn bad_filters_name_the_field() {
     );
     let usage = server.cairn(&["stats", "--period", "month"], None);
     assert_eq!(usage.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_sql_from_the_shell_and_over_http() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    for name in ["a", "b", "b"] {
+        client.enqueue(Push::new(name)).await.unwrap();
+    }
+    assert_eq!(
+        ok(&server.cairn(
+            &[
+                "sql",
+                "SELECT name, count(*) AS n FROM cairn_jobs GROUP BY name ORDER BY name"
+            ],
+            None
+        )),
+        "name  n\na     1\nb     2\n"
+    );
+    let body: SqlBody = ok_json(&server.cairn(
+        &[
+            "sql",
+            "SELECT id, state FROM jobs ORDER BY id",
+            "--limit",
+            "2",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(body.columns, ["id", "state"]);
+    assert_eq!(
+        body.rows,
+        [
+            vec![json!(1), json!("queued")],
+            vec![json!(2), json!("queued")]
+        ]
+    );
+    assert!(body.truncated);
+    check_error(
+        &server.cairn(&["sql", "DELETE FROM jobs"], None),
+        2,
+        "query: must only read",
+    );
+    for (body, field) in [
+        (r#"{"query":"UPDATE jobs SET state = 'x'"}"#, "query"),
+        (r#"{"query":"SELECT 1","limit":0}"#, "limit"),
+        (r#"{"query":"SELECT 1","timeout_ms":60000}"#, "timeout_ms"),
+        (r#"{"query":"SELECT 1","rows":5}"#, "rows"),
+        (r#"{"limit":5}"#, "query"),
+    ] {
+        let (status, got) = post(&server, "/v1/sql", body).await;
+        assert_eq!(
+            (status, &got["error"]["field"]),
+            (400, &json!(field)),
+            "{body}: {got}"
+        );
+    }
+    assert_eq!(client.queue_stats().await.unwrap()[0].queued, 3);
 }

@@ -383,7 +383,14 @@ async fn bad_input_to_tracking_workers_and_next_steps_names_the_field() {
     let with_next = |next: &str| format!(r#"{{"token":"{token}","next":{next}}}"#);
     let year_and_more = (367_u64 * 24 * 3600 * 1000).to_string();
     // (method, path, body, status, field)
-    let cases: [(&str, String, String, u16, Value); 13] = [
+    let cases: [(&str, String, String, u16, Value); 14] = [
+        (
+            "GET",
+            "/v1/jobs?name=email%5B".into(),
+            String::new(),
+            400,
+            json!("name"),
+        ),
         (
             "GET",
             "/v1/jobs?tracked=yes".into(),

@@ -1,6 +1,6 @@
 //! Seeing the queue: `/v1/stats` (counts, wait, run and service times over the last hour, day or week, with
-//! series for graphs and histograms), `/v1/stats/workers` (utilization), `/v1/activity` (the activity log), and
-//! `/metrics` (Prometheus's text format).
+//! series for graphs and histograms), `/v1/stats/workers` (utilization), `/v1/activity` (the activity log),
+//! `/v1/sql` (read-only SQL), and `/metrics` (Prometheus's text format).
 
 use std::fmt::Write as _;
 
@@ -9,10 +9,13 @@ use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::IntoResponse;
 use cairn::{ActivityFilter, ActivityKind, HISTOGRAM_BOUNDS, JobMetrics, StatsPeriod, StatsQuery};
-use cairn_client::wire::{ActivityPageBody, ErrorBody, StatsBody, WorkerStatsBody};
+use cairn_client::wire::{
+    ActivityPageBody, ErrorBody, SqlBody, SqlRequest, StatsBody, WorkerStatsBody,
+};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::{id_param, time_param};
 use crate::state::AppState;
@@ -155,6 +158,21 @@ pub async fn activity(
     };
     let page = state.queue.activity(filter).await?;
     Ok(Json(ActivityPageBody::from(&page)))
+}
+
+/// Runs one read-only SQL statement over the queue's database. Anything but a read is refused; a query stops at
+/// its time limit and never blocks the queue's writes.
+#[utoipa::path(post, path = "/v1/sql", tag = "stats", request_body = SqlRequest,
+    responses(
+        (status = 200, description = "The rows", body = SqlBody),
+        (status = 400, description = "Not one read, SQLite's complaint, too slow, or a bad limit", body = ErrorBody),
+    ))]
+pub async fn sql(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<SqlRequest>,
+) -> ApiResult<Json<SqlBody>> {
+    let result = state.queue.sql(request.to_query()).await?;
+    Ok(Json(SqlBody::from(result)))
 }
 
 /// The transitions `/metrics` counts, with the counter each one feeds.

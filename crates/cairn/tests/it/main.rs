@@ -11,6 +11,7 @@ mod lifecycle;
 mod queue_control;
 mod recurring;
 mod repeat_syntax;
+mod sql;
 mod state_machine;
 mod stats;
 mod storage;

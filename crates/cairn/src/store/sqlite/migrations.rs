@@ -66,6 +66,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "activity_and_stats",
         include_str!("../../../migrations/sqlite/0012_activity_and_stats.sql"),
     ),
+    (
+        13,
+        "views",
+        include_str!("../../../migrations/sqlite/0013_views.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
