@@ -265,13 +265,7 @@ impl EventLog {
         if self.events.is_empty() && self.presence.is_empty() {
             return Ok(totals);
         }
-        let mut insert = conn.prepare_cached(INSERT_ACTIVITY)?;
-        for e in &self.events {
-            insert.execute(named_params! {
-                ":at": e.at, ":event": e.kind.as_str(), ":job": e.job, ":queue": e.queue, ":name": e.name,
-                ":worker": e.worker, ":detail": e.detail,
-            })?;
-        }
+        insert_activity(conn, &self.events)?;
         let mut minutes: HashMap<(i64, &str, &str), Counts> = HashMap::new();
         let mut histogram: HashMap<(i64, &str, &str, &'static str, i64), i64> = HashMap::new();
         let mut busy: HashMap<(i64, &str, &str), (i64, i64)> = HashMap::new();
@@ -460,8 +454,52 @@ impl BatchTotals {
     }
 }
 
-const INSERT_ACTIVITY: &str = "INSERT INTO activity (at, event, job_id, queue, name, worker, detail) \
-     VALUES (:at, :event, :job, :queue, :name, :worker, :detail)";
+/// How many activity rows one INSERT carries: fewer statements is most of the log's cost.
+const ROWS_PER_INSERT: usize = 64;
+
+/// INSERT_ACTIVITY for `rows` rows.
+fn insert_activity_sql(rows: usize) -> String {
+    let row = "(?,?,?,?,?,?,?)";
+    format!(
+        "INSERT INTO activity (at, event, job_id, queue, name, worker, detail) VALUES {}",
+        vec![row; rows].join(",")
+    )
+}
+
+static INSERT_ACTIVITY_CHUNK: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| insert_activity_sql(ROWS_PER_INSERT));
+static INSERT_ACTIVITY_ONE: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| insert_activity_sql(1));
+
+/// Appends the events to the activity log, [`ROWS_PER_INSERT`] rows per statement, in order.
+fn insert_activity(conn: &Connection, events: &[Recorded]) -> Result<()> {
+    let mut chunks = events.chunks_exact(ROWS_PER_INSERT);
+    for chunk in chunks.by_ref() {
+        bind_and_run(conn.prepare_cached(&INSERT_ACTIVITY_CHUNK)?, chunk)?;
+    }
+    for event in chunks.remainder() {
+        bind_and_run(
+            conn.prepare_cached(&INSERT_ACTIVITY_ONE)?,
+            std::slice::from_ref(event),
+        )?;
+    }
+    Ok(())
+}
+
+fn bind_and_run(mut stmt: rusqlite::CachedStatement<'_>, events: &[Recorded]) -> Result<()> {
+    for (i, e) in events.iter().enumerate() {
+        let first = i * 7 + 1;
+        stmt.raw_bind_parameter(first, e.at)?;
+        stmt.raw_bind_parameter(first + 1, e.kind.as_str())?;
+        stmt.raw_bind_parameter(first + 2, e.job)?;
+        stmt.raw_bind_parameter(first + 3, e.queue.as_deref())?;
+        stmt.raw_bind_parameter(first + 4, e.name.as_deref())?;
+        stmt.raw_bind_parameter(first + 5, e.worker.as_deref())?;
+        stmt.raw_bind_parameter(first + 6, e.detail.as_deref())?;
+    }
+    stmt.raw_execute()?;
+    Ok(())
+}
 
 /// Adds to a minute's row; a min or max that is NULL on one side takes the other.
 const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue, name, added, started, finished, retried, \
