@@ -26,6 +26,7 @@ use crate::wire::{
     UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use crate::wire::{SqlBody, SqlRequest};
+use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
 
 /// How long an ordinary call may take before the client gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -740,11 +741,46 @@ impl Client {
             .await
     }
 
+    /// Statistics over the last hour, day or week; see [`cairn::Queue::stats`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn stats(&self, query: StatsQuery) -> Result<Stats> {
+        self.stats_body(&query).await?.to_stats()
+    }
+
+    /// Worker utilization; see [`cairn::Queue::worker_stats`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn worker_stats(&self, period: StatsPeriod) -> Result<WorkerStats> {
+        Ok(WorkerStats::from(&self.worker_stats_body(period).await?))
+    }
+
+    /// A page of the activity log; see [`cairn::Queue::activity`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn activity(&self, filter: ActivityFilter) -> Result<ActivityPage> {
+        self.activity_body(&filter).await?.to_page()
+    }
+
     /// Runs one read-only SQL statement; see [`cairn::Queue::sql`].
     ///
     /// # Errors
     /// As the embedded queue.
-    pub async fn sql(&self, request: &SqlRequest) -> Result<SqlBody> {
+    pub async fn sql(&self, query: SqlQuery) -> Result<SqlResult> {
+        Ok(self
+            .sql_body(&SqlRequest::from(&query))
+            .await?
+            .into_result())
+    }
+
+    /// Runs one read-only SQL statement given in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::sql`].
+    pub async fn sql_body(&self, request: &SqlRequest) -> Result<SqlBody> {
         let timeout = request
             .timeout_ms
             .map_or(CALL_TIMEOUT, |ms| CALL_TIMEOUT + Duration::from_millis(ms));

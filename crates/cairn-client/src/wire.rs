@@ -1792,3 +1792,169 @@ impl From<SqlResult> for SqlBody {
         }
     }
 }
+
+impl SqlBody {
+    /// The engine's form.
+    pub fn into_result(self) -> SqlResult {
+        SqlResult {
+            columns: self.columns,
+            rows: self.rows,
+            truncated: self.truncated,
+        }
+    }
+}
+
+impl From<&SqlQuery> for SqlRequest {
+    fn from(q: &SqlQuery) -> Self {
+        SqlRequest {
+            query: q.sql.clone(),
+            limit: Some(q.limit),
+            timeout_ms: Some(to_millis(q.timeout)),
+        }
+    }
+}
+
+fn from_ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn from_mean(ms: f64) -> Duration {
+    Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+impl From<&SummaryBody> for Summary {
+    fn from(b: &SummaryBody) -> Self {
+        Summary {
+            count: b.count,
+            mean: b.mean_ms.map(from_mean),
+            stddev: b.stddev_ms.map(from_mean),
+            min: b.min_ms.map(from_ms),
+            max: b.max_ms.map(from_ms),
+            histogram: b
+                .histogram
+                .iter()
+                .map(|h| cairn::HistogramBucket {
+                    from: from_ms(h.from_ms),
+                    to: from_ms(h.to_ms),
+                    count: h.count,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<CountsBody> for Counts {
+    fn from(c: CountsBody) -> Self {
+        Counts {
+            added: c.added,
+            started: c.started,
+            finished: c.finished,
+            retried: c.retried,
+            failed: c.failed,
+        }
+    }
+}
+
+impl StatsBody {
+    /// The engine's form.
+    ///
+    /// # Errors
+    /// A period this version does not know.
+    pub fn to_stats(&self) -> cairn::Result<Stats> {
+        Ok(Stats {
+            period: cairn::StatsPeriod::parse(&self.period)?,
+            from: self.from,
+            to: self.to,
+            bucket: from_ms(self.bucket_ms),
+            series: self
+                .series
+                .iter()
+                .map(|p| cairn::StatsPoint {
+                    at: p.at,
+                    counts: Counts {
+                        added: p.added,
+                        started: p.started,
+                        finished: p.finished,
+                        retried: p.retried,
+                        failed: p.failed,
+                    },
+                    wait_mean: p.wait_mean_ms.map(from_mean),
+                    wait_max: p.wait_max_ms.map(from_ms),
+                    run_mean: p.run_mean_ms.map(from_mean),
+                    run_max: p.run_max_ms.map(from_ms),
+                })
+                .collect(),
+            totals: self.totals.into(),
+            wait: (&self.wait).into(),
+            run: (&self.run).into(),
+            service: (&self.service).into(),
+        })
+    }
+}
+
+impl From<&WorkerStatsBody> for WorkerStats {
+    fn from(b: &WorkerStatsBody) -> Self {
+        WorkerStats {
+            workers: b
+                .workers
+                .iter()
+                .map(|w| cairn::WorkerUsage {
+                    worker: w.worker.clone(),
+                    busy: from_ms(w.busy_ms),
+                    present: from_ms(w.available_ms),
+                    utilization: w.utilization,
+                    attempts: w.attempts,
+                })
+                .collect(),
+            queues: b
+                .queues
+                .iter()
+                .map(|q| cairn::QueueUsage {
+                    queue: q.queue.clone(),
+                    busy: from_ms(q.busy_ms),
+                    present: from_ms(q.available_ms),
+                    utilization: q.utilization,
+                })
+                .collect(),
+        }
+    }
+}
+
+impl ActivityPageBody {
+    /// The engine's form.
+    ///
+    /// # Errors
+    /// An event kind this version does not know.
+    pub fn to_page(&self) -> cairn::Result<ActivityPage> {
+        let events = self
+            .events
+            .iter()
+            .map(|e| {
+                let kind = cairn::ActivityKind::parse(&e.event).ok_or_else(|| {
+                    Error::from_parts(
+                        ErrorKind::Unavailable,
+                        Some("event".into()),
+                        format!(
+                            "the server sent an event this client does not know: {:?}",
+                            e.event
+                        ),
+                    )
+                })?;
+                Ok(ActivityEvent {
+                    id: e.id,
+                    at: e.at,
+                    kind,
+                    job: e.job.map(JobId),
+                    queue: e.queue.clone(),
+                    name: e.name.clone(),
+                    worker: e.worker.clone(),
+                    detail: e.detail.clone(),
+                })
+            })
+            .collect::<cairn::Result<_>>()?;
+        Ok(ActivityPage {
+            events,
+            next_before: self.next_before,
+        })
+    }
+}

@@ -42,7 +42,7 @@ impl SqlArgs {
         let body = self
             .common
             .client()?
-            .sql(&request)
+            .sql_body(&request)
             .await
             .context("running the query")?;
         output::emit(&if self.common.json {

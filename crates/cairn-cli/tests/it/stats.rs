@@ -206,3 +206,43 @@ async fn read_only_sql_from_the_shell_and_over_http() {
     }
     assert_eq!(client.queue_stats().await.unwrap()[0].queued, 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_reads_statistics_activity_and_sql_in_the_engines_types() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client.enqueue(Push::new("a")).await.unwrap().id;
+    let claimed = client.dequeue(Dequeue::new("w")).await.unwrap();
+    client.finish(&claimed[0].lease, None).await.unwrap();
+    let stats = client
+        .stats(cairn::StatsQuery {
+            period: cairn::StatsPeriod::Day,
+            ..cairn::StatsQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stats.period, cairn::StatsPeriod::Day);
+    assert_eq!((stats.totals.added, stats.totals.finished), (1, 1));
+    assert_eq!(stats.series.len(), 24);
+    assert_eq!(stats.run.count, 1);
+    let page = client
+        .activity(cairn::ActivityFilter {
+            job: Some(id),
+            ..cairn::ActivityFilter::default()
+        })
+        .await
+        .unwrap();
+    let kinds: Vec<_> = page.events.iter().map(|e| e.kind).collect();
+    use cairn::ActivityKind::{Added, Finished, Started};
+    assert_eq!(kinds, [Finished, Started, Added]);
+    let usage = client.worker_stats(cairn::StatsPeriod::Hour).await.unwrap();
+    assert_eq!(usage.workers[0].attempts, 1);
+    let result = client
+        .sql(cairn::SqlQuery::new(
+            "SELECT 1 AS one, 'x' AS two, NULL AS three",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(result.columns, ["one", "two", "three"]);
+    assert_eq!(result.rows, [vec![json!(1), json!("x"), json!(null)]]);
+}
