@@ -3,7 +3,8 @@
 use std::net::SocketAddr;
 
 use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::http::HeaderValue;
+use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -28,6 +29,60 @@ pub async fn require_token(
         }
     }
     next.run(request).await
+}
+
+/// Refuses what a web page in someone's browser could send to a server it should not reach: a request another
+/// origin made (cross-site request forgery: `Origin` naming another host, or `Sec-Fetch-Site: cross-site`), and,
+/// on a server without a token, a request for a host name other than `localhost` or an IP address (a page that
+/// rebinds its own name to 127.0.0.1 would otherwise read the API as its own origin). Clients that are not
+/// browsers (curl, the CLI, workers) send neither header and are not affected.
+pub async fn refuse_browser_attacks(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    let host = text(HOST.as_str());
+    if text("sec-fetch-site") == Some("cross-site") {
+        return ApiError::forbidden("a request from another site's page").into_response();
+    }
+    if let Some(origin) = text(ORIGIN.as_str())
+        && origin != "null"
+        && origin.split_once("://").map(|(_, rest)| rest) != host
+    {
+        return ApiError::forbidden(&format!(
+            "a request from the page of another origin ({origin})"
+        ))
+        .into_response();
+    }
+    if state.config.token.is_none()
+        && let Some(host) = host
+        && !is_address_or_localhost(host)
+    {
+        return ApiError::forbidden(&format!(
+            "a request for host {host:?} to a server without a token (use localhost or an IP address, or set a token)"
+        ))
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// `localhost` or an IP address, with or without a port.
+fn is_address_or_localhost(host: &str) -> bool {
+    let name = match host.rsplit_once(':') {
+        // An IPv6 literal is bracketed: [::1]:6670.
+        Some((name, port)) if !name.ends_with(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            name
+        }
+        _ => host,
+    };
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess was right.
@@ -55,6 +110,29 @@ pub fn check_exposure(addr: SocketAddr, has_token: bool, insecure: bool) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_localhost_and_addresses_pass_as_hosts_without_a_token() {
+        for host in [
+            "localhost",
+            "LOCALHOST:6670",
+            "127.0.0.1",
+            "127.0.0.1:6670",
+            "[::1]:6670",
+            "[::1]",
+            "10.0.0.5",
+        ] {
+            assert!(is_address_or_localhost(host), "{host}");
+        }
+        for host in [
+            "evil.example",
+            "evil.example:6670",
+            "localhost.evil.example",
+            "127.0.0.1.nip.io:80",
+        ] {
+            assert!(!is_address_or_localhost(host), "{host}");
+        }
+    }
 
     #[test]
     fn tokens_compare_whole() {

@@ -59,6 +59,16 @@ impl ApiError {
         )
     }
 
+    /// A request refused for where it came from (see `auth::refuse_browser_attacks`).
+    pub fn forbidden(what: &str) -> Self {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            None,
+            format!("refused {what}"),
+        )
+    }
+
     /// No such route.
     pub fn no_route(method: &str, path: &str) -> Self {
         ApiError::new(
@@ -156,6 +166,7 @@ fn wire_field(field: &str) -> String {
         "lease_timeout" => "lease_timeout_ms",
         "timeout" => "timeout_ms",
         "per" => "per_ms",
+        "every" => "every_ms",
         "backoff_initial" => "retry.initial_delay_ms",
         "backoff_multiplier" => "retry.multiplier",
         "backoff_jitter" => "retry.jitter",

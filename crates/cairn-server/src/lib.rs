@@ -132,9 +132,13 @@ pub fn router(state: AppState) -> Router {
         app
     };
     // The dashboard's files hold no data, so they are merged outside the token layer; its API calls are not.
-    app.merge(dashboard::router())
-        .layer(middleware::from_fn(log_request))
-        .with_state(state)
+    let app = app.merge(dashboard::router());
+    app.layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::refuse_browser_attacks,
+    ))
+    .layer(middleware::from_fn(log_request))
+    .with_state(state)
 }
 
 /// Logs each request with its status and duration; failures at a level that gets noticed.

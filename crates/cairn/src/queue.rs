@@ -75,6 +75,8 @@ struct Inner {
     defaults: Defaults,
     /// Counters and histograms since the queue opened.
     metrics: Arc<crate::metrics::Metrics>,
+    /// Turns for read-only SQL queries, so that they cannot take every blocking thread.
+    sql_turns: tokio::sync::Semaphore,
     path: PathBuf,
     closed: AtomicBool,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -255,6 +257,7 @@ impl Queue {
             clock: clock.clone(),
             defaults,
             metrics,
+            sql_turns: tokio::sync::Semaphore::new(crate::sql::CONCURRENT_QUERIES),
             path,
             closed: AtomicBool::new(false),
             writer_thread: Mutex::new(Some(thread)),
@@ -672,6 +675,12 @@ impl Queue {
     /// [`ErrorKind::InvalidInput`] on `query` (not a read, not one statement, SQLite's own complaint, or too slow),
     /// `limit` or `timeout`.
     pub async fn sql(&self, query: SqlQuery) -> Result<SqlResult> {
+        let _turn = self
+            .inner
+            .sql_turns
+            .acquire()
+            .await
+            .map_err(|_| Error::closed())?;
         let path = self.inner.path.clone();
         tokio::task::spawn_blocking(move || crate::sql::run(&path, &query))
             .await

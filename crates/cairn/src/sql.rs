@@ -22,6 +22,15 @@ pub const MAX_SQL_ROWS: u32 = 10_000;
 /// How long a query may run at most.
 pub const MAX_SQL_TIME: Duration = Duration::from_secs(30);
 
+/// The largest text or blob a query may make (SQLite's length limit on its connection).
+const MAX_VALUE_BYTES: i32 = 16 * 1024 * 1024;
+
+/// About how much a result may hold in all; rows beyond it are cut off as at the row limit.
+const MAX_RESULT_BYTES: usize = 32 * 1024 * 1024;
+
+/// How many queries run at once; more wait for a turn, so that queries cannot take every blocking thread.
+pub(crate) const CONCURRENT_QUERIES: usize = 4;
+
 /// A read-only query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqlQuery {
@@ -77,6 +86,12 @@ pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
         return Err(Error::invalid("query", "must not be empty"));
     }
     let mut conn = connection::open_reader(path)?;
+    // A value cannot grow past this, so no single row can exhaust memory.
+    conn.set_limit(
+        rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+        MAX_VALUE_BYTES,
+    )
+    .map_err(|e| Error::storage("limiting value lengths", e))?;
     // Without either wall the query does not run.
     conn.authorizer(Some(only_reads))
         .map_err(|e| Error::storage("installing the read-only authorizer", e))?;
@@ -119,15 +134,18 @@ pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
     let width = columns.len();
     let mut rows = Vec::new();
     let mut truncated = false;
+    let mut bytes = 0;
     let mut cursor = stmt.query([]).map_err(refused)?;
     while let Some(row) = cursor.next().map_err(refused)? {
-        if rows.len() == query.limit as usize {
+        if rows.len() == query.limit as usize || bytes > MAX_RESULT_BYTES {
             truncated = true;
             break;
         }
         let mut values = Vec::with_capacity(width);
         for i in 0..width {
-            values.push(json(row.get_ref(i).map_err(refused)?));
+            let value = row.get_ref(i).map_err(refused)?;
+            bytes += size(value);
+            values.push(json(value));
         }
         rows.push(values);
     }
@@ -136,6 +154,15 @@ pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
         rows,
         truncated,
     })
+}
+
+/// About how many bytes a value takes as JSON (a blob's bytes as numbers take up to four each).
+fn size(value: ValueRef<'_>) -> usize {
+    match value {
+        ValueRef::Null | ValueRef::Integer(_) | ValueRef::Real(_) => 8,
+        ValueRef::Text(t) => t.len() + 2,
+        ValueRef::Blob(b) => b.len() * 4,
+    }
 }
 
 /// A SQLite value as JSON.

@@ -1196,3 +1196,52 @@ async fn recurring_templates_are_managed_over_http() {
         ErrorKind::NotFound
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_a_web_page_could_forge_are_refused() {
+    let server = TestServer::spawn();
+    let url = server.url().to_owned();
+    let host = url.trim_start_matches("http://").to_owned();
+    let pause = format!("{url}/v1/queues/default/pause");
+    let client = reqwest::Client::new();
+    for (header, value) in [
+        ("origin", "http://evil.example".to_owned()),
+        ("origin", "http://127.0.0.1:1".to_owned()),
+        ("sec-fetch-site", "cross-site".to_owned()),
+        ("host", "evil.example".to_owned()),
+        (
+            "host",
+            format!("rebound.example:{}", host.rsplit(':').next().unwrap()),
+        ),
+    ] {
+        let response = client
+            .post(&pause)
+            .header(header, &value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{header}: {value}");
+        let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["error"]["kind"], "forbidden", "{body}");
+    }
+    assert!(server.client().queue_stats().await.unwrap().is_empty());
+    // The dashboard's own requests (same origin) and clients that are not browsers go through.
+    for headers in [
+        vec![
+            ("origin", format!("http://{host}")),
+            ("sec-fetch-site", "same-origin".to_owned()),
+        ],
+        vec![(
+            "host",
+            format!("localhost:{}", host.rsplit(':').next().unwrap()),
+        )],
+        vec![],
+    ] {
+        let mut request = client.post(&pause);
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        assert_eq!(request.send().await.unwrap().status(), 200, "{headers:?}");
+    }
+    assert!(server.client().queue_stats().await.unwrap()[0].paused);
+}

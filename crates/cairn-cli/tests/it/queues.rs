@@ -185,7 +185,7 @@ work   no      1          1       1        1        0        1       1          
     check_error(
         &server.cairn(&["queue", "aging", "later", "48h"], None),
         2,
-        "every: must be between",
+        "every_ms: must be between",
     );
 }
 
@@ -432,7 +432,7 @@ async fn bad_input_to_queue_control_names_the_field() {
             "/v1/queues/default/aging".into(),
             r#"{"every_ms":0}"#,
             400,
-            json!("every"),
+            json!("every_ms"),
         ),
         (
             "POST",

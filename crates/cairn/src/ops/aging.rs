@@ -1,7 +1,7 @@
-//! Priority aging: on a queue that has it, a ready job gains one priority point for every `every` it has waited,
-//! so a steady stream of high-priority jobs cannot starve the low ones forever. A job of priority 0 that has waited
-//! ten minutes on a queue aging one point a minute goes before a fresh job of priority 9, and after a fresh one of
-//! priority 11.
+//! Priority aging: on a queue that has it, a ready job's priority grows by one for every `every` it has waited
+//! (continuously, not in steps: half a point after half of `every`), so a steady stream of high-priority jobs
+//! cannot starve the low ones forever. A job of priority 0 that has waited ten minutes on a queue aging one point a
+//! minute goes before a fresh job of priority 9, and after a fresh one of priority 11.
 //!
 //! It costs a claim nothing: the claim order `priority + waited / every`, highest first, is the order of
 //! `run_at - priority * every`, lowest first, which does not change as time passes, so it is the key of the

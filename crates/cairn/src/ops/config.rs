@@ -143,6 +143,18 @@ impl ConfigKey {
         }
     }
 
+    /// Whether it is part of the default retry policy, which is checked as a whole.
+    fn is_retry(self) -> bool {
+        matches!(
+            self,
+            ConfigKey::RetryMaxAttempts
+                | ConfigKey::RetryInitialDelay
+                | ConfigKey::RetryMultiplier
+                | ConfigKey::RetryMaxDelay
+                | ConfigKey::RetryJitter
+        )
+    }
+
     /// Whether it can be [`ConfigValue::Off`].
     pub fn can_be_off(self) -> bool {
         matches!(
@@ -365,17 +377,37 @@ impl RuntimeConfig {
         let rows = stmt.query_map([], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
         })?;
+        let mut stored = BTreeMap::new();
         for row in rows {
             let (name, text, at): (String, String, i64) = row?;
-            let stored = ConfigKey::parse(&name).and_then(|key| {
+            let parsed = ConfigKey::parse(&name).and_then(|key| {
                 let json = serde_json::from_str(&text)
                     .map_err(|e| Error::invalid("value", format!("is not JSON: {e}")))?;
                 Ok((key, key.value_from_json(&json)?))
             });
-            match stored.and_then(|(key, value)| config.with(key, Some((value, at)))) {
-                Ok(next) => config = next,
+            // Each value alone must still be in range (a later version may have narrowed one).
+            let parsed = parsed.and_then(|(key, value)| {
+                let (mut limits, mut retention) = (defaults.limits.clone(), defaults.retention);
+                key.put(value, &mut limits, &mut retention)
+                    .map(|()| (key, value))
+            });
+            match parsed {
+                Ok((key, value)) => {
+                    stored.insert(key, (value, at));
+                }
                 Err(e) => tracing::warn!(key = name, value = text, error = %e,
-                    "ignoring an option set at run time that does not apply; unset it or set it again"),
+                    "ignoring an option set at run time that this version does not accept; unset it or set it again"),
+            }
+        }
+        // All at once: the retry policy is checked as a whole, so one by one an order could refuse a valid set.
+        match config.with_all(stored.clone()) {
+            Ok(all) => config = all,
+            Err(e) => {
+                // Values that do not add up with the defaults the queue was opened with now: keep the others.
+                tracing::warn!(error = %e,
+                    "ignoring the retry options set at run time: they do not fit the defaults the queue was opened with");
+                stored.retain(|key, _| !key.is_retry());
+                config = config.with_all(stored)?;
             }
         }
         Ok(config)
@@ -393,6 +425,20 @@ impl RuntimeConfig {
             Some(value) => set.insert(key, value),
             None => set.remove(&key),
         };
+        self.build(set, key.as_str())
+    }
+
+    /// The defaults with exactly `set` over them, checked as a whole.
+    fn with_all(&self, set: BTreeMap<ConfigKey, (ConfigValue, i64)>) -> Result<RuntimeConfig> {
+        self.build(set, "default_retry")
+    }
+
+    /// The defaults with `set` over them; a retry policy that does not add up is refused naming `field`.
+    fn build(
+        &self,
+        set: BTreeMap<ConfigKey, (ConfigValue, i64)>,
+        field: &'static str,
+    ) -> Result<RuntimeConfig> {
         let mut limits = self.defaults.limits.clone();
         let mut retention = self.defaults.retention;
         for (key, (value, _)) in &set {
@@ -401,7 +447,7 @@ impl RuntimeConfig {
         // The retry policy must add up as a whole; name the key being set, since that is what the caller can fix.
         limits.default_retry.validate().map_err(|e| {
             Error::invalid(
-                key.as_str(),
+                field,
                 format!("would make the default retry policy invalid: {e}"),
             )
         })?;

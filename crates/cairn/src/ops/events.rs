@@ -290,9 +290,16 @@ impl EventLog {
                     .entry((hour, queue, name, "run", bucket(run)))
                     .or_default() += 1;
                 if let Some(worker) = e.worker.as_deref() {
-                    let entry = busy.entry((hour, worker, queue)).or_default();
-                    entry.0 += run;
-                    entry.1 += 1;
+                    // Each hour the attempt ran in gets its share, as presence does; the attempt counts where
+                    // it ended.
+                    let mut start = e.at - run;
+                    while start < e.at {
+                        let in_hour = floor(start, HOUR);
+                        let end = e.at.min(in_hour + HOUR);
+                        busy.entry((in_hour, worker, queue)).or_default().0 += end - start;
+                        start = end;
+                    }
+                    busy.entry((hour, worker, queue)).or_default().1 += 1;
                 }
             }
             if let Some(service) = e.service_ms {

@@ -524,6 +524,8 @@ pub(crate) fn in_savepoint<T>(
     let result = f(ctx);
     if result.is_err() {
         ctx.events.undo_to(mark);
+        // What it wrote of workers is rolled back: read them again when needed.
+        ctx.settings.seen.clear();
     }
     end_savepoint(conn, result.is_ok())?;
     result

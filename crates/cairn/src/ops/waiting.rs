@@ -24,9 +24,11 @@ use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
 use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 
-/// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead).
+/// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead). A job
+/// ready now is ready from now: `run_at` is when it became ready, for its wait time and its priority aging.
 const RELEASE_IF_UNBLOCKED: &str = concat!(
-    "UPDATE jobs SET state = CASE WHEN run_at <= :now THEN 'queued' ELSE 'scheduled' END \
+    "UPDATE jobs SET state = CASE WHEN run_at <= :now THEN 'queued' ELSE 'scheduled' END, \
+     run_at = MAX(run_at, :now) \
      WHERE id = :id AND state = 'waiting' AND awaits_parent = 0 \
      AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) \
      AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND ",

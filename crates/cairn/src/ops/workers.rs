@@ -64,7 +64,22 @@ pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
         Some(last) if last.active && now - last.at <= lost_after => {
             ctx.events.present(worker, last.at, now);
         }
-        _ => ctx
+        Some(last) => {
+            if last.active {
+                // Silent long enough to count as lost, before housekeeping noticed: say so first.
+                let detail = format!("last seen {}", from_millis(last.at));
+                ctx.events.other(
+                    now,
+                    ActivityKind::WorkerLost,
+                    None,
+                    Some(worker),
+                    Some(&detail),
+                );
+            }
+            ctx.events
+                .other(now, ActivityKind::WorkerStarted, None, Some(worker), None);
+        }
+        None => ctx
             .events
             .other(now, ActivityKind::WorkerStarted, None, Some(worker), None),
     }
@@ -121,8 +136,11 @@ impl Operation for WorkerStopped {
     }
 }
 
-const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (SELECT id FROM workers INDEXED BY \
-     workers_last_seen WHERE last_seen < :cutoff AND status = 'active' LIMIT 1000) RETURNING id, last_seen";
+/// A worker that holds a live lease is not lost, however long it has been silent (a long job without heartbeats).
+const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w INDEXED BY \
+     workers_last_seen WHERE w.last_seen < :cutoff AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
+     INDEXED BY jobs_by_worker WHERE state = 'running' AND worker = w.id AND lease_expires_at > :now) LIMIT 1000) \
+     RETURNING id, last_seen";
 
 /// Marks the active workers silent for [`WORKER_LOST_AFTER`] as lost, a bounded number at a time. Returns how
 /// many.
@@ -131,9 +149,10 @@ pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     let lost: Vec<(String, i64)> = ctx
         .conn
         .prepare_cached(LOSE)?
-        .query_map(named_params! { ":cutoff": cutoff }, |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?
+        .query_map(
+            named_params! { ":cutoff": cutoff, ":now": ctx.now_ms },
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
         .collect::<rusqlite::Result<_>>()?;
     for (worker, last_seen) in &lost {
         let detail = format!("last seen {}", from_millis(*last_seen));

@@ -191,6 +191,12 @@ async fn bad_values_are_refused_naming_the_key_and_change_nothing() {
         )
         .await
         .unwrap();
+    // Read back (and so after a restart, or a rolled-back batch), the pair holds, whatever the order of the keys.
+    let entries = t.queue.config().await.unwrap();
+    assert_eq!(
+        value_of(&entries, ConfigKey::RetryInitialDelay).value,
+        ConfigValue::Duration(Duration::from_secs(7200))
+    );
     // Unsetting the maximum now would break the policy: refused, naming the key.
     let e = t
         .queue

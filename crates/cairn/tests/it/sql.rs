@@ -107,6 +107,7 @@ async fn anything_but_one_read_is_refused_and_changes_nothing() {
         "SELECT 1; DELETE FROM jobs",
         "WITH x AS (SELECT 1) DELETE FROM jobs",
         "SELECT * FROM no_such_table",
+        "SELECT randomblob(100000000)",
         "",
     ] {
         let e = t.queue.sql(SqlQuery::new(sql)).await.unwrap_err();

@@ -365,3 +365,122 @@ async fn old_activity_and_statistics_are_pruned_by_age() {
     );
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_dependent_waits_from_when_it_became_ready_not_from_when_it_was_pushed() {
+    let t = TestQueue::new().await;
+    let first = t
+        .queue
+        .enqueue(Push::new("first").lease_timeout(secs(2 * 3600)))
+        .await
+        .unwrap()
+        .id;
+    let then = t
+        .queue
+        .enqueue(Push::new("then").depends_on(first))
+        .await
+        .unwrap()
+        .id;
+    let a = t.take("w").await.unwrap();
+    t.advance(secs(3600));
+    t.queue.finish(&a.lease, None).await.unwrap();
+    assert_eq!(t.queue.get(then).await.unwrap().run_at, t.clock_now());
+    t.advance(secs(2));
+    let b = t.take("w").await.unwrap();
+    assert_eq!(b.job.id, then);
+    let stats = t
+        .queue
+        .stats(StatsQuery {
+            name: Some("then".into()),
+            ..StatsQuery::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(stats.wait.max, Some(secs(2)));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_worker_waiting_in_a_long_poll_is_present_not_lost() {
+    let t = TestQueue::new().await;
+    let queue = t.queue.clone();
+    let waiting = tokio::spawn(async move {
+        queue
+            .dequeue(Dequeue::new("patient").wait(secs(3600)))
+            .await
+            .unwrap()
+    });
+    tokio::task::yield_now().await;
+    t.queue.sqlite_settings().await.unwrap();
+    // Ten minutes pass in steps of a minute; housekeeping sees the parked worker at each.
+    for _ in 0..10 {
+        t.advance(secs(60));
+        t.queue.sqlite_settings().await.unwrap();
+    }
+    let kinds: Vec<_> = t
+        .queue
+        .activity(ActivityFilter {
+            worker: Some("patient".into()),
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, [ActivityKind::WorkerStarted]);
+    let usage = t.queue.worker_stats(StatsPeriod::Hour).await.unwrap();
+    assert_eq!(usage.workers[0].present, secs(600));
+    t.push("at last").await;
+    assert_eq!(waiting.await.unwrap()[0].job.name.as_str(), "at last");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn busy_time_is_shared_among_the_hours_an_attempt_ran_in() {
+    let t = TestQueue::new().await;
+    t.advance(secs(30 * 60)); // 00:30
+    t.push("long").await;
+    let c = t.take("w").await.unwrap();
+    t.advance(secs(50 * 60)); // 01:20
+    t.queue.heartbeat(&c.lease, None).await.unwrap_err(); // the lease ran out long ago; the worker is seen
+    t.queue.finish(&c.lease, None).await.unwrap_err();
+    let rows = t
+        .queue
+        .sql(cairn::SqlQuery::new(
+            "SELECT hour, busy_ms FROM worker_hour WHERE queue != '' ORDER BY hour",
+        ))
+        .await
+        .unwrap()
+        .rows;
+    assert!(rows.is_empty(), "a lost lease is not busy time: {rows:?}");
+    // A finished one that spans the hour is split: 30 min before 01:00, 20 after.
+    let t = TestQueue::new().await;
+    t.advance(secs(30 * 60));
+    t.push("long").await;
+    let c = t
+        .queue
+        .dequeue(Dequeue::new("w").lease_timeout(secs(24 * 3600)))
+        .await
+        .unwrap()
+        .remove(0);
+    t.advance(secs(50 * 60));
+    t.queue.finish(&c.lease, None).await.unwrap();
+    let rows = t
+        .queue
+        .sql(cairn::SqlQuery::new(
+            "SELECT busy_ms, attempts FROM worker_hour WHERE queue != '' ORDER BY hour",
+        ))
+        .await
+        .unwrap()
+        .rows;
+    assert_eq!(
+        rows,
+        [
+            vec![serde_json::json!(30 * 60_000), serde_json::json!(0)],
+            vec![serde_json::json!(20 * 60_000), serde_json::json!(1)]
+        ]
+    );
+    t.close().await;
+}

@@ -373,6 +373,16 @@ impl Writer {
         let retention = self.settings.config.retention;
         // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
         let prune = now_ms >= self.next_prune;
+        // A worker waiting in a long poll is there, though it sends nothing: housekeeping counts it seen.
+        let mut waiting_workers: Vec<String> = Vec::new();
+        if prune {
+            for waiter in &self.parked {
+                let worker = waiter.claim.worker.as_str();
+                if !waiting_workers.iter().any(|w| w == worker) {
+                    waiting_workers.push(worker.to_owned());
+                }
+            }
+        }
         let mut ready = ReadyQueues::default();
         let mut events = EventLog::default();
         let mut ctx = WriteCtx {
@@ -389,6 +399,7 @@ impl Writer {
             prune,
             retention,
             release: &self.to_release,
+            waiting_workers: &waiting_workers,
         };
         let timed = match in_savepoint(&mut ctx, |ctx| timed_work.run(ctx)) {
             Ok(updates) => updates,
@@ -420,6 +431,7 @@ impl Writer {
                     let applied = op.apply(&mut ctx);
                     if !applied {
                         ctx.events.undo_to(mark);
+                        ctx.settings.seen.clear();
                     }
                     if !applied {
                         check_transaction_alive(ctx.conn)?;
@@ -738,6 +750,8 @@ struct TimedWork<'a> {
     prune: bool,
     retention: Retention,
     release: &'a [Lease],
+    /// The workers of parked dequeues, seen at each housekeeping pass.
+    waiting_workers: &'a [String],
 }
 
 /// What the timed work did, applied to the writer once the batch commits.
@@ -769,6 +783,9 @@ impl TimedWork<'_> {
             }
         }
         if self.prune {
+            for worker in self.waiting_workers {
+                crate::ops::workers::seen(ctx, worker)?;
+            }
             let pruned = maintenance::prune(ctx, &self.retention)?;
             let more = pruned as i64 >= maintenance::STEP_ROWS;
             let interval = duration_millis(self.retention.interval);

@@ -31,7 +31,8 @@ export function askForToken(refused) {
     };
     form.addEventListener("submit", submitted);
     // Escape would close the dialog with nothing entered: keep it open, the page cannot work without a token.
-    dialog.addEventListener("cancel", (event) => event.preventDefault());
+    // Assigned, not added: the dialog opens again after every refused token.
+    dialog.oncancel = (event) => event.preventDefault();
   });
   dialog.showModal();
   input.focus();
