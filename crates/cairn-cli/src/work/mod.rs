@@ -97,7 +97,13 @@ pub async fn run(args: WorkArgs) -> anyhow::Result<Code> {
             token: args.client.token,
         }),
     };
-    manager::run(client, settings).await?;
+    let worker = settings.worker.clone();
+    let outcome = manager::run(client.clone(), settings).await;
+    // Stopped, not lost: the server's activity log says so. A server that cannot be reached counts it lost later.
+    if let Err(e) = client.worker_stopped(&worker).await {
+        tracing::debug!(error = %e, "could not tell the server the worker stopped");
+    }
+    outcome?;
     Ok(Code::Success)
 }
 

@@ -288,6 +288,15 @@ async fn exit_when_idle_drains_the_matching_jobs_then_exits() {
         assert_eq!(get(&client, id).await.state, JobState::Completed);
     }
     assert_eq!(get(&client, other).await.state, JobState::Queued);
+    // It said goodbye: the activity log has it stopped, not lost.
+    let page = client
+        .activity(cairn::ActivityFilter {
+            limit: 1,
+            ..cairn::ActivityFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.events[0].kind, cairn::ActivityKind::WorkerStopped);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
