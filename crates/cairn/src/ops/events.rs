@@ -261,10 +261,11 @@ impl EventLog {
     /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
     /// the queue keeps in memory once the transaction commits.
     pub fn flush(&mut self, conn: &Connection) -> Result<BatchTotals> {
-        let mut totals = BatchTotals::default();
         if self.events.is_empty() && self.presence.is_empty() {
-            return Ok(totals);
+            return Ok(BatchTotals::default());
         }
+        // Keyed by borrowed names while counting; owned once per queue and name at the end.
+        let mut per_job: HashMap<(&str, &str), JobTotals> = HashMap::new();
         insert_activity(conn, &self.events)?;
         let mut minutes: HashMap<(i64, &str, &str), Counts> = HashMap::new();
         let mut histogram: HashMap<(i64, &str, &str, &'static str, i64), i64> = HashMap::new();
@@ -305,7 +306,7 @@ impl EventLog {
             if let Some(service) = e.service_ms {
                 counts.service.add(service);
             }
-            totals.add(queue, name, e);
+            per_job.entry((queue, name)).or_default().add(e);
         }
         let mut upsert = conn.prepare_cached(UPSERT_MINUTE)?;
         for ((minute, queue, name), c) in &minutes {
@@ -347,6 +348,12 @@ impl EventLog {
                 start = end;
             }
         }
+        let totals = BatchTotals {
+            jobs: per_job
+                .into_iter()
+                .map(|((queue, name), t)| ((queue.to_owned(), name.to_owned()), t))
+                .collect(),
+        };
         self.clear();
         Ok(totals)
     }
@@ -445,19 +452,15 @@ pub(crate) struct JobTotals {
     pub run_ms: Vec<i64>,
 }
 
-impl BatchTotals {
-    fn add(&mut self, queue: &str, name: &str, e: &Recorded) {
-        let totals = self
-            .jobs
-            .entry((queue.to_owned(), name.to_owned()))
-            .or_default();
+impl JobTotals {
+    fn add(&mut self, e: &Recorded) {
         let index = ActivityKind::ALL
             .iter()
             .position(|k| *k == e.kind)
             .expect("every kind is in ALL");
-        totals.counts[index] += 1;
-        totals.wait_ms.extend(e.wait_ms);
-        totals.run_ms.extend(e.run_ms);
+        self.counts[index] += 1;
+        self.wait_ms.extend(e.wait_ms);
+        self.run_ms.extend(e.run_ms);
     }
 }
 
