@@ -86,6 +86,14 @@ pub use stats::{
 /// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    /// Brings a PostgreSQL database to this build's schema: for the PostgreSQL backend's tests while it is built.
+    ///
+    /// # Errors
+    /// Storage errors, or a database written by a newer Cairn.
+    pub fn migrate_postgres(client: &mut postgres::Client, now_ms: i64) -> crate::Result<()> {
+        crate::store::postgres::migrations::migrate(client, now_ms)
+    }
+
     pub use jiff::Timestamp;
     pub use serde_json::Value;
 }

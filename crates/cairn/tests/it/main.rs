@@ -8,6 +8,7 @@ mod crash;
 mod enqueue;
 mod leases;
 mod lifecycle;
+mod postgres_backend;
 mod queue_control;
 mod recurring;
 mod repeat_syntax;

@@ -1,0 +1,78 @@
+//! The PostgreSQL schema, as numbered append-only migrations embedded in the binary, numbered on their own (the
+//! SQLite ones are in `store/sqlite/migrations.rs`). Many nodes may start at once against one database: each
+//! migration runs under a transaction-level advisory lock, so exactly one node applies it and the others wait and
+//! then find it done.
+
+use postgres::Client;
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// Every migration, in order: (version, name, SQL).
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "schema",
+    include_str!("../../../migrations/postgres/0001_schema.sql"),
+)];
+
+/// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
+const MIGRATION_LOCK: i64 = 0x0063_6169_726e;
+
+/// The schema version this build of Cairn writes.
+pub(crate) fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// Brings the database up to the latest version, one transaction per migration.
+///
+/// # Errors
+/// A storage error, or [`ErrorKind::Storage`] when the database was written by a newer Cairn.
+pub(crate) fn migrate(client: &mut Client, now_ms: i64) -> Result<()> {
+    let context = |what: &str| {
+        let what = what.to_owned();
+        move |e: postgres::Error| Error::storage(what, e)
+    };
+    client
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS cairn_migrations (
+                 version    BIGINT PRIMARY KEY,
+                 name       TEXT   NOT NULL,
+                 applied_at BIGINT NOT NULL
+             )",
+        )
+        .map_err(context("creating cairn_migrations"))?;
+    for &(version, name, sql) in MIGRATIONS {
+        let label = format!("applying migration {version:04}_{name}");
+        let mut tx = client.transaction().map_err(context(&label))?;
+        // Nodes starting together queue here; the one that gets the lock first applies, the others see it done.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(context(&label))?;
+        let current: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM cairn_migrations",
+                &[],
+            )
+            .map_err(context("reading the schema version"))?
+            .get(0);
+        if current > latest_version() {
+            return Err(Error::new(
+                ErrorKind::Storage,
+                format!(
+                    "the database has schema version {current}, newer than this build of Cairn understands ({})",
+                    latest_version()
+                ),
+            ));
+        }
+        if current >= version {
+            continue;
+        }
+        tx.batch_execute(sql).map_err(context(&label))?;
+        tx.execute(
+            "INSERT INTO cairn_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+            &[&version, &name, &now_ms],
+        )
+        .map_err(context(&label))?;
+        tx.commit().map_err(context(&label))?;
+        tracing::info!(version, name, "applied migration");
+    }
+    Ok(())
+}

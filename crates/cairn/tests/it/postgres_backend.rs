@@ -1,0 +1,181 @@
+//! The PostgreSQL backend, as far as it is built: its migrations on a real server, and `cairn_glob`, the schema's
+//! stand-in for SQLite's GLOB, checked against SQLite's own GLOB.
+//!
+//! The server is the private cluster `scripts/test` starts (`scripts/postgres`), named by
+//! `CAIRN_TEST_POSTGRES_URL`; each test works in a database of its own, dropped at the end.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use postgres::{Client, NoTls};
+use proptest::prelude::*;
+
+/// A database of its own on the test cluster, dropped when the test ends.
+struct TestDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl TestDatabase {
+    fn new() -> TestDatabase {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
+            panic!(
+                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
+                 PostgreSQL cluster (scripts/postgres) and sets it"
+            )
+        });
+        let name = format!(
+            "cairn_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut client = Client::connect(&admin, NoTls).expect("connecting to the test cluster");
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("creating a test database");
+        let url = match admin.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{name}"),
+            None => panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"),
+        };
+        TestDatabase { admin, name, url }
+    }
+
+    fn connect(&self) -> Client {
+        Client::connect(&self.url, NoTls).expect("connecting to the test database")
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut client) = Client::connect(&self.admin, NoTls) {
+            let _ = client.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+#[test]
+fn migrations_bring_a_fresh_database_to_the_schema_once() {
+    let db = TestDatabase::new();
+    let mut client = db.connect();
+    cairn::__private::migrate_postgres(&mut client, 1_000).unwrap();
+    // Again, as a second node starting would: nothing more happens.
+    cairn::__private::migrate_postgres(&mut db.connect(), 2_000).unwrap();
+    let applied: Vec<(i64, String, i64)> = client
+        .query(
+            "SELECT version, name, applied_at FROM cairn_migrations ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(applied, [(1, "schema".to_owned(), 1_000)]);
+    // The tables and views the engine uses are there, and the ready index orders as on SQLite.
+    for table in [
+        "jobs",
+        "job_attempts",
+        "job_tags",
+        "job_dependencies",
+        "recurring",
+        "queues",
+        "workers",
+        "config",
+        "activity",
+        "stats_minute",
+        "stats_histogram",
+        "worker_hour",
+        "cairn_jobs",
+        "cairn_attempts",
+        "cairn_activity",
+        "cairn_stats_minute",
+        "cairn_stats_hour",
+        "cairn_workers",
+    ] {
+        client
+            .execute(&format!("SELECT * FROM {table} LIMIT 1"), &[])
+            .unwrap_or_else(|e| panic!("{table}: {e}"));
+    }
+    for (priority, aging) in [(1i64, None::<i64>), (5, None), (0, Some(1000i64))] {
+        client
+            .execute(
+                "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, \
+                 backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
+                 created_at, slot_at, aging_ms) VALUES ('q', 'n', 'queued', '{}', $1, 1, 0, 1, 0, 1.0, 0, 0.0, \
+                 60000, 0, 0, $2)",
+                &[&priority, &aging],
+            )
+            .unwrap();
+    }
+    let keys: Vec<i64> = client
+        .query(
+            "SELECT claim_key FROM jobs ORDER BY claim_key, run_at, id",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(keys, [-5, -1, 0]);
+}
+
+#[test]
+fn a_database_from_a_newer_cairn_is_refused() {
+    let db = TestDatabase::new();
+    let mut client = db.connect();
+    cairn::__private::migrate_postgres(&mut client, 1_000).unwrap();
+    client
+        .execute(
+            "INSERT INTO cairn_migrations VALUES (999, 'future', 0)",
+            &[],
+        )
+        .unwrap();
+    let e = cairn::__private::migrate_postgres(&mut client, 2_000).unwrap_err();
+    assert_eq!(e.kind(), cairn::ErrorKind::Storage);
+    assert!(e.to_string().contains("newer than this build"), "{e}");
+}
+
+/// A GLOB pattern from pieces SQLite and `cairn_glob` must read alike.
+fn pattern() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        "[ab.\\-_^$(|+]".prop_map(|c| c.to_string()),
+        Just("*".to_owned()),
+        Just("?".to_owned()),
+        Just("[ab]".to_owned()),
+        Just("[^a]".to_owned()),
+        Just("[a-c]".to_owned()),
+        Just("[.]".to_owned()),
+    ];
+    proptest::collection::vec(piece, 0..6).prop_map(|pieces| pieces.concat())
+}
+
+#[test]
+fn cairn_glob_matches_as_sqlite_glob_does() {
+    let db = TestDatabase::new();
+    let mut client = db.connect();
+    cairn::__private::migrate_postgres(&mut client, 0).unwrap();
+    let sqlite = rusqlite::Connection::open_in_memory().unwrap();
+    let client = std::cell::RefCell::new(client);
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(400));
+    runner
+        .run(&(pattern(), "[abc.\\-_^$(|+]{0,6}"), |(pattern, value)| {
+            let expected: bool = sqlite
+                .query_row(
+                    "SELECT ?1 GLOB ?2",
+                    rusqlite::params![value, pattern],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let got: bool = client
+                .borrow_mut()
+                .query_one("SELECT cairn_glob($1, $2)", &[&value, &pattern])
+                .unwrap()
+                .get(0);
+            prop_assert_eq!(got, expected, "{:?} GLOB {:?}", value, pattern);
+            Ok(())
+        })
+        .unwrap();
+}
