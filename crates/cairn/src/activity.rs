@@ -62,15 +62,15 @@ pub struct ActivityPage {
 }
 
 /// A job's events through `activity_by_job`.
-const BY_JOB: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+pub(crate) const BY_JOB: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
      INDEXED BY activity_by_job WHERE job_id = :job AND id < :before \
-     AND (:worker IS NULL OR worker = :worker) AND (:queue IS NULL OR queue = :queue) \
+     AND (CAST(:worker AS TEXT) IS NULL OR worker = :worker) AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) \
      AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
 
 /// Everything else walks the log from the newest event back: a time range, a worker or a queue filter what it
 /// reads, so an old range costs a walk over what is newer.
-const RECENT: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
-     WHERE id < :before AND (:worker IS NULL OR worker = :worker) AND (:queue IS NULL OR queue = :queue) \
+pub(crate) const RECENT: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+     WHERE id < :before AND (CAST(:worker AS TEXT) IS NULL OR worker = :worker) AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) \
      AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
 
 /// Lists events as `filter` says.

@@ -94,6 +94,61 @@ pub mod __private {
         crate::store::postgres::migrations::migrate(client, now_ms)
     }
 
+    /// Some of the engine's own statements, those with the most for the translation to PostgreSQL to get right,
+    /// for the PostgreSQL tests to prepare on the real schema.
+    pub fn sample_statements() -> Vec<String> {
+        use crate::ops::*;
+        let mut all: Vec<String> = [
+            crate::stats::SERIES,
+            crate::stats::TOTALS,
+            crate::stats::HISTOGRAM,
+            crate::stats::WORKER_HOURS,
+            heartbeat::EXTEND_LEASE,
+            workers::SEEN,
+            workers::LOSE,
+            workers::FORGET,
+            finish::COMPLETE_JOB,
+            finish::GO_ON,
+            events::UPSERT_MINUTE,
+            events::UPSERT_HISTOGRAM,
+            events::UPSERT_WORKER_HOUR,
+            queues::COUNT_BY_STATE,
+            waiting::RELEASE_IF_UNBLOCKED,
+            aging::SET_AGING,
+            aging::AGE_JOBS,
+            failures::UNFAIL,
+            claim::LEASE_JOB,
+            crate::activity::BY_JOB,
+            crate::activity::RECENT,
+            crate::store::sqlite::maintenance::PRUNE_ACTIVITY,
+            crate::query::PEEK,
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+        all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(str::to_owned));
+        for (patterns, priority, aging) in [(0, false, false), (2, true, false), (1, true, true)] {
+            all.push(claim::select_ready_jobs(patterns, priority, aging));
+        }
+        all
+    }
+
+    /// A statement of the engine's, in SQLite's dialect, as the PostgreSQL backend will run it: the SQL and, for
+    /// each `$N`, the name (`:name`) or number (`?N`) of the parameter it binds.
+    pub fn translate_for_postgres(sql: &str) -> (String, Vec<String>) {
+        use crate::store::postgres::dialect::{Param, translate};
+        let translated = translate(sql);
+        let params = translated
+            .params
+            .into_iter()
+            .map(|p| match p {
+                Param::Named(name) => format!(":{name}"),
+                Param::Numbered(n) => format!("?{n}"),
+            })
+            .collect();
+        (translated.sql, params)
+    }
+
     pub use jiff::Timestamp;
     pub use serde_json::Value;
 }

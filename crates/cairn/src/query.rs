@@ -127,7 +127,7 @@ impl JobFilter {
     }
 }
 
-const PEEK: &str = concat!(
+pub(crate) const PEEK: &str = concat!(
     "SELECT ",
     crate::store::sqlite::rows::job_columns!(),
     " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1 \

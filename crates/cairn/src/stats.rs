@@ -213,20 +213,20 @@ fn window(period: StatsPeriod, now_ms: i64) -> (i64, i64, i64) {
     (to - bucket * i64::from(period.points()), to, bucket)
 }
 
-const SERIES: &str = "SELECT (minute - :from) / :bucket, SUM(added), SUM(started), SUM(finished), SUM(retried), \
+pub(crate) const SERIES: &str = "SELECT (minute - :from) / :bucket, SUM(added), SUM(started), SUM(finished), SUM(retried), \
      SUM(failed), SUM(wait_count), SUM(wait_sum), MAX(wait_max), SUM(run_count), SUM(run_sum), MAX(run_max) \
      FROM stats_minute WHERE minute >= :from AND minute < :to \
-     AND (:queue IS NULL OR queue = :queue) AND (:name IS NULL OR name = :name) GROUP BY 1";
+     AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name) GROUP BY 1";
 
-const TOTALS: &str = "SELECT SUM(added), SUM(started), SUM(finished), SUM(retried), SUM(failed), \
+pub(crate) const TOTALS: &str = "SELECT SUM(added), SUM(started), SUM(finished), SUM(retried), SUM(failed), \
      SUM(wait_count), SUM(wait_sum), SUM(wait_sumsq), MIN(wait_min), MAX(wait_max), \
      SUM(run_count), SUM(run_sum), SUM(run_sumsq), MIN(run_min), MAX(run_max), \
      SUM(service_count), SUM(service_sum), MIN(service_min), MAX(service_max) \
      FROM stats_minute WHERE minute >= :from AND minute < :to \
-     AND (:queue IS NULL OR queue = :queue) AND (:name IS NULL OR name = :name)";
+     AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name)";
 
-const HISTOGRAM: &str = "SELECT metric, bucket, SUM(count) FROM stats_histogram \
-     WHERE hour >= :from AND hour < :to AND (:queue IS NULL OR queue = :queue) AND (:name IS NULL OR name = :name) \
+pub(crate) const HISTOGRAM: &str = "SELECT metric, bucket, SUM(count) FROM stats_histogram \
+     WHERE hour >= :from AND hour < :to AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name) \
      GROUP BY metric, bucket ORDER BY metric, bucket";
 
 fn millis(ms: f64) -> Duration {
@@ -363,7 +363,7 @@ pub(crate) fn read(conn: &Connection, query: &StatsQuery, now_ms: i64) -> Result
     })
 }
 
-const WORKER_HOURS: &str = "SELECT hour, worker, queue, present_ms, busy_ms, attempts FROM worker_hour WHERE hour >= :from AND hour < :to";
+pub(crate) const WORKER_HOURS: &str = "SELECT hour, worker, queue, present_ms, busy_ms, attempts FROM worker_hour WHERE hour >= :from AND hour < :to";
 
 /// Worker utilization over `period` at `now_ms`, from the hourly rows the window touches.
 pub(crate) fn workers(conn: &Connection, period: StatsPeriod, now_ms: i64) -> Result<WorkerStats> {

@@ -31,13 +31,13 @@ pub struct AgeQueue {
     pub every: Option<Duration>,
 }
 
-const SET_AGING: &str = "INSERT INTO queues (name, aging_ms) VALUES (:name, :aging) \
+pub(crate) const SET_AGING: &str = "INSERT INTO queues (name, aging_ms) VALUES (:name, :aging) \
      ON CONFLICT (name) DO UPDATE SET aging_ms = excluded.aging_ms";
 
 /// Gives the queue's jobs its new setting. It reads every job (there is no index by queue alone), which is fine
 /// for an operator's occasional change and is why the setting is not a per-claim option.
-const AGE_JOBS: &str =
-    "UPDATE jobs SET aging_ms = :aging WHERE queue = :name AND aging_ms IS NOT :aging";
+pub(crate) const AGE_JOBS: &str =
+    "UPDATE jobs SET aging_ms = :aging WHERE queue = :name AND aging_ms IS DISTINCT FROM :aging";
 
 impl Operation for AgeQueue {
     type Output = ();

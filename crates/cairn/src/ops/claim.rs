@@ -278,7 +278,7 @@ pub(crate) struct Claim {
 ///
 /// Without aging, the index's second column (`claim_key`) is minus the priority, so one priority is a range of the
 /// index. With aging it is not, and a claim of one priority walks the ready jobs that go before the first match.
-fn select_ready_jobs(patterns: usize, with_priority: bool, aging: bool) -> String {
+pub(crate) fn select_ready_jobs(patterns: usize, with_priority: bool, aging: bool) -> String {
     let names = if patterns == 0 {
         String::new()
     } else {
@@ -290,7 +290,7 @@ fn select_ready_jobs(patterns: usize, with_priority: bool, aging: bool) -> Strin
     let p = patterns + 3;
     let priority = match (with_priority, aging) {
         (false, _) => String::new(),
-        (true, false) => format!(" AND claim_key = -?{p} AND priority = ?{p}"),
+        (true, false) => format!(" AND claim_key = -CAST(?{p} AS BIGINT) AND priority = ?{p}"),
         (true, true) => format!(" AND priority = ?{p}"),
     };
     format!(
@@ -302,7 +302,7 @@ fn select_ready_jobs(patterns: usize, with_priority: bool, aging: bool) -> Strin
 /// Leases one job; `RETURNING` hands back the row as it is now.
 /// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
 /// is now.
-const LEASE_JOB: &str = concat!(
+pub(crate) const LEASE_JOB: &str = concat!(
     "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
      lease_expires_at = ?4 + CASE WHEN timeout_ms IS NULL THEN COALESCE(?5, lease_timeout_ms) \
                                   ELSE MIN(COALESCE(?5, lease_timeout_ms), timeout_ms) END, \

@@ -512,34 +512,34 @@ fn bind_and_run(mut stmt: rusqlite::CachedStatement<'_>, events: &[Recorded]) ->
 }
 
 /// Adds to a minute's row; a min or max that is NULL on one side takes the other.
-const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue, name, added, started, finished, retried, \
+pub(crate) const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue, name, added, started, finished, retried, \
      failed, wait_count, wait_sum, wait_sumsq, wait_min, wait_max, run_count, run_sum, run_sumsq, run_min, run_max, \
      service_count, service_sum, service_min, service_max) VALUES (:minute, :queue, :name, :added, :started, \
      :finished, :retried, :failed, :wait_count, :wait_sum, :wait_sumsq, :wait_min, :wait_max, :run_count, :run_sum, \
      :run_sumsq, :run_min, :run_max, :service_count, :service_sum, :service_min, :service_max) \
-     ON CONFLICT (minute, queue, name) DO UPDATE SET added = added + excluded.added, \
-     started = started + excluded.started, finished = finished + excluded.finished, \
-     retried = retried + excluded.retried, failed = failed + excluded.failed, \
-     wait_count = wait_count + excluded.wait_count, wait_sum = wait_sum + excluded.wait_sum, \
-     wait_sumsq = wait_sumsq + excluded.wait_sumsq, \
-     wait_min = COALESCE(MIN(wait_min, excluded.wait_min), wait_min, excluded.wait_min), \
-     wait_max = COALESCE(MAX(wait_max, excluded.wait_max), wait_max, excluded.wait_max), \
-     run_count = run_count + excluded.run_count, run_sum = run_sum + excluded.run_sum, \
-     run_sumsq = run_sumsq + excluded.run_sumsq, \
-     run_min = COALESCE(MIN(run_min, excluded.run_min), run_min, excluded.run_min), \
-     run_max = COALESCE(MAX(run_max, excluded.run_max), run_max, excluded.run_max), \
-     service_count = service_count + excluded.service_count, service_sum = service_sum + excluded.service_sum, \
-     service_min = COALESCE(MIN(service_min, excluded.service_min), service_min, excluded.service_min), \
-     service_max = COALESCE(MAX(service_max, excluded.service_max), service_max, excluded.service_max)";
+     ON CONFLICT (minute, queue, name) DO UPDATE SET added = stats_minute.added + excluded.added, \
+     started = stats_minute.started + excluded.started, finished = stats_minute.finished + excluded.finished, \
+     retried = stats_minute.retried + excluded.retried, failed = stats_minute.failed + excluded.failed, \
+     wait_count = stats_minute.wait_count + excluded.wait_count, wait_sum = stats_minute.wait_sum + excluded.wait_sum, \
+     wait_sumsq = stats_minute.wait_sumsq + excluded.wait_sumsq, \
+     wait_min = COALESCE(MIN(stats_minute.wait_min, excluded.wait_min), stats_minute.wait_min, excluded.wait_min), \
+     wait_max = COALESCE(MAX(stats_minute.wait_max, excluded.wait_max), stats_minute.wait_max, excluded.wait_max), \
+     run_count = stats_minute.run_count + excluded.run_count, run_sum = stats_minute.run_sum + excluded.run_sum, \
+     run_sumsq = stats_minute.run_sumsq + excluded.run_sumsq, \
+     run_min = COALESCE(MIN(stats_minute.run_min, excluded.run_min), stats_minute.run_min, excluded.run_min), \
+     run_max = COALESCE(MAX(stats_minute.run_max, excluded.run_max), stats_minute.run_max, excluded.run_max), \
+     service_count = stats_minute.service_count + excluded.service_count, service_sum = stats_minute.service_sum + excluded.service_sum, \
+     service_min = COALESCE(MIN(stats_minute.service_min, excluded.service_min), stats_minute.service_min, excluded.service_min), \
+     service_max = COALESCE(MAX(stats_minute.service_max, excluded.service_max), stats_minute.service_max, excluded.service_max)";
 
-const UPSERT_HISTOGRAM: &str = "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count) \
+pub(crate) const UPSERT_HISTOGRAM: &str = "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count) \
      VALUES (:hour, :queue, :name, :metric, :bucket, :count) \
-     ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = count + excluded.count";
+     ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = stats_histogram.count + excluded.count";
 
-const UPSERT_WORKER_HOUR: &str = "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts) \
+pub(crate) const UPSERT_WORKER_HOUR: &str = "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts) \
      VALUES (:hour, :worker, :queue, :present, :busy, :attempts) \
-     ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = present_ms + excluded.present_ms, \
-     busy_ms = busy_ms + excluded.busy_ms, attempts = attempts + excluded.attempts";
+     ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
+     busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts";
 
 #[cfg(test)]
 mod tests {

@@ -55,9 +55,9 @@ pub struct Unfail {
     pub limit: u32,
 }
 
-const UNFAIL: &str = concat!(
+pub(crate) const UNFAIL: &str = concat!(
     "UPDATE jobs SET state = 'queued', queue = COALESCE(:queue, queue), run_at = :now, \
-     aging_ms = CASE WHEN :queue IS NULL THEN aging_ms ELSE :aging END, \
+     aging_ms = CASE WHEN CAST(:queue AS TEXT) IS NULL THEN aging_ms ELSE :aging END, \
      slot_at = :now, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
      WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
         WHERE f.state = 'failed' AND f.failure_group = :group \

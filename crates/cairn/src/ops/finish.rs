@@ -60,7 +60,7 @@ impl Finish {
 }
 
 /// Completes the job if the lease is held, returning the attempt's details for its history row.
-const COMPLETE_JOB: &str = concat!(
+pub(crate) const COMPLETE_JOB: &str = concat!(
     "UPDATE jobs SET state = 'completed', finished_at = :now, data = COALESCE(:data, data), \
      lease_token = NULL, lease_expires_at = NULL, error = NULL WHERE ",
     lease_is_held!(),
@@ -161,7 +161,7 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
     })
 }
 
-const GO_ON: &str = "UPDATE jobs SET state = :state, queue = :queue, run_at = :run_at, slot_at = :run_at, \
+pub(crate) const GO_ON: &str = "UPDATE jobs SET state = :state, queue = :queue, run_at = :run_at, slot_at = :run_at, \
      attempt = 0, finished_at = NULL, error = NULL, aging_ms = :aging WHERE id = :id";
 
 /// The step finished: the job goes on in its next queue. It waits for its new dependencies, and for the children

@@ -33,7 +33,7 @@ impl Heartbeat {
 }
 
 /// Extends the lease to a full timeout from now, never shortening it, and never past the attempt's timeout.
-const EXTEND_LEASE: &str = concat!(
+pub(crate) const EXTEND_LEASE: &str = concat!(
     "UPDATE jobs SET lease_expires_at = ",
     extended_lease!(),
     ", \

@@ -211,7 +211,7 @@ pub struct QueueStats {
     pub cancelled: u64,
 }
 
-const COUNT_BY_STATE: &str = "SELECT queue, state, lease_expires_at <= :now, count(*) FROM jobs \
+pub(crate) const COUNT_BY_STATE: &str = "SELECT queue, state, lease_expires_at <= :now, count(*) FROM jobs \
      GROUP BY queue, state, lease_expires_at <= :now";
 
 const PAUSED_QUEUES: &str =

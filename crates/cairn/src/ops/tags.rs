@@ -19,7 +19,8 @@ pub struct ChangeTags {
     pub remove: Vec<String>,
 }
 
-const ADD_TAG: &str = "INSERT OR IGNORE INTO job_tags (job_id, tag) VALUES (:id, :tag)";
+const ADD_TAG: &str =
+    "INSERT INTO job_tags (job_id, tag) VALUES (:id, :tag) ON CONFLICT DO NOTHING";
 const REMOVE_TAG: &str = "DELETE FROM job_tags WHERE job_id = :id AND tag = :tag";
 
 impl Operation for ChangeTags {

@@ -26,7 +26,7 @@ use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 
 /// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead). A job
 /// ready now is ready from now: `run_at` is when it became ready, for its wait time and its priority aging.
-const RELEASE_IF_UNBLOCKED: &str = concat!(
+pub(crate) const RELEASE_IF_UNBLOCKED: &str = concat!(
     "UPDATE jobs SET state = CASE WHEN run_at <= :now THEN 'queued' ELSE 'scheduled' END, \
      run_at = MAX(run_at, :now) \
      WHERE id = :id AND state = 'waiting' AND awaits_parent = 0 \
@@ -334,7 +334,7 @@ fn waits_for(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
 }
 
 const RECORD_DEPENDENCY: &str =
-    "INSERT OR IGNORE INTO job_dependencies (job_id, depends_on) VALUES (:job, :on)";
+    "INSERT INTO job_dependencies (job_id, depends_on) VALUES (:job, :on) ON CONFLICT DO NOTHING";
 const MARK_HAS_DEPENDENTS: &str =
     "UPDATE jobs SET has_dependents = 1 WHERE id = :on AND has_dependents = 0";
 

@@ -28,7 +28,7 @@ pub struct WorkerInfo {
 }
 
 /// Records a sign of life: writes `last_seen` and marks the worker active.
-const SEEN: &str = "INSERT INTO workers (id, first_seen, last_seen, status) VALUES (:id, :now, :now, 'active') \
+pub(crate) const SEEN: &str = "INSERT INTO workers (id, first_seen, last_seen, status) VALUES (:id, :now, :now, 'active') \
      ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, status = 'active'";
 
 const LAST_SEEN: &str = "SELECT last_seen, status = 'active' FROM workers WHERE id = :id";
@@ -137,7 +137,7 @@ impl Operation for WorkerStopped {
 }
 
 /// A worker that holds a live lease is not lost, however long it has been silent (a long job without heartbeats).
-const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w INDEXED BY \
+pub(crate) const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w INDEXED BY \
      workers_last_seen WHERE w.last_seen < :cutoff AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
      INDEXED BY jobs_by_worker WHERE state = 'running' AND worker = w.id AND lease_expires_at > :now) LIMIT 1000) \
      RETURNING id, last_seen";
@@ -168,7 +168,7 @@ pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(lost.len())
 }
 
-const FORGET: &str = "DELETE FROM workers WHERE id IN (SELECT id FROM workers INDEXED BY workers_last_seen \
+pub(crate) const FORGET: &str = "DELETE FROM workers WHERE id IN (SELECT id FROM workers INDEXED BY workers_last_seen \
      WHERE last_seen < :cutoff LIMIT 5000) RETURNING id";
 
 /// Forgets workers last seen before `cutoff_ms`, a bounded number at a time. Returns how many.

@@ -179,3 +179,19 @@ fn cairn_glob_matches_as_sqlite_glob_does() {
         })
         .unwrap();
 }
+
+#[test]
+fn the_engines_statements_translate_to_sql_postgresql_prepares() {
+    let db = TestDatabase::new();
+    let mut client = db.connect();
+    cairn::__private::migrate_postgres(&mut client, 0).unwrap();
+    let statements = cairn::__private::sample_statements();
+    assert!(statements.len() > 25);
+    for sql in statements {
+        let (translated, params) = cairn::__private::translate_for_postgres(&sql);
+        let prepared = client
+            .prepare(&translated)
+            .unwrap_or_else(|e| panic!("{e:?}\n  from: {sql}\n  to:   {translated}"));
+        assert_eq!(prepared.params().len(), params.len(), "{translated}");
+    }
+}

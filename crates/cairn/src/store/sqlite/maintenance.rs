@@ -224,11 +224,11 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
 }
 
 /// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.
-const PRUNE_ACTIVITY: &str = "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
+pub(crate) const PRUNE_ACTIVITY: &str = "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
      AND at < :cutoff";
 
 /// Statistics rows of periods that started before the cutoff, a bounded number at a time.
-const PRUNE_STATS: [&str; 3] = [
+pub(crate) const PRUNE_STATS: [&str; 3] = [
     "DELETE FROM stats_minute WHERE (minute, queue, name) IN \
      (SELECT minute, queue, name FROM stats_minute WHERE minute < :cutoff LIMIT 5000)",
     "DELETE FROM stats_histogram WHERE (hour, queue, name, metric, bucket) IN \

@@ -18,10 +18,10 @@ macro_rules! job_columns {
         "id, queue, name, state, data, progress, priority, weight, run_at, attempt, \
          max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
          unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
-         (SELECT group_concat(tag, char(31)) FROM (SELECT tag FROM job_tags WHERE job_id = jobs.id ORDER BY tag)), \
+         (SELECT string_agg(tag, char(31) ORDER BY tag) FROM job_tags WHERE job_id = jobs.id), \
          attempt_started_at, schedule, time_zone, awaits_parent, \
-         (SELECT group_concat(depends_on) FROM (SELECT depends_on FROM job_dependencies WHERE job_id = jobs.id \
-          ORDER BY depends_on)), timeout_ms, tracked"
+         (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
+          WHERE job_id = jobs.id), timeout_ms, tracked"
     };
 }
 #[allow(unused_imports)]
