@@ -1,0 +1,514 @@
+//! One way to run the engine's SQL on either database (step 1 of `docs/design/postgres.md`): a statement written
+//! once in SQLite's dialect, with named (`:name`) or numbered (`?N`) parameters, runs on a SQLite connection as is
+//! and on a PostgreSQL transaction translated (`store/postgres/dialect.rs`), its values converted to the types
+//! PostgreSQL declared for them. Rows read back through [`Row::get`] into the same Rust types on both.
+//!
+//! The operations still call rusqlite directly; they move onto this one module at a time.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::postgres::dialect::{Param, translate};
+
+/// A value bound to a parameter. Flags are integers 0 and 1 on both databases, as SQLite stores them.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Value<'a> {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(Cow<'a, str>),
+}
+
+/// What can be bound to a parameter.
+pub(crate) trait ToValue {
+    fn to_value(&self) -> Value<'_>;
+}
+
+macro_rules! integer_values {
+    ($($t:ty),*) => {$(
+        impl ToValue for $t {
+            fn to_value(&self) -> Value<'_> {
+                Value::Integer(i64::try_from(*self).unwrap_or(i64::MAX))
+            }
+        }
+    )*};
+}
+integer_values!(i64, i32, u32, u64, usize);
+
+impl ToValue for bool {
+    fn to_value(&self) -> Value<'_> {
+        Value::Integer(i64::from(*self))
+    }
+}
+
+impl ToValue for f64 {
+    fn to_value(&self) -> Value<'_> {
+        Value::Real(*self)
+    }
+}
+
+impl ToValue for str {
+    fn to_value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl ToValue for String {
+    fn to_value(&self) -> Value<'_> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
+
+impl<T: ToValue + ?Sized> ToValue for &T {
+    fn to_value(&self) -> Value<'_> {
+        (**self).to_value()
+    }
+}
+
+impl<T: ToValue> ToValue for Option<T> {
+    fn to_value(&self) -> Value<'_> {
+        self.as_ref().map_or(Value::Null, ToValue::to_value)
+    }
+}
+
+/// Named parameters: `named![":id" => id, ":now" => now]`.
+#[allow(unused_macros)]
+macro_rules! named {
+    ($($name:literal => $value:expr),* $(,)?) => {
+        $crate::store::db::Params::Named(vec![$(($name, $crate::store::db::ToValue::to_value(&$value))),*])
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use named;
+
+/// The values of a statement's parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Params<'a> {
+    /// For `:name` parameters, by name (with its colon).
+    Named(Vec<(&'static str, Value<'a>)>),
+    /// For `?N` and `?` parameters, in order.
+    Numbered(Vec<Value<'a>>),
+}
+
+impl rusqlite::ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match self {
+            Value::Null => ValueRef::Null,
+            Value::Integer(i) => ValueRef::Integer(*i),
+            Value::Real(r) => ValueRef::Real(*r),
+            Value::Text(t) => ValueRef::Text(t.as_bytes()),
+        }))
+    }
+}
+
+/// A value written as the type PostgreSQL declared for its parameter: an integer into `int8`, `int4`, `int2`,
+/// `float8` or `bool`; a real into `float8` or `float4`; text into any text type.
+impl ToSql for Value<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match (self, ty) {
+            (Value::Null, _) => Ok(IsNull::Yes),
+            (Value::Integer(i), &Type::INT8) => i.to_sql(ty, out),
+            (Value::Integer(i), &Type::INT4) => i32::try_from(*i)?.to_sql(ty, out),
+            (Value::Integer(i), &Type::INT2) => i16::try_from(*i)?.to_sql(ty, out),
+            (Value::Integer(i), &Type::FLOAT8) => (*i as f64).to_sql(ty, out),
+            (Value::Integer(i), &Type::BOOL) => (*i != 0).to_sql(ty, out),
+            (Value::Real(r), &Type::FLOAT8) => r.to_sql(ty, out),
+            (Value::Real(r), &Type::FLOAT4) => (*r as f32).to_sql(ty, out),
+            (Value::Text(t), _) => t.as_ref().to_sql(ty, out),
+            (value, ty) => Err(format!("cannot write {value:?} as PostgreSQL type {ty}").into()),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+/// A row read back.
+pub(crate) enum Row<'r> {
+    Sqlite(&'r rusqlite::Row<'r>),
+    Postgres(&'r postgres::Row),
+}
+
+impl Row<'_> {
+    /// Column `index` (from 0) as a `T`.
+    pub fn get<T: FromDb>(&self, index: usize) -> Result<T> {
+        match self {
+            Row::Sqlite(row) => T::from_sqlite(row, index).map_err(Error::from),
+            Row::Postgres(row) => T::from_postgres(row, index),
+        }
+    }
+}
+
+/// What a column can be read as, on both databases.
+pub(crate) trait FromDb: Sized {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self>;
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self>;
+}
+
+fn column_error(row: &postgres::Row, index: usize, want: &str) -> Error {
+    let ty = row
+        .columns()
+        .get(index)
+        .map_or_else(|| "no such column".to_owned(), |c| c.type_().to_string());
+    Error::new(
+        ErrorKind::Storage,
+        format!("column {index} is {ty}, not readable as {want}"),
+    )
+}
+
+/// An integer column of any width (and a flag, whether stored as an integer or a boolean).
+fn pg_integer(row: &postgres::Row, index: usize) -> Result<Option<i64>> {
+    let ty = row.columns().get(index).map(|c| c.type_().clone());
+    let pg = |e: postgres::Error| Error::storage(format!("reading column {index}"), e);
+    Ok(match ty {
+        Some(Type::INT8) => row.try_get::<_, Option<i64>>(index).map_err(pg)?,
+        Some(Type::INT4) => row
+            .try_get::<_, Option<i32>>(index)
+            .map_err(pg)?
+            .map(i64::from),
+        Some(Type::INT2) => row
+            .try_get::<_, Option<i16>>(index)
+            .map_err(pg)?
+            .map(i64::from),
+        Some(Type::BOOL) => row
+            .try_get::<_, Option<bool>>(index)
+            .map_err(pg)?
+            .map(i64::from),
+        _ => return Err(column_error(row, index, "an integer")),
+    })
+}
+
+fn not_null<T>(value: Option<T>, index: usize) -> Result<T> {
+    value.ok_or_else(|| {
+        Error::new(
+            ErrorKind::Storage,
+            format!("column {index} is NULL where a value was expected"),
+        )
+    })
+}
+
+macro_rules! integer_columns {
+    ($($t:ty),*) => {$(
+        impl FromDb for $t {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+                row.get(index)
+            }
+            fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+                let value = not_null(pg_integer(row, index)?, index)?;
+                <$t>::try_from(value).map_err(|_| column_error(row, index, stringify!($t)))
+            }
+        }
+        impl FromDb for Option<$t> {
+            fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+                row.get(index)
+            }
+            fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+                pg_integer(row, index)?
+                    .map(|v| <$t>::try_from(v).map_err(|_| column_error(row, index, stringify!($t))))
+                    .transpose()
+            }
+        }
+    )*};
+}
+integer_columns!(i64, i32, u32);
+
+impl FromDb for bool {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        Ok(not_null(pg_integer(row, index)?, index)? != 0)
+    }
+}
+
+impl FromDb for Option<bool> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        Ok(pg_integer(row, index)?.map(|v| v != 0))
+    }
+}
+
+impl FromDb for Option<f64> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        let pg = |e: postgres::Error| Error::storage(format!("reading column {index}"), e);
+        match row.columns().get(index).map(|c| c.type_().clone()) {
+            Some(Type::FLOAT8) => row.try_get(index).map_err(pg),
+            Some(Type::FLOAT4) => Ok(row
+                .try_get::<_, Option<f32>>(index)
+                .map_err(pg)?
+                .map(f64::from)),
+            _ => Ok(pg_integer(row, index)?.map(|v| v as f64)),
+        }
+    }
+}
+
+impl FromDb for f64 {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        not_null(Option::<f64>::from_postgres(row, index)?, index)
+    }
+}
+
+impl FromDb for Option<String> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        row.try_get(index)
+            .map_err(|e| Error::storage(format!("reading column {index}"), e))
+    }
+}
+
+impl FromDb for String {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        not_null(Option::<String>::from_postgres(row, index)?, index)
+    }
+}
+
+/// A PostgreSQL transaction, with the statements prepared on its connection (keyed by their SQLite text).
+pub(crate) struct PgTransaction<'a> {
+    pub tx: RefCell<postgres::Transaction<'a>>,
+    pub prepared: &'a RefCell<HashMap<String, (postgres::Statement, Vec<Param>)>>,
+}
+
+/// Where a statement runs.
+pub(crate) enum Db<'a> {
+    Sqlite(&'a rusqlite::Connection),
+    Postgres(PgTransaction<'a>),
+}
+
+impl Db<'_> {
+    /// Runs a statement; returns how many rows it changed.
+    pub fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64> {
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let changed = match params {
+                    Params::Named(named) => {
+                        let named: Vec<(&str, &dyn rusqlite::ToSql)> = named
+                            .iter()
+                            .map(|(n, v)| (*n, v as &dyn rusqlite::ToSql))
+                            .collect();
+                        stmt.execute(named.as_slice())?
+                    }
+                    Params::Numbered(values) => stmt.execute(rusqlite::params_from_iter(values))?,
+                };
+                Ok(changed as u64)
+            }
+            Db::Postgres(pg) => {
+                let (stmt, values) = pg.bind(sql, params)?;
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                pg.tx
+                    .borrow_mut()
+                    .execute(&stmt, &refs)
+                    .map_err(|e| Error::storage(format!("running {sql}"), e))
+            }
+        }
+    }
+
+    /// Runs a query; `f` reads each row.
+    pub fn query<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(sql)?;
+                let mut rows = match params {
+                    Params::Named(named) => {
+                        let named: Vec<(&str, &dyn rusqlite::ToSql)> = named
+                            .iter()
+                            .map(|(n, v)| (*n, v as &dyn rusqlite::ToSql))
+                            .collect();
+                        stmt.query(named.as_slice())?
+                    }
+                    Params::Numbered(values) => stmt.query(rusqlite::params_from_iter(values))?,
+                };
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    out.push(f(&Row::Sqlite(row))?);
+                }
+                Ok(out)
+            }
+            Db::Postgres(pg) => {
+                let (stmt, values) = pg.bind(sql, params)?;
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                let rows = pg
+                    .tx
+                    .borrow_mut()
+                    .query(&stmt, &refs)
+                    .map_err(|e| Error::storage(format!("running {sql}"), e))?;
+                rows.iter().map(|row| f(&Row::Postgres(row))).collect()
+            }
+        }
+    }
+
+    /// Runs a query for at most one row; `None` when there is none.
+    pub fn query_row<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        Ok(self.query(sql, params, f)?.into_iter().next())
+    }
+}
+
+impl PgTransaction<'_> {
+    /// The statement prepared for `sql` (translated and prepared on first use), and its values in `$N` order.
+    fn bind<'v>(
+        &self,
+        sql: &str,
+        params: &'v Params<'v>,
+    ) -> Result<(postgres::Statement, Vec<Value<'v>>)> {
+        let mut prepared = self.prepared.borrow_mut();
+        if !prepared.contains_key(sql) {
+            let translated = translate(sql);
+            let stmt = self
+                .tx
+                .borrow_mut()
+                .prepare(&translated.sql)
+                .map_err(|e| Error::storage(format!("preparing {}", translated.sql), e))?;
+            prepared.insert(sql.to_owned(), (stmt, translated.params));
+        }
+        let (stmt, order) = &prepared[sql];
+        let values = order
+            .iter()
+            .map(|param| {
+                let found = match (param, params) {
+                    (Param::Named(name), Params::Named(named)) => named
+                        .iter()
+                        .find(|(n, _)| n.strip_prefix(':') == Some(name.as_str()))
+                        .map(|(_, v)| v.clone()),
+                    (Param::Numbered(n), Params::Numbered(values)) => values.get(n - 1).cloned(),
+                    _ => None,
+                };
+                found.ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Storage,
+                        format!("no value for parameter {param:?} of {sql}"),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((stmt.clone(), values))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same statements, in SQLite's dialect, on `db`: what they read back.
+    fn exercise(db: &Db<'_>) -> Vec<(String, bool, Option<u32>, f64, i64)> {
+        let absent: Option<u32> = None;
+        for (name, paused, concurrency) in [("mail", true, absent), ("maps", false, Some(4u32))] {
+            let changed = db
+                .execute(
+                    "INSERT INTO queues (name, paused, concurrency) VALUES (:name, :paused, :concurrency)",
+                    &named![":name" => name, ":paused" => paused, ":concurrency" => concurrency],
+                )
+                .unwrap();
+            assert_eq!(changed, 1);
+        }
+        db.execute(
+            "INSERT INTO stats_minute (minute, queue, name, wait_sum) VALUES (?1, ?2, ?3, ?4)",
+            &Params::Numbered(vec![
+                Value::Integer(60_000),
+                Value::Text("mail".into()),
+                Value::Text("send".into()),
+                Value::Real(0.25),
+            ]),
+        )
+        .unwrap();
+        let none = db
+            .query_row(
+                "SELECT name FROM queues WHERE name = :name",
+                &named![":name" => "nope"],
+                |r| r.get::<String>(0),
+            )
+            .unwrap();
+        assert_eq!(none, None);
+        // GLOB, a scalar MAX, a LIMIT PostgreSQL reads as int4, flags and nulls.
+        db.query(
+            "SELECT q.name, q.paused, q.concurrency, MAX(COALESCE(s.wait_sum, 0.0), 0.125), count(*) \
+             FROM queues AS q LEFT JOIN stats_minute AS s ON s.queue = q.name \
+             WHERE q.name GLOB ?1 GROUP BY q.name, q.paused, q.concurrency, s.wait_sum ORDER BY q.name LIMIT 0 + ?2",
+            &Params::Numbered(vec![Value::Text("ma*".into()), Value::Integer(10)]),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .unwrap()
+    }
+
+    fn expected() -> Vec<(String, bool, Option<u32>, f64, i64)> {
+        vec![
+            ("mail".to_owned(), true, None, 0.25, 1),
+            ("maps".to_owned(), false, Some(4), 0.125, 1),
+        ]
+    }
+
+    #[test]
+    fn statements_run_on_sqlite() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::sqlite::migrations::migrate(&mut conn, 0).unwrap();
+        assert_eq!(exercise(&Db::Sqlite(&conn)), expected());
+    }
+
+    #[test]
+    fn the_same_statements_run_on_postgresql() {
+        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").expect(
+            "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
+             PostgreSQL cluster",
+        );
+        let name = format!("cairn_unit_{}", std::process::id());
+        let mut admin_client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        // Two statements: several in one string would run as one transaction, where these cannot.
+        admin_client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .unwrap();
+        admin_client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
+        let prepared = RefCell::new(HashMap::new());
+        let db = Db::Postgres(PgTransaction {
+            tx: RefCell::new(client.transaction().unwrap()),
+            prepared: &prepared,
+        });
+        let got = exercise(&db);
+        drop(db);
+        drop(client);
+        admin_client
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
+        assert_eq!(got, expected());
+    }
+}
