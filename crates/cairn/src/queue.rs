@@ -336,6 +336,7 @@ impl Queue {
         let mut events = crate::ops::events::EventLog::default();
         let mut ctx = WriteCtx {
             conn,
+            db: crate::store::db::Db::Sqlite(conn),
             events: &mut events,
             now_ms: to_millis(self.inner.clock.now()),
             ready: &mut ready,

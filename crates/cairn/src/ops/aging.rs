@@ -9,12 +9,11 @@
 
 use std::time::Duration;
 
-use rusqlite::named_params;
-
 use crate::clock::duration_millis;
 use crate::error::{Error, Result};
 use crate::names::QueueName;
 use crate::ops::{Operation, WriteCtx};
+use crate::store::db::named;
 
 /// The slowest aging: one point a day. Bounded so that `priority * every` fits the index key for any priority.
 pub const MAX_AGING_STEP: Duration = Duration::from_secs(24 * 3600);
@@ -53,9 +52,9 @@ impl Operation for AgeQueue {
             ));
         }
         let aging = self.every.map(duration_millis);
-        let params = named_params! { ":name": queue.as_str(), ":aging": aging };
-        ctx.conn.prepare_cached(SET_AGING)?.execute(params)?;
-        ctx.conn.prepare_cached(AGE_JOBS)?.execute(params)?;
+        let params = named![":name" => queue.as_str(), ":aging" => aging];
+        ctx.db.execute(SET_AGING, &params)?;
+        ctx.db.execute(AGE_JOBS, &params)?;
         ctx.settings.entry(queue.as_str()).aging_ms = aging;
         Ok(())
     }

@@ -1,10 +1,9 @@
 //! [`Cancel`]: stop a job that has not finished.
 
-use rusqlite::{OptionalExtension, named_params};
-
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::ops::{Operation, WriteCtx, parse_stored_state, waiting};
+use crate::store::db::named;
 
 /// Cancels a job that has not completed: a scheduled, queued, waiting or running one, or a failed one (which
 /// takes it out of the failures). A running job's worker is refused from then on (its lease is gone). Its live
@@ -21,10 +20,8 @@ const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
 /// Reads a job's state, or fails with not found.
 pub(crate) fn job_state(ctx: &WriteCtx<'_>, job: JobId) -> Result<JobState> {
     let state: Option<String> = ctx
-        .conn
-        .prepare_cached(SELECT_STATE)?
-        .query_row(named_params! { ":id": job.0 }, |r| r.get(0))
-        .optional()?;
+        .db
+        .query_row(SELECT_STATE, &named![":id" => job], |r| r.get(0))?;
     let state = state.ok_or_else(|| Error::not_found(format!("job {job}")))?;
     parse_stored_state(&state)
 }

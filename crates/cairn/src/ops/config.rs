@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use rusqlite::{Connection, named_params};
+use rusqlite::Connection;
 
 use crate::clock::{duration_millis, from_millis};
 use crate::error::{Error, Result};
 use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::{Limits, Operation, WriteCtx};
 use crate::options::Retention;
+use crate::store::db::named;
 
 /// An option that can be read and changed at run time. Its name ([`ConfigKey::as_str`]) is what the CLI and the
 /// HTTP API use.
@@ -487,16 +488,17 @@ impl Operation for SetConfig {
             .config
             .with(key, self.value.map(|v| (v, ctx.now_ms)))?;
         match self.value {
-            Some(value) => ctx
-                .conn
-                .prepare_cached(UPSERT_CONFIG)?
-                .execute(named_params! {
-                    ":key": key.as_str(), ":value": value.to_json().to_string(), ":now": ctx.now_ms,
-                })?,
+            Some(value) => ctx.db.execute(
+                UPSERT_CONFIG,
+                &named![
+                    ":key" => key.as_str(),
+                    ":value" => value.to_json().to_string(),
+                    ":now" => ctx.now_ms,
+                ],
+            )?,
             None => ctx
-                .conn
-                .prepare_cached(DELETE_CONFIG)?
-                .execute(named_params! { ":key": key.as_str() })?,
+                .db
+                .execute(DELETE_CONFIG, &named![":key" => key.as_str()])?,
         };
         ctx.settings.config = next;
         Ok(ctx.settings.config.entry(key))

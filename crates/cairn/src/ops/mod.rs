@@ -83,6 +83,9 @@ pub(crate) struct Limits {
 /// What an operation sees of the writer: the transaction, the time, and where to note newly ready jobs.
 pub(crate) struct WriteCtx<'a> {
     pub conn: &'a Connection,
+    /// The same transaction behind the seam both databases share (`store/db.rs`); the operations move onto it
+    /// from `conn` one module at a time.
+    pub db: crate::store::db::Db<'a>,
     pub now_ms: i64,
     pub ready: &'a mut ReadyQueues,
     pub tokens: &'a mut TokenSource,

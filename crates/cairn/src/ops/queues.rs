@@ -10,6 +10,7 @@ use crate::job::JobState;
 use crate::names::QueueName;
 use crate::ops::config::{Defaults, RuntimeConfig};
 use crate::ops::{Operation, WriteCtx, parse_stored_state};
+use crate::store::db::named;
 
 /// Pauses or resumes a queue. A paused queue's jobs stay where they are: they are enqueued, scheduled, finished,
 /// cancelled as usual, but no worker is handed one until the queue is resumed. Resuming hands them at once to
@@ -30,9 +31,10 @@ impl Operation for PauseQueue {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let queue = QueueName::parse(self.queue.as_str())?;
-        ctx.conn
-            .prepare_cached(SET_PAUSED)?
-            .execute(named_params! { ":name": queue.as_str(), ":paused": self.paused })?;
+        ctx.db.execute(
+            SET_PAUSED,
+            &named![":name" => queue.as_str(), ":paused" => self.paused],
+        )?;
         ctx.settings.entry(queue.as_str()).paused = self.paused;
         if !self.paused {
             ctx.ready.mark(queue.as_str());
@@ -66,9 +68,10 @@ impl Operation for LimitQueue {
                 "must be at least 1 (pause the queue to hand out nothing)",
             ));
         }
-        ctx.conn
-            .prepare_cached(SET_CONCURRENCY)?
-            .execute(named_params! { ":name": queue.as_str(), ":concurrency": self.concurrency })?;
+        ctx.db.execute(
+            SET_CONCURRENCY,
+            &named![":name" => queue.as_str(), ":concurrency" => self.concurrency],
+        )?;
         ctx.settings.entry(queue.as_str()).concurrency = self.concurrency;
         // A raised limit may let waiting workers in.
         ctx.ready.mark(queue.as_str());

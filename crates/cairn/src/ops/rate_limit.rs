@@ -6,12 +6,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rusqlite::named_params;
-
 use crate::clock::duration_millis;
 use crate::error::{Error, Result};
 use crate::names::QueueName;
 use crate::ops::{Operation, WriteCtx};
+use crate::store::db::named;
 
 /// At most `jobs` starts per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,11 +68,14 @@ impl Operation for RateLimitQueue {
                 ));
             }
         }
-        ctx.conn.prepare_cached(SET_RATE)?.execute(named_params! {
-            ":name": queue.as_str(),
-            ":jobs": self.rate.map(|r| r.jobs),
-            ":period": self.rate.map(|r| duration_millis(r.per)),
-        })?;
+        ctx.db.execute(
+            SET_RATE,
+            &named![
+                ":name" => queue.as_str(),
+                ":jobs" => self.rate.map(|r| r.jobs),
+                ":period" => self.rate.map(|r| duration_millis(r.per)),
+            ],
+        )?;
         ctx.settings.entry(queue.as_str()).rate = self.rate;
         ctx.settings.buckets.forget(queue.as_str());
         ctx.ready.mark(queue.as_str());

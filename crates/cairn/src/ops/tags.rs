@@ -1,12 +1,11 @@
 //! [`ChangeTags`]: add and remove a job's tags, whatever its state.
 
-use rusqlite::named_params;
-
 use crate::error::Result;
 use crate::job::JobId;
 use crate::names::Tag;
 use crate::ops::cancel::job_state;
 use crate::ops::{Operation, WriteCtx};
+use crate::store::db::named;
 
 /// Adds and removes tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,14 +30,14 @@ impl Operation for ChangeTags {
         let remove = parse_tags(&self.remove)?;
         job_state(ctx, self.job)?;
         for tag in &remove {
-            ctx.conn
-                .prepare_cached(REMOVE_TAG)?
-                .execute(named_params! { ":id": self.job.0, ":tag": tag.as_str() })?;
+            ctx.db.execute(
+                REMOVE_TAG,
+                &named![":id" => self.job, ":tag" => tag.as_str()],
+            )?;
         }
         for tag in &add {
-            ctx.conn
-                .prepare_cached(ADD_TAG)?
-                .execute(named_params! { ":id": self.job.0, ":tag": tag.as_str() })?;
+            ctx.db
+                .execute(ADD_TAG, &named![":id" => self.job, ":tag" => tag.as_str()])?;
         }
         Ok(())
     }

@@ -1,10 +1,9 @@
 //! [`Track`]: mark a job to keep an eye on it, or stop.
 
-use rusqlite::named_params;
-
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::ops::{Operation, WriteCtx};
+use crate::store::db::named;
 
 /// Tracks a job (it is listed by `JobFilter::tracked`, whatever its state), or stops tracking it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,10 +20,10 @@ impl Operation for Track {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let changed = ctx
-            .conn
-            .prepare_cached(SET_TRACKED)?
-            .execute(named_params! { ":tracked": self.tracked, ":id": self.job.0 })?;
+        let changed = ctx.db.execute(
+            SET_TRACKED,
+            &named![":tracked" => self.tracked, ":id" => self.job],
+        )?;
         if changed == 0 {
             return Err(Error::not_found(format!("job {}", self.job)));
         }

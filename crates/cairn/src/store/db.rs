@@ -23,55 +23,62 @@ pub(crate) enum Value<'a> {
     Text(Cow<'a, str>),
 }
 
-/// What can be bound to a parameter.
-pub(crate) trait ToValue {
-    fn to_value(&self) -> Value<'_>;
+/// What can be bound to a parameter: taken by value, so that a borrowed text keeps its own lifetime and a
+/// computed one is owned.
+pub(crate) trait ToValue<'a> {
+    fn to_value(self) -> Value<'a>;
 }
 
 macro_rules! integer_values {
     ($($t:ty),*) => {$(
-        impl ToValue for $t {
-            fn to_value(&self) -> Value<'_> {
-                Value::Integer(i64::try_from(*self).unwrap_or(i64::MAX))
+        impl<'a> ToValue<'a> for $t {
+            fn to_value(self) -> Value<'a> {
+                Value::Integer(i64::try_from(self).unwrap_or(i64::MAX))
             }
         }
     )*};
 }
 integer_values!(i64, i32, u32, u64, usize);
 
-impl ToValue for bool {
-    fn to_value(&self) -> Value<'_> {
-        Value::Integer(i64::from(*self))
+impl<'a> ToValue<'a> for crate::job::JobId {
+    fn to_value(self) -> Value<'a> {
+        Value::Integer(self.0)
     }
 }
 
-impl ToValue for f64 {
-    fn to_value(&self) -> Value<'_> {
-        Value::Real(*self)
+impl<'a> ToValue<'a> for bool {
+    fn to_value(self) -> Value<'a> {
+        Value::Integer(i64::from(self))
     }
 }
 
-impl ToValue for str {
-    fn to_value(&self) -> Value<'_> {
+impl<'a> ToValue<'a> for f64 {
+    fn to_value(self) -> Value<'a> {
+        Value::Real(self)
+    }
+}
+
+impl<'a> ToValue<'a> for &'a str {
+    fn to_value(self) -> Value<'a> {
         Value::Text(Cow::Borrowed(self))
     }
 }
 
-impl ToValue for String {
-    fn to_value(&self) -> Value<'_> {
-        Value::Text(Cow::Borrowed(self))
+impl<'a> ToValue<'a> for &'a String {
+    fn to_value(self) -> Value<'a> {
+        Value::Text(Cow::Borrowed(self.as_str()))
     }
 }
 
-impl<T: ToValue + ?Sized> ToValue for &T {
-    fn to_value(&self) -> Value<'_> {
-        (**self).to_value()
+impl<'a> ToValue<'a> for String {
+    fn to_value(self) -> Value<'a> {
+        Value::Text(Cow::Owned(self))
     }
 }
 
-impl<T: ToValue> ToValue for Option<T> {
-    fn to_value(&self) -> Value<'_> {
-        self.as_ref().map_or(Value::Null, ToValue::to_value)
+impl<'a, T: ToValue<'a>> ToValue<'a> for Option<T> {
+    fn to_value(self) -> Value<'a> {
+        self.map_or(Value::Null, ToValue::to_value)
     }
 }
 
@@ -79,7 +86,7 @@ impl<T: ToValue> ToValue for Option<T> {
 #[allow(unused_macros)]
 macro_rules! named {
     ($($name:literal => $value:expr),* $(,)?) => {
-        $crate::store::db::Params::Named(vec![$(($name, $crate::store::db::ToValue::to_value(&$value))),*])
+        $crate::store::db::Params::Named(vec![$(($name, $crate::store::db::ToValue::to_value($value))),*])
     };
 }
 #[allow(unused_imports)]

@@ -87,6 +87,7 @@ pub(crate) fn recover_at_open(
     let mut events = crate::ops::events::EventLog::default();
     let mut ctx = WriteCtx {
         conn: &tx,
+        db: crate::store::db::Db::Sqlite(&tx),
         now_ms,
         events: &mut events,
         ready: &mut ready,
@@ -96,6 +97,7 @@ pub(crate) fn recover_at_open(
     };
     let recovered = recover_orphans(&mut ctx, policy)?;
     ctx.events.flush(ctx.conn)?;
+    drop(ctx);
     tx.commit()?;
     Ok(recovered)
 }

@@ -387,6 +387,7 @@ impl Writer {
         let mut events = EventLog::default();
         let mut ctx = WriteCtx {
             conn: &self.conn,
+            db: crate::store::db::Db::Sqlite(&self.conn),
             now_ms,
             ready: &mut ready,
             tokens: &mut self.tokens,
@@ -554,6 +555,7 @@ impl Writer {
             let now_ms = to_millis(self.clock.now());
             let mut ctx = WriteCtx {
                 conn: &self.conn,
+                db: crate::store::db::Db::Sqlite(&self.conn),
                 now_ms,
                 events: &mut events,
                 ready: &mut ready,
