@@ -146,9 +146,12 @@ async fn sigkill_during_load_loses_nothing_acknowledged() {
     loop {
         let claimed = client
             .dequeue(
+                // A lease long enough to finish a hundred jobs one by one on a loaded machine: the jobs' own
+                // 3 s lease is for the crash rounds, where it brings orphans back quickly.
                 Dequeue::new("final")
                     .limit(100)
-                    .wait(Duration::from_millis(500)),
+                    .wait(Duration::from_millis(500))
+                    .lease_timeout(Duration::from_secs(120)),
             )
             .await
             .unwrap();
