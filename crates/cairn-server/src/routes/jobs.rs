@@ -1,7 +1,7 @@
 //! Enqueueing, reading and managing jobs: `/v1/jobs…`, tracking among them.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
 use cairn_client::wire::{
@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::{JobPath, bool_param, id_param};
+use crate::routes::{JobPath, QueryParams, bool_param, id_param};
 use crate::state::AppState;
 
 /// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key.
@@ -116,10 +116,8 @@ pub struct ListParams {
     ))]
 pub async fn list_jobs(
     State(state): State<AppState>,
-    params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
+    QueryParams(params): QueryParams<ListParams>,
 ) -> ApiResult<Json<JobPageBody>> {
-    // With every parameter a string, the only rejection left is an unknown or repeated parameter.
-    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let mut filter = JobFilter {
         queue: params.queue,
         name: params.name,

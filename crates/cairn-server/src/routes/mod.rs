@@ -13,7 +13,7 @@ pub mod recurring;
 pub mod stats;
 pub mod workers;
 
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
 use cairn::{ConfigKey, JobId};
 
@@ -95,6 +95,21 @@ impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         text_segment(parts, state, "key").await.map(KeyPath)
+    }
+}
+
+/// A handler's query parameters. With every parameter read as a string, the only rejection left is an unknown or
+/// repeated parameter: a `query` error in Cairn's error shape, rather than axum's plain-text rejection.
+pub struct QueryParams<T>(pub T);
+
+impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Query(params) = Query::<T>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::invalid("query", e.body_text()))?;
+        Ok(QueryParams(params))
     }
 }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use cairn_client::wire::{
     AgingRequest, ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody,
     JobBody, PeekBody, QueueListBody, QueueStatsBody, RateRequest, UnfailBody, UnfailRequest,
@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::{GroupPath, QueuePath};
+use crate::routes::{GroupPath, QueryParams, QueuePath};
 use crate::state::AppState;
 
 /// How many jobs a peek shows when it does not say.
@@ -138,10 +138,8 @@ pub struct PeekParams {
 pub async fn peek(
     State(state): State<AppState>,
     QueuePath(queue): QueuePath,
-    params: Result<Query<PeekParams>, axum::extract::rejection::QueryRejection>,
+    QueryParams(params): QueryParams<PeekParams>,
 ) -> ApiResult<Json<PeekBody>> {
-    // With the parameter a string, the only rejection left is an unknown or repeated parameter.
-    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let limit = match params.limit {
         None => DEFAULT_PEEK,
         Some(text) => text.parse().map_err(|_| {

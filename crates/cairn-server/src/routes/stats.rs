@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use cairn::{ActivityFilter, ActivityKind, HISTOGRAM_BOUNDS, JobMetrics, StatsPeriod, StatsQuery};
@@ -17,7 +17,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::{id_param, time_param};
+use crate::routes::{QueryParams, id_param, time_param};
 use crate::state::AppState;
 
 /// Which statistics.
@@ -31,8 +31,6 @@ pub struct StatsParams {
     /// Only jobs of this name.
     name: Option<String>,
 }
-
-type Params<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
 
 fn period(text: Option<&str>) -> Result<StatsPeriod, ApiError> {
     text.map_or(Ok(StatsPeriod::Hour), |t| {
@@ -48,9 +46,8 @@ fn period(text: Option<&str>) -> Result<StatsPeriod, ApiError> {
     ))]
 pub async fn stats(
     State(state): State<AppState>,
-    params: Params<StatsParams>,
+    QueryParams(params): QueryParams<StatsParams>,
 ) -> ApiResult<Json<StatsBody>> {
-    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let query = StatsQuery {
         period: period(params.period.as_deref())?,
         queue: params.queue,
@@ -76,9 +73,8 @@ pub struct PeriodParams {
     ))]
 pub async fn worker_stats(
     State(state): State<AppState>,
-    params: Params<PeriodParams>,
+    QueryParams(params): QueryParams<PeriodParams>,
 ) -> ApiResult<Json<WorkerStatsBody>> {
-    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let stats = state
         .queue
         .worker_stats(period(params.period.as_deref())?)
@@ -117,9 +113,8 @@ pub struct ActivityParams {
     ))]
 pub async fn activity(
     State(state): State<AppState>,
-    params: Params<ActivityParams>,
+    QueryParams(params): QueryParams<ActivityParams>,
 ) -> ApiResult<Json<ActivityPageBody>> {
-    let Query(params) = params.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let filter = ActivityFilter {
         job: params
             .job
