@@ -269,7 +269,8 @@ impl EventLog {
         insert_activity(conn, &self.events)?;
         let mut minutes: HashMap<(i64, &str, &str), Counts> = HashMap::new();
         let mut histogram: HashMap<(i64, &str, &str, &'static str, i64), i64> = HashMap::new();
-        let mut busy: HashMap<(i64, &str, &str), (i64, i64)> = HashMap::new();
+        // (hour, worker, queue or "" for presence) → (present ms, busy ms, attempts): one upsert per key.
+        let mut workers: HashMap<(i64, &str, &str), (i64, i64, i64)> = HashMap::new();
         for e in &self.events {
             let (Some(queue), Some(name)) = (e.queue.as_deref(), e.name.as_deref()) else {
                 continue;
@@ -293,14 +294,10 @@ impl EventLog {
                 if let Some(worker) = e.worker.as_deref() {
                     // Each hour the attempt ran in gets its share, as presence does; the attempt counts where
                     // it ended.
-                    let mut start = e.at - run;
-                    while start < e.at {
-                        let in_hour = floor(start, HOUR);
-                        let end = e.at.min(in_hour + HOUR);
-                        busy.entry((in_hour, worker, queue)).or_default().0 += end - start;
-                        start = end;
+                    for (in_hour, ms) in by_hour(e.at - run, e.at) {
+                        workers.entry((in_hour, worker, queue)).or_default().1 += ms;
                     }
-                    busy.entry((hour, worker, queue)).or_default().1 += 1;
+                    workers.entry((hour, worker, queue)).or_default().2 += 1;
                 }
             }
             if let Some(service) = e.service_ms {
@@ -328,25 +325,17 @@ impl EventLog {
                 ":hour": hour, ":queue": queue, ":name": name, ":metric": metric, ":bucket": bucket, ":count": count,
             })?;
         }
+        for (worker, from, to) in &self.presence {
+            for (hour, ms) in by_hour(*from, *to) {
+                workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
+            }
+        }
         let mut upsert = conn.prepare_cached(UPSERT_WORKER_HOUR)?;
-        for ((hour, worker, queue), (busy_ms, attempts)) in &busy {
+        for ((hour, worker, queue), (present, busy, attempts)) in &workers {
             upsert.execute(named_params! {
-                ":hour": hour, ":worker": worker, ":queue": queue, ":present": 0, ":busy": busy_ms,
+                ":hour": hour, ":worker": worker, ":queue": queue, ":present": present, ":busy": busy,
                 ":attempts": attempts,
             })?;
-        }
-        for (worker, from, to) in &self.presence {
-            // Split the stretch at hour boundaries, so each hour gets its share.
-            let mut start = *from;
-            while start < *to {
-                let hour = floor(start, HOUR);
-                let end = (*to).min(hour + HOUR);
-                upsert.execute(named_params! {
-                    ":hour": hour, ":worker": worker, ":queue": "", ":present": end - start, ":busy": 0,
-                    ":attempts": 0,
-                })?;
-                start = end;
-            }
         }
         let totals = BatchTotals {
             jobs: per_job
@@ -366,6 +355,21 @@ const DAY: i64 = 24 * HOUR;
 /// The start of the `unit`-long period holding `at`.
 fn floor(at: i64, unit: i64) -> i64 {
     at.div_euclid(unit) * unit
+}
+
+/// The stretch from `from` to `to` (ms) cut at hour boundaries: (the hour's start, how much of it), so that each
+/// hour gets its share of a worker's presence or of a long attempt.
+fn by_hour(from: i64, to: i64) -> impl Iterator<Item = (i64, i64)> {
+    let mut start = from;
+    std::iter::from_fn(move || {
+        (start < to).then(|| {
+            let hour = floor(start, HOUR);
+            let end = to.min(hour + HOUR);
+            let slice = (hour, end - start);
+            start = end;
+            slice
+        })
+    })
 }
 
 /// The histogram bucket of a duration, as its lower bound: qless's resolution (seconds under a minute, minutes
@@ -544,6 +548,13 @@ pub(crate) const UPSERT_WORKER_HOUR: &str = "INSERT INTO worker_hour (hour, work
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stretches_are_cut_at_hour_boundaries() {
+        let slices: Vec<_> = by_hour(HOUR - 10, 2 * HOUR + 5).collect();
+        assert_eq!(slices, [(0, 10), (HOUR, HOUR), (2 * HOUR, 5)]);
+        assert_eq!(by_hour(7, 7).count(), 0);
+    }
 
     #[test]
     fn buckets_have_qless_resolution() {
