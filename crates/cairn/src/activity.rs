@@ -2,12 +2,12 @@
 //! The writer appends it (see `ops/events.rs`); retention prunes it by age (`Retention::activity_max_age`).
 
 use jiff::Timestamp;
-use rusqlite::{Connection, named_params};
 
 use crate::clock::{from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::ops::events::ActivityKind;
+use crate::store::db::{Db, Params, ToValue, named};
 
 /// The most events one page holds.
 pub const MAX_ACTIVITY_PAGE: u32 = 1000;
@@ -74,7 +74,7 @@ pub(crate) const RECENT: &str = "SELECT id, at, event, job_id, queue, name, work
      AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
 
 /// Lists events as `filter` says.
-pub(crate) fn list(conn: &Connection, filter: &ActivityFilter) -> Result<ActivityPage> {
+pub(crate) fn list(db: &Db<'_>, filter: &ActivityFilter) -> Result<ActivityPage> {
     let limit = match filter.limit {
         0 => 100,
         n if n <= MAX_ACTIVITY_PAGE => n,
@@ -94,45 +94,39 @@ pub(crate) fn list(conn: &Connection, filter: &ActivityFilter) -> Result<Activit
         ));
     }
     let sql = if filter.job.is_some() { BY_JOB } else { RECENT };
-    let mut stmt = conn.prepare_cached(sql)?;
     let (before, since, until) = (
         filter.before.unwrap_or(i64::MAX),
         filter.since.map_or(i64::MIN, to_millis),
         filter.until.map_or(i64::MAX, to_millis),
     );
     let fetch = i64::from(limit) + 1;
-    let job = filter.job.map(|j| j.0);
-    let mut params = named_params! {
-        ":before": before, ":worker": filter.worker, ":queue": filter.queue, ":since": since, ":until": until,
-        ":limit": fetch,
+    let mut params = named![
+        ":before" => before, ":worker" => filter.worker.as_deref(), ":queue" => filter.queue.as_deref(),
+        ":since" => since, ":until" => until, ":limit" => fetch,
+    ];
+    if let (Some(job), Params::Named(named)) = (filter.job, &mut params) {
+        named.push((":job", job.to_value()));
     }
-    .to_vec();
-    if let Some(job) = &job {
-        params.push((":job", job as &dyn rusqlite::ToSql));
-    }
-    let mut events = stmt
-        .query_map(params.as_slice(), |r| {
-            let kind: String = r.get(2)?;
-            // A kind this version does not know was written by a newer Cairn: an error, not a guess.
-            let kind = ActivityKind::parse(&kind).ok_or_else(|| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    2,
-                    rusqlite::types::Type::Text,
-                    format!("unknown activity event {kind:?}").into(),
-                )
-            })?;
-            Ok(ActivityEvent {
-                id: r.get(0)?,
-                at: from_millis(r.get(1)?),
-                kind,
-                job: r.get::<_, Option<i64>>(3)?.map(JobId),
-                queue: r.get(4)?,
-                name: r.get(5)?,
-                worker: r.get(6)?,
-                detail: r.get(7)?,
-            })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut events = db.query(sql, &params, |r| {
+        let kind: String = r.get(2)?;
+        // A kind this version does not know was written by a newer Cairn: an error, not a guess.
+        let kind = ActivityKind::parse(&kind).ok_or_else(|| {
+            Error::new(
+                crate::ErrorKind::Storage,
+                format!("the activity log holds an unknown event {kind:?}"),
+            )
+        })?;
+        Ok(ActivityEvent {
+            id: r.get(0)?,
+            at: from_millis(r.get(1)?),
+            kind,
+            job: r.get::<Option<i64>>(3)?.map(JobId),
+            queue: r.get(4)?,
+            name: r.get(5)?,
+            worker: r.get(6)?,
+            detail: r.get(7)?,
+        })
+    })?;
     let next_before = if events.len() > limit as usize {
         events.truncate(limit as usize);
         events.last().map(|e| e.id)

@@ -1,11 +1,9 @@
 //! Reading jobs: [`JobFilter`] for listings, [`JobPage`] for the results. Reads use the reader pool, never the writer.
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, params_from_iter};
-
 use crate::error::{Error, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::names::{NamePattern, QueueName, Tag};
+use crate::store::db::{Db, Params, ToValue, numbered};
 use crate::store::sqlite::rows::{JOB_COLUMNS, job_from_row};
 
 /// The most jobs one page may hold.
@@ -62,7 +60,7 @@ pub struct JobPage {
 
 impl JobFilter {
     /// Runs the listing.
-    pub(crate) fn run(&self, conn: &Connection) -> Result<JobPage> {
+    pub(crate) fn run(&self, db: &Db<'_>) -> Result<JobPage> {
         if !(1..=MAX_PAGE).contains(&self.limit) {
             return Err(Error::invalid(
                 "limit",
@@ -70,53 +68,47 @@ impl JobFilter {
             ));
         }
         let mut sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE 1 = 1");
-        let mut args: Vec<SqlValue> = Vec::new();
+        let mut args = Vec::new();
         if let Some(state) = self.state {
             sql.push_str(" AND state = ?");
-            args.push(SqlValue::Text(state.as_str().to_owned()));
+            args.push(state.as_str().to_value());
         }
         if let Some(queue) = &self.queue {
             sql.push_str(" AND queue = ?");
-            args.push(SqlValue::Text(
-                QueueName::parse(queue.as_str())?.as_str().to_owned(),
-            ));
+            args.push(
+                QueueName::parse(queue.as_str())?
+                    .as_str()
+                    .to_owned()
+                    .to_value(),
+            );
         }
         if let Some(name) = &self.name {
             sql.push_str(" AND name GLOB ?");
-            args.push(SqlValue::Text(
-                NamePattern::parse(name.as_str())
-                    .map_err(|e| e.renamed("name"))?
-                    .as_str()
-                    .to_owned(),
-            ));
+            let pattern = NamePattern::parse(name.as_str()).map_err(|e| e.renamed("name"))?;
+            args.push(pattern.as_str().to_owned().to_value());
         }
         if let Some(tag) = &self.tag {
             sql.push_str(" AND id IN (SELECT job_id FROM job_tags WHERE tag = ?)");
-            args.push(SqlValue::Text(
-                Tag::parse(tag.as_str())?.as_str().to_owned(),
-            ));
+            args.push(Tag::parse(tag.as_str())?.as_str().to_owned().to_value());
         }
         if self.tracked {
             sql.push_str(" AND tracked = 1");
         }
         if let Some(group) = &self.failure_group {
             sql.push_str(" AND state = 'failed' AND failure_group = ?");
-            args.push(SqlValue::Text(group.clone()));
+            args.push(group.clone().to_value());
         }
         if let Some(parent) = self.parent {
             sql.push_str(" AND parent_id = ?");
-            args.push(SqlValue::Integer(parent.0));
+            args.push((parent.0).to_value());
         }
         if let Some(before) = self.before {
             sql.push_str(" AND id < ?");
-            args.push(SqlValue::Integer(before.0));
+            args.push((before.0).to_value());
         }
         sql.push_str(" ORDER BY id DESC LIMIT 0 + ?");
-        args.push(SqlValue::Integer(i64::from(self.limit) + 1));
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let mut jobs = stmt
-            .query_map(params_from_iter(args), job_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        args.push((i64::from(self.limit) + 1).to_value());
+        let mut jobs = db.query(&sql, &Params::Numbered(args), job_from_row)?;
         let next = if jobs.len() > self.limit as usize {
             jobs.truncate(self.limit as usize);
             jobs.last().map(|j| j.id)
@@ -135,7 +127,7 @@ pub(crate) const PEEK: &str = concat!(
 );
 
 /// The next `limit` ready jobs of `queue` in claim order, or none while it is paused.
-pub(crate) fn peek(conn: &Connection, queue: &str, limit: u32) -> Result<Vec<Job>> {
+pub(crate) fn peek(db: &Db<'_>, queue: &str, limit: u32) -> Result<Vec<Job>> {
     let queue = QueueName::parse(queue)?;
     if !(1..=MAX_PAGE).contains(&limit) {
         return Err(Error::invalid(
@@ -143,12 +135,8 @@ pub(crate) fn peek(conn: &Connection, queue: &str, limit: u32) -> Result<Vec<Job
             format!("must be between 1 and {MAX_PAGE}, got {limit}"),
         ));
     }
-    if crate::ops::queues::is_paused(conn, queue.as_str())? {
+    if crate::ops::queues::is_paused(db, queue.as_str())? {
         return Ok(Vec::new());
     }
-    let mut stmt = conn.prepare_cached(PEEK)?;
-    let jobs = stmt
-        .query_map(rusqlite::params![queue.as_str(), limit], job_from_row)?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    Ok(jobs)
+    db.query(PEEK, &numbered![queue.as_str(), limit], job_from_row)
 }

@@ -52,6 +52,7 @@ use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
+use crate::store::db::Db;
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::Readers;
 use crate::store::sqlite::syncer::Syncer;
@@ -206,7 +207,7 @@ impl Queue {
             let mut conn = connection::open_writer(&opening)?;
             let now_ms = to_millis(options.clock.now());
             migrations::migrate(&mut conn, now_ms)?;
-            let settings = SettingsCache::load(&conn, &opening_defaults)?;
+            let settings = SettingsCache::load(&Db::Sqlite(&conn), &opening_defaults)?;
             let recovered =
                 maintenance::recover_at_open(&mut conn, now_ms, &settings, options.recovery)?;
             if recovered > 0 {
@@ -332,11 +333,11 @@ impl Queue {
         let mut tokens = TokenSource::new();
         let mut rotation = 0;
         // The queue's settings and options in force, read in the application's transaction.
-        let mut settings = SettingsCache::load(conn, &self.inner.defaults)?;
+        let db = Db::Sqlite(conn);
+        let mut settings = SettingsCache::load(&db, &self.inner.defaults)?;
         let mut events = crate::ops::events::EventLog::default();
         let mut ctx = WriteCtx {
-            conn,
-            db: crate::store::db::Db::Sqlite(conn),
+            db,
             events: &mut events,
             now_ms: to_millis(self.inner.clock.now()),
             ready: &mut ready,
@@ -345,7 +346,7 @@ impl Queue {
             settings: &mut settings,
         };
         let enqueued = crate::ops::push::insert(push, &mut ctx)?;
-        ctx.events.flush(conn)?;
+        ctx.events.flush(&ctx.db)?;
         Ok(enqueued)
     }
 
@@ -1009,6 +1010,12 @@ impl Operation for ReadSettings {
     }
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<SqliteSettings> {
-        connection::read_settings(ctx.conn)
+        match &ctx.db {
+            Db::Sqlite(conn) => connection::read_settings(conn),
+            Db::Postgres(_) => Err(Error::new(
+                ErrorKind::InvalidState,
+                "the queue is not stored in SQLite",
+            )),
+        }
     }
 }

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
+use crate::store::db::{Db, named};
 use jiff::Timestamp;
-use rusqlite::{Connection, named_params};
 
 use crate::clock::from_millis;
 use crate::error::Result;
@@ -267,7 +267,7 @@ fn summary(
 }
 
 /// The statistics `query` asks for, at `now_ms`.
-pub(crate) fn read(conn: &Connection, query: &StatsQuery, now_ms: i64) -> Result<Stats> {
+pub(crate) fn read(db: &Db<'_>, query: &StatsQuery, now_ms: i64) -> Result<Stats> {
     let (from, to, bucket) = window(query.period, now_ms);
     let mut series: Vec<StatsPoint> = (0..i64::from(query.period.points()))
         .map(|i| StatsPoint {
@@ -279,15 +279,14 @@ pub(crate) fn read(conn: &Connection, query: &StatsQuery, now_ms: i64) -> Result
             run_max: None,
         })
         .collect();
-    let params = named_params! {
-        ":from": from, ":to": to, ":bucket": bucket, ":queue": query.queue, ":name": query.name,
-    };
-    let mut stmt = conn.prepare_cached(SERIES)?;
-    let mut rows = stmt.query(params)?;
-    while let Some(r) = rows.next()? {
+    let params = named![
+        ":from" => from, ":to" => to, ":bucket" => bucket, ":queue" => query.queue.as_deref(),
+        ":name" => query.name.as_deref(),
+    ];
+    db.query(SERIES, &params, |r| {
         let index: i64 = r.get(0)?;
         let Some(point) = usize::try_from(index).ok().and_then(|i| series.get_mut(i)) else {
-            continue;
+            return Ok(());
         };
         point.counts = Counts {
             added: count(r.get(1)?),
@@ -301,15 +300,14 @@ pub(crate) fn read(conn: &Connection, query: &StatsQuery, now_ms: i64) -> Result
             (n > 0).then(|| millis(sum.unwrap_or(0.0) / n as f64))
         };
         point.wait_mean = mean(r.get(6)?, r.get(7)?);
-        point.wait_max = r.get::<_, Option<i64>>(8)?.map(ms);
+        point.wait_max = r.get::<Option<i64>>(8)?.map(ms);
         point.run_mean = mean(r.get(9)?, r.get(10)?);
-        point.run_max = r.get::<_, Option<i64>>(11)?.map(ms);
-    }
-    drop(rows);
-    drop(stmt);
-    let mut stmt = conn.prepare_cached(TOTALS)?;
-    let (totals, mut wait, mut run, service) = stmt.query_row(
-        named_params! { ":from": from, ":to": to, ":queue": query.queue, ":name": query.name },
+        point.run_max = r.get::<Option<i64>>(11)?.map(ms);
+        Ok(())
+    })?;
+    let (totals, mut wait, mut run, service) = db.query_one(
+        TOTALS,
+        &named![":from" => from, ":to" => to, ":queue" => query.queue.as_deref(), ":name" => query.name.as_deref()],
         |r| {
             let totals = Counts {
                 added: count(r.get(0)?),
@@ -326,19 +324,18 @@ pub(crate) fn read(conn: &Connection, query: &StatsQuery, now_ms: i64) -> Result
         },
     )?;
     let hours_from = from.div_euclid(HOUR) * HOUR;
-    let mut stmt = conn.prepare_cached(HISTOGRAM)?;
-    let rows = stmt.query_map(
-        named_params! { ":from": hours_from, ":to": to, ":queue": query.queue, ":name": query.name },
+    let rows = db.query(
+        HISTOGRAM,
+        &named![":from" => hours_from, ":to" => to, ":queue" => query.queue.as_deref(), ":name" => query.name.as_deref()],
         |r| {
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
+                r.get::<String>(0)?,
+                r.get::<i64>(1)?,
+                r.get::<i64>(2)?,
             ))
         },
     )?;
-    for row in rows {
-        let (metric, lower, n) = row?;
+    for (metric, lower, n) in rows {
         let bucket = HistogramBucket {
             from: ms(lower),
             to: ms(bucket_end(lower)),
@@ -366,22 +363,19 @@ pub(crate) fn read(conn: &Connection, query: &StatsQuery, now_ms: i64) -> Result
 pub(crate) const WORKER_HOURS: &str = "SELECT hour, worker, queue, present_ms, busy_ms, attempts FROM worker_hour WHERE hour >= :from AND hour < :to";
 
 /// Worker utilization over `period` at `now_ms`, from the hourly rows the window touches.
-pub(crate) fn workers(conn: &Connection, period: StatsPeriod, now_ms: i64) -> Result<WorkerStats> {
+pub(crate) fn workers(db: &Db<'_>, period: StatsPeriod, now_ms: i64) -> Result<WorkerStats> {
     let (from, to, _) = window(period, now_ms);
     let from = from.div_euclid(HOUR) * HOUR;
-    let mut stmt = conn.prepare_cached(WORKER_HOURS)?;
-    let rows = stmt
-        .query_map(named_params! { ":from": from, ":to": to }, |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, i64>(5)?,
-            ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let rows = db.query(WORKER_HOURS, &named![":from" => from, ":to" => to], |r| {
+        Ok((
+            r.get::<i64>(0)?,
+            r.get::<String>(1)?,
+            r.get::<String>(2)?,
+            r.get::<i64>(3)?,
+            r.get::<i64>(4)?,
+            r.get::<i64>(5)?,
+        ))
+    })?;
     // (hour, worker) → present; worker → (busy, present, attempts); queue → (busy, present).
     let mut present_in: HashMap<(i64, &str), i64> = HashMap::new();
     let mut per_worker: BTreeMap<&str, (i64, i64, i64)> = BTreeMap::new();

@@ -1,7 +1,7 @@
 //! [`Checkpoint`]: a worker saves the data the next attempt starts from.
 
+use crate::store::db::named;
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::clock::from_millis;
@@ -47,12 +47,10 @@ impl Operation for Checkpoint {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Timestamp> {
         let data = encode_json("data", &self.data, ctx.limits())?;
-        let params = named_params! { ":now": ctx.now_ms, ":data": data, ":id": self.job.0, ":token": self.token };
+        let params = &named![":now" => ctx.now_ms, ":data" => data, ":id" => self.job.0, ":token" => self.token];
         let expires: Option<i64> = ctx
-            .conn
-            .prepare_cached(SAVE_CHECKPOINT)?
-            .query_row(params, |row| row.get(0))
-            .optional()?;
+            .db
+            .query_row(SAVE_CHECKPOINT, params, |row| row.get(0))?;
         expires
             .map(from_millis)
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))

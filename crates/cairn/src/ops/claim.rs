@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use rusqlite::types::Value as SqlValue;
-use rusqlite::{OptionalExtension, params_from_iter};
+use crate::store::db::{Params, ToValue, numbered};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -324,7 +323,7 @@ impl Claim {
             return Ok(Vec::new());
         }
         let mut limit =
-            match crate::ops::queues::room(ctx.conn, queue.as_str(), settings.concurrency)? {
+            match crate::ops::queues::room(&ctx.db, queue.as_str(), settings.concurrency)? {
                 Some(0) => return Ok(Vec::new()),
                 Some(room) => limit.min(room),
                 None => limit,
@@ -339,35 +338,28 @@ impl Claim {
                 tokens => limit = limit.min(tokens),
             }
         }
-        let mut args: Vec<SqlValue> = Vec::with_capacity(2 + self.names.len());
-        args.push(SqlValue::Text(queue.as_str().to_owned()));
-        args.push(SqlValue::Integer(i64::from(limit)));
-        args.extend(
-            self.names
-                .iter()
-                .map(|n| SqlValue::Text(n.as_str().to_owned())),
-        );
-        args.extend(self.priority.map(|p| SqlValue::Integer(i64::from(p))));
+        let mut args = Vec::with_capacity(2 + self.names.len());
+        args.push(queue.as_str().to_value());
+        args.push(limit.to_value());
+        args.extend(self.names.iter().map(|n| n.as_str().to_value()));
+        args.extend(self.priority.map(|p| p.to_value()));
         let sql = if settings.aging_ms.is_some() {
             &self.sql_aging
         } else {
             &self.sql
         };
-        let mut stmt = ctx.conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params_from_iter(args), |row| Ok((row.get(0)?, row.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        ctx.db.query(sql, &Params::Numbered(args), |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
     }
 
     fn lease(&self, ctx: &mut WriteCtx<'_>, id: i64) -> Result<Option<ClaimedJob>> {
         let token = ctx.tokens.next_token();
-        let job = ctx
-            .conn
-            .prepare_cached(LEASE_JOB)?
-            .query_row(
-                rusqlite::params![id, self.worker.as_str(), token, ctx.now_ms, self.lease_ms],
-                job_from_row,
-            )
-            .optional()?;
+        let job = ctx.db.query_row(
+            LEASE_JOB,
+            &numbered![id, self.worker.as_str(), token, ctx.now_ms, self.lease_ms],
+            job_from_row,
+        )?;
         let Some(job) = job else { return Ok(None) };
         let job_ref = crate::ops::events::JobRef {
             id: job.id.0,

@@ -9,14 +9,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use rusqlite::Connection;
+use crate::store::db::{Db, Params, named};
 
 use crate::clock::{duration_millis, from_millis};
 use crate::error::{Error, Result};
 use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::{Limits, Operation, WriteCtx};
 use crate::options::Retention;
-use crate::store::db::named;
 
 /// An option that can be read and changed at run time. Its name ([`ConfigKey::as_str`]) is what the CLI and the
 /// HTTP API use.
@@ -367,20 +366,18 @@ impl RuntimeConfig {
     /// The defaults with the values stored in the database over them. A stored value that no longer fits (a key
     /// this version does not know, or a retry policy that no longer adds up with the defaults it was opened with)
     /// is left out with a warning rather than keep the queue from opening.
-    pub fn load(conn: &Connection, defaults: &Defaults) -> Result<RuntimeConfig> {
+    pub fn load(db: &Db<'_>, defaults: &Defaults) -> Result<RuntimeConfig> {
         let mut config = RuntimeConfig {
             defaults: defaults.clone(),
             set: BTreeMap::new(),
             limits: defaults.limits.clone(),
             retention: defaults.retention,
         };
-        let mut stmt = conn.prepare_cached(ALL_CONFIG)?;
-        let rows = stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+        let rows = db.query(ALL_CONFIG, &Params::NONE, |r| {
+            Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<i64>(2)?))
         })?;
         let mut stored = BTreeMap::new();
-        for row in rows {
-            let (name, text, at): (String, String, i64) = row?;
+        for (name, text, at) in rows {
             let parsed = ConfigKey::parse(&name).and_then(|key| {
                 let json = serde_json::from_str(&text)
                     .map_err(|e| Error::invalid("value", format!("is not JSON: {e}")))?;

@@ -1,6 +1,6 @@
 //! [`Delete`]: remove a job and its history, whatever its state.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -29,20 +29,14 @@ impl Operation for Delete {
         ) {
             waiting::cancel_jobs(ctx, vec![(self.job, Some("deleted".to_owned()))])?;
         }
-        let deleted = ctx
-            .conn
-            .prepare_cached(DELETE_JOB)?
-            .execute(named_params! { ":id": self.job.0 })?;
+        let deleted = ctx.db.execute(DELETE_JOB, &named![":id" => self.job.0])?;
         if deleted == 0 {
             return Err(Error::not_found(format!("job {}", self.job)));
         }
         // The job's rows in other tables go with it (there are no foreign keys to cascade; see the migration).
-        ctx.conn
-            .prepare_cached(DELETE_HISTORY)?
-            .execute(named_params! { ":id": self.job.0 })?;
-        ctx.conn
-            .prepare_cached(DELETE_TAGS)?
-            .execute(named_params! { ":id": self.job.0 })?;
+        ctx.db
+            .execute(DELETE_HISTORY, &named![":id" => self.job.0])?;
+        ctx.db.execute(DELETE_TAGS, &named![":id" => self.job.0])?;
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! [`ChangeDependencies`]: add or remove what a job that has not started waits for.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -51,17 +51,19 @@ impl Operation for ChangeDependencies {
             }
         }
         for on in &self.remove {
-            ctx.conn
-                .prepare_cached(DROP_DEPENDENCY)?
-                .execute(named_params! { ":job": self.job.0, ":on": on.0 })?;
+            ctx.db.execute(
+                DROP_DEPENDENCY,
+                &named![":job" => self.job.0, ":on" => on.0],
+            )?;
         }
         for &on in &pending {
             record_dependency(ctx, self.job, on)?;
         }
-        let count: i64 = ctx
-            .conn
-            .prepare_cached(COUNT_DEPENDENCIES)?
-            .query_row(named_params! { ":id": self.job.0 }, |r| r.get(0))?;
+        let count: i64 =
+            ctx.db
+                .query_one(COUNT_DEPENDENCIES, &named![":id" => self.job.0], |r| {
+                    r.get(0)
+                })?;
         if count > MAX_DEPENDENCIES as i64 {
             return Err(Error::invalid(
                 "add",
@@ -72,9 +74,8 @@ impl Operation for ChangeDependencies {
         }
         if count > 0 {
             if state != JobState::Waiting {
-                ctx.conn
-                    .prepare_cached(START_WAITING)?
-                    .execute(named_params! { ":id": self.job.0 })?;
+                ctx.db
+                    .execute(START_WAITING, &named![":id" => self.job.0])?;
             }
             return Ok(JobState::Waiting);
         }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use rusqlite::{Connection, named_params};
+use crate::store::db::{Db, Params, ToValue, named};
 
 use crate::error::Result;
 use crate::ops::HeldJob;
@@ -260,13 +260,13 @@ impl EventLog {
 
     /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
     /// the queue keeps in memory once the transaction commits.
-    pub fn flush(&mut self, conn: &Connection) -> Result<BatchTotals> {
+    pub fn flush(&mut self, db: &Db<'_>) -> Result<BatchTotals> {
         if self.events.is_empty() && self.presence.is_empty() {
             return Ok(BatchTotals::default());
         }
         // Keyed by borrowed names while counting; owned once per queue and name at the end.
         let mut per_job: HashMap<(&str, &str), JobTotals> = HashMap::new();
-        insert_activity(conn, &self.events)?;
+        insert_activity(db, &self.events)?;
         let mut minutes: HashMap<(i64, &str, &str), Counts> = HashMap::new();
         let mut histogram: HashMap<(i64, &str, &str, &'static str, i64), i64> = HashMap::new();
         // (hour, worker, queue or "" for presence) → (present ms, busy ms, attempts): one upsert per key.
@@ -305,37 +305,19 @@ impl EventLog {
             }
             per_job.entry((queue, name)).or_default().add(e);
         }
-        let mut upsert = conn.prepare_cached(UPSERT_MINUTE)?;
         for ((minute, queue, name), c) in &minutes {
-            upsert.execute(named_params! {
-                ":minute": minute, ":queue": queue, ":name": name,
-                ":added": c.added, ":started": c.started, ":finished": c.finished, ":retried": c.retried,
-                ":failed": c.failed,
-                ":wait_count": c.wait.count, ":wait_sum": c.wait.sum, ":wait_sumsq": c.wait.sumsq,
-                ":wait_min": c.wait.min, ":wait_max": c.wait.max,
-                ":run_count": c.run.count, ":run_sum": c.run.sum, ":run_sumsq": c.run.sumsq,
-                ":run_min": c.run.min, ":run_max": c.run.max,
-                ":service_count": c.service.count, ":service_sum": c.service.sum,
-                ":service_min": c.service.min, ":service_max": c.service.max,
-            })?;
+            db.execute(UPSERT_MINUTE, &named![":minute" => minute, ":queue" => queue, ":name" => name, ":added" => c.added, ":started" => c.started, ":finished" => c.finished, ":retried" => c.retried, ":failed" => c.failed, ":wait_count" => c.wait.count, ":wait_sum" => c.wait.sum, ":wait_sumsq" => c.wait.sumsq, ":wait_min" => c.wait.min, ":wait_max" => c.wait.max, ":run_count" => c.run.count, ":run_sum" => c.run.sum, ":run_sumsq" => c.run.sumsq, ":run_min" => c.run.min, ":run_max" => c.run.max, ":service_count" => c.service.count, ":service_sum" => c.service.sum, ":service_min" => c.service.min, ":service_max" => c.service.max])?;
         }
-        let mut upsert = conn.prepare_cached(UPSERT_HISTOGRAM)?;
         for ((hour, queue, name, metric, bucket), count) in &histogram {
-            upsert.execute(named_params! {
-                ":hour": hour, ":queue": queue, ":name": name, ":metric": metric, ":bucket": bucket, ":count": count,
-            })?;
+            db.execute(UPSERT_HISTOGRAM, &named![":hour" => hour, ":queue" => queue, ":name" => name, ":metric" => metric, ":bucket" => bucket, ":count" => count])?;
         }
         for (worker, from, to) in &self.presence {
             for (hour, ms) in by_hour(*from, *to) {
                 workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
             }
         }
-        let mut upsert = conn.prepare_cached(UPSERT_WORKER_HOUR)?;
         for ((hour, worker, queue), (present, busy, attempts)) in &workers {
-            upsert.execute(named_params! {
-                ":hour": hour, ":worker": worker, ":queue": queue, ":present": present, ":busy": busy,
-                ":attempts": attempts,
-            })?;
+            db.execute(UPSERT_WORKER_HOUR, &named![":hour" => hour, ":worker" => worker, ":queue" => queue, ":present" => present, ":busy" => busy, ":attempts" => attempts])?;
         }
         let totals = BatchTotals {
             jobs: per_job
@@ -486,33 +468,35 @@ static INSERT_ACTIVITY_ONE: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| insert_activity_sql(1));
 
 /// Appends the events to the activity log, [`ROWS_PER_INSERT`] rows per statement, in order.
-fn insert_activity(conn: &Connection, events: &[Recorded]) -> Result<()> {
+fn insert_activity(db: &Db<'_>, events: &[Recorded]) -> Result<()> {
     let mut chunks = events.chunks_exact(ROWS_PER_INSERT);
     for chunk in chunks.by_ref() {
-        bind_and_run(conn.prepare_cached(&INSERT_ACTIVITY_CHUNK)?, chunk)?;
+        db.execute(&INSERT_ACTIVITY_CHUNK, &activity_values(chunk))?;
     }
     for event in chunks.remainder() {
-        bind_and_run(
-            conn.prepare_cached(&INSERT_ACTIVITY_ONE)?,
-            std::slice::from_ref(event),
+        db.execute(
+            &INSERT_ACTIVITY_ONE,
+            &activity_values(std::slice::from_ref(event)),
         )?;
     }
     Ok(())
 }
 
-fn bind_and_run(mut stmt: rusqlite::CachedStatement<'_>, events: &[Recorded]) -> Result<()> {
-    for (i, e) in events.iter().enumerate() {
-        let first = i * 7 + 1;
-        stmt.raw_bind_parameter(first, e.at)?;
-        stmt.raw_bind_parameter(first + 1, e.kind.as_str())?;
-        stmt.raw_bind_parameter(first + 2, e.job)?;
-        stmt.raw_bind_parameter(first + 3, e.queue.as_deref())?;
-        stmt.raw_bind_parameter(first + 4, e.name.as_deref())?;
-        stmt.raw_bind_parameter(first + 5, e.worker.as_deref())?;
-        stmt.raw_bind_parameter(first + 6, e.detail.as_deref())?;
+/// The values of `events`' activity rows, seven per row, in the order of [`insert_activity_sql`].
+fn activity_values(events: &[Recorded]) -> Params<'_> {
+    let mut values = Vec::with_capacity(events.len() * 7);
+    for e in events {
+        values.extend([
+            e.at.to_value(),
+            e.kind.as_str().to_value(),
+            e.job.to_value(),
+            e.queue.as_deref().to_value(),
+            e.name.as_deref().to_value(),
+            e.worker.as_deref().to_value(),
+            e.detail.as_deref().to_value(),
+        ]);
     }
-    stmt.raw_execute()?;
-    Ok(())
+    Params::Numbered(values)
 }
 
 /// Adds to a minute's row; a min or max that is NULL on one side takes the other.

@@ -1,6 +1,6 @@
 //! [`Fail`]: a worker gives up on its job for good.
 
-use rusqlite::{OptionalExtension, named_params};
+use crate::store::db::named;
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, RunUsage};
@@ -60,14 +60,10 @@ impl Operation for Fail {
             ));
         }
         let message = truncate_error(&self.message);
-        let params = named_params! {
-            ":now": ctx.now_ms, ":message": message, ":group": self.group, ":id": self.job.0, ":token": self.token,
-        };
+        let params = &named![":now" => ctx.now_ms, ":message" => message, ":group" => &self.group, ":id" => self.job, ":token" => self.token];
         let held = ctx
-            .conn
-            .prepare_cached(FAIL_HELD_JOB)?
-            .query_row(params, held_job_from_row)
-            .optional()?
+            .db
+            .query_row(FAIL_HELD_JOB, params, held_job_from_row)?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
         end_attempt(
             ctx,

@@ -1,8 +1,8 @@
 //! Failure groups: the failed jobs, grouped by the group their failure gave (`retries-exhausted`, or the group a
 //! worker named), and [`Unfail`], which puts the oldest of a group back in a queue in one statement.
 
+use crate::store::db::{Db, Params, named};
 use jiff::Timestamp;
-use rusqlite::{Connection, named_params};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -26,17 +26,15 @@ const FAILURE_GROUPS: &str = "SELECT failure_group, count(*), min(finished_at), 
      FROM jobs INDEXED BY jobs_failure_groups WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group";
 
 /// Every failure group with failed jobs in it, by name.
-pub(crate) fn failure_groups(conn: &Connection) -> Result<Vec<FailureGroup>> {
-    let mut stmt = conn.prepare_cached(FAILURE_GROUPS)?;
-    let rows = stmt.query_map([], |row| {
+pub(crate) fn failure_groups(db: &Db<'_>) -> Result<Vec<FailureGroup>> {
+    db.query(FAILURE_GROUPS, &Params::NONE, |row| {
         Ok(FailureGroup {
-            group: row.get::<_, Option<String>>(0)?.unwrap_or_default(),
-            count: row.get::<_, i64>(1)?.max(0) as u64,
-            first_failed_at: from_millis(row.get::<_, Option<i64>>(2)?.unwrap_or(0)),
-            last_failed_at: from_millis(row.get::<_, Option<i64>>(3)?.unwrap_or(0)),
+            group: row.get::<Option<String>>(0)?.unwrap_or_default(),
+            count: row.get::<i64>(1)?.max(0) as u64,
+            first_failed_at: from_millis(row.get::<Option<i64>>(2)?.unwrap_or(0)),
+            last_failed_at: from_millis(row.get::<Option<i64>>(3)?.unwrap_or(0)),
         })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    })
 }
 
 /// The most jobs one unfail moves.
@@ -87,22 +85,19 @@ impl Operation for Unfail {
             .transpose()?
             .map(|q| q.as_str().to_owned());
         let aging = queue.as_deref().and_then(|q| ctx.settings.get(q).aging_ms);
-        let mut stmt = ctx.conn.prepare_cached(UNFAIL)?;
-        let mut rows = stmt.query(named_params! {
-            ":queue": queue, ":now": ctx.now_ms, ":group": self.group, ":limit": self.limit, ":aging": aging,
-        })?;
-        let mut moved = 0;
-        let mut last_queue = String::new();
-        while let Some(row) = rows.next()? {
-            let queue: String = row.get(0)?;
+        let moved_to = ctx.db.query(
+            UNFAIL,
+            &named![":queue" => queue.as_deref(), ":now" => ctx.now_ms, ":group" => &self.group, ":limit" => self.limit, ":aging" => aging],
+            |row| row.get::<String>(0),
+        )?;
+        let moved = moved_to.len() as u64;
+        let mut last_queue = "";
+        for queue in &moved_to {
             if queue != last_queue {
-                ctx.ready.mark(&queue);
+                ctx.ready.mark(queue);
                 last_queue = queue;
             }
-            moved += 1;
         }
-        drop(rows);
-        drop(stmt);
         // One row for the whole group: a row per job would make a bulk operation of 100,000 jobs slow.
         if moved > 0 {
             let detail = format!("{moved} failed jobs of group {:?}", self.group);

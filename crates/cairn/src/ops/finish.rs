@@ -3,7 +3,7 @@
 use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
-use rusqlite::{OptionalExtension, named_params};
+use crate::store::db::named;
 use serde_json::Value;
 
 use crate::clock::duration_millis;
@@ -83,13 +83,11 @@ impl Operation for Finish {
             .map(|next| valid_continue(ctx, self.job, next))
             .transpose()?;
         let held = ctx
-            .conn
-            .prepare_cached(COMPLETE_JOB)?
-            .query_row(
-                named_params! { ":now": ctx.now_ms, ":data": data, ":id": self.job.0, ":token": self.token },
+            .db
+            .query_row(COMPLETE_JOB,
+                &named![":now" => ctx.now_ms, ":data" => data, ":id" => self.job.0, ":token" => self.token],
                 held_job_from_row,
-            )
-            .optional()?
+            )?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
         end_attempt(
             ctx,
@@ -178,10 +176,7 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
     } else {
         JobState::Scheduled
     };
-    ctx.conn.prepare_cached(GO_ON)?.execute(named_params! {
-        ":state": state.as_str(), ":queue": next.queue.as_str(), ":run_at": next.run_at, ":id": held.id.0,
-        ":aging": ctx.settings.get(next.queue.as_str()).aging_ms,
-    })?;
+    ctx.db.execute(GO_ON, &named![":state" => state.as_str(), ":queue" => next.queue.as_str(), ":run_at" => next.run_at, ":id" => held.id.0, ":aging" => ctx.settings.get(next.queue.as_str()).aging_ms])?;
     if state == JobState::Queued {
         ctx.ready.mark(next.queue.as_str());
     }

@@ -1,7 +1,7 @@
 //! [`Heartbeat`]: a worker says it is still working, extending its lease.
 
+use crate::store::db::named;
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::clock::from_millis;
@@ -56,12 +56,10 @@ impl Operation for Heartbeat {
             .as_ref()
             .map(|p| encode_json("progress", p, ctx.limits()))
             .transpose()?;
-        let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
+        let params = &named![":now" => ctx.now_ms, ":progress" => progress, ":id" => self.job.0, ":token" => self.token];
         let extended: Option<(i64, String)> = ctx
-            .conn
-            .prepare_cached(EXTEND_LEASE)?
-            .query_row(params, |row| Ok((row.get(0)?, row.get(1)?)))
-            .optional()?;
+            .db
+            .query_row(EXTEND_LEASE, params, |row| Ok((row.get(0)?, row.get(1)?)))?;
         let Some((expires, worker)) = extended else {
             return Err(lease_refusal(ctx, self.job, self.token));
         };

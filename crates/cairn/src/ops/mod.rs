@@ -10,8 +10,6 @@ use std::collections::HashSet;
 use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, named_params};
-
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
@@ -19,6 +17,7 @@ use crate::lease::Lease;
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
 use crate::schedule::repeat::RunTimes;
+use crate::store::db::{Db, Row, named};
 use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod aging;
@@ -82,10 +81,8 @@ pub(crate) struct Limits {
 
 /// What an operation sees of the writer: the transaction, the time, and where to note newly ready jobs.
 pub(crate) struct WriteCtx<'a> {
-    pub conn: &'a Connection,
-    /// The same transaction behind the seam both databases share (`store/db.rs`); the operations move onto it
-    /// from `conn` one module at a time.
-    pub db: crate::store::db::Db<'a>,
+    /// The transaction, on either database (`store/db.rs`).
+    pub db: Db<'a>,
     pub now_ms: i64,
     pub ready: &'a mut ReadyQueues,
     pub tokens: &'a mut TokenSource,
@@ -223,19 +220,19 @@ macro_rules! held_job_columns {
 pub(crate) use held_job_columns;
 
 /// Reads a [`HeldJob`] from a row selected with [`held_job_columns!`].
-pub(crate) fn held_job_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<HeldJob> {
+pub(crate) fn held_job_from_row(row: &Row<'_>) -> Result<HeldJob> {
     Ok(HeldJob {
         id: JobId(row.get(0)?),
         queue: row.get(1)?,
         attempt: row.get(2)?,
         retry: retry_policy_from_row(row, 3)?,
-        worker: row.get::<_, Option<String>>(8)?.unwrap_or_default(),
-        attempt_started_at: row.get::<_, Option<i64>>(9)?.unwrap_or(0),
+        worker: row.get::<Option<String>>(8)?.unwrap_or_default(),
+        attempt_started_at: row.get::<Option<i64>>(9)?.unwrap_or(0),
         claims: row.get(10)?,
         schedule: row.get(11)?,
         time_zone: row.get(12)?,
         slot_at: row.get(13)?,
-        parent: row.get::<_, Option<i64>>(14)?.map(JobId),
+        parent: row.get::<Option<i64>>(14)?.map(JobId),
         has_children: row.get(15)?,
         has_dependents: row.get(16)?,
         name: row.get(17)?,
@@ -252,17 +249,15 @@ const SELECT_HELD_JOB: &str = concat!(
 /// Loads the running job that `job`/`token` hold, or refuses with [`ErrorKind::LeaseLost`](crate::ErrorKind) saying why.
 pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<HeldJob> {
     let row = ctx
-        .conn
-        .prepare_cached(SELECT_HELD_JOB)?
-        .query_row(named_params! { ":id": job.0 }, |row| {
+        .db
+        .query_row(SELECT_HELD_JOB, &named![":id" => job], |row| {
             Ok((
-                row.get::<_, String>(HELD_JOB_COLUMNS)?,
-                row.get::<_, Option<i64>>(HELD_JOB_COLUMNS + 1)?,
-                row.get::<_, Option<i64>>(HELD_JOB_COLUMNS + 2)?,
+                row.get::<String>(HELD_JOB_COLUMNS)?,
+                row.get::<Option<i64>>(HELD_JOB_COLUMNS + 1)?,
+                row.get::<Option<i64>>(HELD_JOB_COLUMNS + 2)?,
                 held_job_from_row(row)?,
             ))
-        })
-        .optional()?;
+        })?;
     let Some((state, stored_token, expires, held)) = row else {
         return Err(Error::lease_lost(format!("job {job} no longer exists")));
     };
@@ -297,13 +292,17 @@ pub(crate) fn end_attempt(
     error: Option<&str>,
     usage: Option<&RunUsage>,
 ) -> Result<()> {
-    ctx.conn.prepare_cached(INSERT_ENDED_ATTEMPT)?.execute(named_params! {
-        ":id": held.id.0, ":claim": held.claims, ":attempt": held.attempt, ":worker": held.worker, ":started_at": held.attempt_started_at,
-        ":now": ctx.now_ms, ":outcome": outcome.as_str(), ":error": error,
-        ":run_ms": usage.map(|u| duration_millis(u.run_time)),
-        ":cpu_ms": usage.map(|u| duration_millis(u.cpu_time)),
-        ":peak_memory": usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX)),
-    })?;
+    ctx.db.execute(
+        INSERT_ENDED_ATTEMPT,
+        &named![
+            ":id" => held.id, ":claim" => held.claims, ":attempt" => held.attempt, ":worker" => &held.worker,
+            ":started_at" => held.attempt_started_at, ":now" => ctx.now_ms, ":outcome" => outcome.as_str(),
+            ":error" => error,
+            ":run_ms" => usage.map(|u| duration_millis(u.run_time)),
+            ":cpu_ms" => usage.map(|u| duration_millis(u.cpu_time)),
+            ":peak_memory" => usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX)),
+        ],
+    )?;
     // A queue at its concurrency limit has room again: workers waiting on it look again.
     if ctx.settings.get(&held.queue).concurrency.is_some() {
         ctx.ready.mark(&held.queue);
@@ -318,11 +317,8 @@ pub(crate) fn running_job(ctx: &WriteCtx<'_>, job: JobId) -> Result<Option<HeldJ
         held_job_columns!(),
         " FROM jobs WHERE id = :id AND state = 'running'"
     );
-    Ok(ctx
-        .conn
-        .prepare_cached(SELECT_RUNNING_JOB)?
-        .query_row(named_params! { ":id": job.0 }, held_job_from_row)
-        .optional()?)
+    ctx.db
+        .query_row(SELECT_RUNNING_JOB, &named![":id" => job], held_job_from_row)
 }
 
 /// The condition that a job is live (it has not completed, failed or been cancelled): `live!()` on the statement's
@@ -405,9 +401,10 @@ pub(crate) fn retry_or_fail(
             true,
             Some(error),
         );
-        ctx.conn.prepare_cached(FAIL_JOB)?.execute(named_params! {
-            ":now": ctx.now_ms, ":error": error, ":group": RETRIES_EXHAUSTED, ":id": held.id.0,
-        })?;
+        ctx.db.execute(
+            FAIL_JOB,
+            &named![":now" => ctx.now_ms, ":error" => error, ":group" => RETRIES_EXHAUSTED, ":id" => held.id],
+        )?;
         return run_failed(ctx, held);
     }
     ctx.events.attempt_ended(
@@ -472,9 +469,10 @@ pub(crate) fn schedule_next_run(
         Err(e) => {
             tracing::warn!(job = %held.id, error = %e, "a recurring job has no next run; its recurrence ends");
             let note = format!("the recurrence ended: {e}");
-            ctx.conn
-                .prepare_cached("UPDATE jobs SET error = :error WHERE id = :id")?
-                .execute(named_params! { ":error": note, ":id": held.id.0 })?;
+            ctx.db.execute(
+                "UPDATE jobs SET error = :error WHERE id = :id",
+                &named![":error" => note, ":id" => held.id],
+            )?;
             return Ok(None);
         }
     };
@@ -483,9 +481,10 @@ pub(crate) fn schedule_next_run(
     } else {
         JobState::Scheduled
     };
-    ctx.conn.prepare_cached(NEXT_RUN)?.execute(named_params! {
-        ":state": state.as_str(), ":next": next, ":id": held.id.0,
-    })?;
+    ctx.db.execute(
+        NEXT_RUN,
+        &named![":state" => state.as_str(), ":next" => next, ":id" => held.id],
+    )?;
     if state == JobState::Queued {
         ctx.ready.mark(&held.queue);
     }
@@ -505,11 +504,10 @@ pub(crate) fn requeue(
     } else {
         JobState::Scheduled
     };
-    ctx.conn
-        .prepare_cached(REQUEUE_JOB)?
-        .execute(named_params! {
-            ":state": state.as_str(), ":run_at": run_at, ":error": error, ":id": id.0,
-        })?;
+    ctx.db.execute(
+        REQUEUE_JOB,
+        &named![":state" => state.as_str(), ":run_at" => run_at, ":error" => error, ":id" => id],
+    )?;
     if state == JobState::Queued {
         ctx.ready.mark(queue);
     }
@@ -521,8 +519,7 @@ pub(crate) fn in_savepoint<T>(
     ctx: &mut WriteCtx<'_>,
     f: impl FnOnce(&mut WriteCtx<'_>) -> Result<T>,
 ) -> Result<T> {
-    let conn = ctx.conn;
-    savepoint(conn)?;
+    savepoint(&ctx.db)?;
     let mark = ctx.events.mark();
     let result = f(ctx);
     if result.is_err() {
@@ -530,21 +527,19 @@ pub(crate) fn in_savepoint<T>(
         // What it wrote of workers is rolled back: read them again when needed.
         ctx.settings.seen.clear();
     }
-    end_savepoint(conn, result.is_ok())?;
+    end_savepoint(&ctx.db, result.is_ok())?;
     result
 }
 
-pub(crate) fn savepoint(conn: &Connection) -> Result<()> {
-    conn.prepare_cached("SAVEPOINT op")?.execute([])?;
-    Ok(())
+pub(crate) fn savepoint(db: &Db<'_>) -> Result<()> {
+    db.batch("SAVEPOINT op")
 }
 
-pub(crate) fn end_savepoint(conn: &Connection, keep: bool) -> Result<()> {
+pub(crate) fn end_savepoint(db: &Db<'_>, keep: bool) -> Result<()> {
     if !keep {
-        conn.prepare_cached("ROLLBACK TO op")?.execute([])?;
+        db.batch("ROLLBACK TO op")?;
     }
-    conn.prepare_cached("RELEASE op")?.execute([])?;
-    Ok(())
+    db.batch("RELEASE op")
 }
 
 #[cfg(test)]

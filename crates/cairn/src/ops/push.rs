@@ -3,8 +3,8 @@
 use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
+use crate::store::db::{Params, ToValue, Value as DbValue, named};
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, named_params};
 use serde_json::Value;
 
 use crate::clock::{duration_millis, to_millis};
@@ -347,7 +347,7 @@ macro_rules! insert_jobs {
 
 const INSERT_JOB: &str = concat!(
     insert_jobs!(),
-    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"
 );
 
 /// The values one job binds in INSERT_JOB and INSERT_JOBS.
@@ -366,38 +366,33 @@ static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     )
 });
 
-/// Binds one job's [`COLUMNS_PER_JOB`] values at parameter `first` (1-based) and on.
-fn bind_job(
-    stmt: &mut rusqlite::Statement<'_>,
-    first: usize,
-    valid: &ValidPush,
-    state: JobState,
-    now: i64,
-) -> Result<()> {
+/// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs!`].
+fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
     let retry = &valid.retry;
-    stmt.raw_bind_parameter(first, valid.queue.as_str())?;
-    stmt.raw_bind_parameter(first + 1, valid.name.as_str())?;
-    stmt.raw_bind_parameter(first + 2, state.as_str())?;
-    stmt.raw_bind_parameter(first + 3, valid.data.as_str())?;
-    stmt.raw_bind_parameter(first + 4, valid.priority)?;
-    stmt.raw_bind_parameter(first + 5, valid.weight)?;
-    stmt.raw_bind_parameter(first + 6, valid.run_at)?;
-    stmt.raw_bind_parameter(first + 7, retry.max_attempts)?;
-    stmt.raw_bind_parameter(first + 8, duration_millis(retry.initial_delay))?;
-    stmt.raw_bind_parameter(first + 9, retry.multiplier)?;
-    stmt.raw_bind_parameter(first + 10, duration_millis(retry.max_delay))?;
-    stmt.raw_bind_parameter(first + 11, retry.jitter)?;
-    stmt.raw_bind_parameter(first + 12, valid.lease_timeout_ms)?;
-    stmt.raw_bind_parameter(first + 13, valid.unique_key.as_ref().map(|k| k.as_str()))?;
-    stmt.raw_bind_parameter(first + 14, valid.parent.map(|p| p.0))?;
-    stmt.raw_bind_parameter(first + 15, now)?;
     let (schedule, time_zone) = valid.schedule.as_ref().map(Schedule::to_stored).unzip();
-    stmt.raw_bind_parameter(first + 16, schedule)?;
-    stmt.raw_bind_parameter(first + 17, time_zone.flatten())?;
-    stmt.raw_bind_parameter(first + 18, valid.run_at)?;
-    stmt.raw_bind_parameter(first + 19, valid.timeout_ms)?;
-    stmt.raw_bind_parameter(first + 20, valid.aging_ms)?;
-    Ok(())
+    values.extend([
+        valid.queue.as_str().to_value(),
+        valid.name.as_str().to_value(),
+        state.as_str().to_value(),
+        valid.data.as_str().to_value(),
+        valid.priority.to_value(),
+        valid.weight.to_value(),
+        valid.run_at.to_value(),
+        retry.max_attempts.to_value(),
+        duration_millis(retry.initial_delay).to_value(),
+        retry.multiplier.to_value(),
+        duration_millis(retry.max_delay).to_value(),
+        retry.jitter.to_value(),
+        valid.lease_timeout_ms.to_value(),
+        valid.unique_key.as_ref().map(|k| k.as_str()).to_value(),
+        valid.parent.to_value(),
+        now.to_value(),
+        schedule.to_value(),
+        time_zone.flatten().to_value(),
+        valid.run_at.to_value(),
+        valid.timeout_ms.to_value(),
+        valid.aging_ms.to_value(),
+    ]);
 }
 
 impl ValidPush {
@@ -431,7 +426,7 @@ impl ValidPush {
 
 const INSERT_TAG: &str = "INSERT INTO job_tags (job_id, tag) VALUES (:id, :tag)";
 
-/// Validates and inserts one job on `ctx.conn`. Also used by [`Queue::enqueue_in`](crate::Queue::enqueue_in) on the
+/// Validates and inserts one job on `ctx.db`. Also used by [`Queue::enqueue_in`](crate::Queue::enqueue_in) on the
 /// application's own connection.
 pub(crate) fn insert(push: &Push, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     let valid = validate(push, ctx)?;
@@ -440,14 +435,12 @@ pub(crate) fn insert(push: &Push, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
 
 /// Inserts one validated job: returns the live job holding its unique key instead, if there is one.
 fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
-    let conn = ctx.conn;
     if let Some(key) = &valid.unique_key {
-        let existing = conn
-            .prepare_cached(SELECT_LIVE_BY_UNIQUE_KEY)?
-            .query_row(named_params! { ":key": key.as_str() }, |row| {
-                Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
-            })
-            .optional()?;
+        let existing = ctx.db.query_row(
+            SELECT_LIVE_BY_UNIQUE_KEY,
+            &named![":key" => key.as_str()],
+            |row| Ok((row.get::<i64>(0)?, row.get::<String>(1)?)),
+        )?;
         if let Some((id, state)) = existing {
             let state = parse_stored_state(&state)?;
             return Ok(Enqueued {
@@ -473,25 +466,25 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     } else {
         valid.state(ctx.now_ms)
     };
-    let mut stmt = conn.prepare_cached(INSERT_JOB)?;
-    bind_job(&mut stmt, 1, valid, state, ctx.now_ms)?;
-    stmt.raw_execute()?;
-    let id = JobId(conn.last_insert_rowid());
+    let mut values = Vec::with_capacity(COLUMNS_PER_JOB);
+    job_values(&mut values, valid, state, ctx.now_ms);
+    let id = ctx
+        .db
+        .query_one(INSERT_JOB, &Params::Numbered(values), |r| r.get::<JobId>(0))?;
     if let Some(parent) = valid.parent {
-        conn.prepare_cached(MARK_HAS_CHILDREN)?
-            .execute(named_params! { ":id": parent.0 })?;
+        ctx.db
+            .execute(MARK_HAS_CHILDREN, &named![":id" => parent])?;
         if awaits_parent {
-            conn.prepare_cached(AWAIT_PARENT)?
-                .execute(named_params! { ":id": id.0 })?;
+            ctx.db.execute(AWAIT_PARENT, &named![":id" => id])?;
         }
     }
     for on in pending {
         record_dependency(ctx, id, on)?;
     }
     if !valid.tags.is_empty() {
-        let mut insert_tag = conn.prepare_cached(INSERT_TAG)?;
         for tag in &valid.tags {
-            insert_tag.execute(named_params! { ":id": id.0, ":tag": tag.as_str() })?;
+            ctx.db
+                .execute(INSERT_TAG, &named![":id" => id, ":tag" => tag.as_str()])?;
         }
     }
     if state == JobState::Queued {
@@ -508,13 +501,11 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
 /// The state of a would-be parent: it must exist, and be running (its children start when the run finishes) or
 /// waiting for its children (a child adding a sibling).
 fn parent_state(ctx: &WriteCtx<'_>, parent: JobId) -> Result<JobState> {
-    let row: Option<(String, bool)> = ctx
-        .conn
-        .prepare_cached(SELECT_PARENT)?
-        .query_row(named_params! { ":id": parent.0 }, |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
+    let row: Option<(String, bool)> =
+        ctx.db
+            .query_row(SELECT_PARENT, &named![":id" => parent.0], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
     let Some((state, waits_for_others)) = row else {
         return Err(Error::invalid(
             "parent",
@@ -537,22 +528,14 @@ fn insert_plain_chunk(
     ctx: &mut WriteCtx<'_>,
     out: &mut Vec<Enqueued>,
 ) -> Result<()> {
-    let mut stmt = ctx.conn.prepare_cached(&INSERT_JOBS)?;
     let states: Vec<JobState> = chunk.iter().map(|v| v.state(ctx.now_ms)).collect();
-    for (i, (valid, state)) in chunk.iter().zip(&states).enumerate() {
-        bind_job(
-            &mut stmt,
-            1 + i * COLUMNS_PER_JOB,
-            valid,
-            *state,
-            ctx.now_ms,
-        )?;
+    let mut values = Vec::with_capacity(chunk.len() * COLUMNS_PER_JOB);
+    for (valid, state) in chunk.iter().zip(&states) {
+        job_values(&mut values, valid, *state, ctx.now_ms);
     }
-    let mut ids = Vec::with_capacity(chunk.len());
-    let mut rows = stmt.raw_query();
-    while let Some(row) = rows.next()? {
-        ids.push(row.get::<_, i64>(0)?);
-    }
+    let mut ids = ctx
+        .db
+        .query(&INSERT_JOBS, &Params::Numbered(values), |r| r.get::<i64>(0))?;
     // RETURNING's order is unspecified, but rows are inserted in VALUES order with increasing ids.
     ids.sort_unstable();
     assert_eq!(ids.len(), chunk.len(), "one id per inserted row");

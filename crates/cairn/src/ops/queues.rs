@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{Connection, OptionalExtension, named_params};
+use crate::store::db::{Db, Params, named};
 
 use crate::error::Result;
 use crate::job::JobState;
 use crate::names::QueueName;
 use crate::ops::config::{Defaults, RuntimeConfig};
 use crate::ops::{Operation, WriteCtx, parse_stored_state};
-use crate::store::db::named;
 
 /// Pauses or resumes a queue. A paused queue's jobs stay where they are: they are enqueued, scheduled, finished,
 /// cancelled as usual, but no worker is handed one until the queue is resumed. Resuming hands them at once to
@@ -97,11 +96,10 @@ const ALL_SETTINGS: &str =
     "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues";
 
 impl SettingsCache {
-    pub fn load(conn: &Connection, defaults: &Defaults) -> Result<Self> {
-        let mut stmt = conn.prepare_cached(ALL_SETTINGS)?;
-        let rows = stmt.query_map([], |r| {
+    pub fn load(db: &Db<'_>, defaults: &Defaults) -> Result<Self> {
+        let queues = db.query(ALL_SETTINGS, &Params::NONE, |r| {
             Ok((
-                r.get::<_, String>(0)?,
+                r.get::<String>(0)?,
                 Settings {
                     paused: r.get(1)?,
                     concurrency: r.get(2)?,
@@ -111,16 +109,16 @@ impl SettingsCache {
             ))
         })?;
         Ok(SettingsCache {
-            queues: rows.collect::<rusqlite::Result<_>>()?,
+            queues: queues.into_iter().collect(),
             buckets: Default::default(),
-            config: RuntimeConfig::load(conn, defaults)?,
+            config: RuntimeConfig::load(db, defaults)?,
             seen: Default::default(),
         })
     }
 
     /// Loads the settings again, keeping the token buckets.
-    pub fn reload(&mut self, conn: &Connection) -> Result<()> {
-        let fresh = SettingsCache::load(conn, self.config.defaults())?;
+    pub fn reload(&mut self, db: &Db<'_>) -> Result<()> {
+        let fresh = SettingsCache::load(db, self.config.defaults())?;
         self.queues = fresh.queues;
         self.config = fresh.config;
         // What a rolled-back transaction wrote of workers did not happen: read it again when needed.
@@ -158,11 +156,8 @@ pub(crate) struct Settings {
 const IS_PAUSED: &str = "SELECT paused FROM queues WHERE name = :name";
 
 /// Whether a queue is paused, read from the table (for readers; the writer keeps a [`SettingsCache`]).
-pub(crate) fn is_paused(conn: &Connection, queue: &str) -> Result<bool> {
-    let paused: Option<bool> = conn
-        .prepare_cached(IS_PAUSED)?
-        .query_row(named_params! { ":name": queue }, |r| r.get(0))
-        .optional()?;
+pub(crate) fn is_paused(db: &Db<'_>, queue: &str) -> Result<bool> {
+    let paused: Option<bool> = db.query_row(IS_PAUSED, &named![":name" => queue], |r| r.get(0))?;
     Ok(paused.unwrap_or(false))
 }
 
@@ -171,13 +166,11 @@ const RUNNING_IN_QUEUE: &str =
 
 /// How many more jobs of `queue` may start now, if it has a limit. Counts its running jobs by walking the running
 /// jobs (as many as workers hold), only for a queue with a limit.
-pub(crate) fn room(conn: &Connection, queue: &str, limit: Option<u32>) -> Result<Option<u32>> {
+pub(crate) fn room(db: &Db<'_>, queue: &str, limit: Option<u32>) -> Result<Option<u32>> {
     let Some(limit) = limit else {
         return Ok(None);
     };
-    let running: i64 = conn
-        .prepare_cached(RUNNING_IN_QUEUE)?
-        .query_row(named_params! { ":queue": queue }, |r| r.get(0))?;
+    let running: i64 = db.query_one(RUNNING_IN_QUEUE, &named![":queue" => queue], |r| r.get(0))?;
     Ok(Some(
         u32::try_from((i64::from(limit) - running).max(0)).unwrap_or(0),
     ))
@@ -222,15 +215,17 @@ const PAUSED_QUEUES: &str =
 
 /// Every queue that has jobs or settings, by name, with its counts at `now_ms`. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
-pub(crate) fn queue_stats(conn: &Connection, now_ms: i64) -> Result<Vec<QueueStats>> {
+pub(crate) fn queue_stats(db: &Db<'_>, now_ms: i64) -> Result<Vec<QueueStats>> {
     let mut stats: BTreeMap<String, QueueStats> = BTreeMap::new();
-    let mut stmt = conn.prepare_cached(COUNT_BY_STATE)?;
-    let mut rows = stmt.query(named_params! { ":now": now_ms })?;
-    while let Some(row) = rows.next()? {
-        let queue: String = row.get(0)?;
-        let state = parse_stored_state(&row.get::<_, String>(1)?)?;
-        let expired: Option<bool> = row.get(2)?;
-        let count = row.get::<_, i64>(3)?.max(0) as u64;
+    let counts = db.query(COUNT_BY_STATE, &named![":now" => now_ms], |row| {
+        Ok((
+            row.get::<String>(0)?,
+            parse_stored_state(&row.get::<String>(1)?)?,
+            row.get::<Option<bool>>(2)?,
+            row.get::<i64>(3)?.max(0) as u64,
+        ))
+    })?;
+    for (queue, state, expired, count) in counts {
         let s = stats.entry(queue.clone()).or_insert_with(|| QueueStats {
             queue,
             ..QueueStats::default()
@@ -246,9 +241,7 @@ pub(crate) fn queue_stats(conn: &Connection, now_ms: i64) -> Result<Vec<QueueSta
             JobState::Cancelled => s.cancelled += count,
         }
     }
-    let mut stmt = conn.prepare_cached(PAUSED_QUEUES)?;
-    let mut rows = stmt.query([])?;
-    while let Some(row) = rows.next()? {
+    db.query(PAUSED_QUEUES, &Params::NONE, |row| {
         let queue: String = row.get(0)?;
         let entry = stats.entry(queue.clone()).or_insert_with(|| QueueStats {
             queue,
@@ -259,9 +252,10 @@ pub(crate) fn queue_stats(conn: &Connection, now_ms: i64) -> Result<Vec<QueueSta
         entry.rate_limit =
             crate::ops::rate_limit::RateLimit::from_columns(row.get(3)?, row.get(4)?);
         entry.priority_aging = row
-            .get::<_, Option<i64>>(5)?
+            .get::<Option<i64>>(5)?
             .and_then(|ms| u64::try_from(ms).ok())
             .map(std::time::Duration::from_millis);
-    }
+        Ok(())
+    })?;
     Ok(stats.into_values().collect())
 }

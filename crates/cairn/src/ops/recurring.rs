@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use crate::store::db::{Db, Params, named};
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, named_params};
 use serde_json::{Value, json};
 
 use crate::clock::{duration_millis, from_millis, to_millis};
@@ -195,11 +195,11 @@ impl Operation for SetRecurring {
             ));
         }
         validate(job, ctx)?;
-        let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx
-            .conn
-            .prepare_cached("SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = :key")?
-            .query_row(named_params! { ":key": key.as_str() }, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-            .optional()?;
+        let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx.db.query_row(
+            "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = :key",
+            &named![":key" => key.as_str()],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )?;
         let next = match stored {
             // The same schedule: a slot already due but not yet created stays due.
             Some((c, z, pending, _)) if c == cron.as_str() && z == cron.time_zone() => {
@@ -211,14 +211,12 @@ impl Operation for SetRecurring {
             }
             None => cron.next_after(from_millis(ctx.now_ms)),
         };
-        ctx.conn.prepare_cached(UPSERT_RECURRING)?.execute(named_params! {
-            ":key": key.as_str(), ":cron": cron.as_str(), ":zone": cron.time_zone(), ":missed": r.missed.as_str(),
-            ":template": template_to_json(job).to_string(), ":next": next.map(to_millis), ":now": ctx.now_ms,
-        })?;
-        let last: Option<i64> = ctx
-            .conn
-            .prepare_cached("SELECT last_slot_at FROM recurring WHERE key = :key")?
-            .query_row(named_params! { ":key": key.as_str() }, |row| row.get(0))?;
+        ctx.db.execute(UPSERT_RECURRING, &named![":key" => key.as_str(), ":cron" => cron.as_str(), ":zone" => cron.time_zone(), ":missed" => r.missed.as_str(), ":template" => template_to_json(job).to_string(), ":next" => next.map(to_millis), ":now" => ctx.now_ms])?;
+        let last: Option<i64> = ctx.db.query_one(
+            "SELECT last_slot_at FROM recurring WHERE key = :key",
+            &named![":key" => key.as_str()],
+            |row| row.get(0),
+        )?;
         Ok(RecurringInfo {
             key: key.to_string(),
             cron: cron.as_str().to_owned(),
@@ -233,10 +231,10 @@ impl Operation for RemoveRecurring {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let removed = ctx
-            .conn
-            .prepare_cached("DELETE FROM recurring WHERE key = :key")?
-            .execute(named_params! { ":key": self.key })?;
+        let removed = ctx.db.execute(
+            "DELETE FROM recurring WHERE key = :key",
+            &named![":key" => &self.key],
+        )?;
         if removed == 0 {
             return Err(Error::not_found(format!(
                 "recurring template {:?}",
@@ -259,9 +257,8 @@ const ADVANCE_TEMPLATE: &str = "UPDATE recurring SET next_slot_at = :next, \
 pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     type Row = (String, String, String, String, String, i64);
     let due: Vec<Row> = ctx
-        .conn
-        .prepare_cached(SELECT_DUE_TEMPLATES)?
-        .query_map(named_params! { ":now": ctx.now_ms }, |r| {
+        .db
+        .query(SELECT_DUE_TEMPLATES, &named![":now" => ctx.now_ms], |r| {
             Ok((
                 r.get(0)?,
                 r.get(1)?,
@@ -270,8 +267,7 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
                 r.get(4)?,
                 r.get(5)?,
             ))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+        })?;
     let now = from_millis(ctx.now_ms);
     let mut created = 0;
     for (key, cron, zone, missed, template, next_slot) in due {
@@ -280,9 +276,8 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
             Err(e) => {
                 // Only possible if the time zone database changed under a stored template: stop it, loudly.
                 tracing::error!(key, error = %e, "a recurring template no longer parses; it is stopped");
-                let params =
-                    named_params! { ":next": None::<i64>, ":last": None::<i64>, ":key": key };
-                ctx.conn.prepare_cached(ADVANCE_TEMPLATE)?.execute(params)?;
+                let params = &named![":next" => None::<i64>, ":last" => None::<i64>, ":key" => key];
+                ctx.db.execute(ADVANCE_TEMPLATE, params)?;
                 continue;
             }
         };
@@ -321,12 +316,8 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
                 tracing::error!(key, error = %e, "a recurring template could not create its job; its slot is skipped")
             }
         }
-        let params = named_params! {
-            ":next": cron.next_after(latest).map(to_millis),
-            ":last": chosen.last().map(|t| to_millis(*t)),
-            ":key": key,
-        };
-        ctx.conn.prepare_cached(ADVANCE_TEMPLATE)?.execute(params)?;
+        let params = &named![":next" => cron.next_after(latest).map(to_millis), ":last" => chosen.last().map(|t| to_millis(*t)), ":key" => key];
+        ctx.db.execute(ADVANCE_TEMPLATE, params)?;
     }
     Ok(created)
 }
@@ -362,27 +353,25 @@ fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Time
 }
 
 /// Lists the templates, by key.
-pub(crate) fn list_recurring(conn: &rusqlite::Connection) -> Result<Vec<RecurringInfo>> {
-    let mut stmt = conn.prepare_cached(
+pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
+    db.query(
         "SELECT key, cron, time_zone, next_slot_at, last_slot_at FROM recurring ORDER BY key",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(RecurringInfo {
-            key: r.get(0)?,
-            cron: r.get(1)?,
-            time_zone: r.get(2)?,
-            next_run: r.get::<_, Option<i64>>(3)?.map(from_millis),
-            last_run: r.get::<_, Option<i64>>(4)?.map(from_millis),
-        })
-    })?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+        &Params::NONE,
+        |r| {
+            Ok(RecurringInfo {
+                key: r.get(0)?,
+                cron: r.get(1)?,
+                time_zone: r.get(2)?,
+                next_run: r.get::<Option<i64>>(3)?.map(from_millis),
+                last_run: r.get::<Option<i64>>(4)?.map(from_millis),
+            })
+        },
+    )
 }
 
 /// The earliest template slot not yet created, for the writer's next wake-up.
-pub(crate) fn next_template_slot(conn: &rusqlite::Connection) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached("SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL")?
-        .query_row([], |r| r.get(0))
-        .optional()?
+pub(crate) fn next_template_slot(db: &Db<'_>) -> Result<Option<i64>> {
+    Ok(db
+        .query_row("SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL", &Params::NONE, |r| r.get(0))?
         .flatten())
 }

@@ -1,6 +1,6 @@
 //! [`Release`]: a worker gives a job back untouched (shutting down), or the writer does for a claim nobody received.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 
 use crate::error::Result;
 use crate::job::{AttemptOutcome, JobId};
@@ -42,9 +42,8 @@ impl Operation for Release {
             None,
         );
         run_did_not_finish(ctx, &held)?;
-        ctx.conn
-            .prepare_cached(UNCOUNT_ATTEMPT)?
-            .execute(named_params! { ":id": self.job.0 })?;
+        ctx.db
+            .execute(UNCOUNT_ATTEMPT, &named![":id" => self.job.0])?;
         requeue(ctx, self.job, &held.queue, ctx.now_ms, None)?;
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! [`Rename`]: give a job that is not running another name.
 
-use rusqlite::{OptionalExtension, named_params};
+use crate::store::db::named;
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -25,18 +25,17 @@ impl Operation for Rename {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let name = JobName::parse(self.name.as_str())?;
-        let row: Option<(String, String)> = ctx
-            .conn
-            .prepare_cached(SELECT_JOB)?
-            .query_row(named_params! { ":id": self.job.0 }, |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
+        let row: Option<(String, String)> =
+            ctx.db
+                .query_row(SELECT_JOB, &named![":id" => self.job.0], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
         let (state, queue) = row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
         let state = parse_stored_state(&state)?;
-        ctx.conn
-            .prepare_cached(RENAME_JOB)?
-            .execute(named_params! { ":name": name.as_str(), ":id": self.job.0 })?;
+        ctx.db.execute(
+            RENAME_JOB,
+            &named![":name" => name.as_str(), ":id" => self.job.0],
+        )?;
         if state == JobState::Queued {
             ctx.ready.mark(&queue);
         }

@@ -1,7 +1,7 @@
 //! [`Requeue`]: run a job again, whatever became of it.
 
+use crate::store::db::named;
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, named_params};
 
 use crate::clock::to_millis;
 use crate::error::{Error, Result};
@@ -43,25 +43,21 @@ impl Operation for Requeue {
     type Output = JobState;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<JobState> {
-        let row: Option<(String, String, Option<String>, String)> = ctx
-            .conn
-            .prepare_cached(SELECT_JOB)?
-            .query_row(named_params! { ":id": self.job.0 }, |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-            })
-            .optional()?;
+        let row: Option<(String, String, Option<String>, String)> =
+            ctx.db
+                .query_row(SELECT_JOB, &named![":id" => self.job.0], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+                })?;
         let (state, queue, unique_key, name) =
             row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
         let state = parse_stored_state(&state)?;
         if let (false, Some(key)) = (state.is_live(), &unique_key) {
             // Coming back to life, the job would hold its unique key again.
-            let holder: Option<i64> = ctx
-                .conn
-                .prepare_cached(SELECT_LIVE_HOLDER)?
-                .query_row(named_params! { ":key": key, ":id": self.job.0 }, |r| {
-                    r.get(0)
-                })
-                .optional()?;
+            let holder: Option<i64> = ctx.db.query_row(
+                SELECT_LIVE_HOLDER,
+                &named![":key" => key, ":id" => self.job.0],
+                |r| r.get(0),
+            )?;
             if let Some(holder) = holder {
                 return Err(Error::invalid_state(format!(
                     "job {holder} holds the unique key {key:?} now; job {} cannot be requeued while it lives",
@@ -76,13 +72,9 @@ impl Operation for Requeue {
             run_did_not_finish(ctx, &held)?;
         }
         let run_at = self.run_at.map_or(ctx.now_ms, to_millis);
-        ctx.conn
-            .prepare_cached(FRESH_START)?
-            .execute(named_params! { ":id": self.job.0 })?;
+        ctx.db.execute(FRESH_START, &named![":id" => self.job.0])?;
         if state == JobState::Waiting {
-            ctx.conn
-                .prepare_cached(STOP_WAITING)?
-                .execute(named_params! { ":id": self.job.0 })?;
+            ctx.db.execute(STOP_WAITING, &named![":id" => self.job.0])?;
         }
         let new_state = requeue(ctx, self.job, &queue, run_at, None)?;
         let job = crate::ops::events::JobRef {

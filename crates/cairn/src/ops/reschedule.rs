@@ -1,7 +1,7 @@
 //! [`Reschedule`]: move a waiting job's run time.
 
+use crate::store::db::named;
 use jiff::Timestamp;
-use rusqlite::named_params;
 
 use crate::clock::to_millis;
 use crate::error::{Error, Result};
@@ -33,9 +33,8 @@ impl Operation for Reschedule {
             )));
         }
         let queue: String = ctx
-            .conn
-            .prepare_cached(SELECT_QUEUE)?
-            .query_row(named_params! { ":id": self.job.0 }, |r| r.get(0))?;
+            .db
+            .query_one(SELECT_QUEUE, &named![":id" => self.job.0], |r| r.get(0))?;
         requeue(ctx, self.job, &queue, to_millis(self.run_at), None)
     }
 }

@@ -1,6 +1,6 @@
 //! [`SetData`]: replace the data of a job that is not running.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -31,9 +31,8 @@ impl Operation for SetData {
                 self.job
             )));
         }
-        ctx.conn
-            .prepare_cached(SET_DATA)?
-            .execute(named_params! { ":data": data, ":id": self.job.0 })?;
+        ctx.db
+            .execute(SET_DATA, &named![":data" => data, ":id" => self.job.0])?;
         Ok(())
     }
 }

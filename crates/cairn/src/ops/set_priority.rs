@@ -1,6 +1,6 @@
 //! [`SetPriority`]: change how soon a job runs relative to others.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 
 use crate::error::{Error, Result};
 use crate::job::JobId;
@@ -29,9 +29,10 @@ impl Operation for SetPriority {
                 self.job
             )));
         }
-        ctx.conn
-            .prepare_cached(SET_PRIORITY)?
-            .execute(named_params! { ":priority": self.priority, ":id": self.job.0 })?;
+        ctx.db.execute(
+            SET_PRIORITY,
+            &named![":priority" => self.priority, ":id" => self.job.0],
+        )?;
         Ok(())
     }
 }

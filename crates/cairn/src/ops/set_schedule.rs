@@ -1,6 +1,6 @@
 //! [`SetSchedule`]: make a job recur, change how, or stop it recurring.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 
 use crate::error::Result;
 use crate::job::JobId;
@@ -36,11 +36,10 @@ impl Operation for SetSchedule {
             None => (None, None),
         };
         job_state(ctx, self.job)?;
-        ctx.conn
-            .prepare_cached(SET_SCHEDULE)?
-            .execute(named_params! {
-                ":schedule": schedule, ":time_zone": time_zone, ":id": self.job.0,
-            })?;
+        ctx.db.execute(
+            SET_SCHEDULE,
+            &named![":schedule" => schedule, ":time_zone" => time_zone, ":id" => self.job.0],
+        )?;
         Ok(())
     }
 }

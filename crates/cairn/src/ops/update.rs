@@ -1,6 +1,6 @@
 //! [`Update`]: a worker reports progress that queries show.
 
-use rusqlite::named_params;
+use crate::store::db::named;
 use serde_json::Value;
 
 use crate::error::Result;
@@ -41,8 +41,8 @@ impl Operation for Update {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let progress = encode_json("progress", &self.progress, ctx.limits())?;
-        let params = named_params! { ":now": ctx.now_ms, ":progress": progress, ":id": self.job.0, ":token": self.token };
-        match ctx.conn.prepare_cached(SET_PROGRESS)?.execute(params)? {
+        let params = &named![":now" => ctx.now_ms, ":progress" => progress, ":id" => self.job.0, ":token" => self.token];
+        match ctx.db.execute(SET_PROGRESS, params)? {
             0 => Err(lease_refusal(ctx, self.job, self.token)),
             _ => Ok(()),
         }

@@ -18,7 +18,7 @@
 //! - Cancelling or deleting a parent cancels its live children.
 
 use crate::ops::events::{ActivityKind, JobRef};
-use rusqlite::{OptionalExtension, named_params};
+use crate::store::db::named;
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
@@ -38,24 +38,17 @@ pub(crate) const RELEASE_IF_UNBLOCKED: &str = concat!(
 
 /// The ids a one-column statement selects for job `id`.
 fn job_ids(ctx: &WriteCtx<'_>, sql: &str, id: JobId) -> Result<Vec<JobId>> {
-    let ids = ctx
-        .conn
-        .prepare_cached(sql)?
-        .query_map(named_params! { ":id": id.0 }, |r| r.get::<_, i64>(0))?
-        .map(|row| row.map(JobId))
-        .collect::<rusqlite::Result<_>>()?;
-    Ok(ids)
+    ctx.db
+        .query(sql, &named![":id" => id], |r| r.get::<JobId>(0))
 }
 
 /// Makes `id` ready if it waits and nothing holds it any more. Returns whether it moved.
 pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
-    let moved: Option<(String, String)> = ctx
-        .conn
-        .prepare_cached(RELEASE_IF_UNBLOCKED)?
-        .query_row(named_params! { ":now": ctx.now_ms, ":id": id.0 }, |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .optional()?;
+    let moved: Option<(String, String)> = ctx.db.query_row(
+        RELEASE_IF_UNBLOCKED,
+        &named![":now" => ctx.now_ms, ":id" => id.0],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     match moved {
         Some((queue, state)) => {
             if state == JobState::Queued.as_str() {
@@ -84,9 +77,8 @@ pub(crate) fn start_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> 
         release_if_unblocked(ctx, child)?;
     }
     let live: bool = ctx
-        .conn
-        .prepare_cached(HAS_LIVE_CHILDREN)?
-        .query_row(named_params! { ":id": id.0 }, |r| r.get(0))?;
+        .db
+        .query_one(HAS_LIVE_CHILDREN, &named![":id" => id.0], |r| r.get(0))?;
     Ok(live)
 }
 
@@ -96,9 +88,7 @@ const PARENT_WAITS: &str =
 /// A parent's run finished and it has live children: it waits for them, and its next run starts its attempts
 /// afresh.
 pub(crate) fn wait_for_children(ctx: &WriteCtx<'_>, id: JobId) -> Result<()> {
-    ctx.conn
-        .prepare_cached(PARENT_WAITS)?
-        .execute(named_params! { ":id": id.0 })?;
+    ctx.db.execute(PARENT_WAITS, &named![":id" => id.0])?;
     Ok(())
 }
 
@@ -176,20 +166,18 @@ pub(crate) fn cancel_jobs(
     let mut parents = Vec::new();
     while let Some((id, reason)) = work.pop() {
         type Relations = (String, Option<i64>, bool, bool, String, String);
-        let row: Option<Relations> = ctx
-            .conn
-            .prepare_cached(SELECT_RELATIONS)?
-            .query_row(named_params! { ":id": id.0 }, |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                ))
-            })
-            .optional()?;
+        let row: Option<Relations> =
+            ctx.db
+                .query_row(SELECT_RELATIONS, &named![":id" => id.0], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                })?;
         let Some((state, parent, has_children, has_dependents, queue, name)) = row else {
             continue;
         };
@@ -204,11 +192,10 @@ pub(crate) fn cancel_jobs(
             // The children its run created are live children: the cascade below cancels them.
             end_attempt(ctx, &held, AttemptOutcome::Cancelled, Some(error), None)?;
         }
-        ctx.conn
-            .prepare_cached(CANCEL_ONE)?
-            .execute(named_params! {
-                ":now": ctx.now_ms, ":error": reason, ":id": id.0,
-            })?;
+        ctx.db.execute(
+            CANCEL_ONE,
+            &named![":now" => ctx.now_ms, ":error" => reason.as_deref(), ":id" => id],
+        )?;
         let job = JobRef {
             id: id.0,
             queue: &queue,
@@ -221,9 +208,8 @@ pub(crate) fn cancel_jobs(
             None,
             reason.as_deref(),
         );
-        ctx.conn
-            .prepare_cached(DROP_OWN_DEPENDENCIES)?
-            .execute(named_params! { ":id": id.0 })?;
+        ctx.db
+            .execute(DROP_OWN_DEPENDENCIES, &named![":id" => id.0])?;
         if has_children {
             let children = job_ids(ctx, LIVE_CHILDREN, id)?;
             let why = format!("its parent job {id} was cancelled");
@@ -275,10 +261,8 @@ pub(crate) fn check_dependency(
         )));
     }
     let state: Option<String> = ctx
-        .conn
-        .prepare_cached(SELECT_STATE)?
-        .query_row(named_params! { ":id": on.0 }, |r| r.get(0))
-        .optional()?;
+        .db
+        .query_row(SELECT_STATE, &named![":id" => on.0], |r| r.get(0))?;
     let Some(state) = state else {
         return Err(Error::invalid(
             "depends_on",
@@ -317,7 +301,6 @@ const WAITED_FOR: &str = concat!(
 fn waits_for(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
     let mut seen = std::collections::HashSet::new();
     let mut stack = vec![from];
-    let mut stmt = ctx.conn.prepare_cached(WAITED_FOR)?;
     while let Some(id) = stack.pop() {
         if id == target {
             return Ok(true);
@@ -325,10 +308,10 @@ fn waits_for(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
         if !seen.insert(id) {
             continue;
         }
-        let next = stmt
-            .query_map(named_params! { ":id": id.0 }, |r| r.get::<_, i64>(0))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        stack.extend(next.into_iter().map(JobId));
+        let next = ctx
+            .db
+            .query(WAITED_FOR, &named![":id" => id], |r| r.get::<JobId>(0))?;
+        stack.extend(next);
     }
     Ok(false)
 }
@@ -340,11 +323,9 @@ const MARK_HAS_DEPENDENTS: &str =
 
 /// Records that `job` waits for `on` (checked with [`check_dependency`]).
 pub(crate) fn record_dependency(ctx: &WriteCtx<'_>, job: JobId, on: JobId) -> Result<()> {
-    ctx.conn
-        .prepare_cached(RECORD_DEPENDENCY)?
-        .execute(named_params! { ":job": job.0, ":on": on.0 })?;
-    ctx.conn
-        .prepare_cached(MARK_HAS_DEPENDENTS)?
-        .execute(named_params! { ":on": on.0 })?;
+    ctx.db
+        .execute(RECORD_DEPENDENCY, &named![":job" => job.0, ":on" => on.0])?;
+    ctx.db
+        .execute(MARK_HAS_DEPENDENTS, &named![":on" => on.0])?;
     Ok(())
 }

@@ -2,8 +2,8 @@
 //! leases ran out (stalled). Workers not seen for [`QueueOptions::worker_max_age`](crate::QueueOptions) are
 //! forgotten by the writer's timed work.
 
+use crate::store::db::{Db, Params, named};
 use jiff::Timestamp;
-use rusqlite::{Connection, OptionalExtension, named_params};
 
 use crate::clock::{duration_millis, from_millis};
 use crate::error::Result;
@@ -47,16 +47,12 @@ pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
     let now = ctx.now_ms;
     let last = match ctx.settings.seen.get(worker) {
         Some(last) => Some(*last),
-        None => ctx
-            .conn
-            .prepare_cached(LAST_SEEN)?
-            .query_row(named_params! { ":id": worker }, |r| {
-                Ok(LastSeen {
-                    at: r.get(0)?,
-                    active: r.get(1)?,
-                })
+        None => ctx.db.query_row(LAST_SEEN, &named![":id" => worker], |r| {
+            Ok(LastSeen {
+                at: r.get(0)?,
+                active: r.get(1)?,
             })
-            .optional()?,
+        })?,
     };
     let lost_after = duration_millis(WORKER_LOST_AFTER);
     match last {
@@ -83,9 +79,8 @@ pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
             .events
             .other(now, ActivityKind::WorkerStarted, None, Some(worker), None),
     }
-    ctx.conn
-        .prepare_cached(SEEN)?
-        .execute(named_params! { ":id": worker, ":now": now })?;
+    ctx.db
+        .execute(SEEN, &named![":id" => worker, ":now" => now])?;
     ctx.settings.seen.insert(
         worker.to_owned(),
         LastSeen {
@@ -117,13 +112,11 @@ impl Operation for WorkerStopped {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let worker = WorkerId::parse(self.worker.as_str())?;
         seen(ctx, worker.as_str())?;
-        ctx.conn
-            .prepare_cached(STOPPED)?
-            .query_row(
-                named_params! { ":id": worker.as_str(), ":now": ctx.now_ms },
-                |_| Ok(()),
-            )
-            .optional()?;
+        ctx.db.query_row(
+            STOPPED,
+            &named![":id" => worker.as_str(), ":now" => ctx.now_ms],
+            |_| Ok(()),
+        )?;
         ctx.events.other(
             ctx.now_ms,
             ActivityKind::WorkerStopped,
@@ -146,14 +139,11 @@ pub(crate) const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (S
 /// many.
 pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     let cutoff = ctx.now_ms - duration_millis(WORKER_LOST_AFTER);
-    let lost: Vec<(String, i64)> = ctx
-        .conn
-        .prepare_cached(LOSE)?
-        .query_map(
-            named_params! { ":cutoff": cutoff, ":now": ctx.now_ms },
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?
-        .collect::<rusqlite::Result<_>>()?;
+    let lost: Vec<(String, i64)> = ctx.db.query(
+        LOSE,
+        &named![":cutoff" => cutoff, ":now" => ctx.now_ms],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     for (worker, last_seen) in &lost {
         let detail = format!("last seen {}", from_millis(*last_seen));
         ctx.events.other(
@@ -174,10 +164,8 @@ pub(crate) const FORGET: &str = "DELETE FROM workers WHERE id IN (SELECT id FROM
 /// Forgets workers last seen before `cutoff_ms`, a bounded number at a time. Returns how many.
 pub(crate) fn forget_before(ctx: &mut WriteCtx<'_>, cutoff_ms: i64) -> Result<usize> {
     let forgotten: Vec<String> = ctx
-        .conn
-        .prepare_cached(FORGET)?
-        .query_map(named_params! { ":cutoff": cutoff_ms }, |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+        .db
+        .query(FORGET, &named![":cutoff" => cutoff_ms], |r| r.get(0))?;
     for worker in &forgotten {
         ctx.settings.seen.remove(worker);
     }
@@ -189,27 +177,23 @@ const HELD: &str = "SELECT id, lease_expires_at <= :now FROM jobs INDEXED BY job
      WHERE state = 'running' AND worker = :worker ORDER BY id";
 
 /// Every worker the queue remembers, by id, with what it holds at `now_ms`.
-pub(crate) fn list(conn: &Connection, now_ms: i64) -> Result<Vec<WorkerInfo>> {
-    let mut workers: Vec<WorkerInfo> = conn
-        .prepare_cached(WORKERS)?
-        .query_map([], |r| {
-            Ok(WorkerInfo {
-                id: WorkerId::from_trusted(r.get(0)?),
-                first_seen: from_millis(r.get(1)?),
-                last_seen: from_millis(r.get(2)?),
-                jobs: Vec::new(),
-                stalled: Vec::new(),
-            })
-        })?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut held = conn.prepare_cached(HELD)?;
+pub(crate) fn list(db: &Db<'_>, now_ms: i64) -> Result<Vec<WorkerInfo>> {
+    let mut workers: Vec<WorkerInfo> = db.query(WORKERS, &Params::NONE, |r| {
+        Ok(WorkerInfo {
+            id: WorkerId::from_trusted(r.get(0)?),
+            first_seen: from_millis(r.get(1)?),
+            last_seen: from_millis(r.get(2)?),
+            jobs: Vec::new(),
+            stalled: Vec::new(),
+        })
+    })?;
     for worker in &mut workers {
-        let rows = held.query_map(
-            named_params! { ":now": now_ms, ":worker": worker.id.as_str() },
-            |r| Ok((JobId(r.get(0)?), r.get::<_, bool>(1)?)),
+        let rows = db.query(
+            HELD,
+            &named![":now" => now_ms, ":worker" => worker.id.as_str()],
+            |r| Ok((JobId(r.get(0)?), r.get::<bool>(1)?)),
         )?;
-        for row in rows {
-            let (job, stalled) = row?;
+        for (job, stalled) in rows {
             worker.jobs.push(job);
             if stalled {
                 worker.stalled.push(job);

@@ -1,12 +1,14 @@
-//! One way to run the engine's SQL on either database (step 1 of `docs/design/postgres.md`): a statement written
-//! once in SQLite's dialect, with named (`:name`) or numbered (`?N`) parameters, runs on a SQLite connection as is
-//! and on a PostgreSQL transaction translated (`store/postgres/dialect.rs`), its values converted to the types
-//! PostgreSQL declared for them. Rows read back through [`Row::get`] into the same Rust types on both.
+//! One way to run the engine's SQL on either database: a statement written once in SQLite's dialect, with named
+//! (`:name`) or numbered (`?N`) parameters, runs on a SQLite connection as is and on a PostgreSQL transaction
+//! translated (`store/postgres/dialect.rs`), its values converted to the types PostgreSQL declared for them. Rows
+//! read back through [`Row::get`] into the same Rust types on both.
 //!
-//! The operations still call rusqlite directly; they move onto this one module at a time.
+//! It also keeps what the writer needs to know about a transaction on either database: whether a statement wrote
+//! (a failed operation that wrote poisons a batch without savepoints) and whether one failed (on PostgreSQL, a
+//! failed statement aborts the whole transaction).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
@@ -39,6 +41,24 @@ macro_rules! integer_values {
     )*};
 }
 integer_values!(i64, i32, u32, u64, usize);
+
+/// Values borrowed where the statement's values are built from references.
+macro_rules! borrowed_values {
+    ($($t:ty),*) => {$(
+        impl<'a> ToValue<'a> for &$t {
+            fn to_value(self) -> Value<'a> {
+                (*self).to_value()
+            }
+        }
+    )*};
+}
+borrowed_values!(i64, i32, u32, u64, usize, bool, f64, crate::job::JobId);
+
+impl<'a> ToValue<'a> for &&'a str {
+    fn to_value(self) -> Value<'a> {
+        Value::Text(Cow::Borrowed(self))
+    }
+}
 
 impl<'a> ToValue<'a> for crate::job::JobId {
     fn to_value(self) -> Value<'a> {
@@ -83,14 +103,20 @@ impl<'a, T: ToValue<'a>> ToValue<'a> for Option<T> {
 }
 
 /// Named parameters: `named![":id" => id, ":now" => now]`.
-#[allow(unused_macros)]
 macro_rules! named {
     ($($name:literal => $value:expr),* $(,)?) => {
         $crate::store::db::Params::Named(vec![$(($name, $crate::store::db::ToValue::to_value($value))),*])
     };
 }
-#[allow(unused_imports)]
 pub(crate) use named;
+
+/// Numbered parameters, `?1` first: `numbered![id, now]`.
+macro_rules! numbered {
+    ($($value:expr),* $(,)?) => {
+        $crate::store::db::Params::Numbered(vec![$($crate::store::db::ToValue::to_value($value)),*])
+    };
+}
+pub(crate) use numbered;
 
 /// The values of a statement's parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,9 +124,12 @@ pub(crate) enum Params<'a> {
     /// For `:name` parameters, by name (with its colon).
     Named(Vec<(&'static str, Value<'a>)>),
     /// For `?N` and `?` parameters, in order.
-    #[allow(dead_code)]
-    // Used once the statements with numbered parameters (claims, batches) move here.
     Numbered(Vec<Value<'a>>),
+}
+
+impl Params<'_> {
+    /// No parameters.
+    pub const NONE: Params<'static> = Params::Numbered(Vec::new());
 }
 
 impl rusqlite::ToSql for Value<'_> {
@@ -233,6 +262,24 @@ macro_rules! integer_columns {
 }
 integer_columns!(i64, i32, u32);
 
+impl FromDb for crate::job::JobId {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        row.get(index).map(crate::job::JobId)
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        i64::from_postgres(row, index).map(crate::job::JobId)
+    }
+}
+
+impl FromDb for Option<crate::job::JobId> {
+    fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
+        Ok(row.get::<_, Option<i64>>(index)?.map(crate::job::JobId))
+    }
+    fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
+        Ok(Option::<i64>::from_postgres(row, index)?.map(crate::job::JobId))
+    }
+}
+
 impl FromDb for bool {
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
@@ -298,21 +345,123 @@ impl FromDb for String {
 
 /// A PostgreSQL transaction, with the statements prepared on its connection (keyed by their SQLite text).
 pub(crate) struct PgTransaction<'a> {
-    pub tx: RefCell<postgres::Transaction<'a>>,
-    pub prepared: &'a RefCell<HashMap<String, (postgres::Statement, Vec<Param>)>>,
+    tx: RefCell<postgres::Transaction<'a>>,
+    prepared: &'a RefCell<PreparedStatements>,
+    /// Rows written so far, as SQLite's `total_changes` counts them.
+    changes: Cell<u64>,
+    /// Statements that failed: each aborts the transaction until a savepoint is rolled back.
+    failures: Cell<u64>,
+}
+
+/// The statements prepared on one PostgreSQL connection: by the SQLite text they were translated from.
+pub(crate) type PreparedStatements = HashMap<String, (postgres::Statement, Vec<Param>)>;
+
+// Constructed by the PostgreSQL writer (docs/design/postgres.md, step 2); tested now.
+#[allow(dead_code)]
+impl<'a> PgTransaction<'a> {
+    pub fn new(tx: postgres::Transaction<'a>, prepared: &'a RefCell<PreparedStatements>) -> Self {
+        PgTransaction {
+            tx: RefCell::new(tx),
+            prepared,
+            changes: Cell::new(0),
+            failures: Cell::new(0),
+        }
+    }
+
+    /// Commits the transaction.
+    pub fn commit(self) -> Result<()> {
+        self.tx
+            .into_inner()
+            .commit()
+            .map_err(|e| Error::storage("committing a transaction", e))
+    }
+
+    fn failed(&self, sql: &str, e: postgres::Error) -> Error {
+        self.failures.set(self.failures.get() + 1);
+        storage_error(sql, e)
+    }
+}
+
+/// A PostgreSQL error, with the statement it came from; what the engine depends on (a unique key taken, a
+/// serialization failure between nodes) stays readable as its SQLSTATE.
+fn storage_error(sql: &str, e: postgres::Error) -> Error {
+    let mut sql = sql.trim().to_owned();
+    if sql.len() > 120 {
+        let mut cut = 120;
+        while !sql.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        sql.truncate(cut);
+        sql.push('…');
+    }
+    Error::storage(format!("running {sql}"), e)
 }
 
 /// Where a statement runs.
 pub(crate) enum Db<'a> {
     Sqlite(&'a rusqlite::Connection),
     #[allow(dead_code)]
-    // Built once the writer runs on PostgreSQL (docs/design/postgres.md, step 2); tested now.
     Postgres(PgTransaction<'a>),
 }
 
+/// A point in a transaction, to ask later whether anything was written or failed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DbMark {
+    changes: u64,
+    failures: u64,
+}
+
 impl Db<'_> {
+    /// Which database this is.
+    #[allow(dead_code)]
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Db::Postgres(_))
+    }
+
+    /// The point reached so far.
+    pub fn mark(&self) -> DbMark {
+        match self {
+            Db::Sqlite(conn) => DbMark {
+                changes: conn.total_changes(),
+                failures: 0,
+            },
+            Db::Postgres(pg) => DbMark {
+                changes: pg.changes.get(),
+                failures: pg.failures.get(),
+            },
+        }
+    }
+
+    /// Whether a statement wrote a row since `mark`, or failed (which on PostgreSQL aborts the transaction).
+    pub fn touched_since(&self, mark: DbMark) -> bool {
+        self.mark() != mark
+    }
+
+    /// Whether the transaction is still open: on some errors (disk full, I/O, out of memory) SQLite rolls it back
+    /// by itself. A PostgreSQL transaction stays open (if aborted) until it is rolled back.
+    pub fn in_transaction(&self) -> bool {
+        match self {
+            Db::Sqlite(conn) => !conn.is_autocommit(),
+            Db::Postgres(_) => true,
+        }
+    }
+
+    /// Runs statements without parameters or results (`SAVEPOINT`, `RELEASE`, …).
+    pub fn batch(&self, sql: &str) -> Result<()> {
+        match self {
+            Db::Sqlite(conn) => {
+                conn.prepare_cached(sql)?.execute([])?;
+                Ok(())
+            }
+            Db::Postgres(pg) => {
+                let result = pg.tx.borrow_mut().batch_execute(sql);
+                result.map_err(|e| pg.failed(sql, e))
+            }
+        }
+    }
+
     /// Runs a statement; returns how many rows it changed.
-    pub fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64> {
+    pub fn execute(&self, sql: &str, params: &Params<'_>) -> Result<usize> {
         match self {
             Db::Sqlite(conn) => {
                 let mut stmt = conn.prepare_cached(sql)?;
@@ -326,21 +475,21 @@ impl Db<'_> {
                     }
                     Params::Numbered(values) => stmt.execute(rusqlite::params_from_iter(values))?,
                 };
-                Ok(changed as u64)
+                Ok(changed)
             }
             Db::Postgres(pg) => {
                 let (stmt, values) = pg.bind(sql, params)?;
                 let refs: Vec<&(dyn ToSql + Sync)> =
                     values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-                pg.tx
-                    .borrow_mut()
-                    .execute(&stmt, &refs)
-                    .map_err(|e| Error::storage(format!("running {sql}"), e))
+                let result = pg.tx.borrow_mut().execute(&stmt, &refs);
+                let changed = result.map_err(|e| pg.failed(sql, e))?;
+                pg.changes.set(pg.changes.get() + changed);
+                Ok(usize::try_from(changed).unwrap_or(usize::MAX))
             }
         }
     }
 
-    /// Runs a query; `f` reads each row.
+    /// Runs a query (or a write with `RETURNING`); `f` reads each row.
     pub fn query<T>(
         &self,
         sql: &str,
@@ -370,11 +519,11 @@ impl Db<'_> {
                 let (stmt, values) = pg.bind(sql, params)?;
                 let refs: Vec<&(dyn ToSql + Sync)> =
                     values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-                let rows = pg
-                    .tx
-                    .borrow_mut()
-                    .query(&stmt, &refs)
-                    .map_err(|e| Error::storage(format!("running {sql}"), e))?;
+                let result = pg.tx.borrow_mut().query(&stmt, &refs);
+                let rows = result.map_err(|e| pg.failed(sql, e))?;
+                if !is_read_only(sql) {
+                    pg.changes.set(pg.changes.get() + rows.len() as u64);
+                }
                 rows.iter().map(|row| f(&Row::Postgres(row))).collect()
             }
         }
@@ -389,6 +538,39 @@ impl Db<'_> {
     ) -> Result<Option<T>> {
         Ok(self.query(sql, params, f)?.into_iter().next())
     }
+
+    /// Runs a query for exactly one row (an aggregate, say).
+    pub fn query_one<T>(
+        &self,
+        sql: &str,
+        params: &Params<'_>,
+        f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.query_row(sql, params, f)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Storage,
+                format!("a query that always returns a row returned none: {sql}"),
+            )
+        })
+    }
+
+    /// Commits a PostgreSQL transaction; a SQLite connection commits with `batch("COMMIT")`.
+    #[allow(dead_code)]
+    pub fn commit(self) -> Result<()> {
+        match self {
+            Db::Sqlite(conn) => {
+                conn.prepare_cached("COMMIT")?.execute([])?;
+                Ok(())
+            }
+            Db::Postgres(pg) => pg.commit(),
+        }
+    }
+}
+
+/// Whether a statement only reads: its rows returned are not rows written.
+fn is_read_only(sql: &str) -> bool {
+    let head = sql.trim_start();
+    head.len() >= 6 && head[..6].eq_ignore_ascii_case("SELECT")
 }
 
 impl PgTransaction<'_> {
@@ -401,11 +583,8 @@ impl PgTransaction<'_> {
         let mut prepared = self.prepared.borrow_mut();
         if !prepared.contains_key(sql) {
             let translated = translate(sql);
-            let stmt = self
-                .tx
-                .borrow_mut()
-                .prepare(&translated.sql)
-                .map_err(|e| Error::storage(format!("preparing {}", translated.sql), e))?;
+            let prepared_now = self.tx.borrow_mut().prepare(&translated.sql);
+            let stmt = prepared_now.map_err(|e| self.failed(&translated.sql, e))?;
             prepared.insert(sql.to_owned(), (stmt, translated.params));
         }
         let (stmt, order) = &prepared[sql];
@@ -510,10 +689,7 @@ mod tests {
         let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
         crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
         let prepared = RefCell::new(HashMap::new());
-        let db = Db::Postgres(PgTransaction {
-            tx: RefCell::new(client.transaction().unwrap()),
-            prepared: &prepared,
-        });
+        let db = Db::Postgres(PgTransaction::new(client.transaction().unwrap(), &prepared));
         let got = exercise(&db);
         drop(db);
         drop(client);

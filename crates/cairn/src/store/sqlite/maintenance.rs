@@ -3,7 +3,7 @@
 //! finished jobs past retention. Also the lookup of when the next timed step is due.
 
 use crate::ops::events::ActivityKind;
-use rusqlite::{OptionalExtension, named_params};
+use crate::store::db::{Db, Params, named};
 
 use crate::clock::duration_millis;
 use crate::error::Result;
@@ -22,15 +22,15 @@ const PROMOTE_DUE_JOBS: &str = "UPDATE jobs SET state = 'queued' WHERE id IN (SE
 
 /// Makes scheduled jobs whose time has come ready. Returns how many.
 pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
-    let mut stmt = ctx.conn.prepare_cached(PROMOTE_DUE_JOBS)?;
-    let mut rows = stmt.query(named_params! { ":now": ctx.now_ms })?;
-    let mut count = 0;
-    while let Some(row) = rows.next()? {
-        let queue: String = row.get(0)?;
-        ctx.ready.mark(&queue);
-        count += 1;
+    let queues = ctx
+        .db
+        .query(PROMOTE_DUE_JOBS, &named![":now" => ctx.now_ms], |row| {
+            row.get::<String>(0)
+        })?;
+    for queue in &queues {
+        ctx.ready.mark(queue);
     }
-    Ok(count)
+    Ok(queues.len())
 }
 
 const SELECT_RUNNING: &str = concat!(
@@ -41,9 +41,11 @@ const SELECT_RUNNING: &str = concat!(
 );
 
 fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
-    let mut stmt = ctx.conn.prepare_cached(SELECT_RUNNING)?;
-    let rows = stmt.query_map(named_params! { ":until": until }, held_job_from_row)?;
-    Ok(rows.collect::<rusqlite::Result<_>>()?)
+    ctx.db.query(
+        SELECT_RUNNING,
+        &named![":until" => until],
+        held_job_from_row,
+    )
 }
 
 /// Retries (or, out of attempts, fails) jobs whose lease ran out. Returns how many.
@@ -86,8 +88,7 @@ pub(crate) fn recover_at_open(
     let mut settings = settings.clone();
     let mut events = crate::ops::events::EventLog::default();
     let mut ctx = WriteCtx {
-        conn: &tx,
-        db: crate::store::db::Db::Sqlite(&tx),
+        db: Db::Sqlite(&tx),
         now_ms,
         events: &mut events,
         ready: &mut ready,
@@ -96,7 +97,7 @@ pub(crate) fn recover_at_open(
         settings: &mut settings,
     };
     let recovered = recover_orphans(&mut ctx, policy)?;
-    ctx.events.flush(ctx.conn)?;
+    ctx.events.flush(&ctx.db)?;
     drop(ctx);
     tx.commit()?;
     Ok(recovered)
@@ -159,19 +160,14 @@ const DELETE_TAGS: &str = "DELETE FROM job_tags WHERE job_id = :id";
 
 /// Deletes up to `limit` finished jobs at or before `cutoff` (finished_at, id), with their history and tags.
 fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: (i64, i64), limit: i64) -> Result<usize> {
-    let ids: Vec<i64> = ctx
-        .conn
-        .prepare_cached(PRUNE_FINISHED)?
-        .query_map(
-            named_params! { ":cutoff": cutoff.0, ":cutoff_id": cutoff.1, ":limit": limit },
-            |r| r.get(0),
-        )?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut history = ctx.conn.prepare_cached(DELETE_HISTORY)?;
-    let mut tags = ctx.conn.prepare_cached(DELETE_TAGS)?;
+    let ids: Vec<i64> = ctx.db.query(
+        PRUNE_FINISHED,
+        &named![":cutoff" => cutoff.0, ":cutoff_id" => cutoff.1, ":limit" => limit],
+        |r| r.get(0),
+    )?;
     for id in &ids {
-        history.execute(named_params! { ":id": id })?;
-        tags.execute(named_params! { ":id": id })?;
+        ctx.db.execute(DELETE_HISTORY, &named![":id" => id])?;
+        ctx.db.execute(DELETE_TAGS, &named![":id" => id])?;
     }
     Ok(ids.len())
 }
@@ -189,13 +185,11 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
     }
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        let cutoff: Option<(i64, i64)> = ctx
-            .conn
-            .prepare_cached(NTH_NEWEST_FINISHED)?
-            .query_row(named_params! { ":keep": keep }, |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()?;
+        let cutoff: Option<(i64, i64)> =
+            ctx.db
+                .query_row(NTH_NEWEST_FINISHED, &named![":keep" => keep], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
         let left = STEP_ROWS - deleted as i64;
         if let (Some(cutoff), true) = (cutoff, left > 0) {
             deleted += prune_up_to(ctx, cutoff, left)?;
@@ -209,17 +203,13 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
     if let Some(max_age) = retention.activity_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
         deleted += ctx
-            .conn
-            .prepare_cached(PRUNE_ACTIVITY)?
-            .execute(named_params! { ":cutoff": cutoff })?;
+            .db
+            .execute(PRUNE_ACTIVITY, &named![":cutoff" => cutoff])?;
     }
     if let Some(max_age) = retention.stats_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
         for sql in PRUNE_STATS {
-            deleted += ctx
-                .conn
-                .prepare_cached(sql)?
-                .execute(named_params! { ":cutoff": cutoff })?;
+            deleted += ctx.db.execute(sql, &named![":cutoff" => cutoff])?;
         }
     }
     Ok(deleted)
@@ -246,13 +236,9 @@ const NEXT_LEASE_EXPIRY: &str =
 
 /// When the next scheduled job is due, the next lease expires, or the next template slot comes, whichever is first
 /// (ms), if ever.
-pub(crate) fn next_due(conn: &rusqlite::Connection) -> Result<Option<i64>> {
-    let run_at: Option<i64> = conn
-        .prepare_cached(NEXT_RUN_AT)?
-        .query_row([], |r| r.get(0))?;
-    let expiry: Option<i64> = conn
-        .prepare_cached(NEXT_LEASE_EXPIRY)?
-        .query_row([], |r| r.get(0))?;
-    let slot = crate::ops::recurring::next_template_slot(conn)?;
+pub(crate) fn next_due(db: &Db<'_>) -> Result<Option<i64>> {
+    let run_at: Option<i64> = db.query_one(NEXT_RUN_AT, &Params::NONE, |r| r.get(0))?;
+    let expiry: Option<i64> = db.query_one(NEXT_LEASE_EXPIRY, &Params::NONE, |r| r.get(0))?;
+    let slot = crate::ops::recurring::next_template_slot(db)?;
     Ok([run_at, expiry, slot].into_iter().flatten().min())
 }

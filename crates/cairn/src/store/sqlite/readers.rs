@@ -1,5 +1,6 @@
 //! The read-only connection pool. Reads run on blocking threads and never wait behind the writer (WAL lets readers
-//! see the last committed state while a write is in progress).
+//! see the last committed state while a write is in progress). Each read is one transaction, so all it reads comes
+//! from one snapshot.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -7,6 +8,7 @@ use std::sync::Mutex;
 use rusqlite::Connection;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::store::db::Db;
 use crate::store::sqlite::connection::open_reader;
 
 /// Read-only connections, opened on demand and kept up to a limit.
@@ -25,17 +27,19 @@ impl Readers {
         }
     }
 
-    /// Runs `f` with a read-only connection on a blocking thread.
+    /// Runs `f` in a read transaction on a blocking thread.
     pub async fn read<T, F>(self: &std::sync::Arc<Self>, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+        F: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
     {
         let readers = self.clone();
         tokio::task::spawn_blocking(move || {
             let conn = readers.take()?;
-            let result = f(&conn);
-            readers.give_back(conn);
+            let result = read_in_transaction(&conn, f);
+            if conn.is_autocommit() {
+                readers.give_back(conn);
+            }
             result
         })
         .await
@@ -63,4 +67,13 @@ impl Readers {
             idle.push(conn);
         }
     }
+}
+
+fn read_in_transaction<T>(conn: &Connection, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+    let db = Db::Sqlite(conn);
+    db.batch("BEGIN")?;
+    let result = f(&db);
+    // A read transaction has nothing to keep: ending it either way releases the snapshot.
+    db.batch("COMMIT")?;
+    result
 }

@@ -2,14 +2,13 @@
 
 use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, params};
-
 use crate::clock::from_millis;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 use crate::lease::Lease;
 use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
+use crate::store::db::{Db, Row, numbered};
 
 /// The columns [`job_from_row`] reads, in order. Tags come in one column, separated by the unit separator (0x1F).
 /// A macro so that statements can `concat!` it.
@@ -30,10 +29,9 @@ pub(crate) use job_columns;
 /// The columns as a constant, for statements built at run time.
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
-fn parse_json(text: &str) -> rusqlite::Result<serde_json::Value> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
-    })
+fn parse_json(text: &str) -> Result<serde_json::Value> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::storage("the database holds a job whose data is not JSON", e))
 }
 
 fn millis(ms: i64) -> Duration {
@@ -42,7 +40,7 @@ fn millis(ms: i64) -> Duration {
 
 /// Reads the five retry-policy columns (`max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms,
 /// backoff_jitter`) starting at column `first`.
-pub(crate) fn retry_policy_from_row(row: &Row<'_>, first: usize) -> rusqlite::Result<RetryPolicy> {
+pub(crate) fn retry_policy_from_row(row: &Row<'_>, first: usize) -> Result<RetryPolicy> {
     Ok(RetryPolicy {
         max_attempts: row.get(first)?,
         initial_delay: millis(row.get(first + 1)?),
@@ -53,19 +51,20 @@ pub(crate) fn retry_policy_from_row(row: &Row<'_>, first: usize) -> rusqlite::Re
 }
 
 /// Reads one job (without its history) from a row selected with [`JOB_COLUMNS`].
-pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
+pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
     let state: String = row.get(3)?;
     let data: String = row.get(4)?;
     let progress: Option<String> = row.get(5)?;
     let tags: Option<String> = row.get(25)?;
-    let state = state.parse::<JobState>().map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(3, rusqlite::types::Type::Text, Box::new(e))
+    let state = state.parse::<JobState>().map_err(|_| {
+        Error::new(
+            ErrorKind::Storage,
+            format!("the database holds a job in an unknown state {state:?}"),
+        )
     })?;
     // The row keeps the last attempt's worker; callers see a worker only while it holds the job.
     let worker = match state {
-        JobState::Running => row
-            .get::<_, Option<String>>(18)?
-            .map(WorkerId::from_trusted),
+        JobState::Running => row.get::<Option<String>>(18)?.map(WorkerId::from_trusted),
         _ => None,
     };
     Ok(Job {
@@ -81,15 +80,13 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         attempt: row.get(9)?,
         retry: retry_policy_from_row(row, 10)?,
         lease_timeout: millis(row.get(15)?),
-        unique_key: row
-            .get::<_, Option<String>>(16)?
-            .map(UniqueKey::from_trusted),
-        parent: row.get::<_, Option<i64>>(17)?.map(JobId),
+        unique_key: row.get::<Option<String>>(16)?.map(UniqueKey::from_trusted),
+        parent: row.get::<Option<i64>>(17)?.map(JobId),
         worker,
-        lease_expires_at: row.get::<_, Option<i64>>(19)?.map(from_millis),
+        lease_expires_at: row.get::<Option<i64>>(19)?.map(from_millis),
         created_at: from_millis(row.get(20)?),
-        started_at: row.get::<_, Option<i64>>(21)?.map(from_millis),
-        finished_at: row.get::<_, Option<i64>>(22)?.map(from_millis),
+        started_at: row.get::<Option<i64>>(21)?.map(from_millis),
+        finished_at: row.get::<Option<i64>>(22)?.map(from_millis),
         error: row.get(23)?,
         failure_group: row.get(24)?,
         tags: tags
@@ -103,9 +100,9 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         time_zone: row.get(28)?,
         awaits_parent: row.get(29)?,
         tracked: row.get(32)?,
-        timeout: row.get::<_, Option<i64>>(31)?.map(millis),
+        timeout: row.get::<Option<i64>>(31)?.map(millis),
         depends_on: row
-            .get::<_, Option<String>>(30)?
+            .get::<Option<String>>(30)?
             .map(|ids| {
                 ids.split(',')
                     .filter_map(|id| id.parse().ok())
@@ -118,33 +115,21 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
 }
 
 /// Reads one job by id, without its history, and when its current (or last) attempt started.
-fn load_job(conn: &Connection, id: JobId) -> Result<Option<(Job, Option<i64>)>> {
+fn load_job(db: &Db<'_>, id: JobId) -> Result<Option<(Job, Option<i64>)>> {
     const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = ?1");
-    let mut stmt = conn.prepare_cached(SELECT_JOB)?;
-    let mut rows = stmt.query(params![id.0])?;
-    match rows.next()? {
-        Some(row) => Ok(Some((job_from_row(row)?, row.get(26)?))),
-        None => Ok(None),
-    }
+    db.query_row(SELECT_JOB, &numbered![id], |row| {
+        Ok((job_from_row(row)?, row.get(26)?))
+    })
 }
 
-/// Reads a job with its full history, or fails with not found.
-pub(crate) fn load_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
-    // One read transaction: the job, its history and its running attempt from one snapshot.
-    let snapshot = conn.unchecked_transaction()?;
-    let job = read_job_with_history(&snapshot, id)?;
-    snapshot.commit()?;
-    Ok(job)
-}
-
-fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
+/// Reads a job with its full history, or fails with not found. Readers run in one read transaction, so the job,
+/// its history and its running attempt come from one snapshot.
+pub(crate) fn load_job_with_history(db: &Db<'_>, id: JobId) -> Result<Job> {
     let (mut job, attempt_started_at) =
-        load_job(conn, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
-    let mut stmt = conn.prepare_cached(
-        "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory
-         FROM job_attempts WHERE job_id = ?1 ORDER BY claim",
-    )?;
-    let rows = stmt.query_map(params![id.0], |row| {
+        load_job(db, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
+    const SELECT_HISTORY: &str = "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory \
+         FROM job_attempts WHERE job_id = ?1 ORDER BY claim";
+    job.history = db.query(SELECT_HISTORY, &numbered![id], |row| {
         let outcome: String = row.get(4)?;
         Ok(Attempt {
             number: row.get(0)?,
@@ -156,7 +141,6 @@ fn read_job_with_history(conn: &Connection, id: JobId) -> Result<Job> {
             usage: usage_from_row(row.get(6)?, row.get(7)?, row.get(8)?),
         })
     })?;
-    job.history = rows.collect::<rusqlite::Result<_>>()?;
     if let (JobState::Running, Some(worker)) = (job.state, &job.worker) {
         // The running attempt lives on the job row until it ends.
         job.history.push(Attempt {
@@ -187,19 +171,17 @@ fn usage_from_row(
 }
 
 /// The lease of a running job, token included.
-pub(crate) fn load_lease(conn: &Connection, id: JobId) -> Result<Option<Lease>> {
-    let lease = conn
-        .prepare_cached(
-            "SELECT lease_token, worker, lease_expires_at FROM jobs WHERE id = ?1 AND state = 'running'",
-        )?
-        .query_row(params![id.0], |row| {
+pub(crate) fn load_lease(db: &Db<'_>, id: JobId) -> Result<Option<Lease>> {
+    db.query_row(
+        "SELECT lease_token, worker, lease_expires_at FROM jobs WHERE id = ?1 AND state = 'running'",
+        &numbered![id],
+        |row| {
             Ok(Lease {
                 job: id,
                 token: row.get(0)?,
                 worker: WorkerId::from_trusted(row.get(1)?),
                 expires_at: from_millis(row.get(2)?),
             })
-        })
-        .optional()?;
-    Ok(lease)
+        },
+    )
 }

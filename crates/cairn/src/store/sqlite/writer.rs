@@ -30,6 +30,7 @@ use crate::ops::{
     Operation, ReadyQueues, TokenSource, WriteCtx, end_savepoint, in_savepoint, savepoint,
 };
 use crate::options::Retention;
+use crate::store::db::Db;
 use crate::store::sqlite::maintenance;
 use crate::store::sqlite::syncer::Syncer;
 
@@ -335,7 +336,7 @@ impl Writer {
         self.expire_waiters();
         let next_due = match next_due {
             Some(next_due) => next_due,
-            None => maintenance::next_due(&self.conn),
+            None => maintenance::next_due(&Db::Sqlite(&self.conn)),
         };
         // A rate-limited queue that refused a claim has a token again then: waiting workers look again.
         let next_token = self.settings.buckets.next_token_at.take();
@@ -386,8 +387,7 @@ impl Writer {
         let mut ready = ReadyQueues::default();
         let mut events = EventLog::default();
         let mut ctx = WriteCtx {
-            conn: &self.conn,
-            db: crate::store::db::Db::Sqlite(&self.conn),
+            db: Db::Sqlite(&self.conn),
             now_ms,
             ready: &mut ready,
             tokens: &mut self.tokens,
@@ -413,18 +413,18 @@ impl Writer {
         for op in ops.iter_mut() {
             match isolation {
                 Isolation::Shared => {
-                    let before = ctx.conn.total_changes();
+                    let before = ctx.db.mark();
                     let mark = ctx.events.mark();
                     if !op.apply(&mut ctx) {
                         ctx.events.undo_to(mark);
-                        check_transaction_alive(ctx.conn)?;
-                        if ctx.conn.total_changes() != before {
+                        check_transaction_alive(&ctx.db)?;
+                        if ctx.db.touched_since(before) {
                             return Err(Failure::Poisoned);
                         }
                     }
                 }
                 Isolation::PerOperation => {
-                    if let Err(e) = savepoint(ctx.conn) {
+                    if let Err(e) = savepoint(&ctx.db) {
                         op.reject(e);
                         continue;
                     }
@@ -435,9 +435,9 @@ impl Writer {
                         ctx.settings.seen.clear();
                     }
                     if !applied {
-                        check_transaction_alive(ctx.conn)?;
+                        check_transaction_alive(&ctx.db)?;
                     }
-                    if let Err(e) = end_savepoint(ctx.conn, applied) {
+                    if let Err(e) = end_savepoint(&ctx.db, applied) {
                         op.reject(e);
                     }
                 }
@@ -456,9 +456,9 @@ impl Writer {
 
         // Read before the commit, under the write lock: after it, each of these reads would be a transaction of
         // its own, with its own round of WAL lock calls.
-        let next_due = maintenance::next_due(&self.conn);
+        let next_due = maintenance::next_due(&ctx.db);
 
-        let totals = match ctx.events.flush(ctx.conn) {
+        let totals = match ctx.events.flush(&ctx.db) {
             Ok(totals) => totals,
             Err(e) => {
                 let _ = self.conn.execute_batch("ROLLBACK");
@@ -540,7 +540,7 @@ impl Writer {
 impl Writer {
     /// Loads the queues' settings again from the database, after a rollback.
     fn reload_settings(&mut self) {
-        if let Err(e) = self.settings.reload(&self.conn) {
+        if let Err(e) = self.settings.reload(&Db::Sqlite(&self.conn)) {
             tracing::error!(error = %e, "could not read the queues' settings again");
         }
     }
@@ -554,8 +554,7 @@ impl Writer {
             let mut events = EventLog::default();
             let now_ms = to_millis(self.clock.now());
             let mut ctx = WriteCtx {
-                conn: &self.conn,
-                db: crate::store::db::Db::Sqlite(&self.conn),
+                db: Db::Sqlite(&self.conn),
                 now_ms,
                 events: &mut events,
                 ready: &mut ready,
@@ -566,7 +565,7 @@ impl Writer {
             for lease in &leases {
                 let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
             }
-            ctx.events.flush(ctx.conn)?;
+            ctx.events.flush(&ctx.db)?;
             self.conn.execute_batch("COMMIT")?;
             Ok(())
         })();
@@ -647,16 +646,16 @@ fn claim_isolated(
         Isolation::PerOperation => {
             let result = in_savepoint(ctx, |ctx| claim.run(ctx));
             if result.is_err() {
-                check_transaction_alive(ctx.conn)?;
+                check_transaction_alive(&ctx.db)?;
             }
             Ok(result)
         }
         Isolation::Shared => {
-            let before = ctx.conn.total_changes();
+            let before = ctx.db.mark();
             let result = claim.run(ctx);
             if result.is_err() {
-                check_transaction_alive(ctx.conn)?;
-                if ctx.conn.total_changes() != before {
+                check_transaction_alive(&ctx.db)?;
+                if ctx.db.touched_since(before) {
                     return Err(Failure::Poisoned);
                 }
             }
@@ -706,8 +705,8 @@ fn begin_waiting_while_busy(conn: &rusqlite::Connection) -> std::result::Result<
 
 /// After a failed statement: on some errors (disk full, I/O, out of memory) SQLite rolls back the whole transaction
 /// by itself. Going on would run the rest of the batch outside any transaction, so the batch fails as a whole.
-fn check_transaction_alive(conn: &rusqlite::Connection) -> std::result::Result<(), Failure> {
-    if conn.is_autocommit() {
+fn check_transaction_alive(db: &Db<'_>) -> std::result::Result<(), Failure> {
+    if !db.in_transaction() {
         return Err(Failure::Storage(Error::new(
             crate::ErrorKind::Storage,
             "the database rolled back the batch's transaction after an error",
