@@ -53,11 +53,13 @@ use crate::query::{JobFilter, JobPage};
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
+use crate::store::readers::Readers;
 use crate::store::sqlite::connection::{self, SqliteSettings};
-use crate::store::sqlite::readers::Readers;
+use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::sqlite::writer::{Command, Pending, Waiter, Writer};
 use crate::store::sqlite::{maintenance, migrations, rows};
+use crate::store::writer_db::{PgWriter, WriterDb};
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
 ///
@@ -78,15 +80,41 @@ struct Inner {
     metrics: Arc<crate::metrics::Metrics>,
     /// Turns for read-only SQL queries, so that they cannot take every blocking thread.
     sql_turns: tokio::sync::Semaphore,
+    /// The SQLite file, or the PostgreSQL URL without its password.
     path: PathBuf,
     closed: AtomicBool,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// On PostgreSQL: the thread that hears the other nodes, and its stop flag.
+    stop_listening: Arc<AtomicBool>,
+    listener_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Whether the queue is on PostgreSQL.
+    postgres: bool,
+}
+
+/// A database opened, before its writer starts.
+struct Opened {
+    db: WriterDb,
+    syncer: Option<Syncer>,
+    settings: SettingsCache,
+    lock: Option<File>,
+    readers: Readers,
+    location: PathBuf,
+}
+
+/// This machine's name, for a node's name in notifications and logs.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "node".to_owned())
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         if !self.closed.load(Ordering::SeqCst) {
             tracing::warn!(path = %self.path.display(), "queue dropped without Queue::close; the writer stops now");
+            self.stop_listening.store(true, Ordering::SeqCst);
             // The writer holds a sender to itself (for the syncer), so it must be told to stop.
             let (ack, _) = oneshot::channel();
             let _ = self.commands.send(Command::Close(ack));
@@ -187,12 +215,13 @@ impl Queue {
     /// Opens the queue at `path` with `options`. Jobs a dead process left running are recovered first (see
     /// [`RecoveryPolicy`](crate::RecoveryPolicy)).
     ///
+    /// A `path` that is a PostgreSQL URL (`postgres://user@host/database`) opens the queue in that database
+    /// instead: any number of processes, on any number of machines, may open the same one (see the README).
+    ///
     /// # Errors
     /// As [`Queue::open`].
     pub async fn open_with(path: impl AsRef<Path>, options: QueueOptions) -> Result<Queue> {
         let path = path.as_ref().to_path_buf();
-        let opening = path.clone();
-        let clock = options.clock.clone();
         let defaults = Defaults {
             limits: Limits {
                 default_retry: options.default_retry,
@@ -201,22 +230,38 @@ impl Queue {
             },
             retention: options.retention,
         };
+        match path.to_str() {
+            Some(url) if crate::store::postgres::connect::is_postgres_url(url) => {
+                Queue::open_postgres(url.to_owned(), options, defaults).await
+            }
+            _ => Queue::open_sqlite(path, options, defaults).await,
+        }
+    }
+
+    async fn open_sqlite(
+        path: PathBuf,
+        options: QueueOptions,
+        defaults: Defaults,
+    ) -> Result<Queue> {
+        let opening = path.clone();
         let opening_defaults = defaults.clone();
+        let recovery = options.recovery;
+        let clock = options.clock.clone();
+        let durability = options.durability;
         let (lock, conn, syncer, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
             let lock = lock_database(&opening)?;
             let mut conn = connection::open_writer(&opening)?;
-            let now_ms = to_millis(options.clock.now());
+            let now_ms = to_millis(clock.now());
             migrations::migrate(&mut conn, now_ms)?;
             let settings = SettingsCache::load(&Db::Sqlite(&conn), &opening_defaults)?;
-            let recovered =
-                maintenance::recover_at_open(&mut conn, now_ms, &settings, options.recovery)?;
+            let recovered = maintenance::recover_at_open(&mut conn, now_ms, &settings, recovery)?;
             if recovered > 0 {
                 tracing::warn!(
                     recovered,
                     "recovered jobs left running by a process that exited"
                 );
             }
-            let syncer = match options.durability {
+            let syncer = match durability {
                 Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
                 Durability::Normal => None,
             };
@@ -224,20 +269,96 @@ impl Queue {
         })
         .await
         .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
+        let readers = Readers::Sqlite(SqliteReaders::new(path.clone(), options.read_connections));
+        let opened = Opened {
+            db: WriterDb::Sqlite(conn),
+            syncer,
+            settings,
+            lock: Some(lock),
+            readers,
+            location: path,
+        };
+        Queue::start(opened, options, defaults).await
+    }
 
+    async fn open_postgres(
+        url: String,
+        options: QueueOptions,
+        defaults: Defaults,
+    ) -> Result<Queue> {
+        let opening = url.clone();
+        let opening_defaults = defaults.clone();
+        let clock = options.clock.clone();
+        let (client, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
+            let mut client = crate::store::postgres::connect::connect(&opening)?;
+            crate::store::postgres::migrations::migrate(&mut client, to_millis(clock.now()))?;
+            let prepared = std::cell::RefCell::new(Default::default());
+            let tx = client
+                .transaction()
+                .map_err(|e| Error::storage("reading the queues' settings", e))?;
+            let db = Db::Postgres(crate::store::db::PgTransaction::new(tx, &prepared));
+            let settings = SettingsCache::load(&db, &opening_defaults)?;
+            db.commit()?;
+            Ok((client, settings))
+        })
+        .await
+        .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
+        // Jobs left running by a node that died are not orphans to take at once: other nodes' workers may hold
+        // them. Lease expiry, which the leading node runs, brings back those whose worker is gone.
+        let node = format!(
+            "{}-{}-{:x}",
+            hostname(),
+            std::process::id(),
+            TokenSource::new().next_token() as u64 & 0xffff_ffff
+        );
+        let readers = Readers::Postgres(crate::store::postgres::readers::PgReaders::new(
+            url.clone(),
+            options.read_connections,
+        ));
+        let opened = Opened {
+            db: WriterDb::Postgres(Box::new(PgWriter {
+                client,
+                prepared: Default::default(),
+                node: node.clone(),
+            })),
+            syncer: None,
+            settings,
+            lock: None,
+            readers,
+            location: PathBuf::from(crate::store::postgres::connect::redacted(&url)),
+        };
+        let queue = Queue::start(opened, options, defaults).await?;
+        let listener = crate::store::postgres::listener::start(
+            url,
+            node,
+            queue.inner.commands.clone(),
+            queue.inner.stop_listening.clone(),
+        )
+        .map_err(|e| Error::storage("starting the listener thread", e))?;
+        *queue
+            .inner
+            .listener_thread
+            .lock()
+            .expect("listener lock is never poisoned") = Some(listener);
+        Ok(queue)
+    }
+
+    /// Starts the writer on an opened database.
+    async fn start(opened: Opened, options: QueueOptions, defaults: Defaults) -> Result<Queue> {
+        let clock = options.clock.clone();
         let (commands, rx) = mpsc::channel();
         let metrics = Arc::new(crate::metrics::Metrics::default());
         let wake = commands.clone();
         let writer = Writer {
-            settings,
-            conn,
+            settings: opened.settings,
+            db: opened.db,
             clock: clock.clone(),
             rx,
             max_batch: options.max_batch.max(1),
             parked: Default::default(),
             tokens: TokenSource::new(),
             rotation: 0,
-            syncer,
+            syncer: opened.syncer,
             returned: Default::default(),
             wake,
             // Due at once: the first batch looks for anything that came due while the queue was closed.
@@ -246,22 +367,27 @@ impl Queue {
             last_batch_at: to_millis(clock.now()),
             metrics: metrics.clone(),
             to_release: Vec::new(),
-            _lock: lock,
+            leads: opened.lock.is_some(),
+            _lock: opened.lock,
         };
+        let postgres = opened.readers.is_postgres();
         let thread = std::thread::Builder::new()
             .name("cairn-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| Error::storage("starting the writer thread", e))?;
         let inner = Arc::new(Inner {
             commands,
-            readers: Arc::new(Readers::new(path.clone(), options.read_connections)),
+            readers: Arc::new(opened.readers),
             clock: clock.clone(),
             defaults,
             metrics,
             sql_turns: tokio::sync::Semaphore::new(crate::sql::CONCURRENT_QUERIES),
-            path,
+            path: opened.location,
             closed: AtomicBool::new(false),
             writer_thread: Mutex::new(Some(thread)),
+            stop_listening: Arc::new(AtomicBool::new(false)),
+            listener_thread: Mutex::new(None),
+            postgres,
         });
         let weak = Arc::downgrade(&inner);
         clock.on_jump(Box::new(move || tick(&weak)));
@@ -271,9 +397,25 @@ impl Queue {
         Ok(queue)
     }
 
-    /// The file the queue lives in.
+    /// The file the queue lives in; for a queue on PostgreSQL, its URL without the password.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// Whether the queue is on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.inner.postgres
+    }
+
+    /// Refuses what only a queue on a SQLite file can do.
+    fn sqlite_only(&self, what: &str) -> Result<()> {
+        if self.inner.postgres {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                format!("{what} needs a queue on a SQLite file; this one is on PostgreSQL"),
+            ));
+        }
+        Ok(())
     }
 
     /// The current time, as the queue's clock reads it.
@@ -323,6 +465,7 @@ impl Queue {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for a bad job or a connection outside a transaction; storage errors from `conn`.
     pub fn enqueue_in(&self, conn: &Connection, push: &Push) -> Result<Enqueued> {
+        self.sqlite_only("enqueue_in")?;
         if conn.is_autocommit() {
             return Err(Error::invalid(
                 "conn",
@@ -356,6 +499,7 @@ impl Queue {
     /// # Errors
     /// Storage errors.
     pub fn connect(&self) -> Result<Connection> {
+        self.sqlite_only("connect")?;
         let mut conn = Connection::open(&self.inner.path)
             .map_err(|e| Error::storage(format!("opening {}", self.inner.path.display()), e))?;
         self.attach(&mut conn)?;
@@ -369,6 +513,7 @@ impl Queue {
     /// # Errors
     /// Storage errors.
     pub fn attach(&self, conn: &mut Connection) -> Result<()> {
+        self.sqlite_only("attach")?;
         connection::apply_common(conn)?;
         let weak = Arc::downgrade(&self.inner);
         conn.commit_hook(Some(move || {
@@ -683,6 +828,7 @@ impl Queue {
             .acquire()
             .await
             .map_err(|_| Error::closed())?;
+        self.sqlite_only("read-only SQL")?;
         let path = self.inner.path.clone();
         tokio::task::spawn_blocking(move || crate::sql::run(&path, &query))
             .await
@@ -912,10 +1058,19 @@ impl Queue {
         self.inner.readers.read(move |conn| filter.run(conn)).await
     }
 
+    /// Returns once the writer has run a batch sent after this call: every operation sent before it has committed,
+    /// and the timed work due by the queue's clock (promotion, lease expiry, template slots, retention) has run.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Closed`] after close; storage errors.
+    pub async fn settle(&self) -> Result<()> {
+        self.write(Barrier).await
+    }
+
     /// The SQLite settings of the writer's connection, read back from SQLite.
     ///
     /// # Errors
-    /// Storage errors.
+    /// [`ErrorKind::InvalidState`] for a queue on PostgreSQL; storage errors.
     pub async fn sqlite_settings(&self) -> Result<SqliteSettings> {
         self.write(ReadSettings).await
     }
@@ -929,6 +1084,16 @@ impl Queue {
         let (ack, stopped) = oneshot::channel();
         self.send(Command::Close(ack))?;
         self.inner.closed.store(true, Ordering::SeqCst);
+        self.inner.stop_listening.store(true, Ordering::SeqCst);
+        let listener = self
+            .inner
+            .listener_thread
+            .lock()
+            .expect("listener lock is never poisoned")
+            .take();
+        if let Some(listener) = listener {
+            let _ = tokio::task::spawn_blocking(move || listener.join()).await;
+        }
         match tokio::time::timeout(deadline, stopped).await {
             Ok(_) => {
                 let thread = self

@@ -213,21 +213,25 @@ fn window(period: StatsPeriod, now_ms: i64) -> (i64, i64, i64) {
     (to - bucket * i64::from(period.points()), to, bucket)
 }
 
-pub(crate) const SERIES: &str = "SELECT (minute - :from) / :bucket, SUM(added), SUM(started), SUM(finished), SUM(retried), \
-     SUM(failed), SUM(wait_count), SUM(wait_sum), MAX(wait_max), SUM(run_count), SUM(run_sum), MAX(run_max) \
+// Integer sums are cast back to integers: PostgreSQL sums a BIGINT column as NUMERIC.
+pub(crate) const SERIES: &str = "SELECT (minute - :from) / :bucket, CAST(SUM(added) AS BIGINT), \
+     CAST(SUM(started) AS BIGINT), CAST(SUM(finished) AS BIGINT), CAST(SUM(retried) AS BIGINT), \
+     CAST(SUM(failed) AS BIGINT), CAST(SUM(wait_count) AS BIGINT), SUM(wait_sum), MAX(wait_max), \
+     CAST(SUM(run_count) AS BIGINT), SUM(run_sum), MAX(run_max) \
      FROM stats_minute WHERE minute >= :from AND minute < :to \
      AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name) GROUP BY 1";
 
-pub(crate) const TOTALS: &str = "SELECT SUM(added), SUM(started), SUM(finished), SUM(retried), SUM(failed), \
-     SUM(wait_count), SUM(wait_sum), SUM(wait_sumsq), MIN(wait_min), MAX(wait_max), \
-     SUM(run_count), SUM(run_sum), SUM(run_sumsq), MIN(run_min), MAX(run_max), \
-     SUM(service_count), SUM(service_sum), MIN(service_min), MAX(service_max) \
+pub(crate) const TOTALS: &str = "SELECT CAST(SUM(added) AS BIGINT), CAST(SUM(started) AS BIGINT), \
+     CAST(SUM(finished) AS BIGINT), CAST(SUM(retried) AS BIGINT), CAST(SUM(failed) AS BIGINT), \
+     CAST(SUM(wait_count) AS BIGINT), SUM(wait_sum), SUM(wait_sumsq), MIN(wait_min), MAX(wait_max), \
+     CAST(SUM(run_count) AS BIGINT), SUM(run_sum), SUM(run_sumsq), MIN(run_min), MAX(run_max), \
+     CAST(SUM(service_count) AS BIGINT), SUM(service_sum), MIN(service_min), MAX(service_max) \
      FROM stats_minute WHERE minute >= :from AND minute < :to \
      AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name)";
 
-pub(crate) const HISTOGRAM: &str = "SELECT metric, bucket, SUM(count) FROM stats_histogram \
-     WHERE hour >= :from AND hour < :to AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name) \
-     GROUP BY metric, bucket ORDER BY metric, bucket";
+pub(crate) const HISTOGRAM: &str = "SELECT metric, bucket, CAST(SUM(count) AS BIGINT) FROM stats_histogram \
+     WHERE hour >= :from AND hour < :to AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) \
+     AND (CAST(:name AS TEXT) IS NULL OR name = :name) GROUP BY metric, bucket ORDER BY metric, bucket";
 
 fn millis(ms: f64) -> Duration {
     Duration::from_secs_f64(ms.max(0.0) / 1000.0)

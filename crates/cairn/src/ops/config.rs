@@ -498,6 +498,7 @@ impl Operation for SetConfig {
                 .execute(DELETE_CONFIG, &named![":key" => key.as_str()])?,
         };
         ctx.settings.config = next;
+        ctx.settings.changed = true;
         Ok(ctx.settings.config.entry(key))
     }
 }

@@ -121,6 +121,10 @@ impl ReadyQueues {
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty()
     }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.queues.iter().map(String::as_str)
+    }
 }
 
 /// Fresh lease tokens: a per-process random seed and a counter, mixed. Never read from the database, so a crash

@@ -90,6 +90,9 @@ pub(crate) struct SettingsCache {
     pub config: RuntimeConfig,
     /// When each worker was last seen, as last written (see [`crate::ops::workers::seen`]).
     pub seen: std::collections::HashMap<String, crate::ops::workers::LastSeen>,
+    /// Whether the current transaction changed a setting or an option: on PostgreSQL, the other nodes are told
+    /// to load theirs again when it commits.
+    pub changed: bool,
 }
 
 const ALL_SETTINGS: &str =
@@ -113,6 +116,7 @@ impl SettingsCache {
             buckets: Default::default(),
             config: RuntimeConfig::load(db, defaults)?,
             seen: Default::default(),
+            changed: false,
         })
     }
 
@@ -139,6 +143,7 @@ impl SettingsCache {
     }
 
     pub(crate) fn entry(&mut self, queue: &str) -> &mut Settings {
+        self.changed = true;
         self.queues.entry(queue.to_owned()).or_default()
     }
 }

@@ -2,4 +2,6 @@
 //! PostgreSQL (`postgres`), so far its schema, migrations and dialect; `db` is the seam both run behind.
 pub(crate) mod db;
 pub(crate) mod postgres;
+pub(crate) mod readers;
 pub(crate) mod sqlite;
+pub(crate) mod writer_db;

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use cairn::{Dequeue, Push, QueueOrder};
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 #[tokio::test]
 async fn claim_prefers_higher_priority_then_earlier_run_at_then_lower_id() {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use cairn::{ConfigKey, ConfigValue, ErrorKind, JobFilter, Push, Queue, QueueOptions};
 use serde_json::json;
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 fn value_of(entries: &[cairn::ConfigEntry], key: ConfigKey) -> &cairn::ConfigEntry {
     entries.iter().find(|e| e.key == key).unwrap()
@@ -255,7 +255,7 @@ async fn retention_set_at_run_time_prunes_at_the_next_pass() {
         .await
         .unwrap();
     t.advance(Duration::from_secs(60));
-    t.queue.sqlite_settings().await.unwrap(); // a round trip through the writer
+    t.queue.settle().await.unwrap();
     let left = t.queue.list(JobFilter::default()).await.unwrap().jobs;
     assert_eq!(left.len(), 1, "only the newest finished job is kept");
     t.close().await;
@@ -282,9 +282,9 @@ async fn workers_are_forgotten_when_worker_age_is_the_only_retention() {
         .await
         .unwrap();
     t.advance(Duration::from_secs(601));
-    t.queue.sqlite_settings().await.unwrap();
+    t.queue.settle().await.unwrap();
     t.advance(Duration::from_secs(60));
-    t.queue.sqlite_settings().await.unwrap();
+    t.queue.settle().await.unwrap();
     assert!(t.queue.workers().await.unwrap().is_empty());
     t.close().await;
 }
@@ -309,10 +309,17 @@ async fn the_data_limit_and_a_transactional_enqueue_follow_the_values_set() {
         )
         .await
         .unwrap();
-    let mut conn = t.queue.connect().unwrap();
-    let tx = conn.transaction().unwrap();
-    let id = t.queue.enqueue_in(&tx, &Push::new("small")).unwrap().id;
-    tx.commit().unwrap();
+    // In the application's transaction where there is one (a queue on a SQLite file), through the writer on
+    // PostgreSQL.
+    let id = if t.is_postgres() {
+        t.queue.enqueue(Push::new("small")).await.unwrap().id
+    } else {
+        let mut conn = t.queue.connect().unwrap();
+        let tx = conn.transaction().unwrap();
+        let id = t.queue.enqueue_in(&tx, &Push::new("small")).unwrap().id;
+        tx.commit().unwrap();
+        id
+    };
     assert_eq!(
         t.queue.get(id).await.unwrap().lease_timeout,
         Duration::from_secs(9)

@@ -1,18 +1,101 @@
-//! Shared test setup: a real SQLite file in a temporary directory, and a manual clock.
+//! Shared test setup: a queue on a real database (a SQLite file in a temporary directory, or a database of its own
+//! on the private PostgreSQL cluster `scripts/test` starts), and a manual clock.
+//!
+//! The engine's tests run on both backends: `main.rs` builds each test module twice, in `sqlite` and `postgres`,
+//! whose `harness::TestQueue` opens its backend.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use cairn::{ClaimedJob, Dequeue, ManualClock, Push, Queue, QueueOptions};
 use jiff::Timestamp;
+use postgres::{Client, NoTls};
 use tempfile::TempDir;
 
-/// A queue on a fresh file, with a clock that moves only when told.
-pub struct TestQueue {
+/// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: the engine's test modules are built
+/// once under `postgres` and once under `sqlite` (see `main.rs`).
+pub const fn is_postgres_module(path: &str) -> bool {
+    let (path, needle) = (path.as_bytes(), b"::postgres::");
+    let mut start = 0;
+    while start + needle.len() <= path.len() {
+        let mut i = 0;
+        while i < needle.len() && path[start + i] == needle[i] {
+            i += 1;
+        }
+        if i == needle.len() {
+            return true;
+        }
+        start += 1;
+    }
+    false
+}
+
+/// A queue on a fresh database, with a clock that moves only when told.
+pub struct TestQueueOn<const POSTGRES: bool> {
     pub queue: Queue,
     pub clock: ManualClock,
     pub dir: TempDir,
+    /// The test's own PostgreSQL database, dropped when the test ends.
+    database: Option<TestDatabase>,
+}
+
+/// A database of its own on the test cluster, dropped when the test ends.
+pub struct TestDatabase {
+    admin: String,
+    name: String,
+    pub url: String,
+}
+
+impl TestDatabase {
+    /// Creates the database. On a thread of its own: the synchronous client cannot run inside an async test.
+    pub fn new() -> TestDatabase {
+        std::thread::spawn(TestDatabase::create)
+            .join()
+            .expect("creating a test database")
+    }
+
+    fn create() -> TestDatabase {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
+            panic!(
+                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
+                 PostgreSQL cluster (scripts/postgres) and sets it"
+            )
+        });
+        let name = format!(
+            "cairn_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut client = Client::connect(&admin, NoTls).expect("connecting to the test cluster");
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("creating a test database");
+        let url = match admin.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{name}"),
+            None => panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"),
+        };
+        TestDatabase { admin, name, url }
+    }
+
+    pub fn connect(&self) -> Client {
+        Client::connect(&self.url, NoTls).expect("connecting to the test database")
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut client) = Client::connect(&admin, NoTls) {
+                let _ =
+                    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+            }
+        })
+        .join();
+    }
 }
 
 /// 2026-01-01T00:00:00Z, where every test clock starts.
@@ -20,27 +103,75 @@ pub fn start_time() -> Timestamp {
     "2026-01-01T00:00:00Z".parse().unwrap()
 }
 
-impl TestQueue {
-    pub async fn new() -> TestQueue {
-        TestQueue::with(|_| {}).await
+impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
+    pub async fn new() -> Self {
+        Self::with(|_| {}).await
     }
 
-    pub async fn with(configure: impl FnOnce(&mut QueueOptions)) -> TestQueue {
+    pub async fn with(configure: impl FnOnce(&mut QueueOptions)) -> Self {
         let dir = tempfile::tempdir().unwrap();
+        let database = POSTGRES.then(TestDatabase::new);
         let clock = ManualClock::new(start_time());
         let mut options = QueueOptions {
             clock: Arc::new(clock.clone()),
             ..QueueOptions::default()
         };
         configure(&mut options);
-        let queue = Queue::open_with(dir.path().join("jobs.db"), options)
-            .await
-            .unwrap();
-        TestQueue { queue, clock, dir }
+        let location = match &database {
+            Some(database) => PathBuf::from(&database.url),
+            None => dir.path().join("jobs.db"),
+        };
+        let queue = Queue::open_with(location, options).await.unwrap();
+        TestQueueOn {
+            queue,
+            clock,
+            dir,
+            database,
+        }
     }
 
+    /// Where the queue lives: the SQLite file, or the PostgreSQL URL; opening it again opens the same queue.
     pub fn path(&self) -> PathBuf {
-        self.dir.path().join("jobs.db")
+        match &self.database {
+            Some(database) => PathBuf::from(&database.url),
+            None => self.dir.path().join("jobs.db"),
+        }
+    }
+
+    /// Whether the queue is on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        POSTGRES
+    }
+
+    /// The rows of a query of integer columns, read straight from the database (read-only SQL on SQLite, a
+    /// session of the test's own on PostgreSQL, where `Queue::sql` is not offered).
+    pub async fn select_integers(&self, sql: &str) -> Vec<Vec<i64>> {
+        let Some(database) = &self.database else {
+            let rows = self
+                .queue
+                .sql(cairn::SqlQuery::new(sql))
+                .await
+                .unwrap()
+                .rows;
+            return rows
+                .iter()
+                .map(|row| {
+                    row.iter()
+                        .map(|v| v.as_i64().expect("an integer"))
+                        .collect()
+                })
+                .collect();
+        };
+        let (url, sql) = (database.url.clone(), sql.to_owned());
+        std::thread::spawn(move || {
+            let mut client = Client::connect(&url, NoTls).unwrap();
+            let rows = client.query(&sql, &[]).unwrap();
+            rows.iter()
+                .map(|row| (0..row.len()).map(|i| row.get::<_, i64>(i)).collect())
+                .collect()
+        })
+        .join()
+        .unwrap()
     }
 
     pub fn clock_now(&self) -> jiff::Timestamp {
@@ -79,3 +210,6 @@ impl TestQueue {
         self.queue.close(Duration::from_secs(10)).await.unwrap();
     }
 }
+
+/// The SQLite queue, for the modules that test SQLite itself.
+pub type TestQueue = TestQueueOn<false>;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use cairn::{AttemptOutcome, Dequeue, ErrorKind, JobState, Push, RetryPolicy};
 use serde_json::json;
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 #[tokio::test]
 async fn expired_lease_retries_the_job_and_refuses_late_calls() {

@@ -4,58 +4,9 @@
 //! The server is the private cluster `scripts/test` starts (`scripts/postgres`), named by
 //! `CAIRN_TEST_POSTGRES_URL`; each test works in a database of its own, dropped at the end.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
-use postgres::{Client, NoTls};
 use proptest::prelude::*;
 
-/// A database of its own on the test cluster, dropped when the test ends.
-struct TestDatabase {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TestDatabase {
-    fn new() -> TestDatabase {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
-            panic!(
-                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
-                 PostgreSQL cluster (scripts/postgres) and sets it"
-            )
-        });
-        let name = format!(
-            "cairn_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut client = Client::connect(&admin, NoTls).expect("connecting to the test cluster");
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .expect("creating a test database");
-        let url = match admin.rsplit_once('/') {
-            Some((server, _)) => format!("{server}/{name}"),
-            None => panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"),
-        };
-        TestDatabase { admin, name, url }
-    }
-
-    fn connect(&self) -> Client {
-        Client::connect(&self.url, NoTls).expect("connecting to the test database")
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        if let Ok(mut client) = Client::connect(&self.admin, NoTls) {
-            let _ = client.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
+use crate::harness::TestDatabase;
 
 #[test]
 fn migrations_bring_a_fresh_database_to_the_schema_once() {

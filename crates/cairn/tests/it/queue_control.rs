@@ -6,7 +6,7 @@ use std::time::Duration;
 use cairn::{ChangeTags, Dequeue, JobFilter, JobState, Push, RetryPolicy, Unfail};
 use serde_json::json;
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 #[tokio::test]
 async fn a_paused_queue_keeps_its_jobs_and_hands_them_out_after_resume() {

@@ -7,7 +7,7 @@ use cairn::{
     StatsPeriod, StatsQuery,
 };
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
@@ -287,7 +287,7 @@ async fn the_activity_log_tells_each_jobs_story_and_the_workers() {
 
     // Silent for five minutes, the worker is lost; back again, it starts again.
     t.advance(secs(6 * 60));
-    t.queue.sqlite_settings().await.unwrap(); // a round trip through the writer: the housekeeping runs
+    t.queue.settle().await.unwrap();
     let page = t
         .queue
         .activity(ActivityFilter {
@@ -337,7 +337,7 @@ async fn old_activity_and_statistics_are_pruned_by_age() {
         .await
         .unwrap();
     t.advance(secs(2 * 3600));
-    t.queue.sqlite_settings().await.unwrap();
+    t.queue.settle().await.unwrap();
     let page = t.queue.activity(ActivityFilter::default()).await.unwrap();
     assert!(
         page.events
@@ -411,11 +411,11 @@ async fn a_worker_waiting_in_a_long_poll_is_present_not_lost() {
             .unwrap()
     });
     tokio::task::yield_now().await;
-    t.queue.sqlite_settings().await.unwrap();
+    t.queue.settle().await.unwrap();
     // Ten minutes pass in steps of a minute; housekeeping sees the parked worker at each.
     for _ in 0..10 {
         t.advance(secs(60));
-        t.queue.sqlite_settings().await.unwrap();
+        t.queue.settle().await.unwrap();
     }
     let kinds: Vec<_> = t
         .queue
@@ -447,13 +447,8 @@ async fn busy_time_is_shared_among_the_hours_an_attempt_ran_in() {
     t.queue.heartbeat(&c.lease, None).await.unwrap_err(); // the lease ran out long ago; the worker is seen
     t.queue.finish(&c.lease, None).await.unwrap_err();
     let rows = t
-        .queue
-        .sql(cairn::SqlQuery::new(
-            "SELECT hour, busy_ms FROM worker_hour WHERE queue != '' ORDER BY hour",
-        ))
-        .await
-        .unwrap()
-        .rows;
+        .select_integers("SELECT hour, busy_ms FROM worker_hour WHERE queue != '' ORDER BY hour")
+        .await;
     assert!(rows.is_empty(), "a lost lease is not busy time: {rows:?}");
     // A finished one that spans the hour is split: 30 min before 01:00, 20 after.
     let t = TestQueue::new().await;
@@ -468,19 +463,10 @@ async fn busy_time_is_shared_among_the_hours_an_attempt_ran_in() {
     t.advance(secs(50 * 60));
     t.queue.finish(&c.lease, None).await.unwrap();
     let rows = t
-        .queue
-        .sql(cairn::SqlQuery::new(
+        .select_integers(
             "SELECT busy_ms, attempts FROM worker_hour WHERE queue != '' ORDER BY hour",
-        ))
-        .await
-        .unwrap()
-        .rows;
-    assert_eq!(
-        rows,
-        [
-            vec![serde_json::json!(30 * 60_000), serde_json::json!(0)],
-            vec![serde_json::json!(20 * 60_000), serde_json::json!(1)]
-        ]
-    );
+        )
+        .await;
+    assert_eq!(rows, [vec![30 * 60_000, 0], vec![20 * 60_000, 1]]);
     t.close().await;
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use cairn::{AttemptOutcome, JobError, JobState, Push, RetryPolicy, Worker};
 use serde_json::json;
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 /// Waits until `check` holds, polling the queue's state; fails after ten seconds.
 async fn eventually<F, Fut>(what: &str, mut check: F)

@@ -9,7 +9,7 @@ use cairn::{
 };
 use serde_json::json;
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 async fn state(t: &TestQueue, id: JobId) -> JobState {
     t.queue.get(id).await.unwrap().state

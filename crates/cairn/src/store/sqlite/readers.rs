@@ -7,43 +7,34 @@ use std::sync::Mutex;
 
 use rusqlite::Connection;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::store::db::Db;
 use crate::store::sqlite::connection::open_reader;
 
 /// Read-only connections, opened on demand and kept up to a limit.
-pub(crate) struct Readers {
+pub(crate) struct SqliteReaders {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     keep: usize,
 }
 
-impl Readers {
+impl SqliteReaders {
     pub fn new(path: PathBuf, keep: usize) -> Self {
-        Readers {
+        SqliteReaders {
             path,
             idle: Mutex::new(Vec::new()),
             keep,
         }
     }
 
-    /// Runs `f` in a read transaction on a blocking thread.
-    pub async fn read<T, F>(self: &std::sync::Arc<Self>, f: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
-    {
-        let readers = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = readers.take()?;
-            let result = read_in_transaction(&conn, f);
-            if conn.is_autocommit() {
-                readers.give_back(conn);
-            }
-            result
-        })
-        .await
-        .map_err(|e| Error::new(ErrorKind::Storage, format!("a read task failed: {e}")))?
+    /// Runs `f` in a read transaction (on the calling thread, which may block).
+    pub fn read_blocking<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.take()?;
+        let result = read_in_transaction(&conn, f);
+        if conn.is_autocommit() {
+            self.give_back(conn);
+        }
+        result
     }
 
     fn take(&self) -> Result<Connection> {

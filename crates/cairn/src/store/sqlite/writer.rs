@@ -16,7 +16,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
 use tokio::sync::oneshot;
 
 use crate::clock::{Clock, duration_millis, from_millis, to_millis};
@@ -33,6 +32,7 @@ use crate::options::Retention;
 use crate::store::db::Db;
 use crate::store::sqlite::maintenance;
 use crate::store::sqlite::syncer::Syncer;
+use crate::store::writer_db::{LEADER_RETRY, WriterDb, take_lead};
 
 /// A request to the writer.
 pub(crate) enum Command {
@@ -42,6 +42,10 @@ pub(crate) enum Command {
     Dequeue(Waiter),
     /// Look again: the clock jumped, or another connection committed jobs.
     Tick,
+    /// Another node made jobs ready in these queues (PostgreSQL): serve the dequeues waiting on them.
+    Ready(Vec<String>),
+    /// Another node changed a queue's settings or an option (PostgreSQL): load them again.
+    ReloadSettings,
     /// Give these claims back: their dequeue's caller stopped waiting after they were sent.
     GiveBack(Vec<Lease>),
     /// Finish the current batch, answer waiting dequeues with no job, and stop.
@@ -115,7 +119,7 @@ impl<O: Operation> ErasedOp for Pending<O> {
 
 /// Everything the writer thread owns.
 pub(crate) struct Writer {
-    pub conn: Connection,
+    pub db: WriterDb,
     pub clock: Arc<dyn Clock>,
     pub rx: Receiver<Command>,
     pub max_batch: usize,
@@ -140,8 +144,11 @@ pub(crate) struct Writer {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
-    /// Held while the writer runs: while it is locked, no other process opens the database as a queue.
-    pub _lock: std::fs::File,
+    /// Whether this writer does the timed work: always on SQLite; on PostgreSQL, the node that holds the lead
+    /// (see [`take_lead`]).
+    pub leads: bool,
+    /// Held while the writer runs: while it is locked, no other process opens the SQLite file as a queue.
+    pub _lock: Option<std::fs::File>,
 }
 
 impl Writer {
@@ -217,11 +224,14 @@ impl Writer {
         let mut dequeues = Vec::new();
         let mut tick = false;
         let mut close = None;
+        let mut elsewhere = Vec::new();
         for command in batch {
             match command {
                 Command::Op(op) => ops.push(op),
                 Command::Dequeue(waiter) => dequeues.push(waiter),
                 Command::Tick => tick = true,
+                Command::Ready(queues) => elsewhere.extend(queues),
+                Command::ReloadSettings => self.reload_settings(),
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => close = Some(ack),
             }
@@ -249,13 +259,28 @@ impl Writer {
         self.last_batch_at = now_ms;
         // Operations run without savepoints: most fail (if at all) before writing anything. Only when one fails
         // after writing is the batch rolled back and run again with a savepoint around each operation.
-        let mut outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::Shared);
+        let mut outcome = self.transaction(
+            now_ms,
+            tick,
+            &elsewhere,
+            &mut ops,
+            &dequeues,
+            Isolation::Shared,
+        );
         if let Err(Failure::Poisoned) = outcome {
-            let _ = self.conn.execute_batch("ROLLBACK");
+            self.db.roll_back();
             self.reload_settings();
-            outcome = self.transaction(now_ms, tick, &mut ops, &dequeues, Isolation::PerOperation);
+            outcome = self.transaction(
+                now_ms,
+                tick,
+                &elsewhere,
+                &mut ops,
+                &dequeues,
+                Isolation::PerOperation,
+            );
         }
         if outcome.is_err() {
+            self.db.roll_back();
             // Rolled back: what the batch did to the settings in memory did not happen.
             self.reload_settings();
         }
@@ -336,10 +361,15 @@ impl Writer {
         self.expire_waiters();
         let next_due = match next_due {
             Some(next_due) => next_due,
-            None => maintenance::next_due(&Db::Sqlite(&self.conn)),
+            None => self.db.run(maintenance::next_due),
         };
         // A rate-limited queue that refused a claim has a token again then: waiting workers look again.
         let next_token = self.settings.buckets.next_token_at.take();
+        // A node that does not lead leaves the timed work to the leader, and asks for the lead again in a while.
+        let next_due = match next_due {
+            Ok(_) if !self.leads => Ok(Some(now_ms + duration_millis(LEADER_RETRY))),
+            other => other,
+        };
         match next_due {
             Ok(next) => self.next_due = [next, next_token].into_iter().flatten().min(),
             Err(e) => {
@@ -366,11 +396,13 @@ impl Writer {
         &mut self,
         now_ms: i64,
         tick: bool,
+        elsewhere: &[String],
         ops: &mut [Box<dyn ErasedOp>],
         dequeues: &[Waiter],
         isolation: Isolation,
     ) -> std::result::Result<BatchPlan, Failure> {
-        begin_waiting_while_busy(&self.conn)?;
+        let node = self.db.node().map(str::to_owned);
+        let db = self.db.begin().map_err(Failure::Storage)?;
         let retention = self.settings.config.retention;
         // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
         let prune = now_ms >= self.next_prune;
@@ -387,7 +419,7 @@ impl Writer {
         let mut ready = ReadyQueues::default();
         let mut events = EventLog::default();
         let mut ctx = WriteCtx {
-            db: Db::Sqlite(&self.conn),
+            db,
             now_ms,
             ready: &mut ready,
             tokens: &mut self.tokens,
@@ -395,9 +427,22 @@ impl Writer {
             settings: &mut self.settings,
             events: &mut events,
         };
+        let due = tick || self.next_due.is_some_and(|due| due <= now_ms);
+        if !self.leads && (due || prune) {
+            match take_lead(&ctx.db) {
+                Ok(true) => {
+                    tracing::info!(node = node.as_deref(), "this node now does the timed work");
+                    self.leads = true;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not ask for the lead of the timed work")
+                }
+            }
+        }
         let timed_work = TimedWork {
-            due: tick || self.next_due.is_some_and(|due| due <= now_ms),
-            prune,
+            due: due && self.leads,
+            prune: prune && self.leads,
             retention,
             release: &self.to_release,
             waiting_workers: &waiting_workers,
@@ -449,6 +494,12 @@ impl Writer {
             claims.push(claim_isolated(&mut ctx, &waiter.claim, isolation)?);
         }
 
+        // Queues that gained ready jobs here are told to the other nodes; those another node told about are not
+        // told back.
+        let ready_here: Vec<String> = ctx.ready.iter().map(str::to_owned).collect();
+        for queue in elsewhere {
+            ctx.ready.mark(queue);
+        }
         let mut served = Vec::new();
         if tick || !ctx.ready.is_empty() {
             served = serve_parked(&mut ctx, &self.parked, tick, isolation)?;
@@ -458,17 +509,20 @@ impl Writer {
         // its own, with its own round of WAL lock calls.
         let next_due = maintenance::next_due(&ctx.db);
 
-        let totals = match ctx.events.flush(&ctx.db) {
-            Ok(totals) => totals,
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                return Err(Failure::Storage(e));
-            }
-        };
-        if let Err(e) = execute_cached(&self.conn, "COMMIT") {
-            let _ = self.conn.execute_batch("ROLLBACK");
-            return Err(Failure::Storage(Error::storage("committing a batch", e)));
+        let totals = ctx.events.flush(&ctx.db).map_err(Failure::Storage)?;
+        if let Some(node) = &node {
+            let changed = std::mem::take(&mut ctx.settings.changed);
+            WriterDb::notify(
+                node,
+                &ctx.db,
+                ready_here.iter().map(String::as_str),
+                changed,
+            )
+            .map_err(Failure::Storage)?;
         }
+        ctx.settings.changed = false;
+        let db = ctx.db;
+        db.commit().map_err(Failure::Storage)?;
         Ok(BatchPlan {
             timed,
             claims,
@@ -509,7 +563,7 @@ impl Writer {
                 Command::Dequeue(waiter) => {
                     let _ = waiter.reply.send(Err(closed.clone()));
                 }
-                Command::Tick => {}
+                Command::Tick | Command::Ready(_) | Command::ReloadSettings => {}
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => {
                     let _ = ack.send(());
@@ -531,16 +585,15 @@ impl Writer {
         if !self.to_release.is_empty() {
             self.release_at_close();
         }
-        if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
-            tracing::debug!(error = %e, "could not checkpoint the WAL on close");
-        }
+        self.db.close();
     }
 }
 
 impl Writer {
     /// Loads the queues' settings again from the database, after a rollback.
     fn reload_settings(&mut self) {
-        if let Err(e) = self.settings.reload(&Db::Sqlite(&self.conn)) {
+        let settings = &mut self.settings;
+        if let Err(e) = self.db.run(|db| settings.reload(db)) {
             tracing::error!(error = %e, "could not read the queues' settings again");
         }
     }
@@ -548,13 +601,12 @@ impl Writer {
     /// Gives back undelivered claims in one last transaction.
     fn release_at_close(&mut self) {
         let leases = std::mem::take(&mut self.to_release);
+        let now_ms = to_millis(self.clock.now());
         let result = (|| -> Result<()> {
-            self.conn.execute_batch("BEGIN IMMEDIATE")?;
             let mut ready = ReadyQueues::default();
             let mut events = EventLog::default();
-            let now_ms = to_millis(self.clock.now());
             let mut ctx = WriteCtx {
-                db: Db::Sqlite(&self.conn),
+                db: self.db.begin()?,
                 now_ms,
                 events: &mut events,
                 ready: &mut ready,
@@ -566,11 +618,10 @@ impl Writer {
                 let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
             }
             ctx.events.flush(&ctx.db)?;
-            self.conn.execute_batch("COMMIT")?;
-            Ok(())
+            ctx.db.commit()
         })();
         if let Err(e) = result {
-            let _ = self.conn.execute_batch("ROLLBACK");
+            self.db.roll_back();
             tracing::warn!(error = %e, jobs = leases.len(), "could not give back undelivered jobs at close");
         }
     }
@@ -666,42 +717,6 @@ fn claim_isolated(
 
 /// What a dequeue gets: jobs (possibly none), or an error.
 type Claimed = Result<Vec<ClaimedJob>>;
-
-/// How long the writer keeps trying to start a transaction while another connection holds the write lock. Past
-/// this, the batch fails; before it, nothing has been decided, so waiting is safe.
-const BUSY_WAIT: Duration = Duration::from_secs(60);
-
-/// Runs a statement from the connection's cache: the writer's `BEGIN` and `COMMIT` run for every batch, and parsing
-/// them each time is measurable.
-fn execute_cached(conn: &rusqlite::Connection, sql: &str) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?.execute([]).map(drop)
-}
-
-/// Starts the batch's transaction. Another connection holding the write lock (the application's own transaction,
-/// a VACUUM) makes `BEGIN IMMEDIATE` fail with "busy" after the busy timeout; the batch then waits and tries again
-/// rather than failing requests, finishes included, that nothing has happened to yet.
-fn begin_waiting_while_busy(conn: &rusqlite::Connection) -> std::result::Result<(), Failure> {
-    let started = Instant::now();
-    loop {
-        match execute_cached(conn, "BEGIN IMMEDIATE") {
-            Ok(()) => return Ok(()),
-            Err(e)
-                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-                    && started.elapsed() < BUSY_WAIT =>
-            {
-                tracing::warn!(
-                    "another connection holds the database's write lock; the queue's writer is waiting"
-                );
-            }
-            Err(e) => {
-                return Err(Failure::Storage(Error::storage(
-                    "starting a write transaction",
-                    e,
-                )));
-            }
-        }
-    }
-}
 
 /// After a failed statement: on some errors (disk full, I/O, out of memory) SQLite rolls back the whole transaction
 /// by itself. Going on would run the rest of the batch outside any transaction, so the batch fails as a whole.

@@ -1,0 +1,100 @@
+//! What a node hears from the others: a session that `LISTEN`s on the ready and settings channels and passes each
+//! notification to the writer, so that a job enqueued on one node wakes a worker waiting on another at once,
+//! without polling the database.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use postgres::fallible_iterator::FallibleIterator;
+
+use crate::store::postgres::connect::{connect, redacted};
+use crate::store::sqlite::writer::Command;
+use crate::store::writer_db::{READY_CHANNEL, SETTINGS_CHANNEL};
+
+/// How often the listener looks whether the queue closed, while nothing arrives.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+/// The longest wait before connecting again after the listening session broke.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Starts the listener thread of node `node`. It stops once `stop` is set or the writer is gone.
+pub(crate) fn start(
+    url: String,
+    node: String,
+    writer: Sender<Command>,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("cairn-listener".into())
+        .spawn(move || listen(&url, &node, &writer, &stop))
+}
+
+fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
+    let mut backoff = Duration::from_millis(100);
+    let mut first = true;
+    while !stop.load(Ordering::SeqCst) {
+        let mut client = match connect(url).and_then(|mut client| {
+            client
+                .batch_execute(&format!(
+                    "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}"
+                ))
+                .map_err(|e| crate::Error::storage("listening for other nodes", e))?;
+            Ok(client)
+        }) {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::warn!(error = %e, url = redacted(url), "cannot listen for other nodes; trying again");
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        backoff = Duration::from_millis(100);
+        if !first {
+            // Whatever was said while the session was down is lost: look at everything again.
+            let sent =
+                writer.send(Command::ReloadSettings).is_ok() && writer.send(Command::Tick).is_ok();
+            if !sent {
+                return;
+            }
+        }
+        first = false;
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let mut notifications = client.notifications();
+            let mut heard = notifications.timeout_iter(STOP_CHECK);
+            let next = heard.next();
+            match next {
+                Ok(Some(n)) => {
+                    if let Some(command) = command_for(n.channel(), n.payload(), node)
+                        && writer.send(command).is_err()
+                    {
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "the session listening for other nodes broke; connecting again");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// What a notification asks of this node's writer; nothing for its own.
+fn command_for(channel: &str, payload: &str, node: &str) -> Option<Command> {
+    let mut lines = payload.split('\n');
+    if lines.next() == Some(node) {
+        return None;
+    }
+    match channel {
+        READY_CHANNEL => Some(Command::Ready(lines.map(str::to_owned).collect())),
+        SETTINGS_CHANNEL => Some(Command::ReloadSettings),
+        _ => None,
+    }
+}

@@ -1,0 +1,19 @@
+//! The engine's tests that hold on every backend. `main.rs` builds this module twice, as `sqlite` and as
+//! `postgres`; `harness::TestQueue` opens a queue on the backend its module path names.
+
+pub mod harness {
+    pub use crate::harness::*;
+    pub type TestQueue = crate::harness::TestQueueOn<{ is_postgres_module(module_path!()) }>;
+}
+
+mod claim;
+mod config;
+mod enqueue;
+mod leases;
+mod lifecycle;
+mod queue_control;
+mod recurring;
+mod state_machine;
+mod stats;
+mod worker;
+mod workflow;
