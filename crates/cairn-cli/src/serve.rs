@@ -88,9 +88,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
     if settings.insecure && settings.server.token.is_none() && !settings.http.ip().is_loopback() {
         tracing::warn!(http = %settings.http, "listening without a token on a non-loopback address (--insecure)");
     }
+    let location = cairn::redacted_location(&settings.db.to_string_lossy());
     let queue = Queue::open_with(&settings.db, settings.queue.clone())
         .await
-        .with_context(|| format!("opening the database {}", settings.db.display()))?;
+        .with_context(|| format!("opening the database {location}"))?;
     // Options set at run time win over the flags, environment and file: say so, or a changed flag seems ignored.
     for entry in queue.config().await.context("reading the options")? {
         if entry.set_at.is_some() && entry.value != entry.default {
@@ -108,15 +109,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
         Some(bedrock_addr) => Some(start_bedrock(&queue, bedrock_addr).await?),
         None => None,
     };
-    tracing::info!(http = %addr, bedrock = ?bedrock.as_ref().map(|b| b.addr), db = %settings.db.display(),
+    tracing::info!(http = %addr, bedrock = ?bedrock.as_ref().map(|b| b.addr), db = %location,
         durability = ?settings.queue.durability, "cairn is serving");
     // A stable line on stdout, for people and for scripts that start Cairn on port 0.
     let bedrock_text = bedrock
         .as_ref()
         .map_or_else(|| "off".to_owned(), |b| b.addr.to_string());
     println!(
-        "cairn: listening on http://{addr} (database {}); bedrock protocol {bedrock_text}",
-        settings.db.display()
+        "cairn: listening on http://{addr} (database {location}); bedrock protocol {bedrock_text}"
     );
 
     let signal = shutdown_signal().await;

@@ -82,6 +82,7 @@ pub use stats::{
     Counts, HistogramBucket, QueueUsage, Stats, StatsPeriod, StatsPoint, StatsQuery, Summary,
     WorkerStats, WorkerUsage,
 };
+pub use store::postgres::connect::{is_postgres_url, redacted as redacted_location};
 
 /// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
 #[doc(hidden)]

@@ -294,7 +294,7 @@ pub(crate) fn select_ready_jobs(patterns: usize, with_priority: bool, aging: boo
     };
     format!(
         "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names}{priority} \
-         ORDER BY claim_key, run_at, id LIMIT 0 + ?2"
+         ORDER BY claim_key, run_at, id LIMIT 0 + ?2 /* FOR UPDATE SKIP LOCKED */"
     )
 }
 

@@ -247,7 +247,7 @@ pub(crate) fn held_job_from_row(row: &Row<'_>) -> Result<HeldJob> {
 const SELECT_HELD_JOB: &str = concat!(
     "SELECT ",
     held_job_columns!(),
-    ", state, lease_token, lease_expires_at FROM jobs WHERE id = :id"
+    ", state, lease_token, lease_expires_at FROM jobs WHERE id = :id /* FOR UPDATE */"
 );
 
 /// Loads the running job that `job`/`token` hold, or refuses with [`ErrorKind::LeaseLost`](crate::ErrorKind) saying why.

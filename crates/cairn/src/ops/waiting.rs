@@ -36,6 +36,9 @@ pub(crate) const RELEASE_IF_UNBLOCKED: &str = concat!(
     ") RETURNING queue, state"
 );
 
+/// Locks a job's row until the transaction ends (on PostgreSQL; see `store/postgres/dialect.rs`).
+const LOCK_JOB: &str = "SELECT id FROM jobs WHERE id = :id /* FOR UPDATE */";
+
 /// The ids a one-column statement selects for job `id`.
 fn job_ids(ctx: &WriteCtx<'_>, sql: &str, id: JobId) -> Result<Vec<JobId>> {
     ctx.db
@@ -44,6 +47,12 @@ fn job_ids(ctx: &WriteCtx<'_>, sql: &str, id: JobId) -> Result<Vec<JobId>> {
 
 /// Makes `id` ready if it waits and nothing holds it any more. Returns whether it moved.
 pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
+    // Between nodes, the last two dependencies (or children) may end at once, each in a transaction that still
+    // sees the other's edge: the waiting job's row is locked first, so the second to get it sees the first's
+    // commit. SQLite's single writer gives that order already.
+    if ctx.db.is_postgres() {
+        ctx.db.query(LOCK_JOB, &named![":id" => id], |_| Ok(()))?;
+    }
     let moved: Option<(String, String)> = ctx.db.query_row(
         RELEASE_IF_UNBLOCKED,
         &named![":now" => ctx.now_ms, ":id" => id.0],

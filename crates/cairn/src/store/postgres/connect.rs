@@ -4,13 +4,13 @@ use postgres::{Client, NoTls};
 
 use crate::error::{Error, Result};
 
-/// Whether `location` names a PostgreSQL database (`postgres://…` or `postgresql://…`) rather than a SQLite file.
-pub(crate) fn is_postgres_url(location: &str) -> bool {
+/// Whether `location` (what [`Queue::open`](crate::Queue::open) is given) names a PostgreSQL database (`postgres://…` or `postgresql://…`) rather than a SQLite file.
+pub fn is_postgres_url(location: &str) -> bool {
     location.starts_with("postgres://") || location.starts_with("postgresql://")
 }
 
-/// The URL with any password replaced, for logs and [`Queue::path`](crate::Queue::path).
-pub(crate) fn redacted(url: &str) -> String {
+/// A queue's location fit for logs: a PostgreSQL URL with its password replaced, anything else as it is.
+pub fn redacted(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

@@ -44,6 +44,7 @@ enum Token {
 
 /// Translates `sql` from SQLite's dialect to PostgreSQL's.
 pub(crate) fn translate(sql: &str) -> Translated {
+    let sql = &lock_rows(sql);
     let (tokens, params) = tokenize(sql);
     let tokens = drop_indexed_by(tokens);
     let tokens = rewrite_glob(tokens);
@@ -53,6 +54,13 @@ pub(crate) fn translate(sql: &str) -> Translated {
         sql: render(&tokens),
         params,
     }
+}
+
+/// Row locks, which SQLite has no use for (one writer at a time): a statement ends with `/* FOR UPDATE */` or
+/// `/* FOR UPDATE SKIP LOCKED */`, a comment to SQLite and a lock clause to PostgreSQL.
+fn lock_rows(sql: &str) -> String {
+    sql.replace("/* FOR UPDATE SKIP LOCKED */", "FOR UPDATE SKIP LOCKED")
+        .replace("/* FOR UPDATE */", "FOR UPDATE")
 }
 
 fn tokenize(sql: &str) -> (Vec<Token>, Vec<Param>) {
@@ -350,6 +358,18 @@ mod tests {
             "SELECT ':not_a_param', 'it''s ?', \"MAX\" FROM t WHERE a = $1 AND b = 'x GLOB y' AND c = 'INDEXED BY z'"
         );
         assert_eq!(t.params, named(&["a"]));
+    }
+
+    #[test]
+    fn lock_comments_become_lock_clauses() {
+        assert_eq!(
+            translate("SELECT id FROM jobs WHERE id = :id /* FOR UPDATE */").sql,
+            "SELECT id FROM jobs WHERE id = $1 FOR UPDATE"
+        );
+        assert_eq!(
+            translate("SELECT id FROM jobs LIMIT 0 + ?1 /* FOR UPDATE SKIP LOCKED */").sql,
+            "SELECT id FROM jobs LIMIT 0 + $1 FOR UPDATE SKIP LOCKED"
+        );
     }
 
     #[test]
