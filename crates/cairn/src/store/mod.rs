@@ -1,5 +1,6 @@
-//! Storage backends. Today: SQLite (`sqlite`), one file, one writer thread, a pool of readers. Being built:
-//! PostgreSQL (`postgres`), so far its schema, migrations and dialect; `db` is the seam both run behind.
+//! Storage backends: SQLite (`sqlite`: one file, one process, one writer thread, a pool of readers) and
+//! PostgreSQL (`postgres`: one database shared by many nodes, each with its own writer). `db` is the seam every
+//! statement runs behind, `writer_db` the writer's connection on either, `readers` the read pool on either.
 pub(crate) mod db;
 pub(crate) mod postgres;
 pub(crate) mod readers;

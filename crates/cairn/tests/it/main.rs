@@ -4,6 +4,9 @@
 //! as `postgres`, and their `super::harness::TestQueue` opens a queue on that backend. The other modules test one
 //! backend's own parts.
 
+// Building the engine's modules once per backend is the point.
+#![allow(clippy::duplicate_mod)]
+
 mod harness;
 
 #[path = "engine.rs"]
