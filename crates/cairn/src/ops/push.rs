@@ -336,7 +336,7 @@ const AWAIT_PARENT: &str = "UPDATE jobs SET awaits_parent = 1 WHERE id = :id";
 const MARK_HAS_CHILDREN: &str =
     "UPDATE jobs SET has_children = 1 WHERE id = :id AND has_children = 0";
 
-/// The columns INSERT_JOB and INSERT_JOBS fill, [`COLUMNS_PER_JOB`] per job, bound by [`bind_job`].
+/// The columns INSERT_JOB and INSERT_JOBS fill, [`COLUMNS_PER_JOB`] per job, in the order of [`job_values`].
 macro_rules! insert_jobs {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
