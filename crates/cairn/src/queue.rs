@@ -57,8 +57,8 @@ use crate::store::readers::Readers;
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
-use crate::store::sqlite::writer::{Command, Pending, Waiter, Writer};
 use crate::store::sqlite::{maintenance, migrations, rows};
+use crate::store::writer::{Command, Pending, Waiter, Writer};
 use crate::store::writer_db::{PgWriter, WriterDb};
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
@@ -349,6 +349,7 @@ impl Queue {
         let (commands, rx) = mpsc::channel();
         let metrics = Arc::new(crate::metrics::Metrics::default());
         let wake = commands.clone();
+        let postgres = opened.readers.is_postgres();
         let writer = Writer {
             settings: opened.settings,
             db: opened.db,
@@ -367,10 +368,10 @@ impl Queue {
             last_batch_at: to_millis(clock.now()),
             metrics: metrics.clone(),
             to_release: Vec::new(),
-            leads: opened.lock.is_some(),
+            // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
+            leads: !postgres,
             _lock: opened.lock,
         };
-        let postgres = opened.readers.is_postgres();
         let thread = std::thread::Builder::new()
             .name("cairn-writer".into())
             .spawn(move || writer.run())

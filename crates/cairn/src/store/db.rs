@@ -356,8 +356,6 @@ pub(crate) struct PgTransaction<'a> {
 /// The statements prepared on one PostgreSQL connection: by the SQLite text they were translated from.
 pub(crate) type PreparedStatements = HashMap<String, (postgres::Statement, Vec<Param>)>;
 
-// Constructed by the PostgreSQL writer (docs/design/postgres.md, step 2); tested now.
-#[allow(dead_code)]
 impl<'a> PgTransaction<'a> {
     pub fn new(tx: postgres::Transaction<'a>, prepared: &'a RefCell<PreparedStatements>) -> Self {
         PgTransaction {
@@ -400,7 +398,6 @@ fn storage_error(sql: &str, e: postgres::Error) -> Error {
 /// Where a statement runs.
 pub(crate) enum Db<'a> {
     Sqlite(&'a rusqlite::Connection),
-    #[allow(dead_code)]
     Postgres(PgTransaction<'a>),
 }
 
@@ -413,7 +410,6 @@ pub(crate) struct DbMark {
 
 impl Db<'_> {
     /// Which database this is.
-    #[allow(dead_code)]
     pub fn is_postgres(&self) -> bool {
         matches!(self, Db::Postgres(_))
     }
@@ -554,8 +550,7 @@ impl Db<'_> {
         })
     }
 
-    /// Commits a PostgreSQL transaction; a SQLite connection commits with `batch("COMMIT")`.
-    #[allow(dead_code)]
+    /// Commits the transaction.
     pub fn commit(self) -> Result<()> {
         match self {
             Db::Sqlite(conn) => {

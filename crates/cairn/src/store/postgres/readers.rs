@@ -2,12 +2,12 @@
 //! at `REPEATABLE READ`, so all it reads comes from one snapshot, as on SQLite.
 
 use std::cell::RefCell;
-use std::sync::Mutex;
 
 use postgres::Client;
 
 use crate::error::{Error, Result};
 use crate::store::db::{Db, PgTransaction, PreparedStatements};
+use crate::store::pool::Pool;
 use crate::store::postgres::connect::connect;
 
 /// A session and the statements prepared on it.
@@ -19,22 +19,25 @@ struct Session {
 /// The reader pool.
 pub(crate) struct PgReaders {
     url: String,
-    idle: Mutex<Vec<Session>>,
-    keep: usize,
+    pool: Pool<Session>,
 }
 
 impl PgReaders {
     pub fn new(url: String, keep: usize) -> Self {
         PgReaders {
             url,
-            idle: Mutex::new(Vec::new()),
-            keep,
+            pool: Pool::new(keep),
         }
     }
 
     /// Runs `f` in a read-only transaction (on the calling thread, which may block).
     pub fn read_blocking<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        let mut session = self.take()?;
+        let mut session = self.pool.take(|| {
+            Ok(Session {
+                client: connect(&self.url)?,
+                prepared: RefCell::new(PreparedStatements::new()),
+            })
+        })?;
         let result = (|| {
             let tx = session
                 .client
@@ -51,34 +54,9 @@ impl PgReaders {
         // A session whose connection broke is not kept; one that only saw a failed statement is fine (its
         // transaction was rolled back when dropped).
         if !session.client.is_closed() {
-            self.give_back(session);
+            self.pool.give_back(session);
         }
         result
-    }
-
-    fn take(&self) -> Result<Session> {
-        let pooled = self
-            .idle
-            .lock()
-            .expect("reader pool lock is never poisoned")
-            .pop();
-        match pooled {
-            Some(session) => Ok(session),
-            None => Ok(Session {
-                client: connect(&self.url)?,
-                prepared: RefCell::new(PreparedStatements::new()),
-            }),
-        }
-    }
-
-    fn give_back(&self, session: Session) {
-        let mut idle = self
-            .idle
-            .lock()
-            .expect("reader pool lock is never poisoned");
-        if idle.len() < self.keep {
-            idle.push(session);
-        }
     }
 }
 
@@ -86,11 +64,7 @@ impl Drop for PgReaders {
     /// Closing a session blocks on its connection, which cannot happen on a thread that drives async tasks (the
     /// last handle to a queue may be dropped there): the sessions are closed on a thread of their own.
     fn drop(&mut self) {
-        let idle = std::mem::take(
-            self.idle
-                .get_mut()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
+        let idle = self.pool.drain();
         if !idle.is_empty() {
             let _ = std::thread::Builder::new()
                 .name("cairn-readers-close".into())

@@ -3,60 +3,36 @@
 //! from one snapshot.
 
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 use rusqlite::Connection;
 
 use crate::error::Result;
 use crate::store::db::Db;
+use crate::store::pool::Pool;
 use crate::store::sqlite::connection::open_reader;
 
 /// Read-only connections, opened on demand and kept up to a limit.
 pub(crate) struct SqliteReaders {
     path: PathBuf,
-    idle: Mutex<Vec<Connection>>,
-    keep: usize,
+    pool: Pool<Connection>,
 }
 
 impl SqliteReaders {
     pub fn new(path: PathBuf, keep: usize) -> Self {
         SqliteReaders {
             path,
-            idle: Mutex::new(Vec::new()),
-            keep,
+            pool: Pool::new(keep),
         }
     }
 
     /// Runs `f` in a read transaction (on the calling thread, which may block).
     pub fn read_blocking<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        let conn = self.take()?;
+        let conn = self.pool.take(|| open_reader(&self.path))?;
         let result = read_in_transaction(&conn, f);
         if conn.is_autocommit() {
-            self.give_back(conn);
+            self.pool.give_back(conn);
         }
         result
-    }
-
-    fn take(&self) -> Result<Connection> {
-        let pooled = self
-            .idle
-            .lock()
-            .expect("reader pool lock is never poisoned")
-            .pop();
-        match pooled {
-            Some(conn) => Ok(conn),
-            None => open_reader(&self.path),
-        }
-    }
-
-    fn give_back(&self, conn: Connection) {
-        let mut idle = self
-            .idle
-            .lock()
-            .expect("reader pool lock is never poisoned");
-        if idle.len() < self.keep {
-            idle.push(conn);
-        }
     }
 }
 

@@ -494,9 +494,12 @@ impl Writer {
             claims.push(claim_isolated(&mut ctx, &waiter.claim, isolation)?);
         }
 
-        // Queues that gained ready jobs here are told to the other nodes; those another node told about are not
-        // told back.
-        let ready_here: Vec<String> = ctx.ready.iter().map(str::to_owned).collect();
+        // Queues that gained ready jobs here are told to the other nodes (on PostgreSQL); those another node told
+        // about are not told back.
+        let ready_here: Vec<String> = match node {
+            Some(_) => ctx.ready.iter().map(str::to_owned).collect(),
+            None => Vec::new(),
+        };
         for queue in elsewhere {
             ctx.ready.mark(queue);
         }
