@@ -1,5 +1,6 @@
-//! `TestServer`: the real `cairn serve` binary on a loopback port over a fresh SQLite file, a `Client` for it, and
-//! the `cairn` binary for CLI tests. Kill it with SIGKILL and start it again on the same file to test recovery.
+//! `TestServer`: the real `cairn serve` binary on a loopback port over a fresh SQLite file (or a PostgreSQL
+//! database that several servers share), a `Client` for it, and the `cairn` binary for CLI tests. Kill it with
+//! SIGKILL and start it again on the same database to test recovery.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -21,6 +22,8 @@ pub struct TestServer {
     bedrock: String,
     extra_args: Vec<String>,
     token: Option<String>,
+    /// A PostgreSQL URL to serve instead of the SQLite file in `dir`.
+    database: Option<String>,
 }
 
 impl TestServer {
@@ -31,6 +34,15 @@ impl TestServer {
 
     /// A server on a fresh database with extra `cairn serve` arguments.
     pub fn spawn_with(args: &[&str]) -> TestServer {
+        TestServer::spawn_on(None, args)
+    }
+
+    /// A server on the PostgreSQL database at `url`, which other servers may share.
+    pub fn spawn_on_postgres(url: &str, args: &[&str]) -> TestServer {
+        TestServer::spawn_on(Some(url.to_owned()), args)
+    }
+
+    fn spawn_on(database: Option<String>, args: &[&str]) -> TestServer {
         let dir = tempfile::tempdir().expect("a temp dir");
         let mut server = TestServer {
             dir,
@@ -39,6 +51,7 @@ impl TestServer {
             bedrock: String::new(),
             extra_args: args.iter().map(|a| a.to_string()).collect(),
             token: None,
+            database,
         };
         if let Some(i) = args.iter().position(|a| *a == "--token") {
             server.token = args.get(i + 1).map(|t| t.to_string());
@@ -47,9 +60,12 @@ impl TestServer {
         server
     }
 
-    /// The database file.
+    /// The database: the SQLite file, or the PostgreSQL URL.
     pub fn db(&self) -> PathBuf {
-        self.dir.path().join("cairn.db")
+        match &self.database {
+            Some(url) => PathBuf::from(url),
+            None => self.dir.path().join("cairn.db"),
+        }
     }
 
     /// The temp directory the server runs in (for files tests write).
@@ -218,4 +234,60 @@ pub fn stdout(output: &Output) -> String {
 /// The text of a process's stderr.
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A database of its own on the private PostgreSQL cluster `scripts/test` starts (`CAIRN_TEST_POSTGRES_URL`),
+/// dropped when the test ends.
+pub struct TestDatabase {
+    admin: String,
+    name: String,
+    pub url: String,
+}
+
+impl TestDatabase {
+    pub fn new() -> TestDatabase {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
+            panic!(
+                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
+                 PostgreSQL cluster (scripts/postgres) and sets it"
+            )
+        });
+        let name = format!(
+            "cairn_cli_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let (server, _) = admin
+            .rsplit_once('/')
+            .unwrap_or_else(|| panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"));
+        let url = format!("{server}/{name}");
+        let (admin_url, create) = (admin.clone(), format!("CREATE DATABASE {name}"));
+        // A thread of its own: the synchronous client cannot run inside an async test.
+        std::thread::spawn(move || {
+            let mut client = postgres::Client::connect(&admin_url, postgres::NoTls)
+                .expect("connecting to the test cluster");
+            client
+                .batch_execute(&create)
+                .expect("creating a test database");
+        })
+        .join()
+        .expect("creating a test database");
+        TestDatabase { admin, name, url }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let (admin, drop) = (
+            self.admin.clone(),
+            format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut client) = postgres::Client::connect(&admin, postgres::NoTls) {
+                let _ = client.batch_execute(&drop);
+            }
+        })
+        .join();
+    }
 }

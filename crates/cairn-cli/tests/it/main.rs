@@ -11,6 +11,7 @@ mod crash;
 mod dashboard;
 mod harness;
 mod http;
+mod multinode;
 mod queues;
 mod schedule;
 mod stats;

@@ -40,8 +40,13 @@ pub(crate) enum Command {
     Op(Box<dyn ErasedOp>),
     /// Claim jobs, waiting until the deadline if none are ready.
     Dequeue(Waiter),
-    /// Look again: the clock jumped, or another connection committed jobs.
+    /// Look again at everything: the clock jumped, another connection committed jobs, or notifications from other
+    /// nodes may have been missed. Every parked dequeue is tried.
     Tick,
+    /// A time the writer set itself came (a due time, a lease expiry, a rate limit's next token, or a follower's
+    /// next bid for the lead): the timed work runs, and only the dequeues of queues that gained jobs are tried, so
+    /// that a follower's bid is not a poll of the queues.
+    Timer,
     /// Another node made jobs ready in these queues (PostgreSQL): serve the dequeues waiting on them.
     Ready(Vec<String>),
     /// Another node changed a queue's settings or an option (PostgreSQL): load them again.
@@ -174,14 +179,14 @@ impl Writer {
         self.stop();
     }
 
-    /// Waits for the next command, or makes a tick when something timed is due.
+    /// Waits for the next command, or makes a timer when something timed is due.
     fn next_command(&mut self) -> Option<Command> {
         let timeout = self.time_to_next_step();
         match timeout {
             None => self.rx.recv().ok(),
             Some(timeout) => match self.rx.recv_timeout(timeout) {
                 Ok(command) => Some(command),
-                Err(RecvTimeoutError::Timeout) => Some(Command::Tick),
+                Err(RecvTimeoutError::Timeout) => Some(Command::Timer),
                 Err(RecvTimeoutError::Disconnected) => None,
             },
         }
@@ -222,7 +227,7 @@ impl Writer {
     fn run_batch(&mut self, batch: Vec<Command>) -> Option<oneshot::Sender<()>> {
         let mut ops = Vec::new();
         let mut dequeues = Vec::new();
-        let mut tick = false;
+        let (mut tick, mut timer) = (false, false);
         let mut close = None;
         let mut elsewhere = Vec::new();
         for command in batch {
@@ -230,6 +235,7 @@ impl Writer {
                 Command::Op(op) => ops.push(op),
                 Command::Dequeue(waiter) => dequeues.push(waiter),
                 Command::Tick => tick = true,
+                Command::Timer => timer = true,
                 Command::Ready(queues) => elsewhere.extend(queues),
                 Command::ReloadSettings => self.reload_settings(),
                 Command::GiveBack(leases) => self.to_release.extend(leases),
@@ -261,7 +267,7 @@ impl Writer {
         // after writing is the batch rolled back and run again with a savepoint around each operation.
         let mut outcome = self.transaction(
             now_ms,
-            tick,
+            (tick, timer),
             &elsewhere,
             &mut ops,
             &dequeues,
@@ -272,7 +278,7 @@ impl Writer {
             self.reload_settings();
             outcome = self.transaction(
                 now_ms,
-                tick,
+                (tick, timer),
                 &elsewhere,
                 &mut ops,
                 &dequeues,
@@ -395,7 +401,7 @@ impl Writer {
     fn transaction(
         &mut self,
         now_ms: i64,
-        tick: bool,
+        (tick, timer): (bool, bool),
         elsewhere: &[String],
         ops: &mut [Box<dyn ErasedOp>],
         dequeues: &[Waiter],
@@ -427,7 +433,7 @@ impl Writer {
             settings: &mut self.settings,
             events: &mut events,
         };
-        let due = tick || self.next_due.is_some_and(|due| due <= now_ms);
+        let due = tick || timer || self.next_due.is_some_and(|due| due <= now_ms);
         if !self.leads && (due || prune) {
             match take_lead(&ctx.db) {
                 Ok(true) => {
@@ -441,6 +447,7 @@ impl Writer {
             }
         }
         let timed_work = TimedWork {
+            refill: due,
             due: due && self.leads,
             prune: prune && self.leads,
             retention,
@@ -566,7 +573,7 @@ impl Writer {
                 Command::Dequeue(waiter) => {
                     let _ = waiter.reply.send(Err(closed.clone()));
                 }
-                Command::Tick | Command::Ready(_) | Command::ReloadSettings => {}
+                Command::Tick | Command::Timer | Command::Ready(_) | Command::ReloadSettings => {}
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => {
                     let _ = ack.send(());
@@ -765,6 +772,9 @@ struct BatchPlan {
 
 /// The timed work one batch should do.
 struct TimedWork<'a> {
+    /// Whether the rate-limited queues may have tokens again.
+    refill: bool,
+    /// Whether the timed work of the leader is due (always on SQLite).
     due: bool,
     prune: bool,
     retention: Retention,
@@ -785,12 +795,14 @@ impl TimedWork<'_> {
     fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<TimedUpdates> {
         let mut updates = TimedUpdates::default();
         // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
-        if self.due {
-            maintenance::promote_due(ctx)?;
-            // Their buckets may have refilled.
+        if self.refill {
+            // Their buckets may have refilled (each node counts its own).
             for (queue, _) in ctx.settings.rate_limited() {
                 ctx.ready.mark(&queue);
             }
+        }
+        if self.due {
+            maintenance::promote_due(ctx)?;
             let expired = maintenance::expire_leases(ctx)?;
             if expired > 0 {
                 tracing::info!(expired, "retried jobs whose lease expired");
