@@ -112,7 +112,6 @@ pub mod __private {
             finish::GO_ON,
             events::UPSERT_MINUTE,
             events::UPSERT_HISTOGRAM,
-            events::UPSERT_WORKER_HOUR,
             queues::COUNT_BY_STATE,
             waiting::RELEASE_IF_UNBLOCKED,
             aging::SET_AGING,
@@ -128,6 +127,7 @@ pub mod __private {
         .map(str::to_owned)
         .collect();
         all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(str::to_owned));
+        all.push(events::UPSERT_WORKER_HOURS.text(2).to_owned());
         for (patterns, priority, aging) in [(0, false, false), (2, true, false), (1, true, true)] {
             all.push(claim::select_ready_jobs(patterns, priority, aging));
         }

@@ -36,6 +36,10 @@ pub struct BenchArgs {
     /// The server to load.
     #[command(flatten)]
     pub client: ClientArgs,
+    /// Another server on the same PostgreSQL database as --server; repeat for several. The clients are spread
+    /// over all the servers in turn, and the wake-up scenario enqueues on one server while it waits on another.
+    #[arg(long = "also", value_name = "URL")]
+    pub also: Vec<String>,
     /// Load an embedded queue on this file instead of a server; the file must not exist or be empty.
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -166,6 +170,12 @@ impl BenchArgs {
             (None, true) => Mode::Embedded(None),
             (None, false) => Mode::Server,
         };
+        if !self.also.is_empty() && mode != Mode::Server {
+            return Err(invalid(
+                "--also",
+                "names more servers to load, so it cannot go with an embedded queue",
+            ));
+        }
         let scenarios = self.scenarios(&mode);
         if scenarios.contains(&Scenario::Idle) {
             if mode != Mode::Server {

@@ -61,9 +61,25 @@ async fn run_on_server(args: &BenchArgs, settings: &Settings) -> anyhow::Result<
         .health()
         .await
         .with_context(|| format!("reaching the server at {}", client.url()))?;
+    // Every server, --server first: client i loads server i mod n.
+    let mut servers = vec![client.clone()];
+    for url in &args.also {
+        let mut other = args.client.clone();
+        other.server = url.clone();
+        let other = other.client().map_err(|e| anyhow::anyhow!("--also: {e}"))?;
+        other
+            .health()
+            .await
+            .with_context(|| format!("reaching the server at {url}"))?;
+        servers.push(other);
+    }
     // A client each, so that each has connections of its own, as separate programs would.
     let handles = (0..settings.clients.max(2))
-        .map(|_| args.client.client())
+        .map(|i| {
+            let mut args = args.client.clone();
+            args.server = servers[i % servers.len()].url().to_owned();
+            args.client()
+        })
         .collect::<cairn::Result<Vec<_>>>()?;
     let idle = settings.server_pid.map(|pid| IdleTarget {
         client: client.clone(),
@@ -72,8 +88,18 @@ async fn run_on_server(args: &BenchArgs, settings: &Settings) -> anyhow::Result<
     });
     let mut report = Report::start(
         format!(
-            "server {} (cairn {}), {}",
-            client.url(),
+            "{} (cairn {}), {}",
+            match servers.len() {
+                1 => format!("server {}", client.url()),
+                n => format!(
+                    "{n} servers ({})",
+                    servers
+                        .iter()
+                        .map(|s| s.url())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            },
             health.version,
             describe(settings)
         ),

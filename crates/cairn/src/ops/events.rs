@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::store::db::{Db, Params, ToValue, named};
+use crate::store::db::{Db, MultiRow, ToValue, Value, named};
 
 use crate::error::Result;
 use crate::ops::HeldJob;
@@ -316,9 +316,18 @@ impl EventLog {
                 workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
             }
         }
+        let mut values = Vec::with_capacity(workers.len() * 6);
         for ((hour, worker, queue), (present, busy, attempts)) in &workers {
-            db.execute(UPSERT_WORKER_HOUR, &named![":hour" => hour, ":worker" => worker, ":queue" => queue, ":present" => present, ":busy" => busy, ":attempts" => attempts])?;
+            values.extend([
+                hour.to_value(),
+                worker.to_value(),
+                queue.to_value(),
+                present.to_value(),
+                busy.to_value(),
+                attempts.to_value(),
+            ]);
         }
+        UPSERT_WORKER_HOURS.execute(db, values)?;
         let totals = BatchTotals {
             jobs: per_job
                 .into_iter()
@@ -450,40 +459,21 @@ impl JobTotals {
     }
 }
 
-/// How many activity rows one INSERT carries: fewer statements is most of the log's cost.
-const ROWS_PER_INSERT: usize = 64;
+/// The activity log's rows, in as few statements as [`MultiRow`] allows: fewer statements is most of the log's
+/// cost.
+static INSERT_ACTIVITY: MultiRow = MultiRow::new(
+    "INSERT INTO activity (at, event, job_id, queue, name, worker, detail)",
+    7,
+    "",
+);
 
-/// INSERT_ACTIVITY for `rows` rows.
-fn insert_activity_sql(rows: usize) -> String {
-    let row = "(?,?,?,?,?,?,?)";
-    format!(
-        "INSERT INTO activity (at, event, job_id, queue, name, worker, detail) VALUES {}",
-        vec![row; rows].join(",")
-    )
-}
-
-static INSERT_ACTIVITY_CHUNK: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_activity_sql(ROWS_PER_INSERT));
-static INSERT_ACTIVITY_ONE: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| insert_activity_sql(1));
-
-/// Appends the events to the activity log, [`ROWS_PER_INSERT`] rows per statement, in order.
+/// Appends the events to the activity log, in order.
 fn insert_activity(db: &Db<'_>, events: &[Recorded]) -> Result<()> {
-    let mut chunks = events.chunks_exact(ROWS_PER_INSERT);
-    for chunk in chunks.by_ref() {
-        db.execute(&INSERT_ACTIVITY_CHUNK, &activity_values(chunk))?;
-    }
-    for event in chunks.remainder() {
-        db.execute(
-            &INSERT_ACTIVITY_ONE,
-            &activity_values(std::slice::from_ref(event)),
-        )?;
-    }
-    Ok(())
+    INSERT_ACTIVITY.execute(db, activity_values(events))
 }
 
-/// The values of `events`' activity rows, seven per row, in the order of [`insert_activity_sql`].
-fn activity_values(events: &[Recorded]) -> Params<'_> {
+/// The values of `events`' activity rows, seven per row, in the order of [`INSERT_ACTIVITY`].
+fn activity_values(events: &[Recorded]) -> Vec<Value<'_>> {
     let mut values = Vec::with_capacity(events.len() * 7);
     for e in events {
         values.extend([
@@ -496,7 +486,7 @@ fn activity_values(events: &[Recorded]) -> Params<'_> {
             e.detail.as_deref().to_value(),
         ]);
     }
-    Params::Numbered(values)
+    values
 }
 
 /// Adds to a minute's row; a min or max that is NULL on one side takes the other.
@@ -524,10 +514,14 @@ pub(crate) const UPSERT_HISTOGRAM: &str = "INSERT INTO stats_histogram (hour, qu
      VALUES (:hour, :queue, :name, :metric, :bucket, :count) \
      ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = stats_histogram.count + excluded.count";
 
-pub(crate) const UPSERT_WORKER_HOUR: &str = "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts) \
-     VALUES (:hour, :worker, :queue, :present, :busy, :attempts) \
-     ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
-     busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts";
+/// Adds to the worker-hour rows, many at once (the keys of one batch are distinct, as an upsert of many rows
+/// needs).
+pub(crate) static UPSERT_WORKER_HOURS: MultiRow = MultiRow::new(
+    "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts)",
+    6,
+    "ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
+     busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts",
+);
 
 #[cfg(test)]
 mod tests {

@@ -408,7 +408,8 @@ impl Writer {
         isolation: Isolation,
     ) -> std::result::Result<BatchPlan, Failure> {
         let node = self.db.node().map(str::to_owned);
-        let db = self.db.begin().map_err(Failure::Storage)?;
+        let durable = ops.iter().any(|op| op.is_durable());
+        let db = self.db.begin_batch(durable).map_err(Failure::Storage)?;
         let retention = self.settings.config.retention;
         // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
         let prune = now_ms >= self.next_prune;

@@ -92,6 +92,17 @@ impl WriterDb {
         }
     }
 
+    /// Begins a batch's transaction. A batch with nothing that must be durable (claims, heartbeats: a crash that
+    /// loses them leaves the job unleased, and tokens are never reused) commits on PostgreSQL without waiting for
+    /// its WAL to reach the disk, as SQLite's writer replies to them before the syncer's fsync.
+    pub fn begin_batch(&mut self, durable: bool) -> Result<Db<'_>> {
+        let db = self.begin()?;
+        if !durable && db.is_postgres() {
+            db.batch("SET LOCAL synchronous_commit TO OFF")?;
+        }
+        Ok(db)
+    }
+
     /// After a batch that did not commit: SQLite's transaction is rolled back (a PostgreSQL one was, when its
     /// `Db` was dropped).
     pub fn roll_back(&self) {
