@@ -290,7 +290,7 @@ impl Queue {
         let opening_defaults = defaults.clone();
         let clock = options.clock.clone();
         let (client, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let mut client = crate::store::postgres::connect::connect(&opening)?;
+            let mut client = crate::store::postgres::connect::connect(&opening, "cairn writer")?;
             crate::store::postgres::migrations::migrate(&mut client, to_millis(clock.now()))?;
             let prepared = std::cell::RefCell::new(Default::default());
             let tx = client
@@ -320,6 +320,8 @@ impl Queue {
                 client,
                 prepared: Default::default(),
                 node: node.clone(),
+                url: url.clone(),
+                session: 0,
             })),
             syncer: None,
             settings,
@@ -369,7 +371,7 @@ impl Queue {
             metrics: metrics.clone(),
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
-            leads: !postgres,
+            leads: (!postgres).then_some(0),
             _lock: opened.lock,
         };
         let thread = std::thread::Builder::new()

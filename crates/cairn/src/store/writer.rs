@@ -149,9 +149,9 @@ pub(crate) struct Writer {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
-    /// Whether this writer does the timed work: always on SQLite; on PostgreSQL, the node that holds the lead
-    /// (see [`take_lead`]).
-    pub leads: bool,
+    /// The session of the writer's in which it took the lead of the timed work (see [`take_lead`]): always
+    /// `Some(0)` on SQLite; on PostgreSQL, it leads while that session is the current one.
+    pub leads: Option<u64>,
     /// Held while the writer runs: while it is locked, no other process opens the SQLite file as a queue.
     pub _lock: Option<std::fs::File>,
 }
@@ -373,7 +373,7 @@ impl Writer {
         let next_token = self.settings.buckets.next_token_at.take();
         // A node that does not lead leaves the timed work to the leader, and asks for the lead again in a while.
         let next_due = match next_due {
-            Ok(_) if !self.leads => Ok(Some(now_ms + duration_millis(LEADER_RETRY))),
+            Ok(_) if !self.leads() => Ok(Some(now_ms + duration_millis(LEADER_RETRY))),
             other => other,
         };
         match next_due {
@@ -409,7 +409,7 @@ impl Writer {
     ) -> std::result::Result<BatchPlan, Failure> {
         let node = self.db.node().map(str::to_owned);
         let durable = ops.iter().any(|op| op.is_durable());
-        let db = self.db.begin_batch(durable).map_err(Failure::Storage)?;
+        let (db, session) = self.db.begin_batch(durable).map_err(Failure::Storage)?;
         let retention = self.settings.config.retention;
         // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
         let prune = now_ms >= self.next_prune;
@@ -435,11 +435,13 @@ impl Writer {
             events: &mut events,
         };
         let due = tick || timer || self.next_due.is_some_and(|due| due <= now_ms);
-        if !self.leads && (due || prune) {
+        let mut leads = self.leads == Some(session);
+        if !leads && (due || prune) {
             match take_lead(&ctx.db) {
                 Ok(true) => {
                     tracing::info!(node = node.as_deref(), "this node now does the timed work");
-                    self.leads = true;
+                    self.leads = Some(session);
+                    leads = true;
                 }
                 Ok(false) => {}
                 Err(e) => {
@@ -449,8 +451,8 @@ impl Writer {
         }
         let timed_work = TimedWork {
             refill: due,
-            due: due && self.leads,
-            prune: prune && self.leads,
+            due: due && leads,
+            prune: prune && leads,
             retention,
             release: &self.to_release,
             waiting_workers: &waiting_workers,
@@ -601,6 +603,11 @@ impl Writer {
 }
 
 impl Writer {
+    /// Whether this writer does the timed work now.
+    fn leads(&self) -> bool {
+        self.leads == Some(self.db.session())
+    }
+
     /// Loads the queues' settings again from the database, after a rollback.
     fn reload_settings(&mut self) {
         let settings = &mut self.settings;

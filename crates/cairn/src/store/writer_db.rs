@@ -21,6 +21,11 @@ pub(crate) struct PgWriter {
     pub prepared: RefCell<PreparedStatements>,
     /// This node's name in notifications, so that it can tell its own from the others'.
     pub node: String,
+    /// Where to connect again when the session breaks.
+    pub url: String,
+    /// How many times the session was opened again: what the session held (the lead, prepared statements) went
+    /// with the old one.
+    pub session: u64,
 }
 
 /// The session advisory lock the node doing the timed work holds (lease expiry, promotion, template slots,
@@ -64,12 +69,17 @@ impl WriterDb {
     /// transaction, a VACUUM) makes `BEGIN IMMEDIATE` fail with "busy" after the busy timeout; the batch then waits
     /// and tries again rather than failing requests that nothing has happened to yet.
     pub fn begin(&mut self) -> Result<Db<'_>> {
+        Ok(self.begin_in_session()?.0)
+    }
+
+    /// [`begin`](Self::begin), and the [`session`](Self::session) the transaction runs in.
+    fn begin_in_session(&mut self) -> Result<(Db<'_>, u64)> {
         match self {
             WriterDb::Sqlite(conn) => {
                 let started = Instant::now();
                 loop {
                     match conn.prepare_cached("BEGIN IMMEDIATE")?.execute([]) {
-                        Ok(_) => return Ok(Db::Sqlite(conn)),
+                        Ok(_) => return Ok((Db::Sqlite(conn), 0)),
                         Err(e)
                             if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
                                 && started.elapsed() < BUSY_WAIT =>
@@ -83,24 +93,39 @@ impl WriterDb {
                 }
             }
             WriterDb::Postgres(pg) => {
+                if pg.client.is_closed() {
+                    // The server restarted, or ended the session: the batch that found out failed; this one
+                    // starts on a new session.
+                    pg.client = crate::store::postgres::connect::connect(&pg.url, "cairn writer")?;
+                    pg.prepared.get_mut().clear();
+                    pg.session += 1;
+                    tracing::warn!(
+                        node = pg.node,
+                        "the writer's PostgreSQL session broke; connected again"
+                    );
+                }
                 let tx = pg
                     .client
                     .transaction()
                     .map_err(|e| Error::storage("starting a write transaction", e))?;
-                Ok(Db::Postgres(PgTransaction::new(tx, &pg.prepared)))
+                Ok((
+                    Db::Postgres(PgTransaction::new(tx, &pg.prepared)),
+                    pg.session,
+                ))
             }
         }
     }
 
     /// Begins a batch's transaction. A batch with nothing that must be durable (claims, heartbeats: a crash that
     /// loses them leaves the job unleased, and tokens are never reused) commits on PostgreSQL without waiting for
-    /// its WAL to reach the disk, as SQLite's writer replies to them before the syncer's fsync.
-    pub fn begin_batch(&mut self, durable: bool) -> Result<Db<'_>> {
-        let db = self.begin()?;
+    /// its WAL to reach the disk, as SQLite's writer replies to them before the syncer's fsync. Returns the
+    /// transaction and the [`session`](Self::session) it runs in.
+    pub fn begin_batch(&mut self, durable: bool) -> Result<(Db<'_>, u64)> {
+        let (db, session) = self.begin_in_session()?;
         if !durable && db.is_postgres() {
             db.batch("SET LOCAL synchronous_commit TO OFF")?;
         }
-        Ok(db)
+        Ok((db, session))
     }
 
     /// After a batch that did not commit: SQLite's transaction is rolled back (a PostgreSQL one was, when its
@@ -168,6 +193,14 @@ impl WriterDb {
             )?;
         }
         Ok(())
+    }
+
+    /// Which session of the writer's this is (always 0 on SQLite): a lead taken on one session is lost with it.
+    pub fn session(&self) -> u64 {
+        match self {
+            WriterDb::Sqlite(_) => 0,
+            WriterDb::Postgres(pg) => pg.session,
+        }
     }
 
     /// The node's name, on PostgreSQL.

@@ -1,5 +1,7 @@
-//! The PostgreSQL backend, as far as it is built: its migrations on a real server, and `cairn_glob`, the schema's
-//! stand-in for SQLite's GLOB, checked against SQLite's own GLOB.
+//! The PostgreSQL backend's own parts: its migrations on a real server; `cairn_glob`, the schema's stand-in for
+//! SQLite's GLOB, checked against SQLite's own GLOB; the engine's statements prepared on the real schema; and a
+//! queue that connects again when its sessions are ended. (The engine's behaviour on PostgreSQL is tested by the
+//! `postgres` copy of `engine.rs`.)
 //!
 //! The server is the private cluster `scripts/test` starts (`scripts/postgres`), named by
 //! `CAIRN_TEST_POSTGRES_URL`; each test works in a database of its own, dropped at the end.
@@ -145,4 +147,74 @@ fn the_engines_statements_translate_to_sql_postgresql_prepares() {
             .unwrap_or_else(|e| panic!("{e:?}\n  from: {sql}\n  to:   {translated}"));
         assert_eq!(prepared.params().len(), params.len(), "{translated}");
     }
+}
+
+/// Ends every session of the test's database but the caller's, as a server restart or an administrator would.
+fn end_sessions(db: &TestDatabase) -> i64 {
+    let url = db.url.clone();
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    })
+    .join()
+    .unwrap()
+}
+
+/// Runs `f` until it succeeds, at most three times: the call that meets a broken session fails, the next one
+/// connects again.
+async fn after_reconnect<T, F, Fut>(mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = cairn::Result<T>>,
+{
+    let mut last = None;
+    for _ in 0..3 {
+        match f().await {
+            Ok(value) => return value,
+            Err(e) => {
+                assert_eq!(e.kind(), cairn::ErrorKind::Storage, "{e}");
+                last = Some(e);
+            }
+        }
+    }
+    panic!("still failing after connecting again: {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_connects_again_when_its_sessions_are_ended() {
+    let db = TestDatabase::new();
+    let queue = cairn::Queue::open(&db.url).await.unwrap();
+    let first = queue.enqueue(cairn::Push::new("before")).await.unwrap().id;
+    queue.get(first).await.unwrap();
+    assert!(
+        end_sessions(&db) >= 2,
+        "the writer's and the listener's sessions ended"
+    );
+
+    let second = after_reconnect(|| queue.enqueue(cairn::Push::new("after")))
+        .await
+        .id;
+    let job = after_reconnect(|| queue.get(second)).await;
+    assert_eq!(job.state, cairn::JobState::Queued);
+    // The new session leads the timed work again, and claims and finishes as before.
+    let claimed = queue
+        .dequeue(cairn::Dequeue::new("w").limit(2))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 2);
+    for c in &claimed {
+        queue.finish(&c.lease, None).await.unwrap();
+    }
+    queue.settle().await.unwrap();
+    queue
+        .close(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
 }

@@ -27,15 +27,19 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// Opens a session. Connections are plain TCP or a Unix socket: Cairn does not speak TLS to PostgreSQL yet, so
+/// Opens a session, named `role` in `pg_stat_activity` (`cairn writer`, `cairn reader`, `cairn listener`).
+/// Connections are plain TCP or a Unix socket: Cairn does not speak TLS to PostgreSQL yet, so
 /// the database should be on the same host or a private network.
-pub(crate) fn connect(url: &str) -> Result<Client> {
-    let config: postgres::Config = url.parse().map_err(|e| {
+pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
+    let mut config: postgres::Config = url.parse().map_err(|e| {
         Error::invalid(
             "database",
             format!("is not a valid PostgreSQL URL ({e}): {}", redacted(url)),
         )
     })?;
+    if config.get_application_name().is_none() {
+        config.application_name(role);
+    }
     let mut client = config
         .connect(NoTls)
         .map_err(|e| Error::storage(format!("connecting to {}", redacted(url)), e))?;

@@ -35,7 +35,7 @@ fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
     let mut backoff = Duration::from_millis(100);
     let mut first = true;
     while !stop.load(Ordering::SeqCst) {
-        let mut client = match connect(url).and_then(|mut client| {
+        let mut client = match connect(url, "cairn listener").and_then(|mut client| {
             client
                 .batch_execute(&format!(
                     "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}"

@@ -34,7 +34,7 @@ impl PgReaders {
     pub fn read_blocking<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
         let mut session = self.pool.take(|| {
             Ok(Session {
-                client: connect(&self.url)?,
+                client: connect(&self.url, "cairn reader")?,
                 prepared: RefCell::new(PreparedStatements::new()),
             })
         })?;
