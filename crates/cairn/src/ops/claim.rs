@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::store::db::{Params, ToValue, numbered};
+use crate::store::db::{Params, ToValue, named, numbered};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -10,6 +10,7 @@ use crate::job::Job;
 use crate::lease::Lease;
 use crate::names::{NamePattern, QueueName, WorkerId};
 use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
+use crate::ops::rate_limit::{LOCK_LIMITED_QUEUE, STORE_BUCKET};
 use crate::ops::{Operation, WriteCtx};
 use crate::store::sqlite::rows::{job_columns, job_from_row};
 
@@ -322,6 +323,17 @@ impl Claim {
         if settings.paused {
             return Ok(Vec::new());
         }
+        if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
+            // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
+            // and read the bucket after this claim commits. The bucket in memory is what the row says.
+            let stored = ctx.db.query_row(
+                LOCK_LIMITED_QUEUE,
+                &named![":name" => queue.as_str()],
+                |r| Ok((r.get::<Option<f64>>(0)?, r.get::<Option<i64>>(1)?)),
+            )?;
+            let bucket = stored.and_then(|(tokens, at)| Some((tokens?, at?)));
+            ctx.settings.buckets.load(queue.as_str(), bucket);
+        }
         let mut limit =
             match crate::ops::queues::room(&ctx.db, queue.as_str(), settings.concurrency)? {
                 Some(0) => return Ok(Vec::new()),
@@ -437,8 +449,17 @@ impl Claim {
             }
             weight_left = weight_left.saturating_sub(weight);
             if let Some(job) = self.lease(ctx, id)? {
-                if ctx.settings.get(job.job.queue.as_str()).rate.is_some() {
-                    ctx.settings.buckets.take(job.job.queue.as_str());
+                let queue = job.job.queue.as_str();
+                if ctx.settings.get(queue).rate.is_some() {
+                    ctx.settings.buckets.take(queue);
+                    if let (true, Some((tokens, at))) =
+                        (ctx.db.is_postgres(), ctx.settings.buckets.state(queue))
+                    {
+                        ctx.db.execute(
+                            STORE_BUCKET,
+                            &named![":tokens" => tokens, ":at" => at, ":name" => queue],
+                        )?;
+                    }
                 }
                 claimed.push(job);
             }

@@ -1,7 +1,10 @@
 //! Per-queue rate limits: at most N jobs of a queue start per period, across all workers. A token bucket per
-//! queue, kept in the writer's memory (the writer is the only one that starts jobs): it holds up to N tokens,
-//! refills at N per period, and each job started takes one. A restart starts the buckets full, so a restart can
-//! let one extra period's worth through, never more.
+//! queue: it holds up to N tokens, refills at N per period, and each job started takes one.
+//!
+//! On SQLite the bucket is kept in the writer's memory (the writer is the only one that starts jobs); a restart
+//! starts the buckets full, so a restart can let one extra period's worth through, never more. On PostgreSQL,
+//! where every node starts jobs, the bucket lives in the queue's row: a claim locks the row, loads the bucket from
+//! it, and writes back each token it takes (see `ops/claim.rs`), so the limit holds across nodes.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -44,8 +47,18 @@ pub struct RateLimitQueue {
     pub rate: Option<RateLimit>,
 }
 
+/// A new or changed limit starts with a full bucket (NULL).
 const SET_RATE: &str = "INSERT INTO queues (name, rate_jobs, rate_period_ms) VALUES (:name, :jobs, :period) \
-     ON CONFLICT (name) DO UPDATE SET rate_jobs = excluded.rate_jobs, rate_period_ms = excluded.rate_period_ms";
+     ON CONFLICT (name) DO UPDATE SET rate_jobs = excluded.rate_jobs, rate_period_ms = excluded.rate_period_ms, \
+     rate_tokens = NULL, rate_at = NULL";
+
+/// A limited queue's row, locked, with its stored bucket: how claims on PostgreSQL take turns on the queue.
+pub(crate) const LOCK_LIMITED_QUEUE: &str =
+    "SELECT rate_tokens, rate_at FROM queues WHERE name = :name /* FOR UPDATE */";
+
+/// The bucket after a claim took from it.
+pub(crate) const STORE_BUCKET: &str =
+    "UPDATE queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :name";
 
 impl Operation for RateLimitQueue {
     type Output = ();
@@ -124,6 +137,24 @@ impl Buckets {
         if let Some(bucket) = self.buckets.get_mut(queue) {
             bucket.tokens -= 1.0;
         }
+    }
+
+    /// Replaces what is kept of `queue`'s bucket with what is stored: `tokens` as of `at_ms`, or a full bucket.
+    pub fn load(&mut self, queue: &str, stored: Option<(f64, i64)>) {
+        match stored {
+            Some((tokens, at_ms)) => {
+                self.buckets
+                    .insert(queue.to_owned(), Bucket { tokens, at_ms });
+            }
+            None => {
+                self.buckets.remove(queue);
+            }
+        }
+    }
+
+    /// What is kept of `queue`'s bucket: its tokens as of a time (ms).
+    pub fn state(&self, queue: &str) -> Option<(f64, i64)> {
+        self.buckets.get(queue).map(|b| (b.tokens, b.at_ms))
     }
 
     /// A queue's limit changed: its bucket starts full again.

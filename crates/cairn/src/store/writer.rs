@@ -49,7 +49,8 @@ pub(crate) enum Command {
     Timer,
     /// Another node made jobs ready in these queues (PostgreSQL): serve the dequeues waiting on them.
     Ready(Vec<String>),
-    /// Another node changed a queue's settings or an option (PostgreSQL): load them again.
+    /// Another node changed a queue's settings or an option (PostgreSQL): load them again, and try every parked
+    /// dequeue.
     ReloadSettings,
     /// Give these claims back: their dequeue's caller stopped waiting after they were sent.
     GiveBack(Vec<Lease>),
@@ -237,7 +238,11 @@ impl Writer {
                 Command::Tick => tick = true,
                 Command::Timer => timer = true,
                 Command::Ready(queues) => elsewhere.extend(queues),
-                Command::ReloadSettings => self.reload_settings(),
+                Command::ReloadSettings => {
+                    // What changed may let waiting workers in (a queue resumed, a limit raised).
+                    self.reload_settings();
+                    tick = true;
+                }
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => close = Some(ack),
             }

@@ -165,6 +165,15 @@ impl WriterDb {
         if !db.is_postgres() {
             return Ok(());
         }
+        // Settings first: PostgreSQL delivers a transaction's notifications in order, so another node loads the
+        // settings (a queue resumed, a limit raised) before it serves the queues this commit made ready.
+        if settings_changed {
+            db.query(
+                "SELECT pg_notify(?1, ?2)",
+                &crate::store::db::numbered![SETTINGS_CHANNEL, node],
+                |_| Ok(()),
+            )?;
+        }
         let mut payload = node.to_owned();
         let flush = |payload: &mut String| -> Result<()> {
             if payload.len() > node.len() {
@@ -185,13 +194,6 @@ impl WriterDb {
             payload.push_str(queue);
         }
         flush(&mut payload)?;
-        if settings_changed {
-            db.query(
-                "SELECT pg_notify(?1, ?2)",
-                &crate::store::db::numbered![SETTINGS_CHANNEL, node],
-                |_| Ok(()),
-            )?;
-        }
         Ok(())
     }
 

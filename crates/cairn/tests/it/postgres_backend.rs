@@ -26,7 +26,13 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         .iter()
         .map(|r| (r.get(0), r.get(1), r.get(2)))
         .collect();
-    assert_eq!(applied, [(1, "schema".to_owned(), 1_000)]);
+    assert_eq!(
+        applied,
+        [
+            (1, "schema".to_owned(), 1_000),
+            (2, "rate_buckets".to_owned(), 1_000)
+        ]
+    );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
     for table in [
         "jobs",
@@ -217,4 +223,94 @@ async fn a_queue_connects_again_when_its_sessions_are_ended() {
         .close(std::time::Duration::from_secs(10))
         .await
         .unwrap();
+}
+
+/// Two queues on one database in one process: two nodes, on one manual clock.
+async fn two_nodes(db: &TestDatabase, clock: &cairn::ManualClock) -> cairn::Queue {
+    let options = cairn::QueueOptions {
+        clock: std::sync::Arc::new(clock.clone()),
+        ..cairn::QueueOptions::default()
+    };
+    cairn::Queue::open_with(&db.url, options).await.unwrap()
+}
+
+async fn take(queue: &cairn::Queue, from: &str, worker: &str) -> Vec<cairn::ClaimedJob> {
+    queue
+        .dequeue(cairn::Dequeue::new(worker).queue(from).limit(10))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_and_concurrency_limits_hold_across_nodes() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let rate = cairn::RateLimit {
+        jobs: 2,
+        per: std::time::Duration::from_secs(10),
+    };
+    a.rate_limit_queue("mail", Some(rate)).await.unwrap();
+    a.limit_queue("pdf", Some(2)).await.unwrap();
+    // Opened after the limits were set, so that it has them from the start.
+    let b = two_nodes(&db, &clock).await;
+    for _ in 0..6 {
+        a.enqueue(cairn::Push::new("send").queue("mail"))
+            .await
+            .unwrap();
+        a.enqueue(cairn::Push::new("render").queue("pdf"))
+            .await
+            .unwrap();
+    }
+
+    // One bucket for both nodes: two starts per ten seconds in all, not two per node.
+    assert_eq!(take(&a, "mail", "a").await.len(), 2);
+    assert_eq!(take(&b, "mail", "b").await.len(), 0);
+    clock.advance(std::time::Duration::from_secs(5)); // one token back
+    let started = take(&b, "mail", "b").await.len() + take(&a, "mail", "a").await.len();
+    assert_eq!(started, 1);
+
+    // At most two running in all.
+    let running = take(&a, "pdf", "a").await;
+    assert_eq!(running.len(), 2);
+    assert_eq!(take(&b, "pdf", "b").await.len(), 0);
+    a.finish(&running[0].lease, None).await.unwrap();
+    assert_eq!(take(&b, "pdf", "b").await.len(), 1);
+    assert_eq!(take(&a, "pdf", "a").await.len(), 0);
+
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_resumed_on_one_node_wakes_a_worker_waiting_on_another() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    a.pause_queue("x", true).await.unwrap();
+    a.enqueue(cairn::Push::new("held").queue("x"))
+        .await
+        .unwrap();
+    let b = two_nodes(&db, &clock).await;
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.dequeue(
+                cairn::Dequeue::new("b")
+                    .queue("x")
+                    .wait(std::time::Duration::from_secs(30)),
+            )
+            .await
+            .unwrap()
+        })
+    };
+    // Node b hands out nothing while the queue is paused (it loaded the setting at open).
+    b.settle().await.unwrap();
+    assert!(!waiting.is_finished());
+    a.pause_queue("x", false).await.unwrap();
+    // Node b hears of it (settings, then the queue made ready) and serves its waiting worker.
+    let claimed = waiting.await.unwrap();
+    assert_eq!(claimed.len(), 1);
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }

@@ -8,11 +8,18 @@ use postgres::Client;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Every migration, in order: (version, name, SQL).
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "schema",
-    include_str!("../../../migrations/postgres/0001_schema.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "schema",
+        include_str!("../../../migrations/postgres/0001_schema.sql"),
+    ),
+    (
+        2,
+        "rate_buckets",
+        include_str!("../../../migrations/postgres/0002_rate_buckets.sql"),
+    ),
+];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
 const MIGRATION_LOCK: i64 = 0x0063_6169_726e;

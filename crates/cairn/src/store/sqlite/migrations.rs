@@ -71,6 +71,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "views",
         include_str!("../../../migrations/sqlite/0013_views.sql"),
     ),
+    (
+        14,
+        "rate_buckets",
+        include_str!("../../../migrations/sqlite/0014_rate_buckets.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
