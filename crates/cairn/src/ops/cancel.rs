@@ -15,7 +15,9 @@ pub struct Cancel {
     pub job: JobId,
 }
 
-const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
+/// Locked (on PostgreSQL) until the transaction ends: what the caller decides from the state stays true while it
+/// writes, whatever another node does to the job meanwhile.
+const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id /* FOR UPDATE */";
 
 /// Reads a job's state, or fails with not found.
 pub(crate) fn job_state(ctx: &WriteCtx<'_>, job: JobId) -> Result<JobState> {

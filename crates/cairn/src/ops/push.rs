@@ -328,9 +328,10 @@ const SELECT_LIVE_BY_UNIQUE_KEY: &str = concat!(
     crate::ops::live!()
 );
 
-/// A would-be parent's state, and whether it waits for anything but its children.
+/// A would-be parent's state, and whether it waits for anything but its children. Locked, so that a child is not
+/// added while another node ends the parent's run (which would miss the child it starts or cancels).
 const SELECT_PARENT: &str = "SELECT state, awaits_parent = 1 \
-     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) FROM jobs WHERE id = :id";
+     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) FROM jobs WHERE id = :id /* FOR UPDATE */";
 
 const AWAIT_PARENT: &str = "UPDATE jobs SET awaits_parent = 1 WHERE id = :id";
 const MARK_HAS_CHILDREN: &str =

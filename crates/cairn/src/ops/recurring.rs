@@ -196,7 +196,8 @@ impl Operation for SetRecurring {
         }
         validate(job, ctx)?;
         let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx.db.query_row(
-            "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = :key",
+            // Locked: the leader may be creating this template's slot (see `create_due_runs`).
+            "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = :key /* FOR UPDATE */",
             &named![":key" => key.as_str()],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
@@ -247,7 +248,7 @@ impl Operation for RemoveRecurring {
 
 const SELECT_DUE_TEMPLATES: &str = "SELECT key, cron, time_zone, missed, template, next_slot_at \
      FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= :now \
-     ORDER BY next_slot_at LIMIT 100";
+     ORDER BY next_slot_at LIMIT 100 /* FOR UPDATE */";
 
 const ADVANCE_TEMPLATE: &str = "UPDATE recurring SET next_slot_at = :next, \
      last_slot_at = COALESCE(:last, last_slot_at) WHERE key = :key";

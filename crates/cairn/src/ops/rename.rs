@@ -17,7 +17,7 @@ pub struct Rename {
     pub name: String,
 }
 
-const SELECT_JOB: &str = "SELECT state, queue FROM jobs WHERE id = :id";
+const SELECT_JOB: &str = "SELECT state, queue FROM jobs WHERE id = :id /* FOR UPDATE */";
 const RENAME_JOB: &str = "UPDATE jobs SET name = :name WHERE id = :id";
 
 impl Operation for Rename {

@@ -22,7 +22,8 @@ pub struct Requeue {
     pub run_at: Option<Timestamp>,
 }
 
-const SELECT_JOB: &str = "SELECT state, queue, unique_key, name FROM jobs WHERE id = :id";
+const SELECT_JOB: &str =
+    "SELECT state, queue, unique_key, name FROM jobs WHERE id = :id /* FOR UPDATE */";
 
 /// Another live job holding the same unique key.
 const SELECT_LIVE_HOLDER: &str = concat!(

@@ -148,8 +148,7 @@ pub(crate) fn job_ended(
     Ok(())
 }
 
-const SELECT_RELATIONS: &str =
-    "SELECT state, parent_id, has_children, has_dependents, queue, name FROM jobs WHERE id = :id";
+const SELECT_RELATIONS: &str = "SELECT state, parent_id, has_children, has_dependents, queue, name FROM jobs WHERE id = :id /* FOR UPDATE */";
 
 const CANCEL_ONE: &str = "UPDATE jobs SET state = 'cancelled', finished_at = :now, error = COALESCE(:error, error), \
      awaits_parent = 0, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
@@ -247,7 +246,9 @@ pub(crate) enum DependencyOn {
     Pending,
 }
 
-const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id";
+/// Locked: a dependency recorded on a job that another node is completing would otherwise miss the release that
+/// completion makes (the completion updates the job's row, so one of the two waits for the other).
+const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id /* FOR UPDATE */";
 
 /// Checks a dependency on `on` of `job`, or of a job about to be pushed under `parent`: `on` must exist and not be
 /// cancelled, and must not wait, directly or not, for the dependent job (through its own dependencies, or as a

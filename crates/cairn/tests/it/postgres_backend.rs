@@ -314,3 +314,54 @@ async fn a_queue_resumed_on_one_node_wakes_a_worker_waiting_on_another() {
     b.close(std::time::Duration::from_secs(10)).await.unwrap();
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_two_dependencies_ending_on_two_nodes_release_their_dependent() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let b = two_nodes(&db, &clock).await;
+    const PAIRS: usize = 40;
+    let mut dependents = Vec::new();
+    for i in 0..PAIRS {
+        let left = a
+            .enqueue(cairn::Push::new("left").queue(format!("l{i}")))
+            .await
+            .unwrap()
+            .id;
+        let right = a
+            .enqueue(cairn::Push::new("right").queue(format!("r{i}")))
+            .await
+            .unwrap()
+            .id;
+        let dependent = a
+            .enqueue(
+                cairn::Push::new("after")
+                    .queue("after")
+                    .depends_on(left)
+                    .depends_on(right),
+            )
+            .await
+            .unwrap();
+        assert_eq!(dependent.state, cairn::JobState::Waiting);
+        dependents.push(dependent.id);
+    }
+    // Each pair's two jobs end at the same moment, one on each node.
+    for i in 0..PAIRS {
+        let left = take(&a, &format!("l{i}"), "a").await.remove(0);
+        let right = take(&b, &format!("r{i}"), "b").await.remove(0);
+        let (done_a, done_b) =
+            tokio::join!(a.finish(&left.lease, None), b.finish(&right.lease, None));
+        done_a.unwrap();
+        done_b.unwrap();
+    }
+    for id in dependents {
+        assert_eq!(
+            a.get(id).await.unwrap().state,
+            cairn::JobState::Queued,
+            "job {id} was released by the second of its dependencies to end"
+        );
+    }
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
