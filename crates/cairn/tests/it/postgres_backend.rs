@@ -365,3 +365,21 @@ async fn the_last_two_dependencies_ending_on_two_nodes_release_their_dependent()
     b.close(std::time::Duration::from_secs(10)).await.unwrap();
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let b = two_nodes(&db, &clock).await;
+    for i in 0..40 {
+        let key = format!("order-{i}");
+        let push = cairn::Push::new("charge").unique_key(key.as_str());
+        let (on_a, on_b) = tokio::join!(a.enqueue(push.clone()), b.enqueue(push));
+        let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
+        assert_eq!(on_a.id, on_b.id, "{key}: one job");
+        assert!(on_a.existing != on_b.existing, "{key}: one created it, the other found it");
+    }
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
