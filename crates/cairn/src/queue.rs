@@ -87,8 +87,8 @@ struct Inner {
     /// On PostgreSQL: the thread that hears the other nodes, and its stop flag.
     stop_listening: Arc<AtomicBool>,
     listener_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Whether the queue is on PostgreSQL.
-    postgres: bool,
+    /// The PostgreSQL URL the queue is on (with its password), for sessions of its own; `None` on SQLite.
+    postgres_url: Option<String>,
 }
 
 /// A database opened, before its writer starts.
@@ -99,6 +99,8 @@ struct Opened {
     lock: Option<File>,
     readers: Readers,
     location: PathBuf,
+    /// The PostgreSQL URL, password included.
+    postgres_url: Option<String>,
 }
 
 /// This machine's name, for a node's name in notifications and logs.
@@ -277,6 +279,7 @@ impl Queue {
             lock: Some(lock),
             readers,
             location: path,
+            postgres_url: None,
         };
         Queue::start(opened, options, defaults).await
     }
@@ -328,6 +331,7 @@ impl Queue {
             lock: None,
             readers,
             location: PathBuf::from(crate::store::postgres::connect::redacted(&url)),
+            postgres_url: Some(url.clone()),
         };
         let queue = Queue::start(opened, options, defaults).await?;
         let listener = crate::store::postgres::listener::start(
@@ -390,7 +394,7 @@ impl Queue {
             writer_thread: Mutex::new(Some(thread)),
             stop_listening: Arc::new(AtomicBool::new(false)),
             listener_thread: Mutex::new(None),
-            postgres,
+            postgres_url: opened.postgres_url,
         });
         let weak = Arc::downgrade(&inner);
         clock.on_jump(Box::new(move || tick(&weak)));
@@ -407,12 +411,12 @@ impl Queue {
 
     /// Whether the queue is on PostgreSQL.
     pub fn is_postgres(&self) -> bool {
-        self.inner.postgres
+        self.inner.postgres_url.is_some()
     }
 
     /// Refuses what only a queue on a SQLite file can do.
     fn sqlite_only(&self, what: &str) -> Result<()> {
-        if self.inner.postgres {
+        if self.is_postgres() {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 format!("{what} needs a queue on a SQLite file; this one is on PostgreSQL"),
@@ -831,16 +835,19 @@ impl Queue {
             .acquire()
             .await
             .map_err(|_| Error::closed())?;
-        self.sqlite_only("read-only SQL")?;
         let path = self.inner.path.clone();
-        tokio::task::spawn_blocking(move || crate::sql::run(&path, &query))
-            .await
-            .map_err(|e| {
-                Error::new(
-                    ErrorKind::Storage,
-                    format!("the query's thread failed: {e}"),
-                )
-            })?
+        let url = self.inner.postgres_url.clone();
+        tokio::task::spawn_blocking(move || match url {
+            Some(url) => crate::store::postgres::sql::run(&url, &query),
+            None => crate::sql::run(&path, &query),
+        })
+        .await
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Storage,
+                format!("the query's thread failed: {e}"),
+            )
+        })?
     }
 
     /// Counters and histograms of job transitions, wait and run times since the queue opened, per queue and job

@@ -26,7 +26,7 @@ pub const MAX_SQL_TIME: Duration = Duration::from_secs(30);
 const MAX_VALUE_BYTES: i32 = 16 * 1024 * 1024;
 
 /// About how much a result may hold in all; rows beyond it are cut off as at the row limit.
-const MAX_RESULT_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_RESULT_BYTES: usize = 32 * 1024 * 1024;
 
 /// How many queries run at once; more wait for a turn, so that queries cannot take every blocking thread.
 pub(crate) const CONCURRENT_QUERIES: usize = 4;
@@ -64,8 +64,8 @@ pub struct SqlResult {
     pub truncated: bool,
 }
 
-/// Runs `query` on a fresh read-only connection to the database at `path`.
-pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
+/// The query's text, once its limits are checked.
+pub(crate) fn checked(query: &SqlQuery) -> Result<&str> {
     if !(1..=MAX_SQL_ROWS).contains(&query.limit) {
         return Err(Error::invalid(
             "limit",
@@ -85,6 +85,13 @@ pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
     if sql.is_empty() {
         return Err(Error::invalid("query", "must not be empty"));
     }
+    Ok(sql)
+}
+
+/// Runs `query` on a fresh read-only connection to the SQLite database at `path` (PostgreSQL's is
+/// `store/postgres/sql.rs`).
+pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
+    let sql = checked(query)?;
     let mut conn = connection::open_reader(path)?;
     // A value cannot grow past this, so no single row can exhaust memory.
     conn.set_limit(

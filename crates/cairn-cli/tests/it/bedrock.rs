@@ -8,7 +8,7 @@ use std::time::Duration;
 use cairn::{JobId, JobState, Push};
 use serde_json::{Value, json};
 
-use crate::harness::TestServer;
+use super::harness::TestServer;
 
 /// A connection as `nc` makes one: bare `\n` line ends, no `Content-Length` on requests.
 struct Nc {

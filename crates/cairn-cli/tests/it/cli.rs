@@ -9,7 +9,7 @@ use cairn_client::wire::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::harness::{TestServer, cairn_binary, run_with_stdin, stderr, stdout};
+use super::harness::{TestServer, cairn_binary, run_with_stdin, stderr, stdout};
 
 /// What every human time looks like after [`mask_times`].
 const TIME: &str = "YYYY-MM-DDTHH:MM:SSZ";

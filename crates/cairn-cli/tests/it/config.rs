@@ -6,9 +6,9 @@ use cairn::{ConfigKey, ConfigValue, Push};
 use cairn_client::wire::{ConfigEntryBody, ConfigListBody};
 use serde_json::{Value, json};
 
-use crate::cli::{check_error, mask_times, ok, ok_json};
-use crate::harness::TestServer;
-use crate::http::raw;
+use super::cli::{check_error, mask_times, ok, ok_json};
+use super::harness::TestServer;
+use super::http::raw;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn options_set_from_the_shell_apply_at_once_and_outlive_a_restart() {

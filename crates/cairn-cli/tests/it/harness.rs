@@ -14,8 +14,30 @@ pub fn cairn_binary() -> &'static str {
     env!("CARGO_BIN_EXE_cairn")
 }
 
-/// A running `cairn serve` on its own database.
-pub struct TestServer {
+/// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: the server's test modules are built
+/// once under `postgres` and once under `sqlite` (see `main.rs`).
+pub const fn is_postgres_module(path: &str) -> bool {
+    let (path, needle) = (path.as_bytes(), b"::postgres::");
+    let mut start = 0;
+    while start + needle.len() <= path.len() {
+        let mut i = 0;
+        while i < needle.len() && path[start + i] == needle[i] {
+            i += 1;
+        }
+        if i == needle.len() {
+            return true;
+        }
+        start += 1;
+    }
+    false
+}
+
+/// A server on SQLite, for the modules that test one backend (or run servers on PostgreSQL themselves).
+pub type TestServer = TestServerOn<false>;
+
+/// A running `cairn serve` on its own database: a SQLite file, or with `POSTGRES` a PostgreSQL database of its
+/// own on the test cluster.
+pub struct TestServerOn<const POSTGRES: bool> {
     dir: tempfile::TempDir,
     child: Option<Child>,
     url: String,
@@ -24,27 +46,41 @@ pub struct TestServer {
     token: Option<String>,
     /// A PostgreSQL URL to serve instead of the SQLite file in `dir`.
     database: Option<String>,
+    /// The database this server made for itself, dropped with it.
+    _own_database: Option<TestDatabase>,
 }
 
-impl TestServer {
+impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
     /// A server on a fresh database.
-    pub fn spawn() -> TestServer {
-        TestServer::spawn_with(&[])
+    pub fn spawn() -> Self {
+        Self::spawn_with(&[])
     }
 
     /// A server on a fresh database with extra `cairn serve` arguments.
-    pub fn spawn_with(args: &[&str]) -> TestServer {
-        TestServer::spawn_on(None, args)
+    pub fn spawn_with(args: &[&str]) -> Self {
+        if POSTGRES {
+            let own = TestDatabase::new();
+            let mut server = Self::spawn_on(Some(own.url.clone()), args);
+            server._own_database = Some(own);
+            server
+        } else {
+            Self::spawn_on(None, args)
+        }
     }
 
     /// A server on the PostgreSQL database at `url`, which other servers may share.
-    pub fn spawn_on_postgres(url: &str, args: &[&str]) -> TestServer {
-        TestServer::spawn_on(Some(url.to_owned()), args)
+    pub fn spawn_on_postgres(url: &str, args: &[&str]) -> Self {
+        Self::spawn_on(Some(url.to_owned()), args)
     }
 
-    fn spawn_on(database: Option<String>, args: &[&str]) -> TestServer {
+    /// Whether the server runs on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.database.is_some()
+    }
+
+    fn spawn_on(database: Option<String>, args: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let mut server = TestServer {
+        let mut server = TestServerOn {
             dir,
             child: None,
             url: String::new(),
@@ -52,6 +88,7 @@ impl TestServer {
             extra_args: args.iter().map(|a| a.to_string()).collect(),
             token: None,
             database,
+            _own_database: None,
         };
         if let Some(i) = args.iter().position(|a| *a == "--token") {
             server.token = args.get(i + 1).map(|t| t.to_string());
@@ -166,7 +203,7 @@ impl TestServer {
     }
 }
 
-impl Drop for TestServer {
+impl<const POSTGRES: bool> Drop for TestServerOn<POSTGRES> {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

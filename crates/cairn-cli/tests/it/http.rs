@@ -6,7 +6,7 @@ use std::time::Duration;
 use cairn::{Dequeue, ErrorKind, JobFilter, JobId, JobState, Push, Worker};
 use serde_json::{Value, json};
 
-use crate::harness::TestServer;
+use super::harness::TestServer;
 
 /// A raw request: (status, JSON body).
 pub(crate) async fn raw(

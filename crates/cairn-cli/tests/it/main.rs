@@ -1,19 +1,25 @@
 //! The integration tests of the `cairn` binary and the server: one binary, a module per area. Every test runs the
-//! real binary on loopback over a real SQLite file (see `harness`).
+//! real binary on loopback over a real database (see `harness`).
+//!
+//! The modules of `server_suite.rs` are built twice, as `sqlite` and as `postgres`, so that the server's behaviour
+//! is tested on both backends (PostgreSQL: a database of its own per test on the cluster `scripts/test` starts).
+//! The others test one thing: `crash` (SIGKILL on a SQLite file), `multinode` (several servers on one PostgreSQL
+//! database), `dashboard` (the page, in a real browser), `schedule` (no server).
 
-#![allow(dead_code)] // Each module uses a different part of the harness.
+#![allow(dead_code)]
+// Each module uses a different part of the harness.
+// Building the server's modules once per backend is the point.
+#![allow(clippy::duplicate_mod)]
 
-mod bedrock;
 mod browser;
-mod cli;
-mod config;
 mod crash;
 mod dashboard;
 mod harness;
-mod http;
 mod multinode;
-mod queues;
 mod schedule;
-mod stats;
-mod work;
-mod workflow;
+
+#[path = "server_suite.rs"]
+mod sqlite;
+
+#[path = "server_suite.rs"]
+mod postgres;

@@ -13,9 +13,9 @@ use cairn_client::wire::{
 };
 use serde_json::{Value, json};
 
-use crate::cli::{check_error, mask_times, ok, ok_json};
-use crate::harness::{TestServer, stdout};
-use crate::http::{post, raw, take};
+use super::cli::{check_error, mask_times, ok, ok_json};
+use super::harness::{TestServer, stdout};
+use super::http::{post, raw, take};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_hands_out_nothing_until_it_is_resumed() {

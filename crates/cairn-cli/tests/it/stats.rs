@@ -4,9 +4,9 @@ use cairn::{Dequeue, Push};
 use cairn_client::wire::{ActivityPageBody, SqlBody, StatsBody, WorkerStatsBody};
 use serde_json::json;
 
-use crate::cli::{check_error, ok, ok_json};
-use crate::harness::TestServer;
-use crate::http::{post, raw};
+use super::cli::{check_error, ok, ok_json};
+use super::harness::TestServer;
+use super::http::{post, raw};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statistics_activity_and_metrics_show_what_happened() {

@@ -14,7 +14,7 @@ use cairn::{AttemptOutcome, Job, JobId, JobState, Push, RetryPolicy};
 use cairn_client::Client;
 use serde_json::json;
 
-use crate::harness::{TestServer, cairn_binary, eventually, signal, stderr, wait_with_timeout};
+use super::harness::{TestServer, cairn_binary, eventually, signal, stderr, wait_with_timeout};
 
 /// How long any one condition may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(60);

@@ -10,9 +10,9 @@ use cairn_client::wire::{EmptyBody, JobPageBody, WorkerListBody};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use crate::cli::{check_error, lease_token, mask_times, ok, ok_json};
-use crate::harness::{TestServer, stdout};
-use crate::http::{post, raw};
+use super::cli::{check_error, lease_token, mask_times, ok, ok_json};
+use super::harness::{TestServer, stdout};
+use super::http::{post, raw};
 
 fn take(worker: &str, queue: &str) -> Dequeue {
     Dequeue {

@@ -13,6 +13,7 @@ mod leases;
 mod lifecycle;
 mod queue_control;
 mod recurring;
+mod sql;
 mod state_machine;
 mod stats;
 mod worker;

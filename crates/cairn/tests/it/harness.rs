@@ -143,35 +143,21 @@ impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
         POSTGRES
     }
 
-    /// The rows of a query of integer columns, read straight from the database (read-only SQL on SQLite, a
-    /// session of the test's own on PostgreSQL, where `Queue::sql` is not offered).
+    /// The rows of a query of integer columns, through read-only SQL.
     pub async fn select_integers(&self, sql: &str) -> Vec<Vec<i64>> {
-        let Some(database) = &self.database else {
-            let rows = self
-                .queue
-                .sql(cairn::SqlQuery::new(sql))
-                .await
-                .unwrap()
-                .rows;
-            return rows
-                .iter()
-                .map(|row| {
-                    row.iter()
-                        .map(|v| v.as_i64().expect("an integer"))
-                        .collect()
-                })
-                .collect();
-        };
-        let (url, sql) = (database.url.clone(), sql.to_owned());
-        std::thread::spawn(move || {
-            let mut client = Client::connect(&url, NoTls).unwrap();
-            let rows = client.query(&sql, &[]).unwrap();
-            rows.iter()
-                .map(|row| (0..row.len()).map(|i| row.get::<_, i64>(i)).collect())
-                .collect()
-        })
-        .join()
-        .unwrap()
+        let rows = self
+            .queue
+            .sql(cairn::SqlQuery::new(sql))
+            .await
+            .unwrap()
+            .rows;
+        rows.iter()
+            .map(|row| {
+                row.iter()
+                    .map(|v| v.as_i64().expect("an integer"))
+                    .collect()
+            })
+            .collect()
     }
 
     pub fn clock_now(&self) -> jiff::Timestamp {

@@ -18,5 +18,4 @@ mod postgres;
 mod crash;
 mod postgres_backend;
 mod repeat_syntax;
-mod sql;
 mod storage;

@@ -378,7 +378,10 @@ async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
         let (on_a, on_b) = tokio::join!(a.enqueue(push.clone()), b.enqueue(push));
         let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
         assert_eq!(on_a.id, on_b.id, "{key}: one job");
-        assert!(on_a.existing != on_b.existing, "{key}: one created it, the other found it");
+        assert!(
+            on_a.existing != on_b.existing,
+            "{key}: one created it, the other found it"
+        );
     }
     b.close(std::time::Duration::from_secs(10)).await.unwrap();
     a.close(std::time::Duration::from_secs(10)).await.unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 use cairn::{ErrorKind, JobState, Push, SqlQuery};
 use serde_json::json;
 
-use crate::harness::TestQueue;
+use super::harness::TestQueue;
 
 #[tokio::test]
 async fn the_views_answer_selects_with_times_as_text() {
@@ -108,6 +108,9 @@ async fn anything_but_one_read_is_refused_and_changes_nothing() {
         "WITH x AS (SELECT 1) DELETE FROM jobs",
         "SELECT * FROM no_such_table",
         "SELECT randomblob(100000000)",
+        // Reading the server's files, for a queue on PostgreSQL whose user is a superuser.
+        "SELECT pg_read_file('/etc/passwd')",
+        "SELECT query_to_xml('SELECT pg_read_file(''/etc/passwd'')', true, true, '')",
         "",
     ] {
         let e = t.queue.sql(SqlQuery::new(sql)).await.unwrap_err();

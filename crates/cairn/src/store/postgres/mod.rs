@@ -7,3 +7,4 @@ pub(crate) mod dialect;
 pub(crate) mod listener;
 pub(crate) mod migrations;
 pub(crate) mod readers;
+pub(crate) mod sql;
