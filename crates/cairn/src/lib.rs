@@ -33,6 +33,7 @@ mod schedule;
 mod sql;
 mod stats;
 mod store;
+mod test_support;
 mod worker;
 
 pub use activity::{ActivityEvent, ActivityFilter, ActivityPage, MAX_ACTIVITY_PAGE};
@@ -87,6 +88,8 @@ pub use store::postgres::connect::{is_postgres_url, redacted as redacted_locatio
 /// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::test_support::{TestDatabase, is_postgres_module};
+
     /// Brings a PostgreSQL database to this build's schema: for the PostgreSQL backend's tests while it is built.
     ///
     /// # Errors

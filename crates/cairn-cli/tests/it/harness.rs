@@ -14,23 +14,7 @@ pub fn cairn_binary() -> &'static str {
     env!("CARGO_BIN_EXE_cairn")
 }
 
-/// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: the server's test modules are built
-/// once under `postgres` and once under `sqlite` (see `main.rs`).
-pub const fn is_postgres_module(path: &str) -> bool {
-    let (path, needle) = (path.as_bytes(), b"::postgres::");
-    let mut start = 0;
-    while start + needle.len() <= path.len() {
-        let mut i = 0;
-        while i < needle.len() && path[start + i] == needle[i] {
-            i += 1;
-        }
-        if i == needle.len() {
-            return true;
-        }
-        start += 1;
-    }
-    false
-}
+pub use cairn::__private::{TestDatabase, is_postgres_module};
 
 /// A server on SQLite, for the modules that test one backend (or run servers on PostgreSQL themselves).
 pub type TestServer = TestServerOn<false>;
@@ -271,60 +255,4 @@ pub fn stdout(output: &Output) -> String {
 /// The text of a process's stderr.
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-/// A database of its own on the private PostgreSQL cluster `scripts/test` starts (`CAIRN_TEST_POSTGRES_URL`),
-/// dropped when the test ends.
-pub struct TestDatabase {
-    admin: String,
-    name: String,
-    pub url: String,
-}
-
-impl TestDatabase {
-    pub fn new() -> TestDatabase {
-        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
-            panic!(
-                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
-                 PostgreSQL cluster (scripts/postgres) and sets it"
-            )
-        });
-        let name = format!(
-            "cairn_cli_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-        );
-        let (server, _) = admin
-            .rsplit_once('/')
-            .unwrap_or_else(|| panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"));
-        let url = format!("{server}/{name}");
-        let (admin_url, create) = (admin.clone(), format!("CREATE DATABASE {name}"));
-        // A thread of its own: the synchronous client cannot run inside an async test.
-        std::thread::spawn(move || {
-            let mut client = postgres::Client::connect(&admin_url, postgres::NoTls)
-                .expect("connecting to the test cluster");
-            client
-                .batch_execute(&create)
-                .expect("creating a test database");
-        })
-        .join()
-        .expect("creating a test database");
-        TestDatabase { admin, name, url }
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        let (admin, drop) = (
-            self.admin.clone(),
-            format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
-        );
-        let _ = std::thread::spawn(move || {
-            if let Ok(mut client) = postgres::Client::connect(&admin, postgres::NoTls) {
-                let _ = client.batch_execute(&drop);
-            }
-        })
-        .join();
-    }
 }

@@ -10,9 +10,14 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-/// A queue on a fresh file with the Bedrock protocol in front of it.
+/// Whether this copy of the module runs on PostgreSQL (see `main.rs`).
+const POSTGRES: bool = cairn::__private::is_postgres_module(module_path!());
+
+/// A queue on a fresh database (a SQLite file, or a PostgreSQL database of its own) with the Bedrock protocol in
+/// front of it.
 struct Bedrock {
     _dir: tempfile::TempDir,
+    _database: Option<cairn::__private::TestDatabase>,
     queue: Queue,
     addr: std::net::SocketAddr,
     shutdown: CancellationToken,
@@ -22,7 +27,12 @@ struct Bedrock {
 impl Bedrock {
     async fn start() -> Bedrock {
         let dir = tempfile::tempdir().unwrap();
-        let queue = Queue::open(dir.path().join("cairn.db")).await.unwrap();
+        let database = POSTGRES.then(cairn::__private::TestDatabase::new);
+        let location = match &database {
+            Some(database) => std::path::PathBuf::from(&database.url),
+            None => dir.path().join("cairn.db"),
+        };
+        let queue = Queue::open(location).await.unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
@@ -37,6 +47,7 @@ impl Bedrock {
         });
         Bedrock {
             _dir: dir,
+            _database: database,
             queue,
             addr,
             shutdown,

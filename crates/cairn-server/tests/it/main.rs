@@ -1,4 +1,12 @@
 //! Integration tests of the server crate: the Bedrock text protocol over real TCP on loopback, on a real SQLite
-//! file.
+//! file and on a PostgreSQL database (the module is built twice, as `sqlite` and `postgres`; the second runs on
+//! the private cluster `scripts/test` starts).
 
-mod bedrock;
+// Building the module once per backend is the point.
+#![allow(clippy::duplicate_mod)]
+
+#[path = "bedrock.rs"]
+mod sqlite;
+
+#[path = "bedrock.rs"]
+mod postgres;

@@ -6,31 +6,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use cairn::{ClaimedJob, Dequeue, ManualClock, Push, Queue, QueueOptions};
 use jiff::Timestamp;
-use postgres::{Client, NoTls};
 use tempfile::TempDir;
 
-/// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: the engine's test modules are built
-/// once under `postgres` and once under `sqlite` (see `main.rs`).
-pub const fn is_postgres_module(path: &str) -> bool {
-    let (path, needle) = (path.as_bytes(), b"::postgres::");
-    let mut start = 0;
-    while start + needle.len() <= path.len() {
-        let mut i = 0;
-        while i < needle.len() && path[start + i] == needle[i] {
-            i += 1;
-        }
-        if i == needle.len() {
-            return true;
-        }
-        start += 1;
-    }
-    false
-}
+pub use cairn::__private::{TestDatabase, is_postgres_module};
 
 /// A queue on a fresh database, with a clock that moves only when told.
 pub struct TestQueueOn<const POSTGRES: bool> {
@@ -39,63 +21,6 @@ pub struct TestQueueOn<const POSTGRES: bool> {
     pub dir: TempDir,
     /// The test's own PostgreSQL database, dropped when the test ends.
     database: Option<TestDatabase>,
-}
-
-/// A database of its own on the test cluster, dropped when the test ends.
-pub struct TestDatabase {
-    admin: String,
-    name: String,
-    pub url: String,
-}
-
-impl TestDatabase {
-    /// Creates the database. On a thread of its own: the synchronous client cannot run inside an async test.
-    pub fn new() -> TestDatabase {
-        std::thread::spawn(TestDatabase::create)
-            .join()
-            .expect("creating a test database")
-    }
-
-    fn create() -> TestDatabase {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
-            panic!(
-                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
-                 PostgreSQL cluster (scripts/postgres) and sets it"
-            )
-        });
-        let name = format!(
-            "cairn_test_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        let mut client = Client::connect(&admin, NoTls).expect("connecting to the test cluster");
-        client
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .expect("creating a test database");
-        let url = match admin.rsplit_once('/') {
-            Some((server, _)) => format!("{server}/{name}"),
-            None => panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"),
-        };
-        TestDatabase { admin, name, url }
-    }
-
-    pub fn connect(&self) -> Client {
-        Client::connect(&self.url, NoTls).expect("connecting to the test database")
-    }
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        let (admin, name) = (self.admin.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            if let Ok(mut client) = Client::connect(&admin, NoTls) {
-                let _ =
-                    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
-            }
-        })
-        .join();
-    }
 }
 
 /// 2026-01-01T00:00:00Z, where every test clock starts.

@@ -1,0 +1,97 @@
+//! What the tests of Cairn's crates share to run on PostgreSQL (reached through `cairn::__private`, not part of
+//! the API): a database of their own on the private cluster `scripts/test` starts, and which copy of a test module
+//! runs on which backend.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use postgres::{Client, NoTls};
+
+/// A database of its own on the private PostgreSQL cluster named by `CAIRN_TEST_POSTGRES_URL`, dropped when the
+/// test ends.
+pub struct TestDatabase {
+    admin: String,
+    name: String,
+    /// The database's URL.
+    pub url: String,
+}
+
+impl TestDatabase {
+    /// Creates the database (on a thread of its own: the synchronous client cannot run inside an async test).
+    ///
+    /// # Panics
+    /// When `CAIRN_TEST_POSTGRES_URL` is not set or the cluster cannot be reached: the tests need it.
+    pub fn new() -> TestDatabase {
+        std::thread::spawn(TestDatabase::create)
+            .join()
+            .expect("creating a test database")
+    }
+
+    fn create() -> TestDatabase {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").unwrap_or_else(|_| {
+            panic!(
+                "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
+                 PostgreSQL cluster (scripts/postgres) and sets it"
+            )
+        });
+        let name = format!(
+            "cairn_test_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut client = Client::connect(&admin, NoTls).expect("connecting to the test cluster");
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("creating a test database");
+        let url = match admin.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{name}"),
+            None => panic!("CAIRN_TEST_POSTGRES_URL has no database: {admin}"),
+        };
+        TestDatabase { admin, name, url }
+    }
+
+    /// A session on the database (not from async code).
+    ///
+    /// # Panics
+    /// When it cannot connect.
+    pub fn connect(&self) -> Client {
+        Client::connect(&self.url, NoTls).expect("connecting to the test database")
+    }
+}
+
+impl Default for TestDatabase {
+    fn default() -> Self {
+        TestDatabase::new()
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            if let Ok(mut client) = Client::connect(&admin, NoTls) {
+                let _ =
+                    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"));
+            }
+        })
+        .join();
+    }
+}
+
+/// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: test modules meant for every backend are
+/// built twice, under a module named `sqlite` and one named `postgres`.
+pub const fn is_postgres_module(path: &str) -> bool {
+    let (path, needle) = (path.as_bytes(), b"::postgres::");
+    let mut start = 0;
+    while start + needle.len() <= path.len() {
+        let mut i = 0;
+        while i < needle.len() && path[start + i] == needle[i] {
+            i += 1;
+        }
+        if i == needle.len() {
+            return true;
+        }
+        start += 1;
+    }
+    false
+}
