@@ -463,7 +463,7 @@ impl JobTotals {
 /// cost.
 static INSERT_ACTIVITY: MultiRow = MultiRow::new(
     "INSERT INTO activity (at, event, job_id, queue, name, worker, detail)",
-    7,
+    "(?,?,?,?,?,?,?)",
     "",
 );
 
@@ -518,7 +518,7 @@ pub(crate) const UPSERT_HISTOGRAM: &str = "INSERT INTO stats_histogram (hour, qu
 /// needs).
 pub(crate) static UPSERT_WORKER_HOURS: MultiRow = MultiRow::new(
     "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts)",
-    6,
+    "(?,?,?,?,?,?)",
     "ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
      busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts",
 );

@@ -3,7 +3,7 @@
 use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
-use crate::store::db::named;
+use crate::store::db::{MultiRow, ToValue, named};
 use serde_json::Value;
 
 use crate::clock::duration_millis;
@@ -14,8 +14,8 @@ use crate::names::QueueName;
 use crate::ops::push::MAX_DEPENDENCIES;
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{
-    HeldJob, Operation, WriteCtx, encode_json, end_attempt, held_job_columns, held_job_from_row,
-    lease_is_held, lease_refusal, schedule_next_run, waiting,
+    HELD_JOB_COLUMNS, HeldJob, Operation, WriteCtx, encode_json, end_attempt, held_job_columns,
+    held_job_from_row, lease_is_held, lease_refusal, schedule_next_run, waiting,
 };
 
 /// What a finished step of a job does instead of completing it: the job goes on in another queue, after a delay
@@ -121,6 +121,116 @@ impl Operation for Finish {
             waiting::Ending::Completed,
         )
     }
+}
+
+/// Completes, in a few statements, the plain finishes of a batch on PostgreSQL (see `ops/bulk.rs`): jobs held
+/// under these exact, live leases that have no parent, children, dependents or schedule, so that completing one
+/// is its row, its attempt and its events. Those that do not qualify (or whose lease is not held) are left as
+/// they are, for [`Finish::apply`] to complete or refuse one at a time.
+static COMPLETE_PLAIN: MultiRow = MultiRow::new(
+    "UPDATE jobs SET state = 'completed', finished_at = v.v_now, data = COALESCE(v.v_data, jobs.data), \
+     lease_token = NULL, lease_expires_at = NULL, error = NULL FROM (",
+    "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT))",
+    concat!(
+        ") AS v (v_id, v_token, v_data, v_now) WHERE jobs.id = v.v_id AND jobs.state = 'running' \
+         AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
+         AND jobs.has_children = 0 AND jobs.has_dependents = 0 AND jobs.schedule IS NULL RETURNING ",
+        held_job_columns!(),
+        ", v.v_token"
+    ),
+);
+
+/// The attempts [`complete_plain_many`] ended, in one statement or a few.
+static INSERT_ENDED_ATTEMPTS: MultiRow = MultiRow::new(
+    "INSERT INTO job_attempts \
+     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory)",
+    "(?,?,?,?,?,?,?,?,?,?,?)",
+    "",
+);
+
+/// A plain finish, checked: the job, its lease's token, its final data as JSON, and what the attempt used.
+pub(crate) struct PlainFinish<'a> {
+    pub job: JobId,
+    pub token: i64,
+    pub data: Option<String>,
+    pub usage: Option<&'a RunUsage>,
+}
+
+impl Finish {
+    /// The finish as [`complete_plain_many`] takes it, if it may go that way (no next step), once its data is
+    /// checked.
+    pub(crate) fn plain(&self, ctx: &WriteCtx<'_>) -> Option<Result<PlainFinish<'_>>> {
+        if self.next.is_some() {
+            return None;
+        }
+        let data = self
+            .data
+            .as_ref()
+            .map(|d| encode_json("data", d, ctx.limits()))
+            .transpose();
+        Some(data.map(|data| PlainFinish {
+            job: self.job,
+            token: self.token,
+            data,
+            usage: self.usage.as_ref(),
+        }))
+    }
+}
+
+/// Completes those of `finishes` that qualify (see [`COMPLETE_PLAIN`]); returns, for each, whether it did.
+pub(crate) fn complete_plain_many(
+    finishes: &[PlainFinish<'_>],
+    ctx: &mut WriteCtx<'_>,
+) -> Result<Vec<bool>> {
+    let mut values = Vec::with_capacity(finishes.len() * 4);
+    for f in finishes {
+        values.extend([
+            f.job.to_value(),
+            f.token.to_value(),
+            f.data.as_deref().to_value(),
+            ctx.now_ms.to_value(),
+        ]);
+    }
+    let completed = COMPLETE_PLAIN.query(&ctx.db, values, |row| {
+        Ok((held_job_from_row(row)?, row.get::<i64>(HELD_JOB_COLUMNS)?))
+    })?;
+    let mut done = vec![false; finishes.len()];
+    let mut attempts = Vec::with_capacity(completed.len() * 11);
+    for (held, token) in &completed {
+        // The first finish of this job under this token; a second in the same batch is refused on its own.
+        let Some(index) = finishes
+            .iter()
+            .enumerate()
+            .position(|(i, f)| !done[i] && f.job == held.id && f.token == *token)
+        else {
+            continue;
+        };
+        done[index] = true;
+        let usage = finishes[index].usage;
+        attempts.extend([
+            held.id.to_value(),
+            held.claims.to_value(),
+            held.attempt.to_value(),
+            held.worker.as_str().to_value(),
+            held.attempt_started_at.to_value(),
+            ctx.now_ms.to_value(),
+            AttemptOutcome::Completed.as_str().to_value(),
+            Option::<&str>::None.to_value(),
+            usage.map(|u| duration_millis(u.run_time)).to_value(),
+            usage.map(|u| duration_millis(u.cpu_time)).to_value(),
+            usage
+                .map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
+                .to_value(),
+        ]);
+        // A queue at its concurrency limit has room again: workers waiting on it look again.
+        if ctx.settings.get(&held.queue).concurrency.is_some() {
+            ctx.ready.mark(&held.queue);
+        }
+        ctx.events
+            .attempt_ended(ctx.now_ms, ActivityKind::Finished, held, true, true, None);
+    }
+    INSERT_ENDED_ATTEMPTS.execute(&ctx.db, attempts)?;
+    Ok(done)
 }
 
 /// A [`Continue`] whose every field passed: the queue, when it is due, and the dependencies not met yet.

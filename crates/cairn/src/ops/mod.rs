@@ -21,6 +21,7 @@ use crate::store::db::{Db, Row, named};
 use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod aging;
+pub(crate) mod bulk;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;
@@ -211,7 +212,7 @@ pub(crate) struct HeldJob {
 }
 
 /// How many columns [`held_job_columns!`] selects: the index of the first column a statement adds after them.
-const HELD_JOB_COLUMNS: usize = 19;
+pub(crate) const HELD_JOB_COLUMNS: usize = 19;
 
 /// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
 macro_rules! held_job_columns {

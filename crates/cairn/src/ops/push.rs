@@ -3,7 +3,7 @@
 use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
-use crate::store::db::{Params, ToValue, Value as DbValue, named};
+use crate::store::db::{MultiRow, Params, ToValue, Value as DbValue, named};
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -338,12 +338,54 @@ const MARK_HAS_CHILDREN: &str =
     "UPDATE jobs SET has_children = 1 WHERE id = :id AND has_children = 0";
 
 /// The columns INSERT_JOB and INSERT_JOBS fill, [`COLUMNS_PER_JOB`] per job, in the order of [`job_values`].
-macro_rules! insert_jobs {
+macro_rules! insert_jobs_into {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at, timeout_ms, aging_ms) VALUES "
+         schedule, time_zone, slot_at, timeout_ms, aging_ms)"
     };
+}
+macro_rules! insert_jobs {
+    () => {
+        concat!(insert_jobs_into!(), " VALUES ")
+    };
+}
+
+/// Plain jobs of many single pushes, as few statements as [`MultiRow`] allows: how the PostgreSQL writer inserts
+/// the pushes of a batch (see `ops/bulk.rs`).
+static INSERT_PLAIN: MultiRow = MultiRow::new(
+    insert_jobs_into!(),
+    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    "RETURNING id",
+);
+
+/// Inserts plain jobs (see [`ValidPush::is_plain`]) in a few statements; what each became, in order.
+pub(crate) fn insert_plain_many(
+    valid: &[&ValidPush],
+    ctx: &mut WriteCtx<'_>,
+) -> Result<Vec<Enqueued>> {
+    let states: Vec<JobState> = valid.iter().map(|v| v.state(ctx.now_ms)).collect();
+    let mut values = Vec::with_capacity(valid.len() * COLUMNS_PER_JOB);
+    for (v, state) in valid.iter().zip(&states) {
+        job_values(&mut values, v, *state, ctx.now_ms);
+    }
+    let mut ids = INSERT_PLAIN.query(&ctx.db, values, |r| r.get::<i64>(0))?;
+    // As in insert_plain_chunk: the rows of one statement get increasing ids in VALUES order.
+    ids.sort_unstable();
+    assert_eq!(ids.len(), valid.len(), "one id per inserted row");
+    let mut out = Vec::with_capacity(valid.len());
+    for ((v, state), id) in valid.iter().zip(states).zip(ids) {
+        if state == JobState::Queued {
+            ctx.ready.mark(v.queue.as_str());
+        }
+        v.record_added(ctx, JobId(id));
+        out.push(Enqueued {
+            id: JobId(id),
+            state,
+            existing: false,
+        });
+    }
+    Ok(out)
 }
 
 const INSERT_JOB: &str = concat!(
@@ -417,7 +459,7 @@ impl ValidPush {
     }
 
     /// Whether the job needs more than its row: a unique-key or parent check, or tags.
-    fn is_plain(&self) -> bool {
+    pub(crate) fn is_plain(&self) -> bool {
         self.unique_key.is_none()
             && self.parent.is_none()
             && self.depends_on.is_empty()

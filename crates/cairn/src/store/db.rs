@@ -579,12 +579,13 @@ fn bind_sqlite(stmt: &mut rusqlite::Statement<'_>, params: &Params<'_>, sql: &st
     Ok(())
 }
 
-/// A statement that writes many rows at once, `head VALUES (?,…),(?,…) tail`: rows are written in statements of
-/// 64, 32, 16, 8, 4, 2 and 1 rows, so that any number takes at most a few statements and each database prepares
-/// at most seven texts of it. Each statement is a round trip on PostgreSQL, where that is most of the cost.
+/// A statement over many rows of values at once, `head VALUES row,row,… tail`: rows go in statements of 64, 32,
+/// 16, 8, 4, 2 and 1 rows, so that any number takes at most a few statements and each database prepares at most
+/// seven texts of it. Each statement is a round trip on PostgreSQL, where that is most of the cost.
 pub(crate) struct MultiRow {
     head: &'static str,
-    width: usize,
+    /// One row's values, `(?,?,?)` or with casts PostgreSQL needs to know their types.
+    row: &'static str,
     tail: &'static str,
     texts: std::sync::OnceLock<Vec<String>>,
 }
@@ -592,27 +593,31 @@ pub(crate) struct MultiRow {
 impl MultiRow {
     const SIZES: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
 
-    /// `width` values per row; `tail` (an `ON CONFLICT` clause, say) may be empty.
-    pub const fn new(head: &'static str, width: usize, tail: &'static str) -> Self {
+    /// `row` holds one row's parameters as `?`; `tail` (an `ON CONFLICT` clause, say) may be empty.
+    pub const fn new(head: &'static str, row: &'static str, tail: &'static str) -> Self {
         MultiRow {
             head,
-            width,
+            row,
             tail,
             texts: std::sync::OnceLock::new(),
         }
     }
 
+    /// How many values a row has.
+    fn width(&self) -> usize {
+        self.row.matches('?').count()
+    }
+
     /// The statement for `rows` rows, one of 64, 32, 16, 8, 4, 2 or 1.
     pub fn text(&self, rows: usize) -> &str {
         let texts = self.texts.get_or_init(|| {
-            let row = format!("({})", vec!["?"; self.width].join(","));
             Self::SIZES
                 .iter()
                 .map(|&n| {
                     format!(
                         "{} VALUES {} {}",
                         self.head,
-                        vec![row.as_str(); n].join(","),
+                        vec![self.row; n].join(","),
                         self.tail
                     )
                 })
@@ -625,21 +630,33 @@ impl MultiRow {
         &texts[index]
     }
 
-    /// Writes `values`, [`width`](Self::new) per row, in order.
+    /// Writes `values`, a row's worth after another, in order.
     pub fn execute(&self, db: &Db<'_>, values: Vec<Value<'_>>) -> Result<()> {
-        debug_assert_eq!(values.len() % self.width, 0);
-        let mut rest = values.len() / self.width;
+        self.query(db, values, |_| Ok(())).map(drop)
+    }
+
+    /// Runs the statement over `values` (a `RETURNING` one, say); `f` reads each row it returns.
+    pub fn query<T>(
+        &self,
+        db: &Db<'_>,
+        values: Vec<Value<'_>>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let width = self.width();
+        debug_assert_eq!(values.len() % width, 0);
+        let mut rest = values.len() / width;
         let mut values = values.into_iter();
+        let mut out = Vec::new();
         while rest > 0 {
             let rows = Self::SIZES
                 .into_iter()
                 .find(|&n| n <= rest)
                 .expect("1 is in SIZES");
-            let chunk: Vec<Value<'_>> = values.by_ref().take(rows * self.width).collect();
-            db.execute(self.text(rows), &Params::Numbered(chunk))?;
+            let chunk: Vec<Value<'_>> = values.by_ref().take(rows * width).collect();
+            out.extend(db.query(self.text(rows), &Params::Numbered(chunk), &mut f)?);
             rest -= rows;
         }
-        Ok(())
+        Ok(out)
     }
 }
 

@@ -10,6 +10,7 @@
 //! `maintenance`, and between batches it sleeps until the next command, the next due time (a scheduled job, an
 //! expiring lease, retention) or the next dequeue deadline, whichever comes first.
 
+use std::any::Any;
 use std::collections::{HashSet, VecDeque};
 use std::sync::mpsc::Sender;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -21,8 +22,11 @@ use tokio::sync::oneshot;
 use crate::clock::{Clock, duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
+use crate::ops::bulk::{self, Bulk};
 use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::events::{BatchTotals, EventLog};
+use crate::ops::finish::Finish;
+use crate::ops::push::Push;
 use crate::ops::queues::SettingsCache;
 use crate::ops::release::Release;
 use crate::ops::{
@@ -73,6 +77,8 @@ pub(crate) trait ErasedOp: Send {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> bool;
     /// Replaces the outcome with an error from the savepoint around the operation.
     fn reject(&mut self, error: Error);
+    /// The operation, if it is one that `ops/bulk.rs` may answer together with others of its kind.
+    fn bulk(&mut self) -> Option<Bulk<'_>>;
     /// Replies with the operation's result, or with `commit_error` if the transaction failed. Returns the leases
     /// the caller could not receive, to be given back.
     fn reply(self: Box<Self>, commit_error: Option<&Error>) -> Vec<Lease>;
@@ -109,6 +115,18 @@ impl<O: Operation> ErasedOp for Pending<O> {
 
     fn reject(&mut self, error: Error) {
         self.result = Some(Err(error));
+    }
+
+    fn bulk(&mut self) -> Option<Bulk<'_>> {
+        let op: &dyn Any = &self.op;
+        let result: &mut dyn Any = &mut self.result;
+        if let Some(push) = op.downcast_ref::<Push>() {
+            return Some(Bulk::Push(push, result.downcast_mut()?));
+        }
+        if let Some(finish) = op.downcast_ref::<Finish>() {
+            return Some(Bulk::Finish(finish, result.downcast_mut()?));
+        }
+        None
     }
 
     fn reply(self: Box<Self>, commit_error: Option<&Error>) -> Vec<Lease> {
@@ -470,7 +488,35 @@ impl Writer {
             }
         };
 
-        for op in ops.iter_mut() {
+        // On PostgreSQL, the plain pushes and finishes first, several to a statement (`ops/bulk.rs`). A failed
+        // statement there aborts the transaction: the batch runs again, one operation at a time.
+        let mut answered = vec![false; ops.len()];
+        if isolation == Isolation::Shared && ctx.db.is_postgres() {
+            let candidates: Vec<(usize, Bulk<'_>)> = ops
+                .iter_mut()
+                .enumerate()
+                .filter_map(|(index, op)| op.bulk().map(|bulk| (index, bulk)))
+                .collect();
+            if candidates.len() > 1 {
+                match bulk::apply(&mut ctx, candidates) {
+                    Ok(indices) => {
+                        for index in indices {
+                            answered[index] = true;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a batch's bulk statements failed; running it one operation at a time");
+                        return Err(Failure::Poisoned);
+                    }
+                }
+            }
+        }
+
+        for (op, _) in ops
+            .iter_mut()
+            .zip(&answered)
+            .filter(|(_, answered)| !**answered)
+        {
             match isolation {
                 Isolation::Shared => {
                     let before = ctx.db.mark();

@@ -386,3 +386,91 @@ async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
     b.close(std::time::Duration::from_secs(10)).await.unwrap();
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_and_finishes_in_flight_together_are_answered_each_as_alone() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let queue = two_nodes(&db, &clock).await;
+    // Many pushes at once: the writer takes them in a few batches, several to a statement.
+    let pushes = (0..200).map(|i| {
+        let queue = queue.clone();
+        async move {
+            let push = match i % 10 {
+                // Not plain: a unique key, tags, a schedule; and one refused.
+                0 => cairn::Push::new("keyed").unique_key(format!("k{i}")),
+                1 => cairn::Push::new("tagged").tag("t"),
+                2 => cairn::Push::new("recurring").schedule("SCHEDULED, +1 HOUR"),
+                3 => cairn::Push::new("bad name\n"),
+                _ => cairn::Push::new("plain").data(serde_json::json!({ "i": i })),
+            };
+            (i, queue.enqueue(push).await)
+        }
+    });
+    let mut ids = std::collections::BTreeSet::new();
+    for (i, result) in futures_join_all(pushes).await {
+        if i % 10 == 3 {
+            let e = result.unwrap_err();
+            assert_eq!(e.field(), Some("name"), "{e}");
+            continue;
+        }
+        let enqueued = result.unwrap();
+        assert!(ids.insert(enqueued.id), "push {i} got a job of its own");
+        let job = queue.get(enqueued.id).await.unwrap();
+        if i % 10 >= 4 {
+            assert_eq!(job.data, serde_json::json!({ "i": i }));
+        }
+    }
+    assert_eq!(ids.len(), 180);
+    let claimed = queue
+        .dequeue(cairn::Dequeue::new("w").limit(1000))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 180);
+    // Many finishes at once, with a stale token and a second finish of one job among them.
+    let mut stale = claimed[0].lease.clone();
+    stale.token = stale.token.wrapping_add(1);
+    let twice = claimed[1].lease.clone();
+    let finishes = claimed
+        .iter()
+        .map(|c| (c.lease.clone(), Some(serde_json::json!("done"))))
+        .chain([(stale, None), (twice, None)])
+        .map(|(lease, data)| {
+            let queue = queue.clone();
+            async move { (lease.clone(), queue.finish(&lease, data).await) }
+        });
+    let results = futures_join_all(finishes).await;
+    let refused = results.iter().filter(|(_, r)| r.is_err()).count();
+    // The stale token, and one of the two finishes of the same job.
+    assert_eq!(refused, 2, "{results:?}");
+    for c in &claimed {
+        let job = queue.get(c.job.id).await.unwrap();
+        match job.name.as_str() {
+            "recurring" => assert_eq!(job.state, cairn::JobState::Scheduled),
+            _ => assert_eq!(job.state, cairn::JobState::Completed),
+        }
+        assert_eq!(job.history.len(), 1, "job {} has its attempt", job.id);
+        assert_eq!(
+            job.history[0].outcome,
+            Some(cairn::AttemptOutcome::Completed)
+        );
+    }
+    queue
+        .close(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+}
+
+/// Runs every future at once on the runtime and gathers their outputs, in order.
+async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for handle in handles {
+        out.push(handle.await.unwrap());
+    }
+    out
+}
