@@ -311,6 +311,44 @@ pub(crate) const LEASE_JOB: &str = concat!(
     job_columns!()
 );
 
+/// A job of `queue` started: a rate-limited queue's bucket gives a token (written back to the queue's row on
+/// PostgreSQL, where the nodes share it).
+fn took(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
+    if ctx.settings.get(queue).rate.is_none() {
+        return Ok(());
+    }
+    ctx.settings.buckets.take(queue);
+    if let (true, Some((tokens, at))) = (ctx.db.is_postgres(), ctx.settings.buckets.state(queue)) {
+        ctx.db.execute(
+            STORE_BUCKET,
+            &named![":tokens" => tokens, ":at" => at, ":name" => queue],
+        )?;
+    }
+    Ok(())
+}
+
+/// [`LEASE_JOB`] for the job `select` (a [`select_ready_jobs`] statement, limited to one) picks, with the lease's
+/// parameters numbered from `first`: worker, token, now, lease timeout.
+fn lease_selected(select: &str, first: usize) -> String {
+    let lease = LEASE_JOB
+        .replace("?2", "{worker}")
+        .replace("?3", "{token}")
+        .replace("?4", "{now}")
+        .replace("?5", "{lease}")
+        .replace("{worker}", &format!("?{first}"))
+        .replace("{token}", &format!("?{}", first + 1))
+        .replace("{now}", &format!("?{}", first + 2))
+        .replace("{lease}", &format!("?{}", first + 3));
+    lease.replace(
+        "WHERE id = ?1 AND state = 'queued'",
+        // `=` a scalar subquery, run once; `IN` would be a semi-join that runs the subquery again for each row
+        // and leases every ready job.
+        &format!(
+            "WHERE id = (SELECT candidate.id FROM ({select}) AS candidate) AND state = 'queued'"
+        ),
+    )
+}
+
 impl Claim {
     /// The ready jobs of one queue, in claim order: (id, weight).
     fn candidates(
@@ -319,37 +357,11 @@ impl Claim {
         queue: &QueueName,
         limit: u32,
     ) -> Result<Vec<(i64, u32)>> {
-        let settings = ctx.settings.get(queue.as_str());
-        if settings.paused {
+        let limit = self.admissible(ctx, queue, limit)?;
+        if limit == 0 {
             return Ok(Vec::new());
         }
-        if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
-            // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
-            // and read the bucket after this claim commits. The bucket in memory is what the row says.
-            let stored = ctx.db.query_row(
-                LOCK_LIMITED_QUEUE,
-                &named![":name" => queue.as_str()],
-                |r| Ok((r.get::<Option<f64>>(0)?, r.get::<Option<i64>>(1)?)),
-            )?;
-            let bucket = stored.and_then(|(tokens, at)| Some((tokens?, at?)));
-            ctx.settings.buckets.load(queue.as_str(), bucket);
-        }
-        let mut limit =
-            match crate::ops::queues::room(&ctx.db, queue.as_str(), settings.concurrency)? {
-                Some(0) => return Ok(Vec::new()),
-                Some(room) => limit.min(room),
-                None => limit,
-            };
-        if let Some(rate) = settings.rate {
-            match ctx
-                .settings
-                .buckets
-                .available(queue.as_str(), rate, ctx.now_ms)
-            {
-                0 => return Ok(Vec::new()),
-                tokens => limit = limit.min(tokens),
-            }
-        }
+        let settings = ctx.settings.get(queue.as_str());
         let mut args = Vec::with_capacity(2 + self.names.len());
         args.push(queue.as_str().to_value());
         args.push(limit.to_value());
@@ -365,6 +377,77 @@ impl Claim {
         })
     }
 
+    /// How many jobs of `queue` this claim may take now, at most `limit`: none while it is paused, and no more than
+    /// its concurrency and rate limits allow.
+    fn admissible(&self, ctx: &mut WriteCtx<'_>, queue: &QueueName, limit: u32) -> Result<u32> {
+        let settings = ctx.settings.get(queue.as_str());
+        if settings.paused {
+            return Ok(0);
+        }
+        if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
+            // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
+            // and read the bucket after this claim commits. The bucket in memory is what the row says.
+            let stored = ctx.db.query_row(
+                LOCK_LIMITED_QUEUE,
+                &named![":name" => queue.as_str()],
+                |r| Ok((r.get::<Option<f64>>(0)?, r.get::<Option<i64>>(1)?)),
+            )?;
+            let bucket = stored.and_then(|(tokens, at)| Some((tokens?, at?)));
+            ctx.settings.buckets.load(queue.as_str(), bucket);
+        }
+        let mut limit =
+            match crate::ops::queues::room(&ctx.db, queue.as_str(), settings.concurrency)? {
+                Some(0) => return Ok(0),
+                Some(room) => limit.min(room),
+                None => limit,
+            };
+        if let Some(rate) = settings.rate {
+            match ctx
+                .settings
+                .buckets
+                .available(queue.as_str(), rate, ctx.now_ms)
+            {
+                0 => return Ok(0),
+                tokens => limit = limit.min(tokens),
+            }
+        }
+        Ok(limit)
+    }
+
+    /// On PostgreSQL, one job from one queue in one statement: the candidate is selected, row-locked (skipping
+    /// those other nodes are taking) and leased by one `UPDATE`, where the general path takes two round trips.
+    fn claim_one(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
+        let queue = &self.queues[0];
+        if self.admissible(ctx, queue, 1)? == 0 {
+            return Ok(Vec::new());
+        }
+        let aging = ctx.settings.get(queue.as_str()).aging_ms.is_some();
+        let select = if aging { &self.sql_aging } else { &self.sql };
+        let first_lease_param = 3 + self.names.len() + usize::from(self.priority.is_some());
+        let sql = lease_selected(select, first_lease_param);
+        let token = ctx.tokens.next_token();
+        let mut args = Vec::with_capacity(first_lease_param + 3);
+        args.push(queue.as_str().to_value());
+        args.push(1u32.to_value());
+        args.extend(self.names.iter().map(|n| n.as_str().to_value()));
+        args.extend(self.priority.map(|p| p.to_value()));
+        args.extend([
+            self.worker.as_str().to_value(),
+            token.to_value(),
+            ctx.now_ms.to_value(),
+            self.lease_ms.to_value(),
+        ]);
+        let job = ctx
+            .db
+            .query_row(&sql, &Params::Numbered(args), job_from_row)?;
+        let Some(job) = job else {
+            return Ok(Vec::new());
+        };
+        let claimed = self.leased(ctx, job, token);
+        took(ctx, claimed.job.queue.as_str())?;
+        Ok(vec![claimed])
+    }
+
     fn lease(&self, ctx: &mut WriteCtx<'_>, id: i64) -> Result<Option<ClaimedJob>> {
         let token = ctx.tokens.next_token();
         let job = ctx.db.query_row(
@@ -373,6 +456,11 @@ impl Claim {
             job_from_row,
         )?;
         let Some(job) = job else { return Ok(None) };
+        Ok(Some(self.leased(ctx, job, token)))
+    }
+
+    /// A job this claim just leased under `token`: its start recorded, and its lease.
+    fn leased(&self, ctx: &mut WriteCtx<'_>, job: Job, token: i64) -> ClaimedJob {
         let job_ref = crate::ops::events::JobRef {
             id: job.id.0,
             queue: job.queue.as_str(),
@@ -393,7 +481,7 @@ impl Claim {
             worker: self.worker.clone(),
             expires_at,
         };
-        Ok(Some(ClaimedJob { job, lease }))
+        ClaimedJob { job, lease }
     }
 
     /// Picks which jobs to take: (id, weight) in the order they will be handed out.
@@ -439,6 +527,9 @@ impl Claim {
     /// Leases up to `limit` ready jobs within the weight budget.
     pub(crate) fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
         crate::ops::workers::seen(ctx, self.worker.as_str())?;
+        if ctx.db.is_postgres() && self.limit == 1 && self.queues.len() == 1 {
+            return self.claim_one(ctx);
+        }
         let picked = self.pick(ctx)?;
         let mut claimed = Vec::with_capacity(picked.len());
         let mut weight_left = self.max_weight.unwrap_or(u32::MAX);
@@ -449,18 +540,7 @@ impl Claim {
             }
             weight_left = weight_left.saturating_sub(weight);
             if let Some(job) = self.lease(ctx, id)? {
-                let queue = job.job.queue.as_str();
-                if ctx.settings.get(queue).rate.is_some() {
-                    ctx.settings.buckets.take(queue);
-                    if let (true, Some((tokens, at))) =
-                        (ctx.db.is_postgres(), ctx.settings.buckets.state(queue))
-                    {
-                        ctx.db.execute(
-                            STORE_BUCKET,
-                            &named![":tokens" => tokens, ":at" => at, ":name" => queue],
-                        )?;
-                    }
-                }
+                took(ctx, job.job.queue.as_str())?;
                 claimed.push(job);
             }
         }
