@@ -7,11 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cairn::{Dequeue, JobFilter, JobId, JobState, Lease, Push, RetryPolicy};
+use cairn::{Dequeue, JobId, JobState, Lease, Push, RetryPolicy};
 use cairn_client::Client;
 use serde_json::json;
 
-use crate::harness::TestServer;
+use crate::harness::{TestServer, all_jobs};
 
 /// What the clients were told.
 #[derive(Default)]
@@ -69,26 +69,6 @@ async fn consume(client: Client, acked: Arc<Mutex<Acknowledged>>, worker: String
                 Err(e) if e.is_lease_lost() => panic!("a live lease was refused: {e}"),
                 Err(_) => return,
             }
-        }
-    }
-}
-
-async fn all_jobs(client: &Client) -> Vec<cairn::Job> {
-    let mut jobs = Vec::new();
-    let mut before = None;
-    loop {
-        let page = client
-            .list(JobFilter {
-                before,
-                limit: 1000,
-                ..JobFilter::default()
-            })
-            .await
-            .unwrap();
-        jobs.extend(page.jobs);
-        match page.next {
-            Some(next) => before = Some(next),
-            None => return jobs,
         }
     }
 }

@@ -256,3 +256,24 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// Every job the server has, newest first, page by page (without their histories).
+pub async fn all_jobs(client: &Client) -> Vec<cairn::Job> {
+    let mut jobs = Vec::new();
+    let mut before = None;
+    loop {
+        let page = client
+            .list(cairn::JobFilter {
+                before,
+                limit: 1000,
+                ..cairn::JobFilter::default()
+            })
+            .await
+            .unwrap();
+        jobs.extend(page.jobs);
+        match page.next {
+            Some(next) => before = Some(next),
+            None => return jobs,
+        }
+    }
+}

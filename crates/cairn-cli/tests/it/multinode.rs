@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn::{Dequeue, Job, JobFilter, JobId, JobState, MissedSlots, Push, Recurring, RetryPolicy};
+use cairn::{Dequeue, Job, JobId, JobState, MissedSlots, Push, Recurring, RetryPolicy};
 use cairn_client::Client;
 use serde_json::json;
 
-use crate::harness::{TestDatabase, TestServer};
+use crate::harness::{TestDatabase, TestServer, all_jobs};
 
 /// Three servers on one fresh database, started one after another (the first leads the timed work).
 fn cluster(database: &TestDatabase) -> Vec<TestServer> {
@@ -22,26 +22,9 @@ fn cluster(database: &TestDatabase) -> Vec<TestServer> {
 }
 
 /// Every job, with its history, read through `client`.
-async fn all_jobs(client: &Client) -> Vec<Job> {
-    let mut jobs = Vec::new();
-    let mut before = None;
-    loop {
-        let page = client
-            .list(JobFilter {
-                before,
-                limit: 1000,
-                ..JobFilter::default()
-            })
-            .await
-            .unwrap();
-        jobs.extend(page.jobs);
-        match page.next {
-            Some(next) => before = Some(next),
-            None => break,
-        }
-    }
-    let mut full = Vec::with_capacity(jobs.len());
-    for job in jobs {
+async fn all_jobs_with_history(client: &Client) -> Vec<Job> {
+    let mut full = Vec::new();
+    for job in all_jobs(client).await {
         full.push(client.get(job.id).await.unwrap());
     }
     full
@@ -115,8 +98,11 @@ struct Acknowledged {
     finished: BTreeSet<JobId>,
 }
 
-/// How long a lease lasts: the jobs the killed node's workers held come back this long after they took them.
+/// How long a job's lease lasts: the jobs the doomed worker held come back this long after it took them.
 const LEASE: Duration = Duration::from_secs(3);
+
+/// The lease the consumers ask for: the killed node's consumers' jobs come back after it, in the drain.
+const CONSUMER_LEASE: Duration = Duration::from_secs(10);
 
 /// Enqueues one job after another on `client` until told to stop or the node goes away.
 async fn produce(
@@ -151,9 +137,12 @@ async fn consume(
     stop: Arc<AtomicBool>,
 ) {
     while !stop.load(Ordering::SeqCst) {
+        // A lease far longer than a finish takes, even on a loaded machine: a refused finish would be the test's
+        // doing. The jobs' own short lease is for those a dead node's workers held.
         let request = Dequeue::new(worker.as_str())
             .limit(4)
-            .wait(Duration::from_millis(200));
+            .wait(Duration::from_millis(200))
+            .lease_timeout(CONSUMER_LEASE);
         let Ok(claimed) = client.dequeue(request).await else {
             return;
         };
@@ -260,7 +249,7 @@ async fn a_node_killed_mid_load_loses_nothing_and_the_others_take_its_jobs() {
         }
     }
 
-    let jobs = all_jobs(&survivors[1]).await;
+    let jobs = all_jobs_with_history(&survivors[1]).await;
     let by_id: BTreeMap<JobId, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
     let acked = acked.lock().unwrap();
     assert!(
@@ -333,7 +322,7 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
         result.unwrap();
     }
 
-    let jobs = all_jobs(&nodes[0].client()).await;
+    let jobs = all_jobs_with_history(&nodes[0].client()).await;
     let mut slots = BTreeSet::new();
     for job in &jobs {
         assert!(
