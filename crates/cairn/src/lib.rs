@@ -134,6 +134,13 @@ pub mod __private {
         for (patterns, priority, aging) in [(0, false, false), (2, true, false), (1, true, true)] {
             all.push(claim::select_ready_jobs(patterns, priority, aging));
         }
+        // A dequeue of two slots, the second with a lease timeout of its own.
+        all.push(bulk_claim::lease_slots_sql(
+            &claim::select_ready_jobs(1, true, false),
+            "?5",
+            "(CAST(?6 AS BIGINT), CAST(?7 AS TEXT), CAST(?8 AS BIGINT), CAST(?9 AS BIGINT)), \
+             (CAST(?10 AS BIGINT), CAST(?11 AS TEXT), CAST(?12 AS BIGINT), CAST(?13 AS BIGINT))",
+        ));
         all
     }
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::store::db::{Params, ToValue, named, numbered};
+use crate::store::db::{Params, ToValue, Value, named, numbered};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -327,22 +327,31 @@ fn took(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
     Ok(())
 }
 
-/// [`LEASE_JOB`] for the job `select` (a [`select_ready_jobs`] statement, limited to one) picks, with the lease's
-/// parameters numbered from `first`: worker, token, now, lease timeout.
-fn lease_selected(select: &str, first: usize) -> String {
-    let lease = LEASE_JOB
+/// [`LEASE_JOB`] with its worker, token, now and lease-timeout parameters (`?2` to `?5`) replaced by `values`, and
+/// its `WHERE` clause by `filter` (which may hold parameters of its own; it goes in last, untouched).
+pub(crate) fn lease_job_with(values: [&str; 4], filter: &str) -> String {
+    let [worker, token, now, lease] = values;
+    LEASE_JOB
+        .replace("WHERE id = ?1 AND state = 'queued'", "{filter}")
         .replace("?2", "{worker}")
         .replace("?3", "{token}")
         .replace("?4", "{now}")
         .replace("?5", "{lease}")
-        .replace("{worker}", &format!("?{first}"))
-        .replace("{token}", &format!("?{}", first + 1))
-        .replace("{now}", &format!("?{}", first + 2))
-        .replace("{lease}", &format!("?{}", first + 3));
-    lease.replace(
-        "WHERE id = ?1 AND state = 'queued'",
-        // `=` a scalar subquery, run once; `IN` would be a semi-join that runs the subquery again for each row
-        // and leases every ready job.
+        .replace("{worker}", worker)
+        .replace("{token}", token)
+        .replace("{now}", now)
+        .replace("{lease}", lease)
+        .replace("{filter}", filter)
+}
+
+/// [`LEASE_JOB`] for the job `select` (a [`select_ready_jobs`] statement, limited to one) picks, with the lease's
+/// parameters numbered from `first`: worker, token, now, lease timeout.
+fn lease_selected(select: &str, first: usize) -> String {
+    let params: Vec<String> = (first..first + 4).map(|n| format!("?{n}")).collect();
+    // `=` a scalar subquery, run once; `IN` would be a semi-join that runs the subquery again for each row and
+    // leases every ready job.
+    lease_job_with(
+        [&params[0], &params[1], &params[2], &params[3]],
         &format!(
             "WHERE id = (SELECT candidate.id FROM ({select}) AS candidate) AND state = 'queued'"
         ),
@@ -361,20 +370,48 @@ impl Claim {
         if limit == 0 {
             return Ok(Vec::new());
         }
-        let settings = ctx.settings.get(queue.as_str());
-        let mut args = Vec::with_capacity(2 + self.names.len());
+        let sql = self.select_ready(ctx, queue);
+        let args = self.select_args(queue, limit);
+        ctx.db.query(sql, &Params::Numbered(args), |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+    }
+
+    /// The [`select_ready_jobs`] statement this claim runs on `queue`: the one for priority aging if the queue
+    /// ages.
+    pub(crate) fn select_ready(&self, ctx: &WriteCtx<'_>, queue: &QueueName) -> &str {
+        if ctx.settings.get(queue.as_str()).aging_ms.is_some() {
+            &self.sql_aging
+        } else {
+            &self.sql
+        }
+    }
+
+    /// The parameters of [`Self::select_ready`], `?1` onwards: the queue, the limit, the name patterns, the
+    /// priority.
+    pub(crate) fn select_args<'a>(&'a self, queue: &'a QueueName, limit: u32) -> Vec<Value<'a>> {
+        let mut args = Vec::with_capacity(3 + self.names.len() + 4);
         args.push(queue.as_str().to_value());
         args.push(limit.to_value());
         args.extend(self.names.iter().map(|n| n.as_str().to_value()));
         args.extend(self.priority.map(|p| p.to_value()));
-        let sql = if settings.aging_ms.is_some() {
-            &self.sql_aging
-        } else {
-            &self.sql
-        };
-        ctx.db.query(sql, &Params::Numbered(args), |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
+        args
+    }
+
+    /// The lease timeout this claim asks for, in milliseconds, instead of each job's own.
+    pub(crate) fn lease_ms(&self) -> Option<i64> {
+        self.lease_ms
+    }
+
+    /// Whether this claim may be run together with others of the same [`Self::filter_key`] in one statement
+    /// (`ops/bulk_claim.rs`): it takes from one queue, which has no limits to count against, and its weight
+    /// budget cannot cut it short (it takes one job, or has no budget).
+    pub(crate) fn runs_in_bulk(&self, ctx: &WriteCtx<'_>) -> bool {
+        if self.queues.len() != 1 || (self.max_weight.is_some() && self.limit > 1) {
+            return false;
+        }
+        let settings = ctx.settings.get(self.queues[0].as_str());
+        settings.concurrency.is_none() && settings.rate.is_none()
     }
 
     /// How many jobs of `queue` this claim may take now, at most `limit`: none while it is paused, and no more than
@@ -421,16 +458,9 @@ impl Claim {
         if self.admissible(ctx, queue, 1)? == 0 {
             return Ok(Vec::new());
         }
-        let aging = ctx.settings.get(queue.as_str()).aging_ms.is_some();
-        let select = if aging { &self.sql_aging } else { &self.sql };
-        let first_lease_param = 3 + self.names.len() + usize::from(self.priority.is_some());
-        let sql = lease_selected(select, first_lease_param);
+        let mut args = self.select_args(queue, 1);
+        let sql = lease_selected(self.select_ready(ctx, queue), args.len() + 1);
         let token = ctx.tokens.next_token();
-        let mut args = Vec::with_capacity(first_lease_param + 3);
-        args.push(queue.as_str().to_value());
-        args.push(1u32.to_value());
-        args.extend(self.names.iter().map(|n| n.as_str().to_value()));
-        args.extend(self.priority.map(|p| p.to_value()));
         args.extend([
             self.worker.as_str().to_value(),
             token.to_value(),
@@ -460,7 +490,7 @@ impl Claim {
     }
 
     /// A job this claim just leased under `token`: its start recorded, and its lease.
-    fn leased(&self, ctx: &mut WriteCtx<'_>, job: Job, token: i64) -> ClaimedJob {
+    pub(crate) fn leased(&self, ctx: &mut WriteCtx<'_>, job: Job, token: i64) -> ClaimedJob {
         let job_ref = crate::ops::events::JobRef {
             id: job.id.0,
             queue: job.queue.as_str(),

@@ -22,6 +22,7 @@ use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod aging;
 pub(crate) mod bulk;
+pub(crate) mod bulk_claim;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;

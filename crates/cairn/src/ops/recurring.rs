@@ -369,10 +369,3 @@ pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
         },
     )
 }
-
-/// The earliest template slot not yet created, for the writer's next wake-up.
-pub(crate) fn next_template_slot(db: &Db<'_>) -> Result<Option<i64>> {
-    Ok(db
-        .query_row("SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL", &Params::NONE, |r| r.get(0))?
-        .flatten())
-}

@@ -23,6 +23,7 @@ use crate::clock::{Clock, duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::bulk::{self, Bulk};
+use crate::ops::bulk_claim;
 use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::events::{BatchTotals, EventLog};
 use crate::ops::finish::Finish;
@@ -480,13 +481,22 @@ impl Writer {
             release: &self.to_release,
             waiting_workers: &waiting_workers,
         };
-        let timed = match in_savepoint(&mut ctx, |ctx| timed_work.run(ctx)) {
-            Ok(updates) => updates,
-            Err(e) => {
-                tracing::error!(error = %e, "timed maintenance failed; it is retried with the next batch");
-                TimedUpdates::default()
+        let mut timed = if timed_work.is_empty() {
+            TimedUpdates::default()
+        } else {
+            match in_savepoint(&mut ctx, |ctx| timed_work.run(ctx)) {
+                Ok(updates) => updates,
+                Err(e) => {
+                    tracing::error!(error = %e, "timed maintenance failed; it is retried with the next batch");
+                    TimedUpdates::default()
+                }
             }
         };
+        if prune && !leads {
+            // The leader prunes. This node asks for the lead again in a while, not with every batch: a housekeeping
+            // pass that stayed due would wake the writer at once, over and over.
+            timed.next_prune = Some(now_ms + duration_millis(LEADER_RETRY));
+        }
 
         // On PostgreSQL, the plain pushes and finishes first, several to a statement (`ops/bulk.rs`). A failed
         // statement there aborts the transaction: the batch runs again, one operation at a time.
@@ -550,10 +560,8 @@ impl Writer {
             }
         }
 
-        let mut claims = Vec::with_capacity(dequeues.len());
-        for waiter in dequeues {
-            claims.push(claim_isolated(&mut ctx, &waiter.claim, isolation)?);
-        }
+        let new_claims: Vec<&Claim> = dequeues.iter().map(|waiter| &waiter.claim).collect();
+        let claims = claim_all(&mut ctx, &new_claims, isolation, false)?;
 
         // Queues that gained ready jobs here are told to the other nodes (on PostgreSQL); those another node told
         // about are not told back.
@@ -570,8 +578,12 @@ impl Writer {
         }
 
         // Read before the commit, under the write lock: after it, each of these reads would be a transaction of
-        // its own, with its own round of WAL lock calls.
-        let next_due = maintenance::next_due(&ctx.db);
+        // its own, with its own round of WAL lock calls. A node that does not lead has no use for it.
+        let next_due = if leads {
+            maintenance::next_due(&ctx.db)
+        } else {
+            Ok(None)
+        };
 
         let totals = ctx.events.flush(&ctx.db).map_err(Failure::Storage)?;
         if let Some(node) = &node {
@@ -728,7 +740,6 @@ fn deliver(
 }
 
 /// Claims jobs for parked dequeues that the new ready jobs (or, on a tick, anything) could serve, oldest first.
-/// A filter that found nothing is not tried again for later waiters with the same filter in this batch.
 /// Returns the index in `parked` of each waiter served, with what it gets.
 fn serve_parked(
     ctx: &mut WriteCtx<'_>,
@@ -736,24 +747,60 @@ fn serve_parked(
     all: bool,
     isolation: Isolation,
 ) -> std::result::Result<Vec<(usize, Claimed)>, Failure> {
+    let (indices, claims): (Vec<usize>, Vec<&Claim>) = parked
+        .iter()
+        .enumerate()
+        .filter(|(_, waiter)| {
+            !waiter.reply.is_closed() && (all || waiter.claim.wants_any_of(ctx.ready))
+        })
+        .map(|(index, waiter)| (index, &waiter.claim))
+        .unzip();
+    let claimed = claim_all(ctx, &claims, isolation, true)?;
+    Ok(indices
+        .into_iter()
+        .zip(claimed)
+        .filter(|(_, result)| !matches!(result, Ok(jobs) if jobs.is_empty()))
+        .collect())
+}
+
+/// Runs `claims` in order, each to its result. On PostgreSQL, in a shared batch, those that can go together do
+/// (`ops/bulk_claim.rs`: a statement for many); a failure there poisons the batch, which then runs one operation
+/// at a time. The rest run one at a time. With `skip_exhausted`, a filter that found nothing is not tried again
+/// for later claims with the same filter: it would find nothing again, so they get no jobs (parked dequeues skip
+/// this way; a new dequeue runs, so that its worker counts as seen).
+fn claim_all(
+    ctx: &mut WriteCtx<'_>,
+    claims: &[&Claim],
+    isolation: Isolation,
+    skip_exhausted: bool,
+) -> std::result::Result<Vec<Claimed>, Failure> {
+    let together = if isolation == Isolation::Shared && ctx.db.is_postgres() && !claims.is_empty() {
+        bulk_claim::claim_together(ctx, claims).map_err(|e| {
+            tracing::debug!(error = %e, "a batch's bulk claims failed; running it one operation at a time");
+            Failure::Poisoned
+        })?
+    } else {
+        claims.iter().map(|_| None).collect()
+    };
     let mut exhausted: HashSet<String> = HashSet::new();
-    let mut served = Vec::new();
-    for (index, waiter) in parked.iter().enumerate() {
-        if waiter.reply.is_closed() || !(all || waiter.claim.wants_any_of(ctx.ready)) {
+    let mut results = Vec::with_capacity(claims.len());
+    for (claim, taken) in claims.iter().zip(together) {
+        if let Some(jobs) = taken {
+            results.push(Ok(jobs));
             continue;
         }
-        let key = waiter.claim.filter_key();
+        let key = claim.filter_key();
         if exhausted.contains(&key) {
+            results.push(Ok(Vec::new()));
             continue;
         }
-        match claim_isolated(ctx, &waiter.claim, isolation)? {
-            Ok(jobs) if jobs.is_empty() => {
-                exhausted.insert(key);
-            }
-            result => served.push((index, result)),
+        let result = claim_isolated(ctx, claim, isolation)?;
+        if skip_exhausted && matches!(&result, Ok(jobs) if jobs.is_empty()) {
+            exhausted.insert(key);
         }
+        results.push(result);
     }
-    Ok(served)
+    Ok(results)
 }
 
 /// Runs a claim under the batch's isolation: a failure after writing poisons a shared batch.
@@ -851,6 +898,11 @@ struct TimedUpdates {
 }
 
 impl TimedWork<'_> {
+    /// Whether there is nothing to do.
+    fn is_empty(&self) -> bool {
+        !(self.refill || self.due || self.prune) && self.release.is_empty()
+    }
+
     fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<TimedUpdates> {
         let mut updates = TimedUpdates::default();
         // The next-due time is exact for everything this writer wrote; a tick also covers other writers.

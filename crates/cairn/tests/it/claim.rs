@@ -404,3 +404,149 @@ async fn weighted_round_robin_gives_each_queue_its_share_per_turn() {
     }
     t.close().await;
 }
+
+/// Many dequeues in flight at once (on PostgreSQL, those of one filter are leased by one statement): every ready job
+/// goes to one of them at most, each gets no more than its limit and in claim order, every lease it gets is its
+/// own, and no dequeue passes over a ready job that another left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dequeues_in_flight_together_take_each_job_once_in_claim_order() {
+    let t = TestQueue::new().await;
+    let pushes = (0..100)
+        .map(|i| Push::new(format!("job-{i}")).priority(i % 3))
+        .collect();
+    let ids: Vec<cairn::JobId> = t
+        .queue
+        .enqueue_batch(pushes)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    // Claim order: highest priority first, then by id (one batch: one `run_at`).
+    let mut order: Vec<(i64, cairn::JobId)> = (0..100).map(|i| (i as i64 % 3, ids[i])).collect();
+    order.sort_by_key(|(priority, id)| (-priority, id.0));
+    let order: Vec<cairn::JobId> = order.into_iter().map(|(_, id)| id).collect();
+    let rank = |id: cairn::JobId| order.iter().position(|x| *x == id).unwrap();
+
+    // 30 dequeues of any job (limits 1, 2 and 3: 60 jobs) and 10 of priority 0 only, all at once.
+    let requests: Vec<(Dequeue, bool)> = (0..40u32)
+        .map(|i| {
+            let request = Dequeue::new(format!("w{i}")).limit(i % 3 + 1);
+            if i < 30 {
+                (request, false)
+            } else {
+                (request.priority(0), true)
+            }
+        })
+        .collect();
+    let dequeues = requests.iter().map(|(request, _)| {
+        let queue = t.queue.clone();
+        let request = request.clone();
+        async move { queue.dequeue(request).await.unwrap() }
+    });
+    let results = crate::harness::futures_join_all(dequeues).await;
+
+    let mut taken = std::collections::HashSet::new();
+    let mut last_rank_of_any = 0;
+    for ((request, only_priority_0), claimed) in requests.iter().zip(&results) {
+        assert!(claimed.len() <= request.limit as usize);
+        let ranks: Vec<usize> = claimed.iter().map(|c| rank(c.job.id)).collect();
+        assert!(
+            ranks.is_sorted(),
+            "{} got jobs out of claim order: {ranks:?}",
+            request.worker
+        );
+        for c in claimed {
+            assert!(taken.insert(c.job.id), "{:?} was taken twice", c.job.id);
+            assert_eq!(c.lease.worker.as_str(), request.worker);
+            assert_eq!(
+                c.job.worker.as_ref().map(|w| w.as_str()),
+                Some(request.worker.as_str())
+            );
+            if *only_priority_0 {
+                assert_eq!(c.job.priority, 0);
+            } else {
+                last_rank_of_any = last_rank_of_any.max(rank(c.job.id));
+            }
+        }
+    }
+    let any_count: usize = results[..30].iter().map(Vec::len).sum();
+    assert_eq!(any_count, 60, "60 ready jobs of any kind for 60 slots");
+    let priority_0: usize = results[30..].iter().map(Vec::len).sum();
+    assert_eq!(
+        priority_0,
+        (10 / 3) * 6 + 1,
+        "limits 1, 2, 3 ... over 10 dequeues"
+    );
+    // Nothing left ready was passed over by a dequeue of any job.
+    for id in &ids {
+        if !taken.contains(id) {
+            assert!(rank(*id) > last_rank_of_any, "{id:?} was passed over");
+        }
+    }
+    // Each lease is the one its job holds.
+    for claimed in results.iter().flatten() {
+        t.queue.finish(&claimed.lease, None).await.unwrap();
+    }
+    t.close().await;
+}
+
+/// Dequeues parked on an empty queue are served as jobs arrive: as many as there are jobs, each job once, each
+/// waiter up to its limit, and the rest keep waiting for the next jobs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parked_dequeues_are_served_as_many_as_jobs_arrive() {
+    let t = TestQueue::new().await;
+    let waiters: Vec<_> = (0..12u32)
+        .map(|i| {
+            let queue = t.queue.clone();
+            tokio::spawn(async move {
+                queue
+                    .dequeue(
+                        Dequeue::new(format!("w{i}"))
+                            .queue("q")
+                            .limit(if i == 0 { 3 } else { 1 })
+                            .wait(Duration::from_secs(30)),
+                    )
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    t.queue.settle().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+
+    let push_to_q = |n: usize, from: usize| {
+        (from..from + n)
+            .map(|i| Push::new(format!("j{i}")).queue("q"))
+            .collect::<Vec<_>>()
+    };
+    t.queue.enqueue_batch(push_to_q(6, 0)).await.unwrap();
+    // Six jobs for fourteen slots: six are filled, and no job is left ready.
+    let ready_after = |t: &TestQueue| {
+        let queue = t.queue.clone();
+        async move {
+            queue.settle().await.unwrap();
+            queue.peek("q", 100).await.unwrap().len()
+        }
+    };
+    assert_eq!(ready_after(&t).await, 0);
+    // Ten more: enough for every waiter, whatever each took of the first six.
+    t.queue.enqueue_batch(push_to_q(10, 6)).await.unwrap();
+
+    let mut taken = std::collections::HashSet::new();
+    for waiter in waiters {
+        let claimed = tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("every waiter is served by the 16 jobs")
+            .unwrap();
+        assert!(!claimed.is_empty());
+        for c in claimed {
+            assert!(taken.insert(c.job.id), "{:?} was taken twice", c.job.id);
+            t.queue.finish(&c.lease, None).await.unwrap();
+        }
+    }
+    // 16 jobs for 14 slots (3 + 11); a waiter served with fewer jobs than its limit leaves its other slots.
+    assert!((12..=14).contains(&taken.len()), "{}", taken.len());
+    assert_eq!(ready_after(&t).await, 16 - taken.len());
+    t.close().await;
+}

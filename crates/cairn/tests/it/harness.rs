@@ -124,3 +124,17 @@ impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
 
 /// The SQLite queue, for the modules that test SQLite itself.
 pub type TestQueue = TestQueueOn<false>;
+
+/// Runs every future at once on the runtime and gathers their outputs, in order.
+pub async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handles: Vec<_> = futures.map(tokio::spawn).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    for handle in handles {
+        out.push(handle.await.unwrap());
+    }
+    out
+}

@@ -8,7 +8,7 @@
 
 use proptest::prelude::*;
 
-use crate::harness::TestDatabase;
+use crate::harness::{TestDatabase, futures_join_all};
 
 #[test]
 fn migrations_bring_a_fresh_database_to_the_schema_once() {
@@ -461,16 +461,56 @@ async fn pushes_and_finishes_in_flight_together_are_answered_each_as_alone() {
         .unwrap();
 }
 
-/// Runs every future at once on the runtime and gathers their outputs, in order.
-async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    let handles: Vec<_> = futures.map(tokio::spawn).collect();
-    let mut out = Vec::with_capacity(handles.len());
-    for handle in handles {
-        out.push(handle.await.unwrap());
+/// A node that does not lead the timed work asks for the lead about once a second and otherwise leaves the
+/// database alone: its writer's session sits idle between bids, rather than running transaction after transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_nodes_leave_the_database_alone() {
+    let db = TestDatabase::new();
+    let leader = cairn::Queue::open(&db.url).await.unwrap();
+    leader.settle().await.unwrap();
+    let follower = cairn::Queue::open(&db.url).await.unwrap();
+    follower.settle().await.unwrap();
+    // Past the first housekeeping time, which a follower cannot do.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+
+    let url = db.url.clone();
+    let changes = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut seen: std::collections::HashMap<i32, std::collections::HashSet<String>> =
+            Default::default();
+        for _ in 0..40 {
+            for row in client
+                .query(
+                    "SELECT pid, CAST(state_change AS TEXT) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND application_name = 'cairn writer'",
+                    &[],
+                )
+                .unwrap()
+            {
+                let change: Option<String> = row.get(1);
+                seen.entry(row.get(0))
+                    .or_default()
+                    .insert(change.unwrap_or_default());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        seen
+    })
+    .await
+    .unwrap();
+    assert_eq!(changes.len(), 2, "two writers: {changes:?}");
+    for (pid, states) in &changes {
+        // A bid a second is a handful of statements; a writer that never sleeps changes state with every sample.
+        assert!(
+            states.len() <= 12,
+            "writer {pid} changed state {} times in a second of idleness",
+            states.len()
+        );
     }
-    out
+    for queue in [follower, leader] {
+        queue
+            .close(std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
 }

@@ -29,6 +29,9 @@ pub(crate) use job_columns;
 /// The columns as a constant, for statements built at run time.
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
+/// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
+pub(crate) const JOB_COLUMN_COUNT: usize = 33;
+
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
         .map_err(|e| Error::storage("the database holds a job whose data is not JSON", e))
