@@ -114,7 +114,6 @@ pub mod __private {
             finish::COMPLETE_JOB,
             finish::GO_ON,
             events::UPSERT_MINUTE,
-            events::UPSERT_HISTOGRAM,
             queues::COUNT_BY_STATE,
             waiting::RELEASE_IF_UNBLOCKED,
             aging::SET_AGING,
@@ -131,6 +130,8 @@ pub mod __private {
         .collect();
         all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(str::to_owned));
         all.push(events::UPSERT_WORKER_HOURS.text(2).to_owned());
+        all.push(events::UPSERT_MINUTE_PER_NODE.clone());
+        all.push(events::UPSERT_HISTOGRAMS_PER_NODE.text(2).to_owned());
         for (patterns, priority, aging) in [(0, false, false), (2, true, false), (1, true, true)] {
             all.push(claim::select_ready_jobs(patterns, priority, aging));
         }

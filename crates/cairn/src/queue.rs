@@ -496,7 +496,7 @@ impl Queue {
             settings: &mut settings,
         };
         let enqueued = crate::ops::push::insert(push, &mut ctx)?;
-        ctx.events.flush(&ctx.db)?;
+        ctx.events.flush(&ctx.db, None)?;
         Ok(enqueued)
     }
 

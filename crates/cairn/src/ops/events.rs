@@ -7,8 +7,9 @@
 //! a transaction that rolls back drops them all.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
-use crate::store::db::{Db, MultiRow, ToValue, Value, named};
+use crate::store::db::{Db, MultiRow, Params, ToValue, Value, named};
 
 use crate::error::Result;
 use crate::ops::HeldJob;
@@ -259,8 +260,9 @@ impl EventLog {
     }
 
     /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
-    /// the queue keeps in memory once the transaction commits.
-    pub fn flush(&mut self, db: &Db<'_>) -> Result<BatchTotals> {
+    /// the queue keeps in memory once the transaction commits. On PostgreSQL, `node` is the writer's node, which
+    /// adds to statistics rows of its own (see [`UPSERT_MINUTE_PER_NODE`]).
+    pub fn flush(&mut self, db: &Db<'_>, node: Option<&str>) -> Result<BatchTotals> {
         if self.events.is_empty() && self.presence.is_empty() {
             return Ok(BatchTotals::default());
         }
@@ -306,10 +308,31 @@ impl EventLog {
             per_job.entry((queue, name)).or_default().add(e);
         }
         for ((minute, queue, name), c) in &minutes {
-            db.execute(UPSERT_MINUTE, &named![":minute" => minute, ":queue" => queue, ":name" => name, ":added" => c.added, ":started" => c.started, ":finished" => c.finished, ":retried" => c.retried, ":failed" => c.failed, ":wait_count" => c.wait.count, ":wait_sum" => c.wait.sum, ":wait_sumsq" => c.wait.sumsq, ":wait_min" => c.wait.min, ":wait_max" => c.wait.max, ":run_count" => c.run.count, ":run_sum" => c.run.sum, ":run_sumsq" => c.run.sumsq, ":run_min" => c.run.min, ":run_max" => c.run.max, ":service_count" => c.service.count, ":service_sum" => c.service.sum, ":service_min" => c.service.min, ":service_max" => c.service.max])?;
+            let mut params = named![":minute" => minute, ":queue" => queue, ":name" => name, ":added" => c.added, ":started" => c.started, ":finished" => c.finished, ":retried" => c.retried, ":failed" => c.failed, ":wait_count" => c.wait.count, ":wait_sum" => c.wait.sum, ":wait_sumsq" => c.wait.sumsq, ":wait_min" => c.wait.min, ":wait_max" => c.wait.max, ":run_count" => c.run.count, ":run_sum" => c.run.sum, ":run_sumsq" => c.run.sumsq, ":run_min" => c.run.min, ":run_max" => c.run.max, ":service_count" => c.service.count, ":service_sum" => c.service.sum, ":service_min" => c.service.min, ":service_max" => c.service.max];
+            let sql: &str = match (node, &mut params) {
+                (Some(node), Params::Named(named)) => {
+                    named.push((":node", node.to_value()));
+                    &UPSERT_MINUTE_PER_NODE
+                }
+                _ => UPSERT_MINUTE,
+            };
+            db.execute(sql, &params)?;
         }
+        let mut values = Vec::with_capacity(histogram.len() * 7);
         for ((hour, queue, name, metric, bucket), count) in &histogram {
-            db.execute(UPSERT_HISTOGRAM, &named![":hour" => hour, ":queue" => queue, ":name" => name, ":metric" => metric, ":bucket" => bucket, ":count" => count])?;
+            values.extend([
+                hour.to_value(),
+                queue.to_value(),
+                name.to_value(),
+                metric.to_value(),
+                bucket.to_value(),
+                count.to_value(),
+            ]);
+            values.extend(node.map(ToValue::to_value));
+        }
+        match node {
+            Some(_) => UPSERT_HISTOGRAMS_PER_NODE.execute(db, values)?,
+            None => UPSERT_HISTOGRAMS.execute(db, values)?,
         }
         for (worker, from, to) in &self.presence {
             for (hour, ms) in by_hour(*from, *to) {
@@ -510,9 +533,40 @@ pub(crate) const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue,
      service_min = COALESCE(MIN(stats_minute.service_min, excluded.service_min), stats_minute.service_min, excluded.service_min), \
      service_max = COALESCE(MAX(stats_minute.service_max, excluded.service_max), stats_minute.service_max, excluded.service_max)";
 
-pub(crate) const UPSERT_HISTOGRAM: &str = "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count) \
-     VALUES (:hour, :queue, :name, :metric, :bucket, :count) \
-     ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = stats_histogram.count + excluded.count";
+/// [`UPSERT_MINUTE`] on PostgreSQL, where each node adds to rows of its own (`:node`; PostgreSQL's migration 0003).
+/// Rows that every node added to were a lock each commit waited on, the nodes taking turns; readers sum over nodes
+/// as they sum over minutes.
+pub(crate) static UPSERT_MINUTE_PER_NODE: LazyLock<String> = LazyLock::new(|| {
+    let per_node = UPSERT_MINUTE
+        .replacen(
+            "(minute, queue, name, added,",
+            "(node, minute, queue, name, added,",
+            1,
+        )
+        .replacen("VALUES (:minute,", "VALUES (:node, :minute,", 1)
+        .replacen(
+            "ON CONFLICT (minute, queue, name)",
+            "ON CONFLICT (minute, queue, name, node)",
+            1,
+        );
+    debug_assert_eq!(per_node.matches("node").count(), 3, "{per_node}");
+    per_node
+});
+
+/// Adds to the histograms' buckets, many at once (the keys of one batch are distinct).
+pub(crate) static UPSERT_HISTOGRAMS: MultiRow = MultiRow::new(
+    "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count)",
+    "(?,?,?,?,?,?)",
+    "ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = stats_histogram.count + excluded.count",
+);
+
+/// [`UPSERT_HISTOGRAMS`] on PostgreSQL, to each node's own rows, as [`UPSERT_MINUTE_PER_NODE`].
+pub(crate) static UPSERT_HISTOGRAMS_PER_NODE: MultiRow = MultiRow::new(
+    "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count, node)",
+    "(?,?,?,?,?,?,?)",
+    "ON CONFLICT (hour, queue, name, metric, bucket, node) \
+     DO UPDATE SET count = stats_histogram.count + excluded.count",
+);
 
 /// Adds to the worker-hour rows, many at once (the keys of one batch are distinct, as an upsert of many rows
 /// needs).

@@ -585,7 +585,10 @@ impl Writer {
             Ok(None)
         };
 
-        let totals = ctx.events.flush(&ctx.db).map_err(Failure::Storage)?;
+        let totals = ctx
+            .events
+            .flush(&ctx.db, node.as_deref())
+            .map_err(Failure::Storage)?;
         if let Some(node) = &node {
             let changed = std::mem::take(&mut ctx.settings.changed);
             WriterDb::notify(
@@ -683,6 +686,7 @@ impl Writer {
     fn release_at_close(&mut self) {
         let leases = std::mem::take(&mut self.to_release);
         let now_ms = to_millis(self.clock.now());
+        let node = self.db.node().map(str::to_owned);
         let result = (|| -> Result<()> {
             let mut ready = ReadyQueues::default();
             let mut events = EventLog::default();
@@ -698,7 +702,7 @@ impl Writer {
             for lease in &leases {
                 let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
             }
-            ctx.events.flush(&ctx.db)?;
+            ctx.events.flush(&ctx.db, node.as_deref())?;
             ctx.db.commit()
         })();
         if let Err(e) = result {

@@ -30,7 +30,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         applied,
         [
             (1, "schema".to_owned(), 1_000),
-            (2, "rate_buckets".to_owned(), 1_000)
+            (2, "rate_buckets".to_owned(), 1_000),
+            (3, "statistics_per_node".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -513,4 +514,47 @@ async fn idle_nodes_leave_the_database_alone() {
             .await
             .unwrap();
     }
+}
+
+/// Each node adds its statistics to rows of its own (so that nodes never wait for each other's rows), and the
+/// readers sum them: the totals, and the one row per minute, queue and name of `cairn_stats_minute`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statistics_of_two_nodes_add_up() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let b = two_nodes(&db, &clock).await;
+    for (node, jobs) in [(&a, 3), (&b, 2)] {
+        for _ in 0..jobs {
+            node.enqueue(cairn::Push::new("send").queue("mail"))
+                .await
+                .unwrap();
+        }
+        for claimed in take(node, "mail", "w").await {
+            node.finish(&claimed.lease, None).await.unwrap();
+        }
+        node.settle().await.unwrap();
+    }
+
+    let totals = b.stats(cairn::StatsQuery::default()).await.unwrap().totals;
+    assert_eq!((totals.added, totals.started, totals.finished), (5, 5, 5));
+    let rows = a
+        .sql(cairn::SqlQuery::new(
+            "SELECT added, finished, wait_count FROM cairn_stats_minute",
+        ))
+        .await
+        .unwrap()
+        .rows;
+    assert_eq!(rows, [[5, 5, 5].map(serde_json::Value::from)]);
+    let per_node = a
+        .sql(cairn::SqlQuery::new(
+            "SELECT count(DISTINCT node), count(*) FROM stats_minute",
+        ))
+        .await
+        .unwrap()
+        .rows;
+    assert_eq!(per_node, [[2, 2].map(serde_json::Value::from)]);
+
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }

@@ -19,6 +19,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "rate_buckets",
         include_str!("../../../migrations/postgres/0002_rate_buckets.sql"),
     ),
+    (
+        3,
+        "statistics_per_node",
+        include_str!("../../../migrations/postgres/0003_statistics_per_node.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

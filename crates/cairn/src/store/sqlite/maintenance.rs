@@ -97,7 +97,7 @@ pub(crate) fn recover_at_open(
         settings: &mut settings,
     };
     let recovered = recover_orphans(&mut ctx, policy)?;
-    ctx.events.flush(&ctx.db)?;
+    ctx.events.flush(&ctx.db, None)?;
     drop(ctx);
     tx.commit()?;
     Ok(recovered)
