@@ -18,12 +18,13 @@ use serde_json::Value;
 use crate::wire::{
     ActivityPageBody, AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody,
     ConfigListBody, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
-    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishRequest,
-    HealthBody, HeartbeatRequest, JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody,
-    PriorityRequest, PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest,
-    RecurringBody, RecurringListBody, RecurringRequest, RequeueRequest, RescheduleRequest,
-    RetryRequest, SetConfigRequest, SetDataRequest, StateBody, StatsBody, TagsRequest, UnfailBody,
-    UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
+    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
+    FinishManyBody, FinishManyRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody,
+    JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PriorityRequest, PushBatchRequest,
+    PushRequest, QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody,
+    RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest, SetConfigRequest,
+    SetDataRequest, StateBody, StatsBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest,
+    UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use crate::wire::{SqlBody, SqlRequest};
 use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
@@ -304,6 +305,36 @@ impl Client {
         )
         .await
         .map(drop)
+    }
+
+    /// Completes many jobs in one request; see [`cairn::Queue::finish_many`]. Each job gets its own answer, in
+    /// order.
+    ///
+    /// # Errors
+    /// As the embedded queue for the request as a whole (more than [`cairn::MAX_FINISH_MANY`] jobs), plus
+    /// [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`]; each job's own error is in its answer.
+    pub async fn finish_many(&self, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
+        let request = FinishManyRequest {
+            jobs: finishes
+                .into_iter()
+                .map(|finish| FinishItem {
+                    id: finish.job.0,
+                    token: finish.token.to_string(),
+                    data: finish.data,
+                    usage: finish.usage.map(UsageBody::from),
+                    next: finish.next.as_ref().map(ContinueBody::from),
+                })
+                .collect(),
+        };
+        let body: FinishManyBody = self.post("/v1/finish", &request).await?;
+        Ok(body
+            .results
+            .into_iter()
+            .map(|result| match result.error {
+                None => Ok(()),
+                Some(error) => Err(ErrorBody { error }.into_error()),
+            })
+            .collect())
     }
 
     /// Retries the job later; see [`cairn::Queue::retry`].

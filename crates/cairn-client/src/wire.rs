@@ -381,6 +381,56 @@ pub struct FinishRequest {
     pub next: Option<ContinueBody>,
 }
 
+/// Completes many jobs at once (`POST /v1/finish`): for a worker that reports several jobs together. Each job is
+/// answered on its own, in `results`; only a malformed request is refused whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FinishManyRequest {
+    /// The jobs, at most 1,000.
+    pub jobs: Vec<FinishItem>,
+}
+
+/// One job of a [`FinishManyRequest`]: what `POST /v1/jobs/{id}/finish` takes, with the job's id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FinishItem {
+    /// The job's id.
+    pub id: i64,
+    /// The lease's token.
+    pub token: String,
+    /// The job's result, replacing its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+    /// Instead of completing, the job goes on in another queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<ContinueBody>,
+}
+
+/// What became of each job of a [`FinishManyRequest`], in the request's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FinishManyBody {
+    /// One per job.
+    pub results: Vec<FinishResult>,
+}
+
+/// One job's answer: done (completed, or moved on to its next queue) unless `error` says why not, as the one-job
+/// call's error would (`lease_lost`, say).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FinishResult {
+    /// The job's id.
+    pub id: i64,
+    /// Why the job was not finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
 /// Where a finished step of a job goes on: another queue, after a delay or once other jobs complete, with fresh
 /// attempts and the data it finished with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -64,6 +64,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(leases::checkpoint))
         .routes(routes!(leases::update))
         .routes(routes!(leases::finish))
+        .routes(routes!(leases::finish_many))
         .routes(routes!(leases::retry))
         .routes(routes!(leases::fail))
         .routes(routes!(leases::release))

@@ -53,7 +53,7 @@ pub use ops::dependencies::ChangeDependencies;
 pub use ops::events::{ActivityKind, WORKER_LOST_AFTER};
 pub use ops::fail::Fail;
 pub use ops::failures::{FailureGroup, MAX_UNFAIL, Unfail};
-pub use ops::finish::{Continue, Finish};
+pub use ops::finish::{Continue, Finish, MAX_FINISH_MANY};
 pub use ops::heartbeat::Heartbeat;
 pub use ops::push::{Enqueued, MAX_DEPENDENCIES, Push, PushBatch};
 pub use ops::queues::{LimitQueue, PauseQueue, QueueStats};

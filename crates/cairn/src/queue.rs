@@ -28,7 +28,7 @@ use crate::ops::delete::Delete;
 use crate::ops::dependencies::ChangeDependencies;
 use crate::ops::fail::Fail;
 use crate::ops::failures::{FailureGroup, Unfail};
-use crate::ops::finish::Finish;
+use crate::ops::finish::{Finish, MAX_FINISH_MANY};
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
 use crate::ops::queues::{LimitQueue, PauseQueue, QueueStats, SettingsCache};
@@ -58,7 +58,7 @@ use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::sqlite::{maintenance, migrations, rows};
-use crate::store::writer::{Command, Pending, Waiter, Writer};
+use crate::store::writer::{Command, ErasedOp, Pending, Waiter, Writer};
 use crate::store::writer_db::{PgWriter, WriterDb};
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
@@ -634,6 +634,41 @@ impl Queue {
     /// As [`Queue::finish`].
     pub async fn finish_with(&self, finish: Finish) -> Result<()> {
         self.write(finish).await
+    }
+
+    /// Completes many jobs at once, each as [`Queue::finish_with`] would: for a worker that reports several jobs
+    /// together. They reach the writer together, so they share one transaction (and on PostgreSQL, the plain ones
+    /// share its statements). Each gets its own answer, in order: a lost lease refuses only its own job.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] (field `finishes`) for more than [`MAX_FINISH_MANY`] jobs, and nothing is
+    /// written; a closed queue's errors. Each job's own error (such as [`ErrorKind::LeaseLost`]) is in its answer.
+    pub async fn finish_many(&self, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
+        if finishes.len() > MAX_FINISH_MANY {
+            return Err(Error::invalid(
+                "finishes",
+                format!(
+                    "must be at most {MAX_FINISH_MANY} jobs, got {}",
+                    finishes.len()
+                ),
+            ));
+        }
+        if finishes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut ops: Vec<Box<dyn ErasedOp>> = Vec::with_capacity(finishes.len());
+        let mut answers = Vec::with_capacity(finishes.len());
+        for finish in finishes {
+            let (reply, answer) = oneshot::channel();
+            ops.push(Pending::new(finish, reply));
+            answers.push(answer);
+        }
+        self.send(Command::Ops(ops))?;
+        let mut results = Vec::with_capacity(answers.len());
+        for answer in answers {
+            results.push(answer.await.map_err(|_| writer_stopped())?);
+        }
+        Ok(results)
     }
 
     /// [`Queue::retry`] with every field of [`Retry`].

@@ -586,6 +586,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/dequeue",
             "/v1/failures",
             "/v1/failures/{group}/unfail",
+            "/v1/finish",
             "/v1/health",
             "/v1/jobs",
             "/v1/jobs/batch",
@@ -1244,4 +1245,78 @@ async fn requests_a_web_page_could_forge_are_refused() {
         assert_eq!(request.send().await.unwrap().status(), 200, "{headers:?}");
     }
     assert!(server.client().queue_stats().await.unwrap()[0].paused);
+}
+
+/// `POST /v1/finish` answers each job on its own, in order: done, or the one-job call's error; a malformed item is
+/// refused whole, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_many_answers_each_job_in_order() {
+    let server = TestServer::spawn();
+    let check = |(status, body): (u16, Value), want_status: u16, want: Value| {
+        assert_eq!(status, want_status, "{body}");
+        assert_eq!(body, json!({ "error": want }));
+    };
+    let get = |path: String| {
+        raw(
+            reqwest::Method::GET,
+            format!("{}{path}", server.url()),
+            None,
+            None,
+        )
+    };
+    for _ in 0..3 {
+        let (status, _) = post(&server, "/v1/jobs", r#"{"name":"x"}"#).await;
+        assert_eq!(status, 201);
+    }
+    let (_, claimed) = post(&server, "/v1/dequeue", r#"{"worker":"w","limit":3}"#).await;
+    let jobs: Vec<(i64, String)> = claimed["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["job"]["id"].as_i64().unwrap(),
+                c["lease"]["token"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(jobs.len(), 3);
+    let [(a, ta), (b, _), (c, tc)] = [jobs[0].clone(), jobs[1].clone(), jobs[2].clone()];
+
+    check(
+        post(
+            &server,
+            "/v1/finish",
+            &format!(r#"{{"jobs":[{{"id":{a},"token":"{ta}"}},{{"id":{b},"token":"nope"}}]}}"#),
+        )
+        .await,
+        400,
+        json!({"kind": "invalid_input", "field": "jobs[1].token", "message": "jobs[1].token: must be a lease token (a decimal integer), got \"nope\""}),
+    );
+    check(
+        post(&server, "/v1/finish", r#"{"jobs":[{"id":0,"token":"1"}]}"#).await,
+        400,
+        json!({"kind": "invalid_input", "field": "jobs[0].id", "message": "jobs[0].id: must be a positive integer, got \"0\""}),
+    );
+
+    let body = format!(
+        r#"{{"jobs":[{{"id":{a},"token":"{ta}","data":{{"ok":true}}}},{{"id":{b},"token":"12345"}},{{"id":{c},"token":"{tc}"}}]}}"#
+    );
+    let (status, answer) = post(&server, "/v1/finish", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer,
+        json!({"results": [
+            {"id": a},
+            {"id": b, "error": {"kind": "lease_lost", "field": null, "message": format!("job {b} was leased again; this lease is stale")}},
+            {"id": c},
+        ]})
+    );
+    let (_, job) = get(format!("/v1/jobs/{a}")).await;
+    assert_eq!(
+        (&job["state"], &job["data"]),
+        (&json!("completed"), &json!({"ok": true}))
+    );
+    let (_, job) = get(format!("/v1/jobs/{b}")).await;
+    assert_eq!(job["state"], "running");
 }

@@ -7,8 +7,8 @@ use axum::extract::State;
 use cairn::{Continue, Fail, Finish, Lease, Retry, RunUsage, WorkerId};
 use cairn_client::wire::{
     CheckpointRequest, ClaimedJobBody, DequeueBody, DequeueRequest, EmptyBody, ErrorBody,
-    FailRequest, FinishRequest, HeartbeatRequest, LeaseExpiryBody, LeaseRequest, RetryRequest,
-    StateBody, UpdateRequest,
+    FailRequest, FinishManyBody, FinishManyRequest, FinishRequest, FinishResult, HeartbeatRequest,
+    LeaseExpiryBody, LeaseRequest, RetryRequest, StateBody, UpdateRequest,
 };
 
 use crate::body::JsonBody;
@@ -46,6 +46,65 @@ fn lease(job: cairn::JobId, token_text: &str) -> ApiResult<Lease> {
         worker: WorkerId::parse("http").expect("a valid worker id"),
         expires_at: jiff::Timestamp::UNIX_EPOCH,
     })
+}
+
+/// Completes many jobs at once, each as `POST /v1/jobs/{id}/finish` would: for a worker that reports several jobs
+/// together, in one request and one transaction. Each job is answered on its own, in order (a lost lease refuses
+/// only its job); a malformed request (a bad id or token, more than 1,000 jobs) is refused whole, naming
+/// `jobs[i].field`.
+#[utoipa::path(post, path = "/v1/finish", tag = "workers", request_body = FinishManyRequest,
+    responses(
+        (status = 200, description = "Each job's answer, in order", body = FinishManyBody),
+        (status = 400, description = "Bad input, naming the field (such as `jobs[2].token`)", body = ErrorBody),
+    ))]
+pub async fn finish_many(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<FinishManyRequest>,
+) -> ApiResult<Json<FinishManyBody>> {
+    if request.jobs.len() > cairn::MAX_FINISH_MANY {
+        return Err(ApiError::invalid(
+            "jobs",
+            format!(
+                "must hold at most {} jobs, got {}",
+                cairn::MAX_FINISH_MANY,
+                request.jobs.len()
+            ),
+        ));
+    }
+    let mut finishes = Vec::with_capacity(request.jobs.len());
+    let mut ids = Vec::with_capacity(request.jobs.len());
+    for (i, item) in request.jobs.into_iter().enumerate() {
+        let at = format!("jobs[{i}]");
+        let id = super::job_id(&item.id.to_string()).map_err(|e| e.nested_under(&at, "id"))?;
+        let lease = lease(id, &item.token).map_err(|e| e.nested_under(&at, "token"))?;
+        ids.push(item.id);
+        finishes.push(Finish {
+            data: item.data,
+            usage: item.usage.map(RunUsage::from),
+            next: item.next.map(Continue::from),
+            ..Finish::new(&lease)
+        });
+    }
+    let has_next: Vec<bool> = finishes.iter().map(|f| f.next.is_some()).collect();
+    let answers = state.queue.finish_many(finishes).await?;
+    let results = ids
+        .into_iter()
+        .zip(answers)
+        .zip(has_next)
+        .map(|((id, answer), has_next)| FinishResult {
+            id,
+            error: answer.err().map(|e| {
+                let error = ApiError::from(e);
+                let error = if has_next {
+                    error.nested_under("next", "depends_on")
+                } else {
+                    error
+                };
+                error.body().error.clone()
+            }),
+        })
+        .collect();
+    Ok(Json(FinishManyBody { results }))
 }
 
 /// Extends the lease to a full lease timeout from now, optionally recording progress.

@@ -31,6 +31,9 @@ pub struct Continue {
     pub depends_on: Vec<JobId>,
 }
 
+/// The most jobs one [`Queue::finish_many`](crate::Queue::finish_many) may complete.
+pub const MAX_FINISH_MANY: usize = 1000;
+
 /// Marks the job completed, optionally replacing its data with a result.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {

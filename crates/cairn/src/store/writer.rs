@@ -43,6 +43,8 @@ use crate::store::writer_db::{LEADER_RETRY, WriterDb, take_lead};
 pub(crate) enum Command {
     /// Apply an operation and reply after commit.
     Op(Box<dyn ErasedOp>),
+    /// Apply these operations in one batch (a worker's report of several jobs), each replying on its own.
+    Ops(Vec<Box<dyn ErasedOp>>),
     /// Claim jobs, waiting until the deadline if none are ready.
     Dequeue(Waiter),
     /// Look again at everything: the clock jumped, another connection committed jobs, or notifications from other
@@ -253,6 +255,7 @@ impl Writer {
         for command in batch {
             match command {
                 Command::Op(op) => ops.push(op),
+                Command::Ops(many) => ops.extend(many),
                 Command::Dequeue(waiter) => dequeues.push(waiter),
                 Command::Tick => tick = true,
                 Command::Timer => timer = true,
@@ -638,6 +641,11 @@ impl Writer {
             match command {
                 Command::Op(op) => {
                     op.reply(Some(&closed));
+                }
+                Command::Ops(many) => {
+                    for op in many {
+                        op.reply(Some(&closed));
+                    }
                 }
                 Command::Dequeue(waiter) => {
                     let _ = waiter.reply.send(Err(closed.clone()));

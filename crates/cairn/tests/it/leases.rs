@@ -209,3 +209,75 @@ async fn an_attempt_that_runs_past_its_timeout_loses_the_job_whatever_its_heartb
     assert_eq!(err.field(), Some("timeout"));
     t.close().await;
 }
+
+/// `finish_many` completes each job as `finish_with` would, answering each on its own and in order: a lost lease
+/// (a wrong token, a job finished earlier in the same call) refuses only its job, and the others complete.
+#[tokio::test]
+async fn finish_many_answers_each_job_on_its_own() {
+    let t = TestQueue::new().await;
+    for i in 0..4 {
+        t.push(&format!("job-{i}")).await;
+    }
+    let claimed = t.queue.dequeue(Dequeue::new("w").limit(4)).await.unwrap();
+    assert_eq!(claimed.len(), 4);
+    let stale = cairn::Lease {
+        token: claimed[3].lease.token.wrapping_add(1),
+        ..claimed[3].lease.clone()
+    };
+    let finishes = vec![
+        cairn::Finish {
+            data: Some(json!({"result": 0})),
+            ..cairn::Finish::new(&claimed[0].lease)
+        },
+        cairn::Finish::new(&claimed[1].lease),
+        cairn::Finish::new(&stale),
+        cairn::Finish::new(&claimed[2].lease),
+        cairn::Finish::new(&claimed[1].lease),
+    ];
+    let answers = t.queue.finish_many(finishes).await.unwrap();
+    let kinds: Vec<Option<ErrorKind>> = answers
+        .iter()
+        .map(|a| a.as_ref().err().map(cairn::Error::kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            None,
+            Some(ErrorKind::LeaseLost),
+            None,
+            Some(ErrorKind::LeaseLost)
+        ]
+    );
+    let states: Vec<JobState> = {
+        let mut states = Vec::new();
+        for c in &claimed {
+            states.push(t.queue.get(c.job.id).await.unwrap().state);
+        }
+        states
+    };
+    assert_eq!(
+        states,
+        [
+            JobState::Completed,
+            JobState::Completed,
+            JobState::Completed,
+            JobState::Running
+        ]
+    );
+    assert_eq!(
+        t.queue.get(claimed[0].job.id).await.unwrap().data,
+        json!({"result": 0})
+    );
+    // The held job still finishes under its own lease.
+    t.queue.finish(&claimed[3].lease, None).await.unwrap();
+
+    assert!(t.queue.finish_many(Vec::new()).await.unwrap().is_empty());
+    let too_many = vec![cairn::Finish::new(&claimed[0].lease); cairn::MAX_FINISH_MANY + 1];
+    let err = t.queue.finish_many(too_many).await.unwrap_err();
+    assert_eq!(
+        (err.kind(), err.field()),
+        (ErrorKind::InvalidInput, Some("finishes"))
+    );
+    t.close().await;
+}
