@@ -51,17 +51,18 @@ pub struct BenchArgs {
     /// take).
     #[arg(long = "scenario", value_enum, value_name = "NAME")]
     pub scenarios: Vec<Scenario>,
-    /// Jobs pushed by the throughput and batch scenarios.
+    /// Jobs pushed by the throughput, batch and workers scenarios.
     #[arg(long, default_value_t = 100_000, value_name = "N")]
     pub jobs: u64,
-    /// Concurrent clients (each with its own connections) in the throughput and batch scenarios.
+    /// Concurrent clients (each with its own connections) in the throughput, batch and workers scenarios.
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub clients: usize,
     /// Requests each client keeps in flight in the throughput and batch scenarios (a loop each, sharing the
-    /// client's connection pool); 1 is one request at a time, as a simple program makes them.
+    /// client's connection pool); 1 is one request at a time, as a simple program makes them. In the workers
+    /// scenario, each worker's slots: the most jobs it takes per dequeue.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub in_flight: usize,
-    /// Jobs per enqueue call in the batch scenario.
+    /// Jobs per enqueue call in the batch and workers scenarios.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub batch_size: usize,
     /// Wake-ups measured by the wakeup scenario.
@@ -85,6 +86,9 @@ pub enum Scenario {
     Throughput,
     /// Jobs enqueued in batches.
     Batch,
+    /// Jobs through a fleet: producers enqueue in batches, workers take several jobs per dequeue and finish them
+    /// with one call.
+    Workers,
     /// The time from an enqueue to a waiting dequeue returning the job.
     Wakeup,
     /// The server's memory per idle long poll (server only).
@@ -97,6 +101,7 @@ impl Scenario {
         match self {
             Scenario::Throughput => "throughput",
             Scenario::Batch => "batch",
+            Scenario::Workers => "workers",
             Scenario::Wakeup => "wakeup",
             Scenario::Idle => "idle",
         }

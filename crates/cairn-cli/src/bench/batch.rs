@@ -10,7 +10,7 @@ use anyhow::Context;
 use indicatif::ProgressBar;
 use tokio::task::JoinSet;
 
-use super::report::{Goal, ScenarioReport, human, thousands};
+use super::report::{ScenarioReport, human};
 use super::stats::Samples;
 use super::target::Target;
 use super::{drain, job, progress};
@@ -65,19 +65,9 @@ pub async fn run<T: Target>(
         jobs,
         elapsed,
     )
-    .with_latencies(samples.into_latencies());
-    if over_http {
-        let rate = report.per_second();
-        report.goal = Some(Goal {
-            text: format!(">= {} jobs/s over HTTP", thousands(GOAL_JOBS_PER_SECOND)),
-            met: rate >= GOAL_JOBS_PER_SECOND,
-        });
-    }
-    if leftovers > 0 {
-        report.notes.push(format!(
-            "{leftovers} jobs left in {QUEUE} by an earlier run were finished before the run"
-        ));
-    }
+    .with_latencies(samples.into_latencies())
+    .with_rate_goal(over_http, GOAL_JOBS_PER_SECOND)
+    .with_leftovers(leftovers, QUEUE);
     let cleanup = Instant::now();
     let drained = drain::drain(handles, QUEUE).await?;
     report.notes.push(format!(

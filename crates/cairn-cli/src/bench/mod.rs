@@ -19,6 +19,7 @@ mod stats;
 mod target;
 mod throughput;
 mod wakeup;
+mod workers;
 
 use std::path::Path;
 use std::time::Duration;
@@ -167,6 +168,10 @@ async fn run_scenarios<T: Target>(
                 let (jobs, size) = (settings.jobs, settings.batch_size);
                 batch::run(clients, settings.in_flight, jobs, size, over_http).await
             }
+            Scenario::Workers => {
+                let (jobs, size) = (settings.jobs, settings.batch_size);
+                workers::run(clients, settings.in_flight, jobs, size, over_http).await
+            }
             Scenario::Wakeup => {
                 wakeup::run(&handles[0], &handles[1], settings.samples, over_http).await
             }
@@ -191,7 +196,7 @@ fn describe(settings: &Settings) -> String {
         .scenarios
         .iter()
         .map(|s| match s {
-            Scenario::Throughput | Scenario::Batch => format!(
+            Scenario::Throughput | Scenario::Batch | Scenario::Workers => format!(
                 "{} ({} jobs, {} clients x {} in flight)",
                 s.as_str(),
                 report::thousands(settings.jobs as f64),

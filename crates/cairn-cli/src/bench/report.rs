@@ -67,6 +67,28 @@ pub struct ScenarioReport {
 }
 
 impl ScenarioReport {
+    /// Compares the rate with the target of `goal` jobs/s, which applies over HTTP only.
+    pub fn with_rate_goal(mut self, over_http: bool, goal: f64) -> Self {
+        if over_http {
+            let met = self.per_second() >= goal;
+            self.goal = Some(Goal {
+                text: format!(">= {} jobs/s over HTTP", thousands(goal)),
+                met,
+            });
+        }
+        self
+    }
+
+    /// Notes the jobs an earlier run left in `queue`, which were finished before this run.
+    pub fn with_leftovers(mut self, leftovers: u64, queue: &str) -> Self {
+        if leftovers > 0 {
+            self.notes.push(format!(
+                "{leftovers} jobs left in {queue} by an earlier run were finished before the run"
+            ));
+        }
+        self
+    }
+
     /// A report of `count` jobs in `elapsed`, without latencies yet.
     pub fn new(name: &'static str, shape: String, count: u64, elapsed: Duration) -> Self {
         ScenarioReport {

@@ -13,7 +13,7 @@ use cairn::Dequeue;
 use indicatif::ProgressBar;
 use tokio::task::JoinSet;
 
-use super::report::{Goal, ScenarioReport, thousands};
+use super::report::ScenarioReport;
 use super::stats::Samples;
 use super::target::Target;
 use super::{drain, job, progress};
@@ -70,7 +70,7 @@ pub async fn run<T: Target>(
     } else {
         format!("each running {in_flight} loops of")
     };
-    let mut report = ScenarioReport::new(
+    Ok(ScenarioReport::new(
         "throughput",
         format!(
             "{clients} clients, {loops}: enqueue one job, dequeue one job (waiting if none is ready), finish it; \
@@ -80,20 +80,9 @@ pub async fn run<T: Target>(
         finished,
         elapsed,
     )
-    .with_latencies(samples.into_latencies());
-    if over_http {
-        let rate = report.per_second();
-        report.goal = Some(Goal {
-            text: format!(">= {} jobs/s over HTTP", thousands(GOAL_JOBS_PER_SECOND)),
-            met: rate >= GOAL_JOBS_PER_SECOND,
-        });
-    }
-    if leftovers > 0 {
-        report.notes.push(format!(
-            "{leftovers} jobs left in {QUEUE} by an earlier run were finished before the run"
-        ));
-    }
-    Ok(report)
+    .with_latencies(samples.into_latencies())
+    .with_rate_goal(over_http, GOAL_JOBS_PER_SECOND)
+    .with_leftovers(leftovers, QUEUE))
 }
 
 /// One client: until `total` jobs are enqueued, enqueue one, take one, finish it. Returns how many jobs it

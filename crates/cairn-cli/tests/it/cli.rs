@@ -600,3 +600,46 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
         "not found",
     );
 }
+
+/// `cairn bench --scenario workers` moves every job through producers that enqueue in batches and workers that
+/// take several per dequeue and finish them in one call, then reports them all.
+#[test]
+fn bench_workers_moves_every_job_and_reports_it() {
+    let server = TestServer::spawn();
+    let out = server.cairn(
+        &[
+            "bench",
+            "--scenario",
+            "workers",
+            "--jobs",
+            "300",
+            "--clients",
+            "2",
+            "--in-flight",
+            "8",
+            "--batch-size",
+            "40",
+            "--json",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenario = &report["scenarios"][0];
+    assert_eq!(scenario["name"], "workers");
+    assert_eq!(scenario["count"], 300, "{scenario}");
+    // Every job is done: nothing is left in the bench's queue.
+    let client = server.client();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let counts = runtime
+        .block_on(client.queue_stats())
+        .unwrap()
+        .into_iter()
+        .find(|q| q.queue == "bench-workers")
+        .expect("the bench's queue");
+    assert_eq!(counts.completed, 300, "{counts:?}");
+}
