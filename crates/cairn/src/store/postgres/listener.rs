@@ -33,7 +33,6 @@ pub(crate) fn start(
 
 fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
     let mut backoff = Duration::from_millis(100);
-    let mut first = true;
     while !stop.load(Ordering::SeqCst) {
         let mut client = match connect(url, "cairn listener").and_then(|mut client| {
             client
@@ -52,15 +51,13 @@ fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
             }
         };
         backoff = Duration::from_millis(100);
-        if !first {
-            // Whatever was said while the session was down is lost: look at everything again.
-            let sent =
-                writer.send(Command::ReloadSettings).is_ok() && writer.send(Command::Tick).is_ok();
-            if !sent {
-                return;
-            }
+        // Whatever was said before this session listened is lost: while it was down, and at start, between the
+        // queue loading its settings and the LISTEN. Look at everything again, now that nothing more can be missed.
+        let sent =
+            writer.send(Command::ReloadSettings).is_ok() && writer.send(Command::Tick).is_ok();
+        if !sent {
+            return;
         }
-        first = false;
         loop {
             if stop.load(Ordering::SeqCst) {
                 return;
