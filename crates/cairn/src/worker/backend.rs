@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::job::JobState;
 use crate::lease::Lease;
 use crate::ops::claim::{ClaimedJob, Dequeue};
+use crate::ops::finish::Finish;
 use crate::queue::Queue;
 
 /// A boxed, sendable future, as [`Backend`]'s methods return.
@@ -36,6 +37,8 @@ pub trait Backend: Send + Sync + 'static {
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
     /// Completes the job; see [`Queue::finish`].
     fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>>;
+    /// Completes many jobs in one call, answering each; see [`Queue::finish_many`].
+    fn finish_many(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>>;
     /// Retries the job later; see [`Queue::retry`].
     fn retry<'a>(
         &'a self,
@@ -57,7 +60,8 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 /// Implements [`Backend`] for a type whose inherent methods have the [`Queue`] signatures of the same names
-/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `retry`, `fail`, `release`, `worker_stopped`): the
+/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `finish_many`, `retry`, `fail`, `release`,
+/// `worker_stopped`): the
 /// embedded queue and the HTTP client both do, so each implementation is this one line.
 #[macro_export]
 macro_rules! impl_backend_by_inherent_methods {
@@ -100,6 +104,13 @@ macro_rules! impl_backend_by_inherent_methods {
                 data: Option<$crate::__private::Value>,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
                 Box::pin(<$type>::finish(self, lease, data))
+            }
+
+            fn finish_many(
+                &self,
+                finishes: Vec<$crate::Finish>,
+            ) -> $crate::BoxFuture<'_, $crate::Result<Vec<$crate::Result<()>>>> {
+                Box::pin(<$type>::finish_many(self, finishes))
             }
 
             fn retry<'a>(

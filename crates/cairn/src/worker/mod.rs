@@ -4,10 +4,11 @@
 //! Built only on the [`Backend`] calls, which the embedded [`Queue`](crate::Queue) and the HTTP client both
 //! provide, so a worker behaves exactly like any other client and moves to a server unchanged: `backend` is that
 //! trait, `builder` holds the settings, `context` what a handler sees of its job, `job_error` how a handler says it
-//! failed, and `run_loop` the taking, running and shutting down.
+//! failed, `run_loop` the taking, running and shutting down, and `completer` the finishing of jobs together.
 
 mod backend;
 mod builder;
+mod completer;
 mod context;
 mod job_error;
 mod run_loop;

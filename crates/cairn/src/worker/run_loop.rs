@@ -17,6 +17,7 @@ use crate::names::{QueueName, WorkerId};
 use crate::ops::claim::{ClaimedJob, Dequeue, QueueOrder};
 use crate::worker::backend::Backend;
 use crate::worker::builder::{Handler, WorkerReport};
+use crate::worker::completer::Completer;
 use crate::worker::context::JobContext;
 use crate::worker::job_error::JobErrorKind;
 
@@ -53,6 +54,7 @@ pub(crate) async fn run(
     mut stop: watch::Receiver<Option<Duration>>,
 ) -> WorkerReport {
     let settings = Arc::new(settings);
+    let completer = Completer::start(queue.clone());
     let running: Running = Arc::default();
     let mut tasks: JoinSet<(u32, Ended)> = JoinSet::new();
     let mut report = WorkerReport::default();
@@ -79,7 +81,7 @@ pub(crate) async fn run(
                         for claimed in jobs {
                             in_flight = in_flight.saturating_add(claimed.job.weight);
                             running.lock().expect("running lock is never poisoned").insert(claimed.job.id, claimed.lease.clone());
-                            tasks.spawn(run_job(queue.clone(), settings.clone(), running.clone(), claimed));
+                            tasks.spawn(run_job(queue.clone(), completer.clone(), settings.clone(), running.clone(), claimed));
                         }
                     }
                     Err(e) if e.kind() == ErrorKind::Closed => {
@@ -194,6 +196,7 @@ impl<T> Drop for AbortOnDrop<T> {
 /// Runs one job: the handler in its own task (so a panic is caught), heartbeats meanwhile, then the outcome.
 async fn run_job(
     queue: Arc<dyn Backend>,
+    completer: Completer,
     settings: Arc<Settings>,
     running: Running,
     claimed: ClaimedJob,
@@ -225,7 +228,7 @@ async fn run_job(
     };
     let (result, ended) = match outcome {
         Ok(Ok(())) => (
-            queue.finish(&lease, ctx.take_result()).await,
+            completer.finish(&lease, ctx.take_result()).await,
             Ended::Finished,
         ),
         Ok(Err(error)) => match error.kind {

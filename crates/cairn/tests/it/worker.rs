@@ -337,3 +337,63 @@ async fn builder_rejects_bad_settings() {
     }
     t.close().await;
 }
+
+/// Jobs that end together are reported together, each with its own result; one whose lease was taken away
+/// meanwhile is refused on its own and counted lost, and the others finish.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_ending_together_finish_each_with_its_own_result() {
+    let t = TestQueue::new().await;
+    let pushes = (0..40)
+        .map(|i| Push::new("double").data(json!({ "i": i })))
+        .collect();
+    let ids: Vec<cairn::JobId> = t
+        .queue
+        .enqueue_batch(pushes)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let started = Arc::new(AtomicU32::new(0));
+    let worker = {
+        let (gate, started) = (gate.clone(), started.clone());
+        Worker::builder(&t.queue, "w1")
+            .max_concurrency(40)
+            .handler("double", move |job| {
+                let (gate, started) = (gate.clone(), started.clone());
+                async move {
+                    started.fetch_add(1, Ordering::SeqCst);
+                    gate.acquire().await.unwrap().forget();
+                    let i = job.data()["i"].as_i64().unwrap();
+                    job.set_result(json!({ "double": i * 2 }));
+                    Ok(())
+                }
+            })
+            .start()
+            .unwrap()
+    };
+    let started_ref = &started;
+    eventually("every job runs", || async move {
+        started_ref.load(Ordering::SeqCst) == 40
+    })
+    .await;
+    t.queue.cancel(ids[7]).await.unwrap();
+    // Every handler ends at once.
+    gate.add_permits(40);
+    let t = &t;
+    for (i, id) in ids.iter().enumerate().filter(|(i, _)| *i != 7) {
+        eventually("the job completes", || async move {
+            state_of(t, *id).await == JobState::Completed
+        })
+        .await;
+        assert_eq!(
+            t.queue.get(*id).await.unwrap().data,
+            json!({ "double": i * 2 })
+        );
+    }
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.finished, report.lost), (39, 1));
+    assert_eq!(state_of(t, ids[7]).await, JobState::Cancelled);
+    t.close().await;
+}

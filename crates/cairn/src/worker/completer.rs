@@ -1,0 +1,88 @@
+//! Finishing a worker's jobs together. A job's task hands its finish to the completer and waits for the answer;
+//! the completer sends every finish waiting at that moment in one call (`finish_many`), one call at a time. So a
+//! worker whose jobs end close together reports them in one request rather than one each, and adds no wait of its
+//! own: a finish that finds no call in flight goes at once, and those that arrive meanwhile go with the next call.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::ops::finish::Finish;
+use crate::worker::backend::Backend;
+
+/// The most finishes one call carries.
+const MAX_PER_CALL: usize = 100;
+
+/// A finish waiting for the completer, with where its answer goes.
+struct Pending {
+    lease: Lease,
+    data: Option<Value>,
+    reply: oneshot::Sender<Result<()>>,
+}
+
+/// A handle to a worker's completer; its task ends once every handle is gone and the finishes sent are answered.
+#[derive(Clone)]
+pub(crate) struct Completer {
+    tx: mpsc::UnboundedSender<Pending>,
+}
+
+impl Completer {
+    /// Starts the completer's task, which reports to `queue`.
+    pub fn start(queue: Arc<dyn Backend>) -> Completer {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(complete(queue, rx));
+        Completer { tx }
+    }
+
+    /// Completes the job as [`Backend::finish`] would, in one call with whatever other finishes are waiting.
+    pub async fn finish(&self, lease: &Lease, data: Option<Value>) -> Result<()> {
+        let (reply, answer) = oneshot::channel();
+        let pending = Pending {
+            lease: lease.clone(),
+            data,
+            reply,
+        };
+        self.tx.send(pending).map_err(|_| Error::closed())?;
+        answer.await.map_err(|_| Error::closed())?
+    }
+}
+
+/// The completer's task: takes the first finish waiting and every other one waiting with it, and reports them.
+async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pending>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_PER_CALL {
+            match rx.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        if batch.len() == 1 {
+            let Pending { lease, data, reply } = batch.pop().expect("one finish");
+            let _ = reply.send(queue.finish(&lease, data).await);
+            continue;
+        }
+        let finishes = batch
+            .iter_mut()
+            .map(|p| Finish {
+                data: p.data.take(),
+                ..Finish::new(&p.lease)
+            })
+            .collect();
+        match queue.finish_many(finishes).await {
+            Ok(answers) => {
+                for (pending, answer) in batch.into_iter().zip(answers) {
+                    let _ = pending.reply.send(answer);
+                }
+            }
+            Err(e) => {
+                for pending in batch {
+                    let _ = pending.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
