@@ -132,12 +132,20 @@ pub mod __private {
         all.push(events::UPSERT_WORKER_HOURS.text(2).to_owned());
         all.push(events::UPSERT_MINUTE_PER_NODE.clone());
         all.push(events::UPSERT_HISTOGRAMS_PER_NODE.text(2).to_owned());
-        for (patterns, priority, aging) in [(0, false, false), (2, true, false), (1, true, true)] {
+        for (patterns, priority, aging) in [
+            (&[][..], false, false),
+            (&[false, true][..], true, false),
+            (&[false][..], true, true),
+        ] {
             all.push(claim::select_ready_jobs(patterns, priority, aging));
         }
+        all.push(bulk_claim::lease_chosen_sql(
+            "(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT), CAST(?6 AS BIGINT)), \
+             (CAST(?7 AS BIGINT), CAST(?8 AS BIGINT), CAST(?9 AS BIGINT))",
+        ));
         // A dequeue of two slots, the second with a lease timeout of its own.
         all.push(bulk_claim::lease_slots_sql(
-            &claim::select_ready_jobs(1, true, false),
+            &claim::select_ready_jobs(&[false], true, false),
             "?5",
             "(CAST(?6 AS BIGINT), CAST(?7 AS TEXT), CAST(?8 AS BIGINT), CAST(?9 AS BIGINT)), \
              (CAST(?10 AS BIGINT), CAST(?11 AS TEXT), CAST(?12 AS BIGINT), CAST(?13 AS BIGINT))",

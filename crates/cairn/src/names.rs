@@ -147,6 +147,11 @@ impl NamePattern {
     pub fn is_any(&self) -> bool {
         self.0 == "*"
     }
+
+    /// Whether the pattern has no wildcard, and so matches only the name it spells.
+    pub fn is_literal(&self) -> bool {
+        !self.0.contains(['*', '?', '['])
+    }
 }
 
 /// Rejects GLOBs that SQLite would accept but that can never match what the user meant: an unclosed `[`.

@@ -150,7 +150,7 @@ async fn run_embedded(
 }
 
 /// Runs each scenario in turn and adds it to the report. `over_http` says whether the targets apply.
-async fn run_scenarios<T: Target>(
+async fn run_scenarios<T: Target + cairn::Backend>(
     settings: &Settings,
     handles: &[T],
     over_http: bool,

@@ -1,9 +1,10 @@
 //! [`Target`]: the calls the scenarios make, on an embedded [`Queue`] or a server's [`Client`], so that every
-//! scenario runs unchanged on either. `cairn::Backend` has no enqueue, hence this trait of the bench's own.
+//! scenario runs unchanged on either. `cairn::Backend` has no enqueue, hence this trait of the bench's own; the
+//! workers scenario runs `cairn::Worker`s on the same handles through `Backend`.
 
 use std::future::Future;
 
-use cairn::{ClaimedJob, Dequeue, Enqueued, Finish, Lease, Push, Queue};
+use cairn::{ClaimedJob, Dequeue, Enqueued, Lease, Push, Queue};
 use cairn_client::Client;
 
 /// What the bench puts load on.
@@ -25,17 +26,6 @@ pub trait Target: Clone + Send + Sync + 'static {
 
     /// Completes a job.
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send;
-
-    /// Completes many jobs in one call, answering each.
-    fn finish_many(
-        &self,
-        leases: &[Lease],
-    ) -> impl Future<Output = cairn::Result<Vec<cairn::Result<()>>>> + Send;
-}
-
-/// A plain finish of each lease.
-fn finishes(leases: &[Lease]) -> Vec<Finish> {
-    leases.iter().map(Finish::new).collect()
 }
 
 impl Target for Queue {
@@ -60,13 +50,6 @@ impl Target for Queue {
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
         Queue::finish(self, lease, None)
     }
-
-    fn finish_many(
-        &self,
-        leases: &[Lease],
-    ) -> impl Future<Output = cairn::Result<Vec<cairn::Result<()>>>> + Send {
-        Queue::finish_many(self, finishes(leases))
-    }
 }
 
 impl Target for Client {
@@ -90,12 +73,5 @@ impl Target for Client {
 
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
         Client::finish(self, lease, None)
-    }
-
-    fn finish_many(
-        &self,
-        leases: &[Lease],
-    ) -> impl Future<Output = cairn::Result<Vec<cairn::Result<()>>>> + Send {
-        Client::finish_many(self, finishes(leases))
     }
 }

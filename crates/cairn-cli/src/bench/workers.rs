@@ -1,17 +1,16 @@
-//! The workers scenario: jobs through enqueue, dequeue and finish as a worker fleet moves them. Each of `--clients`
-//! clients runs a producer, which enqueues the next `--batch-size` jobs per call until all are in, and a worker
-//! with `--in-flight` slots, which takes up to that many jobs per dequeue (waiting when none is ready) and reports
-//! them done with one call (`POST /v1/finish`). So a job costs a share of three calls, where the throughput
-//! scenario spends three calls on each: this is the rate a fleet of workers sees, and what the queue itself costs.
+//! The workers scenario: jobs through enqueue, dequeue and finish as a fleet of `cairn::Worker`s moves them. Each of
+//! `--clients` clients runs a producer, which enqueues the next `--batch-size` jobs per call until all are in, and a
+//! `Worker` of `--in-flight` slots with a handler that does nothing. The worker takes as many jobs per dequeue as it
+//! has free slots and reports the jobs that end together in one call (`POST /v1/finish`), as it does for any
+//! application; so a job costs a share of a few calls, where the throughput scenario makes three for each.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use cairn::Dequeue;
-use indicatif::ProgressBar;
-use tokio::sync::Mutex;
+use cairn::{Backend, Worker};
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use super::report::ScenarioReport;
@@ -25,24 +24,14 @@ pub const QUEUE: &str = "bench-workers";
 /// The rate workers should see: issue 8's target for three nodes on PostgreSQL.
 pub const GOAL_JOBS_PER_SECOND: f64 = 10_000.0;
 
-/// How long a worker's dequeue waits for a job. Short, so that workers notice soon when every job is done.
-const DEQUEUE_WAIT: Duration = Duration::from_secs(1);
-
-/// What the producers and workers share: how many jobs were handed out to enqueue and finished, and when the last
-/// one finished.
-struct Progress {
-    total: u64,
-    next: AtomicU64,
-    finished: AtomicU64,
-    done_at: Mutex<Option<Instant>>,
-    bar: ProgressBar,
-}
+/// How long the workers have, once every job has run, to report the last ones.
+const STOP_DEADLINE: Duration = Duration::from_secs(60);
 
 /// Runs `jobs` jobs through a producer and a worker per handle.
 ///
 /// # Errors
-/// A failed request.
-pub async fn run<T: Target>(
+/// A failed enqueue, a worker that would not start, or jobs that did not all finish.
+pub async fn run<T: Target + Backend>(
     handles: &[T],
     slots: usize,
     jobs: u64,
@@ -50,43 +39,70 @@ pub async fn run<T: Target>(
     over_http: bool,
 ) -> anyhow::Result<ScenarioReport> {
     let leftovers = drain::drain(handles, QUEUE).await?;
-    let progress = Arc::new(Progress {
-        total: jobs,
-        next: AtomicU64::new(0),
-        finished: AtomicU64::new(0),
-        done_at: Mutex::new(None),
-        bar: progress::bar("workers", jobs),
-    });
+    let bar = progress::bar("workers", jobs);
+    let ran = Arc::new(AtomicU64::new(0));
+    let all_ran = Arc::new(Notify::new());
+    let next = Arc::new(AtomicU64::new(0));
+    let slots = u32::try_from(slots).context("--in-flight is too large")?;
     let start = Instant::now();
-    let mut tasks = JoinSet::new();
+    let mut workers = Vec::with_capacity(handles.len());
     for (i, handle) in handles.iter().enumerate() {
-        tasks.spawn(produce(handle.clone(), batch_size as u64, progress.clone()));
-        tasks.spawn(work(
+        let (ran, all_ran, bar) = (ran.clone(), all_ran.clone(), bar.clone());
+        let worker = Worker::builder(handle, format!("bench-worker-{i}"))
+            .queue(QUEUE)
+            .max_concurrency(slots)
+            // Take more once half the slots are free, so that jobs come in batches rather than one at a time.
+            .min_concurrency(slots.div_ceil(2))
+            .handler("bench.noop", move |_job| {
+                let (ran, all_ran, bar) = (ran.clone(), all_ran.clone(), bar.clone());
+                async move {
+                    bar.inc(1);
+                    if ran.fetch_add(1, Ordering::SeqCst) + 1 == jobs {
+                        all_ran.notify_one();
+                    }
+                    Ok(())
+                }
+            })
+            .start()
+            .context("starting a worker")?;
+        workers.push(worker);
+    }
+    let mut producers = JoinSet::new();
+    for handle in handles {
+        producers.spawn(produce(
             handle.clone(),
-            format!("bench-worker-{i}"),
-            slots as u32,
-            progress.clone(),
+            jobs,
+            batch_size as u64,
+            next.clone(),
         ));
     }
     let mut samples = Samples::default();
-    while let Some(done) = tasks.join_next().await {
-        samples.merge(done.context("a producer or worker stopped")??);
+    while let Some(done) = producers.join_next().await {
+        samples.merge(done.context("a producer stopped")??);
     }
-    let finished = progress.finished.load(Ordering::SeqCst);
-    let elapsed = progress
-        .done_at
-        .lock()
-        .await
-        .unwrap_or_else(Instant::now)
-        .duration_since(start);
-    progress.bar.finish_and_clear();
+    all_ran.notified().await;
+    let mut finished = 0;
+    for worker in workers {
+        let report = worker
+            .stop(STOP_DEADLINE)
+            .await
+            .context("stopping a worker")?;
+        finished += report.finished;
+    }
+    let elapsed = start.elapsed();
+    bar.finish_and_clear();
+    anyhow::ensure!(
+        finished == jobs,
+        "the workers ran {jobs} jobs but reported {finished} finished"
+    );
 
     let clients = handles.len();
     Ok(ScenarioReport::new(
         "workers",
         format!(
-            "{clients} producers enqueueing {batch_size} jobs per call, and {clients} workers of {slots} slots, \
-             each taking up to {slots} jobs per dequeue and finishing them with one call"
+            "{clients} producers enqueueing {batch_size} jobs per call, and {clients} cairn::Workers of {slots} \
+             slots running a handler that does nothing (each takes as many jobs per dequeue as it has free slots, \
+             and finishes those that end together in one call)"
         ),
         finished,
         elapsed,
@@ -96,60 +112,23 @@ pub async fn run<T: Target>(
     .with_leftovers(leftovers, QUEUE))
 }
 
-/// A producer: enqueues the next batch until every job is handed out.
+/// A producer: enqueues the next batch until every job is handed out. Returns the latency of each call.
 async fn produce<T: Target>(
     target: T,
+    total: u64,
     batch_size: u64,
-    progress: Arc<Progress>,
+    next: Arc<AtomicU64>,
 ) -> cairn::Result<Samples> {
     let mut samples = Samples::default();
     loop {
-        let first = progress.next.fetch_add(batch_size, Ordering::Relaxed);
-        if first >= progress.total {
+        let first = next.fetch_add(batch_size, Ordering::Relaxed);
+        if first >= total {
             return Ok(samples);
         }
-        let last = (first + batch_size).min(progress.total);
+        let last = (first + batch_size).min(total);
         let batch = (first..last).map(|i| job(QUEUE, i)).collect();
         let t = Instant::now();
         target.enqueue_batch(batch).await?;
         samples.record("enqueue", t.elapsed());
     }
-}
-
-/// A worker: takes up to `slots` jobs at a time and reports them done together, until every job is finished.
-async fn work<T: Target>(
-    target: T,
-    worker: String,
-    slots: u32,
-    progress: Arc<Progress>,
-) -> cairn::Result<Samples> {
-    let mut samples = Samples::default();
-    while progress.finished.load(Ordering::SeqCst) < progress.total {
-        let request = Dequeue::new(worker.as_str())
-            .queue(QUEUE)
-            .limit(slots)
-            .wait(DEQUEUE_WAIT);
-        let t = Instant::now();
-        let claimed = target.dequeue(request).await?;
-        samples.record("dequeue", t.elapsed());
-        if claimed.is_empty() {
-            continue;
-        }
-        let leases: Vec<cairn::Lease> = claimed.into_iter().map(|c| c.lease).collect();
-        let t = Instant::now();
-        for answer in target.finish_many(&leases).await? {
-            answer?;
-        }
-        samples.record("finish", t.elapsed());
-        let count = leases.len() as u64;
-        progress.bar.inc(count);
-        if progress.finished.fetch_add(count, Ordering::SeqCst) + count >= progress.total {
-            progress
-                .done_at
-                .lock()
-                .await
-                .get_or_insert_with(Instant::now);
-        }
-    }
-    Ok(samples)
 }

@@ -147,3 +147,61 @@ pub(crate) fn lease_slots_sql(select: &str, now: &str, values: &str) -> String {
          FROM ({select}) AS candidate) {lease}, slot.s_n"
     )
 }
+
+/// Leases `ids`, jobs one claim picked and the select locked (a claim of several jobs, from several queues or
+/// within a weight budget), many to a statement. Returns them leased, in the order given.
+pub(crate) fn lease_chosen(
+    ctx: &mut WriteCtx<'_>,
+    claim: &Claim,
+    ids: &[i64],
+) -> Result<Vec<ClaimedJob>> {
+    let mut claimed = Vec::with_capacity(ids.len());
+    let mut offset = 0;
+    while offset < ids.len() {
+        let count = SLOT_COUNTS
+            .into_iter()
+            .find(|&n| n <= ids.len() - offset)
+            .expect("1 is a slot count");
+        let chunk = &ids[offset..offset + count];
+        let mut args = vec![
+            claim.worker.as_str().to_value(),
+            ctx.now_ms.to_value(),
+            claim.lease_ms().to_value(),
+        ];
+        let mut tokens = Vec::with_capacity(count);
+        let mut rows = Vec::with_capacity(count);
+        for (n, id) in chunk.iter().enumerate() {
+            let token = ctx.tokens.next_token();
+            tokens.push(token);
+            let p = args.len() + 1;
+            rows.push(format!(
+                "(CAST(?{p} AS BIGINT), CAST(?{} AS BIGINT), CAST(?{} AS BIGINT))",
+                p + 1,
+                p + 2
+            ));
+            args.extend([id.to_value(), (n as i64 + 1).to_value(), token.to_value()]);
+        }
+        let sql = lease_chosen_sql(&rows.join(","));
+        let mut leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
+            Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
+        })?;
+        leased.sort_by_key(|(n, _)| *n);
+        for (n, job) in leased {
+            let slot = usize::try_from(n - 1).expect("rows are numbered from 1");
+            claimed.push(claim.leased(ctx, job, tokens[slot]));
+        }
+        offset += count;
+    }
+    Ok(claimed)
+}
+
+/// The statement of [`lease_chosen`]: `values` are rows of (job id, number, token); `?1` is the worker, `?2` now,
+/// `?3` the claim's lease timeout. Returns the leased jobs' columns, then their row's number. As in
+/// [`lease_slots_sql`], the jobs are found by id alone: the select that picked them holds their locks.
+pub(crate) fn lease_chosen_sql(values: &str) -> String {
+    let lease = lease_job_with(
+        ["?1", "slot.s_token", "?2", "?3"],
+        &format!("FROM (VALUES {values}) AS slot (s_id, s_n, s_token) WHERE jobs.id = slot.s_id"),
+    );
+    format!("{lease}, slot.s_n")
+}

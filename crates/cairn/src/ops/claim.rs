@@ -225,8 +225,9 @@ impl Dequeue {
         } else {
             names
         };
-        let sql = select_ready_jobs(names.len(), self.priority.is_some(), false);
-        let sql_aging = select_ready_jobs(names.len(), self.priority.is_some(), true);
+        let literal: Vec<bool> = names.iter().map(NamePattern::is_literal).collect();
+        let sql = select_ready_jobs(&literal, self.priority.is_some(), false);
+        let sql_aging = select_ready_jobs(&literal, self.priority.is_some(), true);
         Ok(Claim {
             worker,
             queues,
@@ -272,22 +273,29 @@ pub(crate) struct Claim {
     sql_aging: String,
 }
 
-/// SELECT_READY_JOBS for a number of name patterns, and maybe one priority: ready jobs of one queue in claim order,
-/// served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first, then longest ready.
-/// Parameters: ?1 the queue, ?2 the limit, then the patterns, then the priority.
+/// SELECT_READY_JOBS for name patterns (for each, whether it is literal), and maybe one priority: ready jobs of one
+/// queue in claim order, served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first,
+/// then longest ready. Parameters: ?1 the queue, ?2 the limit, then the patterns, then the priority. A literal
+/// pattern (no wildcard, as a worker's handler names are) is compared with `=`: on PostgreSQL, GLOB is a function
+/// called for every row it looks at.
 ///
 /// Without aging, the index's second column (`claim_key`) is minus the priority, so one priority is a range of the
 /// index. With aging it is not, and a claim of one priority walks the ready jobs that go before the first match.
-pub(crate) fn select_ready_jobs(patterns: usize, with_priority: bool, aging: bool) -> String {
-    let names = if patterns == 0 {
+pub(crate) fn select_ready_jobs(literal: &[bool], with_priority: bool, aging: bool) -> String {
+    let names = if literal.is_empty() {
         String::new()
     } else {
-        let any: Vec<String> = (0..patterns)
-            .map(|i| format!("name GLOB ?{}", i + 3))
+        let any: Vec<String> = literal
+            .iter()
+            .enumerate()
+            .map(|(i, literal)| {
+                let op = if *literal { "=" } else { "GLOB" };
+                format!("name {op} ?{}", i + 3)
+            })
             .collect();
         format!(" AND ({})", any.join(" OR "))
     };
-    let p = patterns + 3;
+    let p = literal.len() + 3;
     let priority = match (with_priority, aging) {
         (false, _) => String::new(),
         (true, false) => format!(" AND claim_key = -CAST(?{p} AS BIGINT) AND priority = ?{p}"),
@@ -561,18 +569,28 @@ impl Claim {
             return self.claim_one(ctx);
         }
         let picked = self.pick(ctx)?;
-        let mut claimed = Vec::with_capacity(picked.len());
+        let mut chosen = Vec::with_capacity(picked.len());
         let mut weight_left = self.max_weight.unwrap_or(u32::MAX);
         for (id, weight) in picked {
-            if weight > weight_left && !claimed.is_empty() {
+            if weight > weight_left && !chosen.is_empty() {
                 // Stop rather than skip: a heavy job keeps its place instead of being overtaken forever.
                 break;
             }
             weight_left = weight_left.saturating_sub(weight);
-            if let Some(job) = self.lease(ctx, id)? {
-                took(ctx, job.job.queue.as_str())?;
-                claimed.push(job);
+            chosen.push(id);
+        }
+        let claimed = if ctx.db.is_postgres() {
+            // Locked by the select: leased many to a statement, since every statement is a round trip.
+            crate::ops::bulk_claim::lease_chosen(ctx, self, &chosen)?
+        } else {
+            let mut claimed = Vec::with_capacity(chosen.len());
+            for id in chosen {
+                claimed.extend(self.lease(ctx, id)?);
             }
+            claimed
+        };
+        for job in &claimed {
+            took(ctx, job.job.queue.as_str())?;
         }
         Ok(claimed)
     }
