@@ -801,13 +801,15 @@ fn claim_all(
             results.push(Ok(jobs));
             continue;
         }
-        let key = claim.filter_key();
-        if exhausted.contains(&key) {
+        let key = skip_exhausted.then(|| claim.filter_key());
+        if key.as_ref().is_some_and(|key| exhausted.contains(key)) {
             results.push(Ok(Vec::new()));
             continue;
         }
         let result = claim_isolated(ctx, claim, isolation)?;
-        if skip_exhausted && matches!(&result, Ok(jobs) if jobs.is_empty()) {
+        if let (Some(key), Ok(jobs)) = (key, &result)
+            && jobs.is_empty()
+        {
             exhausted.insert(key);
         }
         results.push(result);
