@@ -8,7 +8,7 @@
 //!
 //! Only dequeues from one queue with no concurrency or rate limit go this way, and whose weight budget cannot stop
 //! them early. A limited queue counts its running jobs and tokens under its row's lock, one claim at a time. The
-//! others run one at a time as usual.
+//! others run one at a time, but each leases the jobs it chose in one statement too ([`lease_chosen`]).
 
 use crate::error::Result;
 use crate::names::QueueName;
