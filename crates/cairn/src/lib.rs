@@ -140,8 +140,8 @@ pub mod __private {
             all.push(claim::select_ready_jobs(patterns, priority, aging));
         }
         all.push(bulk_claim::lease_chosen_sql(
-            "(CAST(?4 AS BIGINT), CAST(?5 AS BIGINT), CAST(?6 AS BIGINT)), \
-             (CAST(?7 AS BIGINT), CAST(?8 AS BIGINT), CAST(?9 AS BIGINT))",
+            "(CAST(?2 AS BIGINT), CAST(?3 AS BIGINT), CAST(?4 AS TEXT), CAST(?5 AS BIGINT), CAST(?6 AS BIGINT)), \
+             (CAST(?7 AS BIGINT), CAST(?8 AS BIGINT), CAST(?9 AS TEXT), CAST(?10 AS BIGINT), CAST(?11 AS BIGINT))",
         ));
         // A dequeue of two slots, the second with a lease timeout of its own.
         all.push(bulk_claim::lease_slots_sql(

@@ -52,7 +52,7 @@ pub async fn run<T: Target + Backend>(
             .queue(QUEUE)
             .max_concurrency(slots)
             // Take more once half the slots are free, so that jobs come in batches rather than one at a time.
-            .min_concurrency(slots.div_ceil(2))
+            .min_concurrency(slots.div_ceil(4))
             .handler("bench.noop", move |_job| {
                 let (ran, all_ran, bar) = (ran.clone(), all_ran.clone(), bar.clone());
                 async move {

@@ -6,21 +6,37 @@
 //! taking; it numbers them, and leases the n-th job to the n-th slot. So the jobs taken are the ones a run of these
 //! dequeues one after another would take, and the first to arrive gets the first.
 //!
-//! Only dequeues from one queue with no concurrency or rate limit go this way, and whose weight budget cannot stop
-//! them early. A limited queue counts its running jobs and tokens under its row's lock, one claim at a time. The
-//! others run one at a time, but each leases the jobs it chose in one statement too ([`lease_chosen`]).
+//! When a dequeue of the group has a weight budget (a `Worker`'s always does), the budget decides where its share
+//! stops, which SQL cannot see: the group's candidates are selected (`FOR UPDATE SKIP LOCKED`) and shared out in
+//! claim order, each dequeue stopping at the first job that does not fit, and the jobs chosen are leased in one more
+//! statement.
+//!
+//! Only dequeues from one queue with no concurrency or rate limit go this way. A limited queue counts its running
+//! jobs and tokens under its row's lock, one claim at a time. The others run one at a time, but each leases the jobs
+//! it chose in one statement too ([`lease_chosen`]).
+//!
+//! Statements come in a few sizes (each prepared once): a count between two sizes is padded with rows that match
+//! nothing, so that each chunk is one statement.
 
 use crate::error::Result;
-use crate::names::QueueName;
 use crate::ops::WriteCtx;
 use crate::ops::claim::{Claim, ClaimedJob, lease_job_with};
 use crate::ops::workers;
 use crate::store::db::{Params, ToValue};
 use crate::store::sqlite::rows::{JOB_COLUMN_COUNT, job_from_row};
 
-/// Slots per statement: as many of the largest size as fit, then smaller ones, so that a few statement shapes
-/// (each prepared once) serve any number.
-const SLOT_COUNTS: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
+/// Rows per statement: a chunk of up to the largest size is padded to the next size up.
+const SLOT_COUNTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
+
+/// The rows of the next statement for `remaining` rows: how many are real, and how many the statement has.
+fn chunk(remaining: usize) -> (usize, usize) {
+    let real = remaining.min(SLOT_COUNTS[SLOT_COUNTS.len() - 1]);
+    let size = SLOT_COUNTS
+        .into_iter()
+        .find(|&n| n >= real)
+        .expect("the largest size bounds real");
+    (real, size)
+}
 
 /// Runs those of `claims` that may run together ([`Claim::runs_in_bulk`]), grouped by what they look for. Returns,
 /// for each claim, the jobs it took (possibly none), or `None` for a claim left to run on its own.
@@ -47,59 +63,108 @@ pub(crate) fn claim_together(
             taken[index] = Some(Vec::new());
         }
         let first = claims[members[0]];
-        let queue = &first.queues[0];
-        if ctx.settings.get(queue.as_str()).paused {
+        if ctx.settings.get(first.queues[0].as_str()).paused {
             continue;
         }
-        let slots: Vec<usize> = members
-            .iter()
-            .flat_map(|&index| std::iter::repeat_n(index, claims[index].limit as usize))
-            .collect();
-        let mut offset = 0;
-        while offset < slots.len() {
-            let count = SLOT_COUNTS
-                .into_iter()
-                .find(|&n| n <= slots.len() - offset)
-                .expect("1 is a slot count");
-            let chunk: Vec<&Claim> = slots[offset..offset + count]
-                .iter()
-                .map(|&index| claims[index])
-                .collect();
-            let leased = lease_slots(ctx, first, queue, &chunk)?;
-            let filled = leased.len();
-            for (slot, job) in leased {
-                taken[slots[offset + slot]]
-                    .as_mut()
-                    .expect("every member has a list")
-                    .push(job);
-            }
-            if filled < count {
-                // The queue has no more ready jobs for these: the later slots would find none either.
-                break;
-            }
-            offset += count;
+        let budgeted = members.iter().any(|&i| claims[i].has_budget());
+        let leased = if budgeted {
+            claim_within_budgets(ctx, claims, &members)?
+        } else {
+            claim_slots(ctx, claims, &members)?
+        };
+        for (index, job) in leased {
+            taken[index]
+                .as_mut()
+                .expect("every member has a list")
+                .push(job);
         }
     }
     Ok(taken)
 }
 
-/// Leases up to one job per slot (`slots[i]` is the claim slot `i` belongs to) from `queue`, with the select of
-/// `first` (all the slots' claims look for the same thing). Returns each job with its slot, in slot order.
+/// A group with no weight budget: one slot per job each member asks for, filled in one statement per chunk.
+/// Returns each job with its claim's index, in slot order.
+fn claim_slots(
+    ctx: &mut WriteCtx<'_>,
+    claims: &[&Claim],
+    members: &[usize],
+) -> Result<Vec<(usize, ClaimedJob)>> {
+    let slots: Vec<usize> = members
+        .iter()
+        .flat_map(|&index| std::iter::repeat_n(index, claims[index].limit as usize))
+        .collect();
+    let mut leased = Vec::new();
+    let mut offset = 0;
+    while offset < slots.len() {
+        let (real, size) = chunk(slots.len() - offset);
+        let chunk = &slots[offset..offset + real];
+        let filled = lease_slots(ctx, claims, chunk, size)?;
+        let count = filled.len();
+        leased.extend(filled);
+        if count < real {
+            // The queue has no more ready jobs for these: the later slots would find none either.
+            break;
+        }
+        offset += real;
+    }
+    Ok(leased)
+}
+
+/// A group where some member has a weight budget: its candidates are selected (and locked) at once, shared out in
+/// claim order (each member stops at the first job that does not fit, as one claim alone would), and leased.
+fn claim_within_budgets(
+    ctx: &mut WriteCtx<'_>,
+    claims: &[&Claim],
+    members: &[usize],
+) -> Result<Vec<(usize, ClaimedJob)>> {
+    let first = claims[members[0]];
+    let queue = &first.queues[0];
+    let wanted: u32 = members.iter().map(|&i| claims[i].limit).sum();
+    let select = first.select_ready(ctx, queue);
+    let args = first.select_args(queue, wanted);
+    let candidates: Vec<(i64, u32)> = ctx.db.query(select, &Params::Numbered(args), |row| {
+        Ok((row.get(0)?, row.get(1)?))
+    })?;
+    let mut chosen = Vec::with_capacity(candidates.len());
+    let mut next = candidates.iter().peekable();
+    for &index in members {
+        let claim = claims[index];
+        let mut budget = claim.max_weight.unwrap_or(u32::MAX);
+        let mut count = 0;
+        while count < claim.limit {
+            let Some(&&(id, weight)) = next.peek() else {
+                break;
+            };
+            if weight > budget && count > 0 {
+                // Stop rather than skip: the heavy job keeps its place, for the next claim.
+                break;
+            }
+            budget = budget.saturating_sub(weight);
+            chosen.push((index, id));
+            count += 1;
+            next.next();
+        }
+    }
+    lease_rows(ctx, claims, &chosen)
+}
+
+/// Leases up to one job per slot from the queue the slots' claims share (`slots[i]` is the index of the claim slot
+/// `i` belongs to), in one statement of `size` rows. Returns each job with its claim's index, in slot order.
 fn lease_slots(
     ctx: &mut WriteCtx<'_>,
-    first: &Claim,
-    queue: &QueueName,
-    slots: &[&Claim],
+    claims: &[&Claim],
+    slots: &[usize],
+    size: usize,
 ) -> Result<Vec<(usize, ClaimedJob)>> {
+    let first = claims[slots[0]];
+    let queue = &first.queues[0];
     let select = first.select_ready(ctx, queue);
     let mut args = first.select_args(queue, slots.len() as u32);
     let now = format!("?{}", args.len() + 1);
     args.push(ctx.now_ms.to_value());
     let mut tokens = Vec::with_capacity(slots.len());
-    let mut rows = Vec::with_capacity(slots.len());
-    for (n, claim) in slots.iter().enumerate() {
-        let token = ctx.tokens.next_token();
-        tokens.push(token);
+    let mut rows = Vec::with_capacity(size);
+    for n in 0..size {
         let p = args.len() + 1;
         rows.push(format!(
             "(CAST(?{p} AS BIGINT), CAST(?{} AS TEXT), CAST(?{} AS BIGINT), CAST(?{} AS BIGINT))",
@@ -107,6 +172,12 @@ fn lease_slots(
             p + 2,
             p + 3
         ));
+        // Padding is numbered past the select's limit, so no job goes to it.
+        let claim = claims[slots[n.min(slots.len() - 1)]];
+        let token = ctx.tokens.next_token();
+        if n < slots.len() {
+            tokens.push(token);
+        }
         args.extend([
             (n as i64 + 1).to_value(),
             claim.worker.as_str().to_value(),
@@ -115,16 +186,95 @@ fn lease_slots(
         ]);
     }
     let sql = lease_slots_sql(select, &now, &rows.join(","));
-    let mut leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
+    let leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
         Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
     })?;
-    leased.sort_by_key(|(n, _)| *n);
-    let mut jobs = Vec::with_capacity(leased.len());
-    for (n, job) in leased {
-        let slot = usize::try_from(n - 1).expect("slots are numbered from 1");
-        jobs.push((slot, slots[slot].leased(ctx, job, tokens[slot])));
+    Ok(numbered(ctx, claims, slots, &tokens, leased))
+}
+
+/// Leases jobs chosen for claims and locked by the select that chose them: `chosen` holds (claim index, job id),
+/// in order. One statement per chunk of up to 64. Returns each job with its claim's index, in the order given.
+fn lease_rows(
+    ctx: &mut WriteCtx<'_>,
+    claims: &[&Claim],
+    chosen: &[(usize, i64)],
+) -> Result<Vec<(usize, ClaimedJob)>> {
+    let mut leased = Vec::with_capacity(chosen.len());
+    let mut offset = 0;
+    while offset < chosen.len() {
+        let (real, size) = chunk(chosen.len() - offset);
+        let part = &chosen[offset..offset + real];
+        let mut args = vec![ctx.now_ms.to_value()];
+        let mut tokens = Vec::with_capacity(real);
+        let mut rows = Vec::with_capacity(size);
+        for n in 0..size {
+            let p = args.len() + 1;
+            rows.push(format!(
+                "(CAST(?{p} AS BIGINT), CAST(?{} AS BIGINT), CAST(?{} AS TEXT), CAST(?{} AS BIGINT), \
+                 CAST(?{} AS BIGINT))",
+                p + 1,
+                p + 2,
+                p + 3,
+                p + 4
+            ));
+            // Padding names job 0, which does not exist.
+            let (index, id) = part.get(n).copied().unwrap_or((part[0].0, 0));
+            let claim = claims[index];
+            let token = ctx.tokens.next_token();
+            if n < real {
+                tokens.push(token);
+            }
+            args.extend([
+                id.to_value(),
+                (n as i64 + 1).to_value(),
+                claim.worker.as_str().to_value(),
+                token.to_value(),
+                claim.lease_ms().to_value(),
+            ]);
+        }
+        let sql = lease_chosen_sql(&rows.join(","));
+        let rows_leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
+            Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
+        })?;
+        let indices: Vec<usize> = part.iter().map(|(index, _)| *index).collect();
+        leased.extend(numbered(ctx, claims, &indices, &tokens, rows_leased));
+        offset += real;
     }
-    Ok(jobs)
+    Ok(leased)
+}
+
+/// Jobs a statement leased, each with the number of its row: sorted by it, and handed to the claim of that row
+/// (`owners[n - 1]`) with the row's token.
+fn numbered(
+    ctx: &mut WriteCtx<'_>,
+    claims: &[&Claim],
+    owners: &[usize],
+    tokens: &[i64],
+    mut leased: Vec<(i64, crate::job::Job)>,
+) -> Vec<(usize, ClaimedJob)> {
+    leased.sort_by_key(|(n, _)| *n);
+    leased
+        .into_iter()
+        .map(|(n, job)| {
+            let row = usize::try_from(n - 1).expect("rows are numbered from 1");
+            let index = owners[row];
+            (index, claims[index].leased(ctx, job, tokens[row]))
+        })
+        .collect()
+}
+
+/// Leases `ids`, jobs one claim picked and the select locked (a claim of several jobs, from several queues, or
+/// from a limited queue), many to a statement. Returns them leased, in the order given.
+pub(crate) fn lease_chosen(
+    ctx: &mut WriteCtx<'_>,
+    claim: &Claim,
+    ids: &[i64],
+) -> Result<Vec<ClaimedJob>> {
+    let chosen: Vec<(usize, i64)> = ids.iter().map(|&id| (0, id)).collect();
+    Ok(lease_rows(ctx, &[claim], &chosen)?
+        .into_iter()
+        .map(|(_, job)| job)
+        .collect())
 }
 
 /// The statement of [`lease_slots`]: the jobs `select` picks, numbered in its order (a subquery's `ORDER BY`
@@ -148,60 +298,15 @@ pub(crate) fn lease_slots_sql(select: &str, now: &str, values: &str) -> String {
     )
 }
 
-/// Leases `ids`, jobs one claim picked and the select locked (a claim of several jobs, from several queues or
-/// within a weight budget), many to a statement. Returns them leased, in the order given.
-pub(crate) fn lease_chosen(
-    ctx: &mut WriteCtx<'_>,
-    claim: &Claim,
-    ids: &[i64],
-) -> Result<Vec<ClaimedJob>> {
-    let mut claimed = Vec::with_capacity(ids.len());
-    let mut offset = 0;
-    while offset < ids.len() {
-        let count = SLOT_COUNTS
-            .into_iter()
-            .find(|&n| n <= ids.len() - offset)
-            .expect("1 is a slot count");
-        let chunk = &ids[offset..offset + count];
-        let mut args = vec![
-            claim.worker.as_str().to_value(),
-            ctx.now_ms.to_value(),
-            claim.lease_ms().to_value(),
-        ];
-        let mut tokens = Vec::with_capacity(count);
-        let mut rows = Vec::with_capacity(count);
-        for (n, id) in chunk.iter().enumerate() {
-            let token = ctx.tokens.next_token();
-            tokens.push(token);
-            let p = args.len() + 1;
-            rows.push(format!(
-                "(CAST(?{p} AS BIGINT), CAST(?{} AS BIGINT), CAST(?{} AS BIGINT))",
-                p + 1,
-                p + 2
-            ));
-            args.extend([id.to_value(), (n as i64 + 1).to_value(), token.to_value()]);
-        }
-        let sql = lease_chosen_sql(&rows.join(","));
-        let mut leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
-            Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
-        })?;
-        leased.sort_by_key(|(n, _)| *n);
-        for (n, job) in leased {
-            let slot = usize::try_from(n - 1).expect("rows are numbered from 1");
-            claimed.push(claim.leased(ctx, job, tokens[slot]));
-        }
-        offset += count;
-    }
-    Ok(claimed)
-}
-
-/// The statement of [`lease_chosen`]: `values` are rows of (job id, number, token); `?1` is the worker, `?2` now,
-/// `?3` the claim's lease timeout. Returns the leased jobs' columns, then their row's number. As in
-/// [`lease_slots_sql`], the jobs are found by id alone: the select that picked them holds their locks.
+/// The statement of [`lease_rows`]: `values` are rows of (job id, number, worker, token, lease timeout), and `?1`
+/// is now. Returns the leased jobs' columns, then their row's number. As in [`lease_slots_sql`], the jobs are found
+/// by id alone: the select that chose them holds their locks.
 pub(crate) fn lease_chosen_sql(values: &str) -> String {
     let lease = lease_job_with(
-        ["?1", "slot.s_token", "?2", "?3"],
-        &format!("FROM (VALUES {values}) AS slot (s_id, s_n, s_token) WHERE jobs.id = slot.s_id"),
+        ["slot.s_worker", "slot.s_token", "?1", "slot.s_lease"],
+        &format!(
+            "FROM (VALUES {values}) AS slot (s_id, s_n, s_worker, s_token, s_lease) WHERE jobs.id = slot.s_id"
+        ),
     );
     format!("{lease}, slot.s_n")
 }

@@ -406,16 +406,20 @@ impl Claim {
         args
     }
 
+    /// Whether a weight budget could stop this claim before its limit (one job is always taken, budget or not).
+    pub(crate) fn has_budget(&self) -> bool {
+        self.max_weight.is_some() && self.limit > 1
+    }
+
     /// The lease timeout this claim asks for, in milliseconds, instead of each job's own.
     pub(crate) fn lease_ms(&self) -> Option<i64> {
         self.lease_ms
     }
 
-    /// Whether this claim may be run together with others of the same [`Self::filter_key`] in one statement
-    /// (`ops/bulk_claim.rs`): it takes from one queue, which has no limits to count against, and its weight
-    /// budget cannot cut it short (it takes one job, or has no budget).
+    /// Whether this claim may be run together with others of the same [`Self::filter_key`]
+    /// (`ops/bulk_claim.rs`): it takes from one queue, which has no limits to count against.
     pub(crate) fn runs_in_bulk(&self, ctx: &WriteCtx<'_>) -> bool {
-        if self.queues.len() != 1 || (self.max_weight.is_some() && self.limit > 1) {
+        if self.queues.len() != 1 {
             return false;
         }
         let settings = ctx.settings.get(self.queues[0].as_str());

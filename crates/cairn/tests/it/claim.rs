@@ -550,3 +550,45 @@ async fn parked_dequeues_are_served_as_many_as_jobs_arrive() {
     assert_eq!(ready_after(&t).await, 16 - taken.len());
     t.close().await;
 }
+
+/// Dequeues with weight budgets in flight at once (on PostgreSQL, shared out from one select): each stays within
+/// its budget (or takes one job, however heavy), takes jobs in claim order, and no job goes to two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weight_budgets_of_dequeues_in_flight_together_hold_each() {
+    let t = TestQueue::new().await;
+    let weights = [1, 2, 3, 5, 8];
+    let pushes = (0..80)
+        .map(|i| Push::new("job").weight(weights[i % weights.len()]))
+        .collect();
+    t.queue.enqueue_batch(pushes).await.unwrap();
+    let dequeues = (0..20).map(|i| {
+        let queue = t.queue.clone();
+        async move {
+            queue
+                .dequeue(Dequeue::new(format!("w{i}")).limit(4).max_weight(6))
+                .await
+                .unwrap()
+        }
+    });
+    let results = crate::harness::futures_join_all(dequeues).await;
+    let mut taken = std::collections::HashSet::new();
+    for claimed in &results {
+        assert!(claimed.len() <= 4);
+        let total: u32 = claimed.iter().map(|c| c.job.weight).sum();
+        assert!(
+            total <= 6 || claimed.len() == 1,
+            "{} jobs of weight {total} against a budget of 6",
+            claimed.len()
+        );
+        let ids: Vec<i64> = claimed.iter().map(|c| c.job.id.0).collect();
+        assert!(ids.is_sorted(), "{ids:?}");
+        for c in claimed {
+            assert!(taken.insert(c.job.id), "{:?} was taken twice", c.job.id);
+        }
+    }
+    assert!(taken.len() >= 20, "every dequeue takes at least one job");
+    for claimed in results.iter().flatten() {
+        t.queue.finish(&claimed.lease, None).await.unwrap();
+    }
+    t.close().await;
+}
