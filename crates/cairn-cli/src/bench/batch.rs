@@ -39,12 +39,13 @@ pub async fn run<T: Target>(
     let mut tasks = JoinSet::new();
     for handle in handles {
         for _ in 0..in_flight {
-            tasks.spawn(client_loop(
+            tasks.spawn(enqueue_batches(
                 handle.clone(),
+                QUEUE,
                 jobs,
                 batch_size as u64,
                 next.clone(),
-                bar.clone(),
+                Some(bar.clone()),
             ));
         }
     }
@@ -77,14 +78,15 @@ pub async fn run<T: Target>(
     Ok(report)
 }
 
-/// One client: takes the next `batch_size` job numbers until `total` are taken, enqueueing each batch in one
-/// call. Returns the latency of each call.
-async fn client_loop<T: Target>(
+/// One client: takes the next `batch_size` job numbers until `total` are taken, enqueueing each batch into `queue`
+/// in one call (and counting it on `bar`, if any). Returns the latency of each call.
+pub(super) async fn enqueue_batches<T: Target>(
     target: T,
+    queue: &'static str,
     total: u64,
     batch_size: u64,
     next: Arc<AtomicU64>,
-    bar: ProgressBar,
+    bar: Option<ProgressBar>,
 ) -> cairn::Result<Samples> {
     let mut samples = Samples::default();
     loop {
@@ -93,10 +95,12 @@ async fn client_loop<T: Target>(
             return Ok(samples);
         }
         let last = (first + batch_size).min(total);
-        let jobs = (first..last).map(|i| job(QUEUE, i)).collect();
+        let jobs = (first..last).map(|i| job(queue, i)).collect();
         let t = Instant::now();
         target.enqueue_batch(jobs).await?;
         samples.record("enqueue_batch", t.elapsed());
-        bar.inc(last - first);
+        if let Some(bar) = &bar {
+            bar.inc(last - first);
+        }
     }
 }

@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 use super::report::ScenarioReport;
 use super::stats::Samples;
 use super::target::Target;
-use super::{drain, job, progress};
+use super::{batch, drain, progress};
 
 /// The queue this scenario uses.
 pub const QUEUE: &str = "bench-workers";
@@ -69,11 +69,13 @@ pub async fn run<T: Target + Backend>(
     }
     let mut producers = JoinSet::new();
     for handle in handles {
-        producers.spawn(produce(
+        producers.spawn(batch::enqueue_batches(
             handle.clone(),
+            QUEUE,
             jobs,
             batch_size as u64,
             next.clone(),
+            None,
         ));
     }
     let mut samples = Samples::default();
@@ -110,25 +112,4 @@ pub async fn run<T: Target + Backend>(
     .with_latencies(samples.into_latencies())
     .with_rate_goal(over_http, GOAL_JOBS_PER_SECOND)
     .with_leftovers(leftovers, QUEUE))
-}
-
-/// A producer: enqueues the next batch until every job is handed out. Returns the latency of each call.
-async fn produce<T: Target>(
-    target: T,
-    total: u64,
-    batch_size: u64,
-    next: Arc<AtomicU64>,
-) -> cairn::Result<Samples> {
-    let mut samples = Samples::default();
-    loop {
-        let first = next.fetch_add(batch_size, Ordering::Relaxed);
-        if first >= total {
-            return Ok(samples);
-        }
-        let last = (first + batch_size).min(total);
-        let batch = (first..last).map(|i| job(QUEUE, i)).collect();
-        let t = Instant::now();
-        target.enqueue_batch(batch).await?;
-        samples.record("enqueue", t.elapsed());
-    }
 }
