@@ -414,14 +414,7 @@ async fn dequeues_in_flight_together_take_each_job_once_in_claim_order() {
     let pushes = (0..100)
         .map(|i| Push::new(format!("job-{i}")).priority(i % 3))
         .collect();
-    let ids: Vec<cairn::JobId> = t
-        .queue
-        .enqueue_batch(pushes)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let ids = t.push_batch(pushes).await;
     // Claim order: highest priority first, then by id (one batch: one `run_at`).
     let mut order: Vec<(i64, cairn::JobId)> = (0..100).map(|i| (i as i64 % 3, ids[i])).collect();
     order.sort_by_key(|(priority, id)| (-priority, id.0));

@@ -98,6 +98,12 @@ impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
         self.queue.enqueue(Push::new(name)).await.unwrap().id
     }
 
+    /// Pushes `jobs` in one batch; returns their ids, in order.
+    pub async fn push_batch(&self, jobs: Vec<Push>) -> Vec<cairn::JobId> {
+        let enqueued = self.queue.enqueue_batch(jobs).await.unwrap();
+        enqueued.into_iter().map(|e| e.id).collect()
+    }
+
     /// Takes one job as `worker`, not waiting.
     pub async fn take(&self, worker: &str) -> Option<ClaimedJob> {
         self.queue

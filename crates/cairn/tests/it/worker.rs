@@ -346,14 +346,7 @@ async fn jobs_ending_together_finish_each_with_its_own_result() {
     let pushes = (0..40)
         .map(|i| Push::new("double").data(json!({ "i": i })))
         .collect();
-    let ids: Vec<cairn::JobId> = t
-        .queue
-        .enqueue_batch(pushes)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let ids = t.push_batch(pushes).await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let started = Arc::new(AtomicU32::new(0));
     let worker = {
