@@ -93,15 +93,9 @@ pub async fn finish_many(
         .zip(has_next)
         .map(|((id, answer), has_next)| FinishResult {
             id,
-            error: answer.err().map(|e| {
-                let error = ApiError::from(e);
-                let error = if has_next {
-                    error.nested_under("next", "depends_on")
-                } else {
-                    error
-                };
-                error.body().error.clone()
-            }),
+            error: answer
+                .err()
+                .map(|e| finish_error(e, has_next).body().error.clone()),
         })
         .collect();
     Ok(Json(FinishManyBody { results }))
@@ -184,17 +178,19 @@ pub async fn finish(
             ..Finish::new(&lease)
         })
         .await
-        .map_err(|e| {
-            let error = ApiError::from(e);
-            // The engine checks a next step's dependencies as it checks a new job's, under `depends_on`; in this
-            // request they are `next.depends_on`.
-            if has_next {
-                error.nested_under("next", "depends_on")
-            } else {
-                error
-            }
-        })?;
+        .map_err(|e| finish_error(e, has_next))?;
     Ok(Json(EmptyBody {}))
+}
+
+/// A finish's error as the request spells its fields. The engine checks a next step's dependencies as it checks a
+/// new job's, under `depends_on`; in a finish they are `next.depends_on`.
+fn finish_error(e: cairn::Error, has_next: bool) -> ApiError {
+    let error = ApiError::from(e);
+    if has_next {
+        error.nested_under("next", "depends_on")
+    } else {
+        error
+    }
 }
 
 /// Reports a transient error: the job runs again after its backoff (or `delay_ms`), or fails when out of
