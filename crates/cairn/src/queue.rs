@@ -293,7 +293,7 @@ impl Queue {
         let opening_defaults = defaults.clone();
         let clock = options.clock.clone();
         let (client, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let mut client = crate::store::postgres::connect::connect(&opening, "cairn writer")?;
+            let mut client = crate::store::postgres::connect::connect_writer(&opening)?;
             crate::store::postgres::migrations::migrate(&mut client, to_millis(clock.now()))?;
             let prepared = std::cell::RefCell::new(Default::default());
             let tx = client

@@ -15,7 +15,7 @@ use crate::ops::push::MAX_DEPENDENCIES;
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{
     HELD_JOB_COLUMNS, HeldJob, Operation, WriteCtx, encode_json, end_attempt, held_job_columns,
-    held_job_from_row, lease_is_held, lease_refusal, schedule_next_run, waiting,
+    held_job_from_row, is_running, lease_is_held, lease_refusal, schedule_next_run, waiting,
 };
 
 /// What a finished step of a job does instead of completing it: the job goes on in another queue, after a delay
@@ -135,8 +135,9 @@ static COMPLETE_PLAIN: MultiRow = MultiRow::new(
      lease_token = NULL, lease_expires_at = NULL, error = NULL FROM (",
     "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT))",
     concat!(
-        ") AS v (v_id, v_token, v_data, v_now) WHERE jobs.id = v.v_id AND jobs.state = 'running' \
-         AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
+        ") AS v (v_id, v_token, v_data, v_now) WHERE jobs.id = v.v_id AND ",
+        is_running!("jobs"),
+        " AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
          AND jobs.has_children = 0 AND jobs.has_dependents = 0 AND jobs.schedule IS NULL RETURNING ",
         held_job_columns!(),
         ", v.v_token"

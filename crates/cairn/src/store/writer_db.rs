@@ -96,7 +96,7 @@ impl WriterDb {
                 if pg.client.is_closed() {
                     // The server restarted, or ended the session: the batch that found out failed; this one
                     // starts on a new session.
-                    pg.client = crate::store::postgres::connect::connect(&pg.url, "cairn writer")?;
+                    pg.client = crate::store::postgres::connect::connect_writer(&pg.url)?;
                     pg.prepared.get_mut().clear();
                     pg.session += 1;
                     tracing::warn!(
