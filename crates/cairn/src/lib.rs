@@ -113,7 +113,6 @@ pub mod __private {
             workers::FORGET,
             finish::COMPLETE_JOB,
             finish::GO_ON,
-            events::UPSERT_MINUTE,
             queues::COUNT_BY_STATE,
             waiting::RELEASE_IF_UNBLOCKED,
             aging::SET_AGING,
@@ -130,8 +129,8 @@ pub mod __private {
         .collect();
         all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(str::to_owned));
         all.push(events::UPSERT_WORKER_HOURS.text(2).to_owned());
-        all.push(events::UPSERT_MINUTE_PER_NODE.clone());
-        all.push(events::UPSERT_HISTOGRAMS_PER_NODE.text(2).to_owned());
+        all.push(events::UPSERT_MINUTES.text(2).to_owned());
+        all.push(events::FLUSH_ON_POSTGRES.clone());
         for (patterns, priority, aging) in [
             (&[][..], false, false),
             (&[false, true][..], true, false),

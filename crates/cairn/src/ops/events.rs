@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use crate::store::db::{Db, MultiRow, Params, ToValue, Value, named};
+use crate::store::db::{Db, MultiRow, ToValue, Value};
 
 use crate::error::Result;
 use crate::ops::HeldJob;
@@ -261,14 +261,13 @@ impl EventLog {
 
     /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
     /// the queue keeps in memory once the transaction commits. On PostgreSQL, `node` is the writer's node, which
-    /// adds to statistics rows of its own (see [`UPSERT_MINUTE_PER_NODE`]).
+    /// adds to statistics rows of its own (see [`UPSERT_MINUTES_PER_NODE`]), and everything goes in one statement.
     pub fn flush(&mut self, db: &Db<'_>, node: Option<&str>) -> Result<BatchTotals> {
         if self.events.is_empty() && self.presence.is_empty() {
             return Ok(BatchTotals::default());
         }
         // Keyed by borrowed names while counting; owned once per queue and name at the end.
         let mut per_job: HashMap<(&str, &str), JobTotals> = HashMap::new();
-        insert_activity(db, &self.events)?;
         let mut minutes: HashMap<(i64, &str, &str), Counts> = HashMap::new();
         let mut histogram: HashMap<(i64, &str, &str, &'static str, i64), i64> = HashMap::new();
         // (hour, worker, queue or "" for presence) → (present ms, busy ms, attempts): one upsert per key.
@@ -307,20 +306,20 @@ impl EventLog {
             }
             per_job.entry((queue, name)).or_default().add(e);
         }
-        for ((minute, queue, name), c) in &minutes {
-            let mut params = named![":minute" => minute, ":queue" => queue, ":name" => name, ":added" => c.added, ":started" => c.started, ":finished" => c.finished, ":retried" => c.retried, ":failed" => c.failed, ":wait_count" => c.wait.count, ":wait_sum" => c.wait.sum, ":wait_sumsq" => c.wait.sumsq, ":wait_min" => c.wait.min, ":wait_max" => c.wait.max, ":run_count" => c.run.count, ":run_sum" => c.run.sum, ":run_sumsq" => c.run.sumsq, ":run_min" => c.run.min, ":run_max" => c.run.max, ":service_count" => c.service.count, ":service_sum" => c.service.sum, ":service_min" => c.service.min, ":service_max" => c.service.max];
-            let sql: &str = match (node, &mut params) {
-                (Some(node), Params::Named(named)) => {
-                    named.push((":node", node.to_value()));
-                    &UPSERT_MINUTE_PER_NODE
-                }
-                _ => UPSERT_MINUTE,
-            };
-            db.execute(sql, &params)?;
+        for (worker, from, to) in &self.presence {
+            for (hour, ms) in by_hour(*from, *to) {
+                workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
+            }
         }
-        let mut values = Vec::with_capacity(histogram.len() * 7);
+        let per_node = db.is_postgres().then(|| node.unwrap_or_default());
+        let mut minute_rows = Vec::new();
+        for (&key, counts) in &minutes {
+            minute_values(&mut minute_rows, key, counts);
+            minute_rows.extend(per_node.map(ToValue::to_value));
+        }
+        let mut histogram_rows = Vec::with_capacity(histogram.len() * 7);
         for ((hour, queue, name, metric, bucket), count) in &histogram {
-            values.extend([
+            histogram_rows.extend([
                 hour.to_value(),
                 queue.to_value(),
                 name.to_value(),
@@ -328,20 +327,11 @@ impl EventLog {
                 bucket.to_value(),
                 count.to_value(),
             ]);
-            values.extend(node.map(ToValue::to_value));
+            histogram_rows.extend(per_node.map(ToValue::to_value));
         }
-        match node {
-            Some(_) => UPSERT_HISTOGRAMS_PER_NODE.execute(db, values)?,
-            None => UPSERT_HISTOGRAMS.execute(db, values)?,
-        }
-        for (worker, from, to) in &self.presence {
-            for (hour, ms) in by_hour(*from, *to) {
-                workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
-            }
-        }
-        let mut values = Vec::with_capacity(workers.len() * 6);
+        let mut worker_rows = Vec::with_capacity(workers.len() * 6);
         for ((hour, worker, queue), (present, busy, attempts)) in &workers {
-            values.extend([
+            worker_rows.extend([
                 hour.to_value(),
                 worker.to_value(),
                 queue.to_value(),
@@ -350,7 +340,18 @@ impl EventLog {
                 attempts.to_value(),
             ]);
         }
-        UPSERT_WORKER_HOURS.execute(db, values)?;
+        if per_node.is_some() {
+            let mut columns = INSERT_ACTIVITY.columns(activity_values(&self.events));
+            columns.extend(UPSERT_MINUTES_PER_NODE.columns(minute_rows));
+            columns.extend(UPSERT_HISTOGRAMS_PER_NODE.columns(histogram_rows));
+            columns.extend(UPSERT_WORKER_HOURS.columns(worker_rows));
+            db.execute_arrays(&FLUSH_ON_POSTGRES, columns)?;
+        } else {
+            INSERT_ACTIVITY.execute(db, activity_values(&self.events))?;
+            UPSERT_MINUTES.execute(db, minute_rows)?;
+            UPSERT_HISTOGRAMS.execute(db, histogram_rows)?;
+            UPSERT_WORKER_HOURS.execute(db, worker_rows)?;
+        }
         let totals = BatchTotals {
             jobs: per_job
                 .into_iter()
@@ -488,12 +489,8 @@ static INSERT_ACTIVITY: MultiRow = MultiRow::new(
     "INSERT INTO activity (at, event, job_id, queue, name, worker, detail)",
     "(?,?,?,?,?,?,?)",
     "",
-);
-
-/// Appends the events to the activity log, in order.
-fn insert_activity(db: &Db<'_>, events: &[Recorded]) -> Result<()> {
-    INSERT_ACTIVITY.execute(db, activity_values(events))
-}
+)
+.arrays(&["bigint", "text", "bigint", "text", "text", "text", "text"]);
 
 /// The values of `events`' activity rows, seven per row, in the order of [`INSERT_ACTIVITY`].
 fn activity_values(events: &[Recorded]) -> Vec<Value<'_>> {
@@ -512,13 +509,19 @@ fn activity_values(events: &[Recorded]) -> Vec<Value<'_>> {
     values
 }
 
-/// Adds to a minute's row; a min or max that is NULL on one side takes the other.
-pub(crate) const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue, name, added, started, finished, retried, \
-     failed, wait_count, wait_sum, wait_sumsq, wait_min, wait_max, run_count, run_sum, run_sumsq, run_min, run_max, \
-     service_count, service_sum, service_min, service_max) VALUES (:minute, :queue, :name, :added, :started, \
-     :finished, :retried, :failed, :wait_count, :wait_sum, :wait_sumsq, :wait_min, :wait_max, :run_count, :run_sum, \
-     :run_sumsq, :run_min, :run_max, :service_count, :service_sum, :service_min, :service_max) \
-     ON CONFLICT (minute, queue, name) DO UPDATE SET added = stats_minute.added + excluded.added, \
+/// The columns of a minute's row that a transaction adds to, in the order of [`minute_values`].
+macro_rules! minute_columns {
+    () => {
+        "minute, queue, name, added, started, finished, retried, failed, wait_count, wait_sum, wait_sumsq, \
+         wait_min, wait_max, run_count, run_sum, run_sumsq, run_min, run_max, service_count, service_sum, \
+         service_min, service_max"
+    };
+}
+
+/// How a minute's row takes what a transaction adds; a min or max that is NULL on one side takes the other.
+macro_rules! minute_additions {
+    () => {
+        "added = stats_minute.added + excluded.added, \
      started = stats_minute.started + excluded.started, finished = stats_minute.finished + excluded.finished, \
      retried = stats_minute.retried + excluded.retried, failed = stats_minute.failed + excluded.failed, \
      wait_count = stats_minute.wait_count + excluded.wait_count, wait_sum = stats_minute.wait_sum + excluded.wait_sum, \
@@ -531,26 +534,99 @@ pub(crate) const UPSERT_MINUTE: &str = "INSERT INTO stats_minute (minute, queue,
      run_max = COALESCE(MAX(stats_minute.run_max, excluded.run_max), stats_minute.run_max, excluded.run_max), \
      service_count = stats_minute.service_count + excluded.service_count, service_sum = stats_minute.service_sum + excluded.service_sum, \
      service_min = COALESCE(MIN(stats_minute.service_min, excluded.service_min), stats_minute.service_min, excluded.service_min), \
-     service_max = COALESCE(MAX(stats_minute.service_max, excluded.service_max), stats_minute.service_max, excluded.service_max)";
+     service_max = COALESCE(MAX(stats_minute.service_max, excluded.service_max), stats_minute.service_max, excluded.service_max)"
+    };
+}
 
-/// [`UPSERT_MINUTE`] on PostgreSQL, where each node adds to rows of its own (`:node`; PostgreSQL's migration 0003).
-/// Rows that every node added to were a lock each commit waited on, the nodes taking turns; readers sum over nodes
-/// as they sum over minutes.
-pub(crate) static UPSERT_MINUTE_PER_NODE: LazyLock<String> = LazyLock::new(|| {
-    let per_node = UPSERT_MINUTE
-        .replacen(
-            "(minute, queue, name, added,",
-            "(node, minute, queue, name, added,",
-            1,
-        )
-        .replacen("VALUES (:minute,", "VALUES (:node, :minute,", 1)
-        .replacen(
-            "ON CONFLICT (minute, queue, name)",
-            "ON CONFLICT (minute, queue, name, node)",
-            1,
-        );
-    debug_assert_eq!(per_node.matches("node").count(), 3, "{per_node}");
-    per_node
+/// Adds to the minutes' rows, many at once (the keys of one batch are distinct, as an upsert of many rows needs).
+pub(crate) static UPSERT_MINUTES: MultiRow = MultiRow::new(
+    concat!("INSERT INTO stats_minute (", minute_columns!(), ")"),
+    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    concat!(
+        "ON CONFLICT (minute, queue, name) DO UPDATE SET ",
+        minute_additions!()
+    ),
+);
+
+/// [`UPSERT_MINUTES`] on PostgreSQL, where each node adds to rows of its own (the last value of a row; PostgreSQL's
+/// migration 0003). Rows that every node added to were a lock each commit waited on, the nodes taking turns;
+/// readers sum over nodes as they sum over minutes.
+pub(crate) static UPSERT_MINUTES_PER_NODE: MultiRow = MultiRow::new(
+    concat!("INSERT INTO stats_minute (", minute_columns!(), ", node)"),
+    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    concat!(
+        "ON CONFLICT (minute, queue, name, node) DO UPDATE SET ",
+        minute_additions!()
+    ),
+)
+.arrays(&[
+    "bigint",
+    "text",
+    "text",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "double precision",
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "double precision",
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "bigint",
+    "bigint",
+    "text",
+]);
+
+/// A minute's values, in the order of [`minute_columns!`].
+fn minute_values<'v>(
+    values: &mut Vec<Value<'v>>,
+    (minute, queue, name): (i64, &'v str, &'v str),
+    c: &Counts,
+) {
+    values.extend([
+        minute.to_value(),
+        queue.to_value(),
+        name.to_value(),
+        c.added.to_value(),
+        c.started.to_value(),
+        c.finished.to_value(),
+        c.retried.to_value(),
+        c.failed.to_value(),
+        c.wait.count.to_value(),
+        c.wait.sum.to_value(),
+        c.wait.sumsq.to_value(),
+        c.wait.min.to_value(),
+        c.wait.max.to_value(),
+        c.run.count.to_value(),
+        c.run.sum.to_value(),
+        c.run.sumsq.to_value(),
+        c.run.min.to_value(),
+        c.run.max.to_value(),
+        c.service.count.to_value(),
+        c.service.sum.to_value(),
+        c.service.min.to_value(),
+        c.service.max.to_value(),
+    ]);
+}
+
+/// On PostgreSQL, a transaction's activity rows and its three kinds of statistics rows in one statement, each a
+/// data-modifying `WITH` over arrays: one round trip where there were four, in every writer transaction.
+pub(crate) static FLUSH_ON_POSTGRES: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH activity_rows AS ({}), minute_rows AS ({}), histogram_rows AS ({}), worker_rows AS ({}) SELECT 1",
+        INSERT_ACTIVITY.array_text(),
+        UPSERT_MINUTES_PER_NODE.array_text(),
+        UPSERT_HISTOGRAMS_PER_NODE.array_text(),
+        UPSERT_WORKER_HOURS.array_text()
+    )
 });
 
 /// Adds to the histograms' buckets, many at once (the keys of one batch are distinct).
@@ -558,7 +634,8 @@ pub(crate) static UPSERT_HISTOGRAMS: MultiRow = MultiRow::new(
     "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count)",
     "(?,?,?,?,?,?)",
     "ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = stats_histogram.count + excluded.count",
-);
+)
+.arrays(&["bigint", "text", "text", "text", "bigint", "bigint"]);
 
 /// [`UPSERT_HISTOGRAMS`] on PostgreSQL, to each node's own rows, as [`UPSERT_MINUTE_PER_NODE`].
 pub(crate) static UPSERT_HISTOGRAMS_PER_NODE: MultiRow = MultiRow::new(
@@ -566,7 +643,8 @@ pub(crate) static UPSERT_HISTOGRAMS_PER_NODE: MultiRow = MultiRow::new(
     "(?,?,?,?,?,?,?)",
     "ON CONFLICT (hour, queue, name, metric, bucket, node) \
      DO UPDATE SET count = stats_histogram.count + excluded.count",
-);
+)
+.arrays(&["bigint", "text", "text", "text", "bigint", "bigint", "text"]);
 
 /// Adds to the worker-hour rows, many at once (the keys of one batch are distinct, as an upsert of many rows
 /// needs).
@@ -575,7 +653,8 @@ pub(crate) static UPSERT_WORKER_HOURS: MultiRow = MultiRow::new(
     "(?,?,?,?,?,?)",
     "ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
      busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts",
-);
+)
+.arrays(&["bigint", "text", "text", "bigint", "bigint", "bigint"]);
 
 #[cfg(test)]
 mod tests {

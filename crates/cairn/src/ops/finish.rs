@@ -142,7 +142,8 @@ static COMPLETE_PLAIN: MultiRow = MultiRow::new(
         held_job_columns!(),
         ", v.v_token"
     ),
-);
+)
+.arrays(&["bigint", "bigint", "text", "bigint"]);
 
 /// The attempts [`complete_plain_many`] ended, in one statement or a few.
 static INSERT_ENDED_ATTEMPTS: MultiRow = MultiRow::new(
@@ -150,7 +151,10 @@ static INSERT_ENDED_ATTEMPTS: MultiRow = MultiRow::new(
      (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory)",
     "(?,?,?,?,?,?,?,?,?,?,?)",
     "",
-);
+)
+.arrays(&[
+    "bigint", "bigint", "bigint", "text", "bigint", "bigint", "text", "text", "bigint", "bigint", "bigint",
+]);
 
 /// A plain finish, checked: the job, its lease's token, its final data as JSON, and what the attempt used.
 pub(crate) struct PlainFinish<'a> {

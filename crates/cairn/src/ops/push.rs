@@ -357,7 +357,30 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
     insert_jobs_into!(),
     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     "RETURNING id",
-);
+)
+.arrays(&[
+    "text",
+    "text",
+    "text",
+    "text",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "bigint",
+    "double precision",
+    "bigint",
+    "text",
+    "bigint",
+    "bigint",
+    "text",
+    "text",
+    "bigint",
+    "bigint",
+    "bigint",
+]);
 
 /// Inserts plain jobs (see [`ValidPush::is_plain`]) in a few statements; what each became, in order.
 pub(crate) fn insert_plain_many(

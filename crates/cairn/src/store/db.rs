@@ -508,6 +508,21 @@ impl Db<'_> {
         }
     }
 
+    /// Runs, on PostgreSQL, a statement whose `?`s are arrays, with `columns` as their values in order (see
+    /// [`MultiRow::array_text`]).
+    ///
+    /// # Errors
+    /// On SQLite, which has no arrays; and what the statement meets.
+    pub fn execute_arrays(&self, sql: &str, columns: Vec<Vec<Value<'_>>>) -> Result<()> {
+        match self {
+            Db::Sqlite(_) => Err(Error::new(
+                ErrorKind::Storage,
+                format!("a statement of arrays runs on PostgreSQL only: {sql}"),
+            )),
+            Db::Postgres(pg) => pg.query_arrays(sql, columns, |_| Ok(())).map(drop),
+        }
+    }
+
     /// Runs a query for at most one row; `None` when there is none.
     pub fn query_row<T>(
         &self,
@@ -579,15 +594,21 @@ fn bind_sqlite(stmt: &mut rusqlite::Statement<'_>, params: &Params<'_>, sql: &st
     Ok(())
 }
 
-/// A statement over many rows of values at once, `head VALUES row,row,… tail`: rows go in statements of 64, 32,
-/// 16, 8, 4, 2 and 1 rows, so that any number takes at most a few statements and each database prepares at most
-/// seven texts of it. Each statement is a round trip on PostgreSQL, where that is most of the cost.
+/// A statement over many rows of values at once, `head VALUES row,row,… tail`.
+///
+/// On SQLite, rows go in statements of 64, 32, 16, 8, 4, 2 and 1 rows, so that any number takes at most a few
+/// statements and each database prepares at most seven texts of it. On PostgreSQL, where each statement is a round
+/// trip and that is most of the cost, a statement given its columns' types ([`MultiRow::arrays`]) takes every row
+/// at once instead: one array per column, turned back into rows by `unnest`, in their order.
 pub(crate) struct MultiRow {
     head: &'static str,
     /// One row's values, `(?,?,?)` or with casts PostgreSQL needs to know their types.
     row: &'static str,
     tail: &'static str,
+    /// The PostgreSQL type of each of a row's values, for one statement of arrays.
+    column_types: Option<&'static [&'static str]>,
     texts: std::sync::OnceLock<Vec<String>>,
+    array_text: std::sync::OnceLock<String>,
 }
 
 impl MultiRow {
@@ -599,8 +620,16 @@ impl MultiRow {
             head,
             row,
             tail,
+            column_types: None,
             texts: std::sync::OnceLock::new(),
+            array_text: std::sync::OnceLock::new(),
         }
+    }
+
+    /// On PostgreSQL, every row in one statement: `types` are the PostgreSQL types of a row's values, in order.
+    pub const fn arrays(mut self, types: &'static [&'static str]) -> Self {
+        self.column_types = Some(types);
+        self
     }
 
     /// How many values a row has.
@@ -630,6 +659,47 @@ impl MultiRow {
         &texts[index]
     }
 
+    /// The statement of arrays: `head (SELECT c1, … FROM unnest(?, …) WITH ORDINALITY … ORDER BY ord) tail`. The
+    /// order holds the rows to the order they were given in, so that an insert's ids follow it.
+    ///
+    /// # Panics
+    /// When the statement was not given its columns' types ([`MultiRow::arrays`]).
+    pub fn array_text(&self) -> &str {
+        let types = self
+            .column_types
+            .expect("a statement of arrays has its columns' types");
+        self.array_text.get_or_init(|| {
+            debug_assert_eq!(
+                types.len(),
+                self.width(),
+                "a type for each value of {}",
+                self.row
+            );
+            let columns: Vec<String> = (1..=types.len()).map(|i| format!("c{i}")).collect();
+            let arrays: Vec<String> = types.iter().map(|t| format!("CAST(? AS {t}[])")).collect();
+            format!(
+                "{} (SELECT {} FROM unnest({}) WITH ORDINALITY AS u ({}, ord) ORDER BY ord) {}",
+                self.head,
+                columns.join(", "),
+                arrays.join(", "),
+                columns.join(", "),
+                self.tail
+            )
+        })
+    }
+
+    /// `values`, a row's worth after another, as one list per column.
+    pub fn columns<'v>(&self, values: Vec<Value<'v>>) -> Vec<Vec<Value<'v>>> {
+        let width = self.width();
+        let rows = values.len() / width;
+        let mut columns: Vec<Vec<Value<'v>>> =
+            (0..width).map(|_| Vec::with_capacity(rows)).collect();
+        for (i, value) in values.into_iter().enumerate() {
+            columns[i % width].push(value);
+        }
+        columns
+    }
+
     /// Writes `values`, a row's worth after another, in order.
     pub fn execute(&self, db: &Db<'_>, values: Vec<Value<'_>>) -> Result<()> {
         self.query(db, values, |_| Ok(())).map(drop)
@@ -645,6 +715,12 @@ impl MultiRow {
         let width = self.width();
         debug_assert_eq!(values.len() % width, 0);
         let mut rest = values.len() / width;
+        if rest == 0 {
+            return Ok(Vec::new());
+        }
+        if let (Db::Postgres(pg), Some(_)) = (db, self.column_types) {
+            return pg.query_arrays(self.array_text(), self.columns(values), f);
+        }
         let mut values = values.into_iter();
         let mut out = Vec::new();
         while rest > 0 {
@@ -667,12 +743,24 @@ fn is_read_only(sql: &str) -> bool {
 }
 
 impl PgTransaction<'_> {
-    /// The statement prepared for `sql` (translated and prepared on first use), and its values in `$N` order.
-    fn bind<'v>(
+    /// Runs `sql`, whose `?`s are arrays, with `columns` as their values in order; `f` reads each row returned.
+    fn query_arrays<T>(
         &self,
         sql: &str,
-        params: &'v Params<'v>,
-    ) -> Result<(postgres::Statement, Vec<Value<'v>>)> {
+        columns: Vec<Vec<Value<'_>>>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let stmt = self.prepare(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> =
+            columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
+        let result = self.tx.borrow_mut().query(&stmt, &refs);
+        let rows = result.map_err(|e| self.failed(sql, e))?;
+        self.changes.set(self.changes.get() + rows.len() as u64);
+        rows.iter().map(|row| f(&Row::Postgres(row))).collect()
+    }
+
+    /// The statement prepared for `sql`, translated and prepared on first use.
+    fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
         let mut prepared = self.prepared.borrow_mut();
         if !prepared.contains_key(sql) {
             let translated = translate(sql);
@@ -680,7 +768,18 @@ impl PgTransaction<'_> {
             let stmt = prepared_now.map_err(|e| self.failed(&translated.sql, e))?;
             prepared.insert(sql.to_owned(), (stmt, translated.params));
         }
-        let (stmt, order) = &prepared[sql];
+        Ok(prepared[sql].0.clone())
+    }
+
+    /// The statement prepared for `sql` (translated and prepared on first use), and its values in `$N` order.
+    fn bind<'v>(
+        &self,
+        sql: &str,
+        params: &'v Params<'v>,
+    ) -> Result<(postgres::Statement, Vec<Value<'v>>)> {
+        let stmt = self.prepare(sql)?;
+        let prepared = self.prepared.borrow();
+        let order = &prepared[sql].1;
         let values = order
             .iter()
             .map(|param| {
@@ -700,7 +799,7 @@ impl PgTransaction<'_> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok((stmt.clone(), values))
+        Ok((stmt, values))
     }
 }
 
