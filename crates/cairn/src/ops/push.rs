@@ -1,6 +1,7 @@
 //! Enqueueing: [`Push`] (one job) and [`PushBatch`] (many, all or nothing).
 
 use crate::ops::events::{ActivityKind, JobRef};
+use std::borrow::Borrow;
 use std::time::Duration;
 
 use crate::store::db::{MultiRow, Params, ToValue, Value as DbValue, named};
@@ -351,8 +352,8 @@ macro_rules! insert_jobs {
     };
 }
 
-/// Plain jobs of many single pushes, as few statements as [`MultiRow`] allows: how the PostgreSQL writer inserts
-/// the pushes of a batch (see `ops/bulk.rs`).
+/// Plain jobs, many at once, in as few statements as [`MultiRow`] allows (one on PostgreSQL): the runs of plain
+/// jobs in a [`PushBatch`], and on PostgreSQL the single pushes of a writer's batch (see `ops/bulk.rs`).
 static INSERT_PLAIN: MultiRow = MultiRow::new(
     insert_jobs_into!(),
     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -383,17 +384,18 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
 ]);
 
 /// Inserts plain jobs (see [`ValidPush::is_plain`]) in a few statements; what each became, in order.
-pub(crate) fn insert_plain_many(
-    valid: &[&ValidPush],
+pub(crate) fn insert_plain_many<V: Borrow<ValidPush>>(
+    valid: &[V],
     ctx: &mut WriteCtx<'_>,
 ) -> Result<Vec<Enqueued>> {
+    let valid: Vec<&ValidPush> = valid.iter().map(Borrow::borrow).collect();
     let states: Vec<JobState> = valid.iter().map(|v| v.state(ctx.now_ms)).collect();
     let mut values = Vec::with_capacity(valid.len() * COLUMNS_PER_JOB);
     for (v, state) in valid.iter().zip(&states) {
         job_values(&mut values, v, *state, ctx.now_ms);
     }
     let mut ids = INSERT_PLAIN.query(&ctx.db, values, |r| r.get::<i64>(0))?;
-    // As in insert_plain_chunk: the rows of one statement get increasing ids in VALUES order.
+    // RETURNING's order is unspecified, but the rows of one statement get increasing ids in the order given.
     ids.sort_unstable();
     assert_eq!(ids.len(), valid.len(), "one id per inserted row");
     let mut out = Vec::with_capacity(valid.len());
@@ -416,21 +418,8 @@ const INSERT_JOB: &str = concat!(
     "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"
 );
 
-/// The values one job binds in INSERT_JOB and INSERT_JOBS.
+/// The values one job binds in INSERT_JOB and INSERT_PLAIN.
 const COLUMNS_PER_JOB: usize = 21;
-
-/// How many plain jobs of a batch one INSERT statement carries: fewer statements is most of a batch's speed.
-const ROWS_PER_INSERT: usize = 32;
-
-/// INSERT_JOBS: [`ROWS_PER_INSERT`] jobs in one statement, returning their ids.
-static INSERT_JOBS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    let row = "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-    format!(
-        "{}{} RETURNING id",
-        insert_jobs!(),
-        vec![row; ROWS_PER_INSERT].join(",")
-    )
-});
 
 /// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs!`].
 fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
@@ -588,37 +577,6 @@ fn parent_state(ctx: &WriteCtx<'_>, parent: JobId) -> Result<JobState> {
     }
 }
 
-/// Inserts [`ROWS_PER_INSERT`] plain jobs with one statement.
-fn insert_plain_chunk(
-    chunk: &[ValidPush],
-    ctx: &mut WriteCtx<'_>,
-    out: &mut Vec<Enqueued>,
-) -> Result<()> {
-    let states: Vec<JobState> = chunk.iter().map(|v| v.state(ctx.now_ms)).collect();
-    let mut values = Vec::with_capacity(chunk.len() * COLUMNS_PER_JOB);
-    for (valid, state) in chunk.iter().zip(&states) {
-        job_values(&mut values, valid, *state, ctx.now_ms);
-    }
-    let mut ids = ctx
-        .db
-        .query(&INSERT_JOBS, &Params::Numbered(values), |r| r.get::<i64>(0))?;
-    // RETURNING's order is unspecified, but rows are inserted in VALUES order with increasing ids.
-    ids.sort_unstable();
-    assert_eq!(ids.len(), chunk.len(), "one id per inserted row");
-    for ((valid, state), id) in chunk.iter().zip(states).zip(ids) {
-        if state == JobState::Queued {
-            ctx.ready.mark(valid.queue.as_str());
-        }
-        valid.record_added(ctx, JobId(id));
-        out.push(Enqueued {
-            id: JobId(id),
-            state,
-            existing: false,
-        });
-    }
-    Ok(())
-}
-
 impl Operation for Push {
     type Output = Enqueued;
 
@@ -648,13 +606,11 @@ impl Operation for PushBatch {
         let mut out = Vec::with_capacity(valid.len());
         let mut rest = valid.as_slice();
         while !rest.is_empty() {
-            let plain = rest
-                .iter()
-                .take(ROWS_PER_INSERT)
-                .take_while(|v| v.is_plain())
-                .count();
-            if plain == ROWS_PER_INSERT {
-                insert_plain_chunk(&rest[..plain], ctx, &mut out)?;
+            // A run of plain jobs goes in as few statements as INSERT_PLAIN allows: fewer statements is most of a
+            // batch's speed.
+            let plain = rest.iter().take_while(|v| v.is_plain()).count();
+            if plain > 1 {
+                out.extend(insert_plain_many(&rest[..plain], ctx)?);
                 rest = &rest[plain..];
             } else {
                 let index = out.len();
