@@ -51,7 +51,8 @@ pub async fn run<T: Target + Backend>(
         let worker = Worker::builder(handle, format!("bench-worker-{i}"))
             .queue(QUEUE)
             .max_concurrency(slots)
-            // Take more once half the slots are free, so that jobs come in batches rather than one at a time.
+            // Take more once three quarters of the slots are free, so that jobs come in batches rather than one at a
+            // time (half gave 6 % less on PostgreSQL with three nodes: smaller dequeues, more of them).
             .min_concurrency(slots.div_ceil(4))
             .handler("bench.noop", move |_job| {
                 let (ran, all_ran, bar) = (ran.clone(), all_ran.clone(), bar.clone());
