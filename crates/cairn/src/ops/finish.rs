@@ -126,35 +126,32 @@ impl Operation for Finish {
     }
 }
 
-/// Completes, in a few statements, the plain finishes of a batch on PostgreSQL (see `ops/bulk.rs`): jobs held
-/// under these exact, live leases that have no parent, children, dependents or schedule, so that completing one
-/// is its row, its attempt and its events. Those that do not qualify (or whose lease is not held) are left as
-/// they are, for [`Finish::apply`] to complete or refuse one at a time.
+/// Completes, in one statement, the plain finishes of a batch on PostgreSQL (see `ops/bulk.rs`): jobs held under
+/// these exact, live leases that have no parent, children, dependents or schedule, so that completing one is its
+/// row, its attempt and its events. The attempts are inserted by the same statement, from the rows it completed.
+/// Those that do not qualify (or whose lease is not held) are left as they are, for [`Finish::apply`] to complete
+/// or refuse one at a time. PostgreSQL only (a data-modifying `WITH`): the finishes are its arrays.
 static COMPLETE_PLAIN: MultiRow = MultiRow::new(
-    "UPDATE jobs SET state = 'completed', finished_at = v.v_now, data = COALESCE(v.v_data, jobs.data), \
-     lease_token = NULL, lease_expires_at = NULL, error = NULL FROM (",
-    "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT), CAST(? AS BIGINT))",
+    "WITH done AS (UPDATE jobs SET state = 'completed', finished_at = v.v_now, \
+     data = COALESCE(v.v_data, jobs.data), lease_token = NULL, lease_expires_at = NULL, error = NULL FROM (",
+    "(?,?,?,?,?,?,?)",
     concat!(
-        ") AS v (v_id, v_token, v_data, v_now) WHERE jobs.id = v.v_id AND ",
+        ") AS v (v_id, v_token, v_data, v_now, v_run_ms, v_cpu_ms, v_peak_memory) WHERE jobs.id = v.v_id AND ",
         is_running!("jobs"),
         " AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
          AND jobs.has_children = 0 AND jobs.has_dependents = 0 AND jobs.schedule IS NULL RETURNING ",
         held_job_columns!(),
-        ", v.v_token"
+        ", v.v_token, v.v_now, v.v_run_ms, v.v_cpu_ms, v.v_peak_memory), \
+         ended AS (INSERT INTO job_attempts \
+         (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory) \
+         SELECT id, claims, attempt, worker, attempt_started_at, v_now, 'completed', NULL, v_run_ms, v_cpu_ms, \
+         v_peak_memory FROM done) \
+         SELECT ",
+        held_job_columns!(),
+        ", v_token FROM done"
     ),
 )
-.arrays(&["bigint", "bigint", "text", "bigint"]);
-
-/// The attempts [`complete_plain_many`] ended, in one statement or a few.
-static INSERT_ENDED_ATTEMPTS: MultiRow = MultiRow::new(
-    "INSERT INTO job_attempts \
-     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory)",
-    "(?,?,?,?,?,?,?,?,?,?,?)",
-    "",
-)
-.arrays(&[
-    "bigint", "bigint", "bigint", "text", "bigint", "bigint", "text", "text", "bigint", "bigint", "bigint",
-]);
+.arrays(&["bigint", "bigint", "text", "bigint", "bigint", "bigint", "bigint"]);
 
 /// A plain finish, checked: the job, its lease's token, its final data as JSON, and what the attempt used.
 pub(crate) struct PlainFinish<'a> {
@@ -190,20 +187,24 @@ pub(crate) fn complete_plain_many(
     finishes: &[PlainFinish<'_>],
     ctx: &mut WriteCtx<'_>,
 ) -> Result<Vec<bool>> {
-    let mut values = Vec::with_capacity(finishes.len() * 4);
+    let mut values = Vec::with_capacity(finishes.len() * 7);
     for f in finishes {
         values.extend([
             f.job.to_value(),
             f.token.to_value(),
             f.data.as_deref().to_value(),
             ctx.now_ms.to_value(),
+            f.usage.map(|u| duration_millis(u.run_time)).to_value(),
+            f.usage.map(|u| duration_millis(u.cpu_time)).to_value(),
+            f.usage
+                .map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
+                .to_value(),
         ]);
     }
     let completed = COMPLETE_PLAIN.query(&ctx.db, values, |row| {
         Ok((held_job_from_row(row)?, row.get::<i64>(HELD_JOB_COLUMNS)?))
     })?;
     let mut done = vec![false; finishes.len()];
-    let mut attempts = Vec::with_capacity(completed.len() * 11);
     for (held, token) in &completed {
         // The first finish of this job under this token; a second in the same batch is refused on its own.
         let Some(index) = finishes
@@ -214,22 +215,6 @@ pub(crate) fn complete_plain_many(
             continue;
         };
         done[index] = true;
-        let usage = finishes[index].usage;
-        attempts.extend([
-            held.id.to_value(),
-            held.claims.to_value(),
-            held.attempt.to_value(),
-            held.worker.as_str().to_value(),
-            held.attempt_started_at.to_value(),
-            ctx.now_ms.to_value(),
-            AttemptOutcome::Completed.as_str().to_value(),
-            Option::<&str>::None.to_value(),
-            usage.map(|u| duration_millis(u.run_time)).to_value(),
-            usage.map(|u| duration_millis(u.cpu_time)).to_value(),
-            usage
-                .map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
-                .to_value(),
-        ]);
         // A queue at its concurrency limit has room again: workers waiting on it look again.
         if ctx.settings.get(&held.queue).concurrency.is_some() {
             ctx.ready.mark(&held.queue);
@@ -237,7 +222,6 @@ pub(crate) fn complete_plain_many(
         ctx.events
             .attempt_ended(ctx.now_ms, ActivityKind::Finished, held, true, true, None);
     }
-    INSERT_ENDED_ATTEMPTS.execute(&ctx.db, attempts)?;
     Ok(done)
 }
 
