@@ -1,6 +1,6 @@
 //! A batch's single pushes and finishes, several at a time, on PostgreSQL: there every statement is a round trip,
-//! so the writer inserts a batch's plain pushes with a few many-row `INSERT`s and completes its plain finishes with
-//! a few `UPDATE … FROM (VALUES …)`s and one insert of their attempts, instead of a statement or two for each.
+//! so the writer inserts a batch's plain pushes with one many-row `INSERT` and completes its plain finishes with one
+//! `UPDATE … FROM (…)` that also inserts their attempts, instead of a statement or two for each.
 //!
 //! Only what has nothing else to do goes this way: a push with no unique key, parent, dependencies or tags, a finish
 //! with no next step of a job with no parent, children, dependents or schedule. Everything else, and anything these

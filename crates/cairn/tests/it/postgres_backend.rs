@@ -558,3 +558,113 @@ async fn statistics_of_two_nodes_add_up() {
     b.close(std::time::Duration::from_secs(10)).await.unwrap();
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
+
+/// How often PostgreSQL has scanned each of `indexes`, once the sessions that scanned them have reported: they have
+/// ended (a closed queue's sessions report as they end), and `written`, how many rows of `jobs` the test has
+/// inserted and updated by then, is counted.
+async fn index_scans_once_reported(url: &str, written: i64, indexes: &[&str]) -> Vec<i64> {
+    let (url, indexes) = (
+        url.to_owned(),
+        indexes.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        for _ in 0..300 {
+            let row = client
+                .query_one(
+                    "SELECT (SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables WHERE relname = 'jobs'), \
+                     (SELECT count(*) FROM pg_stat_activity \
+                      WHERE datname = current_database() AND pid <> pg_backend_pid())",
+                    &[],
+                )
+                .unwrap();
+            let (reported, sessions): (i64, i64) = (row.get(0), row.get(1));
+            if reported >= written && sessions == 0 {
+                return indexes
+                    .iter()
+                    .map(|index| {
+                        client
+                            .query_one(
+                                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1",
+                                &[index],
+                            )
+                            .unwrap()
+                            .get(0)
+                    })
+                    .collect();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("PostgreSQL never reported the {written} rows written to jobs");
+    })
+    .await
+    .unwrap()
+}
+
+/// Finishing jobs finds each by its id, however few jobs PostgreSQL believes are running (always few, next to the
+/// jobs kept after they end): a plain `state = 'running'` let it walk the index of running jobs once per job
+/// finished instead, which grows with every job running anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finishing_jobs_reads_them_by_id_not_through_the_running_jobs() {
+    const DONE: i64 = 20_000;
+    const RUNNING: i64 = 10;
+    let db = TestDatabase::new();
+    let queue = cairn::Queue::open(&db.url).await.unwrap();
+    let pushes = (0..RUNNING)
+        .map(|_| cairn::Push::new("send").queue("mail"))
+        .collect();
+    queue.enqueue_batch(pushes).await.unwrap();
+    let claimed = queue
+        .dequeue(cairn::Dequeue::new("w").queue("mail").limit(RUNNING as u32))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len() as i64, RUNNING);
+    queue
+        .close(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    // Yesterday's jobs, done and kept, and statistics that see them.
+    let url = db.url.clone();
+    tokio::task::spawn_blocking(move || {
+        postgres::Client::connect(&url, postgres::NoTls)
+            .unwrap()
+            .batch_execute(&format!(
+                "ALTER TABLE jobs SET (autovacuum_enabled = false); \
+                 INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, \
+                 backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
+                 created_at, slot_at, finished_at) \
+                 SELECT 'mail', 'send', 'completed', '{{}}', 0, 1, 0, 1, 1000, 2, 60000, 0, 30000, 0, 0, 0 \
+                 FROM generate_series(1, {DONE}); \
+                 ANALYZE jobs"
+            ))
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    // Housekeeping's next due time reads `jobs_leases`, the other index of running jobs; nothing in this test
+    // reads `jobs_by_worker` but a finish that takes the wrong way in.
+    let indexes = ["jobs_pkey", "jobs_by_worker"];
+    let before = index_scans_once_reported(&db.url, DONE + RUNNING * 2, &indexes).await;
+
+    let queue = cairn::Queue::open(&db.url).await.unwrap();
+    let finishes = claimed[..8]
+        .iter()
+        .map(|c| cairn::Finish::new(&c.lease))
+        .collect();
+    for answer in queue.finish_many(finishes).await.unwrap() {
+        answer.unwrap();
+    }
+    queue
+        .close(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    let after = index_scans_once_reported(&db.url, DONE + RUNNING * 2 + 8, &indexes).await;
+    assert!(
+        after[0] > before[0],
+        "the primary key was used: {before:?} {after:?}"
+    );
+    assert_eq!(
+        after[1], before[1],
+        "the index of running jobs by worker was not scanned"
+    );
+}
