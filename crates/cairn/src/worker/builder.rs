@@ -141,7 +141,8 @@ impl WorkerBuilder {
         self
     }
 
-    /// The most total job weight running at once (4 by default).
+    /// The most total job weight running at once (4 by default). A job counts until its handler returns; its
+    /// finish is reported meanwhile, with others', while the worker takes more.
     pub fn max_concurrency(mut self, max: u32) -> Self {
         self.max_concurrency = max;
         self

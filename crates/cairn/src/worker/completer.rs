@@ -1,7 +1,8 @@
-//! Finishing a worker's jobs together. A job's task hands its finish to the completer and waits for the answer;
-//! the completer sends every finish waiting at that moment in one call (`finish_many`), one call at a time. So a
-//! worker whose jobs end close together reports them in one request rather than one each, and adds no wait of its
-//! own: a finish that finds no call in flight goes at once, and those that arrive meanwhile go with the next call.
+//! Finishing a worker's jobs together. A job's task hands its finish to the completer, and the worker's loop waits
+//! for the answer; the completer sends every finish waiting at that moment in one call (`finish_many`), one call at
+//! a time. So a worker whose jobs end close together reports them in one request rather than one each, and adds no
+//! wait of its own: a finish that finds no call in flight goes once the jobs ending in the same turn have joined
+//! it, and those that arrive meanwhile go with the next call.
 
 use std::sync::Arc;
 
@@ -37,8 +38,13 @@ impl Completer {
         Completer { tx }
     }
 
-    /// Completes the job as [`Backend::finish`] would, in one call with whatever other finishes are waiting.
-    pub async fn finish(&self, lease: &Lease, data: Option<Value>) -> Result<()> {
+    /// Hands over the job's finish, to go as [`Backend::finish`] would, in one call with whatever other finishes
+    /// are waiting; the answer comes on the receiver.
+    pub fn send(
+        &self,
+        lease: &Lease,
+        data: Option<Value>,
+    ) -> Result<oneshot::Receiver<Result<()>>> {
         let (reply, answer) = oneshot::channel();
         let pending = Pending {
             lease: lease.clone(),
@@ -46,7 +52,7 @@ impl Completer {
             reply,
         };
         self.tx.send(pending).map_err(|_| Error::closed())?;
-        answer.await.map_err(|_| Error::closed())?
+        Ok(answer)
     }
 }
 

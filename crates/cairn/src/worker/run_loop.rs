@@ -1,5 +1,11 @@
 //! The worker's loop: take jobs while there is room, run each in its own task with automatic heartbeats, map the
 //! handler's outcome to finish, retry or fail, and on stop drain within the deadline.
+//!
+//! A job's slot is free once its handler has returned and its outcome is handed over: a finish goes to the
+//! completer, which reports it with others, and the loop counts its answer when it comes. So the worker takes its
+//! next jobs while the last ones' finishes are on their way, rather than one round trip after them. Once
+//! `max_concurrency` finishes wait for their answers, it takes no more jobs until some are answered, so that a
+//! worker whose finishes go unanswered (a server that stalls) holds at most about twice its slots' worth of jobs.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -7,10 +13,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobId;
 use crate::lease::Lease;
 use crate::names::{QueueName, WorkerId};
@@ -42,6 +48,13 @@ enum Ended {
     Lost,
 }
 
+/// What a job's task leaves when its handler is done: how it ended, or a finish handed to the completer, whose
+/// answer is still to come.
+enum Outcome {
+    Ended(Ended),
+    Finishing(JobId, oneshot::Receiver<Result<()>>),
+}
+
 type Fetch = Pin<Box<dyn Future<Output = Result<Vec<ClaimedJob>>> + Send>>;
 
 /// The leases of running jobs, so that jobs still running at the shutdown deadline can be given back.
@@ -56,14 +69,19 @@ pub(crate) async fn run(
     let settings = Arc::new(settings);
     let completer = Completer::start(queue.clone());
     let running: Running = Arc::default();
-    let mut tasks: JoinSet<(u32, Ended)> = JoinSet::new();
+    let mut tasks: JoinSet<(u32, Outcome)> = JoinSet::new();
+    // The answers to finishes handed to the completer.
+    let mut finishing: JoinSet<Ended> = JoinSet::new();
     let mut report = WorkerReport::default();
     let mut in_flight = 0u32;
     let mut fetch: Option<Fetch> = None;
     let mut deadline = None;
 
     while deadline.is_none() {
-        if fetch.is_none() && in_flight < settings.min_concurrency {
+        if fetch.is_none()
+            && in_flight < settings.min_concurrency
+            && finishing.len() < settings.max_concurrency as usize
+        {
             let (queue, request) = (
                 queue.clone(),
                 request(&settings, settings.max_concurrency - in_flight),
@@ -95,7 +113,10 @@ pub(crate) async fn run(
                 }
             }
             Some(done) = tasks.join_next(), if !tasks.is_empty() => {
-                count(&mut report, &mut in_flight, done);
+                job_done(&mut report, &mut in_flight, &mut finishing, done);
+            }
+            Some(answered) = finishing.join_next(), if !finishing.is_empty() => {
+                count(&mut report, answered);
             }
         }
     }
@@ -104,7 +125,7 @@ pub(crate) async fn run(
     drop(fetch);
     drain(
         &queue,
-        &mut tasks,
+        (&mut tasks, &mut finishing),
         &running,
         deadline.unwrap_or_default(),
         &mut report,
@@ -133,16 +154,34 @@ fn request(settings: &Settings, room: u32) -> Dequeue {
     }
 }
 
-fn count(
+/// A job's task is done: its slot is free, and its outcome is counted, or its finish's answer awaited.
+fn job_done(
     report: &mut WorkerReport,
     in_flight: &mut u32,
-    done: std::result::Result<(u32, Ended), tokio::task::JoinError>,
+    finishing: &mut JoinSet<Ended>,
+    done: std::result::Result<(u32, Outcome), tokio::task::JoinError>,
 ) {
-    let Ok((weight, ended)) = done else {
+    let Ok((weight, outcome)) = done else {
         // Job tasks catch handler panics themselves; a failed join means the task was aborted at shutdown.
         return;
     };
     *in_flight = in_flight.saturating_sub(weight);
+    match outcome {
+        Outcome::Ended(ended) => count(report, Ok(ended)),
+        Outcome::Finishing(job, answer) => {
+            finishing.spawn(async move {
+                let result = answer.await.unwrap_or_else(|_| Err(Error::closed()));
+                recorded(job, result, Ended::Finished)
+            });
+        }
+    }
+}
+
+fn count(report: &mut WorkerReport, ended: std::result::Result<Ended, tokio::task::JoinError>) {
+    // A failed join means the task was aborted at shutdown.
+    let Ok(ended) = ended else {
+        return;
+    };
     match ended {
         Ended::Finished => report.finished += 1,
         Ended::Retried => report.retried += 1,
@@ -151,23 +190,41 @@ fn count(
     }
 }
 
-/// Waits for running jobs until the deadline, then aborts the rest and gives their jobs back.
+/// Waits for running jobs and the answers to their finishes until the deadline, then aborts the rest and gives
+/// back the jobs still running.
 async fn drain(
     queue: &Arc<dyn Backend>,
-    tasks: &mut JoinSet<(u32, Ended)>,
+    (tasks, finishing): (&mut JoinSet<(u32, Outcome)>, &mut JoinSet<Ended>),
     running: &Running,
     deadline: Duration,
     report: &mut WorkerReport,
     in_flight: &mut u32,
 ) {
     let _ = tokio::time::timeout(deadline, async {
-        while let Some(done) = tasks.join_next().await {
-            count(report, in_flight, done);
+        loop {
+            tokio::select! {
+                Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                    job_done(report, in_flight, finishing, done);
+                }
+                Some(answered) = finishing.join_next(), if !finishing.is_empty() => {
+                    count(report, answered);
+                }
+                else => break,
+            }
         }
     })
     .await;
     tasks.abort_all();
     while tasks.join_next().await.is_some() {}
+    if !finishing.is_empty() {
+        tracing::warn!(
+            jobs = finishing.len(),
+            "stopped before the finishes of some jobs were answered; each is finished, or back when its lease ends"
+        );
+        report.lost += finishing.len() as u64;
+        finishing.abort_all();
+        while finishing.join_next().await.is_some() {}
+    }
     let leftover: Vec<Lease> = running
         .lock()
         .expect("running lock is never poisoned")
@@ -200,7 +257,7 @@ async fn run_job(
     settings: Arc<Settings>,
     running: Running,
     claimed: ClaimedJob,
-) -> (u32, Ended) {
+) -> (u32, Outcome) {
     let ClaimedJob { job, lease } = claimed;
     let weight = job.weight;
     let handler = settings
@@ -220,17 +277,28 @@ async fn run_job(
                 Err(e) if e.is_lease_lost() => {
                     tracing::warn!(job = %lease.job, error = %e, "lease lost; stopping the handler");
                     running.lock().expect("running lock is never poisoned").remove(&lease.job);
-                    return (weight, Ended::Lost);
+                    return (weight, Outcome::Ended(Ended::Lost));
                 }
                 Err(e) => tracing::warn!(job = %lease.job, error = %e, "heartbeat failed; will try again"),
             },
         }
     };
     let (result, ended) = match outcome {
-        Ok(Ok(())) => (
-            completer.finish(&lease, ctx.take_result()).await,
-            Ended::Finished,
-        ),
+        Ok(Ok(())) => {
+            // Done: the finish goes with others (see `Completer`), and the slot is free meanwhile.
+            let sent = completer.send(&lease, ctx.take_result());
+            running
+                .lock()
+                .expect("running lock is never poisoned")
+                .remove(&lease.job);
+            return match sent {
+                Ok(answer) => (weight, Outcome::Finishing(lease.job, answer)),
+                Err(e) => (
+                    weight,
+                    Outcome::Ended(recorded(lease.job, Err(e), Ended::Finished)),
+                ),
+            };
+        }
         Ok(Err(error)) => match error.kind {
             JobErrorKind::Retry { message, delay } => (
                 queue.retry(&lease, &message, delay).await.map(|_| ()),
@@ -252,15 +320,20 @@ async fn run_job(
         .lock()
         .expect("running lock is never poisoned")
         .remove(&lease.job);
+    (weight, Outcome::Ended(recorded(lease.job, result, ended)))
+}
+
+/// How a job ended once its outcome was recorded (`result`): as meant, or lost.
+fn recorded(job: JobId, result: Result<()>, ended: Ended) -> Ended {
     match result {
-        Ok(()) => (weight, ended),
+        Ok(()) => ended,
         Err(e) if e.is_lease_lost() => {
-            tracing::warn!(job = %lease.job, error = %e, "the job was taken away before its outcome was recorded");
-            (weight, Ended::Lost)
+            tracing::warn!(job = %job, error = %e, "the job was taken away before its outcome was recorded");
+            Ended::Lost
         }
         Err(e) => {
-            tracing::error!(job = %lease.job, error = %e, "could not record the job's outcome; its lease will expire");
-            (weight, Ended::Lost)
+            tracing::error!(job = %job, error = %e, "could not record the job's outcome; its lease will expire");
+            Ended::Lost
         }
     }
 }

@@ -390,3 +390,141 @@ async fn jobs_ending_together_finish_each_with_its_own_result() {
     assert_eq!(state_of(t, ids[7]).await, JobState::Cancelled);
     t.close().await;
 }
+
+/// A queue whose finishes wait until the test lets them through, to see what a worker does meanwhile.
+#[derive(Clone)]
+struct HeldFinishes {
+    queue: cairn::Queue,
+    /// Finishes wait for a read lock; the test holds the write lock to hold them.
+    gate: Arc<tokio::sync::RwLock<()>>,
+}
+
+impl cairn::Backend for HeldFinishes {
+    fn dequeue(
+        &self,
+        request: cairn::Dequeue,
+    ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::ClaimedJob>>> {
+        Box::pin(self.queue.dequeue(request))
+    }
+    fn heartbeat<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        progress: Option<serde_json::Value>,
+    ) -> cairn::BoxFuture<'a, cairn::Result<jiff::Timestamp>> {
+        Box::pin(self.queue.heartbeat(lease, progress))
+    }
+    fn checkpoint<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        data: serde_json::Value,
+    ) -> cairn::BoxFuture<'a, cairn::Result<jiff::Timestamp>> {
+        Box::pin(self.queue.checkpoint(lease, data))
+    }
+    fn update<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        progress: serde_json::Value,
+    ) -> cairn::BoxFuture<'a, cairn::Result<()>> {
+        Box::pin(self.queue.update(lease, progress))
+    }
+    fn finish<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        data: Option<serde_json::Value>,
+    ) -> cairn::BoxFuture<'a, cairn::Result<()>> {
+        Box::pin(async move {
+            let _open = self.gate.read().await;
+            self.queue.finish(lease, data).await
+        })
+    }
+    fn finish_many(
+        &self,
+        finishes: Vec<cairn::Finish>,
+    ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
+        Box::pin(async move {
+            let _open = self.gate.read().await;
+            self.queue.finish_many(finishes).await
+        })
+    }
+    fn retry<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        error: &'a str,
+        delay: Option<Duration>,
+    ) -> cairn::BoxFuture<'a, cairn::Result<JobState>> {
+        Box::pin(self.queue.retry(lease, error, delay))
+    }
+    fn fail<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        group: &'a str,
+        message: &'a str,
+    ) -> cairn::BoxFuture<'a, cairn::Result<()>> {
+        Box::pin(self.queue.fail(lease, group, message))
+    }
+    fn release<'a>(&'a self, lease: &'a cairn::Lease) -> cairn::BoxFuture<'a, cairn::Result<()>> {
+        Box::pin(self.queue.release(lease))
+    }
+    fn worker_stopped<'a>(&'a self, worker: &'a str) -> cairn::BoxFuture<'a, cairn::Result<()>> {
+        Box::pin(self.queue.worker_stopped(worker))
+    }
+}
+
+/// A job's slot is free once its handler returns: the worker takes its next jobs while the last ones' finishes are
+/// on their way, and stops taking more once more finishes than it has slots wait for their answers.
+#[tokio::test]
+async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
+    let t = TestQueue::new().await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(t.push("work").await);
+    }
+    let backend = HeldFinishes {
+        queue: t.queue.clone(),
+        gate: Arc::default(),
+    };
+    let held = backend.gate.clone().write_owned().await;
+    let ran = Arc::new(AtomicU32::new(0));
+    let counter = ran.clone();
+    let worker = Worker::builder(&backend, "w")
+        .max_concurrency(2)
+        .handler("work", move |_| {
+            let counter = counter.clone();
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    // Two slots, and four jobs run while no finish has been answered.
+    // Two slots, and more than two jobs run while no finish has been answered.
+    eventually("a third job ran", || async {
+        ran.load(Ordering::SeqCst) >= 3
+    })
+    .await;
+    // Once more finishes wait than the worker has slots, it takes no more: three or four jobs ran (the worker asks
+    // again as each slot frees, and the third job's finish may join the wait before the fourth is asked for).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let taken = ran.load(Ordering::SeqCst);
+    assert!((3..=4).contains(&taken), "{taken} jobs ran");
+    let mut states = Vec::new();
+    for &id in &ids {
+        states.push(state_of(&t, id).await);
+    }
+    let queued = states.iter().filter(|s| **s == JobState::Queued).count();
+    assert_eq!(queued, 5 - taken as usize, "{states:?}");
+    assert!(!states.contains(&JobState::Completed), "{states:?}");
+
+    drop(held);
+    for id in ids {
+        let t = &t;
+        eventually("every job completed", || async move {
+            state_of(t, id).await == JobState::Completed
+        })
+        .await;
+    }
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.finished, report.lost), (5, 0));
+    t.close().await;
+}
