@@ -637,7 +637,7 @@ pub(crate) static UPSERT_HISTOGRAMS: MultiRow = MultiRow::new(
 )
 .arrays(&["bigint", "text", "text", "text", "bigint", "bigint"]);
 
-/// [`UPSERT_HISTOGRAMS`] on PostgreSQL, to each node's own rows, as [`UPSERT_MINUTE_PER_NODE`].
+/// [`UPSERT_HISTOGRAMS`] on PostgreSQL, to each node's own rows, as [`UPSERT_MINUTES_PER_NODE`].
 pub(crate) static UPSERT_HISTOGRAMS_PER_NODE: MultiRow = MultiRow::new(
     "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count, node)",
     "(?,?,?,?,?,?,?)",
