@@ -368,6 +368,7 @@ impl Client {
                     delay_ms: retry
                         .delay
                         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+                    run_at: retry.run_at,
                     usage: retry.usage.map(UsageBody::from),
                 },
             )

@@ -141,7 +141,8 @@ pub struct DequeueRequest {
     /// empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weights: Vec<u32>,
-    /// Job name patterns (GLOB: `email.*`); any name when empty.
+    /// Job name patterns (GLOB: `email.*`; a `*`, `?` or `[` that a name holds is written `[*]`, `[?]`, `[[]`); any
+    /// name when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
     /// The most jobs to take; 1 when absent.
@@ -460,6 +461,10 @@ pub struct RetryRequest {
     /// Wait this long instead of the job's backoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay_ms: Option<u64>,
+    /// Run again at this time instead of after the job's backoff (give this or `delay_ms`, not both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub run_at: Option<Timestamp>,
     /// What the attempt's process used, kept in the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageBody>,

@@ -95,14 +95,10 @@ text_id!(
 );
 
 text_id!(
-    /// A job's name, its type: what workers match with a GLOB such as `email.*`. At most 255 bytes, and none of the
-    /// GLOB characters `* ? [ ]`, so that every name can be matched exactly.
-    JobName, "name", 255, |v| {
-        match v.chars().find(|c| "*?[]".contains(*c)) {
-            Some(c) => Err(Error::invalid("name", format!("must not contain the GLOB character {c:?}"))),
-            None => Ok(()),
-        }
-    }
+    /// A job's name, its type: what workers match with a GLOB such as `email.*`. At most 255 bytes. A name may hold
+    /// GLOB's own characters (`SampleWorker?mode=extra`, as Bedrock's worker manager writes them); where Cairn
+    /// matches one name exactly, it matches [`NamePattern::exact`].
+    JobName, "name", 255, |_| Ok(())
 );
 
 text_id!(
@@ -128,7 +124,8 @@ text_id!(
 text_id!(
     /// A pattern over job names with SQLite's GLOB syntax: `*` any run of characters, `?` one character, `[abc]`,
     /// `[a-z]` and `[^abc]` one character from (or not from) a set. Matching is case-sensitive.
-    NamePattern, "name_pattern", 255, validate_glob
+    /// At most 1,024 bytes, so that any job name fits once escaped by [`NamePattern::exact`].
+    NamePattern, "name_pattern", 1024, validate_glob
 );
 
 impl Default for QueueName {
@@ -151,6 +148,23 @@ impl NamePattern {
     /// Whether the pattern has no wildcard, and so matches only the name it spells.
     pub fn is_literal(&self) -> bool {
         !self.0.contains(['*', '?', '['])
+    }
+
+    /// The pattern that matches `name` and nothing else: GLOB's `*`, `?` and `[` each stand in a set of their own
+    /// (`a?b` becomes `a[?]b`). A `]` outside a set is already itself.
+    pub fn exact(name: &JobName) -> Self {
+        let mut pattern = String::with_capacity(name.as_str().len());
+        for c in name.as_str().chars() {
+            match c {
+                '*' | '?' | '[' => {
+                    pattern.push('[');
+                    pattern.push(c);
+                    pattern.push(']');
+                }
+                c => pattern.push(c),
+            }
+        }
+        NamePattern(pattern)
     }
 }
 
@@ -205,8 +219,8 @@ mod tests {
         );
         check(QueueName::parse("mail.high"), "QueueName(\"mail.high\")");
         check(
-            JobName::parse("email.*"),
-            "name: must not contain the GLOB character '*'",
+            JobName::parse("www-prod/Evaluator?accountID=856&x=[1]*"),
+            "JobName(\"www-prod/Evaluator?accountID=856&x=[1]*\")",
         );
         check(
             JobName::parse("x".repeat(256)),
@@ -223,5 +237,17 @@ mod tests {
         check(NamePattern::parse("[]x]*"), "NamePattern(\"[]x]*\")");
         check(NamePattern::parse("[^]]"), "NamePattern(\"[^]]\")");
         check(NamePattern::parse("email.*"), "NamePattern(\"email.*\")");
+    }
+
+    #[test]
+    fn an_exact_pattern_escapes_every_glob_character() {
+        let exact = |name: &str| NamePattern::exact(&JobName::parse(name).unwrap());
+        assert_eq!(exact("email.send").as_str(), "email.send");
+        assert_eq!(exact("Worker?a=[1]*").as_str(), "Worker[?]a=[[]1][*]");
+        assert!(exact("email.send").is_literal());
+        assert!(!exact("a*").is_literal());
+        // The longest name escapes to a valid pattern.
+        let longest = exact(&"*".repeat(255));
+        assert_eq!(NamePattern::parse(longest.as_str()).unwrap(), longest);
     }
 }

@@ -211,6 +211,7 @@ pub async fn retry(
         .queue
         .retry_with(Retry {
             delay: millis(request.delay_ms),
+            run_at: request.run_at,
             usage: request.usage.map(RunUsage::from),
             ..Retry::new(&lease, request.error)
         })

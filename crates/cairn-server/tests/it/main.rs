@@ -5,8 +5,8 @@
 // Building the module once per backend is the point.
 #![allow(clippy::duplicate_mod)]
 
-#[path = "bedrock.rs"]
+#[path = "bedrock/mod.rs"]
 mod sqlite;
 
-#[path = "bedrock.rs"]
+#[path = "bedrock/mod.rs"]
 mod postgres;

@@ -406,14 +406,14 @@ const FAIL_JOB: &str = "UPDATE jobs SET state = 'failed', finished_at = :now, er
 /// The failure group of jobs that ran out of attempts.
 pub(crate) const RETRIES_EXHAUSTED: &str = "retries-exhausted";
 
-/// Ends the held attempt with `outcome`, then schedules the next attempt after the backoff (or `delay`), or fails
-/// the job when its attempts are used up. Returns the job's new state.
+/// Ends the held attempt with `outcome`, then schedules the next attempt after the backoff (or at `run_at_ms`), or
+/// fails the job when its attempts are used up. Returns the job's new state.
 pub(crate) fn retry_or_fail(
     ctx: &mut WriteCtx<'_>,
     held: &HeldJob,
     outcome: AttemptOutcome,
     error: &str,
-    delay: Option<Duration>,
+    run_at_ms: Option<i64>,
     usage: Option<&RunUsage>,
 ) -> Result<JobState> {
     end_attempt(ctx, held, outcome, Some(error), usage)?;
@@ -443,8 +443,10 @@ pub(crate) fn retry_or_fail(
         false,
         Some(error),
     );
-    let delay = delay.unwrap_or_else(|| held.retry.delay_after(held.id, held.attempt));
-    let run_at = ctx.now_ms.saturating_add(duration_millis(delay));
+    let run_at = run_at_ms.unwrap_or_else(|| {
+        let backoff = held.retry.delay_after(held.id, held.attempt);
+        ctx.now_ms.saturating_add(duration_millis(backoff))
+    });
     requeue(ctx, held.id, &held.queue, run_at, Some(error))
 }
 

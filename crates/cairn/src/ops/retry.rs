@@ -2,6 +2,9 @@
 
 use std::time::Duration;
 
+use jiff::Timestamp;
+
+use crate::clock::duration_millis;
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
 use crate::lease::Lease;
@@ -23,6 +26,9 @@ pub struct Retry {
     pub error: String,
     /// Wait this long instead of the backoff.
     pub delay: Option<Duration>,
+    /// Run again at this time instead of after the backoff (give this or `delay`, not both). A time already past
+    /// means at once.
+    pub run_at: Option<Timestamp>,
     /// What the attempt's process used, if the worker measured it; kept in the job's history.
     pub usage: Option<RunUsage>,
 }
@@ -35,10 +41,36 @@ impl Retry {
             token: lease.token,
             error: error.into(),
             delay: None,
+            run_at: None,
             usage: None,
         }
     }
 }
+
+impl Retry {
+    /// When the job runs again, in milliseconds, if the caller said: `delay` from now (at most a year), or
+    /// `run_at`.
+    fn run_at_ms(&self, now_ms: i64) -> Result<Option<i64>> {
+        let at = match (self.delay, self.run_at) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid("run_at", "give run_at or delay, not both"));
+            }
+            (Some(delay), None) => {
+                if delay > MAX_RETRY_WAIT {
+                    return Err(Error::invalid("delay", "must be at most a year"));
+                }
+                now_ms.saturating_add(duration_millis(delay))
+            }
+            // A time is what the caller chose, as a push's `run_at` is.
+            (None, Some(at)) => at.as_millisecond(),
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(at))
+    }
+}
+
+/// The longest a retry may wait.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// Cuts a message to [`MAX_ERROR_BYTES`].
 pub(crate) fn truncate_error(message: &str) -> &str {
@@ -57,19 +89,14 @@ impl Operation for Retry {
     type Output = JobState;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<JobState> {
-        if self
-            .delay
-            .is_some_and(|d| d > Duration::from_secs(366 * 24 * 3600))
-        {
-            return Err(Error::invalid("delay", "must be at most a year"));
-        }
+        let run_at_ms = self.run_at_ms(ctx.now_ms)?;
         let held = held_job(ctx, self.job, self.token)?;
         retry_or_fail(
             ctx,
             &held,
             AttemptOutcome::Retried,
             truncate_error(&self.error),
-            self.delay,
+            run_at_ms,
             self.usage.as_ref(),
         )
     }

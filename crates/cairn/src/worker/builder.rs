@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::names::{JobName, QueueName, WorkerId};
+use crate::names::{JobName, NamePattern, QueueName, WorkerId};
 use crate::ops::claim::{MAX_DEQUEUE, QueueOrder};
 use crate::worker::HandlerResult;
 use crate::worker::backend::Backend;
@@ -174,9 +174,11 @@ impl WorkerBuilder {
                 "a worker needs at least one handler",
             ));
         }
-        for name in self.handlers.keys() {
-            JobName::parse(name.as_str())?;
-        }
+        let patterns = self
+            .handlers
+            .keys()
+            .map(|name| JobName::parse(name.as_str()).map(|name| NamePattern::exact(&name)))
+            .collect::<Result<Vec<_>>>()?;
         // Weights matter only when one differs from 1; then they must go with round-robin order.
         let weights = if self.weights.iter().any(|w| *w != 1) {
             if self.order != QueueOrder::RoundRobin {
@@ -240,6 +242,7 @@ impl WorkerBuilder {
             order: self.order,
             weights,
             handlers: self.handlers,
+            patterns,
             min_concurrency: min,
             max_concurrency: self.max_concurrency,
             wait: self.wait.min(crate::ops::claim::MAX_WAIT),

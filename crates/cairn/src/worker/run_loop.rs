@@ -19,7 +19,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobId;
 use crate::lease::Lease;
-use crate::names::{QueueName, WorkerId};
+use crate::names::{NamePattern, QueueName, WorkerId};
 use crate::ops::claim::{ClaimedJob, Dequeue, QueueOrder};
 use crate::worker::backend::Backend;
 use crate::worker::builder::{Handler, WorkerReport};
@@ -35,6 +35,8 @@ pub(crate) struct Settings {
     /// Jobs per turn for each queue, with round-robin order; empty when every queue has weight 1.
     pub weights: Vec<u32>,
     pub handlers: BTreeMap<String, Handler>,
+    /// The handlers' names as patterns that match each name exactly (GLOB's characters escaped).
+    pub patterns: Vec<NamePattern>,
     pub min_concurrency: u32,
     pub max_concurrency: u32,
     pub wait: Duration,
@@ -145,7 +147,11 @@ fn request(settings: &Settings, room: u32) -> Dequeue {
         queues: settings.queues.iter().map(|q| q.to_string()).collect(),
         order: settings.order,
         weights: settings.weights.clone(),
-        names: settings.handlers.keys().cloned().collect(),
+        names: settings
+            .patterns
+            .iter()
+            .map(|p| p.as_str().to_owned())
+            .collect(),
         limit: room,
         max_weight: Some(room),
         wait: settings.wait,

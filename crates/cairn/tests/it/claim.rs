@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cairn::{Dequeue, Push, QueueOrder};
+use cairn::{Dequeue, JobFilter, JobName, NamePattern, Push, QueueOrder};
 
 use super::harness::TestQueue;
 
@@ -70,6 +70,52 @@ async fn name_patterns_match_as_sqlite_glob() {
         .await
         .unwrap_err();
     assert_eq!(err.field(), Some("name_pattern"));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn names_may_hold_glob_characters_and_an_exact_pattern_matches_only_them() {
+    let t = TestQueue::new().await;
+    // Bedrock's worker manager carries parameters in the name.
+    let names = ["env/Report?id=[7]*", "env/ReportXid=7x", "env/Report?id=7"];
+    for name in names {
+        t.push(name).await;
+    }
+    let take = |pattern: String| {
+        let q = t.queue.clone();
+        async move {
+            let got = q
+                .dequeue(Dequeue::new("w").name(pattern).limit(10))
+                .await
+                .unwrap();
+            for c in &got {
+                q.release(&c.lease).await.unwrap();
+            }
+            let mut names: Vec<String> = got.into_iter().map(|c| c.job.name.to_string()).collect();
+            names.sort();
+            names
+        }
+    };
+    // As a pattern, the name's own `?` and `*` are wildcards ...
+    assert_eq!(
+        take("env/Report?id=*".to_owned()).await,
+        ["env/Report?id=7", "env/Report?id=[7]*", "env/ReportXid=7x"]
+    );
+    // ... and escaped, each name matches itself alone.
+    for name in names {
+        let exact = NamePattern::exact(&JobName::parse(name).unwrap());
+        assert_eq!(take(exact.as_str().to_owned()).await, [name]);
+    }
+    let listed = t
+        .queue
+        .list(JobFilter {
+            name: Some(NamePattern::exact(&JobName::parse(names[0]).unwrap()).to_string()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.jobs.len(), 1);
+    assert_eq!(listed.jobs[0].name.as_str(), names[0]);
     t.close().await;
 }
 

@@ -113,6 +113,44 @@ async fn retry_with_explicit_delay_and_fail_with_group() {
 }
 
 #[tokio::test]
+async fn retry_at_a_time_runs_again_exactly_then() {
+    let t = TestQueue::new().await;
+    // A time with milliseconds, and a whole second, are kept as given.
+    for at in ["2030-01-02T03:04:05.678Z", "2030-01-02T03:04:05Z"] {
+        let at: jiff::Timestamp = at.parse().unwrap();
+        let id = t.push("x").await;
+        let c = t.take("w").await.unwrap();
+        let refused = |retry: Retry| {
+            let q = t.queue.clone();
+            async move {
+                q.retry_with(retry)
+                    .await
+                    .unwrap_err()
+                    .field()
+                    .map(str::to_owned)
+            }
+        };
+        let both = Retry {
+            delay: Some(Duration::ZERO),
+            run_at: Some(at),
+            ..Retry::new(&c.lease, "later")
+        };
+        assert_eq!(refused(both).await.as_deref(), Some("run_at"));
+        let state = t
+            .queue
+            .retry_with(Retry {
+                run_at: Some(at),
+                ..Retry::new(&c.lease, "later")
+            })
+            .await
+            .unwrap();
+        assert_eq!(state, JobState::Scheduled);
+        assert_eq!(t.queue.get(id).await.unwrap().run_at, at);
+    }
+    t.close().await;
+}
+
+#[tokio::test]
 async fn a_retry_starts_from_the_last_checkpoint() {
     let t = TestQueue::new().await;
     t.queue
@@ -659,7 +697,7 @@ async fn rename_gives_a_job_another_name_whatever_its_state() {
     );
     let other = t.push("x").await;
     assert_eq!(
-        t.queue.rename(other, "a*").await.unwrap_err().field(),
+        t.queue.rename(other, "a\tb").await.unwrap_err().field(),
         Some("name")
     );
     t.close().await;

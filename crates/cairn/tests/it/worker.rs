@@ -116,6 +116,30 @@ async fn handler_outcomes_map_to_finish_retry_and_fail() {
 }
 
 #[tokio::test]
+async fn a_handler_takes_only_jobs_of_its_exact_name_even_with_glob_characters() {
+    let t = TestQueue::new().await;
+    // `?` in the handler's name would match any character if it were taken as a pattern.
+    let other = t.push("env/ReportXid=7").await;
+    let mine = t.push("env/Report?id=7").await;
+    let worker = Worker::builder(&t.queue, "w")
+        .handler("env/Report?id=7", |_| async { Ok(()) })
+        .start()
+        .unwrap();
+    let t = &t;
+    eventually("its job completes", || async move {
+        state_of(t, mine).await == JobState::Completed
+    })
+    .await;
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(report.finished, 1);
+    // Never taken: a job given back at the stop would be queued too, but with an attempt in its history.
+    let other = t.queue.get(other).await.unwrap();
+    assert_eq!(other.state, JobState::Queued);
+    assert!(other.history.is_empty(), "{:?}", other.history);
+    t.close().await;
+}
+
+#[tokio::test]
 async fn concurrency_counts_job_weight() {
     let t = TestQueue::new().await;
     let running = Arc::new(AtomicU32::new(0));
@@ -304,7 +328,7 @@ async fn builder_rejects_bad_settings() {
         "handlers: a worker needs at least one handler"
     );
     let err = Worker::builder(&t.queue, "w")
-        .handler("a*", |_| async { Ok(()) })
+        .handler("", |_| async { Ok(()) })
         .start()
         .err()
         .unwrap();

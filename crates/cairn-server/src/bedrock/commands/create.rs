@@ -179,10 +179,11 @@ impl BedrockCommands {
         Ok(Some(parent.id))
     }
 
-    /// The job a unique CreateJob finds (the name is checked first: Cairn's names hold no GLOB characters, and the
-    /// lookup must not match other names): one with exactly this name, in any state Bedrock still has.
+    /// The job a unique CreateJob finds: one with exactly this name (GLOB's characters in it match only
+    /// themselves), in any state Bedrock still has.
     async fn unique_match(&self, name: &str) -> Result<Option<Job>, Response> {
-        cairn::JobName::parse(name).map_err(engine_error)?;
+        let name = cairn::JobName::parse(name).map_err(engine_error)?;
+        let pattern = cairn::NamePattern::exact(&name);
         for state in [
             JobState::Running,
             JobState::Queued,
@@ -194,7 +195,7 @@ impl BedrockCommands {
             let page = self
                 .queue
                 .list(JobFilter {
-                    name: Some(name.to_owned()),
+                    name: Some(pattern.as_str().to_owned()),
                     state: Some(state),
                     limit: 1,
                     ..JobFilter::default()
@@ -433,7 +434,7 @@ fn merge_patch(target: &mut Value, patch: &Value) {
     let target = target.as_object_mut().expect("made an object just above");
     for (key, value) in patch {
         if value.is_null() {
-            target.remove(key);
+            target.shift_remove(key);
         } else {
             merge_patch(target.entry(key.clone()).or_insert(Value::Null), value);
         }

@@ -61,8 +61,13 @@ impl BedrockCommands {
         } else {
             Duration::ZERO
         };
+        let names = name_patterns(name);
+        if names.is_empty() {
+            // Only names that no job can have: an empty list would take any job.
+            return Err(status("404 No job found"));
+        }
         let request = Dequeue {
-            names: name_patterns(name),
+            names,
             limit: u32::try_from(limit).expect("clamped to MAX_DEQUEUE"),
             wait,
             lease_timeout: Some(BEDROCK_LEASE),
@@ -152,16 +157,9 @@ fn name_patterns(name: &str) -> Vec<String> {
     }
     parts
         .into_iter()
-        .map(|part| {
-            part.chars()
-                .map(|c| match c {
-                    '*' => "[*]".to_owned(),
-                    '?' => "[?]".to_owned(),
-                    '[' => "[[]".to_owned(),
-                    c => c.to_string(),
-                })
-                .collect()
-        })
+        // A part that no job can be named (too long, say) matches nothing, and is left out.
+        .filter_map(|part| cairn::JobName::parse(part).ok())
+        .map(|name| cairn::NamePattern::exact(&name).as_str().to_owned())
         .collect()
 }
 
@@ -175,5 +173,7 @@ mod tests {
         assert_eq!(name_patterns("foo,"), ["foo,"]);
         assert_eq!(name_patterns("low, medium,high"), ["low", "medium", "high"]);
         assert_eq!(name_patterns("a*,b?,[c]"), ["a[*]", "b[?]", "[[]c]"]);
+        let long = "x".repeat(300);
+        assert!(name_patterns(&format!("{long},{long}")).is_empty());
     }
 }

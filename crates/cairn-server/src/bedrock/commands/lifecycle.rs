@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cairn::{Finish, Job, JobState, Lease};
+use cairn::{Finish, Job, JobState, Lease, Retry};
 use serde_json::Value;
 
 use crate::bedrock::commands::create::engine_error;
@@ -121,15 +121,15 @@ impl BedrockCommands {
             .map(values::priority)
             .transpose()?;
         let repeats = job.schedule.is_some() && !values::is_true(headers.get("ignorerepeat"));
-        let delay = if repeats {
+        // When the job runs again: at the repeat's next time (finishing the run schedules it), at `nextRun` as
+        // sent, or `delay` seconds from now.
+        let run_at = if repeats {
             None
         } else if let Some(next_run) = headers.get("nextrun").filter(|n| !n.is_empty()) {
-            let at =
-                cairn::parse_first_run(next_run).map_err(|_| status("402 Malformed nextRun"))?;
-            let wait = at.duration_since(jiff::Timestamp::now()).as_millis().max(0);
-            Some(Duration::from_millis(u64::try_from(wait).unwrap_or(0)))
+            Some(cairn::parse_first_run(next_run).map_err(|_| status("402 Malformed nextRun"))?)
         } else {
-            Some(retry_delay(headers.get("delay").unwrap_or("0"))?)
+            let delay = retry_delay(headers.get("delay").unwrap_or("0"))?;
+            Some(self.queue.now() + delay)
         };
         self.delete_children(done).await?;
         // Name and priority change while the job still runs, so that nobody can take it under the old ones.
@@ -151,17 +151,19 @@ impl BedrockCommands {
                 .await
                 .map_err(|e| lease_error(e, NOT_RUNNING))?;
         }
-        match delay {
+        match run_at {
             // The repeat decides: finishing the run schedules the next one.
             None => self.queue.finish(&lease, None).await.map(drop),
             // A job with a retryAfter starts counting its hand-outs afresh (Bedrock removes retryAfterCount).
-            Some(delay) if values::retry_after(&job).is_some() => {
-                let at = jiff::Timestamp::now() + delay;
+            Some(at) if values::retry_after(&job).is_some() => {
                 self.queue.requeue(job.id, Some(at)).await.map(drop)
             }
-            Some(delay) => self
+            Some(at) => self
                 .queue
-                .retry(&lease, "retried by RetryJob", Some(delay))
+                .retry_with(Retry {
+                    run_at: Some(at),
+                    ..Retry::new(&lease, "retried by RetryJob")
+                })
                 .await
                 .map(drop),
         }
@@ -197,7 +199,7 @@ fn new_data(headers: &Headers) -> Result<Option<Value>, Response> {
             let mut data: Value =
                 serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
             if let Value::Object(map) = &mut data {
-                map.remove("retryAfterCount");
+                map.shift_remove("retryAfterCount");
             }
             Ok(Some(data))
         }

@@ -187,7 +187,8 @@ impl BedrockCommands {
         }
     }
 
-    /// RequeueJobs: every listed job, whatever its state, is due again at once; unknown ids are ignored.
+    /// RequeueJobs: every listed job, whatever its state, is due again at once, with its creation time as its
+    /// `nextRun` (so it goes before jobs of its priority that came due later); unknown ids are ignored.
     pub(super) async fn requeue_jobs(&self, headers: &Headers) -> Answer {
         let rename = match headers.get("name").filter(|n| !n.is_empty()) {
             Some(name) => Some(
@@ -206,10 +207,10 @@ impl BedrockCommands {
             .filter(|id| *id > 0);
         for id in ids {
             // A completed job is one Bedrock deleted: an unknown id, ignored.
-            if self.bedrock_job(JobId(id)).await.is_err() {
+            let Ok(job) = self.bedrock_job(JobId(id)).await else {
                 continue;
-            }
-            match self.queue.requeue(JobId(id), None).await {
+            };
+            match self.queue.requeue(JobId(id), Some(job.created_at)).await {
                 Ok(_) => {
                     self.forget(JobId(id));
                     if let Some(name) = &rename

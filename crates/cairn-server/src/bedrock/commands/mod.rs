@@ -113,6 +113,8 @@ impl BedrockCommands {
             "canceljob" => self.cancel_job(&request.headers).await,
             "deletejob" => self.delete_job(&request.headers).await,
             "requeuejobs" => self.requeue_jobs(&request.headers).await,
+            // Bedrock's liveness check (Bedrock-PHP's `Status::ping`).
+            "ping" => Ok(Response::status("200 OK")),
             _ => Err(Response::status("430 Unrecognized command")),
         };
         result.unwrap_or_else(|error| error)

@@ -77,13 +77,17 @@ pub fn to_bedrock_priority(priority: i32) -> i64 {
     i64::from(priority) + DEFAULT_PRIORITY
 }
 
-/// A `data` value that CreateJob accepts: a non-empty JSON object, or exactly `{}`.
+/// A `data` value that CreateJob accepts: a non-empty JSON object, exactly `{}`, or an empty array, which is how
+/// PHP encodes an empty one (Bedrock-PHP's `createJobs` sends `"data":[]` for a job without data; Bedrock itself
+/// refuses it, and its clients get by only because they add `_commitCounts` to the data once they have talked to
+/// a Bedrock node).
 pub fn data_object(text: &str) -> Option<Value> {
     if text == "{}" {
         return Some(json!({}));
     }
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) if !map.is_empty() => Some(Value::Object(map)),
+        Ok(Value::Array(items)) if items.is_empty() => Some(json!({})),
         _ => None,
     }
 }
@@ -208,10 +212,12 @@ mod tests {
     }
 
     #[test]
-    fn data_must_be_a_non_empty_object_or_exactly_empty_braces() {
+    fn data_must_be_a_non_empty_object_or_exactly_empty_braces_or_an_empty_array() {
         assert_eq!(data_object("{}"), Some(json!({})));
+        assert_eq!(data_object("[]"), Some(json!({})));
+        assert_eq!(data_object("[ ]"), Some(json!({})));
         assert_eq!(data_object(r#"{"a":1}"#), Some(json!({"a": 1})));
-        for bad in ["", "blabla", "[]", "{ }", "1", r#""{}""#] {
+        for bad in ["", "blabla", "[1]", "{ }", "1", r#""{}""#] {
             assert_eq!(data_object(bad), None, "{bad:?}");
         }
     }

@@ -110,11 +110,9 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
     loop {
         let orphans = running_jobs(ctx, i64::MAX)?;
         for held in &orphans {
-            let delay = match policy {
+            let run_at = match policy {
                 RecoveryPolicy::Backoff => None,
-                RecoveryPolicy::RetryNow | RecoveryPolicy::KeepLeases => {
-                    Some(std::time::Duration::ZERO)
-                }
+                RecoveryPolicy::RetryNow | RecoveryPolicy::KeepLeases => Some(ctx.now_ms),
             };
             ctx.events.job(
                 ctx.now_ms,
@@ -128,7 +126,7 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
                 held,
                 AttemptOutcome::Crashed,
                 "the process running the job exited",
-                delay,
+                run_at,
                 None,
             )?;
         }
