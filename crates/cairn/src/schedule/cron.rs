@@ -5,7 +5,10 @@
 //! `a-b`, steps `*/n` and `a-b/n` and `a/n`, and lists; months and days take names (`JAN`, `MON`); Sunday is 0 or
 //! 7. The day of month also takes `L` (the last day), `LW` (the last weekday) and `15W` (the weekday nearest the
 //! 15th, within the month); the day of week takes `5L` (the month's last Friday) and `1#2` (its second Monday).
-//! As in Vixie cron, when both day fields are restricted a day matching either runs.
+//! A step restricts its field even after `*`: `*/2` in the day of month is the 1st, 3rd, 5th and so on.
+//! The two day fields combine as in Vixie cron: if either field's text begins with `*`, a day runs when it matches
+//! both (`0 9 */2 * MON` is odd days that are Mondays; with a plain `*` that is simply the other field), otherwise
+//! when it matches either (`0 9 13 * FRI` is the 13th and every Friday). `?` is `*`.
 //!
 //! Times are matched in local civil time. A local time skipped by a clock change runs once, at the instant the
 //! clock jumps; a local time that happens twice runs once, the first time.
@@ -49,8 +52,10 @@ struct DayRule {
     last_of_month: u64,
     /// `N#K`: the K-th such weekday of the month.
     nth: Vec<(u8, u8)>,
-    dom_restricted: bool,
-    dow_restricted: bool,
+    /// The day-of-month field's text begins with `*` (or is `?`): Vixie cron's `DOM_STAR`.
+    dom_star: bool,
+    /// The day-of-week field's text begins with `*` (or is `?`): Vixie cron's `DOW_STAR`.
+    dow_star: bool,
 }
 
 const FIELD_NAMES: [&str; 6] = [
@@ -242,11 +247,13 @@ impl DayRule {
                 .nth
                 .iter()
                 .any(|&(d, k)| d == weekday && (day - 1) / 7 + 1 == k as i8);
-        match (self.dom_restricted, self.dow_restricted) {
-            (false, false) => true,
-            (true, false) => dom,
-            (false, true) => dow,
-            (true, true) => dom || dow,
+        // Vixie cron's rule: a field that begins with `*` still restricts by its step (`*/2` is the odd days), and
+        // only decides whether the two fields are ANDed (either begins with `*`) or ORed (neither does). A plain
+        // `*` matches every day, so ANDing with it leaves the other field.
+        if self.dom_star || self.dow_star {
+            dom && dow
+        } else {
+            dom || dow
         }
     }
 }
@@ -339,11 +346,17 @@ fn parse_dow(field: &str) -> Result<u64> {
     Ok((mask & 0x7f) | ((mask >> 7) & 1))
 }
 
+/// Whether a field counts as `*` for Vixie cron's special cases: its text begins with `*` (so `*/2` does), or it
+/// is `?`, which means `*`.
+fn is_star(field: &str) -> bool {
+    field.starts_with('*') || field == "?"
+}
+
 /// Parses the two day fields with their extensions (`L`, `W`, `#`).
 fn parse_days(dom: &str, dow: &str) -> Result<DayRule> {
     let mut rule = DayRule {
-        dom_restricted: !(dom.starts_with('*') || dom == "?"),
-        dow_restricted: !(dow.starts_with('*') || dow == "?"),
+        dom_star: is_star(dom),
+        dow_star: is_star(dow),
         ..DayRule::default()
     };
     let mut plain = Vec::new();
@@ -432,6 +445,152 @@ mod tests {
             .iter()
             .map(|t| t.to_string())
             .collect()
+    }
+
+    /// Asserts that `expression` in `zone` runs at the `expected` instants, in order, after `from`. Instants are
+    /// RFC 3339, in UTC or with the local offset; a failure lists the actual runs in local time with their offset.
+    fn check(expression: &str, zone: &str, from: &str, expected: &[&str]) {
+        let cron = Cron::parse(expression, zone).unwrap();
+        let tz = TimeZone::get(zone).unwrap();
+        let actual = cron.next_runs(from.parse().unwrap(), expected.len());
+        let expected: Vec<Timestamp> = expected.iter().map(|e| e.parse().unwrap()).collect();
+        let local = |ts: &[Timestamp]| -> Vec<String> {
+            ts.iter()
+                .map(|t| t.to_zoned(tz.clone()).strftime("%FT%T%:z").to_string())
+                .collect()
+        };
+        assert_eq!(
+            local(&actual),
+            local(&expected),
+            "{expression:?} in {zone} after {from}"
+        );
+    }
+
+    #[test]
+    fn a_step_restricts_a_day_field_that_begins_with_a_star() {
+        // 2025-06-01 is a Sunday.
+        let cases: &[(&str, &str, &[&str])] = &[
+            // Every other day is the odd days, so the 31st and the 1st run back to back.
+            (
+                "0 3 */2 * *",
+                "2025-05-28T12:00:00Z",
+                &[
+                    "2025-05-29T03:00:00Z",
+                    "2025-05-31T03:00:00Z",
+                    "2025-06-01T03:00:00Z",
+                    "2025-06-03T03:00:00Z",
+                ],
+            ),
+            // Sunday, Tuesday, Thursday, Saturday.
+            (
+                "0 9 * * */2",
+                "2025-06-01T12:00:00Z",
+                &[
+                    "2025-06-03T09:00:00Z",
+                    "2025-06-05T09:00:00Z",
+                    "2025-06-07T09:00:00Z",
+                    "2025-06-08T09:00:00Z",
+                ],
+            ),
+            (
+                "0 12 */10 * *",
+                "2025-05-20T00:00:00Z",
+                &[
+                    "2025-05-21T12:00:00Z",
+                    "2025-05-31T12:00:00Z",
+                    "2025-06-01T12:00:00Z",
+                    "2025-06-11T12:00:00Z",
+                ],
+            ),
+            // Unchanged: a range with a step.
+            (
+                "0 12 1-31/10 * *",
+                "2025-05-20T00:00:00Z",
+                &[
+                    "2025-05-21T12:00:00Z",
+                    "2025-05-31T12:00:00Z",
+                    "2025-06-01T12:00:00Z",
+                    "2025-06-11T12:00:00Z",
+                ],
+            ),
+            // A day field that begins with `*` ANDs the two: odd days that are Mondays.
+            (
+                "0 0 */2 * MON",
+                "2025-05-31T12:00:00Z",
+                &[
+                    "2025-06-09T00:00:00Z",
+                    "2025-06-23T00:00:00Z",
+                    "2025-07-07T00:00:00Z",
+                    "2025-07-21T00:00:00Z",
+                ],
+            ),
+            (
+                "0 12 */10 * MON",
+                "2025-05-31T12:00:00Z",
+                &[
+                    "2025-07-21T12:00:00Z",
+                    "2025-08-11T12:00:00Z",
+                    "2025-09-01T12:00:00Z",
+                    "2025-12-01T12:00:00Z",
+                ],
+            ),
+            // The same days without the `*` are ORed with Mondays.
+            (
+                "0 12 1-31/10 * MON",
+                "2025-05-31T12:00:00Z",
+                &[
+                    "2025-06-01T12:00:00Z",
+                    "2025-06-02T12:00:00Z",
+                    "2025-06-09T12:00:00Z",
+                    "2025-06-11T12:00:00Z",
+                ],
+            ),
+            // Odd days that are Sunday, Wednesday or Saturday.
+            (
+                "0 0 */2 * */3",
+                "2025-05-31T12:00:00Z",
+                &[
+                    "2025-06-01T00:00:00Z",
+                    "2025-06-07T00:00:00Z",
+                    "2025-06-11T00:00:00Z",
+                    "2025-06-15T00:00:00Z",
+                ],
+            ),
+            // The 13th when it is a Sunday, Tuesday, Thursday or Saturday; and the 13th or any Monday, Wednesday or
+            // Friday.
+            (
+                "0 0 13 * */2",
+                "2025-05-31T12:00:00Z",
+                &[
+                    "2025-07-13T00:00:00Z",
+                    "2025-09-13T00:00:00Z",
+                    "2025-11-13T00:00:00Z",
+                ],
+            ),
+            (
+                "0 0 13 * 1-5/2",
+                "2025-06-09T12:00:00Z",
+                &[
+                    "2025-06-11T00:00:00Z",
+                    "2025-06-13T00:00:00Z",
+                    "2025-06-16T00:00:00Z",
+                    "2025-06-18T00:00:00Z",
+                ],
+            ),
+            // February 1st only: `*/30` is the 1st and the 31st.
+            (
+                "0 0 */30 2 *",
+                "2025-01-15T00:00:00Z",
+                &["2025-02-01T00:00:00Z", "2026-02-01T00:00:00Z"],
+            ),
+        ];
+        for (expression, from, expected) in cases {
+            check(expression, "UTC", from, expected);
+        }
+        assert_eq!(
+            Cron::parse("0 0 30/5 2 *", "UTC").unwrap_err().to_string(),
+            "cron: \"0 0 30/5 2 *\" never runs"
+        );
     }
 
     #[test]
