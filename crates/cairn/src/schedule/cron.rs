@@ -8,16 +8,25 @@
 //! A step restricts its field even after `*`: `*/2` in the day of month is the 1st, 3rd, 5th and so on.
 //! The two day fields combine as in Vixie cron: if either field's text begins with `*`, a day runs when it matches
 //! both (`0 9 */2 * MON` is odd days that are Mondays; with a plain `*` that is simply the other field), otherwise
-//! when it matches either (`0 9 13 * FRI` is the 13th and every Friday). `?` is `*`.
+//! when it matches either (`0 9 13 * FRI` is the 13th and every Friday). A field that is `?` is `*`.
 //!
-//! Times are matched in local civil time. A local time skipped by a clock change runs once, at the instant the
-//! clock jumps; a local time that happens twice runs once, the first time.
+//! Times are matched in local civil time. Across a clock change a schedule follows one of two rules, as in Debian's
+//! cron (Vixie cron's `MIN_STAR`/`HR_STAR` jobs), by the text of its time fields:
+//! - A *fixed-time* schedule, whose second, minute and hour fields do not begin with `*` (`30 2 * * *`,
+//!   `0 0-23/2 * * *`, `@daily`), keeps to local time: the local times a clock change skips run once, at the
+//!   instant the clock jumps (once however many of them match), and a local time that happens twice runs once, the
+//!   first time.
+//! - A *wildcard* schedule, where one of those fields begins with `*` (`*/30 * * * *`, `0 * * * *`, `@hourly`),
+//!   follows real time: it runs whenever the local clock shows a matching time. A skipped local time does not run,
+//!   and a repeated one runs again, so `*/30 * * * *` runs every 30 real minutes through the hour that repeats.
+//!
+//! The day fields, `L`, `W` and `#` included, only choose the days: they play no part in which rule applies.
 
 use std::fmt;
 
 use jiff::civil::{Date, DateTime, Time};
-use jiff::tz::{AmbiguousOffset, TimeZone};
-use jiff::{SignedDuration, Span, Timestamp};
+use jiff::tz::{Offset, TimeZone};
+use jiff::{RoundMode, SignedDuration, Span, Timestamp, TimestampRound, Unit};
 
 use crate::error::{Error, Result};
 
@@ -33,9 +42,21 @@ pub struct Cron {
     hours: u64,
     months: u64,
     days: DayRule,
+    /// A wildcard schedule (its second, minute or hour field begins with `*`) follows real time across clock
+    /// changes; a fixed-time one keeps to local time (see the module's notes).
+    wildcard: bool,
     tz: TimeZone,
     text: String,
     zone: String,
+}
+
+/// A stretch of real time with one UTC offset, from one clock change to the next.
+struct Segment {
+    /// The clock change it starts with, and the offset before it; `None` before the zone's first change.
+    change: Option<(Timestamp, Offset)>,
+    offset: Offset,
+    /// The next clock change; `None` after the zone's last.
+    end: Option<Timestamp>,
 }
 
 #[derive(Clone, Default)]
@@ -120,6 +141,8 @@ impl Cron {
             hours: parse_field(fields[2], 2, 0, 23, &[])?,
             months: parse_field(fields[4], 4, 1, 12, &MONTHS)?,
             days: parse_days(fields[3], fields[5])?,
+            // `@hourly` is `0 * * * *`, so it is a wildcard schedule, as Vixie cron's `HR_STAR` makes it.
+            wildcard: fields[..3].iter().any(|field| is_star(field)),
             tz,
             text,
             zone: zone.to_owned(),
@@ -140,39 +163,39 @@ impl Cron {
         &self.zone
     }
 
-    /// The first run strictly after `after`, or `None` if there is none before the year 9999.
+    /// The first run strictly after `after`, or `None` if there is none in the 400 years after it (the search
+    /// stops at the end of 9999-12-30).
     pub fn next_after(&self, after: Timestamp) -> Option<Timestamp> {
-        // Candidates are civil times from the second after `after`, in local time.
-        let start = self
+        // Candidates are whole seconds, from the first after `after`.
+        let mut from = after
+            .checked_add(SignedDuration::from_secs(1))
+            .ok()?
+            .round(
+                TimestampRound::new()
+                    .smallest(Unit::Second)
+                    .mode(RoundMode::Floor),
+            )
+            .ok()?;
+        let end_of_range = Date::new(9999, 12, 31).expect("a valid date");
+        let limit = self
             .tz
             .to_datetime(after)
-            .checked_add(SignedDuration::from_secs(1))
-            .ok()?;
-        let start = start.with().subsec_nanosecond(0).build().ok()?;
-        let mut date = start.date();
-        let end_of_range = Date::new(9999, 12, 30).expect("a valid date");
-        let last = date
-            .checked_add(Span::new().years(SEARCH_YEARS))
+            .date()
+            .checked_add(Span::new().years(SEARCH_YEARS).days(1))
             .unwrap_or(end_of_range)
-            .min(end_of_range);
-        while date <= last {
-            if self.months & (1 << date.month()) == 0 {
-                date = date.last_of_month().tomorrow().ok()?;
-                continue;
+            .min(end_of_range)
+            .to_datetime(Time::midnight());
+        // Within a segment local time runs straight on; the two rules differ only where a segment starts.
+        loop {
+            let segment = self.segment_at(from);
+            if let Some(run) = self.first_in(&segment, from, after, limit) {
+                return Some(run);
             }
-            if self.days.matches(date) {
-                let from = if date == start.date() {
-                    start.time()
-                } else {
-                    Time::midnight()
-                };
-                if let Some(t) = self.first_on(date, from, after) {
-                    return Some(t);
-                }
+            from = segment.end?;
+            if segment.offset.to_datetime(from) >= limit {
+                return None;
             }
-            date = date.tomorrow().ok()?;
         }
-        None
     }
 
     /// The next `count` runs after `from`.
@@ -189,43 +212,90 @@ impl Cron {
         runs
     }
 
-    /// The first matching time on `date`, at or after the civil time `from`, that comes strictly after `after`.
-    fn first_on(&self, date: Date, from: Time, after: Timestamp) -> Option<Timestamp> {
-        for h in bits(self.hours).filter(|&h| h >= from.hour()) {
-            for m in bits(self.minutes).filter(|&m| h > from.hour() || m >= from.minute()) {
-                for s in bits(self.seconds) {
-                    if h == from.hour() && m == from.minute() && s < from.second() {
-                        continue;
-                    }
-                    let civil = date.to_datetime(Time::new(h, m, s, 0).ok()?);
-                    let t = self.resolve(civil)?;
-                    if t > after {
-                        return Some(t);
-                    }
+    /// The segment of constant offset that `t` falls in.
+    fn segment_at(&self, t: Timestamp) -> Segment {
+        // `preceding` finds changes strictly before its argument: look from just after `t`, so that a change at
+        // `t` itself starts the segment.
+        let change = t
+            .checked_add(SignedDuration::from_nanos(1))
+            .ok()
+            .and_then(|just_after| self.tz.preceding(just_after).next())
+            .map(|change| {
+                let at = change.timestamp();
+                let before = at - SignedDuration::from_nanos(1);
+                (at, self.tz.to_offset(before))
+            });
+        Segment {
+            change,
+            offset: self.tz.to_offset(t),
+            end: self.tz.following(t).next().map(|change| change.timestamp()),
+        }
+    }
+
+    /// The first run in `segment` at or after `from` (a whole second within it) and strictly after `after`, if
+    /// any comes before the local time `limit`.
+    fn first_in(
+        &self,
+        segment: &Segment,
+        from: Timestamp,
+        after: Timestamp,
+        limit: DateTime,
+    ) -> Option<Timestamp> {
+        let mut earliest = segment.offset.to_datetime(from);
+        if let (false, Some((at, before))) = (self.wildcard, segment.change) {
+            // The local time the clock reached at the change, and the one it showed after.
+            let reached = before.to_datetime(at);
+            let shown = segment.offset.to_datetime(at);
+            if shown > reached && at > after && self.next_civil(reached, shown).is_some() {
+                // A fixed-time schedule runs the local times the clock skipped once, at the jump.
+                return Some(at);
+            }
+            // After the clock went back, the local times up to `reached` have run already, the first time.
+            earliest = earliest.max(reached);
+        }
+        let until = segment
+            .end
+            .map_or(limit, |end| segment.offset.to_datetime(end).min(limit));
+        let civil = self.next_civil(earliest, until)?;
+        segment.offset.to_timestamp(civil).ok()
+    }
+
+    /// The first local time at or after `from` and before `until` that the fields match.
+    fn next_civil(&self, from: DateTime, until: DateTime) -> Option<DateTime> {
+        let mut date = from.date();
+        while date <= until.date() {
+            if self.months & (1 << date.month()) == 0 {
+                date = date.last_of_month().tomorrow().ok()?;
+                continue;
+            }
+            if self.days.matches(date) {
+                let earliest = if date == from.date() {
+                    from.time()
+                } else {
+                    Time::midnight()
+                };
+                if let Some(time) = self.first_time(earliest) {
+                    let civil = date.to_datetime(time);
+                    return (civil < until).then_some(civil);
                 }
             }
+            date = date.tomorrow().ok()?;
         }
         None
     }
 
-    /// The instant a local civil time runs at: the first of two in a fold, the clock's jump in a gap.
-    fn resolve(&self, civil: DateTime) -> Option<Timestamp> {
-        match self.tz.to_ambiguous_timestamp(civil).offset() {
-            AmbiguousOffset::Unambiguous { offset } => offset.to_timestamp(civil).ok(),
-            AmbiguousOffset::Fold { before, .. } => before.to_timestamp(civil).ok(),
-            AmbiguousOffset::Gap { before, .. } => {
-                // Read with the offset from before the gap, the time lands after the jump; the jump itself is the
-                // transition just before that.
-                // `preceding` finds transitions strictly before its argument, and `later` is the jump itself when
-                // `civil` is the first skipped instant (02:00 on a spring-forward night): look from just after it.
-                let later = before.to_timestamp(civil).ok()?;
-                let just_after = later.checked_add(SignedDuration::from_nanos(1)).ok()?;
-                self.tz
-                    .preceding(just_after)
-                    .next()
-                    .map(|transition| transition.timestamp())
+    /// The first time of day at or after `from` that the second, minute and hour fields match.
+    fn first_time(&self, from: Time) -> Option<Time> {
+        let (hour, minute) = (from.hour(), from.minute());
+        for h in bits(self.hours).filter(|&h| h >= hour) {
+            for m in bits(self.minutes).filter(|&m| h > hour || m >= minute) {
+                let later = (h, m) != (hour, minute);
+                if let Some(s) = bits(self.seconds).find(|&s| later || s >= from.second()) {
+                    return Time::new(h, m, s, 0).ok();
+                }
             }
         }
+        None
     }
 }
 
@@ -604,10 +674,11 @@ mod tests {
                 "2025-03-11T06:30:00Z"
             ]
         );
-        // Four skipped times, one run.
+        // Four skipped times of a fixed-time schedule, one run. (`*/15 2 * * *` is a wildcard schedule: it does
+        // not run that day; see `wildcard_schedules_follow_real_time_across_clock_changes`.)
         assert_eq!(
             runs(
-                "*/15 2 * * *",
+                "0,15,30,45 2 * * *",
                 "America/New_York",
                 "2025-03-09T06:00:00Z",
                 2
@@ -635,6 +706,255 @@ mod tests {
                 "2025-09-08T03:00:00Z"
             ]
         );
+    }
+
+    /// Clock changes, in 2025 and 2026: Berlin springs forward at 01:00Z on 2025-03-30 (02:00 CET is 03:00 CEST)
+    /// and falls back at 01:00Z on 2025-10-26 (03:00 CEST is 02:00 CET again); Auckland springs forward at 14:00Z
+    /// on 2025-09-27 (02:00 NZST is 03:00 NZDT) and falls back at 14:00Z on 2026-04-04 (03:00 NZDT is 02:00 NZST
+    /// again); Lord Howe Island moves by half an hour, forward at 15:30Z on 2025-10-04 (02:00 +10:30 is 02:30 +11:00)
+    /// and back at 15:00Z on 2026-04-04 (02:00 +11:00 is 01:30 +10:30 again).
+    #[test]
+    fn fixed_time_schedules_keep_to_local_time_across_clock_changes() {
+        let cases: &[(&str, &str, &str, &[&str])] = &[
+            // A skipped local time runs at the jump.
+            (
+                "30 2 * * *",
+                "Europe/Berlin",
+                "2025-03-29T12:00:00Z",
+                &["2025-03-30T03:00:00+02:00", "2025-03-31T02:30:00+02:00"],
+            ),
+            (
+                "30 2 * * *",
+                "Pacific/Auckland",
+                "2025-09-27T00:00:00Z",
+                &["2025-09-28T03:00:00+13:00", "2025-09-29T02:30:00+13:00"],
+            ),
+            (
+                "15 2 * * *",
+                "Australia/Lord_Howe",
+                "2025-10-04T00:00:00Z",
+                &["2025-10-05T02:30:00+11:00", "2025-10-06T02:15:00+11:00"],
+            ),
+            // 02:45 is not skipped on Lord Howe Island.
+            (
+                "45 2 * * *",
+                "Australia/Lord_Howe",
+                "2025-10-04T00:00:00Z",
+                &["2025-10-05T02:45:00+11:00", "2025-10-06T02:45:00+11:00"],
+            ),
+            // Several skipped times run once.
+            (
+                "0,15,30,45 2 * * *",
+                "Europe/Berlin",
+                "2025-03-29T12:00:00Z",
+                &["2025-03-30T03:00:00+02:00", "2025-03-31T02:00:00+02:00"],
+            ),
+            // A repeated local time runs the first time only.
+            (
+                "30 2 * * *",
+                "Europe/Berlin",
+                "2025-10-25T12:00:00Z",
+                &["2025-10-26T02:30:00+02:00", "2025-10-27T02:30:00+01:00"],
+            ),
+            (
+                "30 2 * * *",
+                "Pacific/Auckland",
+                "2026-04-04T00:00:00Z",
+                &["2026-04-05T02:30:00+13:00", "2026-04-06T02:30:00+12:00"],
+            ),
+            (
+                "45 1 * * *",
+                "Australia/Lord_Howe",
+                "2026-04-04T00:00:00Z",
+                &["2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00+10:30"],
+            ),
+            // A range of hours is not `*`: every hour by local time, 02:00 once.
+            (
+                "0 0-23 * * *",
+                "Europe/Berlin",
+                "2025-10-25T23:30:00Z",
+                &["2025-10-26T02:00:00+02:00", "2025-10-26T03:00:00+01:00"],
+            ),
+            // `@daily` is a fixed-time schedule: Chile springs forward at midnight, so 2025-09-07 runs at the jump.
+            (
+                "@daily",
+                "America/Santiago",
+                "2025-09-06T12:00:00Z",
+                &["2025-09-07T01:00:00-03:00", "2025-09-08T00:00:00-03:00"],
+            ),
+        ];
+        for (expression, zone, from, expected) in cases {
+            check(expression, zone, from, expected);
+        }
+    }
+
+    /// The clock changes of `fixed_time_schedules_keep_to_local_time_across_clock_changes`.
+    #[test]
+    fn wildcard_schedules_follow_real_time_across_clock_changes() {
+        let cases: &[(&str, &str, &str, &[&str])] = &[
+            // Springing forward: a skipped local time does not run, and nothing runs at the jump.
+            // The example: no run at 03:00 NZDT, 12 minutes after the last.
+            (
+                "48 * * * *",
+                "Pacific/Auckland",
+                "2025-09-27T13:30:00Z",
+                &[
+                    "2025-09-28T01:48:00+12:00",
+                    "2025-09-28T03:48:00+13:00",
+                    "2025-09-28T04:48:00+13:00",
+                ],
+            ),
+            (
+                "15 * * * *",
+                "Europe/Berlin",
+                "2025-03-29T23:30:00Z",
+                &["2025-03-30T01:15:00+01:00", "2025-03-30T03:15:00+02:00"],
+            ),
+            (
+                "*/30 * * * *",
+                "Europe/Berlin",
+                "2025-03-30T00:10:00Z",
+                &[
+                    "2025-03-30T01:30:00+01:00",
+                    "2025-03-30T03:00:00+02:00",
+                    "2025-03-30T03:30:00+02:00",
+                ],
+            ),
+            (
+                "@hourly",
+                "Europe/Berlin",
+                "2025-03-29T23:30:00Z",
+                &[
+                    "2025-03-30T01:00:00+01:00",
+                    "2025-03-30T03:00:00+02:00",
+                    "2025-03-30T04:00:00+02:00",
+                ],
+            ),
+            // Every minute of 02:xx, which 2025-03-30 does not have.
+            (
+                "* 2 * * *",
+                "Europe/Berlin",
+                "2025-03-29T12:00:00Z",
+                &["2025-03-31T02:00:00+02:00", "2025-03-31T02:01:00+02:00"],
+            ),
+            (
+                "*/15 2 * * *",
+                "America/New_York",
+                "2025-03-09T06:00:00Z",
+                &["2025-03-10T02:00:00-04:00", "2025-03-10T02:15:00-04:00"],
+            ),
+            (
+                "*/30 * * * *",
+                "Australia/Lord_Howe",
+                "2025-10-04T14:50:00Z",
+                &[
+                    "2025-10-05T01:30:00+10:30",
+                    "2025-10-05T02:30:00+11:00",
+                    "2025-10-05T03:00:00+11:00",
+                ],
+            ),
+            (
+                "@hourly",
+                "Australia/Lord_Howe",
+                "2025-10-04T14:00:00Z",
+                &["2025-10-05T01:00:00+10:30", "2025-10-05T03:00:00+11:00"],
+            ),
+            // Falling back: the repeated hour runs again.
+            // The example: every 30 real minutes throughout.
+            (
+                "*/30 * * * *",
+                "Europe/Berlin",
+                "2025-10-25T23:10:00Z",
+                &[
+                    "2025-10-26T01:30:00+02:00",
+                    "2025-10-26T02:00:00+02:00",
+                    "2025-10-26T02:30:00+02:00",
+                    "2025-10-26T02:00:00+01:00",
+                    "2025-10-26T02:30:00+01:00",
+                    "2025-10-26T03:00:00+01:00",
+                ],
+            ),
+            // Starting in the second pass.
+            (
+                "*/30 * * * *",
+                "Europe/Berlin",
+                "2025-10-26T01:10:00Z",
+                &["2025-10-26T02:30:00+01:00", "2025-10-26T03:00:00+01:00"],
+            ),
+            (
+                "@hourly",
+                "Europe/Berlin",
+                "2025-10-25T23:30:00Z",
+                &[
+                    "2025-10-26T02:00:00+02:00",
+                    "2025-10-26T02:00:00+01:00",
+                    "2025-10-26T03:00:00+01:00",
+                ],
+            ),
+            (
+                "0 * * * *",
+                "America/New_York",
+                "2025-11-02T04:30:00Z",
+                &[
+                    "2025-11-02T01:00:00-04:00",
+                    "2025-11-02T01:00:00-05:00",
+                    "2025-11-02T02:00:00-05:00",
+                ],
+            ),
+            (
+                "48 * * * *",
+                "Pacific/Auckland",
+                "2026-04-04T13:00:00Z",
+                &[
+                    "2026-04-05T02:48:00+13:00",
+                    "2026-04-05T02:48:00+12:00",
+                    "2026-04-05T03:48:00+12:00",
+                ],
+            ),
+            // Lord Howe Island repeats only half an hour, 01:30 to 02:00.
+            (
+                "*/30 * * * *",
+                "Australia/Lord_Howe",
+                "2026-04-04T14:10:00Z",
+                &[
+                    "2026-04-05T01:30:00+11:00",
+                    "2026-04-05T01:30:00+10:30",
+                    "2026-04-05T02:00:00+10:30",
+                    "2026-04-05T02:30:00+10:30",
+                ],
+            ),
+            (
+                "45 * * * *",
+                "Australia/Lord_Howe",
+                "2026-04-04T13:30:00Z",
+                &[
+                    "2026-04-05T00:45:00+11:00",
+                    "2026-04-05T01:45:00+11:00",
+                    "2026-04-05T01:45:00+10:30",
+                    "2026-04-05T02:45:00+10:30",
+                ],
+            ),
+            (
+                "@hourly",
+                "Australia/Lord_Howe",
+                "2026-04-04T13:30:00Z",
+                &[
+                    "2026-04-05T01:00:00+11:00",
+                    "2026-04-05T02:00:00+10:30",
+                    "2026-04-05T03:00:00+10:30",
+                ],
+            ),
+            // A seconds field that begins with `*` makes a wildcard schedule too.
+            (
+                "*/20 30 2 * * *",
+                "Europe/Berlin",
+                "2025-03-29T12:00:00Z",
+                &["2025-03-31T02:30:00+02:00", "2025-03-31T02:30:20+02:00"],
+            ),
+        ];
+        for (expression, zone, from, expected) in cases {
+            check(expression, zone, from, expected);
+        }
     }
 
     #[test]
@@ -672,9 +992,15 @@ mod tests {
             runs("30 1 * * *", "America/New_York", "2025-11-01T12:00:00Z", 2),
             ["2025-11-02T05:30:00Z", "2025-11-03T06:30:00Z"]
         );
-        // Hourly: 01:00 runs once (05:00Z, EDT), so the next run is 02:00 EST.
+        // Every hour by local time: 01:00 runs once (05:00Z, EDT), so the next run is 02:00 EST. (`0 * * * *` is a
+        // wildcard schedule, which runs at 01:00 EST too.)
         assert_eq!(
-            runs("0 * * * *", "America/New_York", "2025-11-02T04:30:00Z", 2),
+            runs(
+                "0 0-23 * * *",
+                "America/New_York",
+                "2025-11-02T04:30:00Z",
+                2
+            ),
             ["2025-11-02T05:00:00Z", "2025-11-02T07:00:00Z"]
         );
         // Starting inside the second 01:xx, the repeated 01:30 does not run again.
