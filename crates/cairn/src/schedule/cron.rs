@@ -20,7 +20,10 @@
 //!   follows real time: it runs whenever the local clock shows a matching time. A skipped local time does not run,
 //!   and a repeated one runs again, so `*/30 * * * *` runs every 30 real minutes through the hour that repeats.
 //!
-//! The day fields, `L`, `W` and `#` included, only choose the days: they play no part in which rule applies.
+//! `L`, `W` and `#` (which Vixie cron does not have) follow the same day rule: a field such as `L` or `5L` does not
+//! begin with `*`, so `0 0 L * MON` runs on the last day and on every Monday, and `0 0 L * */2` on the last day when
+//! it is a Sunday, Tuesday, Thursday or Saturday. They choose days only, and play no part in which rule a clock
+//! change follows.
 
 use std::fmt;
 
@@ -647,6 +650,37 @@ mod tests {
                     "2025-06-18T00:00:00Z",
                 ],
             ),
+            // `L`, `W` and `#` do not begin with `*`: the last day or any Monday; the last day if it is a Sunday,
+            // Tuesday, Thursday or Saturday; the month's last Friday if it is an odd day.
+            (
+                "0 0 L * MON",
+                "2025-07-25T12:00:00Z",
+                &[
+                    "2025-07-28T00:00:00Z",
+                    "2025-07-31T00:00:00Z",
+                    "2025-08-04T00:00:00Z",
+                ],
+            ),
+            (
+                "0 0 L * */2",
+                "2025-07-25T12:00:00Z",
+                &[
+                    "2025-07-31T00:00:00Z",
+                    "2025-08-31T00:00:00Z",
+                    "2025-09-30T00:00:00Z",
+                    "2025-11-30T00:00:00Z",
+                ],
+            ),
+            (
+                "0 0 */2 * 5L",
+                "2025-07-01T12:00:00Z",
+                &[
+                    "2025-07-25T00:00:00Z",
+                    "2025-08-29T00:00:00Z",
+                    "2025-10-31T00:00:00Z",
+                    "2026-02-27T00:00:00Z",
+                ],
+            ),
             // February 1st only: `*/30` is the 1st and the 31st.
             (
                 "0 0 */30 2 *",
@@ -774,6 +808,17 @@ mod tests {
                 "Europe/Berlin",
                 "2025-10-25T23:30:00Z",
                 &["2025-10-26T02:00:00+02:00", "2025-10-26T03:00:00+01:00"],
+            ),
+            // Europe changes its clocks on the last Sunday of March and of October: `L` leaves the rule as it is.
+            (
+                "30 2 * 3,10 7L",
+                "Europe/Berlin",
+                "2025-03-29T12:00:00Z",
+                &[
+                    "2025-03-30T03:00:00+02:00",
+                    "2025-10-26T02:30:00+02:00",
+                    "2026-03-29T03:00:00+02:00",
+                ],
             ),
             // `@daily` is a fixed-time schedule: Chile springs forward at midnight, so 2025-09-07 runs at the jump.
             (
@@ -942,6 +987,19 @@ mod tests {
                     "2026-04-05T01:00:00+11:00",
                     "2026-04-05T02:00:00+10:30",
                     "2026-04-05T03:00:00+10:30",
+                ],
+            ),
+            // Europe changes its clocks on the last Sunday of March and of October: this never runs in March.
+            (
+                "*/30 2 * 3,10 7L",
+                "Europe/Berlin",
+                "2025-03-29T12:00:00Z",
+                &[
+                    "2025-10-26T02:00:00+02:00",
+                    "2025-10-26T02:30:00+02:00",
+                    "2025-10-26T02:00:00+01:00",
+                    "2025-10-26T02:30:00+01:00",
+                    "2026-10-25T02:00:00+02:00",
                 ],
             ),
             // A seconds field that begins with `*` makes a wildcard schedule too.
