@@ -1227,9 +1227,225 @@ mod tests {
         );
     }
 
+    /// A model of the rules to test against, sharing nothing with the code under test: the fields as generated
+    /// rather than as parsed, matched item by item, and a walk through real time, minute by minute, that applies the
+    /// rules as the module's notes state them.
+    mod model {
+        use jiff::civil::DateTime;
+        use jiff::tz::TimeZone;
+        use jiff::{SignedDuration, Timestamp};
+        use proptest::prelude::*;
+
+        /// One item of a field's list.
+        #[derive(Clone, Debug)]
+        enum Item {
+            Star,
+            StarStep(u8),
+            Value(u8),
+            Range(u8, u8),
+            RangeStep(u8, u8, u8),
+        }
+
+        /// A field as a list of items, with its range.
+        #[derive(Clone, Debug)]
+        struct Field {
+            min: u8,
+            items: Vec<Item>,
+        }
+
+        impl Field {
+            fn text(&self) -> String {
+                let items: Vec<String> = self
+                    .items
+                    .iter()
+                    .map(|item| match *item {
+                        Item::Star => "*".to_owned(),
+                        Item::StarStep(n) => format!("*/{n}"),
+                        Item::Value(v) => v.to_string(),
+                        Item::Range(a, b) => format!("{a}-{b}"),
+                        Item::RangeStep(a, b, n) => format!("{a}-{b}/{n}"),
+                    })
+                    .collect();
+                items.join(",")
+            }
+
+            fn begins_with_star(&self) -> bool {
+                matches!(self.items[0], Item::Star | Item::StarStep(_))
+            }
+
+            fn has(&self, v: i8) -> bool {
+                let v = v as u8;
+                self.items.iter().any(|item| match *item {
+                    Item::Star => true,
+                    Item::StarStep(n) => (v - self.min).is_multiple_of(n),
+                    Item::Value(x) => v == x,
+                    Item::Range(a, b) => (a..=b).contains(&v),
+                    Item::RangeStep(a, b, n) => (a..=b).contains(&v) && (v - a).is_multiple_of(n),
+                })
+            }
+        }
+
+        /// A field of `min..=max`, its values (in values, ranges and their steps) drawn from `value`. An item is `*`
+        /// or `*/n` with weight `stars` each, against 2 for a value and 1 each for a range with and without a step.
+        fn field(
+            min: u8,
+            max: u8,
+            value: impl Strategy<Value = u8> + Clone,
+            stars: u32,
+        ) -> impl Strategy<Value = Field> {
+            let item = prop_oneof![
+                stars => Just(Item::Star),
+                stars => (1..=max).prop_map(Item::StarStep),
+                2 => value.clone().prop_map(Item::Value),
+                1 => (value.clone(), value.clone()).prop_map(|(a, b)| Item::Range(a.min(b), a.max(b))),
+                1 => (value.clone(), value, 1..=max)
+                    .prop_map(|(a, b, n)| Item::RangeStep(a.min(b), a.max(b), n)),
+            ];
+            prop::collection::vec(item, 1..=3).prop_map(move |items| Field { min, items })
+        }
+
+        /// A five-field schedule.
+        #[derive(Clone, Debug)]
+        pub struct Schedule {
+            minute: Field,
+            hour: Field,
+            dom: Field,
+            month: Field,
+            dow: Field,
+        }
+
+        /// Fixed-time and wildcard schedules about equally; mostly every month and often every day, so that most
+        /// schedules run within days; hours from 23:00 to 03:00 half the time, when clocks change.
+        pub fn schedule() -> impl Strategy<Value = Schedule> {
+            let every_month = Field {
+                min: 1,
+                items: vec![Item::Star],
+            };
+            let month = prop_oneof![3 => Just(every_month), 1 => field(1, 12, 1..=12u8, 3)];
+            let hour = prop_oneof![0..=23u8, prop::sample::select(vec![23u8, 0, 1, 2, 3])];
+            let fields = (
+                field(0, 59, 0..=59u8, 1),
+                field(0, 23, hour, 1),
+                field(1, 31, 1..=31u8, 3),
+                month,
+                field(0, 7, 0..=7u8, 3),
+            );
+            fields.prop_map(|(minute, hour, dom, month, dow)| Schedule {
+                minute,
+                hour,
+                dom,
+                month,
+                dow,
+            })
+        }
+
+        impl Schedule {
+            pub fn text(&self) -> String {
+                let fields = [&self.minute, &self.hour, &self.dom, &self.month, &self.dow];
+                fields.map(Field::text).join(" ")
+            }
+
+            /// Vixie cron's `MIN_STAR`/`HR_STAR`.
+            fn is_wildcard(&self) -> bool {
+                self.minute.begins_with_star() || self.hour.begins_with_star()
+            }
+
+            fn matches(&self, civil: DateTime) -> bool {
+                let weekday = civil.weekday().to_sunday_zero_offset();
+                let dom = self.dom.has(civil.day());
+                let dow = self.dow.has(weekday) || (weekday == 0 && self.dow.has(7));
+                let day = if self.dom.begins_with_star() || self.dow.begins_with_star() {
+                    dom && dow
+                } else {
+                    dom || dow
+                };
+                self.minute.has(civil.minute())
+                    && self.hour.has(civil.hour())
+                    && self.month.has(civil.month())
+                    && day
+            }
+
+            /// The runs strictly after `start` and no later than `end`, at most `count` of them.
+            pub fn runs(
+                &self,
+                tz: &TimeZone,
+                start: Timestamp,
+                end: Timestamp,
+                count: usize,
+            ) -> Vec<Timestamp> {
+                let minute = SignedDuration::from_mins(1);
+                // Start three hours early, so that the first pass of a repeated hour has been seen (Troll repeats
+                // two).
+                let mut t = Timestamp::from_second(start.as_second().div_euclid(60) * 60).unwrap()
+                    - SignedDuration::from_hours(3);
+                let mut previous: Option<DateTime> = None;
+                let mut latest: Option<DateTime> = None;
+                let mut runs = Vec::new();
+                while t <= end && runs.len() < count {
+                    let civil = tz.to_datetime(t);
+                    let mut runs_now = self.matches(civil);
+                    if !self.is_wildcard() {
+                        // A local time the clock showed before runs no more.
+                        if latest.is_some_and(|latest| civil <= latest) {
+                            runs_now = false;
+                        }
+                        // The local times the clock skipped run now, once.
+                        if let Some(previous) = previous {
+                            let mut skipped = previous + minute;
+                            while skipped < civil {
+                                runs_now |= self.matches(skipped);
+                                skipped += minute;
+                            }
+                        }
+                    }
+                    if runs_now && t > start {
+                        runs.push(t);
+                    }
+                    previous = Some(civil);
+                    latest = latest.max(Some(civil));
+                    t += minute;
+                }
+                runs
+            }
+        }
+    }
+
     mod properties {
         use super::*;
         use proptest::prelude::*;
+
+        /// Northern and southern zones, zones that change at midnight (Santiago, Havana, Cairo), by half an hour
+        /// (Lord Howe) or by two hours (Troll), with half-hour and 45-minute offsets, and zones without changes.
+        const ZONES: [&str; 22] = [
+            "UTC",
+            "Europe/Berlin",
+            "Europe/London",
+            "Europe/Dublin",
+            "America/New_York",
+            "America/Los_Angeles",
+            "America/St_Johns",
+            "America/Santiago",
+            "America/Havana",
+            "America/Sao_Paulo",
+            "Pacific/Auckland",
+            "Pacific/Chatham",
+            "Australia/Sydney",
+            "Australia/Adelaide",
+            "Australia/Lord_Howe",
+            "Australia/Brisbane",
+            "Asia/Kolkata",
+            "Asia/Kathmandu",
+            "Asia/Tehran",
+            "Asia/Tokyo",
+            "Africa/Cairo",
+            "Antarctica/Troll",
+        ];
+
+        fn local(tz: &TimeZone, runs: &[Timestamp]) -> Vec<String> {
+            runs.iter()
+                .map(|t| t.to_zoned(tz.clone()).strftime("%FT%T%:z").to_string())
+                .collect()
+        }
 
         fn list(max: u8) -> impl Strategy<Value = Vec<u8>> {
             prop::collection::btree_set(0..=max, 1..4).prop_map(|s| s.into_iter().collect())
@@ -1278,6 +1494,45 @@ mod tests {
                     let dt = TimeZone::UTC.to_datetime(t);
                     prop_assert!(!(minutes.contains(&(dt.minute() as u8)) && hours.contains(&(dt.hour() as u8))), "skipped {}", t);
                     t += SignedDuration::from_secs(60);
+                }
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 1024, failure_persistence: None, ..ProptestConfig::default() })]
+
+            /// In any zone, from any instant (half of them from four hours before a clock change to one after): the
+            /// next five runs within eight days are the model's.
+            #[test]
+            fn runs_agree_with_a_minute_by_minute_model(
+                schedule in model::schedule(),
+                zone in prop::sample::select(&ZONES[..]),
+                from in 1_735_689_600i64..1_893_456_000, // 2025 to 2029
+                near_a_change in any::<bool>(),
+                shift in -3 * 3600i64..3600,
+                whole_minute in any::<bool>(),
+            ) {
+                let tz = TimeZone::get(zone).unwrap();
+                let from = Timestamp::from_second(from).unwrap();
+                let change = tz.following(from).next().filter(|_| near_a_change);
+                let mut start = change.map_or(from, |change| change.timestamp()).as_second() + shift;
+                if whole_minute {
+                    start -= start.rem_euclid(60);
+                }
+                let start = Timestamp::from_second(start).unwrap();
+                let end = start + SignedDuration::from_hours(8 * 24);
+                let expected = schedule.runs(&tz, start, end, 8);
+                let text = schedule.text();
+                match Cron::parse(&text, zone) {
+                    Ok(cron) => {
+                        let mut actual = cron.next_runs(start, 8);
+                        actual.retain(|run| *run <= end);
+                        prop_assert_eq!(local(&tz, &actual), local(&tz, &expected), "{:?} in {} after {}", text, zone, start);
+                    }
+                    Err(e) => {
+                        prop_assert!(e.to_string().ends_with("never runs"), "{}", e);
+                        prop_assert!(expected.is_empty(), "{:?} in {} runs at {:?}", text, zone, local(&tz, &expected));
+                    }
                 }
             }
         }
