@@ -10,12 +10,6 @@ use crate::bedrock::commands::values::{self, DEFAULT_PRIORITY, MAX_NAME, status}
 use crate::bedrock::commands::{Answer, BedrockCommands};
 use crate::bedrock::frame::{Headers, Response, json_object};
 
-/// What Cairn does not do: refused with a clear status rather than silently ignored.
-const UNSUPPORTED: [(&str, &str); 1] = [(
-    "mockrequest",
-    "501 mockRequest is not supported by Cairn yet",
-)];
-
 /// How often a job with a `retryAfter` is handed out before it fails (reference §7.6).
 const RETRY_AFTER_LIMIT: u32 = 10;
 
@@ -39,13 +33,25 @@ impl BedrockCommands {
         }
         let data = early_checks(headers)?;
         let parent = self.parent_check(headers).await?;
+        // A child is mocked exactly when its parent is: CreateJob aligns it without a word.
+        let mocked = match &parent {
+            Some(parent) => values::is_mocked(parent),
+            None => values::is_mock_request(headers),
+        };
+        let data = if mocked {
+            values::mocked_data(data)
+        } else {
+            data
+        };
         // Unique creates are serialised, as Bedrock's are: the lookup and the write must not interleave with
         // another's, or two connections would both create the job.
         let _unique = if headers.get("unique") == Some("true") {
             let guard = self.unique.lock().await;
-            if let Some(existing) = self.unique_match(name).await? {
+            if let Some(existing) = self.unique_match(name, mocked).await? {
                 different_parent(&existing, headers)?;
-                let update = self.plan_unique(existing, data, parent, headers).await?;
+                let update = self
+                    .plan_unique(existing, data, parent, headers, mocked)
+                    .await?;
                 let id = update.id;
                 self.apply_unique(update).await?;
                 return Ok(Response::json(json_object(vec![("jobID", json!(id.0))])));
@@ -54,8 +60,8 @@ impl BedrockCommands {
         } else {
             None
         };
-        let mut push = late_checks(headers, data)?;
-        push.parent = self.parent_recheck(parent).await?;
+        let mut push = late_checks(headers, data, mocked)?;
+        push.parent = self.parent_recheck(parent, mocked).await?;
         let enqueued = self.queue.enqueue(push).await.map_err(engine_error)?;
         Ok(Response::json(json_object(vec![(
             "jobID",
@@ -63,8 +69,10 @@ impl BedrockCommands {
         )])))
     }
 
-    /// CreateJobs: many jobs, all or none; answers `{"jobIDs": […]}` in input order.
+    /// CreateJobs: many jobs, all or none; answers `{"jobIDs": […]}` in input order. A `mockRequest` on the
+    /// request mocks every job of it, and a job whose parent is not alike is refused.
     pub(super) async fn create_jobs(&self, headers: &Headers) -> Answer {
+        let mocked = values::is_mock_request(headers);
         let invalid = || status("401 Invalid JSON");
         let jobs: Vec<Value> = match serde_json::from_str(headers.get("jobs").unwrap_or("")) {
             Ok(Value::Array(jobs)) if !jobs.is_empty() => jobs,
@@ -95,10 +103,15 @@ impl BedrockCommands {
         let mut early = Vec::with_capacity(each.len());
         for job in &each {
             let data = early_checks(job)?;
+            let data = if mocked {
+                values::mocked_data(data)
+            } else {
+                data
+            };
             let parent = self.parent_check(job).await?;
             let existing = if job.get("unique") == Some("true") {
                 let name = job.get("name").unwrap_or("");
-                let found = self.unique_match(name).await?;
+                let found = self.unique_match(name, mocked).await?;
                 if let Some(existing) = &found {
                     different_parent(existing, job)?;
                 }
@@ -116,13 +129,15 @@ impl BedrockCommands {
             match existing {
                 // A job found again contributes its id, merged with the new data as a unique CreateJob does.
                 Some(existing) => {
-                    let update = self.plan_unique(existing, data, parent, job).await?;
+                    let update = self
+                        .plan_unique(existing, data, parent, job, mocked)
+                        .await?;
                     ids[index] = Some(update.id.0);
                     updates.push(update);
                 }
                 None => {
-                    let mut push = late_checks(job, data)?;
-                    push.parent = self.parent_recheck(parent).await?;
+                    let mut push = late_checks(job, data, mocked)?;
+                    push.parent = self.parent_recheck(parent, mocked).await?;
                     pushes.push(push);
                 }
             }
@@ -161,8 +176,13 @@ impl BedrockCommands {
         Ok(Some(parent))
     }
 
-    /// CreateJob's step 9: the parent is checked again, and must not be a child itself.
-    async fn parent_recheck(&self, parent: Option<Job>) -> Result<Option<cairn::JobId>, Response> {
+    /// CreateJob's step 9: the parent is checked again, must be mocked exactly when the child is, and must not be
+    /// a child itself.
+    async fn parent_recheck(
+        &self,
+        parent: Option<Job>,
+        mocked: bool,
+    ) -> Result<Option<cairn::JobId>, Response> {
         let Some(parent) = parent else {
             return Ok(None);
         };
@@ -173,6 +193,11 @@ impl BedrockCommands {
         if !matches!(parent.state, JobState::Running | JobState::Waiting) {
             return Err(status(PARENT_STATE));
         }
+        if values::is_mocked(&parent) != mocked {
+            return Err(status(
+                "405 Parent and child jobs must have matching mockRequest setting",
+            ));
+        }
         if parent.parent.is_some() {
             return Err(status("405 Cannot create grandchildren"));
         }
@@ -180,8 +205,8 @@ impl BedrockCommands {
     }
 
     /// The job a unique CreateJob finds: one with exactly this name (GLOB's characters in it match only
-    /// themselves), in any state Bedrock still has.
-    async fn unique_match(&self, name: &str) -> Result<Option<Job>, Response> {
+    /// themselves), mocked or not as the new one is, in any state Bedrock still has.
+    async fn unique_match(&self, name: &str, mocked: bool) -> Result<Option<Job>, Response> {
         let name = cairn::JobName::parse(name).map_err(engine_error)?;
         let pattern = cairn::NamePattern::exact(&name);
         for state in [
@@ -196,6 +221,7 @@ impl BedrockCommands {
                 .queue
                 .list(JobFilter {
                     name: Some(pattern.as_str().to_owned()),
+                    queue: Some(values::queue(mocked).to_owned()),
                     state: Some(state),
                     limit: 1,
                     ..JobFilter::default()
@@ -218,11 +244,13 @@ impl BedrockCommands {
         data: Value,
         parent: Option<Job>,
         headers: &Headers,
+        mocked: bool,
     ) -> Result<UniqueUpdate, Response> {
         if existing.data == data {
             return Ok(UniqueUpdate::unchanged(existing));
         }
-        let repeat = match headers.get("repeat").filter(|r| !r.is_empty()) {
+        // Mocked jobs never repeat.
+        let repeat = match headers.get("repeat").filter(|r| !r.is_empty() && !mocked) {
             Some(text) => Repeat::parse(text)
                 .map_err(|_| status("402 Malformed repeat"))?
                 .as_str()
@@ -230,7 +258,7 @@ impl BedrockCommands {
             None => String::new(),
         };
         let priority = effective_priority(headers)?;
-        self.parent_recheck(parent).await?;
+        self.parent_recheck(parent, mocked).await?;
         if !matches!(headers.get("overwrite"), None | Some("") | Some("true")) {
             return Ok(UniqueUpdate::unchanged(existing));
         }
@@ -343,11 +371,6 @@ fn early_checks(headers: &Headers) -> Result<Value, Response> {
             .ok_or_else(|| status("402 Data is not a valid JSON Object"))?,
     };
     retry_after(headers)?;
-    for (header, line) in UNSUPPORTED {
-        if headers.contains(header) {
-            return Err(status(line));
-        }
-    }
     Ok(data)
 }
 
@@ -389,8 +412,9 @@ fn effective_priority(headers: &Headers) -> Result<i64, Response> {
 }
 
 /// CreateJob's checks after the unique lookup (steps 7–8), and the job they describe.
-fn late_checks(headers: &Headers, data: Value) -> Result<Push, Response> {
-    let repeat = match headers.get("repeat").filter(|r| !r.is_empty()) {
+fn late_checks(headers: &Headers, data: Value, mocked: bool) -> Result<Push, Response> {
+    // Mocked jobs never repeat: their repeat is dropped before it is read, as Bedrock drops it.
+    let repeat = match headers.get("repeat").filter(|r| !r.is_empty() && !mocked) {
         Some(text) => Some(
             Repeat::parse(text)
                 .map_err(|_| status("402 Malformed repeat"))?
@@ -401,6 +425,7 @@ fn late_checks(headers: &Headers, data: Value) -> Result<Push, Response> {
     };
     let priority = effective_priority(headers)?;
     let mut push = Push::new(headers.get("name").unwrap_or(""))
+        .queue(values::queue(mocked))
         .data(data)
         .priority(values::to_cairn_priority(priority))
         // Bedrock never fails a job for its retries: RetryJob always says when to run again.

@@ -66,7 +66,14 @@ impl BedrockCommands {
             // Only names that no job can have: an empty list would take any job.
             return Err(status("404 No job found"));
         }
+        // Mocked jobs go only to a request that asks for them, before or after the others.
+        let queues = if values::is_mock_request(headers) || headers.contains("getmockedjobs") {
+            vec![values::QUEUE.to_owned(), values::MOCK_QUEUE.to_owned()]
+        } else {
+            vec![values::QUEUE.to_owned()]
+        };
         let request = Dequeue {
+            queues,
             names,
             limit: u32::try_from(limit).expect("clamped to MAX_DEQUEUE"),
             wait,

@@ -14,22 +14,28 @@ const NOT_RUNNING: &str = "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
 const NOT_RUNNING_FAIL: &str = "405 Can only fail RUNNING or RUNQUEUED jobs";
 
 impl BedrockCommands {
-    /// The job a lifecycle command names, and the lease this layer holds on it.
-    async fn held(&self, headers: &Headers, not_running: &str) -> Result<(Job, Lease), Response> {
-        let id = values::job_id(headers)?;
-        let job = self.bedrock_job(id).await?;
+    /// The job a lifecycle command names.
+    async fn named(&self, headers: &Headers) -> Result<Job, Response> {
+        self.bedrock_job(values::job_id(headers)?).await
+    }
+
+    /// The lease this layer holds on `job`, which must be running.
+    async fn held(&self, job: &Job, not_running: &str) -> Result<Lease, Response> {
         if job.state != JobState::Running {
             return Err(status(not_running));
         }
         // A job taken through another door (the HTTP API) has a lease this layer does not hold.
-        let lease = self.lease_of(id).await.ok_or_else(|| status(not_running))?;
+        let lease = self
+            .lease_of(job.id)
+            .await
+            .ok_or_else(|| status(not_running))?;
         // Fenced before anything is written: a lease that ran out (a retryAfter) is refused here, not after the
         // command deleted children or changed the job.
         self.queue
             .heartbeat(&lease, None)
             .await
             .map_err(|e| lease_error(e, not_running))?;
-        Ok((job, lease))
+        Ok(lease)
     }
 
     /// FinishJob and RetryJob's steps 4 and 5 (reference §5.6): a child ends only while its parent is PAUSED (waits
@@ -66,14 +72,15 @@ impl BedrockCommands {
     /// FinishJob: done; a repeating job is scheduled again unless `data.delete` or `ignoreRepeat` says it ends.
     /// A parent whose children are still live waits for them (PAUSED), and the children it created start.
     pub(super) async fn finish_job(&self, headers: &Headers) -> Answer {
-        let (job, lease) = self.held(headers, NOT_RUNNING).await?;
+        let job = self.named(headers).await?;
+        if values::is_mocked(&job) && job.state != JobState::Running {
+            return self.finish_mocked(job, headers).await;
+        }
+        let lease = self.held(&job, NOT_RUNNING).await?;
         let (done, left) = self.child_checks(&job).await?;
-        let data = new_data(headers)?;
-        let ends = values::is_true(headers.get("ignorerepeat"))
-            || data.as_ref().is_some_and(|d| {
-                matches!(d.get("delete"), Some(Value::Bool(true)))
-                    || d.get("delete").and_then(Value::as_str) == Some("true")
-            });
+        let data = new_data(&job, headers)?;
+        let ends =
+            values::is_true(headers.get("ignorerepeat")) || data.as_ref().is_some_and(deletes);
         // Bedrock deletes a standalone job that ends, which a FAILED child it still has forbids.
         let pending = left.iter().any(|c| c.state.is_live());
         if job.parent.is_none() && (job.schedule.is_none() || ends) && !pending && !left.is_empty()
@@ -103,9 +110,14 @@ impl BedrockCommands {
 
     /// RetryJob: run again at the repeat's next time, at `nextRun`, or after `delay` seconds, in that order.
     pub(super) async fn retry_job(&self, headers: &Headers) -> Answer {
-        let (job, lease) = self.held(headers, NOT_RUNNING).await?;
+        let job = self.named(headers).await?;
+        let lease = if values::is_mocked(&job) && job.state != JobState::Running {
+            None
+        } else {
+            Some(self.held(&job, NOT_RUNNING).await?)
+        };
         let (done, _) = self.child_checks(&job).await?;
-        let data = new_data(headers)?;
+        let data = new_data(&job, headers)?;
         // A new name is checked now, and given once the job is no longer running.
         let rename = headers
             .get("name")
@@ -121,6 +133,10 @@ impl BedrockCommands {
             .map(values::priority)
             .transpose()?;
         let repeats = job.schedule.is_some() && !values::is_true(headers.get("ignorerepeat"));
+        if lease.is_none() && repeats {
+            // A mocked job that is not running has no run to finish, which is how a repeat schedules the next.
+            return Err(status(NOT_RUNNING));
+        }
         // When the job runs again: at the repeat's next time (finishing the run schedules it), at `nextRun` as
         // sent, or `delay` seconds from now.
         let run_at = if repeats {
@@ -145,6 +161,21 @@ impl BedrockCommands {
                 .await
                 .map_err(engine_error)?;
         }
+        let Some(lease) = lease else {
+            // A mocked job retried while it does not run: its data, then its next run.
+            if let Some(data) = data {
+                self.queue
+                    .set_data(job.id, data)
+                    .await
+                    .map_err(engine_error)?;
+            }
+            let at = run_at.expect("a mocked job that repeats was refused above");
+            self.queue
+                .requeue(job.id, Some(at))
+                .await
+                .map_err(engine_error)?;
+            return Ok(Response::status("200 OK"));
+        };
         if let Some(data) = data {
             self.queue
                 .checkpoint(&lease, data)
@@ -172,10 +203,28 @@ impl BedrockCommands {
         Ok(Response::status("200 OK"))
     }
 
+    /// FinishJob on a mocked job that does not run, which Bedrock allows in any state (reference §10): a job
+    /// on its own, whose run would end it, is gone (Bedrock deletes it). A mocked child, a parent with children
+    /// left or a repeating job would need a run to end, and is refused as an unmocked one is.
+    async fn finish_mocked(&self, job: Job, headers: &Headers) -> Answer {
+        let (done, left) = self.child_checks(&job).await?;
+        let data = new_data(&job, headers)?;
+        let ends =
+            values::is_true(headers.get("ignorerepeat")) || data.as_ref().is_some_and(deletes);
+        if job.parent.is_some() || !left.is_empty() || (job.schedule.is_some() && !ends) {
+            return Err(status(NOT_RUNNING));
+        }
+        self.delete_children(done).await?;
+        self.queue.delete(job.id).await.map_err(engine_error)?;
+        self.forget(job.id);
+        Ok(Response::status("200 OK"))
+    }
+
     /// FailJob: failed for good.
     pub(super) async fn fail_job(&self, headers: &Headers) -> Answer {
-        let (job, lease) = self.held(headers, NOT_RUNNING_FAIL).await?;
-        if let Some(data) = new_data(headers)? {
+        let job = self.named(headers).await?;
+        let lease = self.held(&job, NOT_RUNNING_FAIL).await?;
+        if let Some(data) = new_data(&job, headers)? {
             self.queue
                 .checkpoint(&lease, data)
                 .await
@@ -190,20 +239,30 @@ impl BedrockCommands {
     }
 }
 
-/// A non-empty `data` header, which must be JSON here (Bedrock stores any text; Cairn stores JSON). A
-/// `retryAfterCount` the worker sends back is dropped, as Bedrock drops it: the count is the engine's.
-fn new_data(headers: &Headers) -> Result<Option<Value>, Response> {
+/// A non-empty `data` header, which must be JSON here (Bedrock stores any text; Cairn stores JSON), and must be
+/// mocked exactly when the job is (`500 Mock Mismatch`: Bedrock cannot tell whom to trust). A `retryAfterCount`
+/// the worker sends back is dropped, as Bedrock drops it: the count is the engine's.
+fn new_data(job: &Job, headers: &Headers) -> Result<Option<Value>, Response> {
     match headers.get("data").filter(|d| !d.is_empty()) {
         None => Ok(None),
         Some(text) => {
             let mut data: Value =
                 serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
+            if values::says_mocked(&data) != values::is_mocked(job) {
+                return Err(status("500 Mock Mismatch"));
+            }
             if let Value::Object(map) = &mut data {
                 map.shift_remove("retryAfterCount");
             }
             Ok(Some(data))
         }
     }
+}
+
+/// Whether FinishJob's data ends a repeating job: `"delete": true` (or `"true"`).
+fn deletes(data: &Value) -> bool {
+    matches!(data.get("delete"), Some(Value::Bool(true)))
+        || data.get("delete").and_then(Value::as_str) == Some("true")
 }
 
 /// RetryJob's `delay`, in seconds: at most 8 digits, not negative.

@@ -22,6 +22,41 @@ pub const MAX_GET_NAME: usize = 12_750;
 /// The largest `data`, in bytes.
 pub const MAX_DATA: usize = 1024 * 1024;
 
+/// The queue of Bedrock's jobs.
+pub const QUEUE: &str = "default";
+
+/// The queue of mocked jobs (reference §10): test traffic that goes through production without doing anything.
+/// A queue of their own keeps them from every worker that did not ask for them, over any door.
+pub const MOCK_QUEUE: &str = "bedrock-mock";
+
+/// The queue of a job, mocked or not.
+pub fn queue(mocked: bool) -> &'static str {
+    if mocked { MOCK_QUEUE } else { QUEUE }
+}
+
+/// Whether a request marks itself mocked: the header's presence counts, whatever its value (reference §1.5).
+pub fn is_mock_request(headers: &Headers) -> bool {
+    headers.contains("mockrequest")
+}
+
+/// Whether a job is a mocked one.
+pub fn is_mocked(job: &Job) -> bool {
+    job.queue.as_str() == MOCK_QUEUE
+}
+
+/// Whether data says it is mocked, as Bedrock reads it: it has a `mockRequest` key.
+pub fn says_mocked(data: &Value) -> bool {
+    data.get("mockRequest").is_some()
+}
+
+/// A mocked job's data: the client's, with `"mockRequest": true` (in place if the key is there, last if not).
+pub fn mocked_data(mut data: Value) -> Value {
+    if let Value::Object(map) = &mut data {
+        map.insert("mockRequest".to_owned(), Value::Bool(true));
+    }
+    data
+}
+
 /// An error status with no body.
 pub fn status(line: &str) -> Response {
     Response::status(line)

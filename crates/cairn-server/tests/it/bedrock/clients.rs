@@ -188,3 +188,198 @@ async fn what_php_sends_is_understood_empty_data_requeue_and_ping() {
     assert_eq!(c.send("Ping", &[]).await.status, "200 OK");
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mocked_jobs_are_kept_apart_and_end_in_any_state() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = |reply: &super::Reply| reply.body["jobID"].to_string();
+    let real = c.send("CreateJob", &[("name", "work")]).await;
+    // A mocked job: its data says so, and it never repeats.
+    let mocked = c
+        .send(
+            "CreateJob",
+            &[
+                ("name", "work"),
+                ("data", r#"{"b":1,"a":2}"#),
+                ("repeat", "HOURLY"),
+                ("mockRequest", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(mocked.status, "200 OK");
+    let queried = c.send("QueryJob", &[("jobID", &id(&mocked))]).await;
+    assert!(
+        queried
+            .text
+            .contains(r#""data":{"b":1,"a":2,"mockRequest":true}"#),
+        "{}",
+        queried.text
+    );
+    assert_eq!(queried.body["repeat"], "");
+    // Neither Bedrock's GetJob nor a Cairn worker that did not ask sees it.
+    let plain = c
+        .send("GetJobs", &[("name", "*"), ("numResults", "5")])
+        .await;
+    assert_eq!(plain.body["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(plain.body["jobs"][0]["jobID"].to_string(), id(&real));
+    assert!(
+        bedrock
+            .queue
+            .dequeue(cairn::Dequeue::new("http-worker"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let with_mocked = c
+        .send(
+            "GetJobs",
+            &[
+                ("name", "*"),
+                ("numResults", "5"),
+                ("getMockedJobs", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        with_mocked.body["jobs"][0]["jobID"].to_string(),
+        id(&mocked)
+    );
+    // A finish whose data is not mocked as the job is cannot be trusted.
+    let mismatch = c
+        .send(
+            "FinishJob",
+            &[("jobID", &id(&mocked)), ("data", r#"{"b":1}"#)],
+        )
+        .await;
+    assert_eq!(mismatch.status, "500 Mock Mismatch");
+    let unmocked_mismatch = c
+        .send(
+            "FinishJob",
+            &[("jobID", &id(&real)), ("data", r#"{"mockRequest":true}"#)],
+        )
+        .await;
+    assert_eq!(unmocked_mismatch.status, "500 Mock Mismatch");
+    let finished = c
+        .send(
+            "FinishJob",
+            &[
+                ("jobID", &id(&mocked)),
+                ("data", r#"{"b":1,"mockRequest":true}"#),
+            ],
+        )
+        .await;
+    assert_eq!(finished.status, "200 OK");
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &id(&mocked))]).await.status,
+        "404 No job with this jobID"
+    );
+
+    // In any state: a queued mocked job is retried and finished without being taken.
+    let waiting = c
+        .send("CreateJob", &[("name", "idle"), ("mockRequest", "")])
+        .await;
+    let retried = c
+        .send(
+            "RetryJob",
+            &[("jobID", &id(&waiting)), ("nextRun", "2031-01-01 00:00:00")],
+        )
+        .await;
+    assert_eq!(retried.status, "200 OK");
+    let queried = c.send("QueryJob", &[("jobID", &id(&waiting))]).await;
+    assert_eq!(queried.body["nextRun"], "2031-01-01 00:00:00");
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &id(&waiting))])
+            .await
+            .status,
+        "200 OK"
+    );
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &id(&waiting))]).await.status,
+        "404 No job with this jobID"
+    );
+    // FailJob has no such exemption.
+    let other = c
+        .send("CreateJob", &[("name", "idle"), ("mockRequest", "")])
+        .await;
+    assert_eq!(
+        c.send("FailJob", &[("jobID", &id(&other))]).await.status,
+        "405 Can only fail RUNNING or RUNQUEUED jobs"
+    );
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mocked_and_real_jobs_never_mix_in_unique_updates_or_families() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = |reply: &super::Reply| reply.body["jobID"].to_string();
+    // A unique lookup finds only a job mocked as the new one is.
+    let real = c
+        .send("CreateJob", &[("name", "one"), ("unique", "true")])
+        .await;
+    let mocked = c
+        .send(
+            "CreateJob",
+            &[("name", "one"), ("unique", "true"), ("mockRequest", "true")],
+        )
+        .await;
+    assert_ne!(id(&real), id(&mocked));
+    let again = c
+        .send(
+            "CreateJob",
+            &[("name", "one"), ("unique", "true"), ("mockRequest", "true")],
+        )
+        .await;
+    assert_eq!(id(&again), id(&mocked));
+    // UpdateJob keeps the job mocked or not, whatever the new data says.
+    c.send(
+        "UpdateJob",
+        &[("jobID", &id(&mocked)), ("data", r#"{"z":1}"#)],
+    )
+    .await;
+    let queried = c.send("QueryJob", &[("jobID", &id(&mocked))]).await;
+    assert!(
+        queried
+            .text
+            .contains(r#""data":{"z":1,"mockRequest":true}"#),
+        "{}",
+        queried.text
+    );
+    c.send(
+        "UpdateJob",
+        &[
+            ("jobID", &id(&real)),
+            ("data", r#"{"mockRequest":true,"y":2}"#),
+        ],
+    )
+    .await;
+    let queried = c.send("QueryJob", &[("jobID", &id(&real))]).await;
+    assert_eq!(queried.body["data"], json!({"y": 2}));
+    // A child follows its mocked parent without being told; a batch that says otherwise is refused.
+    let first = c.send("GetJob", &[("name", "one")]).await;
+    assert_eq!(first.body["jobID"].to_string(), id(&real));
+    let parent = c
+        .send("GetJob", &[("name", "one"), ("mockRequest", "true")])
+        .await;
+    assert_eq!(parent.body["jobID"].to_string(), id(&mocked));
+    let child = c
+        .send(
+            "CreateJob",
+            &[("name", "child"), ("parentJobID", &id(&mocked))],
+        )
+        .await;
+    assert_eq!(child.status, "200 OK");
+    let queried = c.send("QueryJob", &[("jobID", &id(&child))]).await;
+    assert_eq!(queried.body["data"], json!({"mockRequest": true}));
+    let batch = format!(r#"[{{"name":"child2","parentJobID":{}}}]"#, id(&mocked));
+    assert_eq!(
+        c.send("CreateJobs", &[("jobs", &batch)]).await.status,
+        "405 Parent and child jobs must have matching mockRequest setting"
+    );
+    let batch_ok = c
+        .send("CreateJobs", &[("jobs", &batch), ("mockRequest", "true")])
+        .await;
+    assert_eq!(batch_ok.status, "200 OK");
+    bedrock.stop().await;
+}

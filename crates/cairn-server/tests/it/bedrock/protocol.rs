@@ -165,10 +165,6 @@ async fn create_job_checks_its_headers_in_bedrocks_order() {
             ],
             "404 parentJobID does not exist",
         ),
-        (
-            vec![("name", "a"), ("mockRequest", "")],
-            "501 mockRequest is not supported by Cairn yet",
-        ),
     ] {
         assert_eq!(
             c.send("CreateJob", &headers).await.status,
