@@ -28,7 +28,8 @@ impl Nc {
         }
     }
 
-    /// Sends the lines of a request (the verb first) and reads the reply: its status line and body.
+    /// Sends the lines of a request (the verb first) and reads the reply: its status line and body (JSON, or the
+    /// text as a string when it is not JSON).
     fn send(&mut self, lines: &[&str]) -> (String, Value) {
         let request = format!("{}\n\n", lines.join("\n"));
         self.writer.write_all(request.as_bytes()).unwrap();
@@ -54,7 +55,8 @@ impl Nc {
         let body = if body.is_empty() {
             Value::Null
         } else {
-            serde_json::from_slice(&body).unwrap()
+            serde_json::from_slice(&body)
+                .unwrap_or_else(|_| Value::String(String::from_utf8(body).unwrap()))
         };
         (status.trim_end().to_owned(), body)
     }
@@ -89,7 +91,11 @@ async fn the_documented_sample_session_works_as_typed_into_nc() {
     assert_eq!(status, "200 OK");
     let (_, queried) = nc.send(&["QueryJob", &job_id]);
     assert_eq!(queried["state"], "RUNNING");
-    assert_eq!(queried["data"], json!({"url": "", "status": "CHECKING"}));
+    // The data as written, keys in the order sent.
+    assert_eq!(
+        queried["data"].to_string(),
+        r#"{"url":"","status":"CHECKING"}"#
+    );
     assert_eq!(queried["repeat"], "FINISHED, +1 MINUTE");
 
     let (status, _) = nc.send(&["FinishJob", &job_id, r#"data: {"url":"","failCount":1}"#]);
@@ -98,6 +104,26 @@ async fn the_documented_sample_session_works_as_typed_into_nc() {
     let (_, queried) = nc.send(&["QueryJob", &job_id]);
     assert_eq!(queried["state"], "QUEUED");
     assert_eq!(queried["data"], json!({"url": "", "failCount": 1}));
+
+    // "But as we can see, the job is there, queued for the future."
+    let (status, table) = nc.send(&["Query: SELECT * FROM jobs;"]);
+    assert_eq!(status, "200 OK");
+    let lines: Vec<&str> = table.as_str().unwrap().lines().collect();
+    assert_eq!(
+        lines[0],
+        "created | jobID | state | name | nextRun | lastRun | repeat | data | priority | parentJobID | retryAfter"
+    );
+    assert!(
+        lines[1].starts_with(&format!(
+            "{} | {id} | QUEUED | CheckLiveness | ",
+            &queried["created"].as_str().unwrap()
+        )),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].ends_with(r#" | FINISHED, +1 MINUTE | {"url":"","failCount":1} | 500 | 0 | "#),
+        "{lines:?}"
+    );
 
     // The same job, seen through the HTTP API: waiting for its next run, with the data it finished with.
     let job = server.client().get(JobId(id)).await.unwrap();

@@ -9,12 +9,14 @@
 //! - A finished job that Bedrock would delete is `completed` in Cairn (its history is kept); to a Bedrock client
 //!   it is gone.
 //!
-//! `values` holds the header checks and the translations; one file per group of commands does the rest.
+//! `values` holds the header checks and the translations; one file per group of commands does the rest, and
+//! `query` answers the DB plugin's `Query` over Bedrock's view of the jobs.
 
 mod create;
 mod get;
 mod lifecycle;
 mod manage;
+mod query;
 mod values;
 
 use std::collections::HashMap;
@@ -115,6 +117,8 @@ impl BedrockCommands {
             "requeuejobs" => self.requeue_jobs(&request.headers).await,
             // Bedrock's liveness check (Bedrock-PHP's `Status::ping`).
             "ping" => Ok(Response::status("200 OK")),
+            // The DB plugin's read of Bedrock's table: `Query: …sql…` on the method line, or `Query` and a header.
+            v if v == "query" || v.starts_with("query:") => self.query(request).await,
             _ => Err(Response::status("430 Unrecognized command")),
         };
         result.unwrap_or_else(|error| error)

@@ -383,3 +383,88 @@ async fn mocked_and_real_jobs_never_mix_in_unique_updates_or_families() {
     assert_eq!(batch_ok.status, "200 OK");
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_reads_bedrocks_jobs_table_as_the_sample_session_shows_it() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let created = c
+        .send(
+            "CreateJob",
+            &[
+                ("name", "CheckLiveness"),
+                ("data", r#"{"url":""}"#),
+                ("repeat", "finished, +1 minute"),
+            ],
+        )
+        .await;
+    let id = created.body["jobID"].to_string();
+    c.send("GetJob", &[("name", "CheckLiveness")]).await;
+    c.send(
+        "FinishJob",
+        &[("jobID", &id), ("data", r#"{"url":"","failCount":1}"#)],
+    )
+    .await;
+    let table = c.send("Query: SELECT * FROM jobs;", &[]).await;
+    assert_eq!(table.status, "200 OK");
+    let lines: Vec<&str> = table.text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "created | jobID | state | name | nextRun | lastRun | repeat | data | priority | parentJobID | retryAfter"
+    );
+    assert_eq!(lines.len(), 2, "{}", table.text);
+    let row: Vec<&str> = lines[1].split(" | ").collect();
+    assert_eq!(row[1], id);
+    assert_eq!(row[2..4], ["QUEUED", "CheckLiveness"]);
+    assert_eq!(
+        row[6..],
+        [
+            "FINISHED, +1 MINUTE",
+            r#"{"url":"","failCount":1}"#,
+            "500",
+            "0",
+            ""
+        ]
+    );
+    // The next run is a minute after the last one started, in Bedrock's time format.
+    let time = |text: &str| jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", text).unwrap();
+    assert!(time(row[4]) > time(row[5]), "{row:?}");
+
+    // The verb and a header work too, a WHERE on Bedrock's names and states, and JSON.
+    let json = c
+        .send(
+            "Query",
+            &[
+                (
+                    "query",
+                    "SELECT name, jobID FROM jobs WHERE state = 'QUEUED' AND nextRun > created;",
+                ),
+                ("Format", "json"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        json.body,
+        json!({"headers": ["name", "jobID"], "rows": [["CheckLiveness", created.body["jobID"]]]})
+    );
+    // Only reads, with Bedrock's status lines for what it refuses.
+    for (query, line) in [
+        ("Query: SELECT * FROM jobs", "502 Query Missing Semicolon"),
+        ("Query: DELETE FROM jobs WHERE 1;", "402 Bad query"),
+        ("Query: SELECT * FROM nowhere;", "402 Bad query"),
+        ("Query:", "402 Missing query"),
+    ] {
+        assert_eq!(c.send(query, &[]).await.status, line, "{query}");
+    }
+    assert_eq!(
+        bedrock
+            .queue
+            .get(cairn::JobId(id.parse().unwrap()))
+            .await
+            .unwrap()
+            .name
+            .as_str(),
+        "CheckLiveness"
+    );
+    bedrock.stop().await;
+}

@@ -1,0 +1,159 @@
+//! Query, the command of Bedrock's DB plugin that the seed's sample session ends with (`Query: SELECT * FROM
+//! jobs;`): one read-only statement over Bedrock's own table, answered as a text table (or JSON with
+//! `Format: json`). Here `jobs` is Bedrock's view of the jobs (`bedrock_jobs`: its columns, states, priorities and
+//! times), and the statement goes through the engine's read-only SQL, with its walls and limits (`cairn sql`):
+//! jobs change through the Jobs commands, never through a query.
+
+use std::time::Duration;
+
+use cairn::SqlQuery;
+use serde_json::{Value, json};
+
+use crate::bedrock::commands::values::status;
+use crate::bedrock::commands::{Answer, BedrockCommands};
+use crate::bedrock::frame::{Request, Response};
+
+/// The longest query, in bytes (Bedrock's limit on a query's size).
+const MAX_QUERY: usize = 1024 * 1024;
+
+/// How long a query may run.
+const QUERY_TIME: Duration = Duration::from_secs(10);
+
+/// Bedrock's spelling of the view's columns: PostgreSQL names them in lower case.
+const COLUMNS: [&str; 11] = [
+    "created",
+    "jobID",
+    "state",
+    "name",
+    "nextRun",
+    "lastRun",
+    "repeat",
+    "data",
+    "priority",
+    "parentJobID",
+    "retryAfter",
+];
+
+impl BedrockCommands {
+    /// Query: `Query: …sql…` on the method line, or the verb `Query` with a `query` header.
+    pub(super) async fn query(&self, request: &Request) -> Answer {
+        let sql = query_text(request).trim();
+        if sql.is_empty() || sql.len() > MAX_QUERY {
+            return Err(status("402 Missing query"));
+        }
+        let Some(statement) = sql.strip_suffix(';') else {
+            return Err(status("502 Query Missing Semicolon"));
+        };
+        let statement = statement.trim_end();
+        let first_word = statement
+            .split(|c: char| !c.is_ascii_alphabetic())
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if !matches!(first_word.as_str(), "select" | "with" | "values") {
+            return Err(bad_query(
+                "must only read (SELECT): jobs change through the Jobs commands",
+            ));
+        }
+        // `jobs` is Bedrock's table for this statement; the engine's own tables keep their names elsewhere.
+        let wrapped = format!(
+            "WITH jobs AS (SELECT * FROM bedrock_jobs) SELECT * FROM ({statement}\n) AS bedrock_query"
+        );
+        let result = self
+            .queue
+            .sql(SqlQuery {
+                sql: wrapped,
+                limit: cairn::MAX_SQL_ROWS,
+                timeout: QUERY_TIME,
+            })
+            .await
+            .map_err(|e| bad_query(e.message()))?;
+        let columns: Vec<String> = result.columns.iter().map(|c| bedrock_spelling(c)).collect();
+        let body = if request
+            .headers
+            .get("format")
+            .is_some_and(|f| f.eq_ignore_ascii_case("json"))
+        {
+            json!({"headers": columns, "rows": result.rows}).to_string()
+        } else {
+            text_table(&columns, &result.rows)
+        };
+        let mut response = Response::json(body);
+        if result.truncated {
+            response
+                .headers
+                .push(("rowsTruncated".to_owned(), cairn::MAX_SQL_ROWS.to_string()));
+        }
+        Ok(response)
+    }
+}
+
+/// The statement: after `Query:` on the method line, or in the `query` header.
+fn query_text(request: &Request) -> &str {
+    let line = request.method_line.as_str();
+    match line.get(..6) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("query:") => &line[6..],
+        _ => request.headers.get("query").unwrap_or(""),
+    }
+}
+
+/// `402 Bad query`, with what was wrong in an `error` header, as Bedrock answers a query it cannot run.
+fn bad_query(message: &str) -> Response {
+    let mut response = status("402 Bad query");
+    response
+        .headers
+        .push(("error".to_owned(), message.to_owned()));
+    response
+}
+
+/// A column's name as Bedrock spells it, when it is one of its table's.
+fn bedrock_spelling(column: &str) -> String {
+    COLUMNS
+        .iter()
+        .find(|c| c.eq_ignore_ascii_case(column))
+        .map_or_else(|| column.to_owned(), |c| (*c).to_owned())
+}
+
+/// Bedrock's text table: the column names, then a line per row, values joined by ` | `; a null is empty.
+fn text_table(columns: &[String], rows: &[Vec<Value>]) -> String {
+    let mut out = columns.join(" | ");
+    out.push('\n');
+    for row in rows {
+        let values: Vec<String> = row
+            .iter()
+            .map(|value| match value {
+                Value::Null => String::new(),
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        out.push_str(&values.join(" | "));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_table_is_names_then_rows_joined_by_bars() {
+        let columns = vec!["jobID".to_owned(), "name".to_owned(), "lastRun".to_owned()];
+        let rows = vec![
+            vec![json!(1), json!("CheckLiveness"), json!(null)],
+            vec![json!(2), json!("a | b"), json!("2026-01-01 00:00:00")],
+        ];
+        assert_eq!(
+            text_table(&columns, &rows),
+            "jobID | name | lastRun\n1 | CheckLiveness | \n2 | a | b | 2026-01-01 00:00:00\n"
+        );
+    }
+
+    #[test]
+    fn columns_take_bedrocks_spelling_whatever_the_database_folded() {
+        assert_eq!(bedrock_spelling("jobid"), "jobID");
+        assert_eq!(bedrock_spelling("NEXTRUN"), "nextRun");
+        assert_eq!(bedrock_spelling("n"), "n");
+    }
+}
