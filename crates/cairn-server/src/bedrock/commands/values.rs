@@ -172,15 +172,30 @@ pub fn last_run(job: &Job, skip_running: bool) -> String {
         .unwrap_or_default()
 }
 
+/// Whether a job's hand-outs go uncounted: Bedrock exempts jobs whose name starts with `manual` (reference §7.6),
+/// which are handed out again for as long as their `retryAfter` runs out.
+pub fn is_manual(name: &str) -> bool {
+    name.starts_with("manual")
+}
+
 /// The fields every job object has (QueryJob adds `state`, GetJob may add parent fields). A job with a
-/// `retryAfter` shows how often it was handed out as `data.retryAfterCount`, as Bedrock keeps it: `handed_out`
-/// (Cairn counts it as the job's attempts).
+/// `retryAfter` shows its bookkeeping in its data as Bedrock keeps it there (reference §7.6): how often it was
+/// handed out, `handed_out`, as `retryAfterCount` (Cairn counts it as the job's attempts), and, for a `SCHEDULED`
+/// repeat, when it was due before it was first handed out, as `originalNextRun`. A `manual…` job has neither.
 pub fn job_fields(job: &Job, last_run: String, handed_out: u32) -> Vec<(&'static str, Value)> {
     let mut data = job.data.clone();
     if let (Some(_), Value::Object(map)) = (retry_after(job), &mut data)
         && handed_out > 0
+        && !is_manual(job.name.as_str())
     {
         map.insert("retryAfterCount".to_owned(), json!(handed_out));
+        if job
+            .schedule
+            .as_deref()
+            .is_some_and(|s| s.contains("SCHEDULED"))
+        {
+            map.insert("originalNextRun".to_owned(), json!(time_text(job.run_at)));
+        }
     }
     vec![
         ("created", json!(time_text(job.created_at))),

@@ -468,3 +468,60 @@ async fn query_reads_bedrocks_jobs_table_as_the_sample_session_shows_it() {
     );
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_after_bookkeeping_shows_as_bedrock_keeps_it_and_manual_jobs_are_not_counted() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    // A SCHEDULED repeat with a retryAfter: the data says when the job was due before it was handed out, and the
+    // next run follows from that time (a day is long enough that Bedrock runs missed days one by one).
+    let scheduled = c
+        .send(
+            "CreateJob",
+            &[
+                ("name", "report"),
+                ("repeat", "SCHEDULED, +1 DAY"),
+                ("firstRun", "2026-01-01 10:00:00"),
+                ("retryAfter", "+1 HOUR"),
+            ],
+        )
+        .await;
+    let id = scheduled.body["jobID"].to_string();
+    let got = c.send("GetJob", &[("name", "report")]).await;
+    assert_eq!(got.body["data"], json!({}));
+    let queried = c.send("QueryJob", &[("jobID", &id)]).await;
+    assert_eq!(
+        queried.body["data"],
+        json!({"retryAfterCount": 1, "originalNextRun": "2026-01-01 10:00:00"})
+    );
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &id)]).await.status,
+        "200 OK"
+    );
+    let queried = c.send("QueryJob", &[("jobID", &id)]).await;
+    assert_eq!(queried.body["nextRun"], "2026-01-02 10:00:00");
+    assert_eq!(queried.body["data"], json!({}));
+
+    // A `manual…` job is handed out again for as long as its retryAfter runs out, and never counted.
+    let manual = c
+        .send(
+            "CreateJob",
+            &[("name", "manual/Fix"), ("retryAfter", "+1 SECOND")],
+        )
+        .await;
+    let id = manual.body["jobID"].to_string();
+    let wait = [
+        ("name", "manual/Fix"),
+        ("Connection", "wait"),
+        ("timeout", "10000"),
+    ];
+    for handed_out in 1..=11 {
+        let got = c.send("GetJob", &wait).await;
+        assert_eq!(got.status, "200 OK", "hand-out {handed_out}");
+        assert_eq!(got.body["data"], json!({}));
+    }
+    let queried = c.send("QueryJob", &[("jobID", &id)]).await;
+    assert_eq!(queried.body["state"], "RUNQUEUED");
+    assert_eq!(queried.body["data"], json!({}));
+    bedrock.stop().await;
+}
