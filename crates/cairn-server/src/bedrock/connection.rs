@@ -45,9 +45,8 @@ pub struct Signals {
     /// Cancelled when the server starts shutting down: a command that waits should answer then.
     pub shutdown: CancellationToken,
     /// Cancelled when the client closes its side of the connection while the command runs: a command that waits
-    /// for a job should stop waiting (Bedrock aborts such a command, and a GetJob that took jobs for a client that
-    /// left answers `556 Aborted` and gives them back). A client that only half-closed after sending still gets
-    /// the answers of other commands.
+    /// for a job should stop waiting (Bedrock aborts such a command). A client that only half-closed after sending
+    /// still gets its answers; jobs handed to one that had gone come back (see `reached_a_reader`).
     pub client_gone: CancellationToken,
 }
 
@@ -180,23 +179,22 @@ async fn handle(
                     run_watching_peer(&mut stream, &mut buffer, commands, request, shutdown, eof)
                         .await;
                 eof |= client_gone;
-                if client_gone && !response.handed_out.is_empty() {
-                    // Bedrock aborts a command whose client left (556): the jobs go back rather than into a
-                    // socket nobody reads.
-                    commands.undelivered(&response);
-                    let aborted = close(Response::status("556 Aborted"));
-                    let _ = write_bounded(&mut stream, &aborted.to_bytes(), config.request_timeout)
-                        .await;
-                    return Ok(());
-                }
                 let response = if closing { close(response) } else { response };
-                // A client that closed its side may still read (it may only have half-closed): the answer goes out
-                // anyway, and so do those of the requests it sent before closing.
+                // A client that closed its side may still read (it may only have half-closed, as `printf … | nc`
+                // does): the answer goes out anyway, and so do those of the requests it sent before closing.
                 if let Err(e) =
                     write_bounded(&mut stream, &response.to_bytes(), config.request_timeout).await
                 {
                     commands.undelivered(&response);
                     return Err(e);
+                }
+                if client_gone
+                    && !response.handed_out.is_empty()
+                    && !reached_a_reader(&stream).await
+                {
+                    // The client had gone: the jobs go back rather than stay with nobody.
+                    commands.undelivered(&response);
+                    return Ok(());
                 }
                 if closing {
                     stream.shutdown().await?;
@@ -236,6 +234,17 @@ async fn handle(
             Ok(Err(e)) => return Err(e),
         }
     }
+}
+
+/// How long an answer handed to a client that had closed its side is given to be refused.
+const DELIVERY_CHECK: Duration = Duration::from_millis(500);
+
+/// Whether an answer just written to a client that had closed its side reached someone who reads. One that only
+/// half-closed reads it; one that had gone answers the bytes with a reset, which shows as the socket's error within
+/// a round trip.
+async fn reached_a_reader(stream: &TcpStream) -> bool {
+    tokio::time::sleep(DELIVERY_CHECK).await;
+    !matches!(stream.take_error(), Ok(Some(_)) | Err(_))
 }
 
 /// Runs a command while watching the connection: bytes that arrive meanwhile (the next pipelined request) are
@@ -516,18 +525,37 @@ mod tests {
     #[tokio::test]
     async fn jobs_handed_to_a_client_that_left_are_given_back() {
         let server = start(BedrockConfig::default()).await;
-        let mut client = TcpStream::connect(server.addr).await.unwrap();
-        client
-            .write_all(b"Sleep\r\n\r\nTake\r\n\r\n")
-            .await
-            .unwrap();
+        let client = TcpStream::connect(server.addr).await.unwrap();
+        let mut client = client.into_std().unwrap();
+        std::io::Write::write_all(&mut client, b"Sleep\r\n\r\nTake\r\n\r\n").unwrap();
         server.echo.sleeping.notified().await;
-        // The client leaves while Sleep runs; Take then runs for nobody.
-        client.shutdown().await.unwrap();
+        // The client is gone while Sleep runs (closed, not half-closed); Take then runs for nobody, and the reset
+        // that answers its bytes gives the job back.
+        drop(client);
         server.echo.abandoned.notified().await;
-        let text = read_all(&mut client).await;
-        assert!(text.contains("556 Aborted"), "{text:?}");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while server.echo.undelivered.lock().unwrap().is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the job never came back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         assert_eq!(*server.echo.undelivered.lock().unwrap(), [cairn::JobId(7)]);
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn jobs_handed_to_a_client_that_half_closed_reach_it() {
+        let server = start(BedrockConfig::default()).await;
+        let mut client = TcpStream::connect(server.addr).await.unwrap();
+        // As `printf 'GetJob…' | nc` sends it: the request, then the end of what it will send.
+        client.write_all(b"Take\r\n\r\n").await.unwrap();
+        client.shutdown().await.unwrap();
+        let text = read_all(&mut client).await;
+        assert!(text.starts_with("200 Taken"), "{text:?}");
+        tokio::time::sleep(DELIVERY_CHECK * 2).await;
+        assert!(server.echo.undelivered.lock().unwrap().is_empty());
         server.stop().await;
     }
 

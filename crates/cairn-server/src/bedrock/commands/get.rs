@@ -81,10 +81,13 @@ impl BedrockCommands {
             priority,
             ..Dequeue::new(WORKER)
         };
-        // A client that leaves, or a server that stops, ends the wait; the engine gives back what it claimed.
+        // A client that leaves, or a server that stops, ends a wait; the engine gives back what it claimed. A
+        // GetJob that does not wait runs to its answer even for a client that closed its side, which may still
+        // read (`printf … | nc`); if it had gone, the connection gives the jobs back.
+        let waits = !wait.is_zero();
         let claimed = tokio::select! {
             claimed = self.queue.dequeue(request) => claimed.map_err(engine_error)?,
-            () = signals.client_gone.cancelled() => Vec::new(),
+            () = signals.client_gone.cancelled(), if waits => Vec::new(),
             () = signals.shutdown.cancelled() => Vec::new(),
         };
         if claimed.is_empty() {

@@ -525,3 +525,25 @@ async fn retry_after_bookkeeping_shows_as_bedrock_keeps_it_and_manual_jobs_are_n
     assert_eq!(queried.body["data"], json!({}));
     bedrock.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_job_piped_into_nc_gets_its_job() {
+    use tokio::io::AsyncWriteExt;
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let created = c.send("CreateJob", &[("name", "piped")]).await;
+    // `printf 'GetJob\nname: piped\n\n' | nc -q1 localhost 8888`: the request, then the end of what nc sends.
+    let mut piped = bedrock.connect().await;
+    piped.0.write_all(b"GetJob\nname: piped\n\n").await.unwrap();
+    piped.0.shutdown().await.unwrap();
+    let got = piped.read_reply().await;
+    assert_eq!(got.status, "200 OK");
+    assert_eq!(got.body["jobID"], created.body["jobID"]);
+    // It keeps the job: not given back after the answer went out.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let queried = c
+        .send("QueryJob", &[("jobID", &created.body["jobID"].to_string())])
+        .await;
+    assert_eq!(queried.body["state"], "RUNNING");
+    bedrock.stop().await;
+}
