@@ -13,8 +13,10 @@
 //! - A child created by a running job starts when that run **finishes**. If the run ends any other way (retried,
 //!   failed, lease expired, released, cancelled), the children it created are cancelled: they were part of a run
 //!   that did not happen, and the next run creates its own.
-//! - A parent whose run finishes with live children waits for them; when the last one completes, fails or is
-//!   cancelled, it runs again (with fresh attempts) and finds them with `JobFilter::parent`.
+//! - A parent whose run finishes with live children waits for them; when none is left live, it runs again (with
+//!   fresh attempts) and finds them with `JobFilter::parent`. A child that **fails** holds its waiting parent, as
+//!   a failed dependency holds its dependents: requeue the child to go on, or cancel or delete it to give up
+//!   (Bedrock's parents wait the same way).
 //! - Cancelling or deleting a parent cancels its live children.
 
 use crate::ops::events::{ActivityKind, JobRef};
@@ -24,16 +26,17 @@ use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
 use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 
-/// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead). A job
-/// ready now is ready from now: `run_at` is when it became ready, for its wait time and its priority aging.
+/// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead): no
+/// dependency, and no child that is live or failed. A job ready now is ready from now: `run_at` is when it became
+/// ready, for its wait time and its priority aging.
 pub(crate) const RELEASE_IF_UNBLOCKED: &str = concat!(
     "UPDATE jobs SET state = CASE WHEN run_at <= :now THEN 'queued' ELSE 'scheduled' END, \
      run_at = MAX(run_at, :now) \
      WHERE id = :id AND state = 'waiting' AND awaits_parent = 0 \
      AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) \
-     AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND ",
+     AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND (",
     live!("c"),
-    ") RETURNING queue, state"
+    " OR c.state = 'failed')) RETURNING queue, state"
 );
 
 /// Locks a job's row until the transaction ends (on PostgreSQL; see `store/postgres/dialect.rs`).
@@ -141,8 +144,10 @@ pub(crate) fn job_ended(
             release_if_unblocked(ctx, dependent)?;
         }
     }
-    // A failed dependency keeps its dependents waiting: nothing to do for them.
-    if let Some(parent) = parent {
+    // A failed dependency keeps its dependents waiting, and a failed child its parent: nothing to do for them.
+    if let Some(parent) = parent
+        && ending == Ending::Completed
+    {
         release_if_unblocked(ctx, parent)?;
     }
     Ok(())

@@ -383,23 +383,69 @@ async fn children_of_a_run_that_does_not_finish_are_cancelled() {
 }
 
 #[tokio::test]
-async fn a_failed_child_does_not_strand_its_parent() {
+async fn a_failed_child_holds_its_parent_until_it_is_requeued_or_given_up() {
     let t = TestQueue::new().await;
-    let parent = t.push("parent").await;
-    let run = t.take("w").await.unwrap();
-    let child = push(
-        &t,
-        Push::new("child")
-            .parent(parent)
-            .retry(RetryPolicy::immediate(1)),
-    )
-    .await;
-    t.queue.finish(&run.lease, None).await.unwrap();
-    let c = t.take("w").await.unwrap();
-    t.queue.fail(&c.lease, "bad", "no").await.unwrap();
-    assert_eq!(state(&t, child).await, JobState::Failed);
-    let again = t.take("w").await.unwrap();
-    assert_eq!(again.job.id, parent);
+    let fails = |t: &TestQueue| {
+        let q = t.queue.clone();
+        async move {
+            let c = q.dequeue(cairn::Dequeue::new("w")).await.unwrap().remove(0);
+            q.fail(&c.lease, "bad", "no").await.unwrap();
+            c.job.id
+        }
+    };
+    // Whether the failure comes first or last, the parent waits while a child has failed.
+    for failure_first in [true, false] {
+        let parent = t.push("parent").await;
+        let run = t.take("w").await.unwrap();
+        let first = push(
+            &t,
+            Push::new("first")
+                .parent(parent)
+                .retry(RetryPolicy::immediate(1)),
+        )
+        .await;
+        let second = push(&t, Push::new("second").parent(parent).priority(-1)).await;
+        t.queue.finish(&run.lease, None).await.unwrap();
+        if failure_first {
+            assert_eq!(fails(&t).await, first);
+            assert_eq!(run_one(&t).await.as_deref(), Some("second"));
+        } else {
+            t.queue.set_priority(second, 10).await.unwrap();
+            assert_eq!(run_one(&t).await.as_deref(), Some("second"));
+            assert_eq!(fails(&t).await, first);
+        }
+        assert_eq!(state(&t, parent).await, JobState::Waiting);
+        assert!(t.take("w").await.is_none(), "the parent must wait");
+        // Requeued, the child runs again and its completion frees the parent.
+        t.queue.requeue(first, None).await.unwrap();
+        assert_eq!(state(&t, parent).await, JobState::Waiting);
+        assert_eq!(run_one(&t).await.as_deref(), Some("first"));
+        let again = t.take("w").await.unwrap();
+        assert_eq!(again.job.id, parent);
+        t.queue.finish(&again.lease, None).await.unwrap();
+    }
+    // Cancelled or deleted, a failed child frees its parent too.
+    for give_up in ["cancel", "delete"] {
+        let parent = t.push("parent").await;
+        let run = t.take("w").await.unwrap();
+        let child = push(
+            &t,
+            Push::new("child")
+                .parent(parent)
+                .retry(RetryPolicy::immediate(1)),
+        )
+        .await;
+        t.queue.finish(&run.lease, None).await.unwrap();
+        assert_eq!(fails(&t).await, child);
+        assert_eq!(state(&t, parent).await, JobState::Waiting);
+        match give_up {
+            "cancel" => t.queue.cancel(child).await.unwrap(),
+            _ => t.queue.delete(child).await.unwrap(),
+        }
+        let again = t.take("w").await.unwrap();
+        assert_eq!(again.job.id, parent, "{give_up}");
+        t.queue.finish(&again.lease, None).await.unwrap();
+    }
     t.close().await;
 }
 

@@ -132,6 +132,16 @@ pub fn time_text(at: Timestamp) -> String {
     at.strftime("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// A job's `nextRun`: as [`time_text`], but with milliseconds while it is still due from the moment it was
+/// created, as Bedrock writes the `nextRun` it gives a new job (reference §1.6).
+fn next_run_text(job: &Job) -> String {
+    if job.run_at == job.created_at && job.history.is_empty() {
+        job.run_at.strftime("%Y-%m-%d %H:%M:%S%.3f").to_string()
+    } else {
+        time_text(job.run_at)
+    }
+}
+
 /// Whether a header is "true" as Bedrock's `ignoreRepeat` reads it: `true` in any case, or a non-zero integer.
 pub fn is_true(value: Option<&str>) -> bool {
     value.is_some_and(|v| v.eq_ignore_ascii_case("true") || atoll(v) != 0)
@@ -203,7 +213,7 @@ pub fn job_fields(job: &Job, last_run: String, handed_out: u32) -> Vec<(&'static
         ("jobID", json!(job.id.0)),
         ("lastRun", json!(last_run)),
         ("name", json!(job.name.as_str())),
-        ("nextRun", json!(time_text(job.run_at))),
+        ("nextRun", json!(next_run_text(job))),
         ("priority", json!(to_bedrock_priority(job.priority))),
         ("repeat", json!(job.schedule.clone().unwrap_or_default())),
         ("retryAfter", json!(retry_after(job).unwrap_or(""))),

@@ -172,6 +172,13 @@ async fn what_php_sends_is_understood_empty_data_requeue_and_ping() {
     let first = created.body["jobIDs"][0].to_string();
     let queried = c.send("QueryJob", &[("jobID", &first)]).await;
     assert_eq!(queried.body["data"], json!({}));
+    // A new job is due from its creation, which Bedrock writes with milliseconds in `nextRun` only.
+    let (created, next_run) = (
+        queried.body["created"].as_str().unwrap(),
+        queried.body["nextRun"].as_str().unwrap(),
+    );
+    assert_eq!((created.len(), next_run.len()), (19, 23), "{next_run}");
+    assert!(next_run.starts_with(created) && next_run.as_bytes()[19] == b'.');
     // Only an empty array stands for no data.
     let refused = c
         .send("CreateJobs", &[("jobs", r#"[{"name":"a","data":[1]}]"#)])

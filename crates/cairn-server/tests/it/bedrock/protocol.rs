@@ -835,17 +835,21 @@ async fn a_failed_child_must_be_cancelled_before_its_parent_can_finish() {
         c.send("FailJob", &[("jobID", &child)]).await.status,
         "200 OK"
     );
-    // Cairn runs the parent again once no child is live (Bedrock would leave it PAUSED; see docs/bedrock.md).
-    let again = c.send("GetJob", &[("name", "parent")]).await;
-    assert_eq!(again.status, "200 OK");
+    // The parent stays PAUSED while its child has failed, until the child is cancelled.
     assert_eq!(
-        c.send("FinishJob", &[("jobID", &parent)]).await.status,
-        "405 Failed to delete a job with outstanding children"
+        c.send("QueryJob", &[("jobID", &parent)]).await.body["state"],
+        "PAUSED"
+    );
+    assert_eq!(
+        c.send("GetJob", &[("name", "parent")]).await.status,
+        "404 No job found"
     );
     assert_eq!(
         c.send("CancelJob", &[("jobID", &child)]).await.status,
         "200 OK"
     );
+    let again = c.send("GetJob", &[("name", "parent")]).await;
+    assert_eq!(again.status, "200 OK");
     assert_eq!(
         c.send("FinishJob", &[("jobID", &parent)]).await.status,
         "200 OK"
