@@ -38,32 +38,38 @@ async fn claim_prefers_higher_priority_then_earlier_run_at_then_lower_id() {
     t.close().await;
 }
 
+/// The names of the ready jobs that `pattern` matches, sorted; the jobs are given back.
+async fn names_matching(t: &TestQueue, pattern: &str) -> Vec<String> {
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").name(pattern).limit(10))
+        .await
+        .unwrap();
+    for c in &got {
+        t.queue.release(&c.lease).await.unwrap();
+    }
+    let mut names: Vec<String> = got.into_iter().map(|c| c.job.name.to_string()).collect();
+    names.sort();
+    names
+}
+
 #[tokio::test]
 async fn name_patterns_match_as_sqlite_glob() {
     let t = TestQueue::new().await;
     for name in ["email.send", "email.bounce", "sms.send", "Email.x", "email"] {
         t.push(name).await;
     }
-    let take = |pattern: &'static str| {
-        let q = t.queue.clone();
-        async move {
-            let got = q
-                .dequeue(Dequeue::new("w").name(pattern).limit(10))
-                .await
-                .unwrap();
-            for c in &got {
-                q.release(&c.lease).await.unwrap();
-            }
-            let mut names: Vec<String> = got.into_iter().map(|c| c.job.name.to_string()).collect();
-            names.sort();
-            names
-        }
-    };
-    assert_eq!(take("email.*").await, ["email.bounce", "email.send"]);
-    assert_eq!(take("*.send").await, ["email.send", "sms.send"]);
-    assert_eq!(take("[Ee]mail.?").await, ["Email.x"]);
-    assert_eq!(take("[^e]*").await, ["Email.x", "sms.send"]);
-    assert_eq!(take("email").await, ["email"]);
+    assert_eq!(
+        names_matching(&t, "email.*").await,
+        ["email.bounce", "email.send"]
+    );
+    assert_eq!(
+        names_matching(&t, "*.send").await,
+        ["email.send", "sms.send"]
+    );
+    assert_eq!(names_matching(&t, "[Ee]mail.?").await, ["Email.x"]);
+    assert_eq!(names_matching(&t, "[^e]*").await, ["Email.x", "sms.send"]);
+    assert_eq!(names_matching(&t, "email").await, ["email"]);
     let err = t
         .queue
         .dequeue(Dequeue::new("w").name("email.["))
@@ -81,30 +87,15 @@ async fn names_may_hold_glob_characters_and_an_exact_pattern_matches_only_them()
     for name in names {
         t.push(name).await;
     }
-    let take = |pattern: String| {
-        let q = t.queue.clone();
-        async move {
-            let got = q
-                .dequeue(Dequeue::new("w").name(pattern).limit(10))
-                .await
-                .unwrap();
-            for c in &got {
-                q.release(&c.lease).await.unwrap();
-            }
-            let mut names: Vec<String> = got.into_iter().map(|c| c.job.name.to_string()).collect();
-            names.sort();
-            names
-        }
-    };
     // As a pattern, the name's own `?` and `*` are wildcards ...
     assert_eq!(
-        take("env/Report?id=*".to_owned()).await,
+        names_matching(&t, "env/Report?id=*").await,
         ["env/Report?id=7", "env/Report?id=[7]*", "env/ReportXid=7x"]
     );
     // ... and escaped, each name matches itself alone.
     for name in names {
         let exact = NamePattern::exact(&JobName::parse(name).unwrap());
-        assert_eq!(take(exact.as_str().to_owned()).await, [name]);
+        assert_eq!(names_matching(&t, exact.as_str()).await, [name]);
     }
     let listed = t
         .queue
