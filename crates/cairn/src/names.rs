@@ -145,9 +145,30 @@ impl NamePattern {
         self.0 == "*"
     }
 
-    /// Whether the pattern has no wildcard, and so matches only the name it spells.
+    /// Whether the pattern matches one name only (see [`NamePattern::literal`]).
     pub fn is_literal(&self) -> bool {
-        !self.0.contains(['*', '?', '['])
+        self.literal().is_some()
+    }
+
+    /// The one name the pattern matches, when it matches only one: it has no `*` or `?`, and each `[` opens a set
+    /// of one character (`[?]`, as [`NamePattern::exact`] escapes one), so that it can be compared with `=`.
+    pub fn literal(&self) -> Option<String> {
+        let mut name = String::with_capacity(self.0.len());
+        let mut chars = self.0.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '*' | '?' => return None,
+                '[' => {
+                    let member = chars.next().filter(|m| *m != '^')?;
+                    if chars.next() != Some(']') {
+                        return None;
+                    }
+                    name.push(member);
+                }
+                c => name.push(c),
+            }
+        }
+        Some(name)
     }
 
     /// The pattern that matches `name` and nothing else: GLOB's `*`, `?` and `[` each stand in a set of their own
@@ -244,8 +265,14 @@ mod tests {
         let exact = |name: &str| NamePattern::exact(&JobName::parse(name).unwrap());
         assert_eq!(exact("email.send").as_str(), "email.send");
         assert_eq!(exact("Worker?a=[1]*").as_str(), "Worker[?]a=[[]1][*]");
-        assert!(exact("email.send").is_literal());
-        assert!(!exact("a*").is_literal());
+        for name in ["email.send", "a*", "Worker?a=[1]*", "]x[", "[^]"] {
+            assert_eq!(exact(name).literal().as_deref(), Some(name), "{name}");
+        }
+        let pattern = |p: &str| NamePattern::parse(p).unwrap();
+        assert_eq!(pattern("[]]x").literal().as_deref(), Some("]x"));
+        for wild in ["a*", "a?", "[ab]", "[^a]", "[a-z]"] {
+            assert_eq!(pattern(wild).literal(), None, "{wild}");
+        }
         // The longest name escapes to a valid pattern.
         let longest = exact(&"*".repeat(255));
         assert_eq!(NamePattern::parse(longest.as_str()).unwrap(), longest);

@@ -1,7 +1,6 @@
 //! Read-only SQL over the queue's database (`cairn sql`, `POST /v1/sql`), as Bedrock's sample session does with
 //! `SELECT * FROM jobs`. The documented views (`cairn_jobs`, `cairn_attempts`, `cairn_activity`,
-//! `cairn_stats_minute`, `cairn_stats_hour`, `cairn_workers`; migration 0013) show times as RFC 3339 text;
-//! `bedrock_jobs` (migration 0015) shows the jobs as Bedrock::Jobs has them, for the Bedrock protocol's `Query`.
+//! `cairn_stats_minute`, `cairn_stats_hour`, `cairn_workers`; migration 0013) show times as RFC 3339 text.
 //!
 //! Three walls keep it a read that cannot hurt the queue: the connection is opened read-only with `query_only`
 //! (nothing can write), an authorizer allows reading and nothing else (no ATTACH of other files, no PRAGMA that

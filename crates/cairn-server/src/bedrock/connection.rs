@@ -236,15 +236,23 @@ async fn handle(
     }
 }
 
-/// How long an answer handed to a client that had closed its side is given to be refused.
-const DELIVERY_CHECK: Duration = Duration::from_millis(500);
+/// How long an answer handed to a client that had closed its side is given to be refused: a few round trips of a
+/// slow link. A job handed to a client that had gone but whose refusal comes later stays with it until its lease
+/// ends.
+const DELIVERY_CHECK: Duration = Duration::from_secs(2);
 
 /// Whether an answer just written to a client that had closed its side reached someone who reads. One that only
 /// half-closed reads it; one that had gone answers the bytes with a reset, which shows as the socket's error within
 /// a round trip.
 async fn reached_a_reader(stream: &TcpStream) -> bool {
-    tokio::time::sleep(DELIVERY_CHECK).await;
-    !matches!(stream.take_error(), Ok(Some(_)) | Err(_))
+    let deadline = tokio::time::Instant::now() + DELIVERY_CHECK;
+    while tokio::time::Instant::now() < deadline {
+        if matches!(stream.take_error(), Ok(Some(_)) | Err(_)) {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
 }
 
 /// Runs a command while watching the connection: bytes that arrive meanwhile (the next pipelined request) are

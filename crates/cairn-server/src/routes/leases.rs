@@ -193,8 +193,8 @@ fn finish_error(e: cairn::Error, has_next: bool) -> ApiError {
     }
 }
 
-/// Reports a transient error: the job runs again after its backoff (or `delay_ms`), or fails when out of
-/// attempts.
+/// Reports a transient error: the job runs again after its backoff (or `delay_ms`, or at `run_at`), or fails when
+/// out of attempts.
 #[utoipa::path(post, path = "/v1/jobs/{id}/retry", tag = "workers", request_body = RetryRequest,
     params(("id" = i64, Path, description = "The job's id")),
     responses(

@@ -225,7 +225,8 @@ impl Dequeue {
         } else {
             names
         };
-        let literal: Vec<bool> = names.iter().map(NamePattern::is_literal).collect();
+        let names: Vec<NameFilter> = names.into_iter().map(NameFilter::new).collect();
+        let literal: Vec<bool> = names.iter().map(|n| n.literal).collect();
         let sql = select_ready_jobs(&literal, self.priority.is_some(), false);
         let sql_aging = select_ready_jobs(&literal, self.priority.is_some(), true);
         Ok(Claim {
@@ -253,6 +254,32 @@ pub struct ClaimedJob {
     pub lease: Lease,
 }
 
+/// One of a claim's name patterns, and what its `?N` is compared with (see `select_ready_jobs`): the name itself
+/// with `=` when the pattern matches one name only, else the pattern with GLOB.
+#[derive(Debug, Clone)]
+pub(crate) struct NameFilter {
+    pub pattern: NamePattern,
+    pub arg: String,
+    pub literal: bool,
+}
+
+impl NameFilter {
+    fn new(pattern: NamePattern) -> Self {
+        match pattern.literal() {
+            Some(name) => NameFilter {
+                pattern,
+                arg: name,
+                literal: true,
+            },
+            None => NameFilter {
+                arg: pattern.as_str().to_owned(),
+                pattern,
+                literal: false,
+            },
+        }
+    }
+}
+
 /// A validated [`Dequeue`], as the writer runs it.
 #[derive(Debug, Clone)]
 pub(crate) struct Claim {
@@ -261,7 +288,7 @@ pub(crate) struct Claim {
     pub order: QueueOrder,
     /// Jobs per turn for each queue, in `queues` order; 1 each when empty.
     pub weights: Vec<u32>,
-    pub names: Vec<NamePattern>,
+    pub names: Vec<NameFilter>,
     pub limit: u32,
     pub max_weight: Option<u32>,
     /// The claim's own lease timeout, in milliseconds, instead of each job's.
@@ -275,9 +302,9 @@ pub(crate) struct Claim {
 
 /// SELECT_READY_JOBS for name patterns (for each, whether it is literal), and maybe one priority: ready jobs of one
 /// queue in claim order, served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first,
-/// then longest ready. Parameters: ?1 the queue, ?2 the limit, then the patterns, then the priority. A literal
-/// pattern (no wildcard, as a worker's handler names are) is compared with `=`: on PostgreSQL, GLOB is a function
-/// called for every row it looks at.
+/// then longest ready. Parameters: ?1 the queue, ?2 the limit, then the names, then the priority. A pattern that
+/// matches one name only (a worker's handler names, escaped or not) is compared with `=` against that name: on
+/// PostgreSQL, GLOB is a function called for every row it looks at.
 ///
 /// Without aging, the index's second column (`claim_key`) is minus the priority, so one priority is a range of the
 /// index. With aging it is not, and a claim of one priority walks the ready jobs that go before the first match.
@@ -401,7 +428,7 @@ impl Claim {
         let mut args = Vec::with_capacity(3 + self.names.len() + 4);
         args.push(queue.as_str().to_value());
         args.push(limit.to_value());
-        args.extend(self.names.iter().map(|n| n.as_str().to_value()));
+        args.extend(self.names.iter().map(|n| n.arg.as_str().to_value()));
         args.extend(self.priority.map(|p| p.to_value()));
         args
     }
@@ -608,7 +635,7 @@ impl Claim {
         }
         key.push('\u{1e}');
         for name in &self.names {
-            key.push_str(name.as_str());
+            key.push_str(name.pattern.as_str());
             key.push('\u{1f}');
         }
         if let Some(priority) = self.priority {

@@ -20,6 +20,11 @@
 //!   follows real time: it runs whenever the local clock shows a matching time. A skipped local time does not run,
 //!   and a repeated one runs again, so `*/30 * * * *` runs every 30 real minutes through the hour that repeats.
 //!
+//! Where this departs from Debian's cron: the skipped times of a fixed-time schedule run once at the jump together
+//! (Debian runs each skipped minute's jobs in turn, so `0 2,3 * * *` runs twice at a 02:00 → 03:00 jump there and
+//! once here); and a clock change is taken to come at least a day after the one before, as in every zone today, so
+//! only the latest change decides what a fixed-time schedule has already run.
+//!
 //! `L`, `W` and `#` (which Vixie cron does not have) follow the same day rule: a field such as `L` or `5L` does not
 //! begin with `*`, so `0 0 L * MON` runs on the last day and on every Monday, and `0 0 L * */2` on the last day when
 //! it is a Sunday, Tuesday, Thursday or Saturday. They choose days only, and play no part in which rule a clock
@@ -575,7 +580,7 @@ mod tests {
                     "2025-06-11T12:00:00Z",
                 ],
             ),
-            // Unchanged: a range with a step.
+            // A range with a step, which never began with `*`.
             (
                 "0 12 1-31/10 * *",
                 "2025-05-20T00:00:00Z",

@@ -31,8 +31,7 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         [
             (1, "schema".to_owned(), 1_000),
             (2, "rate_buckets".to_owned(), 1_000),
-            (3, "statistics_per_node".to_owned(), 1_000),
-            (4, "bedrock_jobs".to_owned(), 1_000)
+            (3, "statistics_per_node".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -55,7 +54,6 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         "cairn_stats_minute",
         "cairn_stats_hour",
         "cairn_workers",
-        "bedrock_jobs",
     ] {
         client
             .execute(&format!("SELECT * FROM {table} LIMIT 1"), &[])

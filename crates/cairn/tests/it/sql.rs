@@ -8,96 +8,6 @@ use serde_json::json;
 use super::harness::TestQueue;
 
 #[tokio::test]
-async fn bedrock_jobs_shows_the_jobs_bedrock_sees_as_bedrock_has_them() {
-    let t = TestQueue::new().await;
-    let state_of = |id: cairn::JobId| {
-        let q = t.queue.clone();
-        async move {
-            let result = q
-                .sql(SqlQuery::new(format!(
-                    "SELECT state, nextRun, lastRun, priority, parentJobID, retryAfter, repeat \
-                     FROM bedrock_jobs WHERE jobID = {}",
-                    id.0
-                )))
-                .await
-                .unwrap();
-            result.rows.first().cloned()
-        }
-    };
-    let later = t
-        .queue
-        .enqueue(
-            Push::new("later")
-                .run_at("2026-01-02T03:04:05.678Z".parse().unwrap())
-                .priority(500)
-                .schedule("HOURLY"),
-        )
-        .await
-        .unwrap()
-        .id;
-    assert_eq!(
-        state_of(later).await.unwrap(),
-        [
-            json!("QUEUED"),
-            json!("2026-01-02 03:04:05"),
-            json!(null),
-            json!(1000),
-            json!(0),
-            json!(""),
-            json!("HOURLY")
-        ]
-    );
-    let watched = t
-        .queue
-        .enqueue(
-            Push::new("watched")
-                .tag("bedrock:retryAfter=+5 MINUTES")
-                .timeout(Duration::from_secs(300)),
-        )
-        .await
-        .unwrap()
-        .id;
-    // Taken as the Bedrock protocol takes jobs: leased for a day, which the job's timeout cuts short.
-    let mut taken = t
-        .queue
-        .dequeue(cairn::Dequeue {
-            lease_timeout: Some(Duration::from_secs(24 * 3600)),
-            ..cairn::Dequeue::new("bedrock")
-        })
-        .await
-        .unwrap();
-    let claimed = taken.remove(0);
-    assert_eq!(claimed.job.id, watched);
-    let row = state_of(watched).await.unwrap();
-    assert_eq!(
-        row[..3],
-        [
-            json!("RUNQUEUED"),
-            json!("2026-01-01 00:05:00"),
-            json!("2026-01-01 00:00:00")
-        ]
-    );
-    assert_eq!(row[5], json!("+5 MINUTES"));
-    t.queue.finish(&claimed.lease, None).await.unwrap();
-    // A job on its own that finished is gone, as Bedrock deletes it; a job of another queue is not Bedrock's.
-    assert_eq!(state_of(watched).await, None);
-    let elsewhere = t
-        .queue
-        .enqueue(Push::new("x").queue("emails"))
-        .await
-        .unwrap()
-        .id;
-    assert_eq!(state_of(elsewhere).await, None);
-    let failed = t.push("failing").await;
-    let claimed = t.take("w").await.unwrap();
-    assert_eq!(claimed.job.id, failed);
-    assert_eq!(state_of(failed).await.unwrap()[0], json!("RUNNING"));
-    t.queue.fail(&claimed.lease, "x", "y").await.unwrap();
-    assert_eq!(state_of(failed).await.unwrap()[0], json!("FAILED"));
-    t.close().await;
-}
-
-#[tokio::test]
 async fn the_views_answer_selects_with_times_as_text() {
     let t = TestQueue::new().await;
     let id = t.push("report").await;
@@ -149,7 +59,6 @@ async fn the_views_answer_selects_with_times_as_text() {
         "cairn_stats_minute",
         "cairn_stats_hour",
         "cairn_workers",
-        "bedrock_jobs",
     ] {
         t.queue
             .sql(SqlQuery::new(format!("SELECT * FROM {view}")))

@@ -111,78 +111,23 @@ impl BedrockCommands {
     /// RetryJob: run again at the repeat's next time, at `nextRun`, or after `delay` seconds, in that order.
     pub(super) async fn retry_job(&self, headers: &Headers) -> Answer {
         let job = self.named(headers).await?;
-        let lease = if values::is_mocked(&job) && job.state != JobState::Running {
-            None
-        } else {
-            Some(self.held(&job, NOT_RUNNING).await?)
-        };
+        if values::is_mocked(&job) && job.state != JobState::Running {
+            return self.retry_mocked(job, headers).await;
+        }
+        let lease = self.held(&job, NOT_RUNNING).await?;
         let (done, _) = self.child_checks(&job).await?;
         let data = new_data(&job, headers)?;
-        // A new name is checked now, and given once the job is no longer running.
-        let rename = headers
-            .get("name")
-            .filter(|name| !name.is_empty() && *name != job.name.as_str())
-            .map(|name| {
-                cairn::JobName::parse(name)
-                    .map(|_| name.to_owned())
-                    .map_err(engine_error)
-            })
-            .transpose()?;
-        let priority = headers
-            .get("jobpriority")
-            .map(values::priority)
-            .transpose()?;
-        let repeats = job.schedule.is_some() && !values::is_true(headers.get("ignorerepeat"));
-        if lease.is_none() && repeats {
-            // A mocked job that is not running has no run to finish, which is how a repeat schedules the next.
-            return Err(status(NOT_RUNNING));
-        }
-        // When the job runs again: at the repeat's next time (finishing the run schedules it), at `nextRun` as
-        // sent, or `delay` seconds from now.
-        let run_at = if repeats {
-            None
-        } else if let Some(next_run) = headers.get("nextrun").filter(|n| !n.is_empty()) {
-            Some(cairn::parse_first_run(next_run).map_err(|_| status("402 Malformed nextRun"))?)
-        } else {
-            let delay = retry_delay(headers.get("delay").unwrap_or("0"))?;
-            Some(self.queue.now() + delay)
-        };
+        let plan = self.retry_plan(&job, headers)?;
         self.delete_children(done).await?;
         // Name and priority change while the job still runs, so that nobody can take it under the old ones.
-        if let Some(name) = rename {
-            self.queue
-                .rename(job.id, &name)
-                .await
-                .map_err(engine_error)?;
-        }
-        if let Some(priority) = priority {
-            self.queue
-                .set_priority(job.id, values::to_cairn_priority(priority))
-                .await
-                .map_err(engine_error)?;
-        }
-        let Some(lease) = lease else {
-            // A mocked job retried while it does not run: its data, then its next run.
-            if let Some(data) = data {
-                self.queue
-                    .set_data(job.id, data)
-                    .await
-                    .map_err(engine_error)?;
-            }
-            let at = run_at.expect("a mocked job that repeats was refused above");
-            self.queue
-                .requeue(job.id, Some(at))
-                .await
-                .map_err(engine_error)?;
-            return Ok(Response::status("200 OK"));
-        };
+        self.rename_and_prioritise(&job, &plan).await?;
         if let Some(data) = data {
             self.queue
                 .checkpoint(&lease, data)
                 .await
                 .map_err(|e| lease_error(e, NOT_RUNNING))?;
         }
-        match run_at {
+        match plan.run_at {
             // The repeat decides: finishing the run schedules the next one.
             None => self.queue.finish(&lease, None).await.map(drop),
             // A job with a retryAfter starts counting its hand-outs afresh (Bedrock removes retryAfterCount).
@@ -201,6 +146,83 @@ impl BedrockCommands {
         .map_err(|e| lease_error(e, NOT_RUNNING))?;
         self.forget(job.id);
         Ok(Response::status("200 OK"))
+    }
+
+    /// RetryJob on a mocked job that does not run, which Bedrock allows in any state (reference §10): a job on
+    /// its own moves to its next run. A mocked child, a parent with children left or a repeating job would need a
+    /// run to end (a repeat schedules the next run when one ends), and is refused as an unmocked one is.
+    async fn retry_mocked(&self, job: Job, headers: &Headers) -> Answer {
+        let (done, left) = self.child_checks(&job).await?;
+        let data = new_data(&job, headers)?;
+        let plan = self.retry_plan(&job, headers)?;
+        let Some(at) = plan.run_at else {
+            return Err(status(NOT_RUNNING));
+        };
+        if job.parent.is_some() || !left.is_empty() {
+            return Err(status(NOT_RUNNING));
+        }
+        self.delete_children(done).await?;
+        self.rename_and_prioritise(&job, &plan).await?;
+        if let Some(data) = data {
+            self.queue
+                .set_data(job.id, data)
+                .await
+                .map_err(engine_error)?;
+        }
+        self.queue
+            .requeue(job.id, Some(at))
+            .await
+            .map_err(engine_error)?;
+        self.forget(job.id);
+        Ok(Response::status("200 OK"))
+    }
+
+    /// What a RetryJob asks for, checked before anything is written.
+    fn retry_plan(&self, job: &Job, headers: &Headers) -> Result<RetryPlan, Response> {
+        let rename = headers
+            .get("name")
+            .filter(|name| !name.is_empty() && *name != job.name.as_str())
+            .map(|name| {
+                cairn::JobName::parse(name)
+                    .map(|_| name.to_owned())
+                    .map_err(engine_error)
+            })
+            .transpose()?;
+        let priority = headers
+            .get("jobpriority")
+            .map(values::priority)
+            .transpose()?;
+        let repeats = job.schedule.is_some() && !values::is_true(headers.get("ignorerepeat"));
+        let run_at = if repeats {
+            None
+        } else if let Some(next_run) = headers.get("nextrun").filter(|n| !n.is_empty()) {
+            Some(cairn::parse_first_run(next_run).map_err(|_| status("402 Malformed nextRun"))?)
+        } else {
+            let delay = retry_delay(headers.get("delay").unwrap_or("0"))?;
+            Some(self.queue.now() + delay)
+        };
+        Ok(RetryPlan {
+            rename,
+            priority,
+            run_at,
+        })
+    }
+
+    /// A RetryJob's new name and priority.
+    async fn rename_and_prioritise(&self, job: &Job, plan: &RetryPlan) -> Result<(), Response> {
+        if let Some(name) = &plan.rename {
+            self.queue
+                .rename(job.id, name)
+                .await
+                .map_err(engine_error)?;
+        }
+        if let Some(priority) = plan.priority {
+            self.queue
+                .set_priority(job.id, values::to_cairn_priority(priority))
+                .await
+                .map_err(engine_error)?;
+        }
+        Ok(())
     }
 
     /// FinishJob on a mocked job that does not run, which Bedrock allows in any state (reference §10): a job
@@ -224,7 +246,8 @@ impl BedrockCommands {
     pub(super) async fn fail_job(&self, headers: &Headers) -> Answer {
         let job = self.named(headers).await?;
         let lease = self.held(&job, NOT_RUNNING_FAIL).await?;
-        if let Some(data) = new_data(&job, headers)? {
+        // FailJob stores data as it comes (Bedrock checks mocked-ness only when a job finishes or is retried).
+        if let Some(data) = data_header(headers)? {
             self.queue
                 .checkpoint(&lease, data)
                 .await
@@ -239,24 +262,40 @@ impl BedrockCommands {
     }
 }
 
+/// What a RetryJob asks for.
+struct RetryPlan {
+    /// A new name.
+    rename: Option<String>,
+    /// A new (Bedrock) priority.
+    priority: Option<i64>,
+    /// When the job runs again: at `nextRun` as sent, or `delay` seconds from now; `None` when its repeat decides
+    /// (finishing the run schedules the next one).
+    run_at: Option<jiff::Timestamp>,
+}
+
 /// A non-empty `data` header, which must be JSON here (Bedrock stores any text; Cairn stores JSON), and must be
-/// mocked exactly when the job is (`500 Mock Mismatch`: Bedrock cannot tell whom to trust). A `retryAfterCount`
-/// the worker sends back is dropped, as Bedrock drops it: the count is the engine's.
+/// mocked exactly when the job is (`500 Mock Mismatch`: Bedrock cannot tell whom to trust).
 fn new_data(job: &Job, headers: &Headers) -> Result<Option<Value>, Response> {
-    match headers.get("data").filter(|d| !d.is_empty()) {
-        None => Ok(None),
-        Some(text) => {
-            let mut data: Value =
-                serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
-            if values::says_mocked(&data) != values::is_mocked(job) {
-                return Err(status("500 Mock Mismatch"));
-            }
-            if let Value::Object(map) = &mut data {
-                map.shift_remove("retryAfterCount");
-            }
-            Ok(Some(data))
-        }
+    let data = data_header(headers)?;
+    if let Some(data) = &data
+        && values::says_mocked(data) != values::is_mocked(job)
+    {
+        return Err(status("500 Mock Mismatch"));
     }
+    Ok(data)
+}
+
+/// A non-empty `data` header as JSON. A `retryAfterCount` the worker sends back is dropped, as Bedrock drops it:
+/// the count is the engine's.
+fn data_header(headers: &Headers) -> Result<Option<Value>, Response> {
+    let Some(text) = headers.get("data").filter(|d| !d.is_empty()) else {
+        return Ok(None);
+    };
+    let mut data: Value = serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
+    if let Value::Object(map) = &mut data {
+        map.shift_remove("retryAfterCount");
+    }
+    Ok(Some(data))
 }
 
 /// Whether FinishJob's data ends a repeating job: `"delete": true` (or `"true"`).

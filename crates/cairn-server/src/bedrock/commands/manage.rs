@@ -224,7 +224,16 @@ impl BedrockCommands {
             let Ok(job) = self.bedrock_job(JobId(id)).await else {
                 continue;
             };
-            match self.queue.requeue(JobId(id), Some(job.created_at)).await {
+            // `created` as Bedrock writes it: whole seconds.
+            let created = job
+                .created_at
+                .round(
+                    jiff::TimestampRound::new()
+                        .smallest(jiff::Unit::Second)
+                        .mode(jiff::RoundMode::Trunc),
+                )
+                .unwrap_or(job.created_at);
+            match self.queue.requeue(JobId(id), Some(created)).await {
                 Ok(_) => {
                     self.forget(JobId(id));
                     if let Some(name) = &rename

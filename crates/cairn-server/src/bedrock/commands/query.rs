@@ -1,15 +1,17 @@
 //! Query, the command of Bedrock's DB plugin that the seed's sample session ends with (`Query: SELECT * FROM
 //! jobs;`): one read-only statement over Bedrock's own table, answered as a text table (or JSON with
-//! `Format: json`). Here `jobs` is Bedrock's view of the jobs (`bedrock_jobs`: its columns, states, priorities and
-//! times), and the statement goes through the engine's read-only SQL, with its walls and limits (`cairn sql`):
-//! jobs change through the Jobs commands, never through a query.
+//! `Format: json`). For that statement `jobs` is Bedrock's table made from Cairn's jobs ([`bedrock_jobs`]: its
+//! columns, states, priorities and times, for the jobs this protocol sees), and the statement goes through the
+//! engine's read-only SQL, with its walls and limits (`cairn sql`): jobs change through the Jobs commands, never
+//! through a query.
 
 use std::time::Duration;
 
 use cairn::SqlQuery;
 use serde_json::{Value, json};
 
-use crate::bedrock::commands::values::status;
+use crate::bedrock::commands::create::engine_error;
+use crate::bedrock::commands::values::{self, status};
 use crate::bedrock::commands::{Answer, BedrockCommands};
 use crate::bedrock::frame::{Request, Response};
 
@@ -55,9 +57,11 @@ impl BedrockCommands {
                 "must only read (SELECT): jobs change through the Jobs commands",
             ));
         }
-        // `jobs` is Bedrock's table for this statement; the engine's own tables keep their names elsewhere.
+        // `jobs` is Bedrock's table for this statement: a name in a WITH hides the table of that name. The line
+        // break ends a `--` comment the statement may end with.
         let wrapped = format!(
-            "WITH jobs AS (SELECT * FROM bedrock_jobs) SELECT * FROM ({statement}\n) AS bedrock_query"
+            "WITH jobs AS ({}) SELECT * FROM ({statement}\n) AS bedrock_query",
+            bedrock_jobs(self.queue.is_postgres())
         );
         let result = self
             .queue
@@ -67,7 +71,14 @@ impl BedrockCommands {
                 timeout: QUERY_TIME,
             })
             .await
-            .map_err(|e| bad_query(e.message()))?;
+            .map_err(|e| {
+                if e.kind() == cairn::ErrorKind::InvalidInput {
+                    bad_query(e.message())
+                } else {
+                    // The database could not be read: not the query's fault.
+                    engine_error(e)
+                }
+            })?;
         let columns: Vec<String> = result.columns.iter().map(|c| bedrock_spelling(c)).collect();
         let body = if request
             .headers
@@ -86,6 +97,54 @@ impl BedrockCommands {
         }
         Ok(response)
     }
+}
+
+/// Bedrock's table of jobs (reference §2), as a query of Cairn's, in the dialect of the database that runs it:
+/// the jobs of Bedrock's queues, without the standalone ones that finished (Bedrock deletes them), with Bedrock's
+/// columns in its order, its states, its priorities, and its times (`YYYY-MM-DD HH:MM:SS`, UTC). PostgreSQL folds
+/// the names a statement writes without quotes to lower case (`jobID` is `jobid`), so its columns are named so,
+/// and the answer spells them as Bedrock does ([`bedrock_spelling`]). Inside the WITH that names this `jobs`,
+/// SQLite's own table is `main.jobs`; PostgreSQL's non-recursive WITH does not see its own name.
+fn bedrock_jobs(postgres: bool) -> String {
+    let (table, time) = if postgres {
+        (
+            "jobs",
+            "to_char(to_timestamp(({ms}) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')",
+        )
+    } else {
+        (
+            "main.jobs",
+            "strftime('%Y-%m-%d %H:%M:%S', ({ms}) / 1000, 'unixepoch')",
+        )
+    };
+    let time = |ms: &str| time.replace("{ms}", ms);
+    let tag = values::RETRY_AFTER_TAG;
+    // A RUNQUEUED job is due again when its time runs out: the end of its lease.
+    let next_run = time(
+        "CASE WHEN state = 'running' AND retry_after IS NOT NULL THEN lease_expires_at ELSE run_at END",
+    );
+    format!(
+        "SELECT {created} AS created, id AS jobid, \
+         CASE WHEN state = 'scheduled' OR state = 'queued' THEN 'QUEUED' \
+         WHEN state = 'running' AND retry_after IS NOT NULL THEN 'RUNQUEUED' \
+         WHEN state = 'running' THEN 'RUNNING' WHEN state = 'waiting' THEN 'PAUSED' \
+         WHEN state = 'failed' THEN 'FAILED' WHEN state = 'cancelled' THEN 'CANCELLED' \
+         ELSE 'FINISHED' END AS state, \
+         name, {next_run} AS nextrun, {last_run} AS lastrun, COALESCE(schedule, '') AS repeat, data, \
+         priority + {offset} AS priority, COALESCE(parent_id, 0) AS parentjobid, \
+         COALESCE(retry_after, '') AS retryafter \
+         FROM (SELECT j.*, (SELECT MIN(substr(tag, {from})) FROM job_tags \
+         WHERE job_id = j.id AND substr(tag, 1, {len}) = '{tag}') AS retry_after \
+         FROM {table} AS j WHERE (queue = '{queue}' OR queue = '{mock}') \
+         AND (state != 'completed' OR parent_id IS NOT NULL)) AS bedrock",
+        created = time("created_at"),
+        last_run = time("attempt_started_at"),
+        offset = values::DEFAULT_PRIORITY,
+        from = tag.len() + 1,
+        len = tag.len(),
+        queue = values::QUEUE,
+        mock = values::MOCK_QUEUE,
+    )
 }
 
 /// The statement: after `Query:` on the method line, or in the `query` header.

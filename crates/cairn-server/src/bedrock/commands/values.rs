@@ -133,9 +133,10 @@ pub fn time_text(at: Timestamp) -> String {
 }
 
 /// A job's `nextRun`: as [`time_text`], but with milliseconds while it is still due from the moment it was
-/// created, as Bedrock writes the `nextRun` it gives a new job (reference §1.6).
+/// created, as Bedrock writes the `nextRun` it gives a new job (reference §1.6). Every time Bedrock computes is
+/// whole seconds, and so are the times this layer gives a job (RequeueJobs' `created`, for one).
 fn next_run_text(job: &Job) -> String {
-    if job.run_at == job.created_at && job.history.is_empty() {
+    if job.run_at == job.created_at {
         job.run_at.strftime("%Y-%m-%d %H:%M:%S%.3f").to_string()
     } else {
         time_text(job.run_at)

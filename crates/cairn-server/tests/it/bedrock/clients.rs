@@ -47,7 +47,7 @@ async fn names_carry_parameters_and_glob_characters_and_match_as_bedrock_matches
         )
         .await;
     assert_eq!(again.body, json!({"jobID": ids[1]}));
-    // RetryJob and RequeueJobs rename to such names too.
+    // RetryJob renames to such names too.
     let got = c
         .send(
             "GetJob",
@@ -388,6 +388,35 @@ async fn mocked_and_real_jobs_never_mix_in_unique_updates_or_families() {
         .send("CreateJobs", &[("jobs", &batch), ("mockRequest", "true")])
         .await;
     assert_eq!(batch_ok.status, "200 OK");
+    // A mocked parent that waits for its children needs a run to end: it is not retried while it waits.
+    let paused = c
+        .send(
+            "FinishJob",
+            &[("jobID", &id(&mocked)), ("data", r#"{"mockRequest":true}"#)],
+        )
+        .await;
+    assert_eq!(paused.status, "200 OK");
+    assert_eq!(
+        c.send("QueryJob", &[("jobID", &id(&mocked))]).await.body["state"],
+        "PAUSED"
+    );
+    assert_eq!(
+        c.send("RetryJob", &[("jobID", &id(&mocked))]).await.status,
+        "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
+    );
+    // FailJob stores its data as it comes, mocked or not.
+    let failing = c
+        .send("CreateJob", &[("name", "failing"), ("mockRequest", "")])
+        .await;
+    c.send("GetJob", &[("name", "failing"), ("getMockedJobs", "")])
+        .await;
+    let failed = c
+        .send(
+            "FailJob",
+            &[("jobID", &id(&failing)), ("data", r#"{"why":"x"}"#)],
+        )
+        .await;
+    assert_eq!(failed.status, "200 OK");
     bedrock.stop().await;
 }
 
@@ -552,5 +581,114 @@ async fn a_get_job_piped_into_nc_gets_its_job() {
         .send("QueryJob", &[("jobID", &created.body["jobID"].to_string())])
         .await;
     assert_eq!(queried.body["state"], "RUNNING");
+    bedrock.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_shows_each_job_bedrock_sees_in_bedrocks_states_and_times() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let id = |reply: &super::Reply| reply.body["jobID"].to_string();
+    c.send(
+        "CreateJob",
+        &[
+            ("name", "later"),
+            ("firstRun", "2030-01-02 03:04:05"),
+            ("jobPriority", "1000"),
+            ("repeat", "HOURLY"),
+        ],
+    )
+    .await;
+    c.send(
+        "CreateJob",
+        &[("name", "watched"), ("retryAfter", "+1 HOUR")],
+    )
+    .await;
+    c.send("GetJob", &[("name", "watched")]).await;
+    let parent = c.send("CreateJob", &[("name", "parent")]).await;
+    c.send("GetJob", &[("name", "parent")]).await;
+    c.send(
+        "CreateJob",
+        &[("name", "child"), ("parentJobID", &id(&parent))],
+    )
+    .await;
+    let before = c
+        .send(
+            "Query",
+            &[
+                (
+                    "query",
+                    "SELECT name, state FROM jobs WHERE name = 'child';",
+                ),
+                ("Format", "json"),
+            ],
+        )
+        .await;
+    assert_eq!(before.body["rows"], json!([["child", "PAUSED"]]));
+    c.send("FinishJob", &[("jobID", &id(&parent))]).await;
+    let child = c.send("GetJob", &[("name", "child")]).await;
+    c.send("FinishJob", &[("jobID", &id(&child))]).await;
+    let done = c.send("CreateJob", &[("name", "done")]).await;
+    c.send("GetJob", &[("name", "done")]).await;
+    c.send("FinishJob", &[("jobID", &id(&done))]).await;
+    let failing = c.send("CreateJob", &[("name", "failing")]).await;
+    c.send("GetJob", &[("name", "failing")]).await;
+    c.send("FailJob", &[("jobID", &id(&failing))]).await;
+    // Not Bedrock's: a job of another queue.
+    bedrock
+        .queue
+        .enqueue(cairn::Push::new("elsewhere").queue("emails"))
+        .await
+        .unwrap();
+
+    let rows = c
+        .send(
+            "Query",
+            &[
+                (
+                    "query",
+                    "SELECT name, state, priority, parentJobID, repeat, retryAfter FROM jobs ORDER BY jobID;",
+                ),
+                ("Format", "json"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        rows.body["rows"],
+        json!([
+            ["later", "QUEUED", 1000, 0, "HOURLY", ""],
+            ["watched", "RUNQUEUED", 500, 0, "", "+1 HOUR"],
+            ["parent", "QUEUED", 500, 0, "", ""],
+            ["child", "FINISHED", 500, parent.body["jobID"], "", ""],
+            ["failing", "FAILED", 500, 0, "", ""]
+        ]),
+        "{}",
+        rows.text
+    );
+    let times = c
+        .send(
+            "Query",
+            &[
+                (
+                    "query",
+                    "SELECT nextRun, lastRun FROM jobs WHERE name IN ('later', 'watched') ORDER BY jobID;",
+                ),
+                ("Format", "json"),
+            ],
+        )
+        .await;
+    assert_eq!(times.body["rows"][0], json!(["2030-01-02 03:04:05", null]));
+    // A RUNQUEUED job is due again when its hour is up.
+    let time = |v: &serde_json::Value| {
+        jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", v.as_str().unwrap()).unwrap()
+    };
+    let (next, last) = (&times.body["rows"][1][0], &times.body["rows"][1][1]);
+    // (Both are cut to the second: the hour from the start, to the millisecond, may end in the second before.)
+    let hour_later = time(last) + jiff::Span::new().hours(1);
+    assert!(
+        [hour_later, hour_later - jiff::Span::new().seconds(1)].contains(&time(next)),
+        "{}",
+        times.text
+    );
     bedrock.stop().await;
 }

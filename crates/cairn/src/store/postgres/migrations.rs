@@ -24,11 +24,6 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "statistics_per_node",
         include_str!("../../../migrations/postgres/0003_statistics_per_node.sql"),
     ),
-    (
-        4,
-        "bedrock_jobs",
-        include_str!("../../../migrations/postgres/0004_bedrock_jobs.sql"),
-    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

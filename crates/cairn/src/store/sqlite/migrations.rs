@@ -76,11 +76,6 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "rate_buckets",
         include_str!("../../../migrations/sqlite/0014_rate_buckets.sql"),
     ),
-    (
-        15,
-        "bedrock_jobs",
-        include_str!("../../../migrations/sqlite/0015_bedrock_jobs.sql"),
-    ),
 ];
 
 /// The schema version this build of Cairn writes.
