@@ -45,9 +45,7 @@ impl Retry {
             usage: None,
         }
     }
-}
 
-impl Retry {
     /// When the job runs again, in milliseconds, if the caller said: `delay` from now (at most a year), or
     /// `run_at`.
     fn run_at_ms(&self, now_ms: i64) -> Result<Option<i64>> {

@@ -38,11 +38,7 @@ impl BedrockCommands {
             Some(parent) => values::is_mocked(parent),
             None => values::is_mock_request(headers),
         };
-        let data = if mocked {
-            values::mocked_data(data)
-        } else {
-            data
-        };
+        let data = values::new_job_data(data, mocked);
         // Unique creates are serialised, as Bedrock's are: the lookup and the write must not interleave with
         // another's, or two connections would both create the job.
         let _unique = if headers.get("unique") == Some("true") {
@@ -103,11 +99,7 @@ impl BedrockCommands {
         let mut early = Vec::with_capacity(each.len());
         for job in &each {
             let data = early_checks(job)?;
-            let data = if mocked {
-                values::mocked_data(data)
-            } else {
-                data
-            };
+            let data = values::new_job_data(data, mocked);
             let parent = self.parent_check(job).await?;
             let existing = if job.get("unique") == Some("true") {
                 let name = job.get("name").unwrap_or("");

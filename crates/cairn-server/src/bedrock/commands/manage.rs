@@ -1,7 +1,7 @@
 //! QueryJob, UpdateJob, DeleteJob, CancelJob and RequeueJobs (reference §5.4, §5.5, §5.9–5.11).
 
 use cairn::{Job, JobFilter, JobId, JobState, Repeat, RunTimes};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::bedrock::commands::create::engine_error;
 use crate::bedrock::commands::values::{self, MAX_DATA, status};
@@ -9,14 +9,6 @@ use crate::bedrock::commands::{Answer, BedrockCommands};
 use crate::bedrock::frame::{Headers, Response, json_object};
 
 const NO_JOB: &str = "404 No job with this jobID";
-
-/// Data without a `mockRequest` key, for a job that is not mocked.
-fn unmocked_data(mut data: Value) -> Value {
-    if let Value::Object(map) = &mut data {
-        map.shift_remove("mockRequest");
-    }
-    data
-}
 
 impl BedrockCommands {
     /// The job as Bedrock sees it: a completed standalone job is one Bedrock would have deleted (a completed child
@@ -72,11 +64,7 @@ impl BedrockCommands {
         // Bedrock stores invalid JSON as `{}` without a word; Cairn says so instead.
         let data = serde_json::from_str(text).map_err(|_| status("402 Malformed data"))?;
         // The data cannot change whether the job is mocked.
-        let data = if values::is_mocked(&job) {
-            values::mocked_data(data)
-        } else {
-            unmocked_data(data)
-        };
+        let data = values::kept_mocked_as(data, values::is_mocked(&job));
         // The running job's data is its worker's: it is saved as a checkpoint under the lease held here.
         let lease = match job.state {
             JobState::Running => Some(self.lease_of(id).await.ok_or_else(|| {

@@ -49,12 +49,22 @@ pub fn says_mocked(data: &Value) -> bool {
     data.get("mockRequest").is_some()
 }
 
-/// A mocked job's data: the client's, with `"mockRequest": true` (in place if the key is there, last if not).
-pub fn mocked_data(mut data: Value) -> Value {
-    if let Value::Object(map) = &mut data {
+/// A new job's data as the client wrote it, and for a mocked job with `"mockRequest": true` (in place if the key
+/// is there, last if not).
+pub fn new_job_data(mut data: Value, mocked: bool) -> Value {
+    if let (true, Value::Object(map)) = (mocked, &mut data) {
         map.insert("mockRequest".to_owned(), Value::Bool(true));
     }
     data
+}
+
+/// New data for a job that already exists: its `mockRequest` key says what the job is, whatever the data says.
+pub fn kept_mocked_as(mut data: Value, mocked: bool) -> Value {
+    if !mocked && let Value::Object(map) = &mut data {
+        map.shift_remove("mockRequest");
+        return data;
+    }
+    new_job_data(data, mocked)
 }
 
 /// An error status with no body.
