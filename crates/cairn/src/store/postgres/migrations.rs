@@ -43,8 +43,15 @@ pub(crate) fn migrate(client: &mut Client, now_ms: i64) -> Result<()> {
         let what = what.to_owned();
         move |e: postgres::Error| Error::storage(what, e)
     };
-    client
-        .batch_execute(
+    for &(version, name, sql) in MIGRATIONS {
+        let label = format!("applying migration {version:04}_{name}");
+        let mut tx = client.transaction().map_err(context(&label))?;
+        // Nodes starting together queue here; the one that gets the lock first applies, the others see it done.
+        // The lock comes before the table of versions is created: `CREATE TABLE IF NOT EXISTS` is not safe against
+        // a concurrent create (the loser fails on `pg_type_typname_nsp_index`).
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+            .map_err(context(&label))?;
+        tx.batch_execute(
             "CREATE TABLE IF NOT EXISTS cairn_migrations (
                  version    BIGINT PRIMARY KEY,
                  name       TEXT   NOT NULL,
@@ -52,12 +59,6 @@ pub(crate) fn migrate(client: &mut Client, now_ms: i64) -> Result<()> {
              )",
         )
         .map_err(context("creating cairn_migrations"))?;
-    for &(version, name, sql) in MIGRATIONS {
-        let label = format!("applying migration {version:04}_{name}");
-        let mut tx = client.transaction().map_err(context(&label))?;
-        // Nodes starting together queue here; the one that gets the lock first applies, the others see it done.
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .map_err(context(&label))?;
         let current: i64 = tx
             .query_one(
                 "SELECT COALESCE(MAX(version), 0) FROM cairn_migrations",
