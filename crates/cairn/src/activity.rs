@@ -7,7 +7,7 @@ use crate::clock::{from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::ops::events::ActivityKind;
-use crate::store::db::{Db, Params, ToValue, named};
+use crate::store::db::{Db, Sql, ToValue, params};
 
 /// The most events one page holds.
 pub const MAX_ACTIVITY_PAGE: u32 = 1000;
@@ -61,17 +61,26 @@ pub struct ActivityPage {
     pub next_before: Option<i64>,
 }
 
-/// A job's events through `activity_by_job`.
-pub(crate) const BY_JOB: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
-     INDEXED BY activity_by_job WHERE job_id = :job AND id < :before \
-     AND (CAST(:worker AS TEXT) IS NULL OR worker = :worker) AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) \
-     AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
+/// A job's events through `activity_by_job`: [`RECENT`]'s parameters, and `$7` the job.
+pub(crate) const BY_JOB: Sql = Sql {
+    sqlite: "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+             INDEXED BY activity_by_job WHERE job_id = $7 AND id < $1 \
+             AND (CAST($2 AS TEXT) IS NULL OR worker = $2) AND (CAST($3 AS TEXT) IS NULL OR queue = $3) \
+             AND at >= $4 AND at < $5 ORDER BY id DESC LIMIT 0 + $6",
+    postgres: "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+               WHERE job_id = $7 AND id < $1 \
+               AND (CAST($2 AS TEXT) IS NULL OR worker = $2) AND (CAST($3 AS TEXT) IS NULL OR queue = $3) \
+               AND at >= $4 AND at < $5 ORDER BY id DESC LIMIT 0 + $6",
+};
 
 /// Everything else walks the log from the newest event back: a time range, a worker or a queue filter what it
-/// reads, so an old range costs a walk over what is newer.
-pub(crate) const RECENT: &str = "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
-     WHERE id < :before AND (CAST(:worker AS TEXT) IS NULL OR worker = :worker) AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) \
-     AND at >= :since AND at < :until ORDER BY id DESC LIMIT 0 + :limit";
+/// reads, so an old range costs a walk over what is newer. `$1` before this id, `$2` the worker, `$3` the queue,
+/// `$4` since, `$5` until, `$6` the limit.
+pub(crate) const RECENT: Sql = Sql::both(
+    "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
+     WHERE id < $1 AND (CAST($2 AS TEXT) IS NULL OR worker = $2) AND (CAST($3 AS TEXT) IS NULL OR queue = $3) \
+     AND at >= $4 AND at < $5 ORDER BY id DESC LIMIT 0 + $6",
+);
 
 /// Lists events as `filter` says.
 pub(crate) fn list(db: &Db<'_>, filter: &ActivityFilter) -> Result<ActivityPage> {
@@ -100,12 +109,16 @@ pub(crate) fn list(db: &Db<'_>, filter: &ActivityFilter) -> Result<ActivityPage>
         filter.until.map_or(i64::MAX, to_millis),
     );
     let fetch = i64::from(limit) + 1;
-    let mut params = named![
-        ":before" => before, ":worker" => filter.worker.as_deref(), ":queue" => filter.queue.as_deref(),
-        ":since" => since, ":until" => until, ":limit" => fetch,
+    let mut params = params![
+        before,
+        filter.worker.as_deref(),
+        filter.queue.as_deref(),
+        since,
+        until,
+        fetch,
     ];
-    if let (Some(job), Params::Named(named)) = (filter.job, &mut params) {
-        named.push((":job", job.to_value()));
+    if let Some(job) = filter.job {
+        params.0.push(job.to_value());
     }
     let mut events = db.query(sql, &params, |r| {
         let kind: String = r.get(2)?;

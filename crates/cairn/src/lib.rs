@@ -98,11 +98,14 @@ pub mod __private {
         crate::store::postgres::migrations::migrate(client, now_ms)
     }
 
-    /// Some of the engine's own statements, those with the most for the translation to PostgreSQL to get right,
-    /// for the PostgreSQL tests to prepare on the real schema.
-    pub fn sample_statements() -> Vec<String> {
+    /// Some of the engine's own statements, those where the two dialects differ most, as (SQLite's text,
+    /// PostgreSQL's text), either empty where the statement does not run on that database: for the tests to
+    /// prepare each on the real schema of its database.
+    pub fn sample_statements() -> Vec<(String, String)> {
         use crate::ops::*;
-        let mut all: Vec<String> = [
+        use crate::store::db::{OwnedSql, Sql};
+        let owned = |sql: Sql<'_>| (sql.sqlite.to_owned(), sql.postgres.to_owned());
+        let mut all: Vec<(String, String)> = [
             crate::stats::SERIES,
             crate::stats::TOTALS,
             crate::stats::HISTOGRAM,
@@ -125,47 +128,33 @@ pub mod __private {
             crate::query::PEEK,
         ]
         .into_iter()
-        .map(str::to_owned)
+        .map(owned)
         .collect();
-        all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(str::to_owned));
-        all.push(events::UPSERT_WORKER_HOURS.text(2).to_owned());
-        all.push(events::UPSERT_MINUTES.text(2).to_owned());
-        all.push(events::FLUSH_ON_POSTGRES.clone());
+        all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(owned));
+        for rows in [&events::UPSERT_WORKER_HOURS, &events::UPSERT_MINUTES] {
+            all.push((
+                rows.sqlite_text(2).unwrap_or_default().to_owned(),
+                String::new(),
+            ));
+        }
+        all.push((String::new(), events::FLUSH_ON_POSTGRES.to_owned()));
+        all.push(push::insert_plain_texts());
+        all.push((String::new(), finish::complete_plain_text().to_owned()));
         for (patterns, priority, aging) in [
             (&[][..], false, false),
             (&[false, true][..], true, false),
             (&[false][..], true, true),
         ] {
-            all.push(claim::select_ready_jobs(patterns, priority, aging));
+            let OwnedSql { sqlite, postgres } = claim::select_ready_jobs(patterns, priority, aging);
+            all.push((sqlite, postgres));
         }
-        all.push(bulk_claim::lease_chosen_sql(
-            "(CAST(?2 AS BIGINT), CAST(?3 AS BIGINT), CAST(?4 AS TEXT), CAST(?5 AS BIGINT), CAST(?6 AS BIGINT)), \
-             (CAST(?7 AS BIGINT), CAST(?8 AS BIGINT), CAST(?9 AS TEXT), CAST(?10 AS BIGINT), CAST(?11 AS BIGINT))",
-        ));
-        // A dequeue of two slots, the second with a lease timeout of its own.
-        all.push(bulk_claim::lease_slots_sql(
-            &claim::select_ready_jobs(&[false], true, false),
-            "?5",
-            "(CAST(?6 AS BIGINT), CAST(?7 AS TEXT), CAST(?8 AS BIGINT), CAST(?9 AS BIGINT)), \
-             (CAST(?10 AS BIGINT), CAST(?11 AS TEXT), CAST(?12 AS BIGINT), CAST(?13 AS BIGINT))",
+        all.push((String::new(), bulk_claim::lease_chosen_sql()));
+        let select = claim::select_ready_jobs(&[false], true, false);
+        all.push((
+            String::new(),
+            bulk_claim::lease_slots_sql(&select.postgres, 5),
         ));
         all
-    }
-
-    /// A statement of the engine's, in SQLite's dialect, as the PostgreSQL backend will run it: the SQL and, for
-    /// each `$N`, the name (`:name`) or number (`?N`) of the parameter it binds.
-    pub fn translate_for_postgres(sql: &str) -> (String, Vec<String>) {
-        use crate::store::postgres::dialect::{Param, translate};
-        let translated = translate(sql);
-        let params = translated
-            .params
-            .into_iter()
-            .map(|p| match p {
-                Param::Named(name) => format!(":{name}"),
-                Param::Numbered(n) => format!("?{n}"),
-            })
-            .collect();
-        (translated.sql, params)
     }
 
     pub use jiff::Timestamp;

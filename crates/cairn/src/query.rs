@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::names::{NamePattern, QueueName, Tag};
-use crate::store::db::{Db, Params, ToValue, numbered};
+use crate::store::db::{Db, OwnedSql, Params, Sql, ToValue, Value, params};
 use crate::store::sqlite::rows::{JOB_COLUMNS, job_from_row};
 
 /// The most jobs one page may hold.
@@ -58,6 +58,28 @@ pub struct JobPage {
     pub next: Option<JobId>,
 }
 
+/// A listing's conditions as each database reads them, and their parameters, numbered as they are added.
+#[derive(Default)]
+struct Conditions<'a> {
+    sqlite: String,
+    postgres: String,
+    args: Vec<Value<'a>>,
+}
+
+impl<'a> Conditions<'a> {
+    /// Adds a parameter; returns its number.
+    fn param(&mut self, value: Value<'a>) -> usize {
+        self.args.push(value);
+        self.args.len()
+    }
+
+    /// Adds text both databases read alike.
+    fn both(&mut self, text: String) {
+        self.sqlite.push_str(&text);
+        self.postgres.push_str(&text);
+    }
+}
+
 impl JobFilter {
     /// Runs the listing.
     pub(crate) fn run(&self, db: &Db<'_>) -> Result<JobPage> {
@@ -67,48 +89,50 @@ impl JobFilter {
                 format!("must be between 1 and {MAX_PAGE}, got {}", self.limit),
             ));
         }
-        let mut sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE 1 = 1");
-        let mut args = Vec::new();
+        let mut w = Conditions::default();
         if let Some(state) = self.state {
-            sql.push_str(" AND state = ?");
-            args.push(state.as_str().to_value());
+            let n = w.param(state.as_str().to_value());
+            w.both(format!(" AND state = ${n}"));
         }
         if let Some(queue) = &self.queue {
-            sql.push_str(" AND queue = ?");
-            args.push(
-                QueueName::parse(queue.as_str())?
-                    .as_str()
-                    .to_owned()
-                    .to_value(),
-            );
+            let queue = QueueName::parse(queue.as_str())?;
+            let n = w.param(queue.as_str().to_owned().to_value());
+            w.both(format!(" AND queue = ${n}"));
         }
         if let Some(name) = &self.name {
-            sql.push_str(" AND name GLOB ?");
             let pattern = NamePattern::parse(name.as_str()).map_err(|e| e.renamed("name"))?;
-            args.push(pattern.as_str().to_owned().to_value());
+            let n = w.param(pattern.as_str().to_owned().to_value());
+            w.sqlite.push_str(&format!(" AND name GLOB ${n}"));
+            w.postgres.push_str(&format!(" AND cairn_glob(name, ${n})"));
         }
         if let Some(tag) = &self.tag {
-            sql.push_str(" AND id IN (SELECT job_id FROM job_tags WHERE tag = ?)");
-            args.push(Tag::parse(tag.as_str())?.as_str().to_owned().to_value());
+            let n = w.param(Tag::parse(tag.as_str())?.as_str().to_owned().to_value());
+            w.both(format!(
+                " AND id IN (SELECT job_id FROM job_tags WHERE tag = ${n})"
+            ));
         }
         if self.tracked {
-            sql.push_str(" AND tracked = 1");
+            w.both(" AND tracked = 1".to_owned());
         }
         if let Some(group) = &self.failure_group {
-            sql.push_str(" AND state = 'failed' AND failure_group = ?");
-            args.push(group.clone().to_value());
+            let n = w.param(group.clone().to_value());
+            w.both(format!(" AND state = 'failed' AND failure_group = ${n}"));
         }
         if let Some(parent) = self.parent {
-            sql.push_str(" AND parent_id = ?");
-            args.push((parent.0).to_value());
+            let n = w.param(parent.0.to_value());
+            w.both(format!(" AND parent_id = ${n}"));
         }
         if let Some(before) = self.before {
-            sql.push_str(" AND id < ?");
-            args.push((before.0).to_value());
+            let n = w.param(before.0.to_value());
+            w.both(format!(" AND id < ${n}"));
         }
-        sql.push_str(" ORDER BY id DESC LIMIT 0 + ?");
-        args.push((i64::from(self.limit) + 1).to_value());
-        let mut jobs = db.query(&sql, &Params::Numbered(args), job_from_row)?;
+        let n = w.param((i64::from(self.limit) + 1).to_value());
+        w.both(format!(" ORDER BY id DESC LIMIT 0 + ${n}"));
+        let sql = OwnedSql {
+            sqlite: format!("SELECT {JOB_COLUMNS} FROM jobs WHERE 1 = 1{}", w.sqlite),
+            postgres: format!("SELECT {JOB_COLUMNS} FROM jobs WHERE 1 = 1{}", w.postgres),
+        };
+        let mut jobs = db.query(sql.as_sql(), &Params(w.args), job_from_row)?;
         let next = if jobs.len() > self.limit as usize {
             jobs.truncate(self.limit as usize);
             jobs.last().map(|j| j.id)
@@ -119,12 +143,20 @@ impl JobFilter {
     }
 }
 
-pub(crate) const PEEK: &str = concat!(
-    "SELECT ",
-    crate::store::sqlite::rows::job_columns!(),
-    " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1 \
-     ORDER BY claim_key, run_at, id LIMIT 0 + ?2"
-);
+pub(crate) const PEEK: Sql = Sql {
+    sqlite: concat!(
+        "SELECT ",
+        crate::store::sqlite::rows::job_columns!(),
+        " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1 \
+     ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+    ),
+    postgres: concat!(
+        "SELECT ",
+        crate::store::sqlite::rows::job_columns!(),
+        " FROM jobs WHERE state = 'queued' AND queue = $1 \
+     ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+    ),
+};
 
 /// The next `limit` ready jobs of `queue` in claim order, or none while it is paused.
 pub(crate) fn peek(db: &Db<'_>, queue: &str, limit: u32) -> Result<Vec<Job>> {
@@ -138,5 +170,5 @@ pub(crate) fn peek(db: &Db<'_>, queue: &str, limit: u32) -> Result<Vec<Job>> {
     if crate::ops::queues::is_paused(db, queue.as_str())? {
         return Ok(Vec::new());
     }
-    db.query(PEEK, &numbered![queue.as_str(), limit], job_from_row)
+    db.query(PEEK, &params![queue.as_str(), limit], job_from_row)
 }

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use crate::store::db::{Db, named};
+use crate::store::db::{Db, Sql, params};
 use jiff::Timestamp;
 
 use crate::clock::from_millis;
@@ -214,24 +214,31 @@ fn window(period: StatsPeriod, now_ms: i64) -> (i64, i64, i64) {
 }
 
 // Integer sums are cast back to integers: PostgreSQL sums a BIGINT column as NUMERIC.
-pub(crate) const SERIES: &str = "SELECT (minute - :from) / :bucket, CAST(SUM(added) AS BIGINT), \
+/// `$1` from, `$2` the width of a point, `$3` to, `$4` the queue, `$5` the name; each point's index first.
+pub(crate) const SERIES: Sql = Sql::both(
+    "SELECT (minute - $1) / $2, CAST(SUM(added) AS BIGINT), \
      CAST(SUM(started) AS BIGINT), CAST(SUM(finished) AS BIGINT), CAST(SUM(retried) AS BIGINT), \
      CAST(SUM(failed) AS BIGINT), CAST(SUM(wait_count) AS BIGINT), SUM(wait_sum), MAX(wait_max), \
      CAST(SUM(run_count) AS BIGINT), SUM(run_sum), MAX(run_max) \
-     FROM stats_minute WHERE minute >= :from AND minute < :to \
-     AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name) GROUP BY 1";
+     FROM stats_minute WHERE minute >= $1 AND minute < $3 \
+     AND (CAST($4 AS TEXT) IS NULL OR queue = $4) AND (CAST($5 AS TEXT) IS NULL OR name = $5) GROUP BY 1",
+);
 
-pub(crate) const TOTALS: &str = "SELECT CAST(SUM(added) AS BIGINT), CAST(SUM(started) AS BIGINT), \
+pub(crate) const TOTALS: Sql = Sql::both(
+    "SELECT CAST(SUM(added) AS BIGINT), CAST(SUM(started) AS BIGINT), \
      CAST(SUM(finished) AS BIGINT), CAST(SUM(retried) AS BIGINT), CAST(SUM(failed) AS BIGINT), \
      CAST(SUM(wait_count) AS BIGINT), SUM(wait_sum), SUM(wait_sumsq), MIN(wait_min), MAX(wait_max), \
      CAST(SUM(run_count) AS BIGINT), SUM(run_sum), SUM(run_sumsq), MIN(run_min), MAX(run_max), \
      CAST(SUM(service_count) AS BIGINT), SUM(service_sum), MIN(service_min), MAX(service_max) \
-     FROM stats_minute WHERE minute >= :from AND minute < :to \
-     AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) AND (CAST(:name AS TEXT) IS NULL OR name = :name)";
+     FROM stats_minute WHERE minute >= $1 AND minute < $2 \
+     AND (CAST($3 AS TEXT) IS NULL OR queue = $3) AND (CAST($4 AS TEXT) IS NULL OR name = $4)",
+);
 
-pub(crate) const HISTOGRAM: &str = "SELECT metric, bucket, CAST(SUM(count) AS BIGINT) FROM stats_histogram \
-     WHERE hour >= :from AND hour < :to AND (CAST(:queue AS TEXT) IS NULL OR queue = :queue) \
-     AND (CAST(:name AS TEXT) IS NULL OR name = :name) GROUP BY metric, bucket ORDER BY metric, bucket";
+pub(crate) const HISTOGRAM: Sql = Sql::both(
+    "SELECT metric, bucket, CAST(SUM(count) AS BIGINT) FROM stats_histogram \
+     WHERE hour >= $1 AND hour < $2 AND (CAST($3 AS TEXT) IS NULL OR queue = $3) \
+     AND (CAST($4 AS TEXT) IS NULL OR name = $4) GROUP BY metric, bucket ORDER BY metric, bucket",
+);
 
 fn millis(ms: f64) -> Duration {
     Duration::from_secs_f64(ms.max(0.0) / 1000.0)
@@ -283,9 +290,12 @@ pub(crate) fn read(db: &Db<'_>, query: &StatsQuery, now_ms: i64) -> Result<Stats
             run_max: None,
         })
         .collect();
-    let params = named![
-        ":from" => from, ":to" => to, ":bucket" => bucket, ":queue" => query.queue.as_deref(),
-        ":name" => query.name.as_deref(),
+    let params = params![
+        from,
+        bucket,
+        to,
+        query.queue.as_deref(),
+        query.name.as_deref()
     ];
     db.query(SERIES, &params, |r| {
         let index: i64 = r.get(0)?;
@@ -311,7 +321,7 @@ pub(crate) fn read(db: &Db<'_>, query: &StatsQuery, now_ms: i64) -> Result<Stats
     })?;
     let (totals, mut wait, mut run, service) = db.query_one(
         TOTALS,
-        &named![":from" => from, ":to" => to, ":queue" => query.queue.as_deref(), ":name" => query.name.as_deref()],
+        &params![from, to, query.queue.as_deref(), query.name.as_deref()],
         |r| {
             let totals = Counts {
                 added: count(r.get(0)?),
@@ -330,14 +340,13 @@ pub(crate) fn read(db: &Db<'_>, query: &StatsQuery, now_ms: i64) -> Result<Stats
     let hours_from = from.div_euclid(HOUR) * HOUR;
     let rows = db.query(
         HISTOGRAM,
-        &named![":from" => hours_from, ":to" => to, ":queue" => query.queue.as_deref(), ":name" => query.name.as_deref()],
-        |r| {
-            Ok((
-                r.get::<String>(0)?,
-                r.get::<i64>(1)?,
-                r.get::<i64>(2)?,
-            ))
-        },
+        &params![
+            hours_from,
+            to,
+            query.queue.as_deref(),
+            query.name.as_deref()
+        ],
+        |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?, r.get::<i64>(2)?)),
     )?;
     for (metric, lower, n) in rows {
         let bucket = HistogramBucket {
@@ -364,13 +373,15 @@ pub(crate) fn read(db: &Db<'_>, query: &StatsQuery, now_ms: i64) -> Result<Stats
     })
 }
 
-pub(crate) const WORKER_HOURS: &str = "SELECT hour, worker, queue, present_ms, busy_ms, attempts FROM worker_hour WHERE hour >= :from AND hour < :to";
+pub(crate) const WORKER_HOURS: Sql = Sql::both(
+    "SELECT hour, worker, queue, present_ms, busy_ms, attempts FROM worker_hour WHERE hour >= $1 AND hour < $2",
+);
 
 /// Worker utilization over `period` at `now_ms`, from the hourly rows the window touches.
 pub(crate) fn workers(db: &Db<'_>, period: StatsPeriod, now_ms: i64) -> Result<WorkerStats> {
     let (from, to, _) = window(period, now_ms);
     let from = from.div_euclid(HOUR) * HOUR;
-    let rows = db.query(WORKER_HOURS, &named![":from" => from, ":to" => to], |r| {
+    let rows = db.query(WORKER_HOURS, &params![from, to], |r| {
         Ok((
             r.get::<i64>(0)?,
             r.get::<String>(1)?,

@@ -13,7 +13,7 @@ use crate::clock::duration_millis;
 use crate::error::{Error, Result};
 use crate::names::QueueName;
 use crate::ops::{Operation, WriteCtx};
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 /// The slowest aging: one point a day. Bounded so that `priority * every` fits the index key for any priority.
 pub const MAX_AGING_STEP: Duration = Duration::from_secs(24 * 3600);
@@ -30,13 +30,16 @@ pub struct AgeQueue {
     pub every: Option<Duration>,
 }
 
-pub(crate) const SET_AGING: &str = "INSERT INTO queues (name, aging_ms) VALUES (:name, :aging) \
-     ON CONFLICT (name) DO UPDATE SET aging_ms = excluded.aging_ms";
+pub(crate) const SET_AGING: Sql = Sql::both(
+    "INSERT INTO queues (name, aging_ms) VALUES ($1, $2) \
+     ON CONFLICT (name) DO UPDATE SET aging_ms = excluded.aging_ms",
+);
 
 /// Gives the queue's jobs its new setting. It reads every job (there is no index by queue alone), which is fine
 /// for an operator's occasional change and is why the setting is not a per-claim option.
-pub(crate) const AGE_JOBS: &str =
-    "UPDATE jobs SET aging_ms = :aging WHERE queue = :name AND aging_ms IS DISTINCT FROM :aging";
+/// `$1` the queue, `$2` its aging step, as [`SET_AGING`].
+pub(crate) const AGE_JOBS: Sql =
+    Sql::both("UPDATE jobs SET aging_ms = $2 WHERE queue = $1 AND aging_ms IS DISTINCT FROM $2");
 
 impl Operation for AgeQueue {
     type Output = ();
@@ -52,7 +55,7 @@ impl Operation for AgeQueue {
             ));
         }
         let aging = self.every.map(duration_millis);
-        let params = named![":name" => queue.as_str(), ":aging" => aging];
+        let params = params![queue.as_str(), aging];
         ctx.db.execute(SET_AGING, &params)?;
         ctx.db.execute(AGE_JOBS, &params)?;
         ctx.settings.entry(queue.as_str()).aging_ms = aging;

@@ -15,28 +15,15 @@
 //! jobs and tokens under its row's lock, one claim at a time. The others run one at a time, but each leases the jobs
 //! it chose in one statement too ([`lease_chosen`]).
 //!
-//! Statements come in a few sizes (each prepared once): a count between two sizes is padded with rows that match
-//! nothing, so that each chunk is one statement.
+//! The slots (or the chosen jobs) go to PostgreSQL as arrays, one per column, so that one statement of one text
+//! takes any number of them.
 
 use crate::error::Result;
 use crate::ops::WriteCtx;
-use crate::ops::claim::{Claim, ClaimedJob, lease_job_with};
+use crate::ops::claim::{Claim, ClaimedJob, lease_jobs_postgres};
 use crate::ops::workers;
-use crate::store::db::{Params, ToValue};
+use crate::store::db::{Params, ToValue, Value};
 use crate::store::sqlite::rows::{JOB_COLUMN_COUNT, job_from_row};
-
-/// Rows per statement: a chunk of up to the largest size is padded to the next size up.
-const SLOT_COUNTS: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
-
-/// The rows of the next statement for `remaining` rows: how many are real, and how many the statement has.
-fn chunk(remaining: usize) -> (usize, usize) {
-    let real = remaining.min(SLOT_COUNTS[SLOT_COUNTS.len() - 1]);
-    let size = SLOT_COUNTS
-        .into_iter()
-        .find(|&n| n >= real)
-        .expect("the largest size bounds real");
-    (real, size)
-}
 
 /// Runs those of `claims` that may run together ([`Claim::runs_in_bulk`]), grouped by what they look for. Returns,
 /// for each claim, the jobs it took (possibly none), or `None` for a claim left to run on its own.
@@ -82,8 +69,8 @@ pub(crate) fn claim_together(
     Ok(taken)
 }
 
-/// A group with no weight budget: one slot per job each member asks for, filled in one statement per chunk.
-/// Returns each job with its claim's index, in slot order.
+/// A group with no weight budget: one slot per job each member asks for, all filled in one statement. Returns each
+/// job with its claim's index, in slot order.
 fn claim_slots(
     ctx: &mut WriteCtx<'_>,
     claims: &[&Claim],
@@ -93,21 +80,7 @@ fn claim_slots(
         .iter()
         .flat_map(|&index| std::iter::repeat_n(index, claims[index].limit as usize))
         .collect();
-    let mut leased = Vec::new();
-    let mut offset = 0;
-    while offset < slots.len() {
-        let (real, size) = chunk(slots.len() - offset);
-        let chunk = &slots[offset..offset + real];
-        let filled = lease_slots(ctx, claims, chunk, size)?;
-        let count = filled.len();
-        leased.extend(filled);
-        if count < real {
-            // The queue has no more ready jobs for these: the later slots would find none either.
-            break;
-        }
-        offset += real;
-    }
-    Ok(leased)
+    lease_slots(ctx, claims, &slots)
 }
 
 /// A group where some member has a weight budget: its candidates are selected (and locked) at once, shared out in
@@ -122,9 +95,9 @@ fn claim_within_budgets(
     let wanted: u32 = members.iter().map(|&i| claims[i].limit).sum();
     let select = first.select_ready(ctx, queue);
     let args = first.select_args(queue, wanted);
-    let candidates: Vec<(i64, u32)> = ctx.db.query(select, &Params::Numbered(args), |row| {
-        Ok((row.get(0)?, row.get(1)?))
-    })?;
+    let candidates: Vec<(i64, u32)> = ctx
+        .db
+        .query(select, &Params(args), |row| Ok((row.get(0)?, row.get(1)?)))?;
     let mut chosen = Vec::with_capacity(candidates.len());
     let mut next = candidates.iter().peekable();
     for &index in members {
@@ -149,98 +122,61 @@ fn claim_within_budgets(
 }
 
 /// Leases up to one job per slot from the queue the slots' claims share (`slots[i]` is the index of the claim slot
-/// `i` belongs to), in one statement of `size` rows. Returns each job with its claim's index, in slot order.
+/// `i` belongs to), in one statement. Returns each job with its claim's index, in slot order.
 fn lease_slots(
     ctx: &mut WriteCtx<'_>,
     claims: &[&Claim],
     slots: &[usize],
-    size: usize,
 ) -> Result<Vec<(usize, ClaimedJob)>> {
     let first = claims[slots[0]];
     let queue = &first.queues[0];
-    let select = first.select_ready(ctx, queue);
+    let select = first.select_ready(ctx, queue).postgres;
     let mut args = first.select_args(queue, slots.len() as u32);
-    let now = format!("?{}", args.len() + 1);
+    let sql = lease_slots_sql(select, args.len() + 1);
     args.push(ctx.now_ms.to_value());
-    let mut tokens = Vec::with_capacity(slots.len());
-    let mut rows = Vec::with_capacity(size);
-    for n in 0..size {
-        let p = args.len() + 1;
-        rows.push(format!(
-            "(CAST(?{p} AS BIGINT), CAST(?{} AS TEXT), CAST(?{} AS BIGINT), CAST(?{} AS BIGINT))",
-            p + 1,
-            p + 2,
-            p + 3
-        ));
-        // Padding is numbered past the select's limit, so no job goes to it.
-        let claim = claims[slots[n.min(slots.len() - 1)]];
-        let token = ctx.tokens.next_token();
-        if n < slots.len() {
-            tokens.push(token);
-        }
-        args.extend([
-            (n as i64 + 1).to_value(),
-            claim.worker.as_str().to_value(),
-            token.to_value(),
-            claim.lease_ms().to_value(),
-        ]);
+    let tokens: Vec<i64> = slots.iter().map(|_| ctx.tokens.next_token()).collect();
+    let mut columns: [Vec<Value<'_>>; 4] = Default::default();
+    for (n, (&index, &token)) in slots.iter().zip(&tokens).enumerate() {
+        let claim = claims[index];
+        columns[0].push((n as i64 + 1).to_value());
+        columns[1].push(claim.worker.as_str().to_value());
+        columns[2].push(token.to_value());
+        columns[3].push(claim.lease_ms().to_value());
     }
-    let sql = lease_slots_sql(select, &now, &rows.join(","));
-    let leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
+    let leased = ctx.db.query_arrays(&sql, args, columns.into(), |row| {
         Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
     })?;
     Ok(numbered(ctx, claims, slots, &tokens, leased))
 }
 
 /// Leases jobs chosen for claims and locked by the select that chose them: `chosen` holds (claim index, job id),
-/// in order. One statement per chunk of up to 64. Returns each job with its claim's index, in the order given.
+/// in order, all in one statement. Returns each job with its claim's index, in the order given.
 fn lease_rows(
     ctx: &mut WriteCtx<'_>,
     claims: &[&Claim],
     chosen: &[(usize, i64)],
 ) -> Result<Vec<(usize, ClaimedJob)>> {
-    let mut leased = Vec::with_capacity(chosen.len());
-    let mut offset = 0;
-    while offset < chosen.len() {
-        let (real, size) = chunk(chosen.len() - offset);
-        let part = &chosen[offset..offset + real];
-        let mut args = vec![ctx.now_ms.to_value()];
-        let mut tokens = Vec::with_capacity(real);
-        let mut rows = Vec::with_capacity(size);
-        for n in 0..size {
-            let p = args.len() + 1;
-            rows.push(format!(
-                "(CAST(?{p} AS BIGINT), CAST(?{} AS BIGINT), CAST(?{} AS TEXT), CAST(?{} AS BIGINT), \
-                 CAST(?{} AS BIGINT))",
-                p + 1,
-                p + 2,
-                p + 3,
-                p + 4
-            ));
-            // Padding names job 0, which does not exist.
-            let (index, id) = part.get(n).copied().unwrap_or((part[0].0, 0));
-            let claim = claims[index];
-            let token = ctx.tokens.next_token();
-            if n < real {
-                tokens.push(token);
-            }
-            args.extend([
-                id.to_value(),
-                (n as i64 + 1).to_value(),
-                claim.worker.as_str().to_value(),
-                token.to_value(),
-                claim.lease_ms().to_value(),
-            ]);
-        }
-        let sql = lease_chosen_sql(&rows.join(","));
-        let rows_leased = ctx.db.query(&sql, &Params::Numbered(args), |row| {
-            Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
-        })?;
-        let indices: Vec<usize> = part.iter().map(|(index, _)| *index).collect();
-        leased.extend(numbered(ctx, claims, &indices, &tokens, rows_leased));
-        offset += real;
+    if chosen.is_empty() {
+        return Ok(Vec::new());
     }
-    Ok(leased)
+    let tokens: Vec<i64> = chosen.iter().map(|_| ctx.tokens.next_token()).collect();
+    let mut columns: [Vec<Value<'_>>; 5] = Default::default();
+    for (n, (&(index, id), &token)) in chosen.iter().zip(&tokens).enumerate() {
+        let claim = claims[index];
+        columns[0].push(id.to_value());
+        columns[1].push((n as i64 + 1).to_value());
+        columns[2].push(claim.worker.as_str().to_value());
+        columns[3].push(token.to_value());
+        columns[4].push(claim.lease_ms().to_value());
+    }
+    let leased = ctx.db.query_arrays(
+        &lease_chosen_sql(),
+        vec![ctx.now_ms.to_value()],
+        columns.into(),
+        |row| Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?)),
+    )?;
+    let owners: Vec<usize> = chosen.iter().map(|(index, _)| *index).collect();
+    Ok(numbered(ctx, claims, &owners, &tokens, leased))
 }
 
 /// Jobs a statement leased, each with the number of its row: sorted by it, and handed to the claim of that row
@@ -277,18 +213,24 @@ pub(crate) fn lease_chosen(
         .collect())
 }
 
-/// The statement of [`lease_slots`]: the jobs `select` picks, numbered in its order (a subquery's `ORDER BY`
-/// carries through the scan of it), each leased to the slot of its number in `values`, which are rows of
-/// (number, worker, token, lease timeout). Returns the leased jobs' columns, then their slot's number.
+/// The statement of [`lease_slots`]: the jobs `select` (PostgreSQL's text, whose parameters end before `$first`)
+/// picks, numbered in its order (a subquery's `ORDER BY` carries through the scan of it), each leased to the slot of
+/// its number. `$first` is now; the slots are four arrays after it: number, worker, token, lease timeout. Returns
+/// the leased jobs' columns, then their slot's number.
 ///
 /// The update finds each job by its id alone. `select` locked it as ready, and the lock holds it so until the
 /// transaction ends, so its state needs no second look. Asking for it would let the planner reach the job through
 /// the ready-jobs index, walking it once per job.
-pub(crate) fn lease_slots_sql(select: &str, now: &str, values: &str) -> String {
-    let lease = lease_job_with(
-        ["slot.s_worker", "slot.s_token", now, "slot.s_lease"],
+pub(crate) fn lease_slots_sql(select: &str, first: usize) -> String {
+    let [now, numbers, workers, tokens, leases] = [0, 1, 2, 3, 4].map(|i| first + i);
+    let lease = lease_jobs_postgres(
+        "slot.s_worker",
+        "slot.s_token",
+        &format!("${now}"),
+        "slot.s_lease",
         &format!(
-            "FROM picked JOIN (VALUES {values}) AS slot (s_n, s_worker, s_token, s_lease) \
+            "FROM picked JOIN unnest(${numbers}::bigint[], ${workers}::text[], ${tokens}::bigint[], \
+             ${leases}::bigint[]) AS slot (s_n, s_worker, s_token, s_lease) \
              ON slot.s_n = picked.pick_n WHERE jobs.id = picked.pick_id"
         ),
     );
@@ -298,15 +240,17 @@ pub(crate) fn lease_slots_sql(select: &str, now: &str, values: &str) -> String {
     )
 }
 
-/// The statement of [`lease_rows`]: `values` are rows of (job id, number, worker, token, lease timeout), and `?1`
-/// is now. Returns the leased jobs' columns, then their row's number. As in [`lease_slots_sql`], the jobs are found
-/// by id alone: the select that chose them holds their locks.
-pub(crate) fn lease_chosen_sql(values: &str) -> String {
-    let lease = lease_job_with(
-        ["slot.s_worker", "slot.s_token", "?1", "slot.s_lease"],
-        &format!(
-            "FROM (VALUES {values}) AS slot (s_id, s_n, s_worker, s_token, s_lease) WHERE jobs.id = slot.s_id"
-        ),
+/// The statement of [`lease_rows`]: `$1` is now, and arrays `$2` to `$6` the rows (job id, number, worker, token,
+/// lease timeout). Returns the leased jobs' columns, then their row's number. As in [`lease_slots_sql`], the jobs
+/// are found by id alone: the select that chose them holds their locks.
+pub(crate) fn lease_chosen_sql() -> String {
+    let lease = lease_jobs_postgres(
+        "slot.s_worker",
+        "slot.s_token",
+        "$1",
+        "slot.s_lease",
+        "FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bigint[], $6::bigint[]) \
+         AS slot (s_id, s_n, s_worker, s_token, s_lease) WHERE jobs.id = slot.s_id",
     );
     format!("{lease}, slot.s_n")
 }

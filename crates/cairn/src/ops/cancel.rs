@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::ops::{Operation, WriteCtx, parse_stored_state, waiting};
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 /// Cancels a job that has not completed: a scheduled, queued, waiting or running one, or a failed one (which
 /// takes it out of the failures). A running job's worker is refused from then on (its lease is gone). Its live
@@ -17,13 +17,16 @@ pub struct Cancel {
 
 /// Locked (on PostgreSQL) until the transaction ends: what the caller decides from the state stays true while it
 /// writes, whatever another node does to the job meanwhile.
-const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id /* FOR UPDATE */";
+const SELECT_STATE: Sql = Sql {
+    sqlite: "SELECT state FROM jobs WHERE id = $1",
+    postgres: "SELECT state FROM jobs WHERE id = $1 FOR UPDATE",
+};
 
 /// Reads a job's state, or fails with not found.
 pub(crate) fn job_state(ctx: &WriteCtx<'_>, job: JobId) -> Result<JobState> {
     let state: Option<String> = ctx
         .db
-        .query_row(SELECT_STATE, &named![":id" => job], |r| r.get(0))?;
+        .query_row(SELECT_STATE, &params![job], |r| r.get(0))?;
     let state = state.ok_or_else(|| Error::not_found(format!("job {job}")))?;
     parse_stored_state(&state)
 }

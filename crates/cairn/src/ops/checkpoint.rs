@@ -1,6 +1,6 @@
 //! [`Checkpoint`]: a worker saves the data the next attempt starts from.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -34,20 +34,30 @@ impl Checkpoint {
 }
 
 /// Saves the data and extends the lease as a heartbeat does.
-const SAVE_CHECKPOINT: &str = concat!(
-    "UPDATE jobs SET data = :data, lease_expires_at = ",
-    extended_lease!(),
-    " WHERE ",
-    lease_is_held!(),
-    " RETURNING lease_expires_at"
-);
+/// `$1` now, `$2` the data, `$3` the job, `$4` the lease's token.
+const SAVE_CHECKPOINT: Sql = Sql {
+    sqlite: concat!(
+        "UPDATE jobs SET data = $2, lease_expires_at = ",
+        extended_lease!(sqlite, "$1"),
+        " WHERE ",
+        lease_is_held!("$3", "$4", "$1"),
+        " RETURNING lease_expires_at"
+    ),
+    postgres: concat!(
+        "UPDATE jobs SET data = $2, lease_expires_at = ",
+        extended_lease!(postgres, "$1"),
+        " WHERE ",
+        lease_is_held!("$3", "$4", "$1"),
+        " RETURNING lease_expires_at"
+    ),
+};
 
 impl Operation for Checkpoint {
     type Output = Timestamp;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Timestamp> {
         let data = encode_json("data", &self.data, ctx.limits())?;
-        let params = &named![":now" => ctx.now_ms, ":data" => data, ":id" => self.job.0, ":token" => self.token];
+        let params = &params![ctx.now_ms, data, self.job.0, self.token];
         let expires: Option<i64> = ctx
             .db
             .query_row(SAVE_CHECKPOINT, params, |row| row.get(0))?;

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::store::db::{Params, ToValue, Value, named, numbered};
+use crate::store::db::{OwnedSql, Params, Sql, ToValue, Value, params};
 
 use crate::clock::from_millis;
 use crate::error::{Error, Result};
@@ -12,7 +12,7 @@ use crate::names::{NamePattern, QueueName, WorkerId};
 use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::rate_limit::{LOCK_LIMITED_QUEUE, STORE_BUCKET};
 use crate::ops::{Operation, WriteCtx};
-use crate::store::sqlite::rows::{job_columns, job_from_row};
+use crate::store::sqlite::rows::{JOB_COLUMNS, job_columns, job_from_row};
 
 /// The most jobs one dequeue may take.
 pub const MAX_DEQUEUE: u32 = 1000;
@@ -239,8 +239,7 @@ impl Dequeue {
             max_weight: self.max_weight,
             lease_ms,
             priority: self.priority,
-            sql,
-            sql_aging,
+            selects: Box::new([sql, sql_aging]),
         })
     }
 }
@@ -254,8 +253,8 @@ pub struct ClaimedJob {
     pub lease: Lease,
 }
 
-/// One of a claim's name patterns, and what its `?N` is compared with (see `select_ready_jobs`): the name itself
-/// with `=` when the pattern matches one name only, else the pattern with GLOB.
+/// One of a claim's name patterns, and what its parameter is compared with (see `select_ready_jobs`): the name
+/// itself with `=` when the pattern matches one name only, else the pattern with GLOB.
 #[derive(Debug, Clone)]
 pub(crate) struct NameFilter {
     pub pattern: NamePattern,
@@ -295,29 +294,36 @@ pub(crate) struct Claim {
     lease_ms: Option<i64>,
     /// Only jobs of this priority.
     priority: Option<i32>,
-    /// SELECT_READY_JOBS for a queue with strict priority, and for one with priority aging.
-    sql: String,
-    sql_aging: String,
+    /// SELECT_READY_JOBS for a queue with strict priority, and for one with priority aging (boxed: a claim waits in
+    /// the writer's commands, which stay small).
+    selects: Box<[OwnedSql; 2]>,
 }
 
 /// SELECT_READY_JOBS for name patterns (for each, whether it is literal), and maybe one priority: ready jobs of one
 /// queue in claim order, served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first,
-/// then longest ready. Parameters: ?1 the queue, ?2 the limit, then the names, then the priority. A pattern that
-/// matches one name only (a worker's handler names, escaped or not) is compared with `=` against that name: on
-/// PostgreSQL, GLOB is a function called for every row it looks at.
+/// then longest ready. Parameters: `$1` the queue, `$2` the limit, then the names, then the priority. A pattern
+/// that matches one name only (a worker's handler names, escaped or not) is compared with `=` against that name:
+/// on PostgreSQL, GLOB is a function called for every row it looks at.
+///
+/// On PostgreSQL the jobs are locked as they are selected, skipping those other nodes are taking; SQLite's one
+/// writer needs no lock, and is told the index to walk.
 ///
 /// Without aging, the index's second column (`claim_key`) is minus the priority, so one priority is a range of the
 /// index. With aging it is not, and a claim of one priority walks the ready jobs that go before the first match.
-pub(crate) fn select_ready_jobs(literal: &[bool], with_priority: bool, aging: bool) -> String {
-    let names = if literal.is_empty() {
-        String::new()
-    } else {
+pub(crate) fn select_ready_jobs(literal: &[bool], with_priority: bool, aging: bool) -> OwnedSql {
+    let names = |glob: fn(usize) -> String| {
+        if literal.is_empty() {
+            return String::new();
+        }
         let any: Vec<String> = literal
             .iter()
             .enumerate()
             .map(|(i, literal)| {
-                let op = if *literal { "=" } else { "GLOB" };
-                format!("name {op} ?{}", i + 3)
+                if *literal {
+                    format!("name = ${}", i + 3)
+                } else {
+                    glob(i + 3)
+                }
             })
             .collect();
         format!(" AND ({})", any.join(" OR "))
@@ -325,26 +331,53 @@ pub(crate) fn select_ready_jobs(literal: &[bool], with_priority: bool, aging: bo
     let p = literal.len() + 3;
     let priority = match (with_priority, aging) {
         (false, _) => String::new(),
-        (true, false) => format!(" AND claim_key = -CAST(?{p} AS BIGINT) AND priority = ?{p}"),
-        (true, true) => format!(" AND priority = ?{p}"),
+        (true, false) => format!(" AND claim_key = -CAST(${p} AS BIGINT) AND priority = ${p}"),
+        (true, true) => format!(" AND priority = ${p}"),
     };
-    format!(
-        "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ?1{names}{priority} \
-         ORDER BY claim_key, run_at, id LIMIT 0 + ?2 /* FOR UPDATE SKIP LOCKED */"
-    )
+    let sqlite_names = names(|n| format!("name GLOB ${n}"));
+    let postgres_names = names(|n| format!("cairn_glob(name, ${n})"));
+    OwnedSql {
+        sqlite: format!(
+            "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1\
+             {sqlite_names}{priority} ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+        ),
+        postgres: format!(
+            "SELECT id, weight FROM jobs WHERE state = 'queued' AND queue = $1{postgres_names}{priority} \
+             ORDER BY claim_key, run_at, id LIMIT 0 + $2 FOR UPDATE SKIP LOCKED"
+        ),
+    }
 }
 
-/// Leases one job; `RETURNING` hands back the row as it is now.
 /// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
-/// is now.
-pub(crate) const LEASE_JOB: &str = concat!(
-    "UPDATE jobs SET state = 'running', worker = ?2, lease_token = ?3, \
-     lease_expires_at = ?4 + CASE WHEN timeout_ms IS NULL THEN COALESCE(?5, lease_timeout_ms) \
-                                  ELSE MIN(COALESCE(?5, lease_timeout_ms), timeout_ms) END, \
-     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, ?4), attempt_started_at = ?4, \
-     progress = NULL WHERE id = ?1 AND state = 'queued' RETURNING ",
+/// is now: `$1` the job, `$2` the worker, `$3` the lease's token, `$4` now, `$5` the claim's own lease timeout.
+/// SQLite's; PostgreSQL leases with [`lease_jobs_postgres`], many jobs to a statement.
+pub(crate) const LEASE_JOB: Sql = Sql::sqlite_only(concat!(
+    "UPDATE jobs SET state = 'running', worker = $2, lease_token = $3, \
+     lease_expires_at = $4 + CASE WHEN timeout_ms IS NULL THEN COALESCE($5, lease_timeout_ms) \
+                                  ELSE MIN(COALESCE($5, lease_timeout_ms), timeout_ms) END, \
+     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, $4), attempt_started_at = $4, \
+     progress = NULL WHERE id = $1 AND state = 'queued' RETURNING ",
     job_columns!()
-);
+));
+
+/// PostgreSQL's [`LEASE_JOB`]: leases the jobs `filter` finds (a `WHERE …`, or a `FROM … WHERE …` that joins the
+/// rows `worker`, `token`, `now` and `lease` read from), those four given as SQL (parameters, or a joined row's
+/// columns). Returns the jobs' columns; a statement may add more after them.
+pub(crate) fn lease_jobs_postgres(
+    worker: &str,
+    token: &str,
+    now: &str,
+    lease: &str,
+    filter: &str,
+) -> String {
+    format!(
+        "UPDATE jobs SET state = 'running', worker = {worker}, lease_token = {token}, \
+         lease_expires_at = {now} + CASE WHEN timeout_ms IS NULL THEN COALESCE({lease}, lease_timeout_ms) \
+                                    ELSE LEAST(COALESCE({lease}, lease_timeout_ms), timeout_ms) END, \
+         attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, {now}), \
+         attempt_started_at = {now}, progress = NULL {filter} RETURNING {JOB_COLUMNS}"
+    )
+}
 
 /// A job of `queue` started: a rate-limited queue's bucket gives a token (written back to the queue's row on
 /// PostgreSQL, where the nodes share it).
@@ -354,39 +387,22 @@ fn took(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
     }
     ctx.settings.buckets.take(queue);
     if let (true, Some((tokens, at))) = (ctx.db.is_postgres(), ctx.settings.buckets.state(queue)) {
-        ctx.db.execute(
-            STORE_BUCKET,
-            &named![":tokens" => tokens, ":at" => at, ":name" => queue],
-        )?;
+        ctx.db.execute(STORE_BUCKET, &params![tokens, at, queue])?;
     }
     Ok(())
 }
 
-/// [`LEASE_JOB`] with its worker, token, now and lease-timeout parameters (`?2` to `?5`) replaced by `values`, and
-/// its `WHERE` clause by `filter` (which may hold parameters of its own; it goes in last, untouched).
-pub(crate) fn lease_job_with(values: [&str; 4], filter: &str) -> String {
-    let [worker, token, now, lease] = values;
-    LEASE_JOB
-        .replace("WHERE id = ?1 AND state = 'queued'", "{filter}")
-        .replace("?2", "{worker}")
-        .replace("?3", "{token}")
-        .replace("?4", "{now}")
-        .replace("?5", "{lease}")
-        .replace("{worker}", worker)
-        .replace("{token}", token)
-        .replace("{now}", now)
-        .replace("{lease}", lease)
-        .replace("{filter}", filter)
-}
-
-/// [`LEASE_JOB`] for the job `select` (a [`select_ready_jobs`] statement, limited to one) picks, with the lease's
-/// parameters numbered from `first`: worker, token, now, lease timeout.
+/// On PostgreSQL, leases the job `select` (a [`select_ready_jobs`] statement, limited to one) picks, with the
+/// lease's parameters numbered from `first`: worker, token, now, lease timeout.
 fn lease_selected(select: &str, first: usize) -> String {
-    let params: Vec<String> = (first..first + 4).map(|n| format!("?{n}")).collect();
+    let [worker, token, now, lease] = [0, 1, 2, 3].map(|i| format!("${}", first + i));
     // `=` a scalar subquery, run once; `IN` would be a semi-join that runs the subquery again for each row and
     // leases every ready job.
-    lease_job_with(
-        [&params[0], &params[1], &params[2], &params[3]],
+    lease_jobs_postgres(
+        &worker,
+        &token,
+        &now,
+        &lease,
         &format!(
             "WHERE id = (SELECT candidate.id FROM ({select}) AS candidate) AND state = 'queued'"
         ),
@@ -407,22 +423,21 @@ impl Claim {
         }
         let sql = self.select_ready(ctx, queue);
         let args = self.select_args(queue, limit);
-        ctx.db.query(sql, &Params::Numbered(args), |row| {
-            Ok((row.get(0)?, row.get(1)?))
-        })
+        ctx.db
+            .query(sql, &Params(args), |row| Ok((row.get(0)?, row.get(1)?)))
     }
 
     /// The [`select_ready_jobs`] statement this claim runs on `queue`: the one for priority aging if the queue
     /// ages.
-    pub(crate) fn select_ready(&self, ctx: &WriteCtx<'_>, queue: &QueueName) -> &str {
+    pub(crate) fn select_ready(&self, ctx: &WriteCtx<'_>, queue: &QueueName) -> Sql<'_> {
         if ctx.settings.get(queue.as_str()).aging_ms.is_some() {
-            &self.sql_aging
+            self.selects[1].as_sql()
         } else {
-            &self.sql
+            self.selects[0].as_sql()
         }
     }
 
-    /// The parameters of [`Self::select_ready`], `?1` onwards: the queue, the limit, the name patterns, the
+    /// The parameters of [`Self::select_ready`], `$1` onwards: the queue, the limit, the name patterns, the
     /// priority.
     pub(crate) fn select_args<'a>(&'a self, queue: &'a QueueName, limit: u32) -> Vec<Value<'a>> {
         let mut args = Vec::with_capacity(3 + self.names.len() + 4);
@@ -463,11 +478,11 @@ impl Claim {
         if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
             // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
             // and read the bucket after this claim commits. The bucket in memory is what the row says.
-            let stored = ctx.db.query_row(
-                LOCK_LIMITED_QUEUE,
-                &named![":name" => queue.as_str()],
-                |r| Ok((r.get::<Option<f64>>(0)?, r.get::<Option<i64>>(1)?)),
-            )?;
+            let stored = ctx
+                .db
+                .query_row(LOCK_LIMITED_QUEUE, &params![queue.as_str()], |r| {
+                    Ok((r.get::<Option<f64>>(0)?, r.get::<Option<i64>>(1)?))
+                })?;
             let bucket = stored.and_then(|(tokens, at)| Some((tokens?, at?)));
             ctx.settings.buckets.load(queue.as_str(), bucket);
         }
@@ -498,7 +513,7 @@ impl Claim {
             return Ok(Vec::new());
         }
         let mut args = self.select_args(queue, 1);
-        let sql = lease_selected(self.select_ready(ctx, queue), args.len() + 1);
+        let sql = lease_selected(self.select_ready(ctx, queue).postgres, args.len() + 1);
         let token = ctx.tokens.next_token();
         args.extend([
             self.worker.as_str().to_value(),
@@ -508,7 +523,7 @@ impl Claim {
         ]);
         let job = ctx
             .db
-            .query_row(&sql, &Params::Numbered(args), job_from_row)?;
+            .query_row(Sql::postgres_only(&sql), &Params(args), job_from_row)?;
         let Some(job) = job else {
             return Ok(Vec::new());
         };
@@ -521,7 +536,7 @@ impl Claim {
         let token = ctx.tokens.next_token();
         let job = ctx.db.query_row(
             LEASE_JOB,
-            &numbered![id, self.worker.as_str(), token, ctx.now_ms, self.lease_ms],
+            &params![id, self.worker.as_str(), token, ctx.now_ms, self.lease_ms],
             job_from_row,
         )?;
         let Some(job) = job else { return Ok(None) };

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use crate::store::db::{Db, Params, named};
+use crate::store::db::{Db, Params, Sql, params};
 
 use crate::clock::{duration_millis, from_millis};
 use crate::error::{Error, Result};
@@ -357,10 +357,12 @@ pub(crate) struct RuntimeConfig {
     pub retention: Retention,
 }
 
-const ALL_CONFIG: &str = "SELECT key, value, updated_at FROM config";
-const UPSERT_CONFIG: &str = "INSERT INTO config (key, value, updated_at) VALUES (:key, :value, :now) \
-     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at";
-const DELETE_CONFIG: &str = "DELETE FROM config WHERE key = :key";
+const ALL_CONFIG: Sql = Sql::both("SELECT key, value, updated_at FROM config");
+const UPSERT_CONFIG: Sql = Sql::both(
+    "INSERT INTO config (key, value, updated_at) VALUES ($1, $2, $3) \
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+);
+const DELETE_CONFIG: Sql = Sql::both("DELETE FROM config WHERE key = $1");
 
 impl RuntimeConfig {
     /// The defaults with the values stored in the database over them. A stored value that no longer fits (a key
@@ -487,15 +489,9 @@ impl Operation for SetConfig {
         match self.value {
             Some(value) => ctx.db.execute(
                 UPSERT_CONFIG,
-                &named![
-                    ":key" => key.as_str(),
-                    ":value" => value.to_json().to_string(),
-                    ":now" => ctx.now_ms,
-                ],
+                &params![key.as_str(), value.to_json().to_string(), ctx.now_ms],
             )?,
-            None => ctx
-                .db
-                .execute(DELETE_CONFIG, &named![":key" => key.as_str()])?,
+            None => ctx.db.execute(DELETE_CONFIG, &params![key.as_str()])?,
         };
         ctx.settings.config = next;
         ctx.settings.changed = true;

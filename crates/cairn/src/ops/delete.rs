@@ -1,6 +1,6 @@
 //! [`Delete`]: remove a job and its history, whatever its state.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -15,9 +15,9 @@ pub struct Delete {
     pub job: JobId,
 }
 
-const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = :id";
-const DELETE_HISTORY: &str = "DELETE FROM job_attempts WHERE job_id = :id";
-const DELETE_TAGS: &str = "DELETE FROM job_tags WHERE job_id = :id";
+const DELETE_JOB: Sql = Sql::both("DELETE FROM jobs WHERE id = $1");
+const DELETE_HISTORY: Sql = Sql::both("DELETE FROM job_attempts WHERE job_id = $1");
+const DELETE_TAGS: Sql = Sql::both("DELETE FROM job_tags WHERE job_id = $1");
 
 impl Operation for Delete {
     type Output = ();
@@ -29,14 +29,13 @@ impl Operation for Delete {
         ) {
             waiting::cancel_jobs(ctx, vec![(self.job, Some("deleted".to_owned()))])?;
         }
-        let deleted = ctx.db.execute(DELETE_JOB, &named![":id" => self.job.0])?;
+        let deleted = ctx.db.execute(DELETE_JOB, &params![self.job.0])?;
         if deleted == 0 {
             return Err(Error::not_found(format!("job {}", self.job)));
         }
         // The job's rows in other tables go with it (there are no foreign keys to cascade; see the migration).
-        ctx.db
-            .execute(DELETE_HISTORY, &named![":id" => self.job.0])?;
-        ctx.db.execute(DELETE_TAGS, &named![":id" => self.job.0])?;
+        ctx.db.execute(DELETE_HISTORY, &params![self.job.0])?;
+        ctx.db.execute(DELETE_TAGS, &params![self.job.0])?;
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! [`ChangeDependencies`]: add or remove what a job that has not started waits for.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -25,10 +25,11 @@ pub struct ChangeDependencies {
     pub remove: Vec<JobId>,
 }
 
-const DROP_DEPENDENCY: &str =
-    "DELETE FROM job_dependencies WHERE job_id = :job AND depends_on = :on";
-const START_WAITING: &str = "UPDATE jobs SET state = 'waiting' WHERE id = :id";
-const COUNT_DEPENDENCIES: &str = "SELECT count(*) FROM job_dependencies WHERE job_id = :id";
+const DROP_DEPENDENCY: Sql =
+    Sql::both("DELETE FROM job_dependencies WHERE job_id = $1 AND depends_on = $2");
+const START_WAITING: Sql = Sql::both("UPDATE jobs SET state = 'waiting' WHERE id = $1");
+const COUNT_DEPENDENCIES: Sql =
+    Sql::both("SELECT count(*) FROM job_dependencies WHERE job_id = $1");
 
 impl Operation for ChangeDependencies {
     type Output = JobState;
@@ -51,19 +52,15 @@ impl Operation for ChangeDependencies {
             }
         }
         for on in &self.remove {
-            ctx.db.execute(
-                DROP_DEPENDENCY,
-                &named![":job" => self.job.0, ":on" => on.0],
-            )?;
+            ctx.db
+                .execute(DROP_DEPENDENCY, &params![self.job.0, on.0])?;
         }
         for &on in &pending {
             record_dependency(ctx, self.job, on)?;
         }
-        let count: i64 =
-            ctx.db
-                .query_one(COUNT_DEPENDENCIES, &named![":id" => self.job.0], |r| {
-                    r.get(0)
-                })?;
+        let count: i64 = ctx
+            .db
+            .query_one(COUNT_DEPENDENCIES, &params![self.job.0], |r| r.get(0))?;
         if count > MAX_DEPENDENCIES as i64 {
             return Err(Error::invalid(
                 "add",
@@ -74,8 +71,7 @@ impl Operation for ChangeDependencies {
         }
         if count > 0 {
             if state != JobState::Waiting {
-                ctx.db
-                    .execute(START_WAITING, &named![":id" => self.job.0])?;
+                ctx.db.execute(START_WAITING, &params![self.job.0])?;
             }
             return Ok(JobState::Waiting);
         }

@@ -1,6 +1,6 @@
 //! [`Fail`]: a worker gives up on its job for good.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, RunUsage};
@@ -41,13 +41,14 @@ impl Fail {
 }
 
 /// Fails the job if the lease is held, returning the attempt's details for its history row.
-const FAIL_HELD_JOB: &str = concat!(
-    "UPDATE jobs SET state = 'failed', finished_at = :now, error = :message, failure_group = :group, \
+/// `$1` now, `$2` the message, `$3` the failure group, `$4` the job, `$5` the lease's token.
+const FAIL_HELD_JOB: Sql = Sql::both(concat!(
+    "UPDATE jobs SET state = 'failed', finished_at = $1, error = $2, failure_group = $3, \
      lease_token = NULL, lease_expires_at = NULL WHERE ",
-    lease_is_held!(),
+    lease_is_held!("$4", "$5", "$1"),
     " RETURNING ",
     held_job_columns!()
-);
+));
 
 impl Operation for Fail {
     type Output = ();
@@ -60,7 +61,7 @@ impl Operation for Fail {
             ));
         }
         let message = truncate_error(&self.message);
-        let params = &named![":now" => ctx.now_ms, ":message" => message, ":group" => &self.group, ":id" => self.job, ":token" => self.token];
+        let params = &params![ctx.now_ms, message, &self.group, self.job, self.token];
         let held = ctx
             .db
             .query_row(FAIL_HELD_JOB, params, held_job_from_row)?

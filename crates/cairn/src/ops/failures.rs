@@ -1,7 +1,7 @@
 //! Failure groups: the failed jobs, grouped by the group their failure gave (`retries-exhausted`, or the group a
 //! worker named), and [`Unfail`], which puts the oldest of a group back in a queue in one statement.
 
-use crate::store::db::{Db, Params, named};
+use crate::store::db::{Db, Params, Sql, params};
 use jiff::Timestamp;
 
 use crate::clock::from_millis;
@@ -22,8 +22,12 @@ pub struct FailureGroup {
     pub last_failed_at: Timestamp,
 }
 
-const FAILURE_GROUPS: &str = "SELECT failure_group, count(*), min(finished_at), max(finished_at) \
-     FROM jobs INDEXED BY jobs_failure_groups WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group";
+const FAILURE_GROUPS: Sql = Sql {
+    sqlite: "SELECT failure_group, count(*), min(finished_at), max(finished_at) \
+     FROM jobs INDEXED BY jobs_failure_groups WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group",
+    postgres: "SELECT failure_group, count(*), min(finished_at), max(finished_at) \
+     FROM jobs WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group",
+};
 
 /// Every failure group with failed jobs in it, by name.
 pub(crate) fn failure_groups(db: &Db<'_>) -> Result<Vec<FailureGroup>> {
@@ -53,17 +57,30 @@ pub struct Unfail {
     pub limit: u32,
 }
 
-pub(crate) const UNFAIL: &str = concat!(
-    "UPDATE jobs SET state = 'queued', queue = COALESCE(:queue, queue), run_at = :now, \
-     aging_ms = CASE WHEN CAST(:queue AS TEXT) IS NULL THEN aging_ms ELSE :aging END, \
-     slot_at = :now, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
+pub(crate) const UNFAIL: Sql = Sql {
+    sqlite: concat!(
+        "UPDATE jobs SET state = 'queued', queue = COALESCE($1, queue), run_at = $2, \
+     aging_ms = CASE WHEN CAST($1 AS TEXT) IS NULL THEN aging_ms ELSE $3 END, \
+     slot_at = $2, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
      WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
-        WHERE f.state = 'failed' AND f.failure_group = :group \
+        WHERE f.state = 'failed' AND f.failure_group = $4 \
         AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l INDEXED BY jobs_unique_live \
              WHERE l.unique_key = f.unique_key AND ",
-    live!("l"),
-    ")) ORDER BY f.id LIMIT 0 + :limit) RETURNING queue"
-);
+        live!("l"),
+        ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue"
+    ),
+    postgres: concat!(
+        "UPDATE jobs SET state = 'queued', queue = COALESCE($1, queue), run_at = $2, \
+     aging_ms = CASE WHEN CAST($1 AS TEXT) IS NULL THEN aging_ms ELSE $3 END, \
+     slot_at = $2, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
+     WHERE id IN (SELECT f.id FROM jobs AS f \
+        WHERE f.state = 'failed' AND f.failure_group = $4 \
+        AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l \
+             WHERE l.unique_key = f.unique_key AND ",
+        live!("l"),
+        ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue"
+    ),
+};
 
 impl Operation for Unfail {
     type Output = u64;
@@ -87,7 +104,7 @@ impl Operation for Unfail {
         let aging = queue.as_deref().and_then(|q| ctx.settings.get(q).aging_ms);
         let moved_to = ctx.db.query(
             UNFAIL,
-            &named![":queue" => queue.as_deref(), ":now" => ctx.now_ms, ":group" => &self.group, ":limit" => self.limit, ":aging" => aging],
+            &params![queue.as_deref(), ctx.now_ms, aging, &self.group, self.limit],
             |row| row.get::<String>(0),
         )?;
         let moved = moved_to.len() as u64;

@@ -3,7 +3,7 @@
 use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
 
-use crate::store::db::{MultiRow, ToValue, named};
+use crate::store::db::{MultiRow, Sql, ToValue, params};
 use serde_json::Value;
 
 use crate::clock::duration_millis;
@@ -63,13 +63,14 @@ impl Finish {
 }
 
 /// Completes the job if the lease is held, returning the attempt's details for its history row.
-pub(crate) const COMPLETE_JOB: &str = concat!(
-    "UPDATE jobs SET state = 'completed', finished_at = :now, data = COALESCE(:data, data), \
+/// `$1` now, `$2` the final data, `$3` the job, `$4` the lease's token.
+pub(crate) const COMPLETE_JOB: Sql = Sql::both(concat!(
+    "UPDATE jobs SET state = 'completed', finished_at = $1, data = COALESCE($2, data), \
      lease_token = NULL, lease_expires_at = NULL, error = NULL WHERE ",
-    lease_is_held!(),
+    lease_is_held!("$3", "$4", "$1"),
     " RETURNING ",
     held_job_columns!()
-);
+));
 
 impl Operation for Finish {
     type Output = ();
@@ -87,8 +88,9 @@ impl Operation for Finish {
             .transpose()?;
         let held = ctx
             .db
-            .query_row(COMPLETE_JOB,
-                &named![":now" => ctx.now_ms, ":data" => data, ":id" => self.job.0, ":token" => self.token],
+            .query_row(
+                COMPLETE_JOB,
+                &params![ctx.now_ms, data, self.job.0, self.token],
                 held_job_from_row,
             )?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
@@ -131,12 +133,17 @@ impl Operation for Finish {
 /// row, its attempt and its events. The attempts are inserted by the same statement, from the rows it completed.
 /// Those that do not qualify (or whose lease is not held) are left as they are, for [`Finish::apply`] to complete
 /// or refuse one at a time. PostgreSQL only (a data-modifying `WITH`): the finishes are its arrays.
-static COMPLETE_PLAIN: MultiRow = MultiRow::new(
-    "WITH done AS (UPDATE jobs SET state = 'completed', finished_at = v.v_now, \
-     data = COALESCE(v.v_data, jobs.data), lease_token = NULL, lease_expires_at = NULL, error = NULL FROM (",
-    "(?,?,?,?,?,?,?)",
+///
+/// Arrays, one value per finish: `$1` the job, `$2` the lease's token, `$3` its final data, `$4` now, `$5` run time,
+/// `$6` CPU time, `$7` peak memory.
+static COMPLETE_PLAIN: MultiRow = MultiRow::postgres_only(
+    7,
     concat!(
-        ") AS v (v_id, v_token, v_data, v_now, v_run_ms, v_cpu_ms, v_peak_memory) WHERE jobs.id = v.v_id AND ",
+        "WITH done AS (UPDATE jobs SET state = 'completed', finished_at = v.v_now, \
+         data = COALESCE(v.v_data, jobs.data), lease_token = NULL, lease_expires_at = NULL, error = NULL \
+         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
+         $7::bigint[]) AS v (v_id, v_token, v_data, v_now, v_run_ms, v_cpu_ms, v_peak_memory) \
+         WHERE jobs.id = v.v_id AND ",
         is_running!("jobs"),
         " AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
          AND jobs.has_children = 0 AND jobs.has_dependents = 0 AND jobs.schedule IS NULL RETURNING ",
@@ -150,8 +157,12 @@ static COMPLETE_PLAIN: MultiRow = MultiRow::new(
         held_job_columns!(),
         ", v_token FROM done"
     ),
-)
-.arrays(&["bigint", "bigint", "text", "bigint", "bigint", "bigint", "bigint"]);
+);
+
+/// [`COMPLETE_PLAIN`]'s text, for the tests to prepare.
+pub(crate) fn complete_plain_text() -> &'static str {
+    COMPLETE_PLAIN.postgres()
+}
 
 /// A plain finish, checked: the job, its lease's token, its final data as JSON, and what the attempt used.
 pub(crate) struct PlainFinish<'a> {
@@ -261,8 +272,10 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
     })
 }
 
-pub(crate) const GO_ON: &str = "UPDATE jobs SET state = :state, queue = :queue, run_at = :run_at, slot_at = :run_at, \
-     attempt = 0, finished_at = NULL, error = NULL, aging_ms = :aging WHERE id = :id";
+pub(crate) const GO_ON: Sql = Sql::both(
+    "UPDATE jobs SET state = $1, queue = $2, run_at = $3, slot_at = $3, \
+     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4 WHERE id = $5",
+);
 
 /// The step finished: the job goes on in its next queue. It waits for its new dependencies, and for the children
 /// this step created (which start now), before it runs again.
@@ -278,7 +291,16 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
     } else {
         JobState::Scheduled
     };
-    ctx.db.execute(GO_ON, &named![":state" => state.as_str(), ":queue" => next.queue.as_str(), ":run_at" => next.run_at, ":id" => held.id.0, ":aging" => ctx.settings.get(next.queue.as_str()).aging_ms])?;
+    ctx.db.execute(
+        GO_ON,
+        &params![
+            state.as_str(),
+            next.queue.as_str(),
+            next.run_at,
+            ctx.settings.get(next.queue.as_str()).aging_ms,
+            held.id.0
+        ],
+    )?;
     if state == JobState::Queued {
         ctx.ready.mark(next.queue.as_str());
     }

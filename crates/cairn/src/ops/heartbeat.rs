@@ -1,6 +1,6 @@
 //! [`Heartbeat`]: a worker says it is still working, extending its lease.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -33,14 +33,23 @@ impl Heartbeat {
 }
 
 /// Extends the lease to a full timeout from now, never shortening it, and never past the attempt's timeout.
-pub(crate) const EXTEND_LEASE: &str = concat!(
-    "UPDATE jobs SET lease_expires_at = ",
-    extended_lease!(),
-    ", \
-     progress = COALESCE(:progress, progress) WHERE ",
-    lease_is_held!(),
-    " RETURNING lease_expires_at, worker"
-);
+/// `$1` now, `$2` the progress, `$3` the job, `$4` the lease's token.
+pub(crate) const EXTEND_LEASE: Sql = Sql {
+    sqlite: concat!(
+        "UPDATE jobs SET lease_expires_at = ",
+        extended_lease!(sqlite, "$1"),
+        ", progress = COALESCE($2, progress) WHERE ",
+        lease_is_held!("$3", "$4", "$1"),
+        " RETURNING lease_expires_at, worker"
+    ),
+    postgres: concat!(
+        "UPDATE jobs SET lease_expires_at = ",
+        extended_lease!(postgres, "$1"),
+        ", progress = COALESCE($2, progress) WHERE ",
+        lease_is_held!("$3", "$4", "$1"),
+        " RETURNING lease_expires_at, worker"
+    ),
+};
 
 impl Operation for Heartbeat {
     type Output = Timestamp;
@@ -56,7 +65,7 @@ impl Operation for Heartbeat {
             .as_ref()
             .map(|p| encode_json("progress", p, ctx.limits()))
             .transpose()?;
-        let params = &named![":now" => ctx.now_ms, ":progress" => progress, ":id" => self.job.0, ":token" => self.token];
+        let params = &params![ctx.now_ms, progress, self.job.0, self.token];
         let extended: Option<(i64, String)> = ctx
             .db
             .query_row(EXTEND_LEASE, params, |row| Ok((row.get(0)?, row.get(1)?)))?;

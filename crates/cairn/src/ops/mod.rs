@@ -17,7 +17,7 @@ use crate::lease::Lease;
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
 use crate::schedule::repeat::RunTimes;
-use crate::store::db::{Db, Row, named};
+use crate::store::db::{Db, Row, Sql, params};
 use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod aging;
@@ -246,24 +246,30 @@ pub(crate) fn held_job_from_row(row: &Row<'_>) -> Result<HeldJob> {
     })
 }
 
-const SELECT_HELD_JOB: &str = concat!(
-    "SELECT ",
-    held_job_columns!(),
-    ", state, lease_token, lease_expires_at FROM jobs WHERE id = :id /* FOR UPDATE */"
-);
+/// The job's row, locked on PostgreSQL until the transaction ends (SQLite's one writer needs no lock).
+const SELECT_HELD_JOB: Sql = Sql {
+    sqlite: concat!(
+        "SELECT ",
+        held_job_columns!(),
+        ", state, lease_token, lease_expires_at FROM jobs WHERE id = $1"
+    ),
+    postgres: concat!(
+        "SELECT ",
+        held_job_columns!(),
+        ", state, lease_token, lease_expires_at FROM jobs WHERE id = $1 FOR UPDATE"
+    ),
+};
 
 /// Loads the running job that `job`/`token` hold, or refuses with [`ErrorKind::LeaseLost`](crate::ErrorKind) saying why.
 pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<HeldJob> {
-    let row = ctx
-        .db
-        .query_row(SELECT_HELD_JOB, &named![":id" => job], |row| {
-            Ok((
-                row.get::<String>(HELD_JOB_COLUMNS)?,
-                row.get::<Option<i64>>(HELD_JOB_COLUMNS + 1)?,
-                row.get::<Option<i64>>(HELD_JOB_COLUMNS + 2)?,
-                held_job_from_row(row)?,
-            ))
-        })?;
+    let row = ctx.db.query_row(SELECT_HELD_JOB, &params![job], |row| {
+        Ok((
+            row.get::<String>(HELD_JOB_COLUMNS)?,
+            row.get::<Option<i64>>(HELD_JOB_COLUMNS + 1)?,
+            row.get::<Option<i64>>(HELD_JOB_COLUMNS + 2)?,
+            held_job_from_row(row)?,
+        ))
+    })?;
     let Some((state, stored_token, expires, held)) = row else {
         return Err(Error::lease_lost(format!("job {job} no longer exists")));
     };
@@ -286,9 +292,11 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
     Ok(held)
 }
 
-const INSERT_ENDED_ATTEMPT: &str = "INSERT INTO job_attempts \
+const INSERT_ENDED_ATTEMPT: Sql = Sql::both(
+    "INSERT INTO job_attempts \
      (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory) \
-     VALUES (:id, :claim, :attempt, :worker, :started_at, :now, :outcome, :error, :run_ms, :cpu_ms, :peak_memory)";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+);
 
 /// Records how the held attempt ended in the job's history.
 pub(crate) fn end_attempt(
@@ -300,13 +308,18 @@ pub(crate) fn end_attempt(
 ) -> Result<()> {
     ctx.db.execute(
         INSERT_ENDED_ATTEMPT,
-        &named![
-            ":id" => held.id, ":claim" => held.claims, ":attempt" => held.attempt, ":worker" => &held.worker,
-            ":started_at" => held.attempt_started_at, ":now" => ctx.now_ms, ":outcome" => outcome.as_str(),
-            ":error" => error,
-            ":run_ms" => usage.map(|u| duration_millis(u.run_time)),
-            ":cpu_ms" => usage.map(|u| duration_millis(u.cpu_time)),
-            ":peak_memory" => usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX)),
+        &params![
+            held.id,
+            held.claims,
+            held.attempt,
+            &held.worker,
+            held.attempt_started_at,
+            ctx.now_ms,
+            outcome.as_str(),
+            error,
+            usage.map(|u| duration_millis(u.run_time)),
+            usage.map(|u| duration_millis(u.cpu_time)),
+            usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
         ],
     )?;
     // A queue at its concurrency limit has room again: workers waiting on it look again.
@@ -318,14 +331,14 @@ pub(crate) fn end_attempt(
 
 /// The job's running attempt, if it is running (whoever holds it).
 pub(crate) fn running_job(ctx: &WriteCtx<'_>, job: JobId) -> Result<Option<HeldJob>> {
-    const SELECT_RUNNING_JOB: &str = concat!(
+    const SELECT_RUNNING_JOB: Sql = Sql::both(concat!(
         "SELECT ",
         held_job_columns!(),
-        " FROM jobs WHERE id = :id AND ",
+        " FROM jobs WHERE id = $1 AND ",
         is_running!()
-    );
+    ));
     ctx.db
-        .query_row(SELECT_RUNNING_JOB, &named![":id" => job], held_job_from_row)
+        .query_row(SELECT_RUNNING_JOB, &params![job], held_job_from_row)
 }
 
 /// The condition that a job is live (it has not completed, failed or been cancelled): `live!()` on the statement's
@@ -368,23 +381,45 @@ macro_rules! is_running {
 pub(crate) use is_running;
 
 /// The condition every statement made under a lease adds to its `WHERE`: the job runs under this exact, live lease.
+/// Its arguments are the statement's parameters for the job's id, the lease's token and now:
+/// `lease_is_held!("$1", "$2", "$3")`.
 macro_rules! lease_is_held {
-    () => {
+    ($id:literal, $token:literal, $now:literal) => {
         concat!(
-            "id = :id AND ",
+            "id = ",
+            $id,
+            " AND ",
             $crate::ops::is_running!(),
-            " AND lease_token = :token AND lease_expires_at > :now"
+            " AND lease_token = ",
+            $token,
+            " AND lease_expires_at > ",
+            $now
         )
     };
 }
 pub(crate) use lease_is_held;
 
-/// A lease extended by a heartbeat: a full lease timeout from `:now`, never shorter than it was, and never past the
-/// attempt's timeout, if the job has one.
+/// A lease extended by a heartbeat: a full lease timeout from now (the parameter `$now`), never shorter than it was,
+/// and never past the attempt's timeout, if the job has one. In each dialect's words for the larger and smaller of
+/// two values: `extended_lease!(sqlite, "$1")`, `extended_lease!(postgres, "$1")`.
 macro_rules! extended_lease {
-    () => {
-        "CASE WHEN timeout_ms IS NULL THEN MAX(lease_expires_at, :now + lease_timeout_ms) \
-         ELSE MIN(MAX(lease_expires_at, :now + lease_timeout_ms), attempt_started_at + timeout_ms) END"
+    (sqlite, $now:literal) => {
+        concat!(
+            "CASE WHEN timeout_ms IS NULL THEN MAX(lease_expires_at, ",
+            $now,
+            " + lease_timeout_ms) ELSE MIN(MAX(lease_expires_at, ",
+            $now,
+            " + lease_timeout_ms), attempt_started_at + timeout_ms) END"
+        )
+    };
+    (postgres, $now:literal) => {
+        concat!(
+            "CASE WHEN timeout_ms IS NULL THEN GREATEST(lease_expires_at, ",
+            $now,
+            " + lease_timeout_ms) ELSE LEAST(GREATEST(lease_expires_at, ",
+            $now,
+            " + lease_timeout_ms), attempt_started_at + timeout_ms) END"
+        )
     };
 }
 pub(crate) use extended_lease;
@@ -397,11 +432,15 @@ pub(crate) fn lease_refusal(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Error
     }
 }
 
-const REQUEUE_JOB: &str = "UPDATE jobs SET state = :state, run_at = :run_at, error = COALESCE(:error, error), \
-     lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+const REQUEUE_JOB: Sql = Sql::both(
+    "UPDATE jobs SET state = $1, run_at = $2, error = COALESCE($3, error), \
+     lease_token = NULL, lease_expires_at = NULL WHERE id = $4",
+);
 
-const FAIL_JOB: &str = "UPDATE jobs SET state = 'failed', finished_at = :now, error = :error, \
-     failure_group = :group, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+const FAIL_JOB: Sql = Sql::both(
+    "UPDATE jobs SET state = 'failed', finished_at = $1, error = $2, \
+     failure_group = $3, lease_token = NULL, lease_expires_at = NULL WHERE id = $4",
+);
 
 /// The failure group of jobs that ran out of attempts.
 pub(crate) const RETRIES_EXHAUSTED: &str = "retries-exhausted";
@@ -431,7 +470,7 @@ pub(crate) fn retry_or_fail(
         );
         ctx.db.execute(
             FAIL_JOB,
-            &named![":now" => ctx.now_ms, ":error" => error, ":group" => RETRIES_EXHAUSTED, ":id" => held.id],
+            &params![ctx.now_ms, error, RETRIES_EXHAUSTED, held.id],
         )?;
         return run_failed(ctx, held);
     }
@@ -474,8 +513,10 @@ pub(crate) fn run_failed(ctx: &mut WriteCtx<'_>, held: &HeldJob) -> Result<JobSt
     Ok(JobState::Failed)
 }
 
-const NEXT_RUN: &str = "UPDATE jobs SET state = :state, run_at = :next, slot_at = :next, attempt = 0, \
-     finished_at = NULL, progress = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
+const NEXT_RUN: Sql = Sql::both(
+    "UPDATE jobs SET state = $1, run_at = $2, slot_at = $2, attempt = 0, \
+     finished_at = NULL, progress = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = $3",
+);
 
 /// For a recurring job whose run just ended (finished, failed, or out of retries): schedules its next run from its
 /// repeat, resetting its attempts. Returns the new state, or `None` for a job that does not recur. A repeat that
@@ -500,8 +541,8 @@ pub(crate) fn schedule_next_run(
             tracing::warn!(job = %held.id, error = %e, "a recurring job has no next run; its recurrence ends");
             let note = format!("the recurrence ended: {e}");
             ctx.db.execute(
-                "UPDATE jobs SET error = :error WHERE id = :id",
-                &named![":error" => note, ":id" => held.id],
+                Sql::both("UPDATE jobs SET error = $1 WHERE id = $2"),
+                &params![note, held.id],
             )?;
             return Ok(None);
         }
@@ -511,10 +552,8 @@ pub(crate) fn schedule_next_run(
     } else {
         JobState::Scheduled
     };
-    ctx.db.execute(
-        NEXT_RUN,
-        &named![":state" => state.as_str(), ":next" => next, ":id" => held.id],
-    )?;
+    ctx.db
+        .execute(NEXT_RUN, &params![state.as_str(), next, held.id])?;
     if state == JobState::Queued {
         ctx.ready.mark(&held.queue);
     }
@@ -534,10 +573,8 @@ pub(crate) fn requeue(
     } else {
         JobState::Scheduled
     };
-    ctx.db.execute(
-        REQUEUE_JOB,
-        &named![":state" => state.as_str(), ":run_at" => run_at, ":error" => error, ":id" => id],
-    )?;
+    ctx.db
+        .execute(REQUEUE_JOB, &params![state.as_str(), run_at, error, id])?;
     if state == JobState::Queued {
         ctx.ready.mark(queue);
     }
@@ -562,14 +599,14 @@ pub(crate) fn in_savepoint<T>(
 }
 
 pub(crate) fn savepoint(db: &Db<'_>) -> Result<()> {
-    db.batch("SAVEPOINT op")
+    db.batch(Sql::both("SAVEPOINT op"))
 }
 
 pub(crate) fn end_savepoint(db: &Db<'_>, keep: bool) -> Result<()> {
     if !keep {
-        db.batch("ROLLBACK TO op")?;
+        db.batch(Sql::both("ROLLBACK TO op"))?;
     }
-    db.batch("RELEASE op")
+    db.batch(Sql::both("RELEASE op"))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@ use crate::ops::events::{ActivityKind, JobRef};
 use std::borrow::Borrow;
 use std::time::Duration;
 
-use crate::store::db::{MultiRow, Params, ToValue, Value as DbValue, named};
+use crate::store::db::{MultiRow, Params, Sql, ToValue, Value as DbValue, params};
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -324,21 +324,26 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     })
 }
 
-const SELECT_LIVE_BY_UNIQUE_KEY: &str = concat!(
-    "SELECT id, state FROM jobs WHERE unique_key = :key AND ",
+const SELECT_LIVE_BY_UNIQUE_KEY: Sql = Sql::both(concat!(
+    "SELECT id, state FROM jobs WHERE unique_key = $1 AND ",
     crate::ops::live!()
-);
+));
 
 /// A would-be parent's state, and whether it waits for anything but its children. Locked, so that a child is not
 /// added while another node ends the parent's run (which would miss the child it starts or cancels).
-const SELECT_PARENT: &str = "SELECT state, awaits_parent = 1 \
-     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) FROM jobs WHERE id = :id /* FOR UPDATE */";
+const SELECT_PARENT: Sql = Sql {
+    sqlite: "SELECT state, awaits_parent = 1 \
+     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1",
+    postgres: "SELECT state, awaits_parent = 1 \
+     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1 FOR UPDATE",
+};
 
-const AWAIT_PARENT: &str = "UPDATE jobs SET awaits_parent = 1 WHERE id = :id";
-const MARK_HAS_CHILDREN: &str =
-    "UPDATE jobs SET has_children = 1 WHERE id = :id AND has_children = 0";
+const AWAIT_PARENT: Sql = Sql::both("UPDATE jobs SET awaits_parent = 1 WHERE id = $1");
+const MARK_HAS_CHILDREN: Sql =
+    Sql::both("UPDATE jobs SET has_children = 1 WHERE id = $1 AND has_children = 0");
 
-/// The columns INSERT_JOB and INSERT_JOBS fill, [`COLUMNS_PER_JOB`] per job, in the order of [`job_values`].
+/// The columns [`INSERT_JOB`] and [`INSERT_PLAIN`] fill, [`COLUMNS_PER_JOB`] per job, in the order of
+/// [`job_values`].
 macro_rules! insert_jobs_into {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
@@ -346,42 +351,25 @@ macro_rules! insert_jobs_into {
          schedule, time_zone, slot_at, timeout_ms, aging_ms)"
     };
 }
-macro_rules! insert_jobs {
-    () => {
-        concat!(insert_jobs_into!(), " VALUES ")
-    };
-}
 
-/// Plain jobs, many at once, in as few statements as [`MultiRow`] allows (one on PostgreSQL): the runs of plain
-/// jobs in a [`PushBatch`], and on PostgreSQL the single pushes of a writer's batch (see `ops/bulk.rs`).
+/// Plain jobs, many at once, in as few statements as [`MultiRow`] allows (one on PostgreSQL, its arrays in the
+/// order of [`job_values`]): the runs of plain jobs in a [`PushBatch`], and on PostgreSQL the single pushes of a
+/// writer's batch (see `ops/bulk.rs`). The ids come back in the order the jobs were given.
 static INSERT_PLAIN: MultiRow = MultiRow::new(
+    COLUMNS_PER_JOB,
     insert_jobs_into!(),
-    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
     "RETURNING id",
-)
-.arrays(&[
-    "text",
-    "text",
-    "text",
-    "text",
-    "bigint",
-    "bigint",
-    "bigint",
-    "bigint",
-    "bigint",
-    "double precision",
-    "bigint",
-    "double precision",
-    "bigint",
-    "text",
-    "bigint",
-    "bigint",
-    "text",
-    "text",
-    "bigint",
-    "bigint",
-    "bigint",
-]);
+    concat!(
+        insert_jobs_into!(),
+        " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21 \
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
+         $8::bigint[], $9::bigint[], $10::double precision[], $11::bigint[], $12::double precision[], \
+         $13::bigint[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[], \
+         $20::bigint[], $21::bigint[]) WITH ORDINALITY \
+         AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, ord) \
+         ORDER BY ord RETURNING id"
+    ),
+);
 
 /// Inserts plain jobs (see [`ValidPush::is_plain`]) in a few statements; what each became, in order.
 pub(crate) fn insert_plain_many<V: Borrow<ValidPush>>(
@@ -413,15 +401,23 @@ pub(crate) fn insert_plain_many<V: Borrow<ValidPush>>(
     Ok(out)
 }
 
-const INSERT_JOB: &str = concat!(
-    insert_jobs!(),
-    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id"
-);
+/// [`INSERT_PLAIN`]'s texts (SQLite's for two rows), for the tests to prepare.
+pub(crate) fn insert_plain_texts() -> (String, String) {
+    let sqlite = INSERT_PLAIN.sqlite_text(2).unwrap_or_default().to_owned();
+    (sqlite, INSERT_PLAIN.postgres().to_owned())
+}
+
+/// One job, [`COLUMNS_PER_JOB`] values in the order of [`job_values`].
+const INSERT_JOB: Sql = Sql::both(concat!(
+    insert_jobs_into!(),
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+     RETURNING id"
+));
 
 /// The values one job binds in INSERT_JOB and INSERT_PLAIN.
 const COLUMNS_PER_JOB: usize = 21;
 
-/// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs!`].
+/// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs_into!`].
 fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
     let retry = &valid.retry;
     let (schedule, time_zone) = valid.schedule.as_ref().map(Schedule::to_stored).unzip();
@@ -479,7 +475,7 @@ impl ValidPush {
     }
 }
 
-const INSERT_TAG: &str = "INSERT INTO job_tags (job_id, tag) VALUES (:id, :tag)";
+const INSERT_TAG: Sql = Sql::both("INSERT INTO job_tags (job_id, tag) VALUES ($1, $2)");
 
 /// Validates and inserts one job on `ctx.db`. Also used by [`Queue::enqueue_in`](crate::Queue::enqueue_in) on the
 /// application's own connection.
@@ -491,11 +487,11 @@ pub(crate) fn insert(push: &Push, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
 /// Inserts one validated job: returns the live job holding its unique key instead, if there is one.
 fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     if let Some(key) = &valid.unique_key {
-        let existing = ctx.db.query_row(
-            SELECT_LIVE_BY_UNIQUE_KEY,
-            &named![":key" => key.as_str()],
-            |row| Ok((row.get::<i64>(0)?, row.get::<String>(1)?)),
-        )?;
+        let existing =
+            ctx.db
+                .query_row(SELECT_LIVE_BY_UNIQUE_KEY, &params![key.as_str()], |row| {
+                    Ok((row.get::<i64>(0)?, row.get::<String>(1)?))
+                })?;
         if let Some((id, state)) = existing {
             let state = parse_stored_state(&state)?;
             return Ok(Enqueued {
@@ -525,12 +521,11 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     job_values(&mut values, valid, state, ctx.now_ms);
     let id = ctx
         .db
-        .query_one(INSERT_JOB, &Params::Numbered(values), |r| r.get::<JobId>(0))?;
+        .query_one(INSERT_JOB, &Params(values), |r| r.get::<JobId>(0))?;
     if let Some(parent) = valid.parent {
-        ctx.db
-            .execute(MARK_HAS_CHILDREN, &named![":id" => parent])?;
+        ctx.db.execute(MARK_HAS_CHILDREN, &params![parent])?;
         if awaits_parent {
-            ctx.db.execute(AWAIT_PARENT, &named![":id" => id])?;
+            ctx.db.execute(AWAIT_PARENT, &params![id])?;
         }
     }
     for on in pending {
@@ -538,8 +533,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     }
     if !valid.tags.is_empty() {
         for tag in &valid.tags {
-            ctx.db
-                .execute(INSERT_TAG, &named![":id" => id, ":tag" => tag.as_str()])?;
+            ctx.db.execute(INSERT_TAG, &params![id, tag.as_str()])?;
         }
     }
     if state == JobState::Queued {
@@ -556,11 +550,9 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
 /// The state of a would-be parent: it must exist, and be running (its children start when the run finishes) or
 /// waiting for its children (a child adding a sibling).
 fn parent_state(ctx: &WriteCtx<'_>, parent: JobId) -> Result<JobState> {
-    let row: Option<(String, bool)> =
-        ctx.db
-            .query_row(SELECT_PARENT, &named![":id" => parent.0], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
+    let row: Option<(String, bool)> = ctx.db.query_row(SELECT_PARENT, &params![parent.0], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
     let Some((state, waits_for_others)) = row else {
         return Err(Error::invalid(
             "parent",

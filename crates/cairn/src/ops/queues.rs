@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::store::db::{Db, Params, named};
+use crate::store::db::{Db, Params, Sql, params};
 
 use crate::error::Result;
 use crate::job::JobState;
@@ -22,18 +22,18 @@ pub struct PauseQueue {
     pub paused: bool,
 }
 
-const SET_PAUSED: &str = "INSERT INTO queues (name, paused) VALUES (:name, :paused) \
-     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused";
+const SET_PAUSED: Sql = Sql::both(
+    "INSERT INTO queues (name, paused) VALUES ($1, $2) \
+     ON CONFLICT (name) DO UPDATE SET paused = excluded.paused",
+);
 
 impl Operation for PauseQueue {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let queue = QueueName::parse(self.queue.as_str())?;
-        ctx.db.execute(
-            SET_PAUSED,
-            &named![":name" => queue.as_str(), ":paused" => self.paused],
-        )?;
+        ctx.db
+            .execute(SET_PAUSED, &params![queue.as_str(), self.paused])?;
         ctx.settings.entry(queue.as_str()).paused = self.paused;
         if !self.paused {
             ctx.ready.mark(queue.as_str());
@@ -53,8 +53,10 @@ pub struct LimitQueue {
     pub concurrency: Option<u32>,
 }
 
-const SET_CONCURRENCY: &str = "INSERT INTO queues (name, concurrency) VALUES (:name, :concurrency) \
-     ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency";
+const SET_CONCURRENCY: Sql = Sql::both(
+    "INSERT INTO queues (name, concurrency) VALUES ($1, $2) \
+     ON CONFLICT (name) DO UPDATE SET concurrency = excluded.concurrency",
+);
 
 impl Operation for LimitQueue {
     type Output = ();
@@ -67,10 +69,8 @@ impl Operation for LimitQueue {
                 "must be at least 1 (pause the queue to hand out nothing)",
             ));
         }
-        ctx.db.execute(
-            SET_CONCURRENCY,
-            &named![":name" => queue.as_str(), ":concurrency" => self.concurrency],
-        )?;
+        ctx.db
+            .execute(SET_CONCURRENCY, &params![queue.as_str(), self.concurrency])?;
         ctx.settings.entry(queue.as_str()).concurrency = self.concurrency;
         // A raised limit may let waiting workers in.
         ctx.ready.mark(queue.as_str());
@@ -95,8 +95,8 @@ pub(crate) struct SettingsCache {
     pub changed: bool,
 }
 
-const ALL_SETTINGS: &str =
-    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues";
+const ALL_SETTINGS: Sql =
+    Sql::both("SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues");
 
 impl SettingsCache {
     pub fn load(db: &Db<'_>, defaults: &Defaults) -> Result<Self> {
@@ -158,16 +158,18 @@ pub(crate) struct Settings {
     pub aging_ms: Option<i64>,
 }
 
-const IS_PAUSED: &str = "SELECT paused FROM queues WHERE name = :name";
+const IS_PAUSED: Sql = Sql::both("SELECT paused FROM queues WHERE name = $1");
 
 /// Whether a queue is paused, read from the table (for readers; the writer keeps a [`SettingsCache`]).
 pub(crate) fn is_paused(db: &Db<'_>, queue: &str) -> Result<bool> {
-    let paused: Option<bool> = db.query_row(IS_PAUSED, &named![":name" => queue], |r| r.get(0))?;
+    let paused: Option<bool> = db.query_row(IS_PAUSED, &params![queue], |r| r.get(0))?;
     Ok(paused.unwrap_or(false))
 }
 
-const RUNNING_IN_QUEUE: &str =
-    "SELECT count(*) FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND queue = :queue";
+const RUNNING_IN_QUEUE: Sql = Sql {
+    sqlite: "SELECT count(*) FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND queue = $1",
+    postgres: "SELECT count(*) FROM jobs WHERE state = 'running' AND queue = $1",
+};
 
 /// How many more jobs of `queue` may start now, if it has a limit. Counts its running jobs by walking the running
 /// jobs (as many as workers hold), only for a queue with a limit.
@@ -175,7 +177,7 @@ pub(crate) fn room(db: &Db<'_>, queue: &str, limit: Option<u32>) -> Result<Optio
     let Some(limit) = limit else {
         return Ok(None);
     };
-    let running: i64 = db.query_one(RUNNING_IN_QUEUE, &named![":queue" => queue], |r| r.get(0))?;
+    let running: i64 = db.query_one(RUNNING_IN_QUEUE, &params![queue], |r| r.get(0))?;
     Ok(Some(
         u32::try_from((i64::from(limit) - running).max(0)).unwrap_or(0),
     ))
@@ -212,17 +214,19 @@ pub struct QueueStats {
     pub cancelled: u64,
 }
 
-pub(crate) const COUNT_BY_STATE: &str = "SELECT queue, state, lease_expires_at <= :now, count(*) FROM jobs \
-     GROUP BY queue, state, lease_expires_at <= :now";
+pub(crate) const COUNT_BY_STATE: Sql = Sql::both(
+    "SELECT queue, state, lease_expires_at <= $1, count(*) FROM jobs \
+     GROUP BY queue, state, lease_expires_at <= $1",
+);
 
-const PAUSED_QUEUES: &str =
-    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues";
+const PAUSED_QUEUES: Sql =
+    Sql::both("SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues");
 
 /// Every queue that has jobs or settings, by name, with its counts at `now_ms`. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
 pub(crate) fn queue_stats(db: &Db<'_>, now_ms: i64) -> Result<Vec<QueueStats>> {
     let mut stats: BTreeMap<String, QueueStats> = BTreeMap::new();
-    let counts = db.query(COUNT_BY_STATE, &named![":now" => now_ms], |row| {
+    let counts = db.query(COUNT_BY_STATE, &params![now_ms], |row| {
         Ok((
             row.get::<String>(0)?,
             parse_stored_state(&row.get::<String>(1)?)?,

@@ -13,7 +13,7 @@ use crate::clock::duration_millis;
 use crate::error::{Error, Result};
 use crate::names::QueueName;
 use crate::ops::{Operation, WriteCtx};
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 /// At most `jobs` starts per `per`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,17 +48,21 @@ pub struct RateLimitQueue {
 }
 
 /// A new or changed limit starts with a full bucket (NULL).
-const SET_RATE: &str = "INSERT INTO queues (name, rate_jobs, rate_period_ms) VALUES (:name, :jobs, :period) \
+const SET_RATE: Sql = Sql::both(
+    "INSERT INTO queues (name, rate_jobs, rate_period_ms) VALUES ($1, $2, $3) \
      ON CONFLICT (name) DO UPDATE SET rate_jobs = excluded.rate_jobs, rate_period_ms = excluded.rate_period_ms, \
-     rate_tokens = NULL, rate_at = NULL";
+     rate_tokens = NULL, rate_at = NULL",
+);
 
 /// A limited queue's row, locked, with its stored bucket: how claims on PostgreSQL take turns on the queue.
-pub(crate) const LOCK_LIMITED_QUEUE: &str =
-    "SELECT rate_tokens, rate_at FROM queues WHERE name = :name /* FOR UPDATE */";
+pub(crate) const LOCK_LIMITED_QUEUE: Sql = Sql {
+    sqlite: "SELECT rate_tokens, rate_at FROM queues WHERE name = $1",
+    postgres: "SELECT rate_tokens, rate_at FROM queues WHERE name = $1 FOR UPDATE",
+};
 
 /// The bucket after a claim took from it.
-pub(crate) const STORE_BUCKET: &str =
-    "UPDATE queues SET rate_tokens = :tokens, rate_at = :at WHERE name = :name";
+pub(crate) const STORE_BUCKET: Sql =
+    Sql::both("UPDATE queues SET rate_tokens = $1, rate_at = $2 WHERE name = $3");
 
 impl Operation for RateLimitQueue {
     type Output = ();
@@ -83,10 +87,10 @@ impl Operation for RateLimitQueue {
         }
         ctx.db.execute(
             SET_RATE,
-            &named![
-                ":name" => queue.as_str(),
-                ":jobs" => self.rate.map(|r| r.jobs),
-                ":period" => self.rate.map(|r| duration_millis(r.per)),
+            &params![
+                queue.as_str(),
+                self.rate.map(|r| r.jobs),
+                self.rate.map(|r| duration_millis(r.per))
             ],
         )?;
         ctx.settings.entry(queue.as_str()).rate = self.rate;

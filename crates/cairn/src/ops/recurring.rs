@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::store::db::{Db, Params, named};
+use crate::store::db::{Db, Params, Sql, params};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -166,11 +166,13 @@ fn template_from_json(text: &str) -> Result<Push> {
     Ok(push)
 }
 
-const UPSERT_RECURRING: &str = "INSERT INTO recurring \
+const UPSERT_RECURRING: Sql = Sql::both(
+    "INSERT INTO recurring \
      (key, cron, time_zone, missed, template, next_slot_at, created_at) \
-     VALUES (:key, :cron, :zone, :missed, :template, :next, :now) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7) \
      ON CONFLICT (key) DO UPDATE SET cron = excluded.cron, time_zone = excluded.time_zone, \
-     missed = excluded.missed, template = excluded.template, next_slot_at = excluded.next_slot_at";
+     missed = excluded.missed, template = excluded.template, next_slot_at = excluded.next_slot_at",
+);
 
 impl Operation for SetRecurring {
     type Output = RecurringInfo;
@@ -197,8 +199,12 @@ impl Operation for SetRecurring {
         validate(job, ctx)?;
         let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx.db.query_row(
             // Locked: the leader may be creating this template's slot (see `create_due_runs`).
-            "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = :key /* FOR UPDATE */",
-            &named![":key" => key.as_str()],
+            Sql {
+                sqlite: "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = $1",
+                postgres: "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = $1 \
+                           FOR UPDATE",
+            },
+            &params![key.as_str()],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )?;
         let next = match stored {
@@ -212,10 +218,21 @@ impl Operation for SetRecurring {
             }
             None => cron.next_after(from_millis(ctx.now_ms)),
         };
-        ctx.db.execute(UPSERT_RECURRING, &named![":key" => key.as_str(), ":cron" => cron.as_str(), ":zone" => cron.time_zone(), ":missed" => r.missed.as_str(), ":template" => template_to_json(job).to_string(), ":next" => next.map(to_millis), ":now" => ctx.now_ms])?;
+        ctx.db.execute(
+            UPSERT_RECURRING,
+            &params![
+                key.as_str(),
+                cron.as_str(),
+                cron.time_zone(),
+                r.missed.as_str(),
+                template_to_json(job).to_string(),
+                next.map(to_millis),
+                ctx.now_ms
+            ],
+        )?;
         let last: Option<i64> = ctx.db.query_one(
-            "SELECT last_slot_at FROM recurring WHERE key = :key",
-            &named![":key" => key.as_str()],
+            Sql::both("SELECT last_slot_at FROM recurring WHERE key = $1"),
+            &params![key.as_str()],
             |row| row.get(0),
         )?;
         Ok(RecurringInfo {
@@ -233,8 +250,8 @@ impl Operation for RemoveRecurring {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let removed = ctx.db.execute(
-            "DELETE FROM recurring WHERE key = :key",
-            &named![":key" => &self.key],
+            Sql::both("DELETE FROM recurring WHERE key = $1"),
+            &params![&self.key],
         )?;
         if removed == 0 {
             return Err(Error::not_found(format!(
@@ -246,12 +263,19 @@ impl Operation for RemoveRecurring {
     }
 }
 
-const SELECT_DUE_TEMPLATES: &str = "SELECT key, cron, time_zone, missed, template, next_slot_at \
-     FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= :now \
-     ORDER BY next_slot_at LIMIT 100 /* FOR UPDATE */";
+const SELECT_DUE_TEMPLATES: Sql = Sql {
+    sqlite: "SELECT key, cron, time_zone, missed, template, next_slot_at \
+     FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
+     ORDER BY next_slot_at LIMIT 100",
+    postgres: "SELECT key, cron, time_zone, missed, template, next_slot_at \
+     FROM recurring WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
+     ORDER BY next_slot_at LIMIT 100 FOR UPDATE",
+};
 
-const ADVANCE_TEMPLATE: &str = "UPDATE recurring SET next_slot_at = :next, \
-     last_slot_at = COALESCE(:last, last_slot_at) WHERE key = :key";
+const ADVANCE_TEMPLATE: Sql = Sql::both(
+    "UPDATE recurring SET next_slot_at = $1, \
+     last_slot_at = COALESCE($2, last_slot_at) WHERE key = $3",
+);
 
 /// Creates the jobs of every template slot that is due, as each template's missed-slot policy says, and moves the
 /// templates on. Returns how many jobs it created.
@@ -259,7 +283,7 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     type Row = (String, String, String, String, String, i64);
     let due: Vec<Row> = ctx
         .db
-        .query(SELECT_DUE_TEMPLATES, &named![":now" => ctx.now_ms], |r| {
+        .query(SELECT_DUE_TEMPLATES, &params![ctx.now_ms], |r| {
             Ok((
                 r.get(0)?,
                 r.get(1)?,
@@ -277,7 +301,7 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
             Err(e) => {
                 // Only possible if the time zone database changed under a stored template: stop it, loudly.
                 tracing::error!(key, error = %e, "a recurring template no longer parses; it is stopped");
-                let params = &named![":next" => None::<i64>, ":last" => None::<i64>, ":key" => key];
+                let params = &params![None::<i64>, None::<i64>, key];
                 ctx.db.execute(ADVANCE_TEMPLATE, params)?;
                 continue;
             }
@@ -317,7 +341,11 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
                 tracing::error!(key, error = %e, "a recurring template could not create its job; its slot is skipped")
             }
         }
-        let params = &named![":next" => cron.next_after(latest).map(to_millis), ":last" => chosen.last().map(|t| to_millis(*t)), ":key" => key];
+        let params = &params![
+            cron.next_after(latest).map(to_millis),
+            chosen.last().map(|t| to_millis(*t)),
+            key
+        ];
         ctx.db.execute(ADVANCE_TEMPLATE, params)?;
     }
     Ok(created)
@@ -356,7 +384,9 @@ fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Time
 /// Lists the templates, by key.
 pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
     db.query(
-        "SELECT key, cron, time_zone, next_slot_at, last_slot_at FROM recurring ORDER BY key",
+        Sql::both(
+            "SELECT key, cron, time_zone, next_slot_at, last_slot_at FROM recurring ORDER BY key",
+        ),
         &Params::NONE,
         |r| {
             Ok(RecurringInfo {

@@ -1,6 +1,6 @@
 //! [`Release`]: a worker gives a job back untouched (shutting down), or the writer does for a claim nobody received.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::Result;
 use crate::job::{AttemptOutcome, JobId};
@@ -26,7 +26,7 @@ impl Release {
     }
 }
 
-const UNCOUNT_ATTEMPT: &str = "UPDATE jobs SET attempt = attempt - 1 WHERE id = :id";
+const UNCOUNT_ATTEMPT: Sql = Sql::both("UPDATE jobs SET attempt = attempt - 1 WHERE id = $1");
 
 impl Operation for Release {
     type Output = ();
@@ -42,8 +42,7 @@ impl Operation for Release {
             None,
         );
         run_did_not_finish(ctx, &held)?;
-        ctx.db
-            .execute(UNCOUNT_ATTEMPT, &named![":id" => self.job.0])?;
+        ctx.db.execute(UNCOUNT_ATTEMPT, &params![self.job.0])?;
         requeue(ctx, self.job, &held.queue, ctx.now_ms, None)?;
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! [`Rename`]: give a job that is not running another name.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
@@ -17,8 +17,11 @@ pub struct Rename {
     pub name: String,
 }
 
-const SELECT_JOB: &str = "SELECT state, queue FROM jobs WHERE id = :id /* FOR UPDATE */";
-const RENAME_JOB: &str = "UPDATE jobs SET name = :name WHERE id = :id";
+const SELECT_JOB: Sql = Sql {
+    sqlite: "SELECT state, queue FROM jobs WHERE id = $1",
+    postgres: "SELECT state, queue FROM jobs WHERE id = $1 FOR UPDATE",
+};
+const RENAME_JOB: Sql = Sql::both("UPDATE jobs SET name = $1 WHERE id = $2");
 
 impl Operation for Rename {
     type Output = ();
@@ -26,16 +29,13 @@ impl Operation for Rename {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let name = JobName::parse(self.name.as_str())?;
         let row: Option<(String, String)> =
-            ctx.db
-                .query_row(SELECT_JOB, &named![":id" => self.job.0], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?;
+            ctx.db.query_row(SELECT_JOB, &params![self.job.0], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         let (state, queue) = row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
         let state = parse_stored_state(&state)?;
-        ctx.db.execute(
-            RENAME_JOB,
-            &named![":name" => name.as_str(), ":id" => self.job.0],
-        )?;
+        ctx.db
+            .execute(RENAME_JOB, &params![name.as_str(), self.job.0])?;
         if state == JobState::Queued {
             ctx.ready.mark(&queue);
         }

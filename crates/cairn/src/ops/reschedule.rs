@@ -1,6 +1,6 @@
 //! [`Reschedule`]: move a waiting job's run time.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 use jiff::Timestamp;
 
 use crate::clock::to_millis;
@@ -18,7 +18,7 @@ pub struct Reschedule {
     pub run_at: Timestamp,
 }
 
-const SELECT_QUEUE: &str = "SELECT queue FROM jobs WHERE id = :id";
+const SELECT_QUEUE: Sql = Sql::both("SELECT queue FROM jobs WHERE id = $1");
 
 impl Operation for Reschedule {
     /// The job's state afterwards: `queued` or `scheduled`.
@@ -34,7 +34,7 @@ impl Operation for Reschedule {
         }
         let queue: String = ctx
             .db
-            .query_one(SELECT_QUEUE, &named![":id" => self.job.0], |r| r.get(0))?;
+            .query_one(SELECT_QUEUE, &params![self.job.0], |r| r.get(0))?;
         requeue(ctx, self.job, &queue, to_millis(self.run_at), None)
     }
 }

@@ -1,6 +1,6 @@
 //! [`SetData`]: replace the data of a job that is not running.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -18,7 +18,7 @@ pub struct SetData {
     pub data: Value,
 }
 
-const SET_DATA: &str = "UPDATE jobs SET data = :data WHERE id = :id";
+const SET_DATA: Sql = Sql::both("UPDATE jobs SET data = $1 WHERE id = $2");
 
 impl Operation for SetData {
     type Output = ();
@@ -31,8 +31,7 @@ impl Operation for SetData {
                 self.job
             )));
         }
-        ctx.db
-            .execute(SET_DATA, &named![":data" => data, ":id" => self.job.0])?;
+        ctx.db.execute(SET_DATA, &params![data, self.job.0])?;
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! [`SetPriority`]: change how soon a job runs relative to others.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
 use crate::job::JobId;
@@ -16,7 +16,7 @@ pub struct SetPriority {
     pub priority: i32,
 }
 
-const SET_PRIORITY: &str = "UPDATE jobs SET priority = :priority WHERE id = :id";
+const SET_PRIORITY: Sql = Sql::both("UPDATE jobs SET priority = $1 WHERE id = $2");
 
 impl Operation for SetPriority {
     type Output = ();
@@ -29,10 +29,8 @@ impl Operation for SetPriority {
                 self.job
             )));
         }
-        ctx.db.execute(
-            SET_PRIORITY,
-            &named![":priority" => self.priority, ":id" => self.job.0],
-        )?;
+        ctx.db
+            .execute(SET_PRIORITY, &params![self.priority, self.job.0])?;
         Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! [`SetSchedule`]: make a job recur, change how, or stop it recurring.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::Result;
 use crate::job::JobId;
@@ -21,8 +21,7 @@ pub struct SetSchedule {
     pub time_zone: Option<String>,
 }
 
-const SET_SCHEDULE: &str =
-    "UPDATE jobs SET schedule = :schedule, time_zone = :time_zone WHERE id = :id";
+const SET_SCHEDULE: Sql = Sql::both("UPDATE jobs SET schedule = $1, time_zone = $2 WHERE id = $3");
 
 impl Operation for SetSchedule {
     type Output = ();
@@ -36,10 +35,8 @@ impl Operation for SetSchedule {
             None => (None, None),
         };
         job_state(ctx, self.job)?;
-        ctx.db.execute(
-            SET_SCHEDULE,
-            &named![":schedule" => schedule, ":time_zone" => time_zone, ":id" => self.job.0],
-        )?;
+        ctx.db
+            .execute(SET_SCHEDULE, &params![schedule, time_zone, self.job.0])?;
         Ok(())
     }
 }

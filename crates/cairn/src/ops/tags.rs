@@ -5,7 +5,7 @@ use crate::job::JobId;
 use crate::names::Tag;
 use crate::ops::cancel::job_state;
 use crate::ops::{Operation, WriteCtx};
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 /// Adds and removes tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,9 +18,9 @@ pub struct ChangeTags {
     pub remove: Vec<String>,
 }
 
-const ADD_TAG: &str =
-    "INSERT INTO job_tags (job_id, tag) VALUES (:id, :tag) ON CONFLICT DO NOTHING";
-const REMOVE_TAG: &str = "DELETE FROM job_tags WHERE job_id = :id AND tag = :tag";
+const ADD_TAG: Sql =
+    Sql::both("INSERT INTO job_tags (job_id, tag) VALUES ($1, $2) ON CONFLICT DO NOTHING");
+const REMOVE_TAG: Sql = Sql::both("DELETE FROM job_tags WHERE job_id = $1 AND tag = $2");
 
 impl Operation for ChangeTags {
     type Output = ();
@@ -30,14 +30,11 @@ impl Operation for ChangeTags {
         let remove = parse_tags(&self.remove)?;
         job_state(ctx, self.job)?;
         for tag in &remove {
-            ctx.db.execute(
-                REMOVE_TAG,
-                &named![":id" => self.job, ":tag" => tag.as_str()],
-            )?;
+            ctx.db
+                .execute(REMOVE_TAG, &params![self.job, tag.as_str()])?;
         }
         for tag in &add {
-            ctx.db
-                .execute(ADD_TAG, &named![":id" => self.job, ":tag" => tag.as_str()])?;
+            ctx.db.execute(ADD_TAG, &params![self.job, tag.as_str()])?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::ops::{Operation, WriteCtx};
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 /// Tracks a job (it is listed by `JobFilter::tracked`, whatever its state), or stops tracking it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,16 +14,15 @@ pub struct Track {
     pub tracked: bool,
 }
 
-const SET_TRACKED: &str = "UPDATE jobs SET tracked = :tracked WHERE id = :id";
+const SET_TRACKED: Sql = Sql::both("UPDATE jobs SET tracked = $1 WHERE id = $2");
 
 impl Operation for Track {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let changed = ctx.db.execute(
-            SET_TRACKED,
-            &named![":tracked" => self.tracked, ":id" => self.job],
-        )?;
+        let changed = ctx
+            .db
+            .execute(SET_TRACKED, &params![self.tracked, self.job])?;
         if changed == 0 {
             return Err(Error::not_found(format!("job {}", self.job)));
         }

@@ -1,6 +1,6 @@
 //! [`Update`]: a worker reports progress that queries show.
 
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 use serde_json::Value;
 
 use crate::error::Result;
@@ -31,17 +31,18 @@ impl Update {
     }
 }
 
-const SET_PROGRESS: &str = concat!(
-    "UPDATE jobs SET progress = :progress WHERE ",
-    lease_is_held!()
-);
+/// `$1` now, `$2` the progress, `$3` the job, `$4` the lease's token.
+const SET_PROGRESS: Sql = Sql::both(concat!(
+    "UPDATE jobs SET progress = $2 WHERE ",
+    lease_is_held!("$3", "$4", "$1")
+));
 
 impl Operation for Update {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let progress = encode_json("progress", &self.progress, ctx.limits())?;
-        let params = &named![":now" => ctx.now_ms, ":progress" => progress, ":id" => self.job.0, ":token" => self.token];
+        let params = &params![ctx.now_ms, progress, self.job.0, self.token];
         match ctx.db.execute(SET_PROGRESS, params)? {
             0 => Err(lease_refusal(ctx, self.job, self.token)),
             _ => Ok(()),

@@ -20,7 +20,7 @@
 //! - Cancelling or deleting a parent cancels its live children.
 
 use crate::ops::events::{ActivityKind, JobRef};
-use crate::store::db::named;
+use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState};
@@ -29,23 +29,34 @@ use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 /// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead): no
 /// dependency, and no child that is live or failed. A job ready now is ready from now: `run_at` is when it became
 /// ready, for its wait time and its priority aging.
-pub(crate) const RELEASE_IF_UNBLOCKED: &str = concat!(
-    "UPDATE jobs SET state = CASE WHEN run_at <= :now THEN 'queued' ELSE 'scheduled' END, \
-     run_at = MAX(run_at, :now) \
-     WHERE id = :id AND state = 'waiting' AND awaits_parent = 0 \
-     AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = :id) \
-     AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND (",
-    live!("c"),
-    " OR c.state = 'failed')) RETURNING queue, state"
-);
+/// `$1` now, `$2` the job.
+pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
+    sqlite: concat!(
+        "UPDATE jobs SET state = CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END, \
+         run_at = MAX(run_at, $1) \
+         WHERE id = $2 AND state = 'waiting' AND awaits_parent = 0 \
+         AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $2) \
+         AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $2 AND (",
+        live!("c"),
+        " OR c.state = 'failed')) RETURNING queue, state"
+    ),
+    postgres: concat!(
+        "UPDATE jobs SET state = CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END, \
+         run_at = GREATEST(run_at, $1) \
+         WHERE id = $2 AND state = 'waiting' AND awaits_parent = 0 \
+         AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $2) \
+         AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $2 AND (",
+        live!("c"),
+        " OR c.state = 'failed')) RETURNING queue, state"
+    ),
+};
 
-/// Locks a job's row until the transaction ends (on PostgreSQL; see `store/postgres/dialect.rs`).
-const LOCK_JOB: &str = "SELECT id FROM jobs WHERE id = :id /* FOR UPDATE */";
+/// Locks a job's row until the transaction ends: on PostgreSQL only, where nodes write at once.
+const LOCK_JOB: Sql = Sql::postgres_only("SELECT id FROM jobs WHERE id = $1 FOR UPDATE");
 
 /// The ids a one-column statement selects for job `id`.
-fn job_ids(ctx: &WriteCtx<'_>, sql: &str, id: JobId) -> Result<Vec<JobId>> {
-    ctx.db
-        .query(sql, &named![":id" => id], |r| r.get::<JobId>(0))
+fn job_ids(ctx: &WriteCtx<'_>, sql: Sql<'_>, id: JobId) -> Result<Vec<JobId>> {
+    ctx.db.query(sql, &params![id], |r| r.get::<JobId>(0))
 }
 
 /// Makes `id` ready if it waits and nothing holds it any more. Returns whether it moved.
@@ -54,13 +65,13 @@ pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<
     // sees the other's edge: the waiting job's row is locked first, so the second to get it sees the first's
     // commit. SQLite's single writer gives that order already.
     if ctx.db.is_postgres() {
-        ctx.db.query(LOCK_JOB, &named![":id" => id], |_| Ok(()))?;
+        ctx.db.query(LOCK_JOB, &params![id], |_| Ok(()))?;
     }
-    let moved: Option<(String, String)> = ctx.db.query_row(
-        RELEASE_IF_UNBLOCKED,
-        &named![":now" => ctx.now_ms, ":id" => id.0],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let moved: Option<(String, String)> =
+        ctx.db
+            .query_row(RELEASE_IF_UNBLOCKED, &params![ctx.now_ms, id.0], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
     match moved {
         Some((queue, state)) => {
             if state == JobState::Queued.as_str() {
@@ -72,14 +83,15 @@ pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<
     }
 }
 
-const START_CHILDREN: &str =
-    "UPDATE jobs SET awaits_parent = 0 WHERE parent_id = :id AND awaits_parent = 1 RETURNING id";
+const START_CHILDREN: Sql = Sql::both(
+    "UPDATE jobs SET awaits_parent = 0 WHERE parent_id = $1 AND awaits_parent = 1 RETURNING id",
+);
 
-const HAS_LIVE_CHILDREN: &str = concat!(
-    "SELECT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = :id AND ",
+const HAS_LIVE_CHILDREN: Sql = Sql::both(concat!(
+    "SELECT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $1 AND ",
     live!("c"),
     ")"
-);
+));
 
 /// The run of parent `id` finished: the children it created start. Returns whether `id` has live children,
 /// which it must then wait for.
@@ -90,22 +102,23 @@ pub(crate) fn start_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> 
     }
     let live: bool = ctx
         .db
-        .query_one(HAS_LIVE_CHILDREN, &named![":id" => id.0], |r| r.get(0))?;
+        .query_one(HAS_LIVE_CHILDREN, &params![id.0], |r| r.get(0))?;
     Ok(live)
 }
 
-const PARENT_WAITS: &str =
-    "UPDATE jobs SET state = 'waiting', finished_at = NULL, attempt = 0 WHERE id = :id";
+const PARENT_WAITS: Sql =
+    Sql::both("UPDATE jobs SET state = 'waiting', finished_at = NULL, attempt = 0 WHERE id = $1");
 
 /// A parent's run finished and it has live children: it waits for them, and its next run starts its attempts
 /// afresh.
 pub(crate) fn wait_for_children(ctx: &WriteCtx<'_>, id: JobId) -> Result<()> {
-    ctx.db.execute(PARENT_WAITS, &named![":id" => id.0])?;
+    ctx.db.execute(PARENT_WAITS, &params![id.0])?;
     Ok(())
 }
 
-const UNSTARTED_CHILDREN: &str =
-    "SELECT id FROM jobs WHERE parent_id = :id AND awaits_parent = 1 AND state = 'waiting'";
+const UNSTARTED_CHILDREN: Sql = Sql::both(
+    "SELECT id FROM jobs WHERE parent_id = $1 AND awaits_parent = 1 AND state = 'waiting'",
+);
 
 /// The run of parent `id` ended without finishing: the children it created are cancelled.
 pub(crate) fn discard_unstarted_children(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<()> {
@@ -127,8 +140,8 @@ pub(crate) enum Ending {
     Failed,
 }
 
-const MET_DEPENDENCIES: &str =
-    "DELETE FROM job_dependencies WHERE depends_on = :id RETURNING job_id";
+const MET_DEPENDENCIES: Sql =
+    Sql::both("DELETE FROM job_dependencies WHERE depends_on = $1 RETURNING job_id");
 
 /// Moves what waited on job `id`, which just ended as `ending`: its dependents, and its parent.
 pub(crate) fn job_ended(
@@ -153,19 +166,24 @@ pub(crate) fn job_ended(
     Ok(())
 }
 
-const SELECT_RELATIONS: &str = "SELECT state, parent_id, has_children, has_dependents, queue, name FROM jobs WHERE id = :id /* FOR UPDATE */";
+const SELECT_RELATIONS: Sql = Sql {
+    sqlite: "SELECT state, parent_id, has_children, has_dependents, queue, name FROM jobs WHERE id = $1",
+    postgres: "SELECT state, parent_id, has_children, has_dependents, queue, name FROM jobs WHERE id = $1 FOR UPDATE",
+};
 
-const CANCEL_ONE: &str = "UPDATE jobs SET state = 'cancelled', finished_at = :now, error = COALESCE(:error, error), \
-     awaits_parent = 0, lease_token = NULL, lease_expires_at = NULL WHERE id = :id";
-
-const DROP_OWN_DEPENDENCIES: &str = "DELETE FROM job_dependencies WHERE job_id = :id";
-
-const LIVE_CHILDREN: &str = concat!(
-    "SELECT id FROM jobs AS c WHERE c.parent_id = :id AND ",
-    live!("c")
+const CANCEL_ONE: Sql = Sql::both(
+    "UPDATE jobs SET state = 'cancelled', finished_at = $1, error = COALESCE($2, error), \
+     awaits_parent = 0, lease_token = NULL, lease_expires_at = NULL WHERE id = $3",
 );
 
-const DEPENDENTS: &str = "SELECT job_id FROM job_dependencies WHERE depends_on = :id";
+const DROP_OWN_DEPENDENCIES: Sql = Sql::both("DELETE FROM job_dependencies WHERE job_id = $1");
+
+const LIVE_CHILDREN: Sql = Sql::both(concat!(
+    "SELECT id FROM jobs AS c WHERE c.parent_id = $1 AND ",
+    live!("c")
+));
+
+const DEPENDENTS: Sql = Sql::both("SELECT job_id FROM job_dependencies WHERE depends_on = $1");
 
 /// Cancels each job in `work` that has not completed (a failed one included), with the reason (if any) as its
 /// error, and
@@ -179,18 +197,16 @@ pub(crate) fn cancel_jobs(
     let mut parents = Vec::new();
     while let Some((id, reason)) = work.pop() {
         type Relations = (String, Option<i64>, bool, bool, String, String);
-        let row: Option<Relations> =
-            ctx.db
-                .query_row(SELECT_RELATIONS, &named![":id" => id.0], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                })?;
+        let row: Option<Relations> = ctx.db.query_row(SELECT_RELATIONS, &params![id.0], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })?;
         let Some((state, parent, has_children, has_dependents, queue, name)) = row else {
             continue;
         };
@@ -205,10 +221,8 @@ pub(crate) fn cancel_jobs(
             // The children its run created are live children: the cascade below cancels them.
             end_attempt(ctx, &held, AttemptOutcome::Cancelled, Some(error), None)?;
         }
-        ctx.db.execute(
-            CANCEL_ONE,
-            &named![":now" => ctx.now_ms, ":error" => reason.as_deref(), ":id" => id],
-        )?;
+        ctx.db
+            .execute(CANCEL_ONE, &params![ctx.now_ms, reason.as_deref(), id])?;
         let job = JobRef {
             id: id.0,
             queue: &queue,
@@ -221,8 +235,7 @@ pub(crate) fn cancel_jobs(
             None,
             reason.as_deref(),
         );
-        ctx.db
-            .execute(DROP_OWN_DEPENDENCIES, &named![":id" => id.0])?;
+        ctx.db.execute(DROP_OWN_DEPENDENCIES, &params![id.0])?;
         if has_children {
             let children = job_ids(ctx, LIVE_CHILDREN, id)?;
             let why = format!("its parent job {id} was cancelled");
@@ -253,7 +266,10 @@ pub(crate) enum DependencyOn {
 
 /// Locked: a dependency recorded on a job that another node is completing would otherwise miss the release that
 /// completion makes (the completion updates the job's row, so one of the two waits for the other).
-const SELECT_STATE: &str = "SELECT state FROM jobs WHERE id = :id /* FOR UPDATE */";
+const SELECT_STATE: Sql = Sql {
+    sqlite: "SELECT state FROM jobs WHERE id = $1",
+    postgres: "SELECT state FROM jobs WHERE id = $1 FOR UPDATE",
+};
 
 /// Checks a dependency on `on` of `job`, or of a job about to be pushed under `parent`: `on` must exist and not be
 /// cancelled, and must not wait, directly or not, for the dependent job (through its own dependencies, or as a
@@ -277,7 +293,7 @@ pub(crate) fn check_dependency(
     }
     let state: Option<String> = ctx
         .db
-        .query_row(SELECT_STATE, &named![":id" => on.0], |r| r.get(0))?;
+        .query_row(SELECT_STATE, &params![on.0], |r| r.get(0))?;
     let Some(state) = state else {
         return Err(Error::invalid(
             "depends_on",
@@ -305,11 +321,11 @@ pub(crate) fn check_dependency(
 }
 
 /// What a job waits for: its unmet dependencies, and (as a parent) its live children.
-const WAITED_FOR: &str = concat!(
-    "SELECT depends_on FROM job_dependencies WHERE job_id = :id \
-     UNION ALL SELECT c.id FROM jobs AS c WHERE c.parent_id = :id AND ",
+const WAITED_FOR: Sql = Sql::both(concat!(
+    "SELECT depends_on FROM job_dependencies WHERE job_id = $1 \
+     UNION ALL SELECT c.id FROM jobs AS c WHERE c.parent_id = $1 AND ",
     live!("c")
-);
+));
 
 /// Whether `from` waits, directly or through others, for `target`. The walk follows only unmet dependencies and
 /// live children, so it stays within jobs that still wait or run.
@@ -325,22 +341,21 @@ fn waits_for(ctx: &WriteCtx<'_>, from: JobId, target: JobId) -> Result<bool> {
         }
         let next = ctx
             .db
-            .query(WAITED_FOR, &named![":id" => id], |r| r.get::<JobId>(0))?;
+            .query(WAITED_FOR, &params![id], |r| r.get::<JobId>(0))?;
         stack.extend(next);
     }
     Ok(false)
 }
 
-const RECORD_DEPENDENCY: &str =
-    "INSERT INTO job_dependencies (job_id, depends_on) VALUES (:job, :on) ON CONFLICT DO NOTHING";
-const MARK_HAS_DEPENDENTS: &str =
-    "UPDATE jobs SET has_dependents = 1 WHERE id = :on AND has_dependents = 0";
+const RECORD_DEPENDENCY: Sql = Sql::both(
+    "INSERT INTO job_dependencies (job_id, depends_on) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+);
+const MARK_HAS_DEPENDENTS: Sql =
+    Sql::both("UPDATE jobs SET has_dependents = 1 WHERE id = $1 AND has_dependents = 0");
 
 /// Records that `job` waits for `on` (checked with [`check_dependency`]).
 pub(crate) fn record_dependency(ctx: &WriteCtx<'_>, job: JobId, on: JobId) -> Result<()> {
-    ctx.db
-        .execute(RECORD_DEPENDENCY, &named![":job" => job.0, ":on" => on.0])?;
-    ctx.db
-        .execute(MARK_HAS_DEPENDENTS, &named![":on" => on.0])?;
+    ctx.db.execute(RECORD_DEPENDENCY, &params![job.0, on.0])?;
+    ctx.db.execute(MARK_HAS_DEPENDENTS, &params![on.0])?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! leases ran out (stalled). Workers not seen for [`QueueOptions::worker_max_age`](crate::QueueOptions) are
 //! forgotten by the writer's timed work.
 
-use crate::store::db::{Db, Params, named};
+use crate::store::db::{Db, Params, Sql, params};
 use jiff::Timestamp;
 
 use crate::clock::{duration_millis, from_millis};
@@ -28,10 +28,12 @@ pub struct WorkerInfo {
 }
 
 /// Records a sign of life: writes `last_seen` and marks the worker active.
-pub(crate) const SEEN: &str = "INSERT INTO workers (id, first_seen, last_seen, status) VALUES (:id, :now, :now, 'active') \
-     ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, status = 'active'";
+pub(crate) const SEEN: Sql = Sql::both(
+    "INSERT INTO workers (id, first_seen, last_seen, status) VALUES ($1, $2, $2, 'active') \
+     ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, status = 'active'",
+);
 
-const LAST_SEEN: &str = "SELECT last_seen, status = 'active' FROM workers WHERE id = :id";
+const LAST_SEEN: Sql = Sql::both("SELECT last_seen, status = 'active' FROM workers WHERE id = $1");
 
 /// When the writer last wrote a worker's sign of life, and whether it was active then: kept in memory, so that a
 /// busy worker's dequeues and heartbeats cost no lookup, and written at most once a second.
@@ -47,7 +49,7 @@ pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
     let now = ctx.now_ms;
     let last = match ctx.settings.seen.get(worker) {
         Some(last) => Some(*last),
-        None => ctx.db.query_row(LAST_SEEN, &named![":id" => worker], |r| {
+        None => ctx.db.query_row(LAST_SEEN, &params![worker], |r| {
             Ok(LastSeen {
                 at: r.get(0)?,
                 active: r.get(1)?,
@@ -79,8 +81,7 @@ pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
             .events
             .other(now, ActivityKind::WorkerStarted, None, Some(worker), None),
     }
-    ctx.db
-        .execute(SEEN, &named![":id" => worker, ":now" => now])?;
+    ctx.db.execute(SEEN, &params![worker, now])?;
     ctx.settings.seen.insert(
         worker.to_owned(),
         LastSeen {
@@ -91,8 +92,9 @@ pub(crate) fn seen(ctx: &mut WriteCtx<'_>, worker: &str) -> Result<()> {
     Ok(())
 }
 
-const STOPPED: &str =
-    "UPDATE workers SET last_seen = :now, status = 'stopped' WHERE id = :id RETURNING last_seen";
+const STOPPED: Sql = Sql::both(
+    "UPDATE workers SET last_seen = $1, status = 'stopped' WHERE id = $2 RETURNING last_seen",
+);
 
 /// A worker says it stops: it takes no more jobs (those it holds run out as usual). It starts again with its next
 /// dequeue.
@@ -112,11 +114,8 @@ impl Operation for WorkerStopped {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let worker = WorkerId::parse(self.worker.as_str())?;
         seen(ctx, worker.as_str())?;
-        ctx.db.query_row(
-            STOPPED,
-            &named![":id" => worker.as_str(), ":now" => ctx.now_ms],
-            |_| Ok(()),
-        )?;
+        ctx.db
+            .query_row(STOPPED, &params![ctx.now_ms, worker.as_str()], |_| Ok(()))?;
         ctx.events.other(
             ctx.now_ms,
             ActivityKind::WorkerStopped,
@@ -130,20 +129,23 @@ impl Operation for WorkerStopped {
 }
 
 /// A worker that holds a live lease is not lost, however long it has been silent (a long job without heartbeats).
-pub(crate) const LOSE: &str = "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w INDEXED BY \
-     workers_last_seen WHERE w.last_seen < :cutoff AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
-     INDEXED BY jobs_by_worker WHERE state = 'running' AND worker = w.id AND lease_expires_at > :now) LIMIT 1000) \
-     RETURNING id, last_seen";
+pub(crate) const LOSE: Sql = Sql {
+    sqlite: "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w INDEXED BY \
+     workers_last_seen WHERE w.last_seen < $1 AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
+     INDEXED BY jobs_by_worker WHERE state = 'running' AND worker = w.id AND lease_expires_at > $2) LIMIT 1000) \
+     RETURNING id, last_seen",
+    postgres: "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w WHERE w.last_seen < $1 AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
+     WHERE state = 'running' AND worker = w.id AND lease_expires_at > $2) LIMIT 1000) \
+     RETURNING id, last_seen",
+};
 
 /// Marks the active workers silent for [`WORKER_LOST_AFTER`] as lost, a bounded number at a time. Returns how
 /// many.
 pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     let cutoff = ctx.now_ms - duration_millis(WORKER_LOST_AFTER);
-    let lost: Vec<(String, i64)> = ctx.db.query(
-        LOSE,
-        &named![":cutoff" => cutoff, ":now" => ctx.now_ms],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )?;
+    let lost: Vec<(String, i64)> = ctx.db.query(LOSE, &params![cutoff, ctx.now_ms], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
     for (worker, last_seen) in &lost {
         let detail = format!("last seen {}", from_millis(*last_seen));
         ctx.events.other(
@@ -158,23 +160,29 @@ pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(lost.len())
 }
 
-pub(crate) const FORGET: &str = "DELETE FROM workers WHERE id IN (SELECT id FROM workers INDEXED BY workers_last_seen \
-     WHERE last_seen < :cutoff LIMIT 5000) RETURNING id";
+pub(crate) const FORGET: Sql = Sql {
+    sqlite: "DELETE FROM workers WHERE id IN (SELECT id FROM workers INDEXED BY workers_last_seen \
+     WHERE last_seen < $1 LIMIT 5000) RETURNING id",
+    postgres: "DELETE FROM workers WHERE id IN (SELECT id FROM workers \
+     WHERE last_seen < $1 LIMIT 5000) RETURNING id",
+};
 
 /// Forgets workers last seen before `cutoff_ms`, a bounded number at a time. Returns how many.
 pub(crate) fn forget_before(ctx: &mut WriteCtx<'_>, cutoff_ms: i64) -> Result<usize> {
-    let forgotten: Vec<String> = ctx
-        .db
-        .query(FORGET, &named![":cutoff" => cutoff_ms], |r| r.get(0))?;
+    let forgotten: Vec<String> = ctx.db.query(FORGET, &params![cutoff_ms], |r| r.get(0))?;
     for worker in &forgotten {
         ctx.settings.seen.remove(worker);
     }
     Ok(forgotten.len())
 }
 
-const WORKERS: &str = "SELECT id, first_seen, last_seen FROM workers ORDER BY id";
-const HELD: &str = "SELECT id, lease_expires_at <= :now FROM jobs INDEXED BY jobs_by_worker \
-     WHERE state = 'running' AND worker = :worker ORDER BY id";
+const WORKERS: Sql = Sql::both("SELECT id, first_seen, last_seen FROM workers ORDER BY id");
+const HELD: Sql = Sql {
+    sqlite: "SELECT id, lease_expires_at <= $1 FROM jobs INDEXED BY jobs_by_worker \
+     WHERE state = 'running' AND worker = $2 ORDER BY id",
+    postgres: "SELECT id, lease_expires_at <= $1 FROM jobs \
+     WHERE state = 'running' AND worker = $2 ORDER BY id",
+};
 
 /// Every worker the queue remembers, by id, with what it holds at `now_ms`.
 pub(crate) fn list(db: &Db<'_>, now_ms: i64) -> Result<Vec<WorkerInfo>> {
@@ -188,11 +196,9 @@ pub(crate) fn list(db: &Db<'_>, now_ms: i64) -> Result<Vec<WorkerInfo>> {
         })
     })?;
     for worker in &mut workers {
-        let rows = db.query(
-            HELD,
-            &named![":now" => now_ms, ":worker" => worker.id.as_str()],
-            |r| Ok((JobId(r.get(0)?), r.get::<bool>(1)?)),
-        )?;
+        let rows = db.query(HELD, &params![now_ms, worker.id.as_str()], |r| {
+            Ok((JobId(r.get(0)?), r.get::<bool>(1)?))
+        })?;
         for (job, stalled) in rows {
             worker.jobs.push(job);
             if stalled {

@@ -1,7 +1,8 @@
-//! One way to run the engine's SQL on either database: a statement written once in SQLite's dialect, with named
-//! (`:name`) or numbered (`?N`) parameters, runs on a SQLite connection as is and on a PostgreSQL transaction
-//! translated (`store/postgres/dialect.rs`), its values converted to the types PostgreSQL declared for them. Rows
-//! read back through [`Row::get`] into the same Rust types on both.
+//! One way to run the engine's SQL on either database. A statement is a [`Sql`]: its literal text for SQLite and
+//! for PostgreSQL, the same text where the two dialects agree. Parameters are `$1`, `$2`, … in both (SQLite reads
+//! `$1` as a parameter named `$1`; each is bound to its value by that name), so nothing rewrites a statement at run
+//! time. Values are converted to the types PostgreSQL declared for them; rows read back through [`Row::get`] into
+//! the same Rust types on both.
 //!
 //! It also keeps what the writer needs to know about a transaction on either database: whether a statement wrote
 //! (a failed operation that wrote poisons a batch without savepoints) and whether one failed (on PostgreSQL, a
@@ -14,7 +15,74 @@ use std::collections::HashMap;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::postgres::dialect::{Param, translate};
+
+/// A statement, as each database runs it. Where the dialects differ (a row lock, an index hint, `GLOB`, scalar
+/// `MAX`), both texts stand side by side; [`Sql::both`] is one text both read alike. An empty text means the
+/// statement does not run on that database ([`Sql::sqlite_only`], [`Sql::postgres_only`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sql<'a> {
+    pub sqlite: &'a str,
+    pub postgres: &'a str,
+}
+
+impl<'a> Sql<'a> {
+    /// One text, read alike by both databases.
+    pub const fn both(text: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: text,
+            postgres: text,
+        }
+    }
+
+    /// A statement only SQLite runs.
+    pub const fn sqlite_only(text: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: text,
+            postgres: "",
+        }
+    }
+
+    /// A statement only PostgreSQL runs.
+    pub const fn postgres_only(text: &'a str) -> Sql<'a> {
+        Sql {
+            sqlite: "",
+            postgres: text,
+        }
+    }
+
+    /// The text for `db`'s database.
+    fn text_for(&self, postgres: bool) -> Result<&'a str> {
+        let (text, other, name) = if postgres {
+            (self.postgres, self.sqlite, "PostgreSQL")
+        } else {
+            (self.sqlite, self.postgres, "SQLite")
+        };
+        if text.is_empty() {
+            return Err(Error::new(
+                ErrorKind::Storage,
+                format!("a statement has no text for {name}: {other}"),
+            ));
+        }
+        Ok(text)
+    }
+}
+
+/// A statement built at run time (how many parameters it has depends on the request), in each database's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OwnedSql {
+    pub sqlite: String,
+    pub postgres: String,
+}
+
+impl OwnedSql {
+    /// The statement, to run.
+    pub fn as_sql(&self) -> Sql<'_> {
+        Sql {
+            sqlite: &self.sqlite,
+            postgres: &self.postgres,
+        }
+    }
+}
 
 /// A value bound to a parameter. Flags are integers 0 and 1 on both databases, as SQLite stores them.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,34 +170,21 @@ impl<'a, T: ToValue<'a>> ToValue<'a> for Option<T> {
     }
 }
 
-/// Named parameters: `named![":id" => id, ":now" => now]`.
-macro_rules! named {
-    ($($name:literal => $value:expr),* $(,)?) => {
-        $crate::store::db::Params::Named(vec![$(($name, $crate::store::db::ToValue::to_value($value))),*])
-    };
-}
-pub(crate) use named;
-
-/// Numbered parameters, `?1` first: `numbered![id, now]`.
-macro_rules! numbered {
+/// A statement's parameter values, `$1` first: `params![id, now]`.
+macro_rules! params {
     ($($value:expr),* $(,)?) => {
-        $crate::store::db::Params::Numbered(vec![$($crate::store::db::ToValue::to_value($value)),*])
+        $crate::store::db::Params(vec![$($crate::store::db::ToValue::to_value($value)),*])
     };
 }
-pub(crate) use numbered;
+pub(crate) use params;
 
-/// The values of a statement's parameters.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Params<'a> {
-    /// For `:name` parameters, by name (with its colon).
-    Named(Vec<(&'static str, Value<'a>)>),
-    /// For `?N` and `?` parameters, in order.
-    Numbered(Vec<Value<'a>>),
-}
+/// The values of a statement's parameters, `$1` first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Params<'a>(pub Vec<Value<'a>>);
 
 impl Params<'_> {
     /// No parameters.
-    pub const NONE: Params<'static> = Params::Numbered(Vec::new());
+    pub const NONE: Params<'static> = Params(Vec::new());
 }
 
 impl rusqlite::ToSql for Value<'_> {
@@ -343,7 +398,7 @@ impl FromDb for String {
     }
 }
 
-/// A PostgreSQL transaction, with the statements prepared on its connection (keyed by their SQLite text).
+/// A PostgreSQL transaction, with the statements prepared on its connection.
 pub(crate) struct PgTransaction<'a> {
     tx: RefCell<postgres::Transaction<'a>>,
     prepared: &'a RefCell<PreparedStatements>,
@@ -353,8 +408,8 @@ pub(crate) struct PgTransaction<'a> {
     failures: Cell<u64>,
 }
 
-/// The statements prepared on one PostgreSQL connection: by the SQLite text they were translated from.
-pub(crate) type PreparedStatements = HashMap<String, (postgres::Statement, Vec<Param>)>;
+/// The statements prepared on one PostgreSQL connection, by their text.
+pub(crate) type PreparedStatements = HashMap<String, postgres::Statement>;
 
 impl<'a> PgTransaction<'a> {
     pub fn new(tx: postgres::Transaction<'a>, prepared: &'a RefCell<PreparedStatements>) -> Self {
@@ -377,6 +432,36 @@ impl<'a> PgTransaction<'a> {
     fn failed(&self, sql: &str, e: postgres::Error) -> Error {
         self.failures.set(self.failures.get() + 1);
         storage_error(sql, e)
+    }
+
+    /// The statement prepared for `sql`, prepared on first use.
+    fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
+        if let Some(stmt) = self.prepared.borrow().get(sql) {
+            return Ok(stmt.clone());
+        }
+        let prepared_now = self.tx.borrow_mut().prepare(sql);
+        let stmt = prepared_now.map_err(|e| self.failed(sql, e))?;
+        self.prepared
+            .borrow_mut()
+            .insert(sql.to_owned(), stmt.clone());
+        Ok(stmt)
+    }
+
+    /// Runs `sql` with `values` as `$1`, `$2`, …; returns its rows.
+    fn run(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>> {
+        let stmt = self.prepare(sql)?;
+        if stmt.params().len() != values.len() {
+            return Err(Error::new(
+                ErrorKind::Storage,
+                format!(
+                    "{} values for the {} parameters of {sql}",
+                    values.len(),
+                    stmt.params().len()
+                ),
+            ));
+        }
+        let result = self.tx.borrow_mut().query(&stmt, values);
+        result.map_err(|e| self.failed(sql, e))
     }
 }
 
@@ -442,34 +527,36 @@ impl Db<'_> {
         }
     }
 
-    /// Runs statements without parameters or results (`SAVEPOINT`, `RELEASE`, …).
-    pub fn batch(&self, sql: &str) -> Result<()> {
+    /// Runs a statement without parameters or results (`SAVEPOINT`, `RELEASE`, …).
+    pub fn batch(&self, sql: Sql<'_>) -> Result<()> {
+        let text = sql.text_for(self.is_postgres())?;
         match self {
             Db::Sqlite(conn) => {
-                conn.prepare_cached(sql)?.execute([])?;
+                conn.prepare_cached(text)?.execute([])?;
                 Ok(())
             }
             Db::Postgres(pg) => {
-                let result = pg.tx.borrow_mut().batch_execute(sql);
-                result.map_err(|e| pg.failed(sql, e))
+                let result = pg.tx.borrow_mut().batch_execute(text);
+                result.map_err(|e| pg.failed(text, e))
             }
         }
     }
 
     /// Runs a statement; returns how many rows it changed.
-    pub fn execute(&self, sql: &str, params: &Params<'_>) -> Result<usize> {
+    pub fn execute(&self, sql: Sql<'_>, params: &Params<'_>) -> Result<usize> {
+        let text = sql.text_for(self.is_postgres())?;
         match self {
             Db::Sqlite(conn) => {
-                let mut stmt = conn.prepare_cached(sql)?;
-                bind_sqlite(&mut stmt, params, sql)?;
+                let mut stmt = conn.prepare_cached(text)?;
+                bind_sqlite(&mut stmt, params, text)?;
                 Ok(stmt.raw_execute()?)
             }
             Db::Postgres(pg) => {
-                let (stmt, values) = pg.bind(sql, params)?;
+                let stmt = pg.prepare(text)?;
                 let refs: Vec<&(dyn ToSql + Sync)> =
-                    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                    params.0.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
                 let result = pg.tx.borrow_mut().execute(&stmt, &refs);
-                let changed = result.map_err(|e| pg.failed(sql, e))?;
+                let changed = result.map_err(|e| pg.failed(text, e))?;
                 pg.changes.set(pg.changes.get() + changed);
                 Ok(usize::try_from(changed).unwrap_or(usize::MAX))
             }
@@ -479,14 +566,15 @@ impl Db<'_> {
     /// Runs a query (or a write with `RETURNING`); `f` reads each row.
     pub fn query<T>(
         &self,
-        sql: &str,
+        sql: Sql<'_>,
         params: &Params<'_>,
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
+        let text = sql.text_for(self.is_postgres())?;
         match self {
             Db::Sqlite(conn) => {
-                let mut stmt = conn.prepare_cached(sql)?;
-                bind_sqlite(&mut stmt, params, sql)?;
+                let mut stmt = conn.prepare_cached(text)?;
+                bind_sqlite(&mut stmt, params, text)?;
                 let mut rows = stmt.raw_query();
                 let mut out = Vec::new();
                 while let Some(row) = rows.next()? {
@@ -495,12 +583,10 @@ impl Db<'_> {
                 Ok(out)
             }
             Db::Postgres(pg) => {
-                let (stmt, values) = pg.bind(sql, params)?;
-                let refs: Vec<&(dyn ToSql + Sync)> =
-                    values.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-                let result = pg.tx.borrow_mut().query(&stmt, &refs);
-                let rows = result.map_err(|e| pg.failed(sql, e))?;
-                if !is_read_only(sql) {
+                let values: Vec<&(dyn ToSql + Sync)> =
+                    params.0.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                let rows = pg.run(text, &values)?;
+                if !is_read_only(text) {
                     pg.changes.set(pg.changes.get() + rows.len() as u64);
                 }
                 rows.iter().map(|row| f(&Row::Postgres(row))).collect()
@@ -508,25 +594,10 @@ impl Db<'_> {
         }
     }
 
-    /// Runs, on PostgreSQL, a statement whose `?`s are arrays, with `columns` as their values in order (see
-    /// [`MultiRow::array_text`]).
-    ///
-    /// # Errors
-    /// On SQLite, which has no arrays; and what the statement meets.
-    pub fn execute_arrays(&self, sql: &str, columns: Vec<Vec<Value<'_>>>) -> Result<()> {
-        match self {
-            Db::Sqlite(_) => Err(Error::new(
-                ErrorKind::Storage,
-                format!("a statement of arrays runs on PostgreSQL only: {sql}"),
-            )),
-            Db::Postgres(pg) => pg.query_arrays(sql, columns, |_| Ok(())).map(drop),
-        }
-    }
-
     /// Runs a query for at most one row; `None` when there is none.
     pub fn query_row<T>(
         &self,
-        sql: &str,
+        sql: Sql<'_>,
         params: &Params<'_>,
         f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Option<T>> {
@@ -536,16 +607,44 @@ impl Db<'_> {
     /// Runs a query for exactly one row (an aggregate, say).
     pub fn query_one<T>(
         &self,
-        sql: &str,
+        sql: Sql<'_>,
         params: &Params<'_>,
         f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<T> {
         self.query_row(sql, params, f)?.ok_or_else(|| {
             Error::new(
                 ErrorKind::Storage,
-                format!("a query that always returns a row returned none: {sql}"),
+                format!("a query that always returns a row returned none: {sql:?}"),
             )
         })
+    }
+
+    /// Runs, on PostgreSQL, a statement whose first parameters are `scalars` and the rest arrays, `columns` in
+    /// order (see [`MultiRow`]); `f` reads each row it returns. Such a statement writes.
+    ///
+    /// # Errors
+    /// On SQLite, which has no arrays; and what the statement meets.
+    pub fn query_arrays<T>(
+        &self,
+        postgres: &str,
+        scalars: Vec<Value<'_>>,
+        columns: Vec<Vec<Value<'_>>>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Db::Sqlite(_) => Err(Error::new(
+                ErrorKind::Storage,
+                format!("a statement of arrays runs on PostgreSQL only: {postgres}"),
+            )),
+            Db::Postgres(pg) => {
+                let mut values: Vec<&(dyn ToSql + Sync)> =
+                    scalars.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                values.extend(columns.iter().map(|c| c as &(dyn ToSql + Sync)));
+                let rows = pg.run(postgres, &values)?;
+                pg.changes.set(pg.changes.get() + rows.len() as u64);
+                rows.iter().map(|row| f(&Row::Postgres(row))).collect()
+            }
+        }
     }
 
     /// Commits the transaction.
@@ -562,93 +661,128 @@ impl Db<'_> {
 
 /// Binds every parameter of a SQLite statement in place: no list of references is built per statement, which on
 /// the writer's hot path is measurable. Every parameter is bound on each use, so nothing is left from the last.
+///
+/// SQLite numbers a statement's parameters in the order they first appear, and knows `$N` by its name: each is
+/// bound to value N, wherever it first appears.
 fn bind_sqlite(stmt: &mut rusqlite::Statement<'_>, params: &Params<'_>, sql: &str) -> Result<()> {
-    match params {
-        Params::Named(named) => {
-            for (name, value) in named {
-                let index = stmt.parameter_index(name)?.ok_or_else(|| {
-                    Error::new(ErrorKind::Storage, format!("no parameter {name} in {sql}"))
-                })?;
-                stmt.raw_bind_parameter(index, value)?;
-            }
-        }
-        Params::Numbered(values) => {
-            for (index, value) in values.iter().enumerate() {
-                stmt.raw_bind_parameter(index + 1, value)?;
-            }
-        }
-    }
-    let given = match params {
-        Params::Named(named) => named.len(),
-        Params::Numbered(values) => values.len(),
-    };
-    if given != stmt.parameter_count() {
+    let count = stmt.parameter_count();
+    if params.0.len() != count {
         return Err(Error::new(
             ErrorKind::Storage,
             format!(
-                "{given} values for the {} parameters of {sql}",
-                stmt.parameter_count()
+                "{} values for the {count} parameters of {sql}",
+                params.0.len()
             ),
         ));
+    }
+    for index in 1..=count {
+        let number = stmt
+            .parameter_name(index)
+            .and_then(|name| name.strip_prefix('$'))
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| (1..=count).contains(n))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Storage,
+                    format!("the parameters of {sql} are not $1 to ${count}"),
+                )
+            })?;
+        stmt.raw_bind_parameter(index, &params.0[number - 1])?;
     }
     Ok(())
 }
 
-/// A statement over many rows of values at once, `head VALUES row,row,… tail`.
+/// Whether a statement only reads: its rows returned are not rows written. Every statement of the engine that
+/// writes and returns rows begins with `INSERT`, `UPDATE`, `DELETE` or `WITH`.
+fn is_read_only(sql: &str) -> bool {
+    let head = sql.trim_start();
+    head.len() >= 6 && head[..6].eq_ignore_ascii_case("SELECT")
+}
+
+/// `values`, rows of `width` values one after another, as one list per column: the arrays of a PostgreSQL
+/// statement that `unnest`s them back into rows.
+pub(crate) fn columns(width: usize, values: Vec<Value<'_>>) -> Vec<Vec<Value<'_>>> {
+    let rows = values.len() / width;
+    let mut columns: Vec<Vec<Value<'_>>> = (0..width).map(|_| Vec::with_capacity(rows)).collect();
+    for (i, value) in values.into_iter().enumerate() {
+        columns[i % width].push(value);
+    }
+    columns
+}
+
+/// A statement over many rows of values at once.
 ///
-/// On SQLite, rows go in statements of 64, 32, 16, 8, 4, 2 and 1 rows, so that any number takes at most a few
-/// statements and each database prepares at most seven texts of it. On PostgreSQL, where each statement is a round
-/// trip and that is most of the cost, a statement given its columns' types ([`MultiRow::arrays`]) takes every row
-/// at once instead: one array per column, turned back into rows by `unnest`, in their order.
+/// On SQLite it is `head VALUES ($1,…,$w),($w+1,…),… tail`, in statements of 64, 32, 16, 8, 4, 2 and 1 rows, so
+/// that any number of rows takes at most a few statements and SQLite prepares at most seven texts of it (only their
+/// placeholders are generated). On PostgreSQL, where each statement is a round trip and that is most of the cost,
+/// one statement takes every row: its text, written out, binds one array per column (`$1` the first column's
+/// values, and so on), turned back into rows by `unnest … WITH ORDINALITY` in the order they were given.
 pub(crate) struct MultiRow {
-    head: &'static str,
-    /// One row's values, `(?,?,?)` or with casts PostgreSQL needs to know their types.
-    row: &'static str,
-    tail: &'static str,
-    /// The PostgreSQL type of each of a row's values, for one statement of arrays.
-    column_types: Option<&'static [&'static str]>,
+    /// How many values a row has.
+    width: usize,
+    /// SQLite's head and tail, around the rows; `None` where the statement runs on PostgreSQL only.
+    sqlite: Option<(&'static str, &'static str)>,
+    /// PostgreSQL's statement of arrays; empty where the statement runs on SQLite only.
+    postgres: &'static str,
     texts: std::sync::OnceLock<Vec<String>>,
-    array_text: std::sync::OnceLock<String>,
 }
 
 impl MultiRow {
     const SIZES: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
 
-    /// `row` holds one row's parameters as `?`; `tail` (an `ON CONFLICT` clause, say) may be empty.
-    pub const fn new(head: &'static str, row: &'static str, tail: &'static str) -> Self {
+    /// Rows of `width` values: on SQLite, between `head` and `tail` (an `ON CONFLICT` clause, say; it may be
+    /// empty); on PostgreSQL, the statement of arrays `postgres`.
+    pub const fn new(
+        width: usize,
+        head: &'static str,
+        tail: &'static str,
+        postgres: &'static str,
+    ) -> Self {
         MultiRow {
-            head,
-            row,
-            tail,
-            column_types: None,
+            width,
+            sqlite: Some((head, tail)),
+            postgres,
             texts: std::sync::OnceLock::new(),
-            array_text: std::sync::OnceLock::new(),
         }
     }
 
-    /// On PostgreSQL, every row in one statement: `types` are the PostgreSQL types of a row's values, in order.
-    pub const fn arrays(mut self, types: &'static [&'static str]) -> Self {
-        self.column_types = Some(types);
-        self
+    /// Rows only SQLite writes this way.
+    pub const fn sqlite_only(width: usize, head: &'static str, tail: &'static str) -> Self {
+        MultiRow::new(width, head, tail, "")
     }
 
-    /// How many values a row has.
-    fn width(&self) -> usize {
-        self.row.matches('?').count()
+    /// A statement of arrays that only PostgreSQL runs.
+    pub const fn postgres_only(width: usize, postgres: &'static str) -> Self {
+        MultiRow {
+            width,
+            sqlite: None,
+            postgres,
+            texts: std::sync::OnceLock::new(),
+        }
     }
 
-    /// The statement for `rows` rows, one of 64, 32, 16, 8, 4, 2 or 1.
-    pub fn text(&self, rows: usize) -> &str {
+    /// PostgreSQL's statement of arrays.
+    pub fn postgres(&self) -> &'static str {
+        self.postgres
+    }
+
+    /// SQLite's statement for `rows` rows, one of 64, 32, 16, 8, 4, 2 or 1; `None` for a statement only PostgreSQL
+    /// runs.
+    pub fn sqlite_text(&self, rows: usize) -> Option<&str> {
+        let (head, tail) = self.sqlite?;
         let texts = self.texts.get_or_init(|| {
             Self::SIZES
                 .iter()
                 .map(|&n| {
-                    format!(
-                        "{} VALUES {} {}",
-                        self.head,
-                        vec![self.row; n].join(","),
-                        self.tail
-                    )
+                    let rows: Vec<String> = (0..n)
+                        .map(|row| {
+                            let values: Vec<String> = (1..=self.width)
+                                .map(|column| format!("${}", row * self.width + column))
+                                .collect();
+                            format!("({})", values.join(","))
+                        })
+                        .collect();
+                    format!("{head} VALUES {} {tail}", rows.join(","))
                 })
                 .collect()
         });
@@ -656,48 +790,7 @@ impl MultiRow {
             .iter()
             .position(|&n| n == rows)
             .expect("rows is one of SIZES");
-        &texts[index]
-    }
-
-    /// The statement of arrays: `head (SELECT c1, … FROM unnest(?, …) WITH ORDINALITY … ORDER BY ord) tail`. The
-    /// order holds the rows to the order they were given in, so that an insert's ids follow it.
-    ///
-    /// # Panics
-    /// When the statement was not given its columns' types ([`MultiRow::arrays`]).
-    pub fn array_text(&self) -> &str {
-        let types = self
-            .column_types
-            .expect("a statement of arrays has its columns' types");
-        self.array_text.get_or_init(|| {
-            debug_assert_eq!(
-                types.len(),
-                self.width(),
-                "a type for each value of {}",
-                self.row
-            );
-            let columns: Vec<String> = (1..=types.len()).map(|i| format!("c{i}")).collect();
-            let arrays: Vec<String> = types.iter().map(|t| format!("CAST(? AS {t}[])")).collect();
-            format!(
-                "{} (SELECT {} FROM unnest({}) WITH ORDINALITY AS u ({}, ord) ORDER BY ord) {}",
-                self.head,
-                columns.join(", "),
-                arrays.join(", "),
-                columns.join(", "),
-                self.tail
-            )
-        })
-    }
-
-    /// `values`, a row's worth after another, as one list per column.
-    pub fn columns<'v>(&self, values: Vec<Value<'v>>) -> Vec<Vec<Value<'v>>> {
-        let width = self.width();
-        let rows = values.len() / width;
-        let mut columns: Vec<Vec<Value<'v>>> =
-            (0..width).map(|_| Vec::with_capacity(rows)).collect();
-        for (i, value) in values.into_iter().enumerate() {
-            columns[i % width].push(value);
-        }
-        columns
+        Some(&texts[index])
     }
 
     /// Writes `values`, a row's worth after another, in order.
@@ -712,14 +805,15 @@ impl MultiRow {
         values: Vec<Value<'_>>,
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let width = self.width();
+        let width = self.width;
         debug_assert_eq!(values.len() % width, 0);
         let mut rest = values.len() / width;
         if rest == 0 {
             return Ok(Vec::new());
         }
-        if let (Db::Postgres(pg), Some(_)) = (db, self.column_types) {
-            return pg.query_arrays(self.array_text(), self.columns(values), f);
+        if db.is_postgres() {
+            let postgres = Sql::postgres_only(self.postgres).text_for(true)?;
+            return db.query_arrays(postgres, Vec::new(), columns(self.width, values), f);
         }
         let mut values = values.into_iter();
         let mut out = Vec::new();
@@ -729,77 +823,16 @@ impl MultiRow {
                 .find(|&n| n <= rest)
                 .expect("1 is in SIZES");
             let chunk: Vec<Value<'_>> = values.by_ref().take(rows * width).collect();
-            out.extend(db.query(self.text(rows), &Params::Numbered(chunk), &mut f)?);
+            let text = self.sqlite_text(rows).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Storage,
+                    format!("a statement runs on PostgreSQL only: {}", self.postgres),
+                )
+            })?;
+            out.extend(db.query(Sql::sqlite_only(text), &Params(chunk), &mut f)?);
             rest -= rows;
         }
         Ok(out)
-    }
-}
-
-/// Whether a statement only reads: its rows returned are not rows written.
-fn is_read_only(sql: &str) -> bool {
-    let head = sql.trim_start();
-    head.len() >= 6 && head[..6].eq_ignore_ascii_case("SELECT")
-}
-
-impl PgTransaction<'_> {
-    /// Runs `sql`, whose `?`s are arrays, with `columns` as their values in order; `f` reads each row returned.
-    fn query_arrays<T>(
-        &self,
-        sql: &str,
-        columns: Vec<Vec<Value<'_>>>,
-        mut f: impl FnMut(&Row<'_>) -> Result<T>,
-    ) -> Result<Vec<T>> {
-        let stmt = self.prepare(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> =
-            columns.iter().map(|c| c as &(dyn ToSql + Sync)).collect();
-        let result = self.tx.borrow_mut().query(&stmt, &refs);
-        let rows = result.map_err(|e| self.failed(sql, e))?;
-        self.changes.set(self.changes.get() + rows.len() as u64);
-        rows.iter().map(|row| f(&Row::Postgres(row))).collect()
-    }
-
-    /// The statement prepared for `sql`, translated and prepared on first use.
-    fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
-        let mut prepared = self.prepared.borrow_mut();
-        if !prepared.contains_key(sql) {
-            let translated = translate(sql);
-            let prepared_now = self.tx.borrow_mut().prepare(&translated.sql);
-            let stmt = prepared_now.map_err(|e| self.failed(&translated.sql, e))?;
-            prepared.insert(sql.to_owned(), (stmt, translated.params));
-        }
-        Ok(prepared[sql].0.clone())
-    }
-
-    /// The statement prepared for `sql` (translated and prepared on first use), and its values in `$N` order.
-    fn bind<'v>(
-        &self,
-        sql: &str,
-        params: &'v Params<'v>,
-    ) -> Result<(postgres::Statement, Vec<Value<'v>>)> {
-        let stmt = self.prepare(sql)?;
-        let prepared = self.prepared.borrow();
-        let order = &prepared[sql].1;
-        let values = order
-            .iter()
-            .map(|param| {
-                let found = match (param, params) {
-                    (Param::Named(name), Params::Named(named)) => named
-                        .iter()
-                        .find(|(n, _)| n.strip_prefix(':') == Some(name.as_str()))
-                        .map(|(_, v)| v.clone()),
-                    (Param::Numbered(n), Params::Numbered(values)) => values.get(n - 1).cloned(),
-                    _ => None,
-                };
-                found.ok_or_else(|| {
-                    Error::new(
-                        ErrorKind::Storage,
-                        format!("no value for parameter {param:?} of {sql}"),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok((stmt, values))
     }
 }
 
@@ -807,21 +840,24 @@ impl PgTransaction<'_> {
 mod tests {
     use super::*;
 
-    /// The same statements, in SQLite's dialect, on `db`: what they read back.
+    /// The same statements on `db`: what they read back.
     fn exercise(db: &Db<'_>) -> Vec<(String, bool, Option<u32>, f64, i64)> {
         let absent: Option<u32> = None;
         for (name, paused, concurrency) in [("mail", true, absent), ("maps", false, Some(4u32))] {
+            // `$2` before `$1`: each is bound by its number, not by where it stands.
             let changed = db
                 .execute(
-                    "INSERT INTO queues (name, paused, concurrency) VALUES (:name, :paused, :concurrency)",
-                    &named![":name" => name, ":paused" => paused, ":concurrency" => concurrency],
+                    Sql::both("INSERT INTO queues (paused, name, concurrency) VALUES ($2, $1, $3)"),
+                    &params![name, paused, concurrency],
                 )
                 .unwrap();
             assert_eq!(changed, 1);
         }
         db.execute(
-            "INSERT INTO stats_minute (minute, queue, name, wait_sum) VALUES (?1, ?2, ?3, ?4)",
-            &Params::Numbered(vec![
+            Sql::both(
+                "INSERT INTO stats_minute (minute, queue, name, wait_sum) VALUES ($1, $2, $3, $4)",
+            ),
+            &Params(vec![
                 Value::Integer(60_000),
                 Value::Text("mail".into()),
                 Value::Text("send".into()),
@@ -831,21 +867,56 @@ mod tests {
         .unwrap();
         let none = db
             .query_row(
-                "SELECT name FROM queues WHERE name = :name",
-                &named![":name" => "nope"],
+                Sql::both("SELECT name FROM queues WHERE name = $1 OR name = $1 || 'x'"),
+                &params!["nope"],
                 |r| r.get::<String>(0),
             )
             .unwrap();
         assert_eq!(none, None);
-        // GLOB, a scalar MAX, a LIMIT PostgreSQL reads as int4, flags and nulls.
+        // Where the dialects differ, each database runs its own text: GLOB, a scalar MAX; a LIMIT PostgreSQL reads
+        // as int4, flags and nulls.
         db.query(
-            "SELECT q.name, q.paused, q.concurrency, MAX(COALESCE(s.wait_sum, 0.0), 0.125), count(*) \
-             FROM queues AS q LEFT JOIN stats_minute AS s ON s.queue = q.name \
-             WHERE q.name GLOB ?1 GROUP BY q.name, q.paused, q.concurrency, s.wait_sum ORDER BY q.name LIMIT 0 + ?2",
-            &Params::Numbered(vec![Value::Text("ma*".into()), Value::Integer(10)]),
+            Sql {
+                sqlite: "SELECT q.name, q.paused, q.concurrency, MAX(COALESCE(s.wait_sum, 0.0), 0.125), count(*) \
+                         FROM queues AS q LEFT JOIN stats_minute AS s ON s.queue = q.name WHERE q.name GLOB $1 \
+                         GROUP BY q.name, q.paused, q.concurrency, s.wait_sum ORDER BY q.name LIMIT 0 + $2",
+                postgres: "SELECT q.name, q.paused, q.concurrency, GREATEST(COALESCE(s.wait_sum, 0.0), 0.125), \
+                           count(*) FROM queues AS q LEFT JOIN stats_minute AS s ON s.queue = q.name \
+                           WHERE cairn_glob(q.name, $1) GROUP BY q.name, q.paused, q.concurrency, s.wait_sum \
+                           ORDER BY q.name LIMIT 0 + $2",
+            },
+            &Params(vec![Value::Text("ma*".into()), Value::Integer(10)]),
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_statement_binds_each_value_once_or_says_what_is_wrong() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::sqlite::migrations::migrate(&mut conn, 0).unwrap();
+        let db = Db::Sqlite(&conn);
+        let e = db
+            .query_one(Sql::both("SELECT $1 + $2"), &params![1], |r| {
+                r.get::<i64>(0)
+            })
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("1 values for the 2 parameters"),
+            "{e}"
+        );
+        let e = db
+            .query_one(Sql::both("SELECT $1 + $3"), &params![1, 2], |r| {
+                r.get::<i64>(0)
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("are not $1 to $2"), "{e}");
+        let e = db
+            .query_one(Sql::postgres_only("SELECT 1"), &Params::NONE, |r| {
+                r.get::<i64>(0)
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("no text for SQLite"), "{e}");
     }
 
     fn expected() -> Vec<(String, bool, Option<u32>, f64, i64)> {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
-use crate::store::db::{Db, PgTransaction, PreparedStatements};
+use crate::store::db::{Db, PgTransaction, PreparedStatements, Sql};
 
 /// The connection the writer thread owns.
 pub(crate) enum WriterDb {
@@ -54,8 +54,8 @@ pub(crate) fn take_lead(db: &Db<'_>) -> Result<bool> {
         return Ok(true);
     }
     db.query_one(
-        "SELECT pg_try_advisory_lock(CAST(?1 AS BIGINT))",
-        &crate::store::db::numbered![LEADER_LOCK],
+        Sql::postgres_only("SELECT pg_try_advisory_lock(CAST($1 AS BIGINT))"),
+        &crate::store::db::params![LEADER_LOCK],
         |r| r.get::<bool>(0),
     )
 }
@@ -123,7 +123,7 @@ impl WriterDb {
     pub fn begin_batch(&mut self, durable: bool) -> Result<(Db<'_>, u64)> {
         let (db, session) = self.begin_in_session()?;
         if !durable && db.is_postgres() {
-            db.batch("SET LOCAL synchronous_commit TO OFF")?;
+            db.batch(Sql::postgres_only("SET LOCAL synchronous_commit TO OFF"))?;
         }
         Ok((db, session))
     }
@@ -169,8 +169,8 @@ impl WriterDb {
         // settings (a queue resumed, a limit raised) before it serves the queues this commit made ready.
         if settings_changed {
             db.query(
-                "SELECT pg_notify(?1, ?2)",
-                &crate::store::db::numbered![SETTINGS_CHANNEL, node],
+                Sql::postgres_only("SELECT pg_notify($1, $2)"),
+                &crate::store::db::params![SETTINGS_CHANNEL, node],
                 |_| Ok(()),
             )?;
         }
@@ -178,8 +178,8 @@ impl WriterDb {
         let flush = |payload: &mut String| -> Result<()> {
             if payload.len() > node.len() {
                 db.query(
-                    "SELECT pg_notify(?1, ?2)",
-                    &crate::store::db::numbered![READY_CHANNEL, payload.as_str()],
+                    Sql::postgres_only("SELECT pg_notify($1, $2)"),
+                    &crate::store::db::params![READY_CHANNEL, payload.as_str()],
                     |_| Ok(()),
                 )?;
             }

@@ -182,19 +182,50 @@ fn cairn_glob_matches_as_sqlite_glob_does() {
         .unwrap();
 }
 
-#[test]
-fn the_engines_statements_translate_to_sql_postgresql_prepares() {
-    let db = TestDatabase::new();
-    let mut client = db.connect();
-    cairn::__private::migrate_postgres(&mut client, 0).unwrap();
+/// Each of the engine's statements is literal text for the database that runs it: PostgreSQL's prepares on the real
+/// PostgreSQL schema and SQLite's on SQLite's, with parameters `$1` to `$N` and none missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engines_statements_prepare_on_the_database_each_is_written_for() {
     let statements = cairn::__private::sample_statements();
     assert!(statements.len() > 25);
-    for sql in statements {
-        let (translated, params) = cairn::__private::translate_for_postgres(&sql);
-        let prepared = client
-            .prepare(&translated)
-            .unwrap_or_else(|e| panic!("{e:?}\n  from: {sql}\n  to:   {translated}"));
-        assert_eq!(prepared.params().len(), params.len(), "{translated}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobs.db");
+    cairn::Queue::open(&path).await.unwrap();
+    let sqlite = cairn::rusqlite::Connection::open(&path).unwrap();
+    let db = TestDatabase::new();
+    let statements_for_postgres = statements.clone();
+    let url = db.url.clone();
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        cairn::__private::migrate_postgres(&mut client, 0).unwrap();
+        for (_, text) in statements_for_postgres
+            .iter()
+            .filter(|(_, pg)| !pg.is_empty())
+        {
+            let prepared = client
+                .prepare(text)
+                .unwrap_or_else(|e| panic!("{e:?}\n  in: {text}"));
+            let count = prepared.params().len();
+            for n in 1..=count {
+                assert!(text.contains(&format!("${n}")), "${n} unused in {text}");
+            }
+        }
+    })
+    .join()
+    .unwrap();
+    for (text, _) in statements.iter().filter(|(sqlite, _)| !sqlite.is_empty()) {
+        let prepared = sqlite
+            .prepare(text)
+            .unwrap_or_else(|e| panic!("{e:?}\n  in: {text}"));
+        let count = prepared.parameter_count();
+        for index in 1..=count {
+            let name = prepared.parameter_name(index);
+            let number: Option<usize> = name.and_then(|n| n.strip_prefix('$')?.parse().ok());
+            assert!(
+                number.is_some_and(|n| (1..=count).contains(&n)),
+                "parameter {name:?} of {text} is not one of $1 to ${count}"
+            );
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! finished jobs past retention. Also the lookup of when the next timed step is due.
 
 use crate::ops::events::ActivityKind;
-use crate::store::db::{Db, Params, named};
+use crate::store::db::{Db, Params, Sql, params};
 
 use crate::clock::duration_millis;
 use crate::error::Result;
@@ -17,14 +17,17 @@ use crate::options::{RecoveryPolicy, Retention};
 /// Written as a literal in the statements too: a bound LIMIT makes SQLite re-prepare a cached statement on each use.
 pub(crate) const STEP_ROWS: i64 = 5000;
 
-const PROMOTE_DUE_JOBS: &str = "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs INDEXED BY \
-     jobs_scheduled WHERE state = 'scheduled' AND run_at <= :now ORDER BY run_at LIMIT 5000) RETURNING queue";
+const PROMOTE_DUE_JOBS: Sql = Sql {
+    sqlite: "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs INDEXED BY \
+     jobs_scheduled WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
+    postgres: "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
+};
 
 /// Makes scheduled jobs whose time has come ready. Returns how many.
 pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     let queues = ctx
         .db
-        .query(PROMOTE_DUE_JOBS, &named![":now" => ctx.now_ms], |row| {
+        .query(PROMOTE_DUE_JOBS, &params![ctx.now_ms], |row| {
             row.get::<String>(0)
         })?;
     for queue in &queues {
@@ -33,19 +36,24 @@ pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(queues.len())
 }
 
-const SELECT_RUNNING: &str = concat!(
-    "SELECT ",
-    held_job_columns!(),
-    " FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND lease_expires_at <= :until \
+const SELECT_RUNNING: Sql = Sql {
+    sqlite: concat!(
+        "SELECT ",
+        held_job_columns!(),
+        " FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND lease_expires_at <= $1 \
      ORDER BY lease_expires_at LIMIT 5000"
-);
+    ),
+    postgres: concat!(
+        "SELECT ",
+        held_job_columns!(),
+        " FROM jobs WHERE state = 'running' AND lease_expires_at <= $1 \
+     ORDER BY lease_expires_at LIMIT 5000"
+    ),
+};
 
 fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
-    ctx.db.query(
-        SELECT_RUNNING,
-        &named![":until" => until],
-        held_job_from_row,
-    )
+    ctx.db
+        .query(SELECT_RUNNING, &params![until], held_job_from_row)
 }
 
 /// Retries (or, out of attempts, fails) jobs whose lease ran out. Returns how many.
@@ -140,32 +148,46 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
 /// Deletes up to :limit finished jobs at or before (:cutoff, :cutoff_id) in (finished_at, id) order: ids break
 /// ties, since a batch finishes many jobs in the same millisecond. Children of a live parent are kept: the parent
 /// reads them when it runs again.
-const PRUNE_FINISHED: &str = concat!(
-    "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
+const PRUNE_FINISHED: Sql = Sql {
+    sqlite: concat!(
+        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
      WHERE (state = 'completed' OR state = 'cancelled') \
-     AND (finished_at < :cutoff OR (finished_at = :cutoff AND id <= :cutoff_id)) \
+     AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
      AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
-    crate::ops::live!("p"),
-    ")) ORDER BY finished_at, id LIMIT 0 + :limit) RETURNING id"
-);
+        crate::ops::live!("p"),
+        ")) ORDER BY finished_at, id LIMIT 0 + $3) RETURNING id"
+    ),
+    postgres: concat!(
+        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs \
+     WHERE (state = 'completed' OR state = 'cancelled') \
+     AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
+     AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
+        crate::ops::live!("p"),
+        ")) ORDER BY finished_at, id LIMIT 0 + $3) RETURNING id"
+    ),
+};
 
 /// The newest finished job past the ones retention keeps, in (finished_at, id) order.
-const NTH_NEWEST_FINISHED: &str = "SELECT finished_at, id FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + :keep";
+const NTH_NEWEST_FINISHED: Sql = Sql {
+    sqlite: "SELECT finished_at, id FROM jobs INDEXED BY jobs_finished \
+     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
+    postgres: "SELECT finished_at, id FROM jobs \
+     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
+};
 
-const DELETE_HISTORY: &str = "DELETE FROM job_attempts WHERE job_id = :id";
-const DELETE_TAGS: &str = "DELETE FROM job_tags WHERE job_id = :id";
+const DELETE_HISTORY: Sql = Sql::both("DELETE FROM job_attempts WHERE job_id = $1");
+const DELETE_TAGS: Sql = Sql::both("DELETE FROM job_tags WHERE job_id = $1");
 
 /// Deletes up to `limit` finished jobs at or before `cutoff` (finished_at, id), with their history and tags.
 fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: (i64, i64), limit: i64) -> Result<usize> {
-    let ids: Vec<i64> = ctx.db.query(
-        PRUNE_FINISHED,
-        &named![":cutoff" => cutoff.0, ":cutoff_id" => cutoff.1, ":limit" => limit],
-        |r| r.get(0),
-    )?;
+    let ids: Vec<i64> = ctx
+        .db
+        .query(PRUNE_FINISHED, &params![cutoff.0, cutoff.1, limit], |r| {
+            r.get(0)
+        })?;
     for id in &ids {
-        ctx.db.execute(DELETE_HISTORY, &named![":id" => id])?;
-        ctx.db.execute(DELETE_TAGS, &named![":id" => id])?;
+        ctx.db.execute(DELETE_HISTORY, &params![id])?;
+        ctx.db.execute(DELETE_TAGS, &params![id])?;
     }
     Ok(ids.len())
 }
@@ -184,10 +206,9 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         let cutoff: Option<(i64, i64)> =
-            ctx.db
-                .query_row(NTH_NEWEST_FINISHED, &named![":keep" => keep], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
-                })?;
+            ctx.db.query_row(NTH_NEWEST_FINISHED, &params![keep], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
         let left = STEP_ROWS - deleted as i64;
         if let (Some(cutoff), true) = (cutoff, left > 0) {
             deleted += prune_up_to(ctx, cutoff, left)?;
@@ -200,39 +221,51 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
     }
     if let Some(max_age) = retention.activity_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        deleted += ctx
-            .db
-            .execute(PRUNE_ACTIVITY, &named![":cutoff" => cutoff])?;
+        deleted += ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?;
     }
     if let Some(max_age) = retention.stats_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
         for sql in PRUNE_STATS {
-            deleted += ctx.db.execute(sql, &named![":cutoff" => cutoff])?;
+            deleted += ctx.db.execute(sql, &params![cutoff])?;
         }
     }
     Ok(deleted)
 }
 
 /// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.
-pub(crate) const PRUNE_ACTIVITY: &str = "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
-     AND at < :cutoff";
+pub(crate) const PRUNE_ACTIVITY: Sql = Sql::both(
+    "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
+     AND at < $1",
+);
 
 /// Statistics rows of periods that started before the cutoff, a bounded number at a time.
-pub(crate) const PRUNE_STATS: [&str; 3] = [
-    "DELETE FROM stats_minute WHERE (minute, queue, name) IN \
-     (SELECT minute, queue, name FROM stats_minute WHERE minute < :cutoff LIMIT 5000)",
-    "DELETE FROM stats_histogram WHERE (hour, queue, name, metric, bucket) IN \
-     (SELECT hour, queue, name, metric, bucket FROM stats_histogram WHERE hour < :cutoff LIMIT 5000)",
-    "DELETE FROM worker_hour WHERE (hour, worker, queue) IN \
-     (SELECT hour, worker, queue FROM worker_hour WHERE hour < :cutoff LIMIT 5000)",
+pub(crate) const PRUNE_STATS: [Sql; 3] = [
+    Sql::both(
+        "DELETE FROM stats_minute WHERE (minute, queue, name) IN \
+         (SELECT minute, queue, name FROM stats_minute WHERE minute < $1 LIMIT 5000)",
+    ),
+    Sql::both(
+        "DELETE FROM stats_histogram WHERE (hour, queue, name, metric, bucket) IN \
+         (SELECT hour, queue, name, metric, bucket FROM stats_histogram WHERE hour < $1 LIMIT 5000)",
+    ),
+    Sql::both(
+        "DELETE FROM worker_hour WHERE (hour, worker, queue) IN \
+         (SELECT hour, worker, queue FROM worker_hour WHERE hour < $1 LIMIT 5000)",
+    ),
 ];
 
 /// When the next scheduled job is due, the next lease expires, and the next template slot comes: one statement,
 /// since on PostgreSQL each is a round trip.
-const NEXT_DUE: &str = "SELECT \
+const NEXT_DUE: Sql = Sql {
+    sqlite: "SELECT \
      (SELECT MIN(run_at) FROM jobs INDEXED BY jobs_scheduled WHERE state = 'scheduled'), \
      (SELECT MIN(lease_expires_at) FROM jobs INDEXED BY jobs_leases WHERE state = 'running'), \
-     (SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL)";
+     (SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL)",
+    postgres: "SELECT \
+     (SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'), \
+     (SELECT MIN(lease_expires_at) FROM jobs WHERE state = 'running'), \
+     (SELECT MIN(next_slot_at) FROM recurring WHERE next_slot_at IS NOT NULL)",
+};
 
 /// When the next scheduled job is due, the next lease expires, or the next template slot comes, whichever is first
 /// (ms), if ever.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use rusqlite::Connection;
 
 use crate::error::Result;
-use crate::store::db::Db;
+use crate::store::db::{Db, Sql};
 use crate::store::pool::Pool;
 use crate::store::sqlite::connection::open_reader;
 
@@ -38,9 +38,9 @@ impl SqliteReaders {
 
 fn read_in_transaction<T>(conn: &Connection, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
     let db = Db::Sqlite(conn);
-    db.batch("BEGIN")?;
+    db.batch(Sql::sqlite_only("BEGIN"))?;
     let result = f(&db);
     // A read transaction has nothing to keep: ending it either way releases the snapshot.
-    db.batch("COMMIT")?;
+    db.batch(Sql::sqlite_only("COMMIT"))?;
     result
 }

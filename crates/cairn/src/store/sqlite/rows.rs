@@ -8,16 +8,17 @@ use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 use crate::lease::Lease;
 use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
-use crate::store::db::{Db, Row, numbered};
+use crate::store::db::{Db, Row, Sql, params};
 
-/// The columns [`job_from_row`] reads, in order. Tags come in one column, separated by the unit separator (0x1F).
-/// A macro so that statements can `concat!` it.
+/// The columns [`job_from_row`] reads, in order. Tags come in one column, separated by the unit separator (0x1F,
+/// written into the literal itself: SQLite spells the function that makes it `char`, PostgreSQL `chr`). A macro so
+/// that statements can `concat!` it.
 macro_rules! job_columns {
     () => {
         "id, queue, name, state, data, progress, priority, weight, run_at, attempt, \
          max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, \
          unique_key, parent_id, worker, lease_expires_at, created_at, started_at, finished_at, error, failure_group, \
-         (SELECT string_agg(tag, char(31) ORDER BY tag) FROM job_tags WHERE job_id = jobs.id), \
+         (SELECT string_agg(tag, '\u{1f}' ORDER BY tag) FROM job_tags WHERE job_id = jobs.id), \
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked"
@@ -119,8 +120,12 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
 
 /// Reads one job by id, without its history, and when its current (or last) attempt started.
 fn load_job(db: &Db<'_>, id: JobId) -> Result<Option<(Job, Option<i64>)>> {
-    const SELECT_JOB: &str = concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = ?1");
-    db.query_row(SELECT_JOB, &numbered![id], |row| {
+    const SELECT_JOB: Sql = Sql::both(concat!(
+        "SELECT ",
+        job_columns!(),
+        " FROM jobs WHERE id = $1"
+    ));
+    db.query_row(SELECT_JOB, &params![id], |row| {
         Ok((job_from_row(row)?, row.get(26)?))
     })
 }
@@ -130,9 +135,11 @@ fn load_job(db: &Db<'_>, id: JobId) -> Result<Option<(Job, Option<i64>)>> {
 pub(crate) fn load_job_with_history(db: &Db<'_>, id: JobId) -> Result<Job> {
     let (mut job, attempt_started_at) =
         load_job(db, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
-    const SELECT_HISTORY: &str = "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory \
-         FROM job_attempts WHERE job_id = ?1 ORDER BY claim";
-    job.history = db.query(SELECT_HISTORY, &numbered![id], |row| {
+    const SELECT_HISTORY: Sql = Sql::both(
+        "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory \
+         FROM job_attempts WHERE job_id = $1 ORDER BY claim",
+    );
+    job.history = db.query(SELECT_HISTORY, &params![id], |row| {
         let outcome: String = row.get(4)?;
         Ok(Attempt {
             number: row.get(0)?,
@@ -176,8 +183,8 @@ fn usage_from_row(
 /// The lease of a running job, token included.
 pub(crate) fn load_lease(db: &Db<'_>, id: JobId) -> Result<Option<Lease>> {
     db.query_row(
-        "SELECT lease_token, worker, lease_expires_at FROM jobs WHERE id = ?1 AND state = 'running'",
-        &numbered![id],
+        Sql::both("SELECT lease_token, worker, lease_expires_at FROM jobs WHERE id = $1 AND state = 'running'"),
+        &params![id],
         |row| {
             Ok(Lease {
                 job: id,
