@@ -148,13 +148,13 @@ pub(crate) const PEEK: Sql = Sql {
         "SELECT ",
         crate::store::sqlite::rows::job_columns!(),
         " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1 \
-     ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+         ORDER BY claim_key, run_at, id LIMIT 0 + $2"
     ),
     postgres: concat!(
         "SELECT ",
         crate::store::sqlite::rows::job_columns!(),
         " FROM jobs WHERE state = 'queued' AND queue = $1 \
-     ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+         ORDER BY claim_key, run_at, id LIMIT 0 + $2"
     ),
 };
 

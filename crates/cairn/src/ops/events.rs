@@ -534,17 +534,17 @@ macro_rules! minute_additions {
              wait_count = stats_minute.wait_count + excluded.wait_count, \
              wait_sum = stats_minute.wait_sum + excluded.wait_sum, wait_sumsq = stats_minute.wait_sumsq + excluded.wait_sumsq, \
              wait_min = COALESCE(", $min, "(stats_minute.wait_min, excluded.wait_min), stats_minute.wait_min, excluded.wait_min), \
-             wait_max = COALESCE(", $max, "(stats_minute.wait_max, excluded.wait_max), stats_minute.wait_max, excluded.wait_max), \
-             run_count = stats_minute.run_count + excluded.run_count, run_sum = stats_minute.run_sum + excluded.run_sum, \
-             run_sumsq = stats_minute.run_sumsq + excluded.run_sumsq, \
-             run_min = COALESCE(", $min, "(stats_minute.run_min, excluded.run_min), stats_minute.run_min, excluded.run_min), \
-             run_max = COALESCE(", $max, "(stats_minute.run_max, excluded.run_max), stats_minute.run_max, excluded.run_max), \
-             service_count = stats_minute.service_count + excluded.service_count, \
-             service_sum = stats_minute.service_sum + excluded.service_sum, \
-             service_min = COALESCE(", $min, "(stats_minute.service_min, excluded.service_min), stats_minute.service_min, \
-             excluded.service_min), \
-             service_max = COALESCE(", $max, "(stats_minute.service_max, excluded.service_max), stats_minute.service_max, \
-             excluded.service_max)"
+                                           wait_max = COALESCE(", $max, "(stats_minute.wait_max, excluded.wait_max), stats_minute.wait_max, excluded.wait_max), \
+                                                                         run_count = stats_minute.run_count + excluded.run_count, run_sum = stats_minute.run_sum + excluded.run_sum, \
+                                                                         run_sumsq = stats_minute.run_sumsq + excluded.run_sumsq, \
+                                                                         run_min = COALESCE(", $min, "(stats_minute.run_min, excluded.run_min), stats_minute.run_min, excluded.run_min), \
+                                                                                                      run_max = COALESCE(", $max, "(stats_minute.run_max, excluded.run_max), stats_minute.run_max, excluded.run_max), \
+                                                                                                                                   service_count = stats_minute.service_count + excluded.service_count, \
+                                                                                                                                   service_sum = stats_minute.service_sum + excluded.service_sum, \
+                                                                                                                                   service_min = COALESCE(", $min, "(stats_minute.service_min, excluded.service_min), stats_minute.service_min, \
+                                                                                                                                                                    excluded.service_min), \
+                                                                                                                                                                    service_max = COALESCE(", $max, "(stats_minute.service_max, excluded.service_max), stats_minute.service_max, \
+                                                                                                                                                                                                     excluded.service_max)"
         )
     };
 }
@@ -605,20 +605,20 @@ fn minute_values<'v>(
 /// worker hours' rows (as [`UPSERT_WORKER_HOURS`]).
 pub(crate) const FLUSH_ON_POSTGRES: &str = concat!(
     "WITH activity_rows AS (\
-       INSERT INTO activity (at, event, job_id, queue, name, worker, detail) \
-       SELECT at, event, job_id, queue, name, worker, detail \
-       FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) \
-       WITH ORDINALITY AS u (at, event, job_id, queue, name, worker, detail, ord) ORDER BY ord), \
+     INSERT INTO activity (at, event, job_id, queue, name, worker, detail) \
+     SELECT at, event, job_id, queue, name, worker, detail \
+     FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) \
+     WITH ORDINALITY AS u (at, event, job_id, queue, name, worker, detail, ord) ORDER BY ord), \
      minute_rows AS (\
-       INSERT INTO stats_minute (",
+     INSERT INTO stats_minute (",
     minute_columns!(),
     ", node) \
-       SELECT * FROM unnest($8::bigint[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], \
-         $14::bigint[], $15::bigint[], $16::bigint[], $17::double precision[], $18::double precision[], \
-         $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[], $23::double precision[], \
-         $24::bigint[], $25::bigint[], $26::bigint[], $27::double precision[], $28::bigint[], $29::bigint[], \
-         $30::text[]) \
-       ON CONFLICT (minute, queue, name, node) DO UPDATE SET ",
+     SELECT * FROM unnest($8::bigint[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], \
+       $14::bigint[], $15::bigint[], $16::bigint[], $17::double precision[], $18::double precision[], \
+       $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[], $23::double precision[], \
+       $24::bigint[], $25::bigint[], $26::bigint[], $27::double precision[], $28::bigint[], $29::bigint[], \
+       $30::text[]) \
+     ON CONFLICT (minute, queue, name, node) DO UPDATE SET ",
     minute_additions!(postgres),
     "), \
      histogram_rows AS (\

@@ -24,9 +24,9 @@ pub struct FailureGroup {
 
 const FAILURE_GROUPS: Sql = Sql {
     sqlite: "SELECT failure_group, count(*), min(finished_at), max(finished_at) \
-     FROM jobs INDEXED BY jobs_failure_groups WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group",
+             FROM jobs INDEXED BY jobs_failure_groups WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group",
     postgres: "SELECT failure_group, count(*), min(finished_at), max(finished_at) \
-     FROM jobs WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group",
+               FROM jobs WHERE state = 'failed' GROUP BY failure_group ORDER BY failure_group",
 };
 
 /// Every failure group with failed jobs in it, by name.
@@ -60,23 +60,23 @@ pub struct Unfail {
 pub(crate) const UNFAIL: Sql = Sql {
     sqlite: concat!(
         "UPDATE jobs SET state = 'queued', queue = COALESCE($1, queue), run_at = $2, \
-     aging_ms = CASE WHEN CAST($1 AS TEXT) IS NULL THEN aging_ms ELSE $3 END, \
-     slot_at = $2, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
-     WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
-        WHERE f.state = 'failed' AND f.failure_group = $4 \
-        AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l INDEXED BY jobs_unique_live \
-             WHERE l.unique_key = f.unique_key AND ",
+         aging_ms = CASE WHEN CAST($1 AS TEXT) IS NULL THEN aging_ms ELSE $3 END, \
+         slot_at = $2, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
+         WHERE id IN (SELECT f.id FROM jobs AS f INDEXED BY jobs_failure_groups \
+            WHERE f.state = 'failed' AND f.failure_group = $4 \
+            AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l INDEXED BY jobs_unique_live \
+                 WHERE l.unique_key = f.unique_key AND ",
         live!("l"),
         ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue"
     ),
     postgres: concat!(
         "UPDATE jobs SET state = 'queued', queue = COALESCE($1, queue), run_at = $2, \
-     aging_ms = CASE WHEN CAST($1 AS TEXT) IS NULL THEN aging_ms ELSE $3 END, \
-     slot_at = $2, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
-     WHERE id IN (SELECT f.id FROM jobs AS f \
-        WHERE f.state = 'failed' AND f.failure_group = $4 \
-        AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l \
-             WHERE l.unique_key = f.unique_key AND ",
+         aging_ms = CASE WHEN CAST($1 AS TEXT) IS NULL THEN aging_ms ELSE $3 END, \
+         slot_at = $2, attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, worker = NULL \
+         WHERE id IN (SELECT f.id FROM jobs AS f \
+            WHERE f.state = 'failed' AND f.failure_group = $4 \
+            AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l \
+                 WHERE l.unique_key = f.unique_key AND ",
         live!("l"),
         ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue"
     ),

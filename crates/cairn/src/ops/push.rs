@@ -333,9 +333,9 @@ const SELECT_LIVE_BY_UNIQUE_KEY: Sql = Sql::both(concat!(
 /// added while another node ends the parent's run (which would miss the child it starts or cancels).
 const SELECT_PARENT: Sql = Sql {
     sqlite: "SELECT state, awaits_parent = 1 \
-     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1",
+             OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1",
     postgres: "SELECT state, awaits_parent = 1 \
-     OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1 FOR UPDATE",
+               OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1 FOR UPDATE",
 };
 
 const AWAIT_PARENT: Sql = Sql::both("UPDATE jobs SET awaits_parent = 1 WHERE id = $1");

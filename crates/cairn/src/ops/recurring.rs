@@ -265,11 +265,11 @@ impl Operation for RemoveRecurring {
 
 const SELECT_DUE_TEMPLATES: Sql = Sql {
     sqlite: "SELECT key, cron, time_zone, missed, template, next_slot_at \
-     FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
-     ORDER BY next_slot_at LIMIT 100",
+             FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
+             ORDER BY next_slot_at LIMIT 100",
     postgres: "SELECT key, cron, time_zone, missed, template, next_slot_at \
-     FROM recurring WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
-     ORDER BY next_slot_at LIMIT 100 FOR UPDATE",
+               FROM recurring WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
+               ORDER BY next_slot_at LIMIT 100 FOR UPDATE",
 };
 
 const ADVANCE_TEMPLATE: Sql = Sql::both(

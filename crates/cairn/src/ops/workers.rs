@@ -131,12 +131,12 @@ impl Operation for WorkerStopped {
 /// A worker that holds a live lease is not lost, however long it has been silent (a long job without heartbeats).
 pub(crate) const LOSE: Sql = Sql {
     sqlite: "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w INDEXED BY \
-     workers_last_seen WHERE w.last_seen < $1 AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
-     INDEXED BY jobs_by_worker WHERE state = 'running' AND worker = w.id AND lease_expires_at > $2) LIMIT 1000) \
-     RETURNING id, last_seen",
+             workers_last_seen WHERE w.last_seen < $1 AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
+             INDEXED BY jobs_by_worker WHERE state = 'running' AND worker = w.id AND lease_expires_at > $2) LIMIT 1000) \
+             RETURNING id, last_seen",
     postgres: "UPDATE workers SET status = 'lost' WHERE id IN (SELECT w.id FROM workers AS w WHERE w.last_seen < $1 AND w.status = 'active' AND NOT EXISTS (SELECT 1 FROM jobs \
-     WHERE state = 'running' AND worker = w.id AND lease_expires_at > $2) LIMIT 1000) \
-     RETURNING id, last_seen",
+               WHERE state = 'running' AND worker = w.id AND lease_expires_at > $2) LIMIT 1000) \
+               RETURNING id, last_seen",
 };
 
 /// Marks the active workers silent for [`WORKER_LOST_AFTER`] as lost, a bounded number at a time. Returns how
@@ -162,9 +162,9 @@ pub(crate) fn lose_silent(ctx: &mut WriteCtx<'_>) -> Result<usize> {
 
 pub(crate) const FORGET: Sql = Sql {
     sqlite: "DELETE FROM workers WHERE id IN (SELECT id FROM workers INDEXED BY workers_last_seen \
-     WHERE last_seen < $1 LIMIT 5000) RETURNING id",
+             WHERE last_seen < $1 LIMIT 5000) RETURNING id",
     postgres: "DELETE FROM workers WHERE id IN (SELECT id FROM workers \
-     WHERE last_seen < $1 LIMIT 5000) RETURNING id",
+               WHERE last_seen < $1 LIMIT 5000) RETURNING id",
 };
 
 /// Forgets workers last seen before `cutoff_ms`, a bounded number at a time. Returns how many.
@@ -179,9 +179,9 @@ pub(crate) fn forget_before(ctx: &mut WriteCtx<'_>, cutoff_ms: i64) -> Result<us
 const WORKERS: Sql = Sql::both("SELECT id, first_seen, last_seen FROM workers ORDER BY id");
 const HELD: Sql = Sql {
     sqlite: "SELECT id, lease_expires_at <= $1 FROM jobs INDEXED BY jobs_by_worker \
-     WHERE state = 'running' AND worker = $2 ORDER BY id",
+             WHERE state = 'running' AND worker = $2 ORDER BY id",
     postgres: "SELECT id, lease_expires_at <= $1 FROM jobs \
-     WHERE state = 'running' AND worker = $2 ORDER BY id",
+               WHERE state = 'running' AND worker = $2 ORDER BY id",
 };
 
 /// Every worker the queue remembers, by id, with what it holds at `now_ms`.

@@ -19,7 +19,7 @@ pub(crate) const STEP_ROWS: i64 = 5000;
 
 const PROMOTE_DUE_JOBS: Sql = Sql {
     sqlite: "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs INDEXED BY \
-     jobs_scheduled WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
+             jobs_scheduled WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
     postgres: "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
 };
 
@@ -41,13 +41,13 @@ const SELECT_RUNNING: Sql = Sql {
         "SELECT ",
         held_job_columns!(),
         " FROM jobs INDEXED BY jobs_leases WHERE state = 'running' AND lease_expires_at <= $1 \
-     ORDER BY lease_expires_at LIMIT 5000"
+         ORDER BY lease_expires_at LIMIT 5000"
     ),
     postgres: concat!(
         "SELECT ",
         held_job_columns!(),
         " FROM jobs WHERE state = 'running' AND lease_expires_at <= $1 \
-     ORDER BY lease_expires_at LIMIT 5000"
+         ORDER BY lease_expires_at LIMIT 5000"
     ),
 };
 
@@ -151,17 +151,17 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
 const PRUNE_FINISHED: Sql = Sql {
     sqlite: concat!(
         "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') \
-     AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
-     AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
+         WHERE (state = 'completed' OR state = 'cancelled') \
+         AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
+         AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
         crate::ops::live!("p"),
         ")) ORDER BY finished_at, id LIMIT 0 + $3) RETURNING id"
     ),
     postgres: concat!(
         "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs \
-     WHERE (state = 'completed' OR state = 'cancelled') \
-     AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
-     AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
+         WHERE (state = 'completed' OR state = 'cancelled') \
+         AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
+         AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
         crate::ops::live!("p"),
         ")) ORDER BY finished_at, id LIMIT 0 + $3) RETURNING id"
     ),
@@ -170,9 +170,9 @@ const PRUNE_FINISHED: Sql = Sql {
 /// The newest finished job past the ones retention keeps, in (finished_at, id) order.
 const NTH_NEWEST_FINISHED: Sql = Sql {
     sqlite: "SELECT finished_at, id FROM jobs INDEXED BY jobs_finished \
-     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
+             WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
     postgres: "SELECT finished_at, id FROM jobs \
-     WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
+               WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
 };
 
 const DELETE_HISTORY: Sql = Sql::both("DELETE FROM job_attempts WHERE job_id = $1");
@@ -258,13 +258,13 @@ pub(crate) const PRUNE_STATS: [Sql; 3] = [
 /// since on PostgreSQL each is a round trip.
 const NEXT_DUE: Sql = Sql {
     sqlite: "SELECT \
-     (SELECT MIN(run_at) FROM jobs INDEXED BY jobs_scheduled WHERE state = 'scheduled'), \
-     (SELECT MIN(lease_expires_at) FROM jobs INDEXED BY jobs_leases WHERE state = 'running'), \
-     (SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL)",
+             (SELECT MIN(run_at) FROM jobs INDEXED BY jobs_scheduled WHERE state = 'scheduled'), \
+             (SELECT MIN(lease_expires_at) FROM jobs INDEXED BY jobs_leases WHERE state = 'running'), \
+             (SELECT MIN(next_slot_at) FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL)",
     postgres: "SELECT \
-     (SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'), \
-     (SELECT MIN(lease_expires_at) FROM jobs WHERE state = 'running'), \
-     (SELECT MIN(next_slot_at) FROM recurring WHERE next_slot_at IS NOT NULL)",
+               (SELECT MIN(run_at) FROM jobs WHERE state = 'scheduled'), \
+               (SELECT MIN(lease_expires_at) FROM jobs WHERE state = 'running'), \
+               (SELECT MIN(next_slot_at) FROM recurring WHERE next_slot_at IS NOT NULL)",
 };
 
 /// When the next scheduled job is due, the next lease expires, or the next template slot comes, whichever is first
