@@ -98,6 +98,18 @@ pub mod __private {
         crate::store::postgres::migrations::migrate(client, now_ms)
     }
 
+    /// Brings a PostgreSQL database to schema version `last` only: for the tests of an upgrade.
+    ///
+    /// # Errors
+    /// Storage errors, or a database written by a newer Cairn.
+    pub fn migrate_postgres_to(
+        client: &mut postgres::Client,
+        now_ms: i64,
+        last: i64,
+    ) -> crate::Result<()> {
+        crate::store::postgres::migrations::migrate_to(client, now_ms, last)
+    }
+
     /// Some of the engine's own statements, those where the two dialects differ most, as (SQLite's text,
     /// PostgreSQL's text), either empty where the statement does not run on that database: for the tests to
     /// prepare each on the real schema of its database.

@@ -112,7 +112,9 @@ impl JobFilter {
             ));
         }
         if self.tracked {
-            w.both(" AND tracked = 1".to_owned());
+            // Each as its partial index `jobs_tracked` says it, so that the planner uses it.
+            w.sqlite.push_str(" AND tracked = 1");
+            w.postgres.push_str(" AND tracked");
         }
         if let Some(group) = &self.failure_group {
             let n = w.param(group.clone().to_value());

@@ -141,12 +141,12 @@ static COMPLETE_PLAIN: MultiRow = MultiRow::postgres_only(
     concat!(
         "WITH done AS (UPDATE jobs SET state = 'completed', finished_at = v.v_now, \
          data = COALESCE(v.v_data, jobs.data), lease_token = NULL, lease_expires_at = NULL, error = NULL \
-         FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], \
+         FROM unnest($1::bigint[], $2::bigint[], $3::json[], $4::bigint[], $5::bigint[], $6::bigint[], \
          $7::bigint[]) AS v (v_id, v_token, v_data, v_now, v_run_ms, v_cpu_ms, v_peak_memory) \
          WHERE jobs.id = v.v_id AND ",
         is_running!("jobs"),
         " AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
-         AND jobs.has_children = 0 AND jobs.has_dependents = 0 AND jobs.schedule IS NULL RETURNING ",
+         AND jobs.has_children = FALSE AND jobs.has_dependents = FALSE AND jobs.schedule IS NULL RETURNING ",
         held_job_columns!(),
         ", v.v_token, v.v_now, v.v_run_ms, v.v_cpu_ms, v.v_peak_memory), \
          ended AS (INSERT INTO job_attempts \

@@ -332,15 +332,15 @@ const SELECT_LIVE_BY_UNIQUE_KEY: Sql = Sql::both(concat!(
 /// A would-be parent's state, and whether it waits for anything but its children. Locked, so that a child is not
 /// added while another node ends the parent's run (which would miss the child it starts or cancels).
 const SELECT_PARENT: Sql = Sql {
-    sqlite: "SELECT state, awaits_parent = 1 \
+    sqlite: "SELECT state, awaits_parent = TRUE \
              OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1",
-    postgres: "SELECT state, awaits_parent = 1 \
+    postgres: "SELECT state, awaits_parent = TRUE \
                OR EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $1) FROM jobs WHERE id = $1 FOR UPDATE",
 };
 
-const AWAIT_PARENT: Sql = Sql::both("UPDATE jobs SET awaits_parent = 1 WHERE id = $1");
+const AWAIT_PARENT: Sql = Sql::both("UPDATE jobs SET awaits_parent = TRUE WHERE id = $1");
 const MARK_HAS_CHILDREN: Sql =
-    Sql::both("UPDATE jobs SET has_children = 1 WHERE id = $1 AND has_children = 0");
+    Sql::both("UPDATE jobs SET has_children = TRUE WHERE id = $1 AND has_children = FALSE");
 
 /// The columns [`INSERT_JOB`] and [`INSERT_PLAIN`] fill, [`COLUMNS_PER_JOB`] per job, in the order of
 /// [`job_values`].
@@ -362,7 +362,7 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
     concat!(
         insert_jobs_into!(),
         " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21 \
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::bigint[], \
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::json[], $5::bigint[], $6::bigint[], $7::bigint[], \
          $8::bigint[], $9::bigint[], $10::double precision[], $11::bigint[], $12::double precision[], \
          $13::bigint[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[], \
          $20::bigint[], $21::bigint[]) WITH ORDINALITY \

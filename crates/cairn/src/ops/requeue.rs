@@ -44,7 +44,7 @@ const SELECT_LIVE_HOLDER: Sql = Sql {
 /// What a fresh start forgets; `requeue` then sets the state and time and clears the lease.
 const FRESH_START: Sql = Sql::both(
     "UPDATE jobs SET attempt = 0, finished_at = NULL, error = NULL, failure_group = NULL, \
-     worker = NULL, awaits_parent = 0 WHERE id = $1",
+     worker = NULL, awaits_parent = FALSE WHERE id = $1",
 );
 
 /// A requeued job runs whatever it waited for: requeueing is an operator's override.

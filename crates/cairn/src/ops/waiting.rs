@@ -34,7 +34,7 @@ pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
     sqlite: concat!(
         "UPDATE jobs SET state = CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END, \
          run_at = MAX(run_at, $1) \
-         WHERE id = $2 AND state = 'waiting' AND awaits_parent = 0 \
+         WHERE id = $2 AND state = 'waiting' AND awaits_parent = FALSE \
          AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $2) \
          AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $2 AND (",
         live!("c"),
@@ -43,7 +43,7 @@ pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
     postgres: concat!(
         "UPDATE jobs SET state = CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END, \
          run_at = GREATEST(run_at, $1) \
-         WHERE id = $2 AND state = 'waiting' AND awaits_parent = 0 \
+         WHERE id = $2 AND state = 'waiting' AND awaits_parent = FALSE \
          AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $2) \
          AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $2 AND (",
         live!("c"),
@@ -84,7 +84,7 @@ pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<
 }
 
 const START_CHILDREN: Sql = Sql::both(
-    "UPDATE jobs SET awaits_parent = 0 WHERE parent_id = $1 AND awaits_parent = 1 RETURNING id",
+    "UPDATE jobs SET awaits_parent = FALSE WHERE parent_id = $1 AND awaits_parent = TRUE RETURNING id",
 );
 
 const HAS_LIVE_CHILDREN: Sql = Sql::both(concat!(
@@ -117,7 +117,7 @@ pub(crate) fn wait_for_children(ctx: &WriteCtx<'_>, id: JobId) -> Result<()> {
 }
 
 const UNSTARTED_CHILDREN: Sql = Sql::both(
-    "SELECT id FROM jobs WHERE parent_id = $1 AND awaits_parent = 1 AND state = 'waiting'",
+    "SELECT id FROM jobs WHERE parent_id = $1 AND awaits_parent = TRUE AND state = 'waiting'",
 );
 
 /// The run of parent `id` ended without finishing: the children it created are cancelled.
@@ -173,7 +173,7 @@ const SELECT_RELATIONS: Sql = Sql {
 
 const CANCEL_ONE: Sql = Sql::both(
     "UPDATE jobs SET state = 'cancelled', finished_at = $1, error = COALESCE($2, error), \
-     awaits_parent = 0, lease_token = NULL, lease_expires_at = NULL WHERE id = $3",
+     awaits_parent = FALSE, lease_token = NULL, lease_expires_at = NULL WHERE id = $3",
 );
 
 const DROP_OWN_DEPENDENCIES: Sql = Sql::both("DELETE FROM job_dependencies WHERE job_id = $1");
@@ -351,7 +351,7 @@ const RECORD_DEPENDENCY: Sql = Sql::both(
     "INSERT INTO job_dependencies (job_id, depends_on) VALUES ($1, $2) ON CONFLICT DO NOTHING",
 );
 const MARK_HAS_DEPENDENTS: Sql =
-    Sql::both("UPDATE jobs SET has_dependents = 1 WHERE id = $1 AND has_dependents = 0");
+    Sql::both("UPDATE jobs SET has_dependents = TRUE WHERE id = $1 AND has_dependents = FALSE");
 
 /// Records that `job` waits for `on` (checked with [`check_dependency`]).
 pub(crate) fn record_dependency(ctx: &WriteCtx<'_>, job: JobId, on: JobId) -> Result<()> {

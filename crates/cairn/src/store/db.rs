@@ -200,7 +200,8 @@ impl rusqlite::ToSql for Value<'_> {
 }
 
 /// A value written as the type PostgreSQL declared for its parameter: an integer into `int8`, `int4`, `int2`,
-/// `float8` or `bool`; a real into `float8` or `float4`; text into any text type.
+/// `float8` or `bool`; a real into `float8` or `float4`; text into any text type, or `json` (whose binary form is
+/// its text).
 impl ToSql for Value<'_> {
     fn to_sql(
         &self,
@@ -384,8 +385,29 @@ impl FromDb for Option<String> {
         row.get(index)
     }
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
-        row.try_get(index)
+        row.try_get::<_, Option<PgText>>(index)
+            .map(|text| text.map(|t| t.0))
             .map_err(|e| Error::storage(format!("reading column {index}"), e))
+    }
+}
+
+/// A text column read from PostgreSQL, or a `json` one as its text: the engine keeps JSON as text, as written.
+struct PgText(String);
+
+impl<'a> postgres::types::FromSql<'a> for PgText {
+    fn from_sql(
+        ty: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        if *ty == Type::JSON {
+            // `json`'s binary form is its text.
+            return Ok(PgText(std::str::from_utf8(raw)?.to_owned()));
+        }
+        String::from_sql(ty, raw).map(PgText)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSON || <String as postgres::types::FromSql>::accepts(ty)
     }
 }
 

@@ -31,7 +31,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         [
             (1, "schema".to_owned(), 1_000),
             (2, "rate_buckets".to_owned(), 1_000),
-            (3, "statistics_per_node".to_owned(), 1_000)
+            (3, "statistics_per_node".to_owned(), 1_000),
+            (4, "own_types".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -96,6 +97,100 @@ fn a_database_from_a_newer_cairn_is_refused() {
     let e = cairn::__private::migrate_postgres(&mut client, 2_000).unwrap_err();
     assert_eq!(e.kind(), cairn::ErrorKind::Storage);
     assert!(e.to_string().contains("newer than this build"), "{e}");
+}
+
+/// A database made by an earlier Cairn, with flags as integers and JSON as text, upgrades in place to PostgreSQL's
+/// own types: every value kept, JSON's text as written (its keys' order too), and flags true where they were 1.
+#[test]
+fn an_existing_database_upgrades_to_json_and_booleans_in_place() {
+    let db = TestDatabase::new();
+    let mut client = db.connect();
+    cairn::__private::migrate_postgres_to(&mut client, 1_000, 3).unwrap();
+    client
+        .batch_execute(
+            "INSERT INTO jobs (queue, name, state, data, progress, priority, weight, run_at, max_attempts, \
+             backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, created_at, \
+             slot_at, tracked, has_children) VALUES ('q', 'n', 'queued', '{\"b\": 1, \"a\": [2]}', \
+             '{\"done\": 3}', 0, 1, 0, 1, 0, 1.0, 0, 0.0, 60000, 0, 0, 1, 0); \
+             INSERT INTO queues (name, paused) VALUES ('q', 1), ('r', 0); \
+             INSERT INTO recurring (key, cron, time_zone, missed, template, created_at) \
+             VALUES ('k', '* * * * *', 'UTC', 'run-once', '{\"name\": \"n\"}', 0)",
+        )
+        .unwrap();
+    cairn::__private::migrate_postgres(&mut client, 2_000).unwrap();
+    let row = client
+        .query_one(
+            "SELECT data::text, data->'a'->>0, progress->>'done', tracked, has_children, \
+             pg_typeof(data)::text, pg_typeof(tracked)::text FROM jobs",
+            &[],
+        )
+        .unwrap();
+    let got: (String, String, String, bool, bool, String, String) = (
+        row.get(0),
+        row.get(1),
+        row.get(2),
+        row.get(3),
+        row.get(4),
+        row.get(5),
+        row.get(6),
+    );
+    assert_eq!(
+        got,
+        (
+            r#"{"b": 1, "a": [2]}"#.to_owned(),
+            "2".to_owned(),
+            "3".to_owned(),
+            true,
+            false,
+            "json".to_owned(),
+            "boolean".to_owned()
+        )
+    );
+    let paused: Vec<(String, bool)> = client
+        .query("SELECT name, paused FROM queues ORDER BY name", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(paused, [("q".to_owned(), true), ("r".to_owned(), false)]);
+    let template: String = client
+        .query_one("SELECT template->>'name' FROM recurring", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(template, "n");
+    // The tracked jobs' index is used as its new predicate says.
+    let tracked: i64 = client
+        .query_one("SELECT count(*) FROM jobs WHERE tracked", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(tracked, 1);
+}
+
+/// `cairn sql` on PostgreSQL reads into a job's data with PostgreSQL's own JSON operators.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_sql_filters_on_a_key_of_the_data() {
+    let db = TestDatabase::new();
+    let queue = cairn::Queue::open(&db.url).await.unwrap();
+    for customer in ["acme", "globex", "acme"] {
+        queue
+            .enqueue(
+                cairn::Push::new("invoice")
+                    .data(serde_json::json!({"customer": customer, "total": 5})),
+            )
+            .await
+            .unwrap();
+    }
+    let result = queue
+        .sql(cairn::SqlQuery::new(
+            "SELECT count(*), sum((data->>'total')::int) FROM cairn_jobs WHERE data->>'customer' = 'acme'",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(result.rows, [[serde_json::json!(2), serde_json::json!(10)]]);
+    queue
+        .close(std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
 }
 
 /// Nodes started at the same instant on an empty database, as three `cairn serve --db postgres://…` started

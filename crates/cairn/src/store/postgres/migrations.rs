@@ -24,6 +24,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "statistics_per_node",
         include_str!("../../../migrations/postgres/0003_statistics_per_node.sql"),
     ),
+    (
+        4,
+        "own_types",
+        include_str!("../../../migrations/postgres/0004_own_types.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
@@ -39,11 +44,17 @@ pub(crate) fn latest_version() -> i64 {
 /// # Errors
 /// A storage error, or [`ErrorKind::Storage`] when the database was written by a newer Cairn.
 pub(crate) fn migrate(client: &mut Client, now_ms: i64) -> Result<()> {
+    migrate_to(client, now_ms, latest_version())
+}
+
+/// Brings the database up to version `last` (at most the latest): [`migrate`], stopped early, for the tests of
+/// an upgrade.
+pub(crate) fn migrate_to(client: &mut Client, now_ms: i64, last: i64) -> Result<()> {
     let context = |what: &str| {
         let what = what.to_owned();
         move |e: postgres::Error| Error::storage(what, e)
     };
-    for &(version, name, sql) in MIGRATIONS {
+    for &(version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 <= last) {
         let label = format!("applying migration {version:04}_{name}");
         let mut tx = client.transaction().map_err(context(&label))?;
         // Nodes starting together queue here; the one that gets the lock first applies, the others see it done.
