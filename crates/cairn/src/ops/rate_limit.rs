@@ -55,10 +55,8 @@ const SET_RATE: Sql = Sql::both(
 );
 
 /// A limited queue's row, locked, with its stored bucket: how claims on PostgreSQL take turns on the queue.
-pub(crate) const LOCK_LIMITED_QUEUE: Sql = Sql {
-    sqlite: "SELECT rate_tokens, rate_at FROM queues WHERE name = $1",
-    postgres: "SELECT rate_tokens, rate_at FROM queues WHERE name = $1 FOR UPDATE",
-};
+pub(crate) const LOCK_LIMITED_QUEUE: Sql =
+    Sql::postgres_only("SELECT rate_tokens, rate_at FROM queues WHERE name = $1 FOR UPDATE");
 
 /// The bucket after a claim took from it.
 pub(crate) const STORE_BUCKET: Sql =
