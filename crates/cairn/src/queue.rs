@@ -48,6 +48,7 @@ use crate::ops::update::Update;
 use crate::ops::workers::WorkerInfo;
 use crate::ops::workers::WorkerStopped;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
+use crate::ops::{maintenance, rows};
 use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
 use crate::sql::{SqlQuery, SqlResult};
@@ -55,9 +56,9 @@ use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
 use crate::store::readers::Readers;
 use crate::store::sqlite::connection::{self, SqliteSettings};
+use crate::store::sqlite::migrations;
 use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
-use crate::store::sqlite::{maintenance, migrations, rows};
 use crate::store::writer::{Command, ErasedOp, Pending, Waiter, Writer};
 use crate::store::writer_db::{PgWriter, WriterDb};
 

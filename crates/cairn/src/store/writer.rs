@@ -27,6 +27,7 @@ use crate::ops::bulk_claim;
 use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::events::{BatchTotals, EventLog};
 use crate::ops::finish::Finish;
+use crate::ops::maintenance;
 use crate::ops::push::Push;
 use crate::ops::queues::SettingsCache;
 use crate::ops::release::Release;
@@ -35,7 +36,6 @@ use crate::ops::{
 };
 use crate::options::Retention;
 use crate::store::db::Db;
-use crate::store::sqlite::maintenance;
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::writer_db::{LEADER_RETRY, WriterDb, take_lead};
 
