@@ -19,6 +19,7 @@
 
 mod activity;
 mod clock;
+mod engine;
 mod error;
 mod job;
 mod lease;

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::activity::{ActivityFilter, ActivityPage};
 use crate::clock::{Clock, to_millis};
+use crate::engine::{Command, ErasedOp, Pending, Waiter, Writer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::lease::Lease;
@@ -59,7 +60,6 @@ use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::migrations;
 use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
-use crate::store::writer::{Command, ErasedOp, Pending, Waiter, Writer};
 use crate::store::writer_db::{PgWriter, WriterDb};
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.

@@ -1,6 +1,6 @@
 //! Operations: one file each, each a plain struct stating intent with an `apply` against the writer's transaction.
 //!
-//! The writer (`store::writer`) runs `apply` inside a batch transaction and replies only after the batch
+//! The writer (`engine`) runs `apply` inside a batch transaction and replies only after the batch
 //! commits; an operation that fails after writing makes the writer run the batch again with a savepoint around each
 //! operation, so a failed operation never leaves a write behind. Helpers shared by several operations (lease fencing, ending an attempt, retrying after an
 //! error) live here.

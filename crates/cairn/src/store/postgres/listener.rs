@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
 
+use crate::engine::Command;
 use crate::store::postgres::connect::{connect, redacted};
-use crate::store::writer::Command;
 use crate::store::writer_db::{READY_CHANNEL, SETTINGS_CHANNEL};
 
 /// How often the listener looks whether the queue closed, while nothing arrives.
