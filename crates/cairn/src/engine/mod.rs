@@ -10,8 +10,7 @@
 //! `maintenance`, and between batches it sleeps until the next command, the next due time (a scheduled job, an
 //! expiring lease, retention) or the next dequeue deadline, whichever comes first.
 
-use std::any::Any;
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::mpsc::Sender;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -23,126 +22,27 @@ use crate::clock::{Clock, duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::bulk::{self, Bulk};
-use crate::ops::bulk_claim;
-use crate::ops::claim::{Claim, ClaimedJob};
+use crate::ops::claim::Claim;
 use crate::ops::events::{BatchTotals, EventLog};
-use crate::ops::finish::Finish;
 use crate::ops::maintenance;
-use crate::ops::push::Push;
 use crate::ops::queues::SettingsCache;
 use crate::ops::release::Release;
 use crate::ops::{
     Operation, ReadyQueues, TokenSource, WriteCtx, end_savepoint, in_savepoint, savepoint,
 };
-use crate::options::Retention;
-use crate::store::db::Db;
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::writer_db::{LEADER_RETRY, WriterDb, take_lead};
 
-/// A request to the writer.
-pub(crate) enum Command {
-    /// Apply an operation and reply after commit.
-    Op(Box<dyn ErasedOp>),
-    /// Apply these operations in one batch (a worker's report of several jobs), each replying on its own.
-    Ops(Vec<Box<dyn ErasedOp>>),
-    /// Claim jobs, waiting until the deadline if none are ready.
-    Dequeue(Waiter),
-    /// Look again at everything: the clock jumped, another connection committed jobs, or notifications from other
-    /// nodes may have been missed. Every parked dequeue is tried.
-    Tick,
-    /// A time the writer set itself came (a due time, a lease expiry, a rate limit's next token, or a follower's
-    /// next bid for the lead): the timed work runs, and only the dequeues of queues that gained jobs are tried, so
-    /// that a follower's bid is not a poll of the queues.
-    Timer,
-    /// Another node made jobs ready in these queues (PostgreSQL): serve the dequeues waiting on them.
-    Ready(Vec<String>),
-    /// Another node changed a queue's settings or an option (PostgreSQL): load them again, and try every parked
-    /// dequeue.
-    ReloadSettings,
-    /// Give these claims back: their dequeue's caller stopped waiting after they were sent.
-    GiveBack(Vec<Lease>),
-    /// Finish the current batch, answer waiting dequeues with no job, and stop.
-    Close(oneshot::Sender<()>),
-}
+mod command;
+mod isolation;
+mod parked;
+mod timed;
 
-/// A dequeue, possibly parked until a job is ready or its deadline passes.
-pub(crate) struct Waiter {
-    pub claim: Claim,
-    /// `None`: do not wait.
-    pub deadline: Option<Instant>,
-    pub reply: oneshot::Sender<Result<Vec<ClaimedJob>>>,
-}
-
-/// An operation with its reply channel, its type erased so that one batch can hold many kinds.
-pub(crate) trait ErasedOp: Send {
-    fn is_durable(&self) -> bool;
-    /// Applies; true when the operation succeeded (its savepoint is kept).
-    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> bool;
-    /// Replaces the outcome with an error from the savepoint around the operation.
-    fn reject(&mut self, error: Error);
-    /// The operation, if it is one that `ops/bulk.rs` may answer together with others of its kind.
-    fn bulk(&mut self) -> Option<Bulk<'_>>;
-    /// Replies with the operation's result, or with `commit_error` if the transaction failed. Returns the leases
-    /// the caller could not receive, to be given back.
-    fn reply(self: Box<Self>, commit_error: Option<&Error>) -> Vec<Lease>;
-}
-
-/// An operation waiting in a batch.
-pub(crate) struct Pending<O: Operation> {
-    op: O,
-    result: Option<Result<O::Output>>,
-    reply: oneshot::Sender<Result<O::Output>>,
-}
-
-impl<O: Operation> Pending<O> {
-    pub fn new(op: O, reply: oneshot::Sender<Result<O::Output>>) -> Box<Self> {
-        Box::new(Pending {
-            op,
-            result: None,
-            reply,
-        })
-    }
-}
-
-impl<O: Operation> ErasedOp for Pending<O> {
-    fn is_durable(&self) -> bool {
-        self.op.is_durable()
-    }
-
-    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
-        let result = self.op.apply(ctx);
-        let ok = result.is_ok();
-        self.result = Some(result);
-        ok
-    }
-
-    fn reject(&mut self, error: Error) {
-        self.result = Some(Err(error));
-    }
-
-    fn bulk(&mut self) -> Option<Bulk<'_>> {
-        let op: &dyn Any = &self.op;
-        let result: &mut dyn Any = &mut self.result;
-        if let Some(push) = op.downcast_ref::<Push>() {
-            return Some(Bulk::Push(push, result.downcast_mut()?));
-        }
-        if let Some(finish) = op.downcast_ref::<Finish>() {
-            return Some(Bulk::Finish(finish, result.downcast_mut()?));
-        }
-        None
-    }
-
-    fn reply(self: Box<Self>, commit_error: Option<&Error>) -> Vec<Lease> {
-        let result = match commit_error {
-            Some(e) => Err(e.clone()),
-            None => self.result.unwrap_or_else(|| Err(Error::closed())),
-        };
-        match self.reply.send(result) {
-            Err(Ok(output)) => O::undelivered_leases(&output),
-            _ => Vec::new(),
-        }
-    }
-}
+use command::Claimed;
+pub(crate) use command::{Command, ErasedOp, Pending, Waiter};
+use isolation::{Failure, Isolation, check_transaction_alive};
+use parked::{claim_all, serve_parked};
+use timed::{TimedUpdates, TimedWork};
 
 /// Everything the writer thread owns.
 pub(crate) struct Writer {
@@ -413,17 +313,6 @@ impl Writer {
         close
     }
 
-    /// Records what the timed work did, once its transaction committed.
-    fn apply_timed_updates(&mut self, timed: &TimedUpdates) {
-        if let Some(next) = timed.next_prune {
-            self.next_prune = next;
-        }
-        for lease in &timed.unreleased {
-            self.to_release.retain(|l| l != lease);
-        }
-    }
-
-    /// The transaction of one batch: timed work, the operations, the new dequeues, then the parked dequeues.
     /// Writes nothing to `self` but the connection: what it decided is returned, and applied once committed.
     fn transaction(
         &mut self,
@@ -614,23 +503,6 @@ impl Writer {
         })
     }
 
-    /// Answers parked dequeues whose deadline has passed: no job.
-    fn expire_waiters(&mut self) {
-        let now = Instant::now();
-        let mut kept = VecDeque::with_capacity(self.parked.len());
-        for waiter in self.parked.drain(..) {
-            if waiter.reply.is_closed() {
-                continue;
-            }
-            if waiter.deadline.is_some_and(|d| d <= now) {
-                let _ = waiter.reply.send(Ok(Vec::new()));
-            } else {
-                kept.push_back(waiter);
-            }
-        }
-        self.parked = kept;
-    }
-
     /// Stops: answers parked dequeues and any commands still queued, then checkpoints the WAL.
     fn stop(&mut self) {
         for waiter in self.parked.drain(..) {
@@ -751,132 +623,6 @@ fn deliver(
     }
 }
 
-/// Claims jobs for parked dequeues that the new ready jobs (or, on a tick, anything) could serve, oldest first.
-/// Returns the index in `parked` of each waiter served, with what it gets.
-fn serve_parked(
-    ctx: &mut WriteCtx<'_>,
-    parked: &VecDeque<Waiter>,
-    all: bool,
-    isolation: Isolation,
-) -> std::result::Result<Vec<(usize, Claimed)>, Failure> {
-    let (indices, claims): (Vec<usize>, Vec<&Claim>) = parked
-        .iter()
-        .enumerate()
-        .filter(|(_, waiter)| {
-            !waiter.reply.is_closed() && (all || waiter.claim.wants_any_of(ctx.ready))
-        })
-        .map(|(index, waiter)| (index, &waiter.claim))
-        .unzip();
-    let claimed = claim_all(ctx, &claims, isolation, true)?;
-    Ok(indices
-        .into_iter()
-        .zip(claimed)
-        .filter(|(_, result)| !matches!(result, Ok(jobs) if jobs.is_empty()))
-        .collect())
-}
-
-/// Runs `claims` in order, each to its result. On PostgreSQL, in a shared batch, those that can go together do
-/// (`ops/bulk_claim.rs`: a statement for many); a failure there poisons the batch, which then runs one operation
-/// at a time. The rest run one at a time. With `skip_exhausted`, a filter that found nothing is not tried again
-/// for later claims with the same filter: it would find nothing again, so they get no jobs (parked dequeues skip
-/// this way; a new dequeue runs, so that its worker counts as seen).
-fn claim_all(
-    ctx: &mut WriteCtx<'_>,
-    claims: &[&Claim],
-    isolation: Isolation,
-    skip_exhausted: bool,
-) -> std::result::Result<Vec<Claimed>, Failure> {
-    let together = if isolation == Isolation::Shared && ctx.db.is_postgres() && !claims.is_empty() {
-        bulk_claim::claim_together(ctx, claims).map_err(|e| {
-            tracing::debug!(error = %e, "a batch's bulk claims failed; running it one operation at a time");
-            Failure::Poisoned
-        })?
-    } else {
-        claims.iter().map(|_| None).collect()
-    };
-    let mut exhausted: HashSet<String> = HashSet::new();
-    let mut results = Vec::with_capacity(claims.len());
-    for (claim, taken) in claims.iter().zip(together) {
-        if let Some(jobs) = taken {
-            results.push(Ok(jobs));
-            continue;
-        }
-        let key = skip_exhausted.then(|| claim.filter_key());
-        if key.as_ref().is_some_and(|key| exhausted.contains(key)) {
-            results.push(Ok(Vec::new()));
-            continue;
-        }
-        let result = claim_isolated(ctx, claim, isolation)?;
-        if let (Some(key), Ok(jobs)) = (key, &result)
-            && jobs.is_empty()
-        {
-            exhausted.insert(key);
-        }
-        results.push(result);
-    }
-    Ok(results)
-}
-
-/// Runs a claim under the batch's isolation: a failure after writing poisons a shared batch.
-fn claim_isolated(
-    ctx: &mut WriteCtx<'_>,
-    claim: &Claim,
-    isolation: Isolation,
-) -> std::result::Result<Claimed, Failure> {
-    match isolation {
-        Isolation::PerOperation => {
-            let result = in_savepoint(ctx, |ctx| claim.run(ctx));
-            if result.is_err() {
-                check_transaction_alive(&ctx.db)?;
-            }
-            Ok(result)
-        }
-        Isolation::Shared => {
-            let before = ctx.db.mark();
-            let result = claim.run(ctx);
-            if result.is_err() {
-                check_transaction_alive(&ctx.db)?;
-                if ctx.db.touched_since(before) {
-                    return Err(Failure::Poisoned);
-                }
-            }
-            Ok(result)
-        }
-    }
-}
-
-/// What a dequeue gets: jobs (possibly none), or an error.
-type Claimed = Result<Vec<ClaimedJob>>;
-
-/// After a failed statement: on some errors (disk full, I/O, out of memory) SQLite rolls back the whole transaction
-/// by itself. Going on would run the rest of the batch outside any transaction, so the batch fails as a whole.
-fn check_transaction_alive(db: &Db<'_>) -> std::result::Result<(), Failure> {
-    if !db.in_transaction() {
-        return Err(Failure::Storage(Error::new(
-            crate::ErrorKind::Storage,
-            "the database rolled back the batch's transaction after an error",
-        )));
-    }
-    Ok(())
-}
-
-/// How operations in a batch are kept apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Isolation {
-    /// No savepoints: the fast path.
-    Shared,
-    /// A savepoint around each operation: the path after a shared batch was poisoned.
-    PerOperation,
-}
-
-/// Why a batch transaction did not commit.
-enum Failure {
-    /// An operation failed after writing, in a batch without savepoints; run the batch again with them.
-    Poisoned,
-    /// The database failed.
-    Storage(Error),
-}
-
 /// What a committed batch decided.
 struct BatchPlan {
     timed: TimedUpdates,
@@ -888,75 +634,4 @@ struct BatchPlan {
     next_due: Result<Option<i64>>,
     /// What the batch did, for the metrics kept in memory.
     totals: BatchTotals,
-}
-
-/// The timed work one batch should do.
-struct TimedWork<'a> {
-    /// Whether the rate-limited queues may have tokens again.
-    refill: bool,
-    /// Whether the timed work of the leader is due (always on SQLite).
-    due: bool,
-    prune: bool,
-    retention: Retention,
-    release: &'a [Lease],
-    /// The workers of parked dequeues, seen at each housekeeping pass.
-    waiting_workers: &'a [String],
-}
-
-/// What the timed work did, applied to the writer once the batch commits.
-#[derive(Default)]
-struct TimedUpdates {
-    next_prune: Option<i64>,
-    /// Undelivered claims handed back (or found no longer held), to forget.
-    unreleased: Vec<Lease>,
-}
-
-impl TimedWork<'_> {
-    /// Whether there is nothing to do.
-    fn is_empty(&self) -> bool {
-        !(self.refill || self.due || self.prune) && self.release.is_empty()
-    }
-
-    fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<TimedUpdates> {
-        let mut updates = TimedUpdates::default();
-        // The next-due time is exact for everything this writer wrote; a tick also covers other writers.
-        if self.refill {
-            // Their buckets may have refilled (each node counts its own).
-            for (queue, _) in ctx.settings.rate_limited() {
-                ctx.ready.mark(&queue);
-            }
-        }
-        if self.due {
-            maintenance::promote_due(ctx)?;
-            let expired = maintenance::expire_leases(ctx)?;
-            if expired > 0 {
-                tracing::info!(expired, "retried jobs whose lease expired");
-            }
-            // Last: a template's trouble must not hold up promotion and lease expiry above.
-            let created = crate::ops::recurring::create_due_runs(ctx)?;
-            if created > 0 {
-                tracing::debug!(created, "created jobs for recurring templates");
-            }
-        }
-        if self.prune {
-            for worker in self.waiting_workers {
-                crate::ops::workers::seen(ctx, worker)?;
-            }
-            let pruned = maintenance::prune(ctx, &self.retention)?;
-            let more = pruned as i64 >= maintenance::STEP_ROWS;
-            let interval = duration_millis(self.retention.interval);
-            updates.next_prune = Some(if more {
-                ctx.now_ms
-            } else {
-                ctx.now_ms + interval
-            });
-        }
-        for lease in self.release {
-            // The caller went away before receiving the job: give it back without counting the attempt. A lease
-            // no longer held (expired, cancelled) needs nothing.
-            let _ = in_savepoint(ctx, |ctx| Release::new(lease).apply(ctx));
-            updates.unreleased.push(lease.clone());
-        }
-        Ok(updates)
-    }
 }
