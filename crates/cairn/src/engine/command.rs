@@ -1,5 +1,6 @@
-//! What the writer is asked: the commands on its channel, a dequeue that may park (`Waiter`), and an operation
-//! with its reply, its type erased so that one batch can hold many kinds (`ErasedOp`, `Pending`).
+//! What the writer is asked: the commands on its channel, a dequeue that may park (`Waiter`), an operation with its
+//! reply, its type erased so that one batch can hold many kinds (`ErasedOp`, `Pending`), and a batch's commands
+//! sorted by kind (`Batch`).
 
 use std::any::Any;
 use std::time::Instant;
@@ -116,6 +117,36 @@ impl<O: Operation> ErasedOp for Pending<O> {
             Err(Ok(output)) => O::undelivered_leases(&output),
             _ => Vec::new(),
         }
+    }
+}
+
+/// A batch's commands, sorted by kind.
+#[derive(Default)]
+pub(super) struct Batch {
+    /// The operations, in the order they came.
+    pub ops: Vec<Box<dyn ErasedOp>>,
+    /// The new dequeues, in the order they came.
+    pub dequeues: Vec<Waiter>,
+    /// Whether every parked dequeue is tried ([`Command::Tick`], or settings loaded again).
+    pub tick: bool,
+    /// Whether a time the writer set itself came ([`Command::Timer`]).
+    pub timer: bool,
+    /// The queues another node made jobs ready in (PostgreSQL).
+    pub elsewhere: Vec<String>,
+    /// The acknowledgement to send once the writer has stopped, if the batch asked it to.
+    pub close: Option<oneshot::Sender<()>>,
+}
+
+impl Batch {
+    /// Fails every request in the batch with `error`. Returns the close acknowledgement, if any.
+    pub(super) fn refuse(self, error: &Error) -> Option<oneshot::Sender<()>> {
+        for op in self.ops {
+            op.reply(Some(error));
+        }
+        for waiter in self.dequeues {
+            let _ = waiter.reply.send(Err(error.clone()));
+        }
+        self.close
     }
 }
 

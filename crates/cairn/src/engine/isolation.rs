@@ -4,10 +4,51 @@
 
 use crate::error::Error;
 use crate::ops::claim::Claim;
-use crate::ops::{WriteCtx, in_savepoint};
+use crate::ops::{WriteCtx, end_savepoint, in_savepoint, savepoint};
 use crate::store::db::Db;
 
-use super::command::Claimed;
+use super::command::{Claimed, ErasedOp};
+
+/// Applies an operation under the batch's isolation: a failure after writing poisons a shared batch; with a
+/// savepoint around each operation, a failed one is rolled back to its savepoint, and the records it made with it.
+pub(super) fn apply_isolated(
+    ctx: &mut WriteCtx<'_>,
+    op: &mut dyn ErasedOp,
+    isolation: Isolation,
+) -> std::result::Result<(), Failure> {
+    match isolation {
+        Isolation::Shared => {
+            let before = ctx.db.mark();
+            let mark = ctx.events.mark();
+            if !op.apply(ctx) {
+                ctx.events.undo_to(mark);
+                check_transaction_alive(&ctx.db)?;
+                if ctx.db.touched_since(before) {
+                    return Err(Failure::Poisoned);
+                }
+            }
+        }
+        Isolation::PerOperation => {
+            if let Err(e) = savepoint(&ctx.db) {
+                op.reject(e);
+                return Ok(());
+            }
+            let mark = ctx.events.mark();
+            let applied = op.apply(ctx);
+            if !applied {
+                ctx.events.undo_to(mark);
+                ctx.settings.seen.clear();
+            }
+            if !applied {
+                check_transaction_alive(&ctx.db)?;
+            }
+            if let Err(e) = end_savepoint(&ctx.db, applied) {
+                op.reject(e);
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Runs a claim under the batch's isolation: a failure after writing poisons a shared batch.
 pub(super) fn claim_isolated(

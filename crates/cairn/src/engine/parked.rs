@@ -9,12 +9,30 @@ use crate::ops::bulk_claim;
 use crate::ops::claim::Claim;
 
 use super::Writer;
-use super::command::{Claimed, Waiter};
+use super::command::{Batch, Claimed, Waiter};
 use super::isolation::{Failure, Isolation, claim_isolated};
+
+/// Serves the parked dequeues that the queues made ready in this batch can serve, with those another node made
+/// ready (`batch.elsewhere`); on a tick, every parked dequeue is tried.
+pub(super) fn serve_ready(
+    ctx: &mut WriteCtx<'_>,
+    parked: &VecDeque<Waiter>,
+    batch: &Batch,
+    isolation: Isolation,
+) -> std::result::Result<Vec<(usize, Claimed)>, Failure> {
+    for queue in &batch.elsewhere {
+        ctx.ready.mark(queue);
+    }
+    let mut served = Vec::new();
+    if batch.tick || !ctx.ready.is_empty() {
+        served = serve_parked(ctx, parked, batch.tick, isolation)?;
+    }
+    Ok(served)
+}
 
 /// Claims jobs for parked dequeues that the new ready jobs (or, on a tick, anything) could serve, oldest first.
 /// Returns the index in `parked` of each waiter served, with what it gets.
-pub(super) fn serve_parked(
+fn serve_parked(
     ctx: &mut WriteCtx<'_>,
     parked: &VecDeque<Waiter>,
     all: bool,
@@ -79,6 +97,37 @@ pub(super) fn claim_all(
 }
 
 impl Writer {
+    /// After the commit: the parked dequeues served leave the parked list, and a new dequeue that got nothing
+    /// parks while its deadline is ahead. Returns the replies to send, those of the parked dequeues first.
+    pub(super) fn hand_over(
+        &mut self,
+        mut served: Vec<(usize, Claimed)>,
+        dequeues: Vec<Waiter>,
+        claims: Vec<Claimed>,
+    ) -> Vec<(Waiter, Claimed)> {
+        let mut deliveries = Vec::new();
+        // Parked dequeues served in this batch leave the parked list, highest index first.
+        served.sort_by_key(|(index, _)| std::cmp::Reverse(*index));
+        for (index, result) in served {
+            let waiter = self
+                .parked
+                .remove(index)
+                .expect("served indices are in the parked list");
+            deliveries.push((waiter, result));
+        }
+        for (waiter, claimed) in dequeues.into_iter().zip(claims) {
+            match claimed {
+                Ok(jobs)
+                    if jobs.is_empty() && waiter.deadline.is_some_and(|d| d > Instant::now()) =>
+                {
+                    self.parked.push_back(waiter)
+                }
+                result => deliveries.push((waiter, result)),
+            }
+        }
+        deliveries
+    }
+
     /// Answers parked dequeues whose deadline has passed: no job.
     pub(super) fn expire_waiters(&mut self) {
         let now = Instant::now();
