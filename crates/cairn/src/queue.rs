@@ -55,12 +55,13 @@ use crate::query::{JobFilter, JobPage};
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
+use crate::store::postgres::writer::PgWriter;
 use crate::store::readers::Readers;
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::migrations;
 use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
-use crate::store::writer_db::{PgWriter, WriterDb};
+use crate::store::writer_db::WriterDb;
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
 ///

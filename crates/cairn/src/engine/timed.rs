@@ -14,7 +14,8 @@ use crate::ops::release::Release;
 use crate::ops::{Operation, WriteCtx, in_savepoint};
 use crate::options::Retention;
 use crate::store::db::Db;
-use crate::store::writer_db::{LEADER_RETRY, take_lead};
+use crate::store::postgres::leader::LEADER_RETRY;
+use crate::store::writer_db::take_lead;
 
 use super::Writer;
 use super::command::Waiter;

@@ -11,7 +11,7 @@ use postgres::fallible_iterator::FallibleIterator;
 
 use crate::engine::Command;
 use crate::store::postgres::connect::{connect, redacted};
-use crate::store::writer_db::{READY_CHANNEL, SETTINGS_CHANNEL};
+use crate::store::postgres::notify::{READY_CHANNEL, SETTINGS_CHANNEL};
 
 /// How often the listener looks whether the queue closed, while nothing arrives.
 const STOP_CHECK: Duration = Duration::from_millis(250);
