@@ -14,6 +14,7 @@ use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::finish::Finish;
 use crate::ops::push::Push;
 use crate::ops::{Operation, WriteCtx};
+use crate::store::postgres::listener::Notice;
 
 /// A request to the writer.
 pub(crate) enum Command {
@@ -39,6 +40,17 @@ pub(crate) enum Command {
     GiveBack(Vec<Lease>),
     /// Finish the current batch, answer waiting dequeues with no job, and stop.
     Close(oneshot::Sender<()>),
+}
+
+impl From<Notice> for Command {
+    /// What the listener heard from the other nodes (PostgreSQL), as the writer's command.
+    fn from(notice: Notice) -> Command {
+        match notice {
+            Notice::Ready(queues) => Command::Ready(queues),
+            Notice::SettingsChanged => Command::ReloadSettings,
+            Notice::MayHaveMissed => Command::Tick,
+        }
+    }
 }
 
 /// A dequeue, possibly parked until a job is ready or its deadline passes.
