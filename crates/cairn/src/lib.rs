@@ -19,6 +19,7 @@
 
 mod activity;
 mod clock;
+mod engine;
 mod error;
 mod job;
 mod lease;
@@ -136,13 +137,13 @@ pub mod __private {
             claim::LEASE_JOB,
             crate::activity::BY_JOB,
             crate::activity::RECENT,
-            crate::store::sqlite::maintenance::PRUNE_ACTIVITY,
+            crate::ops::maintenance::PRUNE_ACTIVITY,
             crate::query::PEEK,
         ]
         .into_iter()
         .map(owned)
         .collect();
-        all.extend(crate::store::sqlite::maintenance::PRUNE_STATS.map(owned));
+        all.extend(crate::ops::maintenance::PRUNE_STATS.map(owned));
         for rows in [&events::UPSERT_WORKER_HOURS, &events::UPSERT_MINUTES] {
             all.push((
                 rows.sqlite_text(2).unwrap_or_default().to_owned(),

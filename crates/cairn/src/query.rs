@@ -3,8 +3,8 @@
 use crate::error::{Error, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::names::{NamePattern, QueueName, Tag};
+use crate::ops::rows::{JOB_COLUMNS, job_from_row};
 use crate::store::db::{Db, OwnedSql, Params, Sql, ToValue, Value, params};
-use crate::store::sqlite::rows::{JOB_COLUMNS, job_from_row};
 
 /// The most jobs one page may hold.
 pub const MAX_PAGE: u32 = 1000;
@@ -148,13 +148,13 @@ impl JobFilter {
 pub(crate) const PEEK: Sql = Sql {
     sqlite: concat!(
         "SELECT ",
-        crate::store::sqlite::rows::job_columns!(),
+        crate::ops::rows::job_columns!(),
         " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1 \
          ORDER BY claim_key, run_at, id LIMIT 0 + $2"
     ),
     postgres: concat!(
         "SELECT ",
-        crate::store::sqlite::rows::job_columns!(),
+        crate::ops::rows::job_columns!(),
         " FROM jobs WHERE state = 'queued' AND queue = $1 \
          ORDER BY claim_key, run_at, id LIMIT 0 + $2"
     ),

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use crate::activity::{ActivityFilter, ActivityPage};
 use crate::clock::{Clock, to_millis};
+use crate::engine::{Command, ErasedOp, Pending, Waiter, Writer};
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Job, JobId, JobState};
 use crate::lease::Lease;
@@ -48,18 +49,19 @@ use crate::ops::update::Update;
 use crate::ops::workers::WorkerInfo;
 use crate::ops::workers::WorkerStopped;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
+use crate::ops::{maintenance, rows};
 use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
+use crate::store::postgres::writer::PgWriter;
 use crate::store::readers::Readers;
 use crate::store::sqlite::connection::{self, SqliteSettings};
+use crate::store::sqlite::migrations;
 use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
-use crate::store::sqlite::{maintenance, migrations, rows};
-use crate::store::writer::{Command, ErasedOp, Pending, Waiter, Writer};
-use crate::store::writer_db::{PgWriter, WriterDb};
+use crate::store::writer_db::WriterDb;
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
 ///

@@ -21,9 +21,9 @@
 use crate::error::Result;
 use crate::ops::WriteCtx;
 use crate::ops::claim::{Claim, ClaimedJob, lease_jobs_postgres};
+use crate::ops::rows::{JOB_COLUMN_COUNT, job_from_row};
 use crate::ops::workers;
 use crate::store::db::{Params, ToValue, Value};
-use crate::store::sqlite::rows::{JOB_COLUMN_COUNT, job_from_row};
 
 /// Runs those of `claims` that may run together ([`Claim::runs_in_bulk`]), grouped by what they look for. Returns,
 /// for each claim, the jobs it took (possibly none), or `None` for a claim left to run on its own.

@@ -11,8 +11,8 @@ use crate::lease::Lease;
 use crate::names::{NamePattern, QueueName, WorkerId};
 use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::rate_limit::{LOCK_LIMITED_QUEUE, STORE_BUCKET};
+use crate::ops::rows::{JOB_COLUMNS, job_columns, job_from_row};
 use crate::ops::{Operation, WriteCtx};
-use crate::store::sqlite::rows::{JOB_COLUMNS, job_columns, job_from_row};
 
 /// The most jobs one dequeue may take.
 pub const MAX_DEQUEUE: u32 = 1000;

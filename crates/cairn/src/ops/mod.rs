@@ -1,6 +1,6 @@
 //! Operations: one file each, each a plain struct stating intent with an `apply` against the writer's transaction.
 //!
-//! The writer (`store::writer`) runs `apply` inside a batch transaction and replies only after the batch
+//! The writer (`engine`) runs `apply` inside a batch transaction and replies only after the batch
 //! commits; an operation that fails after writing makes the writer run the batch again with a savepoint around each
 //! operation, so a failed operation never leaves a write behind. Helpers shared by several operations (lease fencing, ending an attempt, retrying after an
 //! error) live here.
@@ -14,11 +14,11 @@ use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::ops::rows::retry_policy_from_row;
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
 use crate::schedule::repeat::RunTimes;
 use crate::store::db::{Db, Row, Sql, params};
-use crate::store::sqlite::rows::retry_policy_from_row;
 
 pub(crate) mod aging;
 pub(crate) mod bulk;
@@ -34,6 +34,7 @@ pub(crate) mod fail;
 pub(crate) mod failures;
 pub(crate) mod finish;
 pub(crate) mod heartbeat;
+pub(crate) mod maintenance;
 pub(crate) mod push;
 pub(crate) mod queues;
 pub(crate) mod rate_limit;
@@ -43,6 +44,7 @@ pub(crate) mod rename;
 pub(crate) mod requeue;
 pub(crate) mod reschedule;
 pub(crate) mod retry;
+pub(crate) mod rows;
 pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod set_schedule;

@@ -1,12 +1,11 @@
 //! Storage backends: SQLite (`sqlite`: one file, one process, one writer thread, a pool of readers) and
 //! PostgreSQL (`postgres`: one database shared by many nodes, each with its own writer). `db` is the seam every
-//! statement runs behind; `writer` is the writer thread and `writer_db` its connection, on either; `readers` is the
-//! read pool on either, over `pool`.
+//! statement runs behind; `writer_db` is the writer's connection on either (the writer thread itself is `engine`);
+//! `readers` is the read pool on either, over `pool`. Nothing here imports the engine or the operations.
 
 pub(crate) mod db;
 pub(crate) mod pool;
 pub(crate) mod postgres;
 pub(crate) mod readers;
 pub(crate) mod sqlite;
-pub(crate) mod writer;
 pub(crate) mod writer_db;

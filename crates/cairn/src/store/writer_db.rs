@@ -1,13 +1,16 @@
-//! The writer's connection, on either database: how a batch's transaction begins, how work outside a batch runs,
-//! and, on PostgreSQL, what a node tells the others and whether it leads the timed work.
+//! The writer's connection, on either database: the seam the engine calls. How a batch's transaction begins (on
+//! SQLite, waiting out another connection's write lock), how work outside a batch runs, and, on PostgreSQL, what a
+//! node tells the others and whether it leads the timed work, which are PostgreSQL's own modules: its session
+//! (`postgres::writer`), its lead (`postgres::leader`) and its notifications (`postgres::notify`).
 
-use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
-use crate::store::db::{Db, PgTransaction, PreparedStatements, Sql};
+use crate::store::db::{Db, Sql};
+use crate::store::postgres::writer::PgWriter;
+use crate::store::postgres::{leader, notify};
 
 /// The connection the writer thread owns.
 pub(crate) enum WriterDb {
@@ -15,54 +18,37 @@ pub(crate) enum WriterDb {
     Postgres(Box<PgWriter>),
 }
 
-/// The PostgreSQL side of a writer: its session, its prepared statements, and whether it leads.
-pub(crate) struct PgWriter {
-    pub client: postgres::Client,
-    pub prepared: RefCell<PreparedStatements>,
-    /// This node's name in notifications, so that it can tell its own from the others'.
-    pub node: String,
-    /// Where to connect again when the session breaks.
-    pub url: String,
-    /// How many times the session was opened again: what the session held (the lead, prepared statements) went
-    /// with the old one.
-    pub session: u64,
-}
-
-/// The session advisory lock the node doing the timed work holds (lease expiry, promotion, template slots,
-/// retention, housekeeping): "cairn-lead" in ASCII. A session lock, so that it lives as long as the node's
-/// connection: when the node dies, PostgreSQL ends its session and another node takes the lock.
-const LEADER_LOCK: i64 = 0x6361_6972_6e6c_6561;
-
-/// How often a node that does not lead asks for the lock again.
-pub(crate) const LEADER_RETRY: Duration = Duration::from_secs(1);
-
-/// The channel on which a commit that made jobs ready tells the other nodes which queues: the payload is the
-/// node's name, then one queue per line.
-pub(crate) const READY_CHANNEL: &str = "cairn_ready";
-
-/// The channel on which a commit that changed a queue's settings or an option tells the other nodes to load
-/// theirs again; the payload is the node's name.
-pub(crate) const SETTINGS_CHANNEL: &str = "cairn_settings";
-
-/// PostgreSQL's limit on a notification's payload is 8000 bytes; a larger set of queues goes in several.
-const MAX_PAYLOAD: usize = 7000;
-
 /// Asks for the lead of the timed work, in `db`'s transaction (a session lock outlives it): whether this node
-/// now holds it. Always on SQLite, where one process has the file.
+/// now holds it. Always on SQLite, where one process has the file; on PostgreSQL, see [`leader`].
 pub(crate) fn take_lead(db: &Db<'_>) -> Result<bool> {
     if !db.is_postgres() {
         return Ok(true);
     }
-    db.query_one(
-        Sql::postgres_only("SELECT pg_try_advisory_lock(CAST($1 AS BIGINT))"),
-        &crate::store::db::params![LEADER_LOCK],
-        |r| r.get::<bool>(0),
-    )
+    leader::take_lead(db)
 }
 
 /// How long the writer keeps trying to start a transaction while another connection holds SQLite's write lock.
 /// Past this, the batch fails; before it, nothing has been decided, so waiting is safe.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
+
+/// Begins SQLite's write transaction, waiting up to [`BUSY_WAIT`] while another connection holds the write lock.
+fn begin_immediate(conn: &Connection) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        match conn.prepare_cached("BEGIN IMMEDIATE")?.execute([]) {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_WAIT =>
+            {
+                tracing::warn!(
+                    "another connection holds the database's write lock; the queue's writer is waiting"
+                );
+            }
+            Err(e) => return Err(Error::storage("starting a write transaction", e)),
+        }
+    }
+}
 
 impl WriterDb {
     /// Begins a batch's transaction. On SQLite, another connection holding the write lock (the application's own
@@ -76,43 +62,10 @@ impl WriterDb {
     fn begin_in_session(&mut self) -> Result<(Db<'_>, u64)> {
         match self {
             WriterDb::Sqlite(conn) => {
-                let started = Instant::now();
-                loop {
-                    match conn.prepare_cached("BEGIN IMMEDIATE")?.execute([]) {
-                        Ok(_) => return Ok((Db::Sqlite(conn), 0)),
-                        Err(e)
-                            if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-                                && started.elapsed() < BUSY_WAIT =>
-                        {
-                            tracing::warn!(
-                                "another connection holds the database's write lock; the queue's writer is waiting"
-                            );
-                        }
-                        Err(e) => return Err(Error::storage("starting a write transaction", e)),
-                    }
-                }
+                begin_immediate(conn)?;
+                Ok((Db::Sqlite(conn), 0))
             }
-            WriterDb::Postgres(pg) => {
-                if pg.client.is_closed() {
-                    // The server restarted, or ended the session: the batch that found out failed; this one
-                    // starts on a new session.
-                    pg.client = crate::store::postgres::connect::connect_writer(&pg.url)?;
-                    pg.prepared.get_mut().clear();
-                    pg.session += 1;
-                    tracing::warn!(
-                        node = pg.node,
-                        "the writer's PostgreSQL session broke; connected again"
-                    );
-                }
-                let tx = pg
-                    .client
-                    .transaction()
-                    .map_err(|e| Error::storage("starting a write transaction", e))?;
-                Ok((
-                    Db::Postgres(PgTransaction::new(tx, &pg.prepared)),
-                    pg.session,
-                ))
-            }
+            WriterDb::Postgres(pg) => pg.begin(),
         }
     }
 
@@ -165,36 +118,7 @@ impl WriterDb {
         if !db.is_postgres() {
             return Ok(());
         }
-        // Settings first: PostgreSQL delivers a transaction's notifications in order, so another node loads the
-        // settings (a queue resumed, a limit raised) before it serves the queues this commit made ready.
-        if settings_changed {
-            db.query(
-                Sql::postgres_only("SELECT pg_notify($1, $2)"),
-                &crate::store::db::params![SETTINGS_CHANNEL, node],
-                |_| Ok(()),
-            )?;
-        }
-        let mut payload = node.to_owned();
-        let flush = |payload: &mut String| -> Result<()> {
-            if payload.len() > node.len() {
-                db.query(
-                    Sql::postgres_only("SELECT pg_notify($1, $2)"),
-                    &crate::store::db::params![READY_CHANNEL, payload.as_str()],
-                    |_| Ok(()),
-                )?;
-            }
-            payload.truncate(node.len());
-            Ok(())
-        };
-        for queue in ready {
-            if payload.len() + 1 + queue.len() > MAX_PAYLOAD {
-                flush(&mut payload)?;
-            }
-            payload.push('\n');
-            payload.push_str(queue);
-        }
-        flush(&mut payload)?;
-        Ok(())
+        notify::notify(node, db, ready, settings_changed)
     }
 
     /// Which session of the writer's this is (always 0 on SQLite): a lead taken on one session is lost with it.

@@ -1,6 +1,6 @@
 //! What a node hears from the others: a session that `LISTEN`s on the ready and settings channels and passes each
 //! notification to the writer, so that a job enqueued on one node wakes a worker waiting on another at once,
-//! without polling the database.
+//! without polling the database. It speaks in [`Notice`]s; the writer's channel turns them into its own commands.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,8 +10,7 @@ use std::time::Duration;
 use postgres::fallible_iterator::FallibleIterator;
 
 use crate::store::postgres::connect::{connect, redacted};
-use crate::store::writer::Command;
-use crate::store::writer_db::{READY_CHANNEL, SETTINGS_CHANNEL};
+use crate::store::postgres::notify::{READY_CHANNEL, SETTINGS_CHANNEL};
 
 /// How often the listener looks whether the queue closed, while nothing arrives.
 const STOP_CHECK: Duration = Duration::from_millis(250);
@@ -19,11 +18,23 @@ const STOP_CHECK: Duration = Duration::from_millis(250);
 /// The longest wait before connecting again after the listening session broke.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// Starts the listener thread of node `node`. It stops once `stop` is set or the writer is gone.
-pub(crate) fn start(
+/// What the listener tells the writer.
+pub(crate) enum Notice {
+    /// Another node made jobs ready in these queues.
+    Ready(Vec<String>),
+    /// Another node changed a queue's settings or an option: load them again.
+    SettingsChanged,
+    /// Notifications may have been missed (at start, or while the listening session was down): look at every
+    /// queue again.
+    MayHaveMissed,
+}
+
+/// Starts the listener thread of node `node`, which sends what it hears to `writer`. It stops once `stop` is set
+/// or the writer is gone.
+pub(crate) fn start<C: From<Notice> + Send + 'static>(
     url: String,
     node: String,
-    writer: Sender<Command>,
+    writer: Sender<C>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
@@ -31,7 +42,7 @@ pub(crate) fn start(
         .spawn(move || listen(&url, &node, &writer, &stop))
 }
 
-fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
+fn listen<C: From<Notice>>(url: &str, node: &str, writer: &Sender<C>, stop: &AtomicBool) {
     let mut backoff = Duration::from_millis(100);
     while !stop.load(Ordering::SeqCst) {
         let mut client = match connect(url, "cairn listener").and_then(|mut client| {
@@ -53,8 +64,8 @@ fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
         backoff = Duration::from_millis(100);
         // Whatever was said before this session listened is lost: while it was down, and at start, between the
         // queue loading its settings and the LISTEN. Look at everything again, now that nothing more can be missed.
-        let sent =
-            writer.send(Command::ReloadSettings).is_ok() && writer.send(Command::Tick).is_ok();
+        let sent = writer.send(Notice::SettingsChanged.into()).is_ok()
+            && writer.send(Notice::MayHaveMissed.into()).is_ok();
         if !sent {
             return;
         }
@@ -67,8 +78,8 @@ fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
             let next = heard.next();
             match next {
                 Ok(Some(n)) => {
-                    if let Some(command) = command_for(n.channel(), n.payload(), node)
-                        && writer.send(command).is_err()
+                    if let Some(notice) = notice_for(n.channel(), n.payload(), node)
+                        && writer.send(notice.into()).is_err()
                     {
                         return;
                     }
@@ -84,14 +95,14 @@ fn listen(url: &str, node: &str, writer: &Sender<Command>, stop: &AtomicBool) {
 }
 
 /// What a notification asks of this node's writer; nothing for its own.
-fn command_for(channel: &str, payload: &str, node: &str) -> Option<Command> {
+fn notice_for(channel: &str, payload: &str, node: &str) -> Option<Notice> {
     let mut lines = payload.split('\n');
     if lines.next() == Some(node) {
         return None;
     }
     match channel {
-        READY_CHANNEL => Some(Command::Ready(lines.map(str::to_owned).collect())),
-        SETTINGS_CHANNEL => Some(Command::ReloadSettings),
+        READY_CHANNEL => Some(Notice::Ready(lines.map(str::to_owned).collect())),
+        SETTINGS_CHANNEL => Some(Notice::SettingsChanged),
         _ => None,
     }
 }

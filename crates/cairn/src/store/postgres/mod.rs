@@ -1,9 +1,13 @@
 //! The PostgreSQL backend (see `docs/design/postgres.md`): connecting, the schema and the migrations that bring a
-//! database to it, the reader pool, read-only SQL, and the listener that hears the other nodes. The engine's
-//! statements carry their PostgreSQL text beside SQLite's (`store/db.rs`, `Sql`).
+//! database to it, the reader pool, read-only SQL, the writer's session (`writer`), which node leads the timed work
+//! (`leader`), what a commit tells the other nodes (`notify`) and the listener that hears them (`listener`). The
+//! engine's statements carry their PostgreSQL text beside SQLite's (`store/db.rs`, `Sql`).
 
 pub(crate) mod connect;
+pub(crate) mod leader;
 pub(crate) mod listener;
 pub(crate) mod migrations;
+pub(crate) mod notify;
 pub(crate) mod readers;
 pub(crate) mod sql;
+pub(crate) mod writer;

@@ -1,0 +1,141 @@
+//! One batch: the commands taken from the writer's channel, sorted, run in one transaction (see `transaction`),
+//! and answered: requests at commit, durable operations after the syncer's fsync, and the jobs of claims whose
+//! caller went away given back.
+
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use crate::clock::to_millis;
+use crate::error::Error;
+use crate::lease::Lease;
+use crate::store::sqlite::syncer::Syncer;
+
+use super::Writer;
+use super::command::{Batch, Claimed, Command, ErasedOp, Waiter};
+
+impl Writer {
+    /// Runs one batch in one transaction. Returns the close acknowledgement if the batch asked to stop.
+    pub(super) fn run_batch(&mut self, commands: Vec<Command>) -> Option<oneshot::Sender<()>> {
+        let mut batch = self.sort_commands(commands);
+        if let Some(failure) = self.syncer.as_ref().and_then(Syncer::failure) {
+            // Nothing more can be promised durable: every request fails until the queue is reopened.
+            return batch.refuse(&failure);
+        }
+        // Durable batches reply through the syncer, after the WAL is on disk; the others reply at once.
+        let durable = self.syncer.is_some() && batch.ops.iter().any(|op| op.is_durable());
+        self.take_returned();
+
+        let now_ms = to_millis(self.clock.now());
+        self.last_batch_at = now_ms;
+        let outcome = self.commit_batch(now_ms, &mut batch);
+        let Batch {
+            ops,
+            dequeues,
+            close,
+            ..
+        } = batch;
+        let (deliveries, next_due, commit_error) = match outcome {
+            Ok(plan) => {
+                self.metrics.add(&plan.totals);
+                self.apply_timed_updates(&plan.timed, now_ms);
+                let deliveries = self.hand_over(plan.served, dequeues, plan.claims);
+                (deliveries, Some(plan.next_due), None)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "batch transaction failed; every request in it gets the error");
+                let deliveries = dequeues.into_iter().map(|w| (w, Err(e.clone()))).collect();
+                (deliveries, None, Some(e))
+            }
+        };
+        self.reply(ops, deliveries, durable, commit_error.as_ref());
+        self.expire_waiters();
+        self.schedule_next(next_due, now_ms);
+        close
+    }
+
+    /// Sorts a batch's commands by kind. Settings to load again are loaded, and claims to give back noted, at once.
+    fn sort_commands(&mut self, commands: Vec<Command>) -> Batch {
+        let mut batch = Batch::default();
+        for command in commands {
+            match command {
+                Command::Op(op) => batch.ops.push(op),
+                Command::Ops(many) => batch.ops.extend(many),
+                Command::Dequeue(waiter) => batch.dequeues.push(waiter),
+                Command::Tick => batch.tick = true,
+                Command::Timer => batch.timer = true,
+                Command::Ready(queues) => batch.elsewhere.extend(queues),
+                Command::ReloadSettings => {
+                    // What changed may let waiting workers in (a queue resumed, a limit raised).
+                    self.reload_settings();
+                    batch.tick = true;
+                }
+                Command::GiveBack(leases) => self.to_release.extend(leases),
+                Command::Close(ack) => batch.close = Some(ack),
+            }
+        }
+        batch
+    }
+
+    /// Sends the replies of a batch's operations and dequeues, with `commit_error` if it did not commit.
+    fn reply(
+        &self,
+        ops: Vec<Box<dyn ErasedOp>>,
+        deliveries: Vec<(Waiter, Claimed)>,
+        durable: bool,
+        commit_error: Option<&Error>,
+    ) {
+        // Claims and heartbeats answer at commit: if a power loss rolled them back, the job is simply not leased
+        // and the token its worker holds matches nothing. Only durable operations wait for the fsync, so a
+        // dequeue batched with enqueues and finishes does not pay for their sync.
+        let (durable_ops, quick_ops): (Vec<_>, Vec<_>) = match &self.syncer {
+            Some(_) if durable && commit_error.is_none() => {
+                ops.into_iter().partition(|op| op.is_durable())
+            }
+            _ => (Vec::new(), ops),
+        };
+        let (returned, wake) = (self.returned.clone(), self.wake.clone());
+        deliver(quick_ops, deliveries, commit_error, &returned, &wake);
+        if !durable_ops.is_empty() {
+            let syncer = self
+                .syncer
+                .as_ref()
+                .expect("durable replies only with a syncer");
+            syncer.after_sync(Box::new(move |sync_error: Option<&Error>| {
+                deliver(durable_ops, Vec::new(), sync_error, &returned, &wake);
+            }));
+        }
+    }
+}
+
+/// Sends the replies of `ops` and `deliveries` (with `error` instead of their results if the batch failed), and
+/// has the writer give back the jobs of claims whose caller went away.
+fn deliver(
+    ops: Vec<Box<dyn ErasedOp>>,
+    deliveries: Vec<(Waiter, Claimed)>,
+    error: Option<&Error>,
+    returned: &Arc<Mutex<Vec<Lease>>>,
+    wake: &Sender<Command>,
+) {
+    let mut undelivered = Vec::new();
+    for op in ops {
+        undelivered.extend(op.reply(error));
+    }
+    for (waiter, result) in deliveries {
+        let result = match error {
+            Some(e) => Err(e.clone()),
+            None => result,
+        };
+        if let Err(Ok(jobs)) = waiter.reply.send(result) {
+            undelivered.extend(jobs.into_iter().map(|c| c.lease));
+        }
+    }
+    if !undelivered.is_empty() {
+        returned
+            .lock()
+            .expect("returned lock is never poisoned")
+            .extend(undelivered);
+        let _ = wake.send(Command::Tick);
+    }
+}

@@ -1,0 +1,203 @@
+//! The transaction of one batch, and the recipe around it. A batch runs first without savepoints; if an operation
+//! fails after writing, the batch is rolled back and run again with a savepoint around each operation (see
+//! `isolation`), so one bad request still fails alone. Inside, in order: the timed work that is due, the
+//! operations, the new dequeues, the parked dequeues that the batch's ready jobs can serve, and one commit.
+
+use crate::error::Result;
+use crate::ops::bulk::{self, Bulk};
+use crate::ops::claim::Claim;
+use crate::ops::events::{BatchTotals, EventLog};
+use crate::ops::maintenance;
+use crate::ops::{ReadyQueues, WriteCtx};
+use crate::store::writer_db::WriterDb;
+
+use super::Writer;
+use super::command::{Batch, Claimed, ErasedOp};
+use super::isolation::{Failure, Isolation, apply_isolated};
+use super::parked::{claim_all, serve_ready};
+use super::timed::{TimedUpdates, TimedWork, lead};
+
+/// What a committed batch decided.
+pub(super) struct BatchPlan {
+    pub timed: TimedUpdates,
+    /// For each new dequeue, in order: the jobs it got (empty: nothing ready).
+    pub claims: Vec<Claimed>,
+    /// Parked dequeues served: index in the parked list, and what they get.
+    pub served: Vec<(usize, Claimed)>,
+    /// The next due time as this batch leaves it, read inside its transaction (see `commit`).
+    pub next_due: Result<Option<i64>>,
+    /// What the batch did, for the metrics kept in memory.
+    pub totals: BatchTotals,
+}
+
+impl Writer {
+    /// Runs a batch's transaction until it commits or fails for good. After a failure the transaction is rolled
+    /// back and the settings in memory loaded again.
+    pub(super) fn commit_batch(&mut self, now_ms: i64, batch: &mut Batch) -> Result<BatchPlan> {
+        // Operations run without savepoints: most fail (if at all) before writing anything. Only when one fails
+        // after writing is the batch rolled back and run again with a savepoint around each operation.
+        let mut outcome = self.transaction(now_ms, batch, Isolation::Shared);
+        if let Err(Failure::Poisoned) = outcome {
+            self.db.roll_back();
+            self.reload_settings();
+            outcome = self.transaction(now_ms, batch, Isolation::PerOperation);
+        }
+        if outcome.is_err() {
+            self.db.roll_back();
+            // Rolled back: what the batch did to the settings in memory did not happen.
+            self.reload_settings();
+        }
+        match outcome {
+            Ok(plan) => Ok(plan),
+            Err(Failure::Storage(e)) => Err(e),
+            Err(Failure::Poisoned) => unreachable!("per-operation isolation never poisons a batch"),
+        }
+    }
+
+    /// The transaction of one batch: timed work, the operations, the new dequeues, then the parked dequeues.
+    /// Writes nothing to `self` but the connection: what it decided is returned, and applied once committed.
+    fn transaction(
+        &mut self,
+        now_ms: i64,
+        batch: &mut Batch,
+        isolation: Isolation,
+    ) -> std::result::Result<BatchPlan, Failure> {
+        let node = self.db.node().map(str::to_owned);
+        let durable = batch.ops.iter().any(|op| op.is_durable());
+        let (db, session) = self.db.begin_batch(durable).map_err(Failure::Storage)?;
+        let retention = self.settings.config.retention;
+        // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
+        let prune = now_ms >= self.next_prune;
+        let mut ready = ReadyQueues::default();
+        let mut events = EventLog::default();
+        let mut ctx = WriteCtx {
+            db,
+            now_ms,
+            ready: &mut ready,
+            tokens: &mut self.tokens,
+            rotation: &mut self.rotation,
+            settings: &mut self.settings,
+            events: &mut events,
+        };
+        let due = batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms);
+        let leads = lead(
+            &ctx.db,
+            &mut self.leads,
+            session,
+            due || prune,
+            node.as_deref(),
+        );
+        let timed = TimedWork {
+            due,
+            prune,
+            leads,
+            retention,
+            release: &self.to_release,
+            parked: &self.parked,
+        }
+        .run_in(&mut ctx);
+
+        apply_ops(&mut ctx, &mut batch.ops, isolation)?;
+        let new_claims: Vec<&Claim> = batch.dequeues.iter().map(|waiter| &waiter.claim).collect();
+        let claims = claim_all(&mut ctx, &new_claims, isolation, false)?;
+
+        // Queues that gained ready jobs here are told to the other nodes (on PostgreSQL); those another node told
+        // about are not told back.
+        let ready_here: Vec<String> = match node {
+            Some(_) => ctx.ready.iter().map(str::to_owned).collect(),
+            None => Vec::new(),
+        };
+        let served = serve_ready(&mut ctx, &self.parked, batch, isolation)?;
+        let (next_due, totals) = commit(ctx, node.as_deref(), &ready_here, leads)?;
+        Ok(BatchPlan {
+            timed,
+            claims,
+            served,
+            next_due,
+            totals,
+        })
+    }
+}
+
+/// Applies a batch's operations under `isolation`, in order, but for those the bulk path answered first.
+fn apply_ops(
+    ctx: &mut WriteCtx<'_>,
+    ops: &mut [Box<dyn ErasedOp>],
+    isolation: Isolation,
+) -> std::result::Result<(), Failure> {
+    let answered = if isolation == Isolation::Shared && ctx.db.is_postgres() {
+        apply_bulk(ctx, ops)?
+    } else {
+        vec![false; ops.len()]
+    };
+    for (op, _) in ops
+        .iter_mut()
+        .zip(&answered)
+        .filter(|(_, answered)| !**answered)
+    {
+        apply_isolated(ctx, op.as_mut(), isolation)?;
+    }
+    Ok(())
+}
+
+/// On PostgreSQL, the plain pushes and finishes first, several to a statement (`ops/bulk.rs`). A failed
+/// statement there aborts the transaction: the batch runs again, one operation at a time. Returns, for each
+/// operation, whether it was answered here.
+fn apply_bulk(
+    ctx: &mut WriteCtx<'_>,
+    ops: &mut [Box<dyn ErasedOp>],
+) -> std::result::Result<Vec<bool>, Failure> {
+    let mut answered = vec![false; ops.len()];
+    let candidates: Vec<(usize, Bulk<'_>)> = ops
+        .iter_mut()
+        .enumerate()
+        .filter_map(|(index, op)| op.bulk().map(|bulk| (index, bulk)))
+        .collect();
+    if candidates.len() > 1 {
+        match bulk::apply(ctx, candidates) {
+            Ok(indices) => {
+                for index in indices {
+                    answered[index] = true;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "a batch's bulk statements failed; running it one operation at a time");
+                return Err(Failure::Poisoned);
+            }
+        }
+    }
+    Ok(answered)
+}
+
+/// Ends a batch's transaction: reads the next due time if this node `leads`, writes the activity and statistics
+/// the batch recorded, tells the other nodes (on PostgreSQL, where `node` is this one) the queues made ready here
+/// and whether settings changed, and commits. Returns the next due time and what the batch did.
+fn commit(
+    ctx: WriteCtx<'_>,
+    node: Option<&str>,
+    ready_here: &[String],
+    leads: bool,
+) -> std::result::Result<(Result<Option<i64>>, BatchTotals), Failure> {
+    // Read before the commit, under the write lock: after it, each of these reads would be a transaction of
+    // its own, with its own round of WAL lock calls. A node that does not lead has no use for it.
+    let next_due = if leads {
+        maintenance::next_due(&ctx.db)
+    } else {
+        Ok(None)
+    };
+    let totals = ctx.events.flush(&ctx.db, node).map_err(Failure::Storage)?;
+    if let Some(node) = node {
+        let changed = std::mem::take(&mut ctx.settings.changed);
+        WriterDb::notify(
+            node,
+            &ctx.db,
+            ready_here.iter().map(String::as_str),
+            changed,
+        )
+        .map_err(Failure::Storage)?;
+    }
+    ctx.settings.changed = false;
+    let db = ctx.db;
+    db.commit().map_err(Failure::Storage)?;
+    Ok((next_due, totals))
+}
