@@ -38,8 +38,6 @@ pub(super) fn apply_isolated(
             if !applied {
                 ctx.events.undo_to(mark);
                 ctx.settings.seen.clear();
-            }
-            if !applied {
                 check_transaction_alive(&ctx.db)?;
             }
             if let Err(e) = end_savepoint(&ctx.db, applied) {

@@ -55,7 +55,8 @@ impl Writer {
     }
 
     /// The transaction of one batch: timed work, the operations, the new dequeues, then the parked dequeues.
-    /// Writes nothing to `self` but the connection: what it decided is returned, and applied once committed.
+    /// What it decided about jobs and waiters is returned, and applied once committed; of `self` it changes only the
+    /// connection, the lead of the timed work and the settings in memory (which a rollback reloads).
     fn transaction(
         &mut self,
         now_ms: i64,

@@ -6,7 +6,8 @@ use std::cell::RefCell;
 use crate::error::{Error, Result};
 use crate::store::db::{Db, PgTransaction, PreparedStatements};
 
-/// The PostgreSQL side of a writer: its session, its prepared statements, and whether it leads.
+/// The PostgreSQL side of a writer: its session and its prepared statements. (Whether it leads the timed work is
+/// the engine's to keep, per session: see `engine/timed.rs`.)
 pub(crate) struct PgWriter {
     pub client: postgres::Client,
     pub prepared: RefCell<PreparedStatements>,
