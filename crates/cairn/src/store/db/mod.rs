@@ -1,0 +1,454 @@
+//! One way to run the engine's SQL on either database. A statement is a [`Sql`]: its literal text for SQLite and
+//! for PostgreSQL, the same text where the two dialects agree. Parameters are `$1`, `$2`, … in both (SQLite reads
+//! `$1` as a parameter named `$1`; each is bound to its value by that name), so nothing rewrites a statement at run
+//! time. Values are converted to the types PostgreSQL declared for them; rows read back through [`Row::get`] into
+//! the same Rust types on both.
+//!
+//! It also keeps what the writer needs to know about a transaction on either database: whether a statement wrote
+//! (a failed operation that wrote poisons a batch without savepoints) and whether one failed (on PostgreSQL, a
+//! failed statement aborts the whole transaction).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+use postgres::types::ToSql;
+
+use crate::error::{Error, ErrorKind, Result};
+
+mod multi_row;
+mod rows;
+mod sql;
+mod values;
+
+pub(crate) use multi_row::{MultiRow, columns};
+pub(crate) use rows::Row;
+pub(crate) use sql::{OwnedSql, Sql};
+pub(crate) use values::{Params, ToValue, Value, params};
+
+/// A PostgreSQL transaction, with the statements prepared on its connection.
+pub(crate) struct PgTransaction<'a> {
+    tx: RefCell<postgres::Transaction<'a>>,
+    prepared: &'a RefCell<PreparedStatements>,
+    /// Rows written so far, as SQLite's `total_changes` counts them.
+    changes: Cell<u64>,
+    /// Statements that failed: each aborts the transaction until a savepoint is rolled back.
+    failures: Cell<u64>,
+}
+
+/// The statements prepared on one PostgreSQL connection, by their text.
+pub(crate) type PreparedStatements = HashMap<String, postgres::Statement>;
+
+impl<'a> PgTransaction<'a> {
+    pub fn new(tx: postgres::Transaction<'a>, prepared: &'a RefCell<PreparedStatements>) -> Self {
+        PgTransaction {
+            tx: RefCell::new(tx),
+            prepared,
+            changes: Cell::new(0),
+            failures: Cell::new(0),
+        }
+    }
+
+    /// Commits the transaction.
+    pub fn commit(self) -> Result<()> {
+        self.tx
+            .into_inner()
+            .commit()
+            .map_err(|e| Error::storage("committing a transaction", e))
+    }
+
+    fn failed(&self, sql: &str, e: postgres::Error) -> Error {
+        self.failures.set(self.failures.get() + 1);
+        storage_error(sql, e)
+    }
+
+    /// The statement prepared for `sql`, prepared on first use.
+    fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
+        if let Some(stmt) = self.prepared.borrow().get(sql) {
+            return Ok(stmt.clone());
+        }
+        let prepared_now = self.tx.borrow_mut().prepare(sql);
+        let stmt = prepared_now.map_err(|e| self.failed(sql, e))?;
+        self.prepared
+            .borrow_mut()
+            .insert(sql.to_owned(), stmt.clone());
+        Ok(stmt)
+    }
+
+    /// Runs `sql` with `values` as `$1`, `$2`, …; returns its rows.
+    fn run(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>> {
+        let stmt = self.prepare(sql)?;
+        if stmt.params().len() != values.len() {
+            return Err(Error::new(
+                ErrorKind::Storage,
+                format!(
+                    "{} values for the {} parameters of {sql}",
+                    values.len(),
+                    stmt.params().len()
+                ),
+            ));
+        }
+        let result = self.tx.borrow_mut().query(&stmt, values);
+        result.map_err(|e| self.failed(sql, e))
+    }
+}
+
+/// A PostgreSQL error, with the statement it came from; what the engine depends on (a unique key taken, a
+/// serialization failure between nodes) stays readable as its SQLSTATE.
+fn storage_error(sql: &str, e: postgres::Error) -> Error {
+    let mut sql = sql.trim().to_owned();
+    if sql.len() > 120 {
+        let mut cut = 120;
+        while !sql.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        sql.truncate(cut);
+        sql.push('…');
+    }
+    Error::storage(format!("running {sql}"), e)
+}
+
+/// Where a statement runs.
+pub(crate) enum Db<'a> {
+    Sqlite(&'a rusqlite::Connection),
+    Postgres(PgTransaction<'a>),
+}
+
+/// A point in a transaction, to ask later whether anything was written or failed since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DbMark {
+    changes: u64,
+    failures: u64,
+}
+
+impl Db<'_> {
+    /// Which database this is.
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Db::Postgres(_))
+    }
+
+    /// The point reached so far.
+    pub fn mark(&self) -> DbMark {
+        match self {
+            Db::Sqlite(conn) => DbMark {
+                changes: conn.total_changes(),
+                failures: 0,
+            },
+            Db::Postgres(pg) => DbMark {
+                changes: pg.changes.get(),
+                failures: pg.failures.get(),
+            },
+        }
+    }
+
+    /// Whether a statement wrote a row since `mark`, or failed (which on PostgreSQL aborts the transaction).
+    pub fn touched_since(&self, mark: DbMark) -> bool {
+        self.mark() != mark
+    }
+
+    /// Whether the transaction is still open: on some errors (disk full, I/O, out of memory) SQLite rolls it back
+    /// by itself. A PostgreSQL transaction stays open (if aborted) until it is rolled back.
+    pub fn in_transaction(&self) -> bool {
+        match self {
+            Db::Sqlite(conn) => !conn.is_autocommit(),
+            Db::Postgres(_) => true,
+        }
+    }
+
+    /// Runs a statement without parameters or results (`SAVEPOINT`, `RELEASE`, …).
+    pub fn batch(&self, sql: Sql<'_>) -> Result<()> {
+        let text = sql.text_for(self.is_postgres())?;
+        match self {
+            Db::Sqlite(conn) => {
+                conn.prepare_cached(text)?.execute([])?;
+                Ok(())
+            }
+            Db::Postgres(pg) => {
+                let result = pg.tx.borrow_mut().batch_execute(text);
+                result.map_err(|e| pg.failed(text, e))
+            }
+        }
+    }
+
+    /// Runs a statement; returns how many rows it changed.
+    pub fn execute(&self, sql: Sql<'_>, params: &Params<'_>) -> Result<usize> {
+        let text = sql.text_for(self.is_postgres())?;
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(text)?;
+                bind_sqlite(&mut stmt, params, text)?;
+                Ok(stmt.raw_execute()?)
+            }
+            Db::Postgres(pg) => {
+                let stmt = pg.prepare(text)?;
+                let refs: Vec<&(dyn ToSql + Sync)> =
+                    params.0.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                let result = pg.tx.borrow_mut().execute(&stmt, &refs);
+                let changed = result.map_err(|e| pg.failed(text, e))?;
+                pg.changes.set(pg.changes.get() + changed);
+                Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+            }
+        }
+    }
+
+    /// Runs a query (or a write with `RETURNING`); `f` reads each row.
+    pub fn query<T>(
+        &self,
+        sql: Sql<'_>,
+        params: &Params<'_>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let text = sql.text_for(self.is_postgres())?;
+        match self {
+            Db::Sqlite(conn) => {
+                let mut stmt = conn.prepare_cached(text)?;
+                bind_sqlite(&mut stmt, params, text)?;
+                let mut rows = stmt.raw_query();
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    out.push(f(&Row::Sqlite(row))?);
+                }
+                Ok(out)
+            }
+            Db::Postgres(pg) => {
+                let values: Vec<&(dyn ToSql + Sync)> =
+                    params.0.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                let rows = pg.run(text, &values)?;
+                if !is_read_only(text) {
+                    pg.changes.set(pg.changes.get() + rows.len() as u64);
+                }
+                rows.iter().map(|row| f(&Row::Postgres(row))).collect()
+            }
+        }
+    }
+
+    /// Runs a query for at most one row; `None` when there is none.
+    pub fn query_row<T>(
+        &self,
+        sql: Sql<'_>,
+        params: &Params<'_>,
+        f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Option<T>> {
+        Ok(self.query(sql, params, f)?.into_iter().next())
+    }
+
+    /// Runs a query for exactly one row (an aggregate, say).
+    pub fn query_one<T>(
+        &self,
+        sql: Sql<'_>,
+        params: &Params<'_>,
+        f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.query_row(sql, params, f)?.ok_or_else(|| {
+            Error::new(
+                ErrorKind::Storage,
+                format!("a query that always returns a row returned none: {sql:?}"),
+            )
+        })
+    }
+
+    /// Runs, on PostgreSQL, a statement whose first parameters are `scalars` and the rest arrays, `columns` in
+    /// order (see [`MultiRow`]); `f` reads each row it returns. Such a statement writes.
+    ///
+    /// # Errors
+    /// On SQLite, which has no arrays; and what the statement meets.
+    pub fn query_arrays<T>(
+        &self,
+        postgres: &str,
+        scalars: Vec<Value<'_>>,
+        columns: Vec<Vec<Value<'_>>>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Db::Sqlite(_) => Err(Error::new(
+                ErrorKind::Storage,
+                format!("a statement of arrays runs on PostgreSQL only: {postgres}"),
+            )),
+            Db::Postgres(pg) => {
+                let mut values: Vec<&(dyn ToSql + Sync)> =
+                    scalars.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
+                values.extend(columns.iter().map(|c| c as &(dyn ToSql + Sync)));
+                let rows = pg.run(postgres, &values)?;
+                pg.changes.set(pg.changes.get() + rows.len() as u64);
+                rows.iter().map(|row| f(&Row::Postgres(row))).collect()
+            }
+        }
+    }
+
+    /// Commits the transaction.
+    pub fn commit(self) -> Result<()> {
+        match self {
+            Db::Sqlite(conn) => {
+                conn.prepare_cached("COMMIT")?.execute([])?;
+                Ok(())
+            }
+            Db::Postgres(pg) => pg.commit(),
+        }
+    }
+}
+
+/// Binds every parameter of a SQLite statement in place: no list of references is built per statement, which on
+/// the writer's hot path is measurable. Every parameter is bound on each use, so nothing is left from the last.
+///
+/// SQLite numbers a statement's parameters in the order they first appear, and knows `$N` by its name: each is
+/// bound to value N, wherever it first appears.
+fn bind_sqlite(stmt: &mut rusqlite::Statement<'_>, params: &Params<'_>, sql: &str) -> Result<()> {
+    let count = stmt.parameter_count();
+    if params.0.len() != count {
+        return Err(Error::new(
+            ErrorKind::Storage,
+            format!(
+                "{} values for the {count} parameters of {sql}",
+                params.0.len()
+            ),
+        ));
+    }
+    for index in 1..=count {
+        let number = stmt
+            .parameter_name(index)
+            .and_then(|name| name.strip_prefix('$'))
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| (1..=count).contains(n))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Storage,
+                    format!("the parameters of {sql} are not $1 to ${count}"),
+                )
+            })?;
+        stmt.raw_bind_parameter(index, &params.0[number - 1])?;
+    }
+    Ok(())
+}
+
+/// Whether a statement only reads: its rows returned are not rows written. Every statement of the engine that
+/// writes and returns rows begins with `INSERT`, `UPDATE`, `DELETE` or `WITH`.
+fn is_read_only(sql: &str) -> bool {
+    let head = sql.trim_start();
+    head.len() >= 6 && head[..6].eq_ignore_ascii_case("SELECT")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same statements on `db`: what they read back.
+    fn exercise(db: &Db<'_>) -> Vec<(String, bool, Option<u32>, f64, i64)> {
+        let absent: Option<u32> = None;
+        for (name, paused, concurrency) in [("mail", true, absent), ("maps", false, Some(4u32))] {
+            // `$2` before `$1`: each is bound by its number, not by where it stands.
+            let changed = db
+                .execute(
+                    Sql::both("INSERT INTO queues (paused, name, concurrency) VALUES ($2, $1, $3)"),
+                    &params![name, paused, concurrency],
+                )
+                .unwrap();
+            assert_eq!(changed, 1);
+        }
+        db.execute(
+            Sql::both(
+                "INSERT INTO stats_minute (minute, queue, name, wait_sum) VALUES ($1, $2, $3, $4)",
+            ),
+            &Params(vec![
+                Value::Integer(60_000),
+                Value::Text("mail".into()),
+                Value::Text("send".into()),
+                Value::Real(0.25),
+            ]),
+        )
+        .unwrap();
+        let none = db
+            .query_row(
+                Sql::both("SELECT name FROM queues WHERE name = $1 OR name = $1 || 'x'"),
+                &params!["nope"],
+                |r| r.get::<String>(0),
+            )
+            .unwrap();
+        assert_eq!(none, None);
+        // Where the dialects differ, each database runs its own text: GLOB, a scalar MAX; a LIMIT PostgreSQL reads
+        // as int4, flags and nulls.
+        db.query(
+            Sql {
+                sqlite: "SELECT q.name, q.paused, q.concurrency, MAX(COALESCE(s.wait_sum, 0.0), 0.125), count(*) \
+                         FROM queues AS q LEFT JOIN stats_minute AS s ON s.queue = q.name WHERE q.name GLOB $1 \
+                         GROUP BY q.name, q.paused, q.concurrency, s.wait_sum ORDER BY q.name LIMIT 0 + $2",
+                postgres: "SELECT q.name, q.paused, q.concurrency, GREATEST(COALESCE(s.wait_sum, 0.0), 0.125), \
+                           count(*) FROM queues AS q LEFT JOIN stats_minute AS s ON s.queue = q.name \
+                           WHERE cairn_glob(q.name, $1) GROUP BY q.name, q.paused, q.concurrency, s.wait_sum \
+                           ORDER BY q.name LIMIT 0 + $2",
+            },
+            &Params(vec![Value::Text("ma*".into()), Value::Integer(10)]),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_statement_binds_each_value_once_or_says_what_is_wrong() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::sqlite::migrations::migrate(&mut conn, 0).unwrap();
+        let db = Db::Sqlite(&conn);
+        let e = db
+            .query_one(Sql::both("SELECT $1 + $2"), &params![1], |r| {
+                r.get::<i64>(0)
+            })
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("1 values for the 2 parameters"),
+            "{e}"
+        );
+        let e = db
+            .query_one(Sql::both("SELECT $1 + $3"), &params![1, 2], |r| {
+                r.get::<i64>(0)
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("are not $1 to $2"), "{e}");
+        let e = db
+            .query_one(Sql::postgres_only("SELECT 1"), &Params::NONE, |r| {
+                r.get::<i64>(0)
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("no text for SQLite"), "{e}");
+    }
+
+    fn expected() -> Vec<(String, bool, Option<u32>, f64, i64)> {
+        vec![
+            ("mail".to_owned(), true, None, 0.25, 1),
+            ("maps".to_owned(), false, Some(4), 0.125, 1),
+        ]
+    }
+
+    #[test]
+    fn statements_run_on_sqlite() {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::sqlite::migrations::migrate(&mut conn, 0).unwrap();
+        assert_eq!(exercise(&Db::Sqlite(&conn)), expected());
+    }
+
+    #[test]
+    fn the_same_statements_run_on_postgresql() {
+        let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").expect(
+            "CAIRN_TEST_POSTGRES_URL is not set: run the tests with scripts/test, which starts a private \
+             PostgreSQL cluster",
+        );
+        let name = format!("cairn_unit_{}", std::process::id());
+        let mut admin_client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        // Two statements: several in one string would run as one transaction, where these cannot.
+        admin_client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .unwrap();
+        admin_client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
+        let prepared = RefCell::new(HashMap::new());
+        let db = Db::Postgres(PgTransaction::new(client.transaction().unwrap(), &prepared));
+        let got = exercise(&db);
+        drop(db);
+        drop(client);
+        admin_client
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
+        assert_eq!(got, expected());
+    }
+}

@@ -1,0 +1,141 @@
+//! [`MultiRow`]: one statement over many rows of values, as each database does it best.
+
+use super::{Db, Params, Row, Sql, Value};
+use crate::error::{Error, ErrorKind, Result};
+
+/// `values`, rows of `width` values one after another, as one list per column: the arrays of a PostgreSQL
+/// statement that `unnest`s them back into rows.
+pub(crate) fn columns(width: usize, values: Vec<Value<'_>>) -> Vec<Vec<Value<'_>>> {
+    let rows = values.len() / width;
+    let mut columns: Vec<Vec<Value<'_>>> = (0..width).map(|_| Vec::with_capacity(rows)).collect();
+    for (i, value) in values.into_iter().enumerate() {
+        columns[i % width].push(value);
+    }
+    columns
+}
+
+/// A statement over many rows of values at once.
+///
+/// On SQLite it is `head VALUES ($1,…,$w),($w+1,…),… tail`, in statements of 64, 32, 16, 8, 4, 2 and 1 rows, so
+/// that any number of rows takes at most a few statements and SQLite prepares at most seven texts of it (only their
+/// placeholders are generated). On PostgreSQL, where each statement is a round trip and that is most of the cost,
+/// one statement takes every row: its text, written out, binds one array per column (`$1` the first column's
+/// values, and so on), turned back into rows by `unnest … WITH ORDINALITY` in the order they were given.
+pub(crate) struct MultiRow {
+    /// How many values a row has.
+    width: usize,
+    /// SQLite's head and tail, around the rows; `None` where the statement runs on PostgreSQL only.
+    sqlite: Option<(&'static str, &'static str)>,
+    /// PostgreSQL's statement of arrays; empty where the statement runs on SQLite only.
+    postgres: &'static str,
+    texts: std::sync::OnceLock<Vec<String>>,
+}
+
+impl MultiRow {
+    const SIZES: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
+
+    /// Rows of `width` values: on SQLite, between `head` and `tail` (an `ON CONFLICT` clause, say; it may be
+    /// empty); on PostgreSQL, the statement of arrays `postgres`.
+    pub const fn new(
+        width: usize,
+        head: &'static str,
+        tail: &'static str,
+        postgres: &'static str,
+    ) -> Self {
+        MultiRow {
+            width,
+            sqlite: Some((head, tail)),
+            postgres,
+            texts: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Rows only SQLite writes this way.
+    pub const fn sqlite_only(width: usize, head: &'static str, tail: &'static str) -> Self {
+        MultiRow::new(width, head, tail, "")
+    }
+
+    /// A statement of arrays that only PostgreSQL runs.
+    pub const fn postgres_only(width: usize, postgres: &'static str) -> Self {
+        MultiRow {
+            width,
+            sqlite: None,
+            postgres,
+            texts: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// PostgreSQL's statement of arrays.
+    pub fn postgres(&self) -> &'static str {
+        self.postgres
+    }
+
+    /// SQLite's statement for `rows` rows, one of 64, 32, 16, 8, 4, 2 or 1; `None` for a statement only PostgreSQL
+    /// runs.
+    pub fn sqlite_text(&self, rows: usize) -> Option<&str> {
+        let (head, tail) = self.sqlite?;
+        let texts = self.texts.get_or_init(|| {
+            Self::SIZES
+                .iter()
+                .map(|&n| {
+                    let rows: Vec<String> = (0..n)
+                        .map(|row| {
+                            let values: Vec<String> = (1..=self.width)
+                                .map(|column| format!("${}", row * self.width + column))
+                                .collect();
+                            format!("({})", values.join(","))
+                        })
+                        .collect();
+                    format!("{head} VALUES {} {tail}", rows.join(","))
+                })
+                .collect()
+        });
+        let index = Self::SIZES
+            .iter()
+            .position(|&n| n == rows)
+            .expect("rows is one of SIZES");
+        Some(&texts[index])
+    }
+
+    /// Writes `values`, a row's worth after another, in order.
+    pub fn execute(&self, db: &Db<'_>, values: Vec<Value<'_>>) -> Result<()> {
+        self.query(db, values, |_| Ok(())).map(drop)
+    }
+
+    /// Runs the statement over `values` (a `RETURNING` one, say); `f` reads each row it returns.
+    pub fn query<T>(
+        &self,
+        db: &Db<'_>,
+        values: Vec<Value<'_>>,
+        mut f: impl FnMut(&Row<'_>) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let width = self.width;
+        debug_assert_eq!(values.len() % width, 0);
+        let mut rest = values.len() / width;
+        if rest == 0 {
+            return Ok(Vec::new());
+        }
+        if db.is_postgres() {
+            let postgres = Sql::postgres_only(self.postgres).text_for(true)?;
+            return db.query_arrays(postgres, Vec::new(), columns(self.width, values), f);
+        }
+        let mut values = values.into_iter();
+        let mut out = Vec::new();
+        while rest > 0 {
+            let rows = Self::SIZES
+                .into_iter()
+                .find(|&n| n <= rest)
+                .expect("1 is in SIZES");
+            let chunk: Vec<Value<'_>> = values.by_ref().take(rows * width).collect();
+            let text = self.sqlite_text(rows).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Storage,
+                    format!("a statement runs on PostgreSQL only: {}", self.postgres),
+                )
+            })?;
+            out.extend(db.query(Sql::sqlite_only(text), &Params(chunk), &mut f)?);
+            rest -= rows;
+        }
+        Ok(out)
+    }
+}
