@@ -16,7 +16,8 @@
 //! # }
 //! ```
 //!
-//! [`wire`] holds the JSON bodies of the HTTP API, which the server shares.
+//! The JSON bodies of the HTTP API are the `cairn-api` crate, which the server shares; [`wire`] re-exports it while
+//! the workspace moves over.
 
 #![warn(missing_docs)]
 
@@ -26,6 +27,7 @@
 pub struct ReadmeDoctests;
 
 mod client;
-pub mod wire;
 
+/// The JSON bodies of the HTTP API, now the `cairn-api` crate.
+pub use cairn_api as wire;
 pub use client::Client;
