@@ -16,8 +16,7 @@
 //! # }
 //! ```
 //!
-//! The JSON bodies of the HTTP API are the `cairn-api` crate, which the server shares; [`wire`] re-exports it while
-//! the workspace moves over.
+//! The JSON bodies of the HTTP API are [`cairn_api`], which the server shares.
 
 #![warn(missing_docs)]
 
@@ -28,6 +27,4 @@ pub struct ReadmeDoctests;
 
 mod client;
 
-/// The JSON bodies of the HTTP API, now the `cairn-api` crate.
-pub use cairn_api as wire;
 pub use client::Client;
