@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::wire::{
+use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
+use cairn_api::{
     ActivityPageBody, AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody,
     ConfigListBody, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
     EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
@@ -26,8 +27,7 @@ use crate::wire::{
     SetDataRequest, StateBody, StatsBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest,
     UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
-use crate::wire::{SqlBody, SqlRequest};
-use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
+use cairn_api::{SqlBody, SqlRequest};
 
 /// How long an ordinary call may take before the client gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);

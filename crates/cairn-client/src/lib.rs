@@ -16,7 +16,7 @@
 //! # }
 //! ```
 //!
-//! [`wire`] holds the JSON bodies of the HTTP API, which the server shares.
+//! The JSON bodies of the HTTP API are [`cairn_api`], which the server shares.
 
 #![warn(missing_docs)]
 
@@ -26,6 +26,5 @@
 pub struct ReadmeDoctests;
 
 mod client;
-pub mod wire;
 
 pub use client::Client;

@@ -63,7 +63,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use cairn_client::wire::{PushBatchRequest, PushRequest};
+    use cairn_api::{PushBatchRequest, PushRequest};
 
     use super::*;
 

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cairn::ErrorKind;
-use cairn_client::wire::{ErrorBody, ErrorDetail};
+use cairn_api::{ErrorBody, ErrorDetail};
 
 /// An error on its way to the client.
 #[derive(Debug)]

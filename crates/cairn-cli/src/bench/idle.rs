@@ -18,8 +18,8 @@ use anyhow::Context;
 use cairn::Dequeue;
 
 use crate::bench::args::invalid;
+use cairn_api::DequeueRequest;
 use cairn_client::Client;
-use cairn_client::wire::DequeueRequest;
 use indicatif::ProgressBar;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;

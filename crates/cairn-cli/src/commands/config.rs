@@ -4,7 +4,7 @@
 
 use anyhow::Context as _;
 use cairn::{ConfigKey, ConfigUnit, ConfigValue};
-use cairn_client::wire::{ConfigEntryBody, ConfigListBody};
+use cairn_api::{ConfigEntryBody, ConfigListBody};
 use clap::{Args, Subcommand};
 
 use crate::commands::args::{CommonArgs, invalid};

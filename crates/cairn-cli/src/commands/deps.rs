@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::{ChangeDependencies, JobId};
-use cairn_client::wire::{JobBody, StateBody};
+use cairn_api::{JobBody, StateBody};
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs};

@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::{JobFilter, JobId, Unfail};
-use cairn_client::wire::{FailureGroupListBody, UnfailBody};
+use cairn_api::{FailureGroupListBody, UnfailBody};
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs};
@@ -146,7 +146,7 @@ fn render(body: &FailureGroupListBody) -> String {
 
 #[cfg(test)]
 mod tests {
-    use cairn_client::wire::FailureGroupBody;
+    use cairn_api::FailureGroupBody;
 
     use super::*;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::Dequeue;
-use cairn_client::wire::{ClaimedJobBody, DequeueBody};
+use cairn_api::{ClaimedJobBody, DequeueBody};
 use clap::Args;
 
 use crate::commands::args::CommonArgs;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::{Continue, Fail, Finish, JobId, Retry};
-use cairn_client::wire::{EmptyBody, LeaseExpiryBody, StateBody};
+use cairn_api::{EmptyBody, LeaseExpiryBody, StateBody};
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs, JsonInput, LeaseArgs};

@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::{JobFilter, JobId, JobState};
-use cairn_client::wire::JobPageBody;
+use cairn_api::JobPageBody;
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs};

@@ -5,7 +5,7 @@
 
 use anyhow::Context as _;
 use cairn::JobId;
-use cairn_client::wire::{EmptyBody, StateBody};
+use cairn_api::{EmptyBody, StateBody};
 use clap::Args;
 use jiff::Timestamp;
 

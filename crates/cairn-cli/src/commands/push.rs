@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::{JobId, RetryPolicy};
-use cairn_client::wire::{EnqueuedBody, PushRequest};
+use cairn_api::{EnqueuedBody, PushRequest};
 use clap::Args;
 use jiff::Timestamp;
 

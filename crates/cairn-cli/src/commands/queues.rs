@@ -3,7 +3,7 @@
 //! Failure groups and unfail are in `failures`.
 
 use anyhow::Context as _;
-use cairn_client::wire::{EmptyBody, PeekBody, QueueListBody, QueueStatsBody};
+use cairn_api::{EmptyBody, PeekBody, QueueListBody, QueueStatsBody};
 use clap::{Args, Subcommand};
 
 use crate::commands::args::CommonArgs;

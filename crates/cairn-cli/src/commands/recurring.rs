@@ -3,9 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::RetryPolicy;
-use cairn_client::wire::{
-    EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest,
-};
+use cairn_api::{EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest};
 use clap::{Args, Subcommand};
 
 use crate::commands::args::{CommonArgs, JsonInput};

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::JobId;
-use cairn_client::wire::{AttemptBody, JobBody};
+use cairn_api::{AttemptBody, JobBody};
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs};

@@ -3,7 +3,7 @@
 //! `cairn_stats_hour` and `cairn_workers`; the tables are readable too.
 
 use anyhow::Context as _;
-use cairn_client::wire::{SqlBody, SqlRequest};
+use cairn_api::{SqlBody, SqlRequest};
 use clap::Args;
 
 use crate::commands::args::CommonArgs;

@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::{ActivityFilter, JobId, StatsPeriod, StatsQuery};
-use cairn_client::wire::{ActivityPageBody, StatsBody, SummaryBody};
+use cairn_api::{ActivityPageBody, StatsBody, SummaryBody};
 use clap::Args;
 
 use crate::commands::args::CommonArgs;

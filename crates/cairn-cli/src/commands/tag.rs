@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::{ChangeTags, JobId};
-use cairn_client::wire::EmptyBody;
+use cairn_api::EmptyBody;
 use clap::{ArgGroup, Args};
 
 use crate::commands::args::{self, CommonArgs};

@@ -3,7 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::JobId;
-use cairn_client::wire::EmptyBody;
+use cairn_api::EmptyBody;
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs};

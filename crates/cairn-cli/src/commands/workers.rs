@@ -2,7 +2,7 @@
 //! which of them stalled (their lease ran out and the queue has not retried them yet).
 
 use anyhow::Context as _;
-use cairn_client::wire::WorkerListBody;
+use cairn_api::WorkerListBody;
 use clap::Args;
 
 use crate::commands::args::CommonArgs;
@@ -73,7 +73,7 @@ fn ids(jobs: &[i64]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use cairn_client::wire::WorkerBody;
+    use cairn_api::WorkerBody;
 
     use super::*;
 

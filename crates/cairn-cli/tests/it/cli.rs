@@ -4,7 +4,7 @@
 
 use std::process::{Command, Output};
 
-use cairn_client::wire::{
+use cairn_api::{
     DequeueBody, EmptyBody, EnqueuedBody, JobBody, JobPageBody, LeaseExpiryBody, StateBody,
 };
 use serde::de::DeserializeOwned;

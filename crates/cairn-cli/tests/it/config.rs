@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use cairn::{ConfigKey, ConfigValue, Push};
-use cairn_client::wire::{ConfigEntryBody, ConfigListBody};
+use cairn_api::{ConfigEntryBody, ConfigListBody};
 use serde_json::{Value, json};
 
 use super::cli::{check_error, mask_times, ok, ok_json};

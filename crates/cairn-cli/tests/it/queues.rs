@@ -7,7 +7,7 @@ use std::time::Duration;
 use cairn::{
     ChangeTags, Dequeue, ErrorKind, JobFilter, JobId, Push, QueueStats, RetryPolicy, Unfail,
 };
-use cairn_client::wire::{
+use cairn_api::{
     EmptyBody, FailureGroupListBody, JobPageBody, PeekBody, QueueListBody, QueueStatsBody,
     UnfailBody,
 };

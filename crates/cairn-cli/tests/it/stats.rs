@@ -1,7 +1,7 @@
 //! Seeing the queue over the wire: `/v1/stats`, `/v1/activity`, `/metrics`, and `cairn stats|activity`.
 
 use cairn::{Dequeue, Push};
-use cairn_client::wire::{ActivityPageBody, SqlBody, StatsBody, WorkerStatsBody};
+use cairn_api::{ActivityPageBody, SqlBody, StatsBody, WorkerStatsBody};
 use serde_json::json;
 
 use super::cli::{check_error, ok, ok_json};

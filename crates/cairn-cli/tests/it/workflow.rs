@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use cairn::{Continue, Dequeue, ErrorKind, Finish, JobFilter, JobId, JobState, Push};
-use cairn_client::wire::{EmptyBody, JobPageBody, WorkerListBody};
+use cairn_api::{EmptyBody, JobPageBody, WorkerListBody};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 

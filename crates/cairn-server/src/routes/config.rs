@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use cairn_client::wire::{ConfigEntryBody, ConfigListBody, ErrorBody, SetConfigRequest};
+use cairn_api::{ConfigEntryBody, ConfigListBody, ErrorBody, SetConfigRequest};
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};

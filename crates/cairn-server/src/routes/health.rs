@@ -1,7 +1,7 @@
 //! `GET /v1/health`: whether the server is up.
 
 use axum::Json;
-use cairn_client::wire::HealthBody;
+use cairn_api::HealthBody;
 
 /// The server is up and serving.
 #[utoipa::path(get, path = "/v1/health", tag = "server",

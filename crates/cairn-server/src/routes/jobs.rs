@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
-use cairn_client::wire::{
+use cairn_api::{
     DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
     JobPageBody, PriorityRequest, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest,
     SetDataRequest, StateBody, TagsRequest,

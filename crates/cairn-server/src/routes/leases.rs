@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::extract::State;
 use cairn::{Continue, Fail, Finish, Lease, Retry, RunUsage, WorkerId};
-use cairn_client::wire::{
+use cairn_api::{
     CheckpointRequest, ClaimedJobBody, DequeueBody, DequeueRequest, EmptyBody, ErrorBody,
     FailRequest, FinishManyBody, FinishManyRequest, FinishRequest, FinishResult, HeartbeatRequest,
     LeaseExpiryBody, LeaseRequest, RetryRequest, StateBody, UpdateRequest,

@@ -168,7 +168,7 @@ pub(crate) fn job_id(text: &str) -> Result<JobId, ApiError> {
 
 /// A lease token from a request body.
 fn token(text: &str) -> Result<i64, ApiError> {
-    cairn_client::wire::parse_token("token", text).map_err(ApiError::from)
+    cairn_api::parse_token("token", text).map_err(ApiError::from)
 }
 
 /// Milliseconds from the wire.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use cairn_client::wire::{
+use cairn_api::{
     AgingRequest, ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody,
     JobBody, PeekBody, QueueListBody, QueueStatsBody, RateRequest, UnfailBody, UnfailRequest,
 };

@@ -3,9 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use cairn_client::wire::{
-    EmptyBody, ErrorBody, RecurringBody, RecurringListBody, RecurringRequest,
-};
+use cairn_api::{EmptyBody, ErrorBody, RecurringBody, RecurringListBody, RecurringRequest};
 
 use crate::body::JsonBody;
 use crate::error::ApiResult;

@@ -9,9 +9,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use cairn::{ActivityFilter, ActivityKind, HISTOGRAM_BOUNDS, JobMetrics, StatsPeriod, StatsQuery};
-use cairn_client::wire::{
-    ActivityPageBody, ErrorBody, SqlBody, SqlRequest, StatsBody, WorkerStatsBody,
-};
+use cairn_api::{ActivityPageBody, ErrorBody, SqlBody, SqlRequest, StatsBody, WorkerStatsBody};
 use serde::Deserialize;
 use utoipa::IntoParams;
 

@@ -4,7 +4,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use cairn_client::wire::{EmptyBody, ErrorBody, WorkerBody, WorkerListBody};
+use cairn_api::{EmptyBody, ErrorBody, WorkerBody, WorkerListBody};
 
 use crate::error::ApiResult;
 use crate::routes::WorkerPath;

@@ -1,0 +1,79 @@
+//! The engine options that change at run time (`/v1/config`); the engine checks each value.
+
+use cairn::{ConfigEntry, ConfigKey, ConfigUnit};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+/// One engine option that can change at run time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ConfigEntryBody {
+    /// The option's name, such as `retention.max_age`.
+    pub key: String,
+    /// What its values are: `ms` (a duration in milliseconds), `count` (a whole number) or `number`.
+    pub unit: String,
+    /// The value in force; `null` for off (keep forever, no limit).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    pub value: serde_json::Value,
+    /// The value the server was started with, in force when nothing is set.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    pub default: serde_json::Value,
+    /// When the value was set at run time; `null` when it is the default.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub set_at: Option<Timestamp>,
+}
+
+impl From<&ConfigEntry> for ConfigEntryBody {
+    fn from(entry: &ConfigEntry) -> Self {
+        ConfigEntryBody {
+            key: entry.key.as_str().to_owned(),
+            unit: match entry.key.unit() {
+                ConfigUnit::Duration => "ms",
+                ConfigUnit::Count => "count",
+                ConfigUnit::Number => "number",
+            }
+            .to_owned(),
+            value: entry.value.to_json(),
+            default: entry.default.to_json(),
+            set_at: entry.set_at,
+        }
+    }
+}
+
+impl ConfigEntryBody {
+    /// The engine's form of the entry.
+    ///
+    /// # Errors
+    /// A key or value this version does not know.
+    pub fn to_entry(&self) -> cairn::Result<ConfigEntry> {
+        let key = ConfigKey::parse(&self.key)?;
+        Ok(ConfigEntry {
+            key,
+            value: key.value_from_json(&self.value)?,
+            default: key.value_from_json(&self.default)?,
+            set_at: self.set_at,
+        })
+    }
+}
+
+/// Every engine option that can change at run time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ConfigListBody {
+    /// The options, in a fixed order.
+    pub config: Vec<ConfigEntryBody>,
+}
+
+/// Set an option at run time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetConfigRequest {
+    /// The new value in the option's unit (milliseconds for durations), or `null` for off where the option
+    /// allows it. Required: `DELETE` goes back to the default.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    pub value: serde_json::Value,
+}

@@ -1,0 +1,370 @@
+//! A job as the server shows it (its attempts, what each used), a page of jobs, and the requests that change a job
+//! outside a lease: priority, time, requeue, dependencies, tags and data. Enqueueing is in `push`; the calls under a
+//! lease are in `leases`.
+
+use cairn::{
+    Attempt, AttemptOutcome, ChangeTags, Error, Job, JobId, JobName, JobState, QueueName, RunUsage,
+    Tag, UniqueKey, WorkerId,
+};
+// Named only in doc links.
+#[cfg(doc)]
+use cairn::ErrorKind;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::errors::malformed;
+use crate::millis::{millis, to_millis};
+use crate::push::RetryPolicyBody;
+
+/// A job, as `GET /v1/jobs/{id}` and listings show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobBody {
+    /// The job's id.
+    pub id: i64,
+    /// Its queue.
+    pub queue: String,
+    /// Its name.
+    pub name: String,
+    /// `scheduled`, `queued`, `waiting`, `running`, `completed`, `failed` or `cancelled`.
+    pub state: String,
+    /// Its data: the input, the last checkpoint, or the result.
+    pub data: Value,
+    /// The last progress reported.
+    pub progress: Option<Value>,
+    /// Higher runs first.
+    pub priority: i32,
+    /// Its share of a worker's concurrency.
+    pub weight: u32,
+    /// When it may run (next).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub run_at: Timestamp,
+    /// Attempts started so far.
+    pub attempt: u32,
+    /// Attempts and backoff.
+    pub retry: RetryPolicyBody,
+    /// How long a lease lasts without a heartbeat.
+    pub lease_timeout_ms: u64,
+    /// The longest one attempt may run, heartbeats or not, if limited.
+    pub timeout_ms: Option<u64>,
+    /// Its unique key, if any.
+    pub unique_key: Option<String>,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The job that created it.
+    pub parent: Option<i64>,
+    /// True while it is a child waiting for the run of its parent that created it to finish.
+    pub awaits_parent: bool,
+    /// True when someone marked it to keep an eye on.
+    pub tracked: bool,
+    /// The jobs it still waits for: its dependencies that have not completed.
+    pub depends_on: Vec<i64>,
+    /// The worker holding it, while it runs.
+    pub worker: Option<String>,
+    /// When the running attempt's lease runs out.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub lease_expires_at: Option<Timestamp>,
+    /// When it was enqueued.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    /// When its latest attempt started.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub started_at: Option<Timestamp>,
+    /// When it finished.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub finished_at: Option<Timestamp>,
+    /// The last error.
+    pub error: Option<String>,
+    /// Why it failed, for grouping alike failures.
+    pub failure_group: Option<String>,
+    /// Its repeat or cron schedule.
+    pub schedule: Option<String>,
+    /// The time zone of a cron schedule.
+    pub time_zone: Option<String>,
+    /// Its attempts, oldest first (empty in listings).
+    pub history: Vec<AttemptBody>,
+}
+
+impl From<&Job> for JobBody {
+    fn from(j: &Job) -> Self {
+        JobBody {
+            id: j.id.0,
+            queue: j.queue.to_string(),
+            name: j.name.to_string(),
+            state: j.state.as_str().to_owned(),
+            data: j.data.clone(),
+            progress: j.progress.clone(),
+            priority: j.priority,
+            weight: j.weight,
+            run_at: j.run_at,
+            attempt: j.attempt,
+            retry: j.retry.into(),
+            lease_timeout_ms: to_millis(j.lease_timeout),
+            timeout_ms: j.timeout.map(to_millis),
+            unique_key: j.unique_key.as_ref().map(|k| k.to_string()),
+            tags: j.tags.iter().map(|t| t.to_string()).collect(),
+            parent: j.parent.map(|p| p.0),
+            awaits_parent: j.awaits_parent,
+            tracked: j.tracked,
+            depends_on: j.depends_on.iter().map(|d| d.0).collect(),
+            worker: j.worker.as_ref().map(|w| w.to_string()),
+            lease_expires_at: j.lease_expires_at,
+            created_at: j.created_at,
+            started_at: j.started_at,
+            finished_at: j.finished_at,
+            error: j.error.clone(),
+            failure_group: j.failure_group.clone(),
+            schedule: j.schedule.clone(),
+            time_zone: j.time_zone.clone(),
+            history: j.history.iter().map(AttemptBody::from).collect(),
+        }
+    }
+}
+
+impl JobBody {
+    /// The engine's job, as a handler sees it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body does not hold a valid job.
+    pub fn to_job(&self) -> Result<Job, Error> {
+        let history = self
+            .history
+            .iter()
+            .map(|a| {
+                Ok(Attempt {
+                    number: a.number,
+                    worker: WorkerId::parse(a.worker.as_str()).map_err(malformed)?,
+                    started_at: a.started_at,
+                    finished_at: a.finished_at,
+                    outcome: a.outcome.as_deref().and_then(AttemptOutcome::parse),
+                    error: a.error.clone(),
+                    usage: a.usage.map(RunUsage::from),
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        Ok(Job {
+            id: JobId(self.id),
+            queue: QueueName::parse(self.queue.as_str()).map_err(malformed)?,
+            name: JobName::parse(self.name.as_str()).map_err(malformed)?,
+            state: self.state.parse::<JobState>().map_err(malformed)?,
+            data: self.data.clone(),
+            progress: self.progress.clone(),
+            priority: self.priority,
+            weight: self.weight,
+            run_at: self.run_at,
+            attempt: self.attempt,
+            retry: self.retry.into(),
+            lease_timeout: millis(self.lease_timeout_ms),
+            timeout: self.timeout_ms.map(millis),
+            unique_key: self
+                .unique_key
+                .as_deref()
+                .map(UniqueKey::parse)
+                .transpose()
+                .map_err(malformed)?,
+            tags: self
+                .tags
+                .iter()
+                .map(|t| Tag::parse(t.as_str()))
+                .collect::<Result<_, _>>()
+                .map_err(malformed)?,
+            parent: self.parent.map(JobId),
+            awaits_parent: self.awaits_parent,
+            tracked: self.tracked,
+            depends_on: self.depends_on.iter().copied().map(JobId).collect(),
+            worker: self
+                .worker
+                .as_deref()
+                .map(WorkerId::parse)
+                .transpose()
+                .map_err(malformed)?,
+            lease_expires_at: self.lease_expires_at,
+            created_at: self.created_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            error: self.error.clone(),
+            failure_group: self.failure_group.clone(),
+            schedule: self.schedule.clone(),
+            time_zone: self.time_zone.clone(),
+            history,
+        })
+    }
+}
+
+/// One attempt at running a job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct AttemptBody {
+    /// 1 for the first attempt.
+    pub number: u32,
+    /// The worker that held the job.
+    pub worker: String,
+    /// When the worker took the job.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub started_at: Timestamp,
+    /// When it ended; null while it runs.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub finished_at: Option<Timestamp>,
+    /// `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released` or `requeued`; null
+    /// while it runs.
+    pub outcome: Option<String>,
+    /// The error it ended with.
+    pub error: Option<String>,
+    /// What its process used, when the worker measured it.
+    pub usage: Option<UsageBody>,
+}
+
+impl From<&Attempt> for AttemptBody {
+    fn from(a: &Attempt) -> Self {
+        AttemptBody {
+            number: a.number,
+            worker: a.worker.to_string(),
+            started_at: a.started_at,
+            finished_at: a.finished_at,
+            outcome: a.outcome.map(|o| o.as_str().to_owned()),
+            error: a.error.clone(),
+            usage: a.usage.map(UsageBody::from),
+        }
+    }
+}
+
+/// What an attempt's process used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UsageBody {
+    /// Wall-clock run time.
+    pub run_ms: u64,
+    /// CPU time, user plus system.
+    pub cpu_ms: u64,
+    /// Peak resident memory, in bytes.
+    pub peak_memory: u64,
+}
+
+impl From<RunUsage> for UsageBody {
+    fn from(u: RunUsage) -> Self {
+        UsageBody {
+            run_ms: to_millis(u.run_time),
+            cpu_ms: to_millis(u.cpu_time),
+            peak_memory: u.peak_memory,
+        }
+    }
+}
+
+impl From<UsageBody> for RunUsage {
+    fn from(u: UsageBody) -> Self {
+        RunUsage {
+            run_time: millis(u.run_ms),
+            cpu_time: millis(u.cpu_ms),
+            peak_memory: u.peak_memory,
+        }
+    }
+}
+
+/// A page of jobs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct JobPageBody {
+    /// The jobs on this page.
+    pub jobs: Vec<JobBody>,
+    /// Pass as `before` for the next page; null on the last page.
+    pub next: Option<i64>,
+}
+
+/// A job's state after a call that changes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct StateBody {
+    /// The job's new state.
+    pub state: String,
+}
+
+/// Change a job's priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PriorityRequest {
+    /// The new priority.
+    pub priority: i32,
+}
+
+/// Move a job that has not started to another time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RescheduleRequest {
+    /// When it may run.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub run_at: Timestamp,
+}
+
+/// Run a job again, whatever became of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequeueRequest {
+    /// When it may run; now when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub run_at: Option<Timestamp>,
+}
+
+/// Add and remove dependencies of a job that has not started.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DependenciesRequest {
+    /// Jobs it must now also wait for: each must exist, not be cancelled, and not wait (directly or not) for this
+    /// job. A completed one counts as met.
+    #[serde(default)]
+    pub add: Vec<i64>,
+    /// Jobs it no longer waits for.
+    #[serde(default)]
+    pub remove: Vec<i64>,
+}
+
+/// Add and remove tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TagsRequest {
+    /// Tags to add (each 1 to 128 bytes, no control characters).
+    #[serde(default)]
+    pub add: Vec<String>,
+    /// Tags to remove.
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+impl From<&ChangeTags> for TagsRequest {
+    fn from(c: &ChangeTags) -> Self {
+        TagsRequest {
+            add: c.add.clone(),
+            remove: c.remove.clone(),
+        }
+    }
+}
+
+impl TagsRequest {
+    /// The engine's change of `job`'s tags.
+    pub fn into_change(self, job: JobId) -> ChangeTags {
+        ChangeTags {
+            job,
+            add: self.add,
+            remove: self.remove,
+        }
+    }
+}
+
+/// Replace the data of a job that is not running.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SetDataRequest {
+    /// The new data.
+    pub data: Value,
+}

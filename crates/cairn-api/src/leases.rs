@@ -1,0 +1,381 @@
+//! Taking jobs and the calls made under a lease: dequeue, heartbeat, checkpoint, update, finish (one job or many, or
+//! on to a next queue), retry, fail and release. The lease's token is checked by the engine, never here.
+
+use std::time::Duration;
+
+use cairn::{ClaimedJob, Continue, Dequeue, Error, ErrorKind, JobId, Lease, QueueOrder, WorkerId};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::errors::{ErrorDetail, malformed};
+use crate::jobs::{JobBody, UsageBody};
+use crate::millis::{millis, to_millis};
+
+/// A request for ready jobs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DequeueRequest {
+    /// Who takes the jobs; recorded in their history.
+    pub worker: String,
+    /// Queues to take from; `["default"]` when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<String>,
+    /// `ordered` (earlier queues first, the default) or `round_robin`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    /// With `round_robin`, how many jobs each queue gives per turn, one weight per entry of `queues` (1 each when
+    /// empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<u32>,
+    /// Job name patterns (GLOB: `email.*`; a `*`, `?` or `[` that a name holds is written `[*]`, `[?]`, `[[]`); any
+    /// name when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// The most jobs to take; 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// The most total weight to take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_weight: Option<u32>,
+    /// Wait up to this long for a job (a long poll), returning the moment one is ready; 0 or absent answers at
+    /// once. The server caps it at its `max_wait`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
+    /// How long these leases last before their first heartbeat, instead of each job's lease timeout (for a
+    /// worker that cannot heartbeat); heartbeats never shorten a lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_timeout_ms: Option<u64>,
+    /// Only jobs of exactly this priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+}
+
+impl DequeueRequest {
+    /// The engine's request, with the wait capped at `max_wait`.
+    pub fn into_dequeue(self, max_wait: Duration) -> Result<Dequeue, Error> {
+        let order = match self.order.as_deref() {
+            None | Some("ordered") => QueueOrder::Ordered,
+            Some("round_robin") => QueueOrder::RoundRobin,
+            Some(other) => {
+                return Err(Error::from_parts(
+                    ErrorKind::InvalidInput,
+                    Some("order".into()),
+                    format!("order: must be ordered or round_robin, got {other:?}"),
+                ));
+            }
+        };
+        Ok(Dequeue {
+            worker: self.worker,
+            queues: self.queues,
+            order,
+            weights: self.weights,
+            names: self.names,
+            limit: self.limit.unwrap_or(1),
+            max_weight: self.max_weight,
+            wait: millis(self.wait_ms.unwrap_or(0)).min(max_wait),
+            lease_timeout: self.lease_timeout_ms.map(millis),
+            priority: self.priority,
+        })
+    }
+}
+
+impl From<&Dequeue> for DequeueRequest {
+    fn from(d: &Dequeue) -> Self {
+        DequeueRequest {
+            worker: d.worker.clone(),
+            queues: d.queues.clone(),
+            order: Some(
+                match d.order {
+                    QueueOrder::RoundRobin => "round_robin",
+                    _ => "ordered",
+                }
+                .to_owned(),
+            ),
+            weights: d.weights.clone(),
+            names: d.names.clone(),
+            limit: Some(d.limit),
+            max_weight: d.max_weight,
+            wait_ms: Some(to_millis(d.wait)),
+            lease_timeout_ms: d.lease_timeout.map(to_millis),
+            priority: d.priority,
+        }
+    }
+}
+
+/// Jobs taken, each with its lease.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct DequeueBody {
+    /// Empty when no job was ready before the wait ended.
+    pub jobs: Vec<ClaimedJobBody>,
+}
+
+/// A job taken by a worker, and the lease under which it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct ClaimedJobBody {
+    /// The job as the attempt starts.
+    pub job: JobBody,
+    /// The lease; send its `token` with every call about the job.
+    pub lease: LeaseBody,
+}
+
+impl From<&ClaimedJob> for ClaimedJobBody {
+    fn from(c: &ClaimedJob) -> Self {
+        ClaimedJobBody {
+            job: JobBody::from(&c.job),
+            lease: LeaseBody::from(&c.lease),
+        }
+    }
+}
+
+/// A lease on a running job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct LeaseBody {
+    /// The job.
+    pub job: i64,
+    /// The fencing token: calls without this exact token are refused.
+    pub token: String,
+    /// The worker holding the lease.
+    pub worker: String,
+    /// When the lease runs out unless extended by a heartbeat.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub expires_at: Timestamp,
+}
+
+impl From<&Lease> for LeaseBody {
+    fn from(l: &Lease) -> Self {
+        LeaseBody {
+            job: l.job.0,
+            token: l.token.to_string(),
+            worker: l.worker.to_string(),
+            expires_at: l.expires_at,
+        }
+    }
+}
+
+impl LeaseBody {
+    /// The engine's lease.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body does not hold a valid lease.
+    pub fn to_lease(&self) -> Result<Lease, Error> {
+        Ok(Lease {
+            job: JobId(self.job),
+            token: self.token.parse().map_err(|_| malformed("lease.token"))?,
+            worker: WorkerId::parse(self.worker.as_str()).map_err(malformed)?,
+            expires_at: self.expires_at,
+        })
+    }
+}
+
+/// Parses a lease token as the wire carries it.
+pub fn parse_token(field: &str, token: &str) -> Result<i64, Error> {
+    token.parse().map_err(|_| {
+        Error::from_parts(
+            ErrorKind::InvalidInput,
+            Some(field.to_owned()),
+            format!("{field}: must be a lease token (a decimal integer), got {token:?}"),
+        )
+    })
+}
+
+/// A call under a lease that carries nothing else (release).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRequest {
+    /// The lease's token.
+    pub token: String,
+}
+
+/// Extend a lease, optionally reporting progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatRequest {
+    /// The lease's token.
+    pub token: String,
+    /// Progress to record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Value>,
+}
+
+/// A lease's new expiry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct LeaseExpiryBody {
+    /// When the lease now runs out.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub lease_expires_at: Timestamp,
+}
+
+/// Save what a retry starts from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The data the next attempt starts from.
+    pub data: Value,
+}
+
+/// Record progress.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The progress to record.
+    pub progress: Value,
+}
+
+/// Complete the job, or with `next`, this step of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FinishRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The job's result, replacing its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+    /// Instead of completing, the job goes on in another queue (the attempt ends and the job moves in one step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<ContinueBody>,
+}
+
+/// Completes many jobs at once (`POST /v1/finish`): for a worker that reports several jobs together. Each job is
+/// answered on its own, in `results`; only a malformed request is refused whole.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FinishManyRequest {
+    /// The jobs, at most 1,000.
+    pub jobs: Vec<FinishItem>,
+}
+
+/// One job of a [`FinishManyRequest`]: what `POST /v1/jobs/{id}/finish` takes, with the job's id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FinishItem {
+    /// The job's id.
+    pub id: i64,
+    /// The lease's token.
+    pub token: String,
+    /// The job's result, replacing its data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+    /// Instead of completing, the job goes on in another queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<ContinueBody>,
+}
+
+/// What became of each job of a [`FinishManyRequest`], in the request's order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FinishManyBody {
+    /// One per job.
+    pub results: Vec<FinishResult>,
+}
+
+/// One job's answer: done (completed, or moved on to its next queue) unless `error` says why not, as the one-job
+/// call's error would (`lease_lost`, say).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FinishResult {
+    /// The job's id.
+    pub id: i64,
+    /// Why the job was not finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorDetail>,
+}
+
+/// Where a finished step of a job goes on: another queue, after a delay or once other jobs complete, with fresh
+/// attempts and the data it finished with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ContinueBody {
+    /// The queue the job goes on in.
+    pub queue: String,
+    /// How long from now until it is ready again, in milliseconds (at most a year); at once when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Jobs that must complete before it runs again (each must exist and not be cancelled; a completed one counts
+    /// as met); it is `waiting` until then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<i64>,
+}
+
+impl From<&Continue> for ContinueBody {
+    fn from(c: &Continue) -> Self {
+        ContinueBody {
+            queue: c.queue.clone(),
+            delay_ms: c.delay.map(to_millis),
+            depends_on: c.depends_on.iter().map(|j| j.0).collect(),
+        }
+    }
+}
+
+impl From<ContinueBody> for Continue {
+    fn from(b: ContinueBody) -> Self {
+        Continue {
+            queue: b.queue,
+            delay: b.delay_ms.map(millis),
+            depends_on: b.depends_on.into_iter().map(JobId).collect(),
+        }
+    }
+}
+
+/// Retry the job after a transient error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RetryRequest {
+    /// The lease's token.
+    pub token: String,
+    /// What went wrong.
+    pub error: String,
+    /// Wait this long instead of the job's backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Run again at this time instead of after the job's backoff (give this or `delay_ms`, not both).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub run_at: Option<Timestamp>,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+}
+
+/// Fail the job for good.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct FailRequest {
+    /// The lease's token.
+    pub token: String,
+    /// The kind of failure, such as `invalid-address`.
+    pub group: String,
+    /// What happened.
+    pub message: String,
+    /// What the attempt's process used, kept in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageBody>,
+}

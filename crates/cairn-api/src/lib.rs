@@ -1,0 +1,40 @@
+//! The JSON bodies of Cairn's HTTP API (`/v1/…`), shared by the server and the client so the two cannot drift.
+//!
+//! Conventions: times are RFC 3339 strings in UTC; durations are whole milliseconds in fields ending in `_ms`;
+//! lease tokens are strings (they are 64-bit, more than a JavaScript number holds exactly); unknown fields are
+//! refused, so a misspelt option is an error rather than silently ignored. Conversions to and from the engine's
+//! types live here too; validation does not: the engine checks every field and names it in its errors.
+//!
+//! One module per resource, each body beside its conversions; every public item is re-exported here, so users write
+//! `cairn_api::PushRequest`. The `openapi` feature derives the OpenAPI schemas the server documents its API with.
+
+#![warn(missing_docs)]
+
+mod activity;
+mod config;
+mod empty;
+mod errors;
+mod health;
+mod jobs;
+mod leases;
+mod millis;
+mod push;
+mod queues;
+mod recurring;
+mod sql;
+mod stats;
+mod workers;
+
+pub use activity::*;
+pub use config::*;
+pub use empty::*;
+pub use errors::*;
+pub use health::*;
+pub use jobs::*;
+pub use leases::*;
+pub use push::*;
+pub use queues::*;
+pub use recurring::*;
+pub use sql::*;
+pub use stats::*;
+pub use workers::*;

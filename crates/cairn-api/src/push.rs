@@ -1,0 +1,219 @@
+//! Enqueueing: a job to push, with its retry policy, a batch of them, and what the server answers, to and from the
+//! engine's [`Push`], [`RetryPolicy`] and [`Enqueued`]. A job as it is read back is in `jobs`.
+
+use cairn::{Enqueued, Error, JobId, Push, RetryPolicy};
+// Named only in doc links.
+#[cfg(doc)]
+use cairn::ErrorKind;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::errors::malformed;
+use crate::millis::{millis, to_millis};
+
+/// A job to enqueue. Only `name` is required.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PushRequest {
+    /// The queue; `default` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// What the job is, such as `email.send`; workers take jobs by name.
+    pub name: String,
+    /// The job's input (any JSON value); `{}` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Higher runs first; 0 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    /// How much of a worker's concurrency the job takes; 1 when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u32>,
+    /// Do not run before this time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub run_at: Option<Timestamp>,
+    /// Do not run for this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Attempts and backoff; the queue's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicyBody>,
+    /// How long a lease lasts without a heartbeat, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_timeout_ms: Option<u64>,
+    /// The longest one attempt may run, heartbeats or not, in milliseconds (at most a day); no limit when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// While a live job holds this key, enqueueing another with it returns that job (`existing: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_key: Option<String>,
+    /// Labels for listing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    /// The job creating this one: it must be running (the child then starts when that run finishes) or waiting for
+    /// its children (a child adding a sibling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<i64>,
+    /// Jobs that must complete before this one runs; it is `waiting` until then.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<i64>,
+    /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    /// The IANA time zone of a cron `schedule`; UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+}
+
+impl From<PushRequest> for Push {
+    fn from(r: PushRequest) -> Self {
+        let mut push = Push::new(r.name);
+        if let Some(queue) = r.queue {
+            push.queue = queue;
+        }
+        if let Some(data) = r.data {
+            push.data = data;
+        }
+        if let Some(priority) = r.priority {
+            push.priority = priority;
+        }
+        if let Some(weight) = r.weight {
+            push.weight = weight;
+        }
+        push.run_at = r.run_at;
+        push.delay = r.delay_ms.map(millis);
+        push.retry = r.retry.map(RetryPolicy::from);
+        push.lease_timeout = r.lease_timeout_ms.map(millis);
+        push.timeout = r.timeout_ms.map(millis);
+        push.unique_key = r.unique_key;
+        push.tags = r.tags;
+        push.parent = r.parent.map(JobId);
+        push.depends_on = r.depends_on.into_iter().map(JobId).collect();
+        push.schedule = r.schedule;
+        push.time_zone = r.time_zone;
+        push
+    }
+}
+
+impl From<&Push> for PushRequest {
+    fn from(p: &Push) -> Self {
+        PushRequest {
+            queue: Some(p.queue.clone()),
+            name: p.name.clone(),
+            data: Some(p.data.clone()),
+            priority: Some(p.priority),
+            weight: Some(p.weight),
+            run_at: p.run_at,
+            delay_ms: p.delay.map(to_millis),
+            retry: p.retry.map(RetryPolicyBody::from),
+            lease_timeout_ms: p.lease_timeout.map(to_millis),
+            timeout_ms: p.timeout.map(to_millis),
+            unique_key: p.unique_key.clone(),
+            tags: p.tags.clone(),
+            parent: p.parent.map(|j| j.0),
+            depends_on: p.depends_on.iter().map(|j| j.0).collect(),
+            schedule: p.schedule.clone(),
+            time_zone: p.time_zone.clone(),
+        }
+    }
+}
+
+/// A job's attempts and the backoff between them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RetryPolicyBody {
+    /// Attempts in all, counting the first.
+    pub max_attempts: u32,
+    /// The delay after the first failed attempt.
+    pub initial_delay_ms: u64,
+    /// Each further delay is this many times the previous one.
+    pub multiplier: f64,
+    /// No delay is longer than this.
+    pub max_delay_ms: u64,
+    /// The fraction by which a delay is randomly lengthened or shortened.
+    pub jitter: f64,
+}
+
+impl From<RetryPolicyBody> for RetryPolicy {
+    fn from(b: RetryPolicyBody) -> Self {
+        RetryPolicy {
+            max_attempts: b.max_attempts,
+            initial_delay: millis(b.initial_delay_ms),
+            multiplier: b.multiplier,
+            max_delay: millis(b.max_delay_ms),
+            jitter: b.jitter,
+        }
+    }
+}
+
+impl From<RetryPolicy> for RetryPolicyBody {
+    fn from(p: RetryPolicy) -> Self {
+        RetryPolicyBody {
+            max_attempts: p.max_attempts,
+            initial_delay_ms: to_millis(p.initial_delay),
+            multiplier: p.multiplier,
+            max_delay_ms: to_millis(p.max_delay),
+            jitter: p.jitter,
+        }
+    }
+}
+
+/// Many jobs to enqueue in one transaction: all or none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PushBatchRequest {
+    /// The jobs, in order.
+    pub jobs: Vec<PushRequest>,
+}
+
+/// An enqueued job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EnqueuedBody {
+    /// The job's id.
+    pub id: i64,
+    /// Its state: `queued`, or `scheduled` when it waits for its time.
+    pub state: String,
+    /// Whether a live job already held the unique key (and this is that job).
+    pub existing: bool,
+}
+
+impl From<Enqueued> for EnqueuedBody {
+    fn from(e: Enqueued) -> Self {
+        EnqueuedBody {
+            id: e.id.0,
+            state: e.state.as_str().to_owned(),
+            existing: e.existing,
+        }
+    }
+}
+
+impl EnqueuedBody {
+    /// The engine's answer.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] for an unknown state.
+    pub fn to_enqueued(&self) -> Result<Enqueued, Error> {
+        Ok(Enqueued {
+            id: JobId(self.id),
+            state: self.state.parse().map_err(malformed)?,
+            existing: self.existing,
+        })
+    }
+}
+
+/// The jobs of a batch enqueue, in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct EnqueuedBatchBody {
+    /// One entry per requested job.
+    pub jobs: Vec<EnqueuedBody>,
+}

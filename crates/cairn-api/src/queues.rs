@@ -1,0 +1,247 @@
+//! Queues: their counts and settings (pause, concurrency, rate limit, priority aging), a peek at their next jobs, and
+//! failure groups with unfail.
+
+use std::time::Duration;
+
+use cairn::{FailureGroup, QueueStats, Unfail};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::jobs::JobBody;
+use crate::millis::to_millis;
+
+/// One queue: whether it is paused, and its jobs counted by state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QueueStatsBody {
+    /// The queue.
+    pub queue: String,
+    /// Whether it hands out nothing for now (everything else works).
+    pub paused: bool,
+    /// The most of its jobs that may run at once across all workers, if limited.
+    pub concurrency: Option<u32>,
+    /// How many of its jobs may start per period across all workers, if limited.
+    pub rate_limit: Option<RateLimitBody>,
+    /// With priority aging, a ready job gains one priority point per this many milliseconds of waiting.
+    #[serde(default)]
+    pub priority_aging_ms: Option<u64>,
+    /// Jobs waiting for their `run_at`.
+    pub scheduled: u64,
+    /// Jobs ready to be taken.
+    pub queued: u64,
+    /// Jobs waiting on other jobs.
+    pub waiting: u64,
+    /// Jobs leased to a worker whose lease has not run out.
+    pub running: u64,
+    /// Jobs whose lease ran out and that the queue has not retried yet (their worker is lost or hung).
+    pub stalled: u64,
+    /// Failed jobs.
+    pub failed: u64,
+    /// Completed jobs (until retention deletes them).
+    pub completed: u64,
+    /// Cancelled jobs (until retention deletes them).
+    pub cancelled: u64,
+}
+
+impl From<&QueueStats> for QueueStatsBody {
+    fn from(s: &QueueStats) -> Self {
+        QueueStatsBody {
+            queue: s.queue.clone(),
+            paused: s.paused,
+            concurrency: s.concurrency,
+            rate_limit: s.rate_limit.map(RateLimitBody::from),
+            priority_aging_ms: s.priority_aging.map(to_millis),
+            scheduled: s.scheduled,
+            queued: s.queued,
+            waiting: s.waiting,
+            running: s.running,
+            stalled: s.stalled,
+            failed: s.failed,
+            completed: s.completed,
+            cancelled: s.cancelled,
+        }
+    }
+}
+
+impl From<QueueStatsBody> for QueueStats {
+    fn from(b: QueueStatsBody) -> Self {
+        QueueStats {
+            queue: b.queue,
+            paused: b.paused,
+            concurrency: b.concurrency,
+            rate_limit: b.rate_limit.map(cairn::RateLimit::from),
+            priority_aging: b.priority_aging_ms.map(Duration::from_millis),
+            scheduled: b.scheduled,
+            queued: b.queued,
+            waiting: b.waiting,
+            running: b.running,
+            stalled: b.stalled,
+            failed: b.failed,
+            completed: b.completed,
+            cancelled: b.cancelled,
+        }
+    }
+}
+
+/// Every queue that has jobs or settings, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct QueueListBody {
+    /// The queues.
+    pub queues: Vec<QueueStatsBody>,
+}
+
+/// Set or remove a queue's concurrency limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyRequest {
+    /// The most of the queue's jobs that may run at once across all workers; `null` removes the limit.
+    pub concurrency: Option<u32>,
+}
+
+/// Set or remove a queue's rate limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RateRequest {
+    /// At most this many of the queue's jobs start per period across all workers; `null` removes the limit.
+    pub rate: Option<RateLimitBody>,
+}
+
+/// A rate limit: at most `jobs` starts per `per_ms` milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitBody {
+    /// How many jobs may start per period.
+    pub jobs: u32,
+    /// The period, in milliseconds.
+    pub per_ms: u64,
+}
+
+impl From<cairn::RateLimit> for RateLimitBody {
+    fn from(r: cairn::RateLimit) -> Self {
+        RateLimitBody {
+            jobs: r.jobs,
+            per_ms: u64::try_from(r.per.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl From<RateLimitBody> for cairn::RateLimit {
+    fn from(r: RateLimitBody) -> Self {
+        cairn::RateLimit {
+            jobs: r.jobs,
+            per: Duration::from_millis(r.per_ms),
+        }
+    }
+}
+
+/// Turn a queue's priority aging on or off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AgingRequest {
+    /// A ready job gains one priority point per this many milliseconds of waiting (1 to 86,400,000); `null` for
+    /// strict priority.
+    pub every_ms: Option<u64>,
+}
+
+/// The next jobs a worker taking from a queue would get, in that order, without taking them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct PeekBody {
+    /// The jobs, in claim order (without their history); empty while the queue is paused.
+    pub jobs: Vec<JobBody>,
+}
+
+/// One failure group: how many failed jobs it holds, and when they failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FailureGroupBody {
+    /// The group: `retries-exhausted`, or the group a worker failed the job with.
+    pub group: String,
+    /// How many jobs are failed in it.
+    pub count: u64,
+    /// When the first of them failed.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub first_failed_at: Timestamp,
+    /// When the last of them failed.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub last_failed_at: Timestamp,
+}
+
+impl From<&FailureGroup> for FailureGroupBody {
+    fn from(g: &FailureGroup) -> Self {
+        FailureGroupBody {
+            group: g.group.clone(),
+            count: g.count,
+            first_failed_at: g.first_failed_at,
+            last_failed_at: g.last_failed_at,
+        }
+    }
+}
+
+impl From<FailureGroupBody> for FailureGroup {
+    fn from(b: FailureGroupBody) -> Self {
+        FailureGroup {
+            group: b.group,
+            count: b.count,
+            first_failed_at: b.first_failed_at,
+            last_failed_at: b.last_failed_at,
+        }
+    }
+}
+
+/// Every failure group that holds failed jobs, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct FailureGroupListBody {
+    /// The groups.
+    pub groups: Vec<FailureGroupBody>,
+}
+
+/// Put the oldest failed jobs of a failure group back in a queue, ready now, with fresh attempts.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct UnfailRequest {
+    /// The queue to move them to; each job's own when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// How many at most, oldest first (1 to 1,000,000); all of them (up to 1,000,000) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+impl From<&Unfail> for UnfailRequest {
+    fn from(u: &Unfail) -> Self {
+        UnfailRequest {
+            queue: u.queue.clone(),
+            limit: Some(u.limit),
+        }
+    }
+}
+
+impl UnfailRequest {
+    /// The engine's unfail of `group`; without a limit, as many as one unfail moves ([`cairn::MAX_UNFAIL`]).
+    pub fn into_unfail(self, group: String) -> Unfail {
+        Unfail {
+            group,
+            queue: self.queue,
+            limit: self.limit.unwrap_or(cairn::MAX_UNFAIL),
+        }
+    }
+}
+
+/// What an unfail did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct UnfailBody {
+    /// How many jobs went back (a job whose unique key another live job holds stays failed).
+    pub moved: u64,
+}

@@ -1,0 +1,125 @@
+//! Recurring templates: a cron schedule in a time zone, and the job it creates at each slot.
+
+use cairn::{Error, ErrorKind, MissedSlots, Push, Recurring, RecurringInfo};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::push::PushRequest;
+
+/// A recurring template: at every slot of `cron` in `time_zone`, a job like `job` is created, due at the slot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RecurringRequest {
+    /// A cron expression, such as `0 4 * * *`.
+    pub cron: String,
+    /// An IANA time zone such as `Europe/Berlin`; UTC when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    /// Slots that passed while the server was down: `skip` them, run `once` for all of them (the default), or run
+    /// `all` of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missed: Option<String>,
+    /// The job to create at each slot; its `run_at`, `delay_ms`, `unique_key`, `parent` and `schedule` must be
+    /// unset (the slot times each run).
+    pub job: PushRequest,
+}
+
+impl RecurringRequest {
+    /// The engine's template under `key`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] on `missed` when it is not `skip`, `once` or `all`.
+    pub fn into_recurring(self, key: String) -> Result<Recurring, Error> {
+        let missed = match self.missed.as_deref() {
+            None | Some("once") => MissedSlots::RunOnce,
+            Some("skip") => MissedSlots::Skip,
+            Some("all") => MissedSlots::RunAll,
+            Some(other) => {
+                return Err(Error::from_parts(
+                    ErrorKind::InvalidInput,
+                    Some("missed".into()),
+                    format!("missed: must be skip, once or all, got {other:?}"),
+                ));
+            }
+        };
+        Ok(Recurring {
+            key,
+            cron: self.cron,
+            time_zone: self.time_zone.unwrap_or_else(|| "UTC".to_owned()),
+            missed,
+            job: Push::from(self.job),
+        })
+    }
+}
+
+impl From<&Recurring> for RecurringRequest {
+    fn from(r: &Recurring) -> Self {
+        RecurringRequest {
+            cron: r.cron.clone(),
+            time_zone: Some(r.time_zone.clone()),
+            missed: Some(
+                match r.missed {
+                    MissedSlots::Skip => "skip",
+                    MissedSlots::RunAll => "all",
+                    _ => "once",
+                }
+                .to_owned(),
+            ),
+            job: PushRequest::from(&r.job),
+        }
+    }
+}
+
+/// A recurring template as stored, and when it runs next.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RecurringBody {
+    /// The template's key.
+    pub key: String,
+    /// Its cron expression.
+    pub cron: String,
+    /// Its time zone.
+    pub time_zone: String,
+    /// The next slot, if the schedule has one.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub next_run: Option<Timestamp>,
+    /// The latest slot a job was created for.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub last_run: Option<Timestamp>,
+}
+
+impl From<&RecurringInfo> for RecurringBody {
+    fn from(info: &RecurringInfo) -> Self {
+        RecurringBody {
+            key: info.key.clone(),
+            cron: info.cron.clone(),
+            time_zone: info.time_zone.clone(),
+            next_run: info.next_run,
+            last_run: info.last_run,
+        }
+    }
+}
+
+impl From<RecurringBody> for RecurringInfo {
+    fn from(body: RecurringBody) -> Self {
+        RecurringInfo {
+            key: body.key,
+            cron: body.cron,
+            time_zone: body.time_zone,
+            next_run: body.next_run,
+            last_run: body.last_run,
+        }
+    }
+}
+
+/// Every recurring template, by key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct RecurringListBody {
+    /// The templates.
+    pub recurring: Vec<RecurringBody>,
+}

@@ -1,0 +1,67 @@
+//! The workers a queue has seen, and what each holds now.
+
+use cairn::{Error, JobId, WorkerId, WorkerInfo};
+// Named only in doc links.
+#[cfg(doc)]
+use cairn::ErrorKind;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::errors::malformed;
+
+/// A worker the queue has seen: when it took jobs or heartbeated, and what it holds now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WorkerBody {
+    /// The worker's id, as it named itself when taking jobs.
+    pub id: String,
+    /// When it first took jobs or heartbeated.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub first_seen: Timestamp,
+    /// When it last did (to a second).
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub last_seen: Timestamp,
+    /// The jobs it holds, oldest first.
+    pub jobs: Vec<i64>,
+    /// Those of its jobs whose lease ran out and that the queue has not retried yet.
+    pub stalled: Vec<i64>,
+}
+
+impl From<&WorkerInfo> for WorkerBody {
+    fn from(w: &WorkerInfo) -> Self {
+        WorkerBody {
+            id: w.id.to_string(),
+            first_seen: w.first_seen,
+            last_seen: w.last_seen,
+            jobs: w.jobs.iter().map(|j| j.0).collect(),
+            stalled: w.stalled.iter().map(|j| j.0).collect(),
+        }
+    }
+}
+
+impl WorkerBody {
+    /// The engine's worker.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body does not hold a valid worker id.
+    pub fn to_worker(&self) -> Result<WorkerInfo, Error> {
+        Ok(WorkerInfo {
+            id: WorkerId::parse(self.id.as_str()).map_err(malformed)?,
+            first_seen: self.first_seen,
+            last_seen: self.last_seen,
+            jobs: self.jobs.iter().copied().map(JobId).collect(),
+            stalled: self.stalled.iter().copied().map(JobId).collect(),
+        })
+    }
+}
+
+/// Every worker the queue remembers, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct WorkerListBody {
+    /// The workers.
+    pub workers: Vec<WorkerBody>,
+}
