@@ -85,7 +85,7 @@ pub(crate) struct Limits {
 
 /// What an operation sees of the writer: the transaction, the time, and where to note newly ready jobs.
 pub(crate) struct WriteCtx<'a> {
-    /// The transaction, on either database (`store/db.rs`).
+    /// The transaction, on either database (`store/db/`).
     pub db: Db<'a>,
     pub now_ms: i64,
     pub ready: &'a mut ReadyQueues,

@@ -1,7 +1,7 @@
 //! The PostgreSQL backend (see `docs/design/postgres.md`): connecting, the schema and the migrations that bring a
 //! database to it, the reader pool, read-only SQL, the writer's session (`writer`), which node leads the timed work
 //! (`leader`), what a commit tells the other nodes (`notify`) and the listener that hears them (`listener`). The
-//! engine's statements carry their PostgreSQL text beside SQLite's (`store/db.rs`, `Sql`).
+//! engine's statements carry their PostgreSQL text beside SQLite's (`Sql`, in `store/db/sql.rs`).
 
 pub(crate) mod connect;
 pub(crate) mod leader;
