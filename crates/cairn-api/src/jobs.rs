@@ -4,7 +4,7 @@
 
 use cairn::{
     Attempt, AttemptOutcome, ChangeTags, Error, Job, JobId, JobName, JobState, QueueName, RunUsage,
-    Tag, UniqueKey, WorkerId,
+    SetPriority, Tag, UniqueKey, WorkerId,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -16,9 +16,11 @@ use serde_json::Value;
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::push::RetryPolicyBody;
+use crate::route::{JOB_ID, Method, PathParam, PathParams, Route};
 
 /// A job, as `GET /v1/jobs/{id}` and listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -290,6 +292,45 @@ pub struct StateBody {
 pub struct PriorityRequest {
     /// The new priority.
     pub priority: i32,
+}
+
+impl Route for SetPriority {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/priority";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "set_priority";
+    const SUMMARY: &'static str = "Changes the priority of a job that has not finished.";
+    const DONE: &'static str = "Changed";
+    const ERRORS: &'static [(u16, &'static str)] =
+        &[(404, "No such job"), (409, "The job already finished")];
+    type Body = PriorityRequest;
+    type Answer = EmptyBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/priority", self.job)
+    }
+
+    fn body(&self) -> PriorityRequest {
+        PriorityRequest {
+            priority: self.priority,
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: PriorityRequest) -> Result<Self, Error> {
+        Ok(SetPriority {
+            job: path.job()?,
+            priority: body.priority,
+        })
+    }
+
+    fn answer((): ()) -> EmptyBody {
+        EmptyBody {}
+    }
+
+    fn output(_: EmptyBody) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 /// Move a job that has not started to another time.

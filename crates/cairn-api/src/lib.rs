@@ -6,7 +6,9 @@
 //! types live here too; validation does not: the engine checks every field and names it in its errors.
 //!
 //! One module per resource, each body beside its conversions; every public item is re-exported here, so users write
-//! `cairn_api::PushRequest`. The `openapi` feature derives the OpenAPI schemas the server documents its API with.
+//! `cairn_api::PushRequest`. A request declared as a [`Route`] (its path, body and answer, in its resource's module)
+//! is mounted by the server and called by the client through one generic path each, and runs through [`Jobs`]
+//! embedded or remote alike. The `openapi` feature derives the OpenAPI schemas the server documents its API with.
 
 #![warn(missing_docs)]
 
@@ -21,6 +23,7 @@ mod millis;
 mod push;
 mod queues;
 mod recurring;
+mod route;
 mod sql;
 mod stats;
 mod workers;
@@ -35,6 +38,7 @@ pub use leases::*;
 pub use push::*;
 pub use queues::*;
 pub use recurring::*;
+pub use route::*;
 pub use sql::*;
 pub use stats::*;
 pub use workers::*;

@@ -7,7 +7,7 @@ use cairn::{
     ActivityFilter, ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey,
     ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, Job, JobFilter,
     JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo, Result,
-    Retry, StatsPeriod, StatsQuery, Unfail, WorkerInfo,
+    Retry, SetPriority, StatsPeriod, StatsQuery, Unfail, WorkerInfo,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -21,13 +21,13 @@ use cairn_api::{
     ConfigListBody, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
     EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
     FinishManyBody, FinishManyRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody,
-    JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PriorityRequest, PushBatchRequest,
-    PushRequest, QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody,
-    RecurringRequest, RequeueRequest, RescheduleRequest, RetryRequest, SetConfigRequest,
-    SetDataRequest, StateBody, StatsBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest,
-    UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
+    JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest,
+    QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
+    RequeueRequest, RescheduleRequest, RetryRequest, SetConfigRequest, SetDataRequest, StateBody,
+    StatsBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody,
+    WorkerListBody, WorkerStatsBody,
 };
-use cairn_api::{SqlBody, SqlRequest};
+use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
 /// How long an ordinary call may take before the client gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -151,6 +151,23 @@ impl Client {
                 format!("{url} answered {status}, not as a Cairn server"),
             ),
         })
+    }
+
+    /// Runs a request declared as a [`Route`]: one call, to the route's path with its body. Also
+    /// [`Jobs::run`], so code written against [`Jobs`] runs on a server or embedded alike.
+    ///
+    /// # Errors
+    /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
+    pub async fn run<R: Route>(&self, request: R) -> Result<R::Output> {
+        let method = match R::METHOD {
+            RouteMethod::Post => Method::POST,
+            RouteMethod::Put => Method::PUT,
+            RouteMethod::Delete => Method::DELETE,
+        };
+        let answer: R::Answer = self
+            .call(method, &request.path(), Some(&request.body()), CALL_TIMEOUT)
+            .await?;
+        R::output(answer)
     }
 
     async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
@@ -447,12 +464,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn set_priority(&self, job: JobId, priority: i32) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/jobs/{job}/priority"),
-            &PriorityRequest { priority },
-        )
-        .await
-        .map(drop)
+        self.run(SetPriority { job, priority }).await
     }
 
     /// Moves a job that has not started; see [`cairn::Queue::reschedule`].
@@ -1073,6 +1085,15 @@ fn encode_query_value(value: &str) -> String {
 }
 
 cairn::impl_backend_by_inherent_methods!(Client);
+
+impl Jobs for Client {
+    fn run<R: Route>(
+        &self,
+        request: R,
+    ) -> impl std::future::Future<Output = Result<R::Output>> + Send {
+        Client::run(self, request)
+    }
+}
 
 #[cfg(test)]
 mod tests {

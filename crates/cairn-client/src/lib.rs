@@ -27,4 +27,5 @@ pub struct ReadmeDoctests;
 
 mod client;
 
+pub use cairn_api::{Jobs, Route};
 pub use client::Client;

@@ -51,7 +51,6 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::enqueue_batch))
         .routes(routes!(jobs::get_job, jobs::delete))
         .routes(routes!(jobs::cancel))
-        .routes(routes!(jobs::set_priority))
         .routes(routes!(jobs::reschedule))
         .routes(routes!(jobs::requeue))
         .routes(routes!(jobs::set_data))
@@ -96,6 +95,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(stats::metrics))
         .routes(routes!(workers::stop_worker))
         .routes(routes!(health::health))
+        .merge(jobs::declared())
         .split_for_parts()
 }
 

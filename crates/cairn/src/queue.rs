@@ -52,6 +52,7 @@ use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::ops::{maintenance, rows};
 use crate::options::{Durability, QueueOptions};
 use crate::query::{JobFilter, JobPage};
+use crate::request::Request;
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
@@ -430,6 +431,15 @@ impl Queue {
     /// The current time, as the queue's clock reads it.
     pub fn now(&self) -> Timestamp {
         self.inner.clock.now()
+    }
+
+    /// Runs a request: any operation's struct ([`Request`] lists what answers it). The named methods are shorthand
+    /// for the requests a program makes most.
+    ///
+    /// # Errors
+    /// The request's own: [`ErrorKind::InvalidInput`] naming a bad field, [`ErrorKind::NotFound`], and so on.
+    pub async fn run<R: Request>(&self, request: R) -> Result<R::Output> {
+        request.run_on(self).await
     }
 
     pub(crate) async fn write<O: Operation>(&self, op: O) -> Result<O::Output> {
@@ -1229,5 +1239,14 @@ impl Operation for ReadSettings {
                 "the queue is not stored in SQLite",
             )),
         }
+    }
+}
+
+/// A dequeue answers [`Queue::run`] as [`Queue::dequeue`]: it may wait, parked in the writer.
+impl Request for Dequeue {
+    type Output = Vec<ClaimedJob>;
+
+    fn run_on(self, queue: &Queue) -> crate::worker::BoxFuture<'_, Result<Vec<ClaimedJob>>> {
+        Box::pin(queue.dequeue(self))
     }
 }

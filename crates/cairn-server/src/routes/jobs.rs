@@ -1,19 +1,22 @@
-//! Enqueueing, reading and managing jobs: `/v1/jobs…`, tracking among them.
+//! Enqueueing, reading and managing jobs: `/v1/jobs…`, tracking among them. Routes declared in `cairn-api` are
+//! mounted by [`declared`]; the others have a handler here.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
+use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push, SetPriority};
 use cairn_api::{
     DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
-    JobPageBody, PriorityRequest, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest,
-    SetDataRequest, StateBody, TagsRequest,
+    JobPageBody, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest, SetDataRequest,
+    StateBody, TagsRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::routes::declared::mount;
 use crate::routes::{JobPath, QueryParams, bool_param, id_param};
 use crate::state::AppState;
 
@@ -193,23 +196,6 @@ pub async fn delete(
     Ok(Json(EmptyBody {}))
 }
 
-/// Changes the priority of a job that has not finished.
-#[utoipa::path(post, path = "/v1/jobs/{id}/priority", tag = "jobs", request_body = PriorityRequest,
-    params(("id" = i64, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Changed", body = EmptyBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 409, description = "The job already finished", body = ErrorBody),
-    ))]
-pub async fn set_priority(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-    JsonBody(request): JsonBody<PriorityRequest>,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.set_priority(id, request.priority).await?;
-    Ok(Json(EmptyBody {}))
-}
-
 /// Moves a job that is not running to another time.
 #[utoipa::path(post, path = "/v1/jobs/{id}/reschedule", tag = "jobs", request_body = RescheduleRequest,
     params(("id" = i64, Path, description = "The job's id")),
@@ -341,4 +327,9 @@ pub async fn set_data(
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.set_data(id, request.data).await?;
     Ok(Json(EmptyBody {}))
+}
+
+/// The jobs' routes declared in `cairn-api` (see `routes/declared.rs`).
+pub fn declared() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(mount::<SetPriority>())
 }

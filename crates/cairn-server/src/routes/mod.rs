@@ -5,6 +5,7 @@
 //! the engine's operation, and converts the answer; validation is the engine's.
 
 pub mod config;
+pub mod declared;
 pub mod health;
 pub mod jobs;
 pub mod leases;

@@ -54,6 +54,76 @@ pub(crate) mod update;
 pub(crate) mod waiting;
 pub(crate) mod workers;
 
+/// The operations' public types, which `lib.rs` re-exports: an operation added here is in the crate's API.
+pub mod public {
+    pub use super::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
+    pub use super::cancel::Cancel;
+    pub use super::checkpoint::Checkpoint;
+    pub use super::claim::{
+        ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_QUEUE_WEIGHT, MAX_WAIT, QueueOrder,
+    };
+    pub use super::config::{ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig};
+    pub use super::delete::Delete;
+    pub use super::dependencies::ChangeDependencies;
+    pub use super::events::{ActivityKind, WORKER_LOST_AFTER};
+    pub use super::fail::Fail;
+    pub use super::failures::{FailureGroup, MAX_UNFAIL, Unfail};
+    pub use super::finish::{Continue, Finish, MAX_FINISH_MANY};
+    pub use super::heartbeat::Heartbeat;
+    pub use super::push::{Enqueued, MAX_DEPENDENCIES, Push, PushBatch};
+    pub use super::queues::{LimitQueue, PauseQueue, QueueStats};
+    pub use super::rate_limit::{RateLimit, RateLimitQueue};
+    pub use super::recurring::{
+        MissedSlots, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,
+    };
+    pub use super::release::Release;
+    pub use super::rename::Rename;
+    pub use super::requeue::Requeue;
+    pub use super::reschedule::Reschedule;
+    pub use super::retry::Retry;
+    pub use super::set_data::SetData;
+    pub use super::set_priority::SetPriority;
+    pub use super::set_schedule::SetSchedule;
+    pub use super::tags::ChangeTags;
+    pub use super::track::Track;
+    pub use super::update::Update;
+    pub use super::workers::WorkerInfo;
+    pub use super::workers::WorkerStopped;
+}
+
+// Every operation the writer applies answers `Queue::run` with its output (see `request.rs`).
+crate::request::written_requests!(
+    aging::AgeQueue => (),
+    cancel::Cancel => (),
+    checkpoint::Checkpoint => jiff::Timestamp,
+    config::SetConfig => config::ConfigEntry,
+    delete::Delete => (),
+    dependencies::ChangeDependencies => JobState,
+    fail::Fail => (),
+    failures::Unfail => u64,
+    finish::Finish => (),
+    heartbeat::Heartbeat => jiff::Timestamp,
+    push::Push => push::Enqueued,
+    push::PushBatch => Vec<push::Enqueued>,
+    queues::LimitQueue => (),
+    queues::PauseQueue => (),
+    rate_limit::RateLimitQueue => (),
+    recurring::RemoveRecurring => (),
+    recurring::SetRecurring => recurring::RecurringInfo,
+    release::Release => (),
+    rename::Rename => (),
+    requeue::Requeue => JobState,
+    reschedule::Reschedule => JobState,
+    retry::Retry => JobState,
+    set_data::SetData => (),
+    set_priority::SetPriority => (),
+    set_schedule::SetSchedule => (),
+    tags::ChangeTags => (),
+    track::Track => (),
+    update::Update => (),
+    workers::WorkerStopped => (),
+);
+
 /// An operation the writer applies in a transaction.
 pub(crate) trait Operation: Send + 'static {
     /// What the caller gets back once the transaction commits.

@@ -1,0 +1,153 @@
+//! [`Route`]: how a request travels over HTTP, declared once beside its body, so that the server mounts it and the
+//! client calls it through one generic path each ([`Jobs::run`]), and [`Jobs`]: what code is written against to run
+//! requests embedded or against a server alike.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use cairn::{Error, ErrorKind, JobId, Request, Result};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// The HTTP method of a [`Route`]. Routes take a JSON body, so they are written with `POST`, `PUT` or `DELETE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `POST`.
+    Post,
+    /// `PUT`.
+    Put,
+    /// `DELETE`.
+    Delete,
+}
+
+/// A parameter in a route's path, such as `{id}`: its name, what it is, and whether it is a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathParam {
+    /// The name between braces.
+    pub name: &'static str,
+    /// What it is, for the OpenAPI document.
+    pub description: &'static str,
+    /// Whether it is an integer (else a string).
+    pub integer: bool,
+}
+
+/// The `{id}` of a job's path.
+pub const JOB_ID: PathParam = PathParam {
+    name: "id",
+    description: "The job's id",
+    integer: true,
+};
+
+/// A request's path parameters as the server received them, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathParams(pub BTreeMap<String, String>);
+
+impl PathParams {
+    /// The parameter `name` as text.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming it when it is missing.
+    pub fn text(&self, name: &str) -> Result<&str> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| invalid(name, "is missing from the path"))
+    }
+
+    /// The job of `{id}`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] (field `id`) unless it is a positive integer.
+    pub fn job(&self) -> Result<JobId> {
+        let text = self.text("id")?;
+        text.parse::<i64>()
+            .ok()
+            .filter(|id| *id > 0)
+            .map(JobId)
+            .ok_or_else(|| invalid("id", format!("must be a positive integer, got {text:?}")))
+    }
+}
+
+/// What a route's body and answer must be: JSON both ways, and with the `openapi` feature a schema in the server's
+/// OpenAPI document.
+#[cfg(feature = "openapi")]
+pub trait Wire: Serialize + DeserializeOwned + Send + Sync + 'static + utoipa::ToSchema {}
+#[cfg(feature = "openapi")]
+impl<T: Serialize + DeserializeOwned + Send + Sync + 'static + utoipa::ToSchema> Wire for T {}
+
+/// What a route's body and answer must be: JSON both ways, and with the `openapi` feature a schema in the server's
+/// OpenAPI document.
+#[cfg(not(feature = "openapi"))]
+pub trait Wire: Serialize + DeserializeOwned + Send + Sync + 'static {}
+#[cfg(not(feature = "openapi"))]
+impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> Wire for T {}
+
+/// How a [`Request`] travels over HTTP: its method and path, its body and answer on the wire with the conversions
+/// both ways, and what the OpenAPI document says of it. The server mounts every route through one handler and the
+/// client calls every route through [`Jobs::run`], so a route is declared here and nowhere else.
+pub trait Route: Request + Sized {
+    /// The method.
+    const METHOD: Method;
+    /// The path as the router mounts it, `{name}` for each parameter (`/v1/jobs/{id}/move`).
+    const PATH: &'static str;
+    /// The path's parameters.
+    const PARAMS: &'static [PathParam];
+    /// The OpenAPI document's tag (the resource) and operation id.
+    const TAG: &'static str;
+    /// The OpenAPI operation id.
+    const OPERATION_ID: &'static str;
+    /// What the route does, in one sentence.
+    const SUMMARY: &'static str;
+    /// What a `200` means.
+    const DONE: &'static str;
+    /// The other statuses it answers, each with what it means; their body is an [`ErrorBody`](crate::ErrorBody).
+    const ERRORS: &'static [(u16, &'static str)];
+
+    /// The request's body on the wire.
+    type Body: Wire;
+    /// The answer's body on the wire.
+    type Answer: Wire;
+
+    /// This request's path: [`Self::PATH`] with its parameters filled in.
+    fn path(&self) -> String;
+    /// This request's body.
+    fn body(&self) -> Self::Body;
+    /// The request that arrived, from its path's parameters and its body.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming a bad parameter or field.
+    fn from_wire(path: &PathParams, body: Self::Body) -> Result<Self>;
+    /// The answer to send for what the request gave.
+    fn answer(output: Self::Output) -> Self::Answer;
+    /// What the request gave, from the answer received.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the answer is not one Cairn sends.
+    fn output(answer: Self::Answer) -> Result<Self::Output>;
+}
+
+/// Where requests run: an embedded [`cairn::Queue`], or a server through `cairn_client::Client`. Code written
+/// against it runs either way unchanged.
+pub trait Jobs: Send + Sync {
+    /// Runs `request` and gives what it answers.
+    ///
+    /// # Errors
+    /// The request's own errors, the same either way; a server adds [`ErrorKind::Unavailable`] and
+    /// [`ErrorKind::Unauthorized`].
+    fn run<R: Route>(&self, request: R) -> impl Future<Output = Result<R::Output>> + Send;
+}
+
+impl Jobs for cairn::Queue {
+    fn run<R: Route>(&self, request: R) -> impl Future<Output = Result<R::Output>> + Send {
+        cairn::Queue::run(self, request)
+    }
+}
+
+/// A bad path parameter, as the engine names a bad field.
+fn invalid(field: &str, rule: impl std::fmt::Display) -> Error {
+    Error::from_parts(
+        ErrorKind::InvalidInput,
+        Some(field.to_owned()),
+        format!("{field}: {rule}"),
+    )
+}

@@ -1,0 +1,129 @@
+//! Mounting a [`Route`] declared in `cairn-api`: one handler serves every such route (read the path and the body,
+//! run the request on the queue, send the answer), and the route's entry in the OpenAPI document is built from its
+//! declaration, so a route declared there needs one line here (`mount::<MoveJob>()`) and nothing else.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use cairn_api::{ErrorBody, Method, PathParams, Route};
+use utoipa::openapi::path::{
+    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
+};
+use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::{
+    ContentBuilder, KnownFormat, ObjectBuilder, Paths, Ref, RefOr, Required, ResponseBuilder,
+    Schema, SchemaFormat, Type,
+};
+use utoipa::{PartialSchema, ToSchema};
+use utoipa_axum::router::UtoipaMethodRouter;
+
+use crate::body::JsonBody;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// `R`'s handler and its OpenAPI entry, for `OpenApiRouter::routes`.
+pub fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
+    let handler = |State(state): State<AppState>,
+                   PathOf(path): PathOf,
+                   JsonBody(body): JsonBody<R::Body>| async move {
+        let request = R::from_wire(&path, body)?;
+        let output = state.queue.run(request).await?;
+        ApiResult::Ok(Json(R::answer(output)))
+    };
+    let method_router = match R::METHOD {
+        Method::Post => axum::routing::post(handler),
+        Method::Put => axum::routing::put(handler),
+        Method::Delete => axum::routing::delete(handler),
+    };
+    let mut schemas = Vec::new();
+    <R::Body as ToSchema>::schemas(&mut schemas);
+    <R::Answer as ToSchema>::schemas(&mut schemas);
+    schemas.push((
+        <R::Body as ToSchema>::name().into_owned(),
+        <R::Body as PartialSchema>::schema(),
+    ));
+    schemas.push((
+        <R::Answer as ToSchema>::name().into_owned(),
+        <R::Answer as PartialSchema>::schema(),
+    ));
+    (schemas, paths::<R>(), method_router)
+}
+
+/// `R`'s entry in the OpenAPI document: as `#[utoipa::path]` writes one.
+fn paths<R: Route>() -> Paths {
+    let json = |name: &str| {
+        ContentBuilder::new()
+            .schema(Some(RefOr::<Schema>::Ref(Ref::from_schema_name(name))))
+            .build()
+    };
+    let mut operation = OperationBuilder::new()
+        .tag(R::TAG)
+        .summary(Some(R::SUMMARY))
+        .operation_id(Some(R::OPERATION_ID))
+        .request_body(Some(
+            RequestBodyBuilder::new()
+                .content("application/json", json(&<R::Body as ToSchema>::name()))
+                .required(Some(Required::True))
+                .build(),
+        ))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description(R::DONE)
+                .content("application/json", json(&<R::Answer as ToSchema>::name()))
+                .build(),
+        );
+    for param in R::PARAMS {
+        let schema = if param.integer {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        } else {
+            ObjectBuilder::new().schema_type(Type::String)
+        };
+        operation = operation.parameter(
+            ParameterBuilder::new()
+                .name(param.name)
+                .parameter_in(ParameterIn::Path)
+                .description(Some(param.description))
+                .required(Required::True)
+                .schema(Some(schema)),
+        );
+    }
+    for (status, meaning) in R::ERRORS {
+        operation = operation.response(
+            status.to_string(),
+            ResponseBuilder::new()
+                .description(*meaning)
+                .content("application/json", json(&ErrorBody::name()))
+                .build(),
+        );
+    }
+    let method = match R::METHOD {
+        Method::Post => HttpMethod::Post,
+        Method::Put => HttpMethod::Put,
+        Method::Delete => HttpMethod::Delete,
+    };
+    Paths::builder()
+        .path(R::PATH, PathItem::new(method, operation))
+        .build()
+}
+
+/// A declared route's path parameters. A segment that is not valid UTF-8 once decoded is a `path` error in Cairn's
+/// error shape rather than axum's plain-text rejection; the route names a bad value's field itself.
+struct PathOf(PathParams);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathOf {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let Path(params) = Path::<BTreeMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| {
+                ApiError::invalid("path", format!("must be UTF-8 text ({})", e.body_text()))
+            })?;
+        Ok(PathOf(PathParams(params)))
+    }
+}
