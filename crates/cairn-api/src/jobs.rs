@@ -20,7 +20,7 @@ use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::push::RetryPolicyBody;
-use crate::route::{JOB_ID, Method, PathParam, PathParams, Route};
+use crate::route::{JOB_ID, Method, PathParam, PathParams, Route, RouteVisitor};
 
 /// A job, as `GET /v1/jobs/{id}` and listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -292,6 +292,11 @@ pub struct StateBody {
 pub struct PriorityRequest {
     /// The new priority.
     pub priority: i32,
+}
+
+/// The jobs' routes declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<SetPriority>();
 }
 
 impl Route for SetPriority {

@@ -126,6 +126,17 @@ pub trait Route: Request + Sized {
     fn output(answer: Self::Answer) -> Result<Self::Output>;
 }
 
+/// Something given every declared route in turn: the server mounts each, a test can list them.
+pub trait RouteVisitor {
+    /// Takes route `R`.
+    fn visit<R: Route>(&mut self);
+}
+
+/// Gives `visitor` every route declared in this crate, resource by resource.
+pub fn visit_routes(visitor: &mut impl RouteVisitor) {
+    crate::jobs::visit_job_routes(visitor);
+}
+
 /// Where requests run: an embedded [`cairn::Queue`], or a server through `cairn_client::Client`. Code written
 /// against it runs either way unchanged.
 pub trait Jobs: Send + Sync {

@@ -95,7 +95,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(stats::metrics))
         .routes(routes!(workers::stop_worker))
         .routes(routes!(health::health))
-        .merge(jobs::declared())
+        .merge(routes::declared::routes())
         .split_for_parts()
 }
 

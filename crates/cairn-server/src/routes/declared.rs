@@ -1,13 +1,13 @@
-//! Mounting a [`Route`] declared in `cairn-api`: one handler serves every such route (read the path and the body,
-//! run the request on the queue, send the answer), and the route's entry in the OpenAPI document is built from its
-//! declaration, so a route declared there needs one line here (`mount::<MoveJob>()`) and nothing else.
+//! Mounting the routes declared in `cairn-api` ([`Route`], listed by `cairn_api::visit_routes`): one handler serves
+//! every one of them (read the path and the body, run the request on the queue, send the answer), and each route's
+//! entry in the OpenAPI document is built from its declaration. A route declared there needs nothing here.
 
 use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
-use cairn_api::{ErrorBody, Method, PathParams, Route};
+use cairn_api::{ErrorBody, Method, PathParams, Route, RouteVisitor};
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
 };
@@ -17,14 +17,28 @@ use utoipa::openapi::{
     Schema, SchemaFormat, Type,
 };
 use utoipa::{PartialSchema, ToSchema};
-use utoipa_axum::router::UtoipaMethodRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
+/// Every route declared in `cairn-api`, mounted.
+pub fn routes() -> OpenApiRouter<AppState> {
+    struct Mount(OpenApiRouter<AppState>);
+    impl RouteVisitor for Mount {
+        fn visit<R: Route>(&mut self) {
+            let router = std::mem::take(&mut self.0);
+            self.0 = router.routes(mount::<R>());
+        }
+    }
+    let mut mounted = Mount(OpenApiRouter::new());
+    cairn_api::visit_routes(&mut mounted);
+    mounted.0
+}
+
 /// `R`'s handler and its OpenAPI entry, for `OpenApiRouter::routes`.
-pub fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
+fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
     let handler = |State(state): State<AppState>,
                    PathOf(path): PathOf,
                    JsonBody(body): JsonBody<R::Body>| async move {

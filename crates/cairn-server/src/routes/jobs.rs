@@ -1,10 +1,10 @@
-//! Enqueueing, reading and managing jobs: `/v1/jobs…`, tracking among them. Routes declared in `cairn-api` are
-//! mounted by [`declared`]; the others have a handler here.
+//! Enqueueing, reading and managing jobs: `/v1/jobs…`, tracking among them. The routes declared in `cairn-api`
+//! are mounted by `routes/declared.rs`; these are the others.
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push, SetPriority};
+use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
 use cairn_api::{
     DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
     JobPageBody, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest, SetDataRequest,
@@ -12,11 +12,9 @@ use cairn_api::{
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
-use utoipa_axum::router::OpenApiRouter;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::declared::mount;
 use crate::routes::{JobPath, QueryParams, bool_param, id_param};
 use crate::state::AppState;
 
@@ -327,9 +325,4 @@ pub async fn set_data(
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.set_data(id, request.data).await?;
     Ok(Json(EmptyBody {}))
-}
-
-/// The jobs' routes declared in `cairn-api` (see `routes/declared.rs`).
-pub fn declared() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(mount::<SetPriority>())
 }
