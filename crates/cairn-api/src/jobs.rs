@@ -3,8 +3,8 @@
 //! lease are in `leases`.
 
 use cairn::{
-    Attempt, AttemptOutcome, ChangeTags, Error, Job, JobId, JobName, JobState, QueueName, RunUsage,
-    SetPriority, Tag, UniqueKey, WorkerId,
+    Attempt, AttemptOutcome, ChangeTags, Error, Job, JobId, JobName, JobState, MoveJob, QueueName,
+    RunUsage, SetPriority, Tag, UniqueKey, WorkerId,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -297,6 +297,56 @@ pub struct PriorityRequest {
 /// The jobs' routes declared here, for [`visit_routes`](crate::visit_routes).
 pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<SetPriority>();
+    visitor.visit::<MoveJob>();
+}
+
+/// Move a job that has not started to another queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MoveRequest {
+    /// The queue it moves to.
+    pub queue: String,
+}
+
+impl Route for MoveJob {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/move";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "move_job";
+    const SUMMARY: &'static str =
+        "Moves a job that has not started (scheduled, queued or waiting) to another queue.";
+    const DONE: &'static str = "Moved (or already there)";
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (400, "Bad input, naming the field"),
+        (404, "No such job"),
+        (409, "The job is running or finished"),
+    ];
+    type Body = MoveRequest;
+    type Answer = EmptyBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/move", self.job)
+    }
+
+    fn body(&self) -> MoveRequest {
+        MoveRequest {
+            queue: self.queue.clone(),
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: MoveRequest) -> Result<Self, Error> {
+        Ok(MoveJob::new(path.job()?, body.queue))
+    }
+
+    fn answer((): ()) -> EmptyBody {
+        EmptyBody {}
+    }
+
+    fn output(_: EmptyBody) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
 impl Route for SetPriority {

@@ -1,11 +1,11 @@
 //! Managing a job from outside, without a lease: `cancel`, `delete`, `priority`, `reschedule`, `requeue`,
-//! `set-data`.
+//! `set-data`, `move`.
 //!
 //! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
 
 use anyhow::Context as _;
-use cairn::JobId;
-use cairn_api::{EmptyBody, StateBody};
+use cairn::{JobId, MoveJob};
+use cairn_api::{EmptyBody, Route as _, StateBody};
 use clap::Args;
 use jiff::Timestamp;
 
@@ -33,6 +33,19 @@ pub struct PriorityArgs {
     /// The new priority: higher runs first (may be negative).
     #[arg(allow_negative_numbers = true)]
     pub priority: i32,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `cairn move` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct MoveArgs {
+    /// The job's id.
+    #[arg(value_parser = args::job_id)]
+    pub id: JobId,
+    /// The queue it moves to.
+    pub queue: String,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -175,6 +188,28 @@ impl PriorityArgs {
             .with_context(|| format!("changing the priority of job {id}"))?;
         output::outcome(self.common.json, &EmptyBody {}, || {
             format!("job {id}: priority {priority}")
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl MoveArgs {
+    /// Moves a job that has not started to another queue.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a job that is running or finished,
+    /// [`cairn::ErrorKind::InvalidInput`] for a bad queue name, or the server's refusal.
+    pub async fn run(self) -> anyhow::Result<Code> {
+        let id = self.id;
+        let body = self
+            .common
+            .client()?
+            .run(MoveJob::new(id, self.queue.as_str()))
+            .await
+            .map(MoveJob::answer)
+            .with_context(|| format!("moving job {id} to queue {:?}", self.queue))?;
+        output::outcome(self.common.json, &body, || {
+            format!("job {id}: moved to queue {}", self.queue)
         })?;
         Ok(Code::Success)
     }

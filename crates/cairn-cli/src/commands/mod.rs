@@ -54,7 +54,7 @@ pub use failures::{FailuresArgs, UnfailArgs};
 pub use get::GetArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
 pub use list::ListArgs;
-pub use manage::{JobArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
+pub use manage::{JobArgs, MoveArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
 pub use push::PushArgs;
 pub use queues::{QueueArgs, QueueCommand, QueuesArgs};
 pub use recurring::{RecurringArgs, RecurringCommand};
@@ -122,6 +122,9 @@ pub enum ClientCommand {
     /// Move a job that has not started to another time.
     #[command(after_long_help = EXIT_CODES)]
     Reschedule(RescheduleArgs),
+    /// Move a job that has not started (scheduled, queued or waiting) to another queue, as it is.
+    #[command(name = "move", after_long_help = EXIT_CODES)]
+    Move(MoveArgs),
     /// Run a job again with a fresh count of attempts: a failed, cancelled or completed one, or one taken from
     /// its worker.
     #[command(after_long_help = EXIT_CODES)]
@@ -213,6 +216,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Delete(args) => args.delete().await,
         ClientCommand::Priority(args) => args.run().await,
         ClientCommand::Reschedule(args) => args.run().await,
+        ClientCommand::Move(args) => args.run().await,
     }
 }
 

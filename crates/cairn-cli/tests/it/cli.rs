@@ -369,8 +369,9 @@ history:
         "{shown}"
     );
 
-    let manage: [(&[&str], &str); 4] = [
+    let manage: [(&[&str], &str); 5] = [
         (&["priority", "2", "-5"], "job 2: priority -5\n"),
+        (&["move", "2", "urgent"], "job 2: moved to queue urgent\n"),
         (
             &["reschedule", "2", "--run-at", "2030-01-01T00:00:00Z"],
             "job 2: scheduled, runs at 2030-01-01T00:00:00Z\n",
@@ -441,8 +442,9 @@ fn errors_exit_with_their_code_and_name_what_was_wrong() {
     let wrong = if token == "1" { "2" } else { "1" };
 
     // (arguments, exit code, what stderr says)
-    let cases: [(&[&str], i32, &str); 10] = [
+    let cases: [(&[&str], i32, &str); 11] = [
         (&["show", "999"], 3, "job 999 not found"),
+        (&["move", "999", "q"], 3, "moving job 999 to queue \"q\""),
         (&["cancel", "999"], 3, "not found"),
         (&["finish", "1", "--lease", wrong], 4, "finishing job 1"),
         (&["cancel", "1"], 0, ""),

@@ -285,6 +285,62 @@ async fn a_queue_is_paused_and_resumed_from_the_queues_page() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_is_moved_to_another_queue_from_its_page() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("report.daily").queue("reports"))
+        .await
+        .unwrap()
+        .id;
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, &format!("jobs/{id}")).await;
+
+    // A name the engine refuses: its error shows, naming the field, and nothing moves.
+    browser
+        .type_into("#move-job input[name=queue]", &"q".repeat(300))
+        .await;
+    browser.click("#move-job button[type=submit]").await;
+    let message = browser
+        .wait_for(
+            "the API's error in the notice line",
+            "const n = document.querySelector('.notice:not([hidden])'); return n && !n.classList.contains('ok') ? n.innerText : null",
+        )
+        .await;
+    let message = message.as_str().unwrap();
+    assert!(
+        message.contains("invalid_input") && message.contains("field: queue"),
+        "{message}"
+    );
+    assert_eq!(client.get(id).await.unwrap().queue.as_str(), "reports");
+
+    browser
+        .type_into("#move-job input[name=queue]", "urgent")
+        .await;
+    browser.click("#move-job button[type=submit]").await;
+    eventually(DEADLINE, "the job moved", || async {
+        client.get(id).await.unwrap().queue.as_str() == "urgent"
+    })
+    .await;
+    browser
+        .wait_for(
+            "the job shown in its new queue",
+            "return document.querySelector('#job a[href=\"#/jobs?queue=urgent\"]') !== null",
+        )
+        .await;
+    // A running job has no move: it stays in the queue its worker took it from.
+    client.dequeue(take("w", "urgent", 1)).await.unwrap();
+    browser
+        .wait_for(
+            "the running job without a move form",
+            "return document.querySelector('#job') !== null && document.querySelector('#move-job') === null",
+        )
+        .await;
+    assert_no_page_errors(&browser, "job").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pages_fit_a_phone() {
     let server = TestServer::spawn();
     let jobs = populate(&server.client()).await;

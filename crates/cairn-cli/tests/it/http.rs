@@ -172,6 +172,98 @@ async fn every_management_call_works_over_http() {
     assert_eq!(job.history.len(), 2);
 }
 
+/// Code written against `cairn_api::Jobs`: the same function moves and reprioritizes a job embedded and remote.
+async fn move_and_prioritize<J: cairn_api::Jobs>(jobs: &J, job: JobId) {
+    jobs.run(cairn::MoveJob::new(job, "fast")).await.unwrap();
+    jobs.run(cairn::SetPriority { job, priority: 5 })
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_moves_to_another_queue_embedded_and_over_http_alike() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = cairn::Queue::open(dir.path().join("jobs.db"))
+        .await
+        .unwrap();
+    let remote = client
+        .enqueue(Push::new("r").queue("slow"))
+        .await
+        .unwrap()
+        .id;
+    let local = queue
+        .enqueue(Push::new("l").queue("slow"))
+        .await
+        .unwrap()
+        .id;
+    move_and_prioritize(&client, remote).await;
+    move_and_prioritize(&queue, local).await;
+    let (remote, local) = (
+        client.get(remote).await.unwrap(),
+        queue.get(local).await.unwrap(),
+    );
+    for job in [&remote, &local] {
+        assert_eq!((job.queue.as_str(), job.priority), ("fast", 5));
+    }
+    queue.close(Duration::from_secs(5)).await.unwrap();
+
+    // The route's answers and errors, as the wire carries them.
+    let id = remote.id;
+    assert_eq!(
+        post(
+            &server,
+            &format!("/v1/jobs/{id}/move"),
+            r#"{"queue":"slow"}"#
+        )
+        .await,
+        (200, json!({}))
+    );
+    assert_eq!(
+        post(&server, "/v1/jobs/abc/move", r#"{"queue":"q"}"#).await,
+        (
+            400,
+            json!({"error": {"kind": "invalid_input", "field": "id", "message": "id: must be a positive integer, got \"abc\""}})
+        )
+    );
+    let (status, body) = post(&server, "/v1/jobs/999/move", r#"{"queue":"q"}"#).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (404, Some("not_found"))
+    );
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/move"),
+        r#"{"queue":"a\tb"}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["field"].as_str()),
+        (400, Some("queue")),
+        "{body}"
+    );
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/move"),
+        r#"{"queue":"q","x":1}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (400, Some("invalid_input")),
+        "{body}"
+    );
+    let claimed = client.dequeue(take("w").queue("slow")).await.unwrap();
+    assert_eq!(claimed[0].job.id, id);
+    let (status, body) = post(&server, &format!("/v1/jobs/{id}/move"), r#"{"queue":"q"}"#).await;
+    assert_eq!(
+        (status, body["error"]["kind"].as_str()),
+        (409, Some("invalid_state")),
+        "{body}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_is_all_or_nothing_and_names_the_bad_job() {
     let server = TestServer::spawn();
@@ -598,6 +690,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/fail",
             "/v1/jobs/{id}/finish",
             "/v1/jobs/{id}/heartbeat",
+            "/v1/jobs/{id}/move",
             "/v1/jobs/{id}/priority",
             "/v1/jobs/{id}/release",
             "/v1/jobs/{id}/requeue",

@@ -35,6 +35,7 @@ pub(crate) mod failures;
 pub(crate) mod finish;
 pub(crate) mod heartbeat;
 pub(crate) mod maintenance;
+pub(crate) mod move_job;
 pub(crate) mod push;
 pub(crate) mod queues;
 pub(crate) mod rate_limit;
@@ -70,6 +71,7 @@ pub mod public {
     pub use super::failures::{FailureGroup, MAX_UNFAIL, Unfail};
     pub use super::finish::{Continue, Finish, MAX_FINISH_MANY};
     pub use super::heartbeat::Heartbeat;
+    pub use super::move_job::MoveJob;
     pub use super::push::{Enqueued, MAX_DEPENDENCIES, Push, PushBatch};
     pub use super::queues::{LimitQueue, PauseQueue, QueueStats};
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
@@ -103,6 +105,7 @@ crate::request::written_requests!(
     failures::Unfail => u64,
     finish::Finish => (),
     heartbeat::Heartbeat => jiff::Timestamp,
+    move_job::MoveJob => (),
     push::Push => push::Enqueued,
     push::PushBatch => Vec<push::Enqueued>,
     queues::LimitQueue => (),

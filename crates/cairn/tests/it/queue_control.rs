@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cairn::{ChangeTags, Dequeue, JobFilter, JobState, Push, RetryPolicy, Unfail};
+use cairn::{ChangeTags, Dequeue, ErrorKind, JobFilter, JobState, Push, RetryPolicy, Unfail};
 use serde_json::json;
 
 use super::harness::TestQueue;
@@ -569,5 +569,181 @@ async fn a_claim_of_one_priority_finds_it_on_strict_and_aging_queues() {
         let names: Vec<_> = got.iter().map(|c| c.job.name.as_str()).collect();
         assert_eq!(names, ["p1", "p1"], "{queue}");
     }
+    t.close().await;
+}
+
+/// Takes one job from `queue` as `worker`, not waiting.
+async fn take_from(t: &TestQueue, queue: &str, worker: &str) -> Option<cairn::ClaimedJob> {
+    t.queue
+        .dequeue(Dequeue::new(worker).queue(queue))
+        .await
+        .unwrap()
+        .pop()
+}
+
+#[tokio::test]
+async fn a_queued_job_moved_to_another_queue_runs_there_as_it_was() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(
+            Push::new("report")
+                .queue("slow")
+                .priority(7)
+                .data(json!({"b": 1, "a": 2})),
+        )
+        .await
+        .unwrap()
+        .id;
+    t.queue.run(cairn::MoveJob::new(id, "fast")).await.unwrap();
+    assert!(take_from(&t, "slow", "w").await.is_none());
+    let claimed = take_from(&t, "fast", "w").await.unwrap();
+    assert_eq!(claimed.job.id, id);
+    assert_eq!(claimed.job.queue.as_str(), "fast");
+    assert_eq!(claimed.job.priority, 7);
+    assert_eq!(claimed.job.data.to_string(), r#"{"b":1,"a":2}"#);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_worker_waiting_on_the_new_queue_gets_a_moved_job_at_once() {
+    let t = TestQueue::new().await;
+    let id = t.push("x").await;
+    let queue = t.queue.clone();
+    let waiter = tokio::spawn(async move {
+        queue
+            .dequeue(
+                Dequeue::new("w")
+                    .queue("other")
+                    .wait(Duration::from_secs(60)),
+            )
+            .await
+            .unwrap()
+    });
+    tokio::task::yield_now().await;
+    t.queue.run(cairn::MoveJob::new(id, "other")).await.unwrap();
+    let got = waiter.await.unwrap();
+    assert_eq!(got[0].job.id, id);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn scheduled_and_waiting_jobs_move_and_keep_their_time_and_what_they_wait_for() {
+    let t = TestQueue::new().await;
+    let later = t.queue.now() + jiff::SignedDuration::from_secs(3600);
+    let scheduled = t
+        .queue
+        .enqueue(Push::new("later").run_at(later))
+        .await
+        .unwrap()
+        .id;
+    let first = t.push("first").await;
+    let waiting = t
+        .queue
+        .enqueue(Push::new("after").depends_on(first))
+        .await
+        .unwrap()
+        .id;
+    for id in [scheduled, waiting] {
+        t.queue
+            .run(cairn::MoveJob::new(id, "elsewhere"))
+            .await
+            .unwrap();
+    }
+    let moved = t.queue.get(scheduled).await.unwrap();
+    assert_eq!(
+        (moved.state, moved.queue.as_str()),
+        (JobState::Scheduled, "elsewhere")
+    );
+    assert_eq!(moved.run_at, later);
+    let moved = t.queue.get(waiting).await.unwrap();
+    assert_eq!(
+        (moved.state, moved.queue.as_str()),
+        (JobState::Waiting, "elsewhere")
+    );
+    // Its dependency ending releases it in its new queue.
+    let claimed = t.take("w").await.unwrap();
+    assert_eq!(claimed.job.id, first);
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    assert_eq!(
+        take_from(&t, "elsewhere", "w").await.unwrap().job.id,
+        waiting
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_running_finished_or_unknown_job_is_not_moved_and_a_bad_queue_is_named() {
+    let t = TestQueue::new().await;
+    let running = t.push("run").await;
+    let claimed = t.take("w").await.unwrap();
+    assert_eq!(claimed.job.id, running);
+    let e = t
+        .queue
+        .run(cairn::MoveJob::new(running, "other"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{e}");
+    assert!(e.to_string().contains("is running"), "{e}");
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    let e = t
+        .queue
+        .run(cairn::MoveJob::new(running, "other"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidState, "{e}");
+    assert!(e.to_string().contains("requeue it"), "{e}");
+    let e = t
+        .queue
+        .run(cairn::MoveJob::new(cairn::JobId(999), "other"))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    let queued = t.push("q").await;
+    let e = t
+        .queue
+        .run(cairn::MoveJob::new(queued, "bad\nname"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.field()),
+        (ErrorKind::InvalidInput, Some("queue")),
+        "{e}"
+    );
+    // Nothing moved; moving to its own queue is no change.
+    t.queue
+        .run(cairn::MoveJob::new(queued, "default"))
+        .await
+        .unwrap();
+    assert_eq!(t.take("w").await.unwrap().job.id, queued);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_job_moved_to_a_queue_with_priority_aging_takes_its_place_in_that_queues_order() {
+    let t = TestQueue::new().await;
+    t.queue
+        .age_queue("aged", Some(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    // In the aged queue, a job ready an hour goes before a fresh one of the same priority; the moved job takes
+    // the aged queue's order, rather than keeping its old queue's strict key (which would put it first).
+    let waiting_long = t
+        .queue
+        .enqueue(Push::new("waiting").queue("aged"))
+        .await
+        .unwrap()
+        .id;
+    t.advance(Duration::from_secs(3600));
+    let fresh = t.push("fresh").await;
+    t.queue
+        .run(cairn::MoveJob::new(fresh, "aged"))
+        .await
+        .unwrap();
+    assert_eq!(
+        take_from(&t, "aged", "w").await.unwrap().job.id,
+        waiting_long
+    );
+    assert_eq!(take_from(&t, "aged", "w").await.unwrap().job.id, fresh);
     t.close().await;
 }

@@ -6,6 +6,8 @@ import { h, fill, table, redraw, errorBox, badge } from "../dom.js";
 import { duration, json, timeElement } from "../format.js";
 
 const LIVE = ["scheduled", "queued", "waiting", "running"];
+/** The states a job may be moved to another queue in: it has not started. */
+const MOVABLE = ["scheduled", "queued", "waiting"];
 
 export function mount(root, params, ctx) {
   const summary = h("div", { id: "job" });
@@ -49,6 +51,7 @@ function jobSummary(job, ctx) {
   const actions = [
     LIVE.includes(job.state) ? act("cancel", "Cancel", "cancel") : act("requeue", "Run again", "requeue", {}),
     job.tracked ? act("untrack", "Untrack", "untrack") : act("track", "Track", "track"),
+    MOVABLE.includes(job.state) ? moveForm(job, ctx) : null,
   ];
   return [
     h("div", { class: "title-row" },
@@ -62,6 +65,21 @@ function jobSummary(job, ctx) {
       h("section", { class: "panel" }, h("h2", {}, "Data"), h("pre", { class: "data" }, json(job.data)),
         job.progress !== null ? [h("h3", {}, "Progress"), h("pre", { class: "data" }, json(job.progress))] : null)),
   ];
+}
+
+/** Moving a job that has not started to another queue: the queue's name, then Move. */
+function moveForm(job, ctx) {
+  const input = h("input", {
+    name: "queue", placeholder: "queue", "aria-label": "Move to queue", autocomplete: "off", spellcheck: "false", required: true,
+  });
+  const button = h("button", { type: "submit", "data-action": "move" }, "Move");
+  const form = h("form", { class: "move", id: "move-job" }, input, button);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const queue = input.value.trim();
+    ctx.act(() => post(`/v1/jobs/${job.id}/move`, { queue }), `job #${job.id}: moved to queue ${queue}`, button);
+  });
+  return form;
 }
 
 function details(job) {

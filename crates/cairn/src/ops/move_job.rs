@@ -1,0 +1,78 @@
+//! [`MoveJob`]: move a job that has not started to another queue (qless's `put` of an existing job).
+
+use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
+use crate::names::QueueName;
+use crate::ops::{Operation, WriteCtx, parse_stored_state};
+use crate::store::db::{Sql, params};
+
+/// Moves a job that has not started (scheduled, queued or waiting) to another queue, as it is: its data, priority,
+/// time, attempts, tags and relations stay. From then on it runs in that queue, under that queue's limits and
+/// priority aging. A running job stays in the queue its worker took it from; a finished one is run again with
+/// [`Requeue`](crate::Requeue) first. Moving a job to the queue it is in changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoveJob {
+    /// The job.
+    pub job: JobId,
+    /// The queue it moves to.
+    pub queue: String,
+}
+
+impl MoveJob {
+    /// Moves `job` to `queue`.
+    pub fn new(job: JobId, queue: impl Into<String>) -> Self {
+        MoveJob {
+            job,
+            queue: queue.into(),
+        }
+    }
+}
+
+/// The job's state and queue, locked on PostgreSQL so that no other node claims it while it moves.
+const SELECT_JOB: Sql = Sql {
+    sqlite: "SELECT state, queue FROM jobs WHERE id = $1",
+    postgres: "SELECT state, queue FROM jobs WHERE id = $1 FOR UPDATE",
+};
+
+/// `$1` the new queue, `$2` its priority aging (the job's claim order follows the queue's setting), `$3` the job.
+const MOVE_JOB: Sql = Sql::both("UPDATE jobs SET queue = $1, aging_ms = $2 WHERE id = $3");
+
+impl Operation for MoveJob {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let queue = QueueName::parse(self.queue.as_str())?;
+        let row: Option<(String, String)> =
+            ctx.db.query_row(SELECT_JOB, &params![self.job], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+        let (state, from) = row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
+        let state = parse_stored_state(&state)?;
+        match state {
+            JobState::Scheduled | JobState::Queued | JobState::Waiting => {}
+            JobState::Running => {
+                return Err(Error::invalid_state(format!(
+                    "job {} is running; it stays in queue {from} until its run ends",
+                    self.job
+                )));
+            }
+            finished => {
+                return Err(Error::invalid_state(format!(
+                    "job {} is {finished}; requeue it to run it again, then move it",
+                    self.job
+                )));
+            }
+        }
+        if from == queue.as_str() {
+            return Ok(());
+        }
+        let aging = ctx.settings.get(queue.as_str()).aging_ms;
+        ctx.db
+            .execute(MOVE_JOB, &params![queue.as_str(), aging, self.job])?;
+        if state == JobState::Queued {
+            // Workers waiting on the new queue take it at once.
+            ctx.ready.mark(queue.as_str());
+        }
+        Ok(())
+    }
+}
