@@ -213,6 +213,7 @@ impl std::error::Error for Error {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         Error::storage("database error", e)

@@ -2,12 +2,15 @@
 //! the API): a database of their own on the private cluster `scripts/test` starts, and which copy of a test module
 //! runs on which backend.
 
+#[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicU32, Ordering};
 
+#[cfg(feature = "postgres")]
 use postgres::{Client, NoTls};
 
 /// A database of its own on the private PostgreSQL cluster named by `CAIRN_TEST_POSTGRES_URL`, dropped when the
 /// test ends.
+#[cfg(feature = "postgres")]
 pub struct TestDatabase {
     admin: String,
     name: String,
@@ -15,6 +18,7 @@ pub struct TestDatabase {
     pub url: String,
 }
 
+#[cfg(feature = "postgres")]
 impl TestDatabase {
     /// Creates the database (on a thread of its own: the synchronous client cannot run inside an async test).
     ///
@@ -59,12 +63,14 @@ impl TestDatabase {
     }
 }
 
+#[cfg(feature = "postgres")]
 impl Default for TestDatabase {
     fn default() -> Self {
         TestDatabase::new()
     }
 }
 
+#[cfg(feature = "postgres")]
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let (admin, name) = (self.admin.clone(), self.name.clone());

@@ -14,6 +14,7 @@ use crate::ops::claim::{Claim, ClaimedJob};
 use crate::ops::finish::Finish;
 use crate::ops::push::Push;
 use crate::ops::{Operation, WriteCtx};
+#[cfg(feature = "postgres")]
 use crate::store::postgres::listener::Notice;
 
 /// A request to the writer.
@@ -42,6 +43,7 @@ pub(crate) enum Command {
     Close(oneshot::Sender<()>),
 }
 
+#[cfg(feature = "postgres")]
 impl From<Notice> for Command {
     /// What the listener heard from the other nodes (PostgreSQL), as the writer's command.
     fn from(notice: Notice) -> Command {

@@ -14,7 +14,7 @@ use crate::ops::release::Release;
 use crate::ops::{Operation, WriteCtx, in_savepoint};
 use crate::options::Retention;
 use crate::store::db::Db;
-use crate::store::postgres::leader::LEADER_RETRY;
+use crate::store::writer_db::LEADER_RETRY;
 use crate::store::writer_db::take_lead;
 
 use super::Writer;

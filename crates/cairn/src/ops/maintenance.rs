@@ -79,6 +79,7 @@ pub(crate) fn expire_leases(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(expired.len())
 }
 
+#[cfg(feature = "sqlite")]
 /// Runs [`recover_orphans`] in its own transaction, when a queue is opened and before its writer starts: nothing
 /// else runs yet, so every running job belongs to a dead process.
 pub(crate) fn recover_at_open(

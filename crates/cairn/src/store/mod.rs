@@ -4,7 +4,9 @@
 //! `readers` is the read pool on either, over `pool`. Nothing here imports the engine or the operations.
 
 pub(crate) mod db;
+pub(crate) mod location;
 pub(crate) mod pool;
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 pub(crate) mod readers;
 pub(crate) mod sqlite;

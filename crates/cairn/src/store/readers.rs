@@ -5,17 +5,27 @@ use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::db::Db;
+#[cfg(feature = "postgres")]
 use crate::store::postgres::readers::PgReaders;
+#[cfg(feature = "sqlite")]
 use crate::store::sqlite::readers::SqliteReaders;
 
 pub(crate) enum Readers {
+    #[cfg(feature = "sqlite")]
     Sqlite(SqliteReaders),
+    #[cfg(feature = "postgres")]
     Postgres(PgReaders),
+    /// Built without a backend, there are no readers.
+    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+    Unavailable(std::convert::Infallible),
 }
 
 impl Readers {
     pub fn is_postgres(&self) -> bool {
-        matches!(self, Readers::Postgres(_))
+        #[cfg(feature = "postgres")]
+        return matches!(self, Readers::Postgres(_));
+        #[cfg(not(feature = "postgres"))]
+        false
     }
 
     /// Runs `f` in a read transaction on a blocking thread.
@@ -26,7 +36,11 @@ impl Readers {
     {
         let readers = self.clone();
         tokio::task::spawn_blocking(move || match &*readers {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Readers::Unavailable(never) => match *never {},
+            #[cfg(feature = "sqlite")]
             Readers::Sqlite(pool) => pool.read_blocking(f),
+            #[cfg(feature = "postgres")]
             Readers::Postgres(pool) => pool.read_blocking(f),
         })
         .await

@@ -3,19 +3,34 @@
 //! node tells the others and whether it leads the timed work, which are PostgreSQL's own modules: its session
 //! (`postgres::writer`), its lead (`postgres::leader`) and its notifications (`postgres::notify`).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(feature = "sqlite")]
+use std::time::Instant;
 
+#[cfg(feature = "sqlite")]
 use rusqlite::Connection;
 
-use crate::error::{Error, Result};
+#[cfg(feature = "sqlite")]
+use crate::error::Error;
+use crate::error::Result;
 use crate::store::db::{Db, Sql};
+#[cfg(feature = "postgres")]
 use crate::store::postgres::writer::PgWriter;
+#[cfg(feature = "postgres")]
 use crate::store::postgres::{leader, notify};
+
+/// How often a node that does not lead the timed work asks for it again (see `postgres::leader`).
+pub(crate) const LEADER_RETRY: Duration = Duration::from_secs(1);
 
 /// The connection the writer thread owns.
 pub(crate) enum WriterDb {
+    #[cfg(feature = "sqlite")]
     Sqlite(Connection),
+    #[cfg(feature = "postgres")]
     Postgres(Box<PgWriter>),
+    /// Built without a backend, there is no connection.
+    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+    Unavailable(std::convert::Infallible),
 }
 
 /// Asks for the lead of the timed work, in `db`'s transaction (a session lock outlives it): whether this node
@@ -24,13 +39,18 @@ pub(crate) fn take_lead(db: &Db<'_>) -> Result<bool> {
     if !db.is_postgres() {
         return Ok(true);
     }
-    leader::take_lead(db)
+    #[cfg(feature = "postgres")]
+    return leader::take_lead(db);
+    #[cfg(not(feature = "postgres"))]
+    unreachable!("only PostgreSQL has other nodes")
 }
 
+#[cfg(feature = "sqlite")]
 /// How long the writer keeps trying to start a transaction while another connection holds SQLite's write lock.
 /// Past this, the batch fails; before it, nothing has been decided, so waiting is safe.
 const BUSY_WAIT: Duration = Duration::from_secs(60);
 
+#[cfg(feature = "sqlite")]
 /// Begins SQLite's write transaction, waiting up to [`BUSY_WAIT`] while another connection holds the write lock.
 fn begin_immediate(conn: &Connection) -> Result<()> {
     let started = Instant::now();
@@ -61,10 +81,14 @@ impl WriterDb {
     /// [`begin`](Self::begin), and the [`session`](Self::session) the transaction runs in.
     fn begin_in_session(&mut self) -> Result<(Db<'_>, u64)> {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            WriterDb::Unavailable(never) => match *never {},
+            #[cfg(feature = "sqlite")]
             WriterDb::Sqlite(conn) => {
                 begin_immediate(conn)?;
                 Ok((Db::Sqlite(conn), 0))
             }
+            #[cfg(feature = "postgres")]
             WriterDb::Postgres(pg) => pg.begin(),
         }
     }
@@ -84,6 +108,7 @@ impl WriterDb {
     /// After a batch that did not commit: SQLite's transaction is rolled back (a PostgreSQL one was, when its
     /// `Db` was dropped).
     pub fn roll_back(&self) {
+        #[cfg(feature = "sqlite")]
         if let WriterDb::Sqlite(conn) = self
             && !conn.is_autocommit()
         {
@@ -118,13 +143,23 @@ impl WriterDb {
         if !db.is_postgres() {
             return Ok(());
         }
-        notify::notify(node, db, ready, settings_changed)
+        #[cfg(feature = "postgres")]
+        return notify::notify(node, db, ready, settings_changed);
+        #[cfg(not(feature = "postgres"))]
+        unreachable!(
+            "only PostgreSQL has other nodes to tell ({node}, {settings_changed}, {})",
+            ready.count()
+        )
     }
 
     /// Which session of the writer's this is (always 0 on SQLite): a lead taken on one session is lost with it.
     pub fn session(&self) -> u64 {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            WriterDb::Unavailable(never) => match *never {},
+            #[cfg(feature = "sqlite")]
             WriterDb::Sqlite(_) => 0,
+            #[cfg(feature = "postgres")]
             WriterDb::Postgres(pg) => pg.session,
         }
     }
@@ -132,13 +167,18 @@ impl WriterDb {
     /// The node's name, on PostgreSQL.
     pub fn node(&self) -> Option<&str> {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            WriterDb::Unavailable(never) => match *never {},
+            #[cfg(feature = "sqlite")]
             WriterDb::Sqlite(_) => None,
+            #[cfg(feature = "postgres")]
             WriterDb::Postgres(pg) => Some(&pg.node),
         }
     }
 
     /// Last work at close: SQLite's write-ahead log is folded back into the file.
     pub fn close(&mut self) {
+        #[cfg(feature = "sqlite")]
         if let WriterDb::Sqlite(conn) = self
             && let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
         {

@@ -8,110 +8,46 @@
 //! (a failed operation that wrote poisons a batch without savepoints) and whether one failed (on PostgreSQL, a
 //! failed statement aborts the whole transaction).
 
-use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-
-use postgres::types::ToSql;
+#[cfg(feature = "postgres")]
+use ::postgres::types::ToSql;
 
 use crate::error::{Error, ErrorKind, Result};
 
 mod multi_row;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod rows;
 mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod values;
+
+#[cfg(feature = "postgres")]
+pub(crate) use postgres::{PgTransaction, PreparedStatements};
 
 pub(crate) use multi_row::{MultiRow, columns};
 pub(crate) use rows::Row;
 pub(crate) use sql::{OwnedSql, Sql};
 pub(crate) use values::{Params, ToValue, Value, params};
 
-/// A PostgreSQL transaction, with the statements prepared on its connection.
-pub(crate) struct PgTransaction<'a> {
-    tx: RefCell<postgres::Transaction<'a>>,
-    prepared: &'a RefCell<PreparedStatements>,
-    /// Rows written so far, as SQLite's `total_changes` counts them.
-    changes: Cell<u64>,
-    /// Statements that failed: each aborts the transaction until a savepoint is rolled back.
-    failures: Cell<u64>,
-}
-
-/// The statements prepared on one PostgreSQL connection, by their text.
-pub(crate) type PreparedStatements = HashMap<String, postgres::Statement>;
-
-impl<'a> PgTransaction<'a> {
-    pub fn new(tx: postgres::Transaction<'a>, prepared: &'a RefCell<PreparedStatements>) -> Self {
-        PgTransaction {
-            tx: RefCell::new(tx),
-            prepared,
-            changes: Cell::new(0),
-            failures: Cell::new(0),
-        }
-    }
-
-    /// Commits the transaction.
-    pub fn commit(self) -> Result<()> {
-        self.tx
-            .into_inner()
-            .commit()
-            .map_err(|e| Error::storage("committing a transaction", e))
-    }
-
-    fn failed(&self, sql: &str, e: postgres::Error) -> Error {
-        self.failures.set(self.failures.get() + 1);
-        storage_error(sql, e)
-    }
-
-    /// The statement prepared for `sql`, prepared on first use.
-    fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
-        if let Some(stmt) = self.prepared.borrow().get(sql) {
-            return Ok(stmt.clone());
-        }
-        let prepared_now = self.tx.borrow_mut().prepare(sql);
-        let stmt = prepared_now.map_err(|e| self.failed(sql, e))?;
-        self.prepared
-            .borrow_mut()
-            .insert(sql.to_owned(), stmt.clone());
-        Ok(stmt)
-    }
-
-    /// Runs `sql` with `values` as `$1`, `$2`, …; returns its rows.
-    fn run(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<Vec<postgres::Row>> {
-        let stmt = self.prepare(sql)?;
-        if stmt.params().len() != values.len() {
-            return Err(Error::new(
-                ErrorKind::Storage,
-                format!(
-                    "{} values for the {} parameters of {sql}",
-                    values.len(),
-                    stmt.params().len()
-                ),
-            ));
-        }
-        let result = self.tx.borrow_mut().query(&stmt, values);
-        result.map_err(|e| self.failed(sql, e))
-    }
-}
-
-/// A PostgreSQL error, with the statement it came from; what the engine depends on (a unique key taken, a
-/// serialization failure between nodes) stays readable as its SQLSTATE.
-fn storage_error(sql: &str, e: postgres::Error) -> Error {
-    let mut sql = sql.trim().to_owned();
-    if sql.len() > 120 {
-        let mut cut = 120;
-        while !sql.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        sql.truncate(cut);
-        sql.push('…');
-    }
-    Error::storage(format!("running {sql}"), e)
-}
-
 /// Where a statement runs.
 pub(crate) enum Db<'a> {
+    #[cfg(feature = "sqlite")]
     Sqlite(&'a rusqlite::Connection),
+    #[cfg(feature = "postgres")]
     Postgres(PgTransaction<'a>),
+    /// Built without a backend, nothing runs.
+    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+    Unavailable(NoBackend<'a>),
 }
+
+/// What stands in for a connection when the crate is built without a backend: it cannot be made, so code that
+/// matches on one has nothing to do.
+#[cfg_attr(any(feature = "sqlite", feature = "postgres"), allow(dead_code))]
+pub(crate) struct NoBackend<'a>(
+    pub std::convert::Infallible,
+    std::marker::PhantomData<&'a ()>,
+);
 
 /// A point in a transaction, to ask later whether anything was written or failed since.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,16 +59,23 @@ pub(crate) struct DbMark {
 impl Db<'_> {
     /// Which database this is.
     pub fn is_postgres(&self) -> bool {
-        matches!(self, Db::Postgres(_))
+        #[cfg(feature = "postgres")]
+        return matches!(self, Db::Postgres(_));
+        #[cfg(not(feature = "postgres"))]
+        false
     }
 
     /// The point reached so far.
     pub fn mark(&self) -> DbMark {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(conn) => DbMark {
                 changes: conn.total_changes(),
                 failures: 0,
             },
+            #[cfg(feature = "postgres")]
             Db::Postgres(pg) => DbMark {
                 changes: pg.changes.get(),
                 failures: pg.failures.get(),
@@ -149,7 +92,11 @@ impl Db<'_> {
     /// by itself. A PostgreSQL transaction stays open (if aborted) until it is rolled back.
     pub fn in_transaction(&self) -> bool {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(conn) => !conn.is_autocommit(),
+            #[cfg(feature = "postgres")]
             Db::Postgres(_) => true,
         }
     }
@@ -158,10 +105,14 @@ impl Db<'_> {
     pub fn batch(&self, sql: Sql<'_>) -> Result<()> {
         let text = sql.text_for(self.is_postgres())?;
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(conn) => {
                 conn.prepare_cached(text)?.execute([])?;
                 Ok(())
             }
+            #[cfg(feature = "postgres")]
             Db::Postgres(pg) => {
                 let result = pg.tx.borrow_mut().batch_execute(text);
                 result.map_err(|e| pg.failed(text, e))
@@ -173,11 +124,15 @@ impl Db<'_> {
     pub fn execute(&self, sql: Sql<'_>, params: &Params<'_>) -> Result<usize> {
         let text = sql.text_for(self.is_postgres())?;
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(conn) => {
                 let mut stmt = conn.prepare_cached(text)?;
-                bind_sqlite(&mut stmt, params, text)?;
+                sqlite::bind_sqlite(&mut stmt, params, text)?;
                 Ok(stmt.raw_execute()?)
             }
+            #[cfg(feature = "postgres")]
             Db::Postgres(pg) => {
                 let stmt = pg.prepare(text)?;
                 let refs: Vec<&(dyn ToSql + Sync)> =
@@ -199,9 +154,12 @@ impl Db<'_> {
     ) -> Result<Vec<T>> {
         let text = sql.text_for(self.is_postgres())?;
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(conn) => {
                 let mut stmt = conn.prepare_cached(text)?;
-                bind_sqlite(&mut stmt, params, text)?;
+                sqlite::bind_sqlite(&mut stmt, params, text)?;
                 let mut rows = stmt.raw_query();
                 let mut out = Vec::new();
                 while let Some(row) = rows.next()? {
@@ -209,6 +167,7 @@ impl Db<'_> {
                 }
                 Ok(out)
             }
+            #[cfg(feature = "postgres")]
             Db::Postgres(pg) => {
                 let values: Vec<&(dyn ToSql + Sync)> =
                     params.0.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
@@ -259,10 +218,14 @@ impl Db<'_> {
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(_) => Err(Error::new(
                 ErrorKind::Storage,
                 format!("a statement of arrays runs on PostgreSQL only: {postgres}"),
             )),
+            #[cfg(feature = "postgres")]
             Db::Postgres(pg) => {
                 let mut values: Vec<&(dyn ToSql + Sync)> =
                     scalars.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
@@ -277,46 +240,17 @@ impl Db<'_> {
     /// Commits the transaction.
     pub fn commit(self) -> Result<()> {
         match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(conn) => {
                 conn.prepare_cached("COMMIT")?.execute([])?;
                 Ok(())
             }
+            #[cfg(feature = "postgres")]
             Db::Postgres(pg) => pg.commit(),
         }
     }
-}
-
-/// Binds every parameter of a SQLite statement in place: no list of references is built per statement, which on
-/// the writer's hot path is measurable. Every parameter is bound on each use, so nothing is left from the last.
-///
-/// SQLite numbers a statement's parameters in the order they first appear, and knows `$N` by its name: each is
-/// bound to value N, wherever it first appears.
-fn bind_sqlite(stmt: &mut rusqlite::Statement<'_>, params: &Params<'_>, sql: &str) -> Result<()> {
-    let count = stmt.parameter_count();
-    if params.0.len() != count {
-        return Err(Error::new(
-            ErrorKind::Storage,
-            format!(
-                "{} values for the {count} parameters of {sql}",
-                params.0.len()
-            ),
-        ));
-    }
-    for index in 1..=count {
-        let number = stmt
-            .parameter_name(index)
-            .and_then(|name| name.strip_prefix('$'))
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|n| (1..=count).contains(n))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::Storage,
-                    format!("the parameters of {sql} are not $1 to ${count}"),
-                )
-            })?;
-        stmt.raw_bind_parameter(index, &params.0[number - 1])?;
-    }
-    Ok(())
 }
 
 /// Whether a statement only reads: its rows returned are not rows written. Every statement of the engine that
@@ -381,6 +315,7 @@ mod tests {
         .unwrap()
     }
 
+    #[cfg(feature = "sqlite")]
     #[test]
     fn a_statement_binds_each_value_once_or_says_what_is_wrong() {
         let mut conn = rusqlite::Connection::open_in_memory().unwrap();
@@ -416,6 +351,7 @@ mod tests {
         ]
     }
 
+    #[cfg(feature = "sqlite")]
     #[test]
     fn statements_run_on_sqlite() {
         let mut conn = rusqlite::Connection::open_in_memory().unwrap();
@@ -423,6 +359,7 @@ mod tests {
         assert_eq!(exercise(&Db::Sqlite(&conn)), expected());
     }
 
+    #[cfg(feature = "postgres")]
     #[test]
     fn the_same_statements_run_on_postgresql() {
         let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").expect(
@@ -430,7 +367,7 @@ mod tests {
              PostgreSQL cluster",
         );
         let name = format!("cairn_unit_{}", std::process::id());
-        let mut admin_client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+        let mut admin_client = ::postgres::Client::connect(&admin, ::postgres::NoTls).unwrap();
         // Two statements: several in one string would run as one transaction, where these cannot.
         admin_client
             .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
@@ -439,9 +376,9 @@ mod tests {
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .unwrap();
         let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
         crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
-        let prepared = RefCell::new(HashMap::new());
+        let prepared = std::cell::RefCell::new(std::collections::HashMap::new());
         let db = Db::Postgres(PgTransaction::new(client.transaction().unwrap(), &prepared));
         let got = exercise(&db);
         drop(db);

@@ -1,31 +1,44 @@
 //! Rows read back, into the same Rust types from either database.
 
+#[cfg(feature = "postgres")]
 use postgres::types::Type;
 
 use crate::error::{Error, ErrorKind, Result};
 
 /// A row read back.
 pub(crate) enum Row<'r> {
+    #[cfg(feature = "sqlite")]
     Sqlite(&'r rusqlite::Row<'r>),
+    #[cfg(feature = "postgres")]
     Postgres(&'r postgres::Row),
+    /// Built without a backend, there is no row to read.
+    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+    Unavailable(super::NoBackend<'r>),
 }
 
 impl Row<'_> {
     /// Column `index` (from 0) as a `T`.
     pub fn get<T: FromDb>(&self, index: usize) -> Result<T> {
         match self {
+            #[cfg(feature = "sqlite")]
             Row::Sqlite(row) => T::from_sqlite(row, index).map_err(Error::from),
+            #[cfg(feature = "postgres")]
             Row::Postgres(row) => T::from_postgres(row, index),
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Row::Unavailable(never) => match never.0 {},
         }
     }
 }
 
 /// What a column can be read as, on both databases.
 pub(crate) trait FromDb: Sized {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self>;
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self>;
 }
 
+#[cfg(feature = "postgres")]
 fn column_error(row: &postgres::Row, index: usize, want: &str) -> Error {
     let ty = row
         .columns()
@@ -38,6 +51,7 @@ fn column_error(row: &postgres::Row, index: usize, want: &str) -> Error {
 }
 
 /// An integer column of any width (and a flag, whether stored as an integer or a boolean).
+#[cfg(feature = "postgres")]
 fn pg_integer(row: &postgres::Row, index: usize) -> Result<Option<i64>> {
     let ty = row.columns().get(index).map(|c| c.type_().clone());
     let pg = |e: postgres::Error| Error::storage(format!("reading column {index}"), e);
@@ -59,6 +73,7 @@ fn pg_integer(row: &postgres::Row, index: usize) -> Result<Option<i64>> {
     })
 }
 
+#[cfg(feature = "postgres")]
 fn not_null<T>(value: Option<T>, index: usize) -> Result<T> {
     value.ok_or_else(|| {
         Error::new(
@@ -71,18 +86,22 @@ fn not_null<T>(value: Option<T>, index: usize) -> Result<T> {
 macro_rules! integer_columns {
     ($($t:ty),*) => {$(
         impl FromDb for $t {
+            #[cfg(feature = "sqlite")]
             fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
                 row.get(index)
             }
+            #[cfg(feature = "postgres")]
             fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
                 let value = not_null(pg_integer(row, index)?, index)?;
                 <$t>::try_from(value).map_err(|_| column_error(row, index, stringify!($t)))
             }
         }
         impl FromDb for Option<$t> {
+            #[cfg(feature = "sqlite")]
             fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
                 row.get(index)
             }
+            #[cfg(feature = "postgres")]
             fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
                 pg_integer(row, index)?
                     .map(|v| <$t>::try_from(v).map_err(|_| column_error(row, index, stringify!($t))))
@@ -94,45 +113,55 @@ macro_rules! integer_columns {
 integer_columns!(i64, i32, u32);
 
 impl FromDb for crate::job::JobId {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index).map(crate::job::JobId)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         i64::from_postgres(row, index).map(crate::job::JobId)
     }
 }
 
 impl FromDb for Option<crate::job::JobId> {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         Ok(row.get::<_, Option<i64>>(index)?.map(crate::job::JobId))
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         Ok(Option::<i64>::from_postgres(row, index)?.map(crate::job::JobId))
     }
 }
 
 impl FromDb for bool {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         Ok(not_null(pg_integer(row, index)?, index)? != 0)
     }
 }
 
 impl FromDb for Option<bool> {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         Ok(pg_integer(row, index)?.map(|v| v != 0))
     }
 }
 
 impl FromDb for Option<f64> {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         let pg = |e: postgres::Error| Error::storage(format!("reading column {index}"), e);
         match row.columns().get(index).map(|c| c.type_().clone()) {
@@ -147,18 +176,22 @@ impl FromDb for Option<f64> {
 }
 
 impl FromDb for f64 {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         not_null(Option::<f64>::from_postgres(row, index)?, index)
     }
 }
 
 impl FromDb for Option<String> {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         row.try_get::<_, Option<PgText>>(index)
             .map(|text| text.map(|t| t.0))
@@ -167,8 +200,10 @@ impl FromDb for Option<String> {
 }
 
 /// A text column read from PostgreSQL, or a `json` one as its text: the engine keeps JSON as text, as written.
+#[cfg(feature = "postgres")]
 struct PgText(String);
 
+#[cfg(feature = "postgres")]
 impl<'a> postgres::types::FromSql<'a> for PgText {
     fn from_sql(
         ty: &Type,
@@ -187,9 +222,11 @@ impl<'a> postgres::types::FromSql<'a> for PgText {
 }
 
 impl FromDb for String {
+    #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
         row.get(index)
     }
+    #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
         not_null(Option::<String>::from_postgres(row, index)?, index)
     }

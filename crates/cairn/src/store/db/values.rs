@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+#[cfg(feature = "postgres")]
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 /// A value bound to a parameter. Flags are integers 0 and 1 on both databases, as SQLite stores them.
@@ -107,6 +108,7 @@ impl Params<'_> {
     pub const NONE: Params<'static> = Params(Vec::new());
 }
 
+#[cfg(feature = "sqlite")]
 impl rusqlite::ToSql for Value<'_> {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
         use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -122,6 +124,7 @@ impl rusqlite::ToSql for Value<'_> {
 /// A value written as the type PostgreSQL declared for its parameter: an integer into `int8`, `int4`, `int2`,
 /// `float8` or `bool`; a real into `float8` or `float4`; text into any text type, or `json` (whose binary form is
 /// its text).
+#[cfg(feature = "postgres")]
 impl ToSql for Value<'_> {
     fn to_sql(
         &self,

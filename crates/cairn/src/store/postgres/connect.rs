@@ -3,29 +3,7 @@
 use postgres::{Client, NoTls};
 
 use crate::error::{Error, Result};
-
-/// Whether `location` (what [`Queue::open`](crate::Queue::open) is given) names a PostgreSQL database (`postgres://…` or `postgresql://…`) rather than a SQLite file.
-pub fn is_postgres_url(location: &str) -> bool {
-    location.starts_with("postgres://") || location.starts_with("postgresql://")
-}
-
-/// A queue's location fit for logs: a PostgreSQL URL with its password replaced, anything else as it is.
-pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, tail) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
-}
+use crate::store::location::redacted;
 
 /// Opens a session, named `role` in `pg_stat_activity` (`cairn writer`, `cairn reader`, `cairn listener`).
 /// Connections are plain TCP or a Unix socket: Cairn does not speak TLS to PostgreSQL yet, so
@@ -71,23 +49,4 @@ pub(crate) fn connect_writer(url: &str) -> Result<Client> {
         )
         .map_err(|e| Error::storage("setting up the writer's PostgreSQL session", e))?;
     Ok(client)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_do_not_reach_logs() {
-        assert_eq!(
-            redacted("postgres://cairn:s3cret@db.internal:5432/jobs"),
-            "postgres://cairn:***@db.internal:5432/jobs"
-        );
-        assert_eq!(
-            redacted("postgres://cairn@127.0.0.1/jobs"),
-            "postgres://cairn@127.0.0.1/jobs"
-        );
-        assert!(is_postgres_url("postgresql://x/y"));
-        assert!(!is_postgres_url("jobs.db"));
-    }
 }

@@ -1,8 +1,6 @@
 //! Which node does the timed work (lease expiry, promotion, template slots, retention, housekeeping): the one that
 //! holds a session advisory lock. The writer asks for it when its timed work is due; a node that does not lead asks
-//! again every [`LEADER_RETRY`].
-
-use std::time::Duration;
+//! again every `LEADER_RETRY` (`store/writer_db.rs`).
 
 use crate::error::Result;
 use crate::store::db::{Db, Sql, params};
@@ -11,9 +9,6 @@ use crate::store::db::{Db, Sql, params};
 /// retention, housekeeping): "cairn-lead" in ASCII. A session lock, so that it lives as long as the node's
 /// connection: when the node dies, PostgreSQL ends its session and another node takes the lock.
 const LEADER_LOCK: i64 = 0x6361_6972_6e6c_6561;
-
-/// How often a node that does not lead asks for the lock again.
-pub(crate) const LEADER_RETRY: Duration = Duration::from_secs(1);
 
 /// Asks for the lead of the timed work, in `db`'s transaction (a session lock outlives it): whether this node now
 /// holds it.

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use postgres::fallible_iterator::FallibleIterator;
 
-use crate::store::postgres::connect::{connect, redacted};
+use crate::store::location::redacted;
+use crate::store::postgres::connect::connect;
 use crate::store::postgres::notify::{READY_CHANNEL, SETTINGS_CHANNEL};
 
 /// How often the listener looks whether the queue closed, while nothing arrives.

@@ -2,7 +2,13 @@
 //! write-ahead log before durable replies (`syncer`), and the read-only pool (`readers`). The writer thread itself
 //! is `engine`; the SQL it runs on both databases is in `ops/`.
 
+#[cfg(feature = "sqlite")]
 pub(crate) mod connection;
+#[cfg(feature = "sqlite")]
 pub(crate) mod migrations;
+#[cfg(feature = "sqlite")]
 pub(crate) mod readers;
+#[cfg(feature = "sqlite")]
+pub(crate) mod sql;
+// The syncer is plain file I/O; the writer holds one (or none) whatever the build.
 pub(crate) mod syncer;

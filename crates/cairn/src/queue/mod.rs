@@ -1,7 +1,9 @@
 //! [`Queue`]: the embedded engine's public API. Each method builds an operation and hands it to the writer thread
 //! (writes) or the reader pool (reads); this file holds no SQL and no job logic.
 
-use std::fs::{File, OpenOptions};
+mod open;
+
+use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -9,6 +11,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
+#[cfg(feature = "sqlite")]
 use rusqlite::Connection;
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -40,6 +43,7 @@ use crate::ops::rename::Rename;
 use crate::ops::requeue::Requeue;
 use crate::ops::reschedule::Reschedule;
 use crate::ops::retry::Retry;
+use crate::ops::rows;
 use crate::ops::set_data::SetData;
 use crate::ops::set_priority::SetPriority;
 use crate::ops::set_schedule::SetSchedule;
@@ -49,18 +53,15 @@ use crate::ops::update::Update;
 use crate::ops::workers::WorkerInfo;
 use crate::ops::workers::WorkerStopped;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
-use crate::ops::{maintenance, rows};
-use crate::options::{Durability, QueueOptions};
+use crate::options::QueueOptions;
 use crate::query::{JobFilter, JobPage};
 use crate::request::Request;
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
-use crate::store::postgres::writer::PgWriter;
 use crate::store::readers::Readers;
+#[cfg(feature = "sqlite")]
 use crate::store::sqlite::connection::{self, SqliteSettings};
-use crate::store::sqlite::migrations;
-use crate::store::sqlite::readers::SqliteReaders;
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::writer_db::WriterDb;
 
@@ -106,15 +107,6 @@ struct Opened {
     postgres_url: Option<String>,
 }
 
-/// This machine's name, for a node's name in notifications and logs.
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "node".to_owned())
-}
-
 impl Drop for Inner {
     fn drop(&mut self) {
         if !self.closed.load(Ordering::SeqCst) {
@@ -127,16 +119,6 @@ impl Drop for Inner {
     }
 }
 
-/// Opens the database's write-ahead log, for the syncer to fsync. It exists once the writer has opened the
-/// database in WAL mode, and stays (the same file) while the writer's connection is open.
-fn open_wal(path: &Path) -> Result<File> {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let wal = PathBuf::from(wal);
-    File::open(&wal)
-        .map_err(|e| Error::storage(format!("opening the write-ahead log {}", wal.display()), e))
-}
-
 impl std::fmt::Debug for Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Queue")
@@ -144,68 +126,6 @@ impl std::fmt::Debug for Queue {
             .finish_non_exhaustive()
     }
 }
-
-/// Takes the lock that makes this process the database's only queue.
-fn lock_database(path: &Path) -> Result<File> {
-    // Through a symlink or another spelling of the path, the same database gets the same lock file.
-    let canonical = canonical_path(path)?;
-    let mut lock_path = canonical.as_os_str().to_owned();
-    lock_path.push("-lock");
-    let lock_path = PathBuf::from(lock_path);
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::storage(format!("opening the lock file {}", lock_path.display()), e))?;
-    // A process that just closed the queue can still hold the lock for a moment: a child it is forking shares the
-    // lock's file description until it execs. So a held lock is tried again for a short while before giving up.
-    let deadline = std::time::Instant::now() + LOCK_WAIT;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(file),
-            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(Error::new(
-                    ErrorKind::Locked,
-                    format!(
-                        "{} is open as a queue by another process (it holds {})",
-                        path.display(),
-                        lock_path.display()
-                    ),
-                ));
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(Error::storage(
-                    format!("locking {}", lock_path.display()),
-                    e,
-                ));
-            }
-        }
-    }
-}
-
-/// The database file's canonical path; for a file not created yet, its canonical directory and its name.
-fn canonical_path(path: &Path) -> Result<PathBuf> {
-    if let Ok(canonical) = std::fs::canonicalize(path) {
-        return Ok(canonical);
-    }
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::invalid("path", format!("{} names no file", path.display())))?;
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let dir = std::fs::canonicalize(dir)
-        .map_err(|e| Error::storage(format!("resolving {}", dir.display()), e))?;
-    Ok(dir.join(name))
-}
-
-/// How long opening waits for a queue lock that another process holds.
-const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 impl Queue {
     /// Opens (creating if needed) the queue in the SQLite file at `path`, with default options.
@@ -236,120 +156,11 @@ impl Queue {
             retention: options.retention,
         };
         match path.to_str() {
-            Some(url) if crate::store::postgres::connect::is_postgres_url(url) => {
-                Queue::open_postgres(url.to_owned(), options, defaults).await
+            Some(url) if crate::store::location::is_postgres_url(url) => {
+                open::postgres(url.to_owned(), options, defaults).await
             }
-            _ => Queue::open_sqlite(path, options, defaults).await,
+            _ => open::sqlite(path, options, defaults).await,
         }
-    }
-
-    async fn open_sqlite(
-        path: PathBuf,
-        options: QueueOptions,
-        defaults: Defaults,
-    ) -> Result<Queue> {
-        let opening = path.clone();
-        let opening_defaults = defaults.clone();
-        let recovery = options.recovery;
-        let clock = options.clock.clone();
-        let durability = options.durability;
-        let (lock, conn, syncer, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let lock = lock_database(&opening)?;
-            let mut conn = connection::open_writer(&opening)?;
-            let now_ms = to_millis(clock.now());
-            migrations::migrate(&mut conn, now_ms)?;
-            let settings = SettingsCache::load(&Db::Sqlite(&conn), &opening_defaults)?;
-            let recovered = maintenance::recover_at_open(&mut conn, now_ms, &settings, recovery)?;
-            if recovered > 0 {
-                tracing::warn!(
-                    recovered,
-                    "recovered jobs left running by a process that exited"
-                );
-            }
-            let syncer = match durability {
-                Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
-                Durability::Normal => None,
-            };
-            Ok((lock, conn, syncer, settings))
-        })
-        .await
-        .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
-        let readers = Readers::Sqlite(SqliteReaders::new(path.clone(), options.read_connections));
-        let opened = Opened {
-            db: WriterDb::Sqlite(conn),
-            syncer,
-            settings,
-            lock: Some(lock),
-            readers,
-            location: path,
-            postgres_url: None,
-        };
-        Queue::start(opened, options, defaults).await
-    }
-
-    async fn open_postgres(
-        url: String,
-        options: QueueOptions,
-        defaults: Defaults,
-    ) -> Result<Queue> {
-        let opening = url.clone();
-        let opening_defaults = defaults.clone();
-        let clock = options.clock.clone();
-        let (client, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-            let mut client = crate::store::postgres::connect::connect_writer(&opening)?;
-            crate::store::postgres::migrations::migrate(&mut client, to_millis(clock.now()))?;
-            let prepared = std::cell::RefCell::new(Default::default());
-            let tx = client
-                .transaction()
-                .map_err(|e| Error::storage("reading the queues' settings", e))?;
-            let db = Db::Postgres(crate::store::db::PgTransaction::new(tx, &prepared));
-            let settings = SettingsCache::load(&db, &opening_defaults)?;
-            db.commit()?;
-            Ok((client, settings))
-        })
-        .await
-        .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
-        // Jobs left running by a node that died are not orphans to take at once: other nodes' workers may hold
-        // them. Lease expiry, which the leading node runs, brings back those whose worker is gone.
-        let node = format!(
-            "{}-{}-{:x}",
-            hostname(),
-            std::process::id(),
-            TokenSource::new().next_token() as u64 & 0xffff_ffff
-        );
-        let readers = Readers::Postgres(crate::store::postgres::readers::PgReaders::new(
-            url.clone(),
-            options.read_connections,
-        ));
-        let opened = Opened {
-            db: WriterDb::Postgres(Box::new(PgWriter {
-                client,
-                prepared: Default::default(),
-                node: node.clone(),
-                url: url.clone(),
-                session: 0,
-            })),
-            syncer: None,
-            settings,
-            lock: None,
-            readers,
-            location: PathBuf::from(crate::store::postgres::connect::redacted(&url)),
-            postgres_url: Some(url.clone()),
-        };
-        let queue = Queue::start(opened, options, defaults).await?;
-        let listener = crate::store::postgres::listener::start(
-            url,
-            node,
-            queue.inner.commands.clone(),
-            queue.inner.stop_listening.clone(),
-        )
-        .map_err(|e| Error::storage("starting the listener thread", e))?;
-        *queue
-            .inner
-            .listener_thread
-            .lock()
-            .expect("listener lock is never poisoned") = Some(listener);
-        Ok(queue)
     }
 
     /// Starts the writer on an opened database.
@@ -474,6 +285,7 @@ impl Queue {
         self.write(PushBatch { jobs }).await
     }
 
+    #[cfg(feature = "sqlite")]
     /// Enqueues a job inside the application's own transaction on the same database file: the job exists if and
     /// only if that transaction commits.
     ///
@@ -512,6 +324,7 @@ impl Queue {
         Ok(enqueued)
     }
 
+    #[cfg(feature = "sqlite")]
     /// Opens a new read-write connection to the queue's file for the application's own tables and
     /// [`Queue::enqueue_in`], set up as by [`Queue::attach`].
     ///
@@ -525,6 +338,7 @@ impl Queue {
         Ok(conn)
     }
 
+    #[cfg(feature = "sqlite")]
     /// Sets up an application connection to the queue's file: a busy timeout (so it waits for the queue's writer
     /// instead of failing), foreign keys, and a commit hook that wakes waiting workers after each commit. The hook
     /// replaces any commit hook the application set.
@@ -885,8 +699,14 @@ impl Queue {
         let path = self.inner.path.clone();
         let url = self.inner.postgres_url.clone();
         tokio::task::spawn_blocking(move || match url {
+            #[cfg(feature = "postgres")]
             Some(url) => crate::store::postgres::sql::run(&url, &query),
-            None => crate::sql::run(&path, &query),
+            #[cfg(feature = "sqlite")]
+            None => crate::store::sqlite::sql::run(&path, &query),
+            #[allow(unreachable_patterns)]
+            _ => unreachable!(
+                "a queue is open only on a backend this build has ({path:?}, {query:?})"
+            ),
         })
         .await
         .map_err(|e| {
@@ -1124,6 +944,7 @@ impl Queue {
         self.write(Barrier).await
     }
 
+    #[cfg(feature = "sqlite")]
     /// The SQLite settings of the writer's connection, read back from SQLite.
     ///
     /// # Errors
@@ -1222,8 +1043,10 @@ impl Operation for Barrier {
 }
 
 /// Reads the writer connection's settings.
+#[cfg(feature = "sqlite")]
 struct ReadSettings;
 
+#[cfg(feature = "sqlite")]
 impl Operation for ReadSettings {
     type Output = SqliteSettings;
 
@@ -1234,7 +1057,8 @@ impl Operation for ReadSettings {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<SqliteSettings> {
         match &ctx.db {
             Db::Sqlite(conn) => connection::read_settings(conn),
-            Db::Postgres(_) => Err(Error::new(
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::new(
                 ErrorKind::InvalidState,
                 "the queue is not stored in SQLite",
             )),
