@@ -15,12 +15,13 @@ const CREATE_JOBS: &str = "CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREME
      max_attempts INTEGER NOT NULL, backoff_initial_ms INTEGER NOT NULL, backoff_multiplier REAL NOT NULL, \
      backoff_max_ms INTEGER NOT NULL, backoff_jitter REAL NOT NULL, lease_timeout_ms INTEGER NOT NULL, \
      unique_key TEXT, parent_id INTEGER, worker TEXT, lease_token INTEGER, lease_expires_at INTEGER, \
-     created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, error TEXT, failure_group TEXT)";
+     created_at INTEGER NOT NULL, started_at INTEGER, finished_at INTEGER, error TEXT, failure_group TEXT, \
+     slot_at INTEGER NOT NULL)";
 
-/// The same statement Cairn's push runs.
+/// The columns Cairn's push fills for a plain job (those it leaves NULL left out); `slot_at` is `run_at`.
 const INSERT_JOB: &str = "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, \
      backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, \
-     parent_id, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)";
+     parent_id, created_at, slot_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?7)";
 
 /// Opens `path` as Cairn's writer does for durable commits: WAL, `synchronous=FULL`.
 pub fn open_durable(path: &Path) -> BenchResult<Connection> {
