@@ -1,4 +1,5 @@
-//! A statement on SQLite: binding its parameters by their names, `$1` to `$N`.
+//! A statement on SQLite: binding its parameters by their names, `$1` to `$N` (or in order, for the generated
+//! many-row statements).
 
 use super::Params;
 use crate::error::{Error, ErrorKind, Result};
@@ -7,7 +8,8 @@ use crate::error::{Error, ErrorKind, Result};
 /// the writer's hot path is measurable. Every parameter is bound on each use, so nothing is left from the last.
 ///
 /// SQLite numbers a statement's parameters in the order they first appear, and knows `$N` by its name: each is
-/// bound to value N, wherever it first appears.
+/// bound to value N, wherever it first appears. A statement of anonymous `?`s (only `MultiRow`'s, generated) is
+/// bound in order.
 pub(super) fn bind_sqlite(
     stmt: &mut rusqlite::Statement<'_>,
     params: &Params<'_>,
@@ -22,6 +24,14 @@ pub(super) fn bind_sqlite(
                 params.0.len()
             ),
         ));
+    }
+    if count > 0 && stmt.parameter_name(1).is_none() {
+        // Anonymous `?`s, in order: the many-row statements `MultiRow` writes for SQLite, which can hold a thousand
+        // parameters. Looking each up by name would cost SQLite a walk of its list of names per parameter.
+        for (index, value) in params.0.iter().enumerate() {
+            stmt.raw_bind_parameter(index + 1, value)?;
+        }
+        return Ok(());
     }
     for index in 1..=count {
         let number = stmt
