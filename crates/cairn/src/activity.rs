@@ -61,16 +61,17 @@ pub struct ActivityPage {
     pub next_before: Option<i64>,
 }
 
-/// A job's events through `activity_by_job`: [`RECENT`]'s parameters, and `$7` the job.
+/// A job's events through `activity_by_job`: `$1` the job, then [`RECENT`]'s parameters one later (`$2` before
+/// this id, … `$7` the limit).
 pub(crate) const BY_JOB: Sql = Sql {
     sqlite: "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
-             INDEXED BY activity_by_job WHERE job_id = $7 AND id < $1 \
-             AND (CAST($2 AS TEXT) IS NULL OR worker = $2) AND (CAST($3 AS TEXT) IS NULL OR queue = $3) \
-             AND at >= $4 AND at < $5 ORDER BY id DESC LIMIT 0 + $6",
+             INDEXED BY activity_by_job WHERE job_id = $1 AND id < $2 \
+             AND (CAST($3 AS TEXT) IS NULL OR worker = $3) AND (CAST($4 AS TEXT) IS NULL OR queue = $4) \
+             AND at >= $5 AND at < $6 ORDER BY id DESC LIMIT 0 + $7",
     postgres: "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity \
-               WHERE job_id = $7 AND id < $1 \
-               AND (CAST($2 AS TEXT) IS NULL OR worker = $2) AND (CAST($3 AS TEXT) IS NULL OR queue = $3) \
-               AND at >= $4 AND at < $5 ORDER BY id DESC LIMIT 0 + $6",
+               WHERE job_id = $1 AND id < $2 \
+               AND (CAST($3 AS TEXT) IS NULL OR worker = $3) AND (CAST($4 AS TEXT) IS NULL OR queue = $4) \
+               AND at >= $5 AND at < $6 ORDER BY id DESC LIMIT 0 + $7",
 };
 
 /// Everything else walks the log from the newest event back: a time range, a worker or a queue filter what it
@@ -118,7 +119,7 @@ pub(crate) fn list(db: &Db<'_>, filter: &ActivityFilter) -> Result<ActivityPage>
         fetch,
     ];
     if let Some(job) = filter.job {
-        params.0.push(job.to_value());
+        params.0.insert(0, job.to_value());
     }
     let mut events = db.query(sql, &params, |r| {
         let kind: String = r.get(2)?;

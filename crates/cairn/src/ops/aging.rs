@@ -37,9 +37,9 @@ pub(crate) const SET_AGING: Sql = Sql::both(
 
 /// Gives the queue's jobs its new setting. It reads every job (there is no index by queue alone), which is fine
 /// for an operator's occasional change and is why the setting is not a per-claim option.
-/// `$1` the queue, `$2` its aging step, as [`SET_AGING`].
+/// `$1` the aging step, `$2` the queue.
 pub(crate) const AGE_JOBS: Sql =
-    Sql::both("UPDATE jobs SET aging_ms = $2 WHERE queue = $1 AND aging_ms IS DISTINCT FROM $2");
+    Sql::both("UPDATE jobs SET aging_ms = $1 WHERE queue = $2 AND aging_ms IS DISTINCT FROM $1");
 
 impl Operation for AgeQueue {
     type Output = ();
@@ -55,9 +55,8 @@ impl Operation for AgeQueue {
             ));
         }
         let aging = self.every.map(duration_millis);
-        let params = params![queue.as_str(), aging];
-        ctx.db.execute(SET_AGING, &params)?;
-        ctx.db.execute(AGE_JOBS, &params)?;
+        ctx.db.execute(SET_AGING, &params![queue.as_str(), aging])?;
+        ctx.db.execute(AGE_JOBS, &params![aging, queue.as_str()])?;
         ctx.settings.entry(queue.as_str()).aging_ms = aging;
         Ok(())
     }

@@ -34,20 +34,20 @@ impl Checkpoint {
 }
 
 /// Saves the data and extends the lease as a heartbeat does.
-/// `$1` now, `$2` the data, `$3` the job, `$4` the lease's token.
+/// `$1` the data, `$2` now, `$3` the job, `$4` the lease's token.
 const SAVE_CHECKPOINT: Sql = Sql {
     sqlite: concat!(
-        "UPDATE jobs SET data = $2, lease_expires_at = ",
-        extended_lease!(sqlite, "$1"),
+        "UPDATE jobs SET data = $1, lease_expires_at = ",
+        extended_lease!(sqlite, "$2"),
         " WHERE ",
-        lease_is_held!("$3", "$4", "$1"),
+        lease_is_held!("$3", "$4", "$2"),
         " RETURNING lease_expires_at"
     ),
     postgres: concat!(
-        "UPDATE jobs SET data = $2, lease_expires_at = ",
-        extended_lease!(postgres, "$1"),
+        "UPDATE jobs SET data = $1, lease_expires_at = ",
+        extended_lease!(postgres, "$2"),
         " WHERE ",
-        lease_is_held!("$3", "$4", "$1"),
+        lease_is_held!("$3", "$4", "$2"),
         " RETURNING lease_expires_at"
     ),
 };
@@ -57,7 +57,7 @@ impl Operation for Checkpoint {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Timestamp> {
         let data = encode_json("data", &self.data, ctx.limits())?;
-        let params = &params![ctx.now_ms, data, self.job.0, self.token];
+        let params = &params![data, ctx.now_ms, self.job.0, self.token];
         let expires: Option<i64> = ctx
             .db
             .query_row(SAVE_CHECKPOINT, params, |row| row.get(0))?;

@@ -301,7 +301,7 @@ pub(crate) struct Claim {
 
 /// SELECT_READY_JOBS for name patterns (for each, whether it is literal), and maybe one priority: ready jobs of one
 /// queue in claim order, served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first,
-/// then longest ready. Parameters: `$1` the queue, `$2` the limit, then the names, then the priority. A pattern
+/// then longest ready. Parameters: `$1` the queue, then the names, then the priority, then the limit. A pattern
 /// that matches one name only (a worker's handler names, escaped or not) is compared with `=` against that name:
 /// on PostgreSQL, GLOB is a function called for every row it looks at.
 ///
@@ -320,43 +320,45 @@ pub(crate) fn select_ready_jobs(literal: &[bool], with_priority: bool, aging: bo
             .enumerate()
             .map(|(i, literal)| {
                 if *literal {
-                    format!("name = ${}", i + 3)
+                    format!("name = ${}", i + 2)
                 } else {
-                    glob(i + 3)
+                    glob(i + 2)
                 }
             })
             .collect();
         format!(" AND ({})", any.join(" OR "))
     };
-    let p = literal.len() + 3;
+    let p = literal.len() + 2;
     let priority = match (with_priority, aging) {
         (false, _) => String::new(),
         (true, false) => format!(" AND claim_key = -CAST(${p} AS BIGINT) AND priority = ${p}"),
         (true, true) => format!(" AND priority = ${p}"),
     };
+    // The limit comes last, as it stands last in the statement.
+    let limit = p + usize::from(with_priority);
     let sqlite_names = names(|n| format!("name GLOB ${n}"));
     let postgres_names = names(|n| format!("cairn_glob(name, ${n})"));
     OwnedSql {
         sqlite: format!(
             "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1\
-             {sqlite_names}{priority} ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+             {sqlite_names}{priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
         ),
         postgres: format!(
             "SELECT id, weight FROM jobs WHERE state = 'queued' AND queue = $1{postgres_names}{priority} \
-             ORDER BY claim_key, run_at, id LIMIT 0 + $2 FOR UPDATE SKIP LOCKED"
+             ORDER BY claim_key, run_at, id LIMIT 0 + ${limit} FOR UPDATE SKIP LOCKED"
         ),
     }
 }
 
 /// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
-/// is now: `$1` the job, `$2` the worker, `$3` the lease's token, `$4` now, `$5` the claim's own lease timeout.
+/// is now: `$1` the worker, `$2` the lease's token, `$3` now, `$4` the claim's own lease timeout, `$5` the job.
 /// SQLite's; PostgreSQL leases with [`lease_jobs_postgres`], many jobs to a statement.
 pub(crate) const LEASE_JOB: Sql = Sql::sqlite_only(concat!(
-    "UPDATE jobs SET state = 'running', worker = $2, lease_token = $3, \
-     lease_expires_at = $4 + CASE WHEN timeout_ms IS NULL THEN COALESCE($5, lease_timeout_ms) \
-                                  ELSE MIN(COALESCE($5, lease_timeout_ms), timeout_ms) END, \
-     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, $4), attempt_started_at = $4, \
-     progress = NULL WHERE id = $1 AND state = 'queued' RETURNING ",
+    "UPDATE jobs SET state = 'running', worker = $1, lease_token = $2, \
+     lease_expires_at = $3 + CASE WHEN timeout_ms IS NULL THEN COALESCE($4, lease_timeout_ms) \
+                                  ELSE MIN(COALESCE($4, lease_timeout_ms), timeout_ms) END, \
+     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, $3), attempt_started_at = $3, \
+     progress = NULL WHERE id = $5 AND state = 'queued' RETURNING ",
     job_columns!()
 ));
 
@@ -437,14 +439,14 @@ impl Claim {
         }
     }
 
-    /// The parameters of [`Self::select_ready`], `$1` onwards: the queue, the limit, the name patterns, the
-    /// priority.
+    /// The parameters of [`Self::select_ready`], `$1` onwards: the queue, the name patterns, the priority, the
+    /// limit.
     pub(crate) fn select_args<'a>(&'a self, queue: &'a QueueName, limit: u32) -> Vec<Value<'a>> {
         let mut args = Vec::with_capacity(3 + self.names.len() + 4);
         args.push(queue.as_str().to_value());
-        args.push(limit.to_value());
         args.extend(self.names.iter().map(|n| n.arg.as_str().to_value()));
         args.extend(self.priority.map(|p| p.to_value()));
+        args.push(limit.to_value());
         args
     }
 
@@ -536,7 +538,7 @@ impl Claim {
         let token = ctx.tokens.next_token();
         let job = ctx.db.query_row(
             LEASE_JOB,
-            &params![id, self.worker.as_str(), token, ctx.now_ms, self.lease_ms],
+            &params![self.worker.as_str(), token, ctx.now_ms, self.lease_ms, id],
             job_from_row,
         )?;
         let Some(job) = job else { return Ok(None) };

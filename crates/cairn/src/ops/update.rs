@@ -31,10 +31,10 @@ impl Update {
     }
 }
 
-/// `$1` now, `$2` the progress, `$3` the job, `$4` the lease's token.
+/// `$1` the progress, `$2` the job, `$3` the lease's token, `$4` now.
 const SET_PROGRESS: Sql = Sql::both(concat!(
-    "UPDATE jobs SET progress = $2 WHERE ",
-    lease_is_held!("$3", "$4", "$1")
+    "UPDATE jobs SET progress = $1 WHERE ",
+    lease_is_held!("$2", "$3", "$4")
 ));
 
 impl Operation for Update {
@@ -42,7 +42,7 @@ impl Operation for Update {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let progress = encode_json("progress", &self.progress, ctx.limits())?;
-        let params = &params![ctx.now_ms, progress, self.job.0, self.token];
+        let params = &params![progress, self.job.0, self.token, ctx.now_ms];
         match ctx.db.execute(SET_PROGRESS, params)? {
             0 => Err(lease_refusal(ctx, self.job, self.token)),
             _ => Ok(()),

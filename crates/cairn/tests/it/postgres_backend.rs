@@ -278,8 +278,8 @@ fn cairn_glob_matches_as_sqlite_glob_does() {
 }
 
 /// Each of the engine's statements is literal text for the database that runs it: PostgreSQL's prepares on the real
-/// PostgreSQL schema and SQLite's on SQLite's, with parameters `$1` to `$N` and none missing (or, in SQLite's
-/// generated many-row statements, anonymous `?`s only).
+/// PostgreSQL schema and SQLite's on SQLite's, with parameters `$1` to `$N` in the order they first appear and none
+/// missing (or, in SQLite's generated many-row statements, anonymous `?`s only).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engines_statements_prepare_on_the_database_each_is_written_for() {
     let statements = cairn::__private::sample_statements();
@@ -323,10 +323,12 @@ async fn the_engines_statements_prepare_on_the_database_each_is_written_for() {
                 assert_eq!(name, None, "{text} mixes `?` and named parameters");
                 continue;
             }
+            // In the order they first appear, so that SQLite's numbers are theirs (`store/db/sqlite.rs`).
             let number: Option<usize> = name.and_then(|n| n.strip_prefix('$')?.parse().ok());
-            assert!(
-                number.is_some_and(|n| (1..=count).contains(&n)),
-                "parameter {name:?} of {text} is not one of $1 to ${count}"
+            assert_eq!(
+                number,
+                Some(index),
+                "parameter {index} of {text} is {name:?}: not $1 to ${count} in order"
             );
         }
     }

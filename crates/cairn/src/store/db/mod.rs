@@ -268,10 +268,9 @@ mod tests {
     fn exercise(db: &Db<'_>) -> Vec<(String, bool, Option<u32>, f64, i64)> {
         let absent: Option<u32> = None;
         for (name, paused, concurrency) in [("mail", true, absent), ("maps", false, Some(4u32))] {
-            // `$2` before `$1`: each is bound by its number, not by where it stands.
             let changed = db
                 .execute(
-                    Sql::both("INSERT INTO queues (paused, name, concurrency) VALUES ($2, $1, $3)"),
+                    Sql::both("INSERT INTO queues (name, paused, concurrency) VALUES ($1, $2, $3)"),
                     &params![name, paused, concurrency],
                 )
                 .unwrap();
@@ -330,12 +329,13 @@ mod tests {
             e.to_string().contains("1 values for the 2 parameters"),
             "{e}"
         );
-        let e = db
-            .query_one(Sql::both("SELECT $1 + $3"), &params![1, 2], |r| {
-                r.get::<i64>(0)
-            })
-            .unwrap_err();
-        assert!(e.to_string().contains("are not $1 to $2"), "{e}");
+        // Parameters first appear in order, so that SQLite's numbers are theirs (checked in debug builds).
+        for out_of_order in ["SELECT $1 + $3", "SELECT $2 - $1"] {
+            let e = db
+                .query_one(Sql::both(out_of_order), &params![1, 2], |r| r.get::<i64>(0))
+                .unwrap_err();
+            assert!(e.to_string().contains("must first appear in order"), "{e}");
+        }
         let e = db
             .query_one(Sql::postgres_only("SELECT 1"), &Params::NONE, |r| {
                 r.get::<i64>(0)
