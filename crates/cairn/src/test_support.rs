@@ -85,19 +85,43 @@ impl Drop for TestDatabase {
 }
 
 /// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: test modules meant for every backend are
-/// built twice, under a module named `sqlite` and one named `postgres`.
+/// built twice, under a module named `sqlite` and one named `postgres`, at any depth (`it::postgres::harness`) or
+/// as the path's last name (`it::postgres`, the module itself).
 pub const fn is_postgres_module(path: &str) -> bool {
-    let (path, needle) = (path.as_bytes(), b"::postgres::");
+    let path = path.as_bytes();
+    let (inner, last) = (b"::postgres::".as_slice(), b"::postgres".as_slice());
     let mut start = 0;
-    while start + needle.len() <= path.len() {
-        let mut i = 0;
-        while i < needle.len() && path[start + i] == needle[i] {
-            i += 1;
-        }
-        if i == needle.len() {
+    while start + inner.len() <= path.len() {
+        if starts_with_at(path, start, inner) {
             return true;
         }
         start += 1;
     }
-    false
+    path.len() >= last.len() && starts_with_at(path, path.len() - last.len(), last)
+}
+
+/// Whether `path` holds `needle` from `start` on (a `const fn`, so byte by byte).
+const fn starts_with_at(path: &[u8], start: usize, needle: &[u8]) -> bool {
+    let mut i = 0;
+    while i < needle.len() {
+        if start + i >= path.len() || path[start + i] != needle[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_postgres_module;
+
+    #[test]
+    fn a_module_named_postgres_runs_on_postgresql_at_any_depth() {
+        assert!(is_postgres_module("it::postgres::harness"));
+        assert!(is_postgres_module("it::postgres"));
+        assert!(!is_postgres_module("it::sqlite"));
+        assert!(!is_postgres_module("it::sqlite::postgres_backend"));
+        assert!(!is_postgres_module("it::postgresql"));
+    }
 }

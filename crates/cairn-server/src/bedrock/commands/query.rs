@@ -106,15 +106,18 @@ impl BedrockCommands {
 /// and the answer spells them as Bedrock does ([`bedrock_spelling`]). Inside the WITH that names this `jobs`,
 /// SQLite's own table is `main.jobs`; PostgreSQL's non-recursive WITH does not see its own name.
 fn bedrock_jobs(postgres: bool) -> String {
-    let (table, time) = if postgres {
+    // PostgreSQL keeps a job's data as `json`, which has no `=` or `LIKE`; Bedrock's model, and SQLite's, is text.
+    let (table, time, data) = if postgres {
         (
             "jobs",
             "to_char(to_timestamp(({ms}) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')",
+            "CAST(data AS TEXT)",
         )
     } else {
         (
             "main.jobs",
             "strftime('%Y-%m-%d %H:%M:%S', ({ms}) / 1000, 'unixepoch')",
+            "data",
         )
     };
     let time = |ms: &str| time.replace("{ms}", ms);
@@ -130,7 +133,7 @@ fn bedrock_jobs(postgres: bool) -> String {
          WHEN state = 'running' THEN 'RUNNING' WHEN state = 'waiting' THEN 'PAUSED' \
          WHEN state = 'failed' THEN 'FAILED' WHEN state = 'cancelled' THEN 'CANCELLED' \
          ELSE 'FINISHED' END AS state, \
-         name, {next_run} AS nextrun, {last_run} AS lastrun, COALESCE(schedule, '') AS repeat, data, \
+         name, {next_run} AS nextrun, {last_run} AS lastrun, COALESCE(schedule, '') AS repeat, {data} AS data, \
          priority + {offset} AS priority, COALESCE(parent_id, 0) AS parentjobid, \
          COALESCE(retry_after, '') AS retryafter \
          FROM (SELECT j.*, (SELECT MIN(substr(tag, {from})) FROM job_tags \

@@ -665,6 +665,31 @@ async fn query_shows_each_job_bedrock_sees_in_bedrocks_states_and_times() {
         "{}",
         rows.text
     );
+    // A job's data is text to Bedrock's queries, on either database (PostgreSQL keeps it as json, which has no
+    // `LIKE` of its own).
+    c.send(
+        "CreateJob",
+        &[("name", "mailer"), ("data", r#"{"to":"ada@example.com"}"#)],
+    )
+    .await;
+    let found = c
+        .send(
+            "Query",
+            &[
+                (
+                    "query",
+                    "SELECT name, data FROM jobs WHERE data LIKE '%ada@%' AND data != '{}';",
+                ),
+                ("Format", "json"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        found.body["rows"],
+        json!([["mailer", r#"{"to":"ada@example.com"}"#]]),
+        "{}",
+        found.text
+    );
     let times = c
         .send(
             "Query",
