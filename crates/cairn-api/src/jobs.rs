@@ -300,7 +300,7 @@ pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<MoveJob>();
 }
 
-/// Move a job that has not started to another queue.
+/// Move a job that is not running to another queue.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -315,13 +315,12 @@ impl Route for MoveJob {
     const PARAMS: &'static [PathParam] = &[JOB_ID];
     const TAG: &'static str = "jobs";
     const OPERATION_ID: &'static str = "move_job";
-    const SUMMARY: &'static str =
-        "Moves a job that has not started (scheduled, queued or waiting) to another queue.";
+    const SUMMARY: &'static str = "Moves a job that is not running to another queue: as it is if it has not started, to run again if it ended.";
     const DONE: &'static str = "Moved (or already there)";
     const ERRORS: &'static [(u16, &'static str)] = &[
         (400, "Bad input, naming the field"),
         (404, "No such job"),
-        (409, "The job is running or finished"),
+        (409, "The job is running"),
     ];
     type Body = MoveRequest;
     type Answer = EmptyBody;

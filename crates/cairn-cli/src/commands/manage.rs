@@ -194,10 +194,10 @@ impl PriorityArgs {
 }
 
 impl MoveArgs {
-    /// Moves a job that has not started to another queue.
+    /// Moves a job that is not running to another queue (one that ended runs again there).
     ///
     /// # Errors
-    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a job that is running or finished,
+    /// [`cairn::ErrorKind::NotFound`], [`cairn::ErrorKind::InvalidState`] for a job that is running,
     /// [`cairn::ErrorKind::InvalidInput`] for a bad queue name, or the server's refusal.
     pub async fn run(self) -> anyhow::Result<Code> {
         let id = self.id;

@@ -122,7 +122,8 @@ pub enum ClientCommand {
     /// Move a job that has not started to another time.
     #[command(after_long_help = EXIT_CODES)]
     Reschedule(RescheduleArgs),
-    /// Move a job that has not started (scheduled, queued or waiting) to another queue, as it is.
+    /// Move a job that is not running to another queue: as it is if it has not started, to run again there if it
+    /// ended (failed, cancelled or completed).
     #[command(name = "move", after_long_help = EXIT_CODES)]
     Move(MoveArgs),
     /// Run a job again with a fresh count of attempts: a failed, cancelled or completed one, or one taken from

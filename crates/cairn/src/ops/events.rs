@@ -528,23 +528,43 @@ macro_rules! minute_additions {
     };
     ($min:literal, $max:literal) => {
         concat!(
-            "added = stats_minute.added + excluded.added, \
-             started = stats_minute.started + excluded.started, finished = stats_minute.finished + excluded.finished, \
-             retried = stats_minute.retried + excluded.retried, failed = stats_minute.failed + excluded.failed, \
-             wait_count = stats_minute.wait_count + excluded.wait_count, \
-             wait_sum = stats_minute.wait_sum + excluded.wait_sum, wait_sumsq = stats_minute.wait_sumsq + excluded.wait_sumsq, \
-             wait_min = COALESCE(", $min, "(stats_minute.wait_min, excluded.wait_min), stats_minute.wait_min, excluded.wait_min), \
-                                           wait_max = COALESCE(", $max, "(stats_minute.wait_max, excluded.wait_max), stats_minute.wait_max, excluded.wait_max), \
-                                                                         run_count = stats_minute.run_count + excluded.run_count, run_sum = stats_minute.run_sum + excluded.run_sum, \
-                                                                         run_sumsq = stats_minute.run_sumsq + excluded.run_sumsq, \
-                                                                         run_min = COALESCE(", $min, "(stats_minute.run_min, excluded.run_min), stats_minute.run_min, excluded.run_min), \
-                                                                                                      run_max = COALESCE(", $max, "(stats_minute.run_max, excluded.run_max), stats_minute.run_max, excluded.run_max), \
-                                                                                                                                   service_count = stats_minute.service_count + excluded.service_count, \
-                                                                                                                                   service_sum = stats_minute.service_sum + excluded.service_sum, \
-                                                                                                                                   service_min = COALESCE(", $min, "(stats_minute.service_min, excluded.service_min), stats_minute.service_min, \
-                                                                                                                                                                    excluded.service_min), \
-                                                                                                                                                                    service_max = COALESCE(", $max, "(stats_minute.service_max, excluded.service_max), stats_minute.service_max, \
-                                                                                                                                                                                                     excluded.service_max)"
+            "added = stats_minute.added + excluded.added, ",
+            "started = stats_minute.started + excluded.started, ",
+            "finished = stats_minute.finished + excluded.finished, ",
+            "retried = stats_minute.retried + excluded.retried, ",
+            "failed = stats_minute.failed + excluded.failed, ",
+            "wait_count = stats_minute.wait_count + excluded.wait_count, ",
+            "wait_sum = stats_minute.wait_sum + excluded.wait_sum, ",
+            "wait_sumsq = stats_minute.wait_sumsq + excluded.wait_sumsq, ",
+            "wait_min = COALESCE(",
+            $min,
+            "(stats_minute.wait_min, excluded.wait_min), ",
+            "stats_minute.wait_min, excluded.wait_min), ",
+            "wait_max = COALESCE(",
+            $max,
+            "(stats_minute.wait_max, excluded.wait_max), ",
+            "stats_minute.wait_max, excluded.wait_max), ",
+            "run_count = stats_minute.run_count + excluded.run_count, ",
+            "run_sum = stats_minute.run_sum + excluded.run_sum, ",
+            "run_sumsq = stats_minute.run_sumsq + excluded.run_sumsq, ",
+            "run_min = COALESCE(",
+            $min,
+            "(stats_minute.run_min, excluded.run_min), ",
+            "stats_minute.run_min, excluded.run_min), ",
+            "run_max = COALESCE(",
+            $max,
+            "(stats_minute.run_max, excluded.run_max), ",
+            "stats_minute.run_max, excluded.run_max), ",
+            "service_count = stats_minute.service_count + excluded.service_count, ",
+            "service_sum = stats_minute.service_sum + excluded.service_sum, ",
+            "service_min = COALESCE(",
+            $min,
+            "(stats_minute.service_min, excluded.service_min), ",
+            "stats_minute.service_min, excluded.service_min), ",
+            "service_max = COALESCE(",
+            $max,
+            "(stats_minute.service_max, excluded.service_max), ",
+            "stats_minute.service_max, excluded.service_max)"
         )
     };
 }

@@ -146,7 +146,7 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
     }
 }
 
-/// Deletes up to :limit finished jobs at or before (:cutoff, :cutoff_id) in (finished_at, id) order: ids break
+/// Deletes up to `$3` finished jobs at or before (`$1`, `$2`) in (finished_at, id) order: ids break
 /// ties, since a batch finishes many jobs in the same millisecond. Children of a live parent are kept: the parent
 /// reads them when it runs again.
 const PRUNE_FINISHED: Sql = Sql {

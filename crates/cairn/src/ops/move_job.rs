@@ -1,15 +1,18 @@
-//! [`MoveJob`]: move a job that has not started to another queue (qless's `put` of an existing job).
+//! [`MoveJob`]: move a job that is not running to another queue (qless's `put` of an existing job).
 
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::names::QueueName;
+use crate::ops::requeue::Requeue;
 use crate::ops::{Operation, WriteCtx, parse_stored_state};
 use crate::store::db::{Sql, params};
 
-/// Moves a job that has not started (scheduled, queued or waiting) to another queue, as it is: its data, priority,
-/// time, attempts, tags and relations stay. From then on it runs in that queue, under that queue's limits and
-/// priority aging. A running job stays in the queue its worker took it from; a finished one is run again with
-/// [`Requeue`](crate::Requeue) first. Moving a job to the queue it is in changes nothing.
+/// Moves a job that is not running to another queue. One that has not started (scheduled, queued or waiting) moves
+/// as it is: its data, priority, time, attempts, tags and relations stay. One that ended (failed, cancelled or
+/// completed) runs again there, as [`Requeue`] runs it, in the same transaction, so no worker can
+/// take it in its old queue first. From then on it runs under the new queue's limits and priority aging. A running
+/// job stays in the queue its worker took it from. Moving a job that has not started to the queue it is in changes
+/// nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MoveJob {
     /// The job.
@@ -56,19 +59,22 @@ impl Operation for MoveJob {
                     self.job
                 )));
             }
-            finished => {
-                return Err(Error::invalid_state(format!(
-                    "job {} is {finished}; requeue it to run it again, then move it",
-                    self.job
-                )));
-            }
+            JobState::Failed | JobState::Cancelled | JobState::Completed => {}
         }
-        if from == queue.as_str() {
+        if from == queue.as_str() && !state.is_finished() {
             return Ok(());
         }
         let aging = ctx.settings.get(queue.as_str()).aging_ms;
         ctx.db
             .execute(MOVE_JOB, &params![queue.as_str(), aging, self.job])?;
+        if state.is_finished() {
+            let mut again = Requeue {
+                job: self.job,
+                run_at: None,
+            };
+            again.apply(ctx)?;
+            return Ok(());
+        }
         if state == JobState::Queued {
             // Workers waiting on the new queue take it at once.
             ctx.ready.mark(queue.as_str());

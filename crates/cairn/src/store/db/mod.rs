@@ -1,7 +1,7 @@
 //! One way to run the engine's SQL on either database. A statement is a [`Sql`]: its literal text for SQLite and
-//! for PostgreSQL, the same text where the two dialects agree. Parameters are `$1`, `$2`, … in both (SQLite reads
-//! `$1` as a parameter named `$1`; each is bound to its value by that name), so nothing rewrites a statement at run
-//! time. Values are converted to the types PostgreSQL declared for them; rows read back through [`Row::get`] into
+//! for PostgreSQL, the same text where the two dialects agree. Parameters are `$1`, `$2`, … in both, first appearing
+//! in that order (SQLite numbers them as they appear, so each binds by position), so nothing rewrites a statement at
+//! run time. Values are converted to the types PostgreSQL declared for them; rows read back through [`Row::get`] into
 //! the same Rust types on both.
 //!
 //! It also keeps what the writer needs to know about a transaction on either database: whether a statement wrote

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 #[cfg(feature = "postgres")]
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
-/// A value bound to a parameter. Flags are integers 0 and 1 on both databases, as SQLite stores them.
+/// A value bound to a parameter. Flags are the integers 0 and 1, which SQLite stores as they are and PostgreSQL
+/// receives as `boolean`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value<'a> {
     Null,
@@ -123,7 +124,7 @@ impl rusqlite::ToSql for Value<'_> {
 
 /// A value written as the type PostgreSQL declared for its parameter: an integer into `int8`, `int4`, `int2`,
 /// `float8` or `bool`; a real into `float8` or `float4`; text into any text type, or `json` (whose binary form is
-/// its text).
+/// its text; `jsonb`'s is not, and no statement binds one).
 #[cfg(feature = "postgres")]
 impl ToSql for Value<'_> {
     fn to_sql(

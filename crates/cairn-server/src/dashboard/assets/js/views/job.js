@@ -6,8 +6,8 @@ import { h, fill, table, redraw, errorBox, badge } from "../dom.js";
 import { duration, json, timeElement } from "../format.js";
 
 const LIVE = ["scheduled", "queued", "waiting", "running"];
-/** The states a job may be moved to another queue in: it has not started. */
-const MOVABLE = ["scheduled", "queued", "waiting"];
+/** The states a job may be moved to another queue in: any but running (one that ended runs again there). */
+const MOVABLE = ["scheduled", "queued", "waiting", "completed", "failed", "cancelled"];
 
 export function mount(root, params, ctx) {
   const summary = h("div", { id: "job" });
