@@ -4,7 +4,7 @@
 
 use cairn::{
     Attempt, AttemptOutcome, ChangeTags, Error, Job, JobId, JobName, JobState, MoveJob, QueueName,
-    RunUsage, SetPriority, Tag, UniqueKey, WorkerId,
+    Requeue, Reschedule, RunUsage, SetData, SetPriority, Tag, UniqueKey, WorkerId,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -285,6 +285,26 @@ pub struct StateBody {
     pub state: String,
 }
 
+impl From<JobState> for StateBody {
+    fn from(state: JobState) -> Self {
+        StateBody {
+            state: state.as_str().to_owned(),
+        }
+    }
+}
+
+impl StateBody {
+    /// The state the server sent.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] for a state Cairn does not have.
+    pub fn into_state(self) -> Result<JobState, Error> {
+        self.state
+            .parse()
+            .map_err(|_| malformed(format!("an unknown job state {:?}", self.state)))
+    }
+}
+
 /// Change a job's priority.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -297,6 +317,9 @@ pub struct PriorityRequest {
 /// The jobs' routes declared here, for [`visit_routes`](crate::visit_routes).
 pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<SetPriority>();
+    visitor.visit::<Reschedule>();
+    visitor.visit::<Requeue>();
+    visitor.visit::<SetData>();
     visitor.visit::<MoveJob>();
 }
 
@@ -397,6 +420,47 @@ pub struct RescheduleRequest {
     pub run_at: Timestamp,
 }
 
+impl Route for Reschedule {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/reschedule";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "reschedule";
+    const SUMMARY: &'static str = "Moves a job that is not running to another time.";
+    const DONE: &'static str = "Moved; its new state";
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (404, "No such job"),
+        (409, "The job is running or finished"),
+    ];
+    type Body = RescheduleRequest;
+    type Answer = StateBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/reschedule", self.job)
+    }
+
+    fn body(&self) -> RescheduleRequest {
+        RescheduleRequest {
+            run_at: self.run_at,
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: RescheduleRequest) -> Result<Self, Error> {
+        Ok(Reschedule {
+            job: path.job()?,
+            run_at: body.run_at,
+        })
+    }
+
+    fn answer(state: JobState) -> StateBody {
+        state.into()
+    }
+
+    fn output(answer: StateBody) -> Result<JobState, Error> {
+        answer.into_state()
+    }
+}
+
 /// Run a job again, whatever became of it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -406,6 +470,49 @@ pub struct RequeueRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub run_at: Option<Timestamp>,
+}
+
+impl Route for Requeue {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/requeue";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "requeue";
+    const SUMMARY: &'static str = "Runs a job again with a fresh count of attempts, whatever became of it: a failed, \
+        cancelled or completed job\ngoes back to its queue, a running one is taken from its worker (whose lease is \
+        refused from then on).";
+    const DONE: &'static str = "Requeued; its new state, queued or scheduled";
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (404, "No such job"),
+        (409, "Another live job holds its unique key"),
+    ];
+    type Body = RequeueRequest;
+    type Answer = StateBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/requeue", self.job)
+    }
+
+    fn body(&self) -> RequeueRequest {
+        RequeueRequest {
+            run_at: self.run_at,
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: RequeueRequest) -> Result<Self, Error> {
+        Ok(Requeue {
+            job: path.job()?,
+            run_at: body.run_at,
+        })
+    }
+
+    fn answer(state: JobState) -> StateBody {
+        state.into()
+    }
+
+    fn output(answer: StateBody) -> Result<JobState, Error> {
+        answer.into_state()
+    }
 }
 
 /// Add and remove dependencies of a job that has not started.
@@ -462,4 +569,45 @@ impl TagsRequest {
 pub struct SetDataRequest {
     /// The new data.
     pub data: Value,
+}
+
+impl Route for SetData {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/data";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "set_data";
+    const SUMMARY: &'static str = "Replaces the data of a job that is not running.";
+    const DONE: &'static str = "Replaced";
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (404, "No such job"),
+        (409, "The job is running; its worker saves its data"),
+    ];
+    type Body = SetDataRequest;
+    type Answer = EmptyBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/data", self.job)
+    }
+
+    fn body(&self) -> SetDataRequest {
+        SetDataRequest {
+            data: self.data.clone(),
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: SetDataRequest) -> Result<Self, Error> {
+        Ok(SetData {
+            job: path.job()?,
+            data: body.data,
+        })
+    }
+
+    fn answer((): ()) -> EmptyBody {
+        EmptyBody {}
+    }
+
+    fn output(_: EmptyBody) -> Result<(), Error> {
+        Ok(())
+    }
 }

@@ -6,8 +6,9 @@ use std::time::Duration;
 use cairn::{
     ActivityFilter, ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey,
     ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, Job, JobFilter,
-    JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo, Result,
-    Retry, SetPriority, StatsPeriod, StatsQuery, Unfail, WorkerInfo,
+    JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo,
+    Requeue, Reschedule, Result, Retry, SetData, SetPriority, StatsPeriod, StatsQuery, Unfail,
+    WorkerInfo,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -23,9 +24,8 @@ use cairn_api::{
     FinishManyBody, FinishManyRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody,
     JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest,
     QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
-    RequeueRequest, RescheduleRequest, RetryRequest, SetConfigRequest, SetDataRequest, StateBody,
-    StatsBody, TagsRequest, UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody,
-    WorkerListBody, WorkerStatsBody,
+    RetryRequest, SetConfigRequest, StateBody, StatsBody, TagsRequest, UnfailBody, UnfailRequest,
+    UpdateRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
@@ -472,13 +472,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn reschedule(&self, job: JobId, run_at: Timestamp) -> Result<JobState> {
-        let body: StateBody = self
-            .post(
-                &format!("/v1/jobs/{job}/reschedule"),
-                &RescheduleRequest { run_at },
-            )
-            .await?;
-        parse_state(&body.state)
+        self.run(Reschedule { job, run_at }).await
     }
 
     /// Runs a job again with a fresh count of attempts; see [`cairn::Queue::requeue`].
@@ -486,13 +480,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn requeue(&self, job: JobId, run_at: Option<Timestamp>) -> Result<JobState> {
-        let body: StateBody = self
-            .post(
-                &format!("/v1/jobs/{job}/requeue"),
-                &RequeueRequest { run_at },
-            )
-            .await?;
-        parse_state(&body.state)
+        self.run(Requeue { job, run_at }).await
     }
 
     /// Adds and removes dependencies of a job that has not started; see [`cairn::Queue::change_dependencies`].
@@ -515,9 +503,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn set_data(&self, job: JobId, data: Value) -> Result<()> {
-        self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/data"), &SetDataRequest { data })
-            .await
-            .map(drop)
+        self.run(SetData { job, data }).await
     }
 
     /// Adds and removes a job's tags, whatever its state; see [`cairn::Queue::change_tags`].

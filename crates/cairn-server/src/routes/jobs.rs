@@ -7,8 +7,7 @@ use axum::http::StatusCode;
 use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
 use cairn_api::{
     DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
-    JobPageBody, PushBatchRequest, PushRequest, RequeueRequest, RescheduleRequest, SetDataRequest,
-    StateBody, TagsRequest,
+    JobPageBody, PushBatchRequest, PushRequest, StateBody, TagsRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -194,45 +193,6 @@ pub async fn delete(
     Ok(Json(EmptyBody {}))
 }
 
-/// Moves a job that is not running to another time.
-#[utoipa::path(post, path = "/v1/jobs/{id}/reschedule", tag = "jobs", request_body = RescheduleRequest,
-    params(("id" = i64, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Moved; its new state", body = StateBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 409, description = "The job is running or finished", body = ErrorBody),
-    ))]
-pub async fn reschedule(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-    JsonBody(request): JsonBody<RescheduleRequest>,
-) -> ApiResult<Json<StateBody>> {
-    let new_state = state.queue.reschedule(id, request.run_at).await?;
-    Ok(Json(StateBody {
-        state: new_state.as_str().to_owned(),
-    }))
-}
-
-/// Runs a job again with a fresh count of attempts, whatever became of it: a failed, cancelled or completed job
-/// goes back to its queue, a running one is taken from its worker (whose lease is refused from then on).
-#[utoipa::path(post, path = "/v1/jobs/{id}/requeue", tag = "jobs", request_body = RequeueRequest,
-    params(("id" = i64, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Requeued; its new state, queued or scheduled", body = StateBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 409, description = "Another live job holds its unique key", body = ErrorBody),
-    ))]
-pub async fn requeue(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-    JsonBody(request): JsonBody<RequeueRequest>,
-) -> ApiResult<Json<StateBody>> {
-    let new_state = state.queue.requeue(id, request.run_at).await?;
-    Ok(Json(StateBody {
-        state: new_state.as_str().to_owned(),
-    }))
-}
-
 /// Adds and removes dependencies of a job that has not started. A job with a dependency that has not completed is
 /// `waiting`; one whose last dependency goes becomes ready.
 #[utoipa::path(post, path = "/v1/jobs/{id}/dependencies", tag = "jobs", request_body = DependenciesRequest,
@@ -307,22 +267,5 @@ pub async fn untrack(
     JobPath(id): JobPath,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.track(id, false).await?;
-    Ok(Json(EmptyBody {}))
-}
-
-/// Replaces the data of a job that is not running.
-#[utoipa::path(post, path = "/v1/jobs/{id}/data", tag = "jobs", request_body = SetDataRequest,
-    params(("id" = i64, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Replaced", body = EmptyBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 409, description = "The job is running; its worker saves its data", body = ErrorBody),
-    ))]
-pub async fn set_data(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-    JsonBody(request): JsonBody<SetDataRequest>,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.set_data(id, request.data).await?;
     Ok(Json(EmptyBody {}))
 }
