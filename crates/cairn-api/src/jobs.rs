@@ -3,8 +3,9 @@
 //! lease are in `leases`.
 
 use cairn::{
-    Attempt, AttemptOutcome, ChangeTags, Error, Job, JobId, JobName, JobState, MoveJob, QueueName,
-    Requeue, Reschedule, RunUsage, SetData, SetPriority, Tag, UniqueKey, WorkerId,
+    Attempt, AttemptOutcome, ChangeDependencies, ChangeTags, Error, Job, JobId, JobName, JobState,
+    MoveJob, QueueName, Requeue, Reschedule, RunUsage, SetData, SetPriority, Tag, UniqueKey,
+    WorkerId,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -320,6 +321,8 @@ pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<Reschedule>();
     visitor.visit::<Requeue>();
     visitor.visit::<SetData>();
+    visitor.visit::<ChangeDependencies>();
+    visitor.visit::<ChangeTags>();
     visitor.visit::<MoveJob>();
 }
 
@@ -529,6 +532,54 @@ pub struct DependenciesRequest {
     pub remove: Vec<i64>,
 }
 
+impl Route for ChangeDependencies {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/dependencies";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "change_dependencies";
+    const SUMMARY: &'static str = "Adds and removes dependencies of a job that has not started. A job with a \
+        dependency that has not completed is\n`waiting`; one whose last dependency goes becomes ready.";
+    const DONE: &'static str = "Changed; the job's new state";
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (400, "A dependency that does not exist"),
+        (404, "No such job"),
+        (
+            409,
+            "The job started or ended, a dependency was cancelled, or a cycle",
+        ),
+    ];
+    type Body = DependenciesRequest;
+    type Answer = StateBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/dependencies", self.job)
+    }
+
+    fn body(&self) -> DependenciesRequest {
+        DependenciesRequest {
+            add: self.add.iter().map(|j| j.0).collect(),
+            remove: self.remove.iter().map(|j| j.0).collect(),
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: DependenciesRequest) -> Result<Self, Error> {
+        Ok(ChangeDependencies {
+            job: path.job()?,
+            add: body.add.into_iter().map(JobId).collect(),
+            remove: body.remove.into_iter().map(JobId).collect(),
+        })
+    }
+
+    fn answer(state: JobState) -> StateBody {
+        state.into()
+    }
+
+    fn output(answer: StateBody) -> Result<JobState, Error> {
+        answer.into_state()
+    }
+}
+
 /// Add and remove tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -559,6 +610,40 @@ impl TagsRequest {
             add: self.add,
             remove: self.remove,
         }
+    }
+}
+
+impl Route for ChangeTags {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/jobs/{id}/tags";
+    const PARAMS: &'static [PathParam] = &[JOB_ID];
+    const TAG: &'static str = "jobs";
+    const OPERATION_ID: &'static str = "change_tags";
+    const SUMMARY: &'static str = "Adds and removes tags of a job, whatever its state. Adding a tag it has, or \
+        removing one it lacks, is not an\nerror.";
+    const DONE: &'static str = "Changed";
+    const ERRORS: &'static [(u16, &'static str)] = &[(400, "A bad tag"), (404, "No such job")];
+    type Body = TagsRequest;
+    type Answer = EmptyBody;
+
+    fn path(&self) -> String {
+        format!("/v1/jobs/{}/tags", self.job)
+    }
+
+    fn body(&self) -> TagsRequest {
+        TagsRequest::from(self)
+    }
+
+    fn from_wire(path: &PathParams, body: TagsRequest) -> Result<Self, Error> {
+        Ok(body.into_change(path.job()?))
+    }
+
+    fn answer((): ()) -> EmptyBody {
+        EmptyBody {}
+    }
+
+    fn output(_: EmptyBody) -> Result<(), Error> {
+        Ok(())
     }
 }
 

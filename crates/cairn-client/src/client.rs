@@ -19,13 +19,13 @@ use serde_json::Value;
 use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
 use cairn_api::{
     ActivityPageBody, AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody,
-    ConfigListBody, ContinueBody, DependenciesRequest, DequeueBody, DequeueRequest, EmptyBody,
-    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
-    FinishManyBody, FinishManyRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody,
-    JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest,
-    QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
-    RetryRequest, SetConfigRequest, StateBody, StatsBody, TagsRequest, UnfailBody, UnfailRequest,
-    UpdateRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
+    ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody,
+    EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem, FinishManyBody,
+    FinishManyRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
+    LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest, QueueListBody,
+    RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest, RetryRequest,
+    SetConfigRequest, StateBody, StatsBody, UnfailBody, UnfailRequest, UpdateRequest, UsageBody,
+    WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
@@ -488,14 +488,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn change_dependencies(&self, change: ChangeDependencies) -> Result<JobState> {
-        let request = DependenciesRequest {
-            add: change.add.iter().map(|j| j.0).collect(),
-            remove: change.remove.iter().map(|j| j.0).collect(),
-        };
-        let body: StateBody = self
-            .post(&format!("/v1/jobs/{}/dependencies", change.job), &request)
-            .await?;
-        parse_state(&body.state)
+        self.run(change).await
     }
 
     /// Replaces the data of a job that is not running; see [`cairn::Queue::set_data`].
@@ -511,12 +504,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn change_tags(&self, change: ChangeTags) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/jobs/{}/tags", change.job),
-            &TagsRequest::from(&change),
-        )
-        .await
-        .map(drop)
+        self.run(change).await
     }
 
     /// Tracks a job (listed by [`JobFilter::tracked`]), or stops tracking it; see [`cairn::Queue::track`].

@@ -51,8 +51,6 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::enqueue_batch))
         .routes(routes!(jobs::get_job, jobs::delete))
         .routes(routes!(jobs::cancel))
-        .routes(routes!(jobs::change_dependencies))
-        .routes(routes!(jobs::change_tags))
         .routes(routes!(jobs::track))
         .routes(routes!(jobs::untrack))
         .routes(routes!(leases::dequeue))

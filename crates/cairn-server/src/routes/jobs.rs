@@ -4,10 +4,10 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use cairn::{ChangeDependencies, JobFilter, JobId, JobState, Push};
+use cairn::{JobFilter, JobState, Push};
 use cairn_api::{
-    DependenciesRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
-    JobPageBody, PushBatchRequest, PushRequest, StateBody, TagsRequest,
+    EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody, PushBatchRequest,
+    PushRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -190,52 +190,6 @@ pub async fn delete(
     JobPath(id): JobPath,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.delete(id).await?;
-    Ok(Json(EmptyBody {}))
-}
-
-/// Adds and removes dependencies of a job that has not started. A job with a dependency that has not completed is
-/// `waiting`; one whose last dependency goes becomes ready.
-#[utoipa::path(post, path = "/v1/jobs/{id}/dependencies", tag = "jobs", request_body = DependenciesRequest,
-    params(("id" = i64, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Changed; the job's new state", body = StateBody),
-        (status = 400, description = "A dependency that does not exist", body = ErrorBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 409, description = "The job started or ended, a dependency was cancelled, or a cycle", body = ErrorBody),
-    ))]
-pub async fn change_dependencies(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-    JsonBody(request): JsonBody<DependenciesRequest>,
-) -> ApiResult<Json<StateBody>> {
-    let new_state = state
-        .queue
-        .change_dependencies(ChangeDependencies {
-            job: id,
-            add: request.add.into_iter().map(JobId).collect(),
-            remove: request.remove.into_iter().map(JobId).collect(),
-        })
-        .await?;
-    Ok(Json(StateBody {
-        state: new_state.as_str().to_owned(),
-    }))
-}
-
-/// Adds and removes tags of a job, whatever its state. Adding a tag it has, or removing one it lacks, is not an
-/// error.
-#[utoipa::path(post, path = "/v1/jobs/{id}/tags", tag = "jobs", request_body = TagsRequest,
-    params(("id" = i64, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Changed", body = EmptyBody),
-        (status = 400, description = "A bad tag", body = ErrorBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-    ))]
-pub async fn change_tags(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-    JsonBody(request): JsonBody<TagsRequest>,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.change_tags(request.into_change(id)).await?;
     Ok(Json(EmptyBody {}))
 }
 
