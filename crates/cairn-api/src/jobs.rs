@@ -364,14 +364,6 @@ impl Route for MoveJob {
     fn from_wire(path: &PathParams, body: MoveRequest) -> Result<Self, Error> {
         Ok(MoveJob::new(path.job()?, body.queue))
     }
-
-    fn answer((): ()) -> EmptyBody {
-        EmptyBody {}
-    }
-
-    fn output(_: EmptyBody) -> Result<(), Error> {
-        Ok(())
-    }
 }
 
 impl Route for SetPriority {
@@ -402,14 +394,6 @@ impl Route for SetPriority {
             job: path.job()?,
             priority: body.priority,
         })
-    }
-
-    fn answer((): ()) -> EmptyBody {
-        EmptyBody {}
-    }
-
-    fn output(_: EmptyBody) -> Result<(), Error> {
-        Ok(())
     }
 }
 
@@ -453,14 +437,6 @@ impl Route for Reschedule {
             job: path.job()?,
             run_at: body.run_at,
         })
-    }
-
-    fn answer(state: JobState) -> StateBody {
-        state.into()
-    }
-
-    fn output(answer: StateBody) -> Result<JobState, Error> {
-        answer.into_state()
     }
 }
 
@@ -507,14 +483,6 @@ impl Route for Requeue {
             job: path.job()?,
             run_at: body.run_at,
         })
-    }
-
-    fn answer(state: JobState) -> StateBody {
-        state.into()
-    }
-
-    fn output(answer: StateBody) -> Result<JobState, Error> {
-        answer.into_state()
     }
 }
 
@@ -569,14 +537,6 @@ impl Route for ChangeDependencies {
             add: body.add.into_iter().map(JobId).collect(),
             remove: body.remove.into_iter().map(JobId).collect(),
         })
-    }
-
-    fn answer(state: JobState) -> StateBody {
-        state.into()
-    }
-
-    fn output(answer: StateBody) -> Result<JobState, Error> {
-        answer.into_state()
     }
 }
 
@@ -637,14 +597,6 @@ impl Route for ChangeTags {
     fn from_wire(path: &PathParams, body: TagsRequest) -> Result<Self, Error> {
         Ok(body.into_change(path.job()?))
     }
-
-    fn answer((): ()) -> EmptyBody {
-        EmptyBody {}
-    }
-
-    fn output(_: EmptyBody) -> Result<(), Error> {
-        Ok(())
-    }
 }
 
 /// Replace the data of a job that is not running.
@@ -686,13 +638,5 @@ impl Route for SetData {
             job: path.job()?,
             data: body.data,
         })
-    }
-
-    fn answer((): ()) -> EmptyBody {
-        EmptyBody {}
-    }
-
-    fn output(_: EmptyBody) -> Result<(), Error> {
-        Ok(())
     }
 }

@@ -105,8 +105,8 @@ pub trait Route: Request + Sized {
 
     /// The request's body on the wire.
     type Body: Wire;
-    /// The answer's body on the wire.
-    type Answer: Wire;
+    /// The answer's body on the wire, which converts from and to the request's output.
+    type Answer: Wire + Answer<Self::Output>;
 
     /// This request's path: [`Self::PATH`] with its parameters filled in.
     fn path(&self) -> String;
@@ -118,12 +118,48 @@ pub trait Route: Request + Sized {
     /// [`ErrorKind::InvalidInput`] naming a bad parameter or field.
     fn from_wire(path: &PathParams, body: Self::Body) -> Result<Self>;
     /// The answer to send for what the request gave.
-    fn answer(output: Self::Output) -> Self::Answer;
+    fn answer(output: Self::Output) -> Self::Answer {
+        Self::Answer::from_output(output)
+    }
     /// What the request gave, from the answer received.
     ///
     /// # Errors
     /// [`ErrorKind::Unavailable`] when the answer is not one Cairn sends.
-    fn output(answer: Self::Answer) -> Result<Self::Output>;
+    fn output(answer: Self::Answer) -> Result<Self::Output> {
+        answer.into_output()
+    }
+}
+
+/// An answer's body as the output of the request it answers, both ways (`EmptyBody` for `()`, `StateBody` for a
+/// job's state).
+pub trait Answer<Output>: Sized {
+    /// The body for `output`.
+    fn from_output(output: Output) -> Self;
+    /// The output this body says.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body is not one Cairn sends.
+    fn into_output(self) -> Result<Output>;
+}
+
+impl Answer<()> for crate::EmptyBody {
+    fn from_output((): ()) -> Self {
+        crate::EmptyBody {}
+    }
+
+    fn into_output(self) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl Answer<cairn::JobState> for crate::StateBody {
+    fn from_output(state: cairn::JobState) -> Self {
+        state.into()
+    }
+
+    fn into_output(self) -> Result<cairn::JobState> {
+        self.into_state()
+    }
 }
 
 /// Something given every declared route in turn: the server mounts each, a test can list them.
