@@ -390,7 +390,7 @@ impl Client {
                 },
             )
             .await?;
-        parse_state(&body.state)
+        body.into_state()
     }
 
     /// Fails the job for good; see [`cairn::Queue::fail`].
@@ -1016,16 +1016,6 @@ impl Client {
         )
         .await
     }
-}
-
-fn parse_state(state: &str) -> Result<JobState> {
-    state.parse().map_err(|_| {
-        Error::from_parts(
-            ErrorKind::Unavailable,
-            None,
-            format!("the server sent an unknown job state {state:?}"),
-        )
-    })
 }
 
 fn unreachable_server(url: &str, e: reqwest::Error) -> Error {

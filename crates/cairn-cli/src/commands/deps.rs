@@ -45,9 +45,7 @@ impl DepsArgs {
                 })
                 .await
                 .with_context(|| format!("changing the dependencies of job {id}"))?;
-            let body = StateBody {
-                state: state.as_str().to_owned(),
-            };
+            let body = StateBody::from(state);
             output::outcome(self.common.json, &body, || format!("job {id}: {state}"))?;
             return Ok(Code::Success);
         }

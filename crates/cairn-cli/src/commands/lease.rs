@@ -260,9 +260,7 @@ impl RetryArgs {
             .retry_with(retry)
             .await
             .with_context(|| format!("retrying job {id}"))?;
-        let body = StateBody {
-            state: state.as_str().to_owned(),
-        };
+        let body = StateBody::from(state);
         output::outcome(self.common.json, &body, || format!("job {id}: {state}"))?;
         Ok(Code::Success)
     }

@@ -107,9 +107,7 @@ impl RequeueArgs {
             .requeue(id, self.run_at)
             .await
             .with_context(|| format!("requeueing job {id}"))?;
-        let body = StateBody {
-            state: state.as_str().to_owned(),
-        };
+        let body = StateBody::from(state);
         output::outcome(self.common.json, &body, || format!("job {id}: {state}"))?;
         Ok(Code::Success)
     }
@@ -229,9 +227,7 @@ impl RescheduleArgs {
             .reschedule(id, self.run_at)
             .await
             .with_context(|| format!("rescheduling job {id}"))?;
-        let body = StateBody {
-            state: state.as_str().to_owned(),
-        };
+        let body = StateBody::from(state);
         output::outcome(self.common.json, &body, || {
             format!("job {id}: {state}, runs at {}", output::time(self.run_at))
         })?;

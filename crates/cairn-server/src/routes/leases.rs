@@ -216,9 +216,7 @@ pub async fn retry(
             ..Retry::new(&lease, request.error)
         })
         .await?;
-    Ok(Json(StateBody {
-        state: new_state.as_str().to_owned(),
-    }))
+    Ok(Json(StateBody::from(new_state)))
 }
 
 /// Fails the job for good, with a failure group and a message.
