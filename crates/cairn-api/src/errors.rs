@@ -50,6 +50,7 @@ impl ErrorBody {
             "lease_lost" => ErrorKind::LeaseLost,
             "invalid_state" => ErrorKind::InvalidState,
             "storage" => ErrorKind::Storage,
+            "storage_full" => ErrorKind::StorageFull,
             "unauthorized" => ErrorKind::Unauthorized,
             _ => ErrorKind::Unavailable,
         };

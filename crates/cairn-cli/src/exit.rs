@@ -17,7 +17,8 @@ pub enum Code {
     NotFound = 3,
     /// The lease was lost, or the job's state does not allow the operation.
     Conflict = 4,
-    /// The server could not be reached, or is shutting down.
+    /// The server could not be reached, is shutting down, cannot reach its database or has no room on disk: try
+    /// again later.
     Unavailable = 5,
     /// The server refused the token.
     Unauthorized = 6,
@@ -38,7 +39,9 @@ pub fn code_for(e: &cairn::Error) -> Code {
         ErrorKind::NotFound => Code::NotFound,
         ErrorKind::LeaseLost | ErrorKind::InvalidState => Code::Conflict,
         ErrorKind::Unauthorized => Code::Unauthorized,
-        ErrorKind::Unavailable | ErrorKind::Closed | ErrorKind::Locked => Code::Unavailable,
+        ErrorKind::Unavailable | ErrorKind::Closed | ErrorKind::Locked | ErrorKind::StorageFull => {
+            Code::Unavailable
+        }
         _ => Code::Failure,
     }
 }

@@ -124,9 +124,11 @@ impl From<cairn::Error> for ApiError {
             ErrorKind::InvalidState => (StatusCode::CONFLICT, "invalid_state"),
             ErrorKind::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             // The queue closing means the server is shutting down: the client should try again elsewhere or later.
+            // So does a database this node cannot reach in time: the client should try again, here or on another node.
             ErrorKind::Closed | ErrorKind::Locked | ErrorKind::Unavailable => {
                 (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
             }
+            ErrorKind::StorageFull => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
         };
         if status.is_server_error() {
@@ -178,9 +180,26 @@ fn wire_field(field: &str) -> String {
     format!("{prefix}{wire}")
 }
 
+/// How long a client should wait before sending again a request refused for a reason that passes with time: the
+/// database out of reach (a restart, a cut link: seconds) or out of room (until someone frees space).
+fn retry_after(status: StatusCode) -> Option<&'static str> {
+    match status {
+        StatusCode::SERVICE_UNAVAILABLE => Some("1"),
+        StatusCode::INSUFFICIENT_STORAGE => Some("10"),
+        _ => None,
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(self.body)).into_response()
+        let mut response = (self.status, axum::Json(self.body)).into_response();
+        if let Some(seconds) = retry_after(self.status) {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(seconds),
+            );
+        }
+        response
     }
 }
 
@@ -203,5 +222,22 @@ mod tests {
         assert_eq!(wire_field("next.delay"), "next.delay_ms");
         assert_eq!(wire_field("next.queue"), "next.queue");
         assert_eq!(wire_field("next.depends_on"), "next.depends_on");
+    }
+
+    #[test]
+    fn failures_that_pass_with_time_say_when_to_come_back() {
+        for (kind, status, wire) in [
+            (ErrorKind::Unavailable, 503, "unavailable"),
+            (ErrorKind::StorageFull, 507, "storage_full"),
+        ] {
+            let response =
+                ApiError::from(cairn::Error::from_parts(kind, None, "x")).into_response();
+            assert_eq!(response.status().as_u16(), status);
+            assert!(response.headers().contains_key("retry-after"), "{wire}");
+        }
+        let broken =
+            ApiError::from(cairn::Error::from_parts(ErrorKind::Storage, None, "x")).into_response();
+        assert_eq!(broken.status().as_u16(), 500);
+        assert!(!broken.headers().contains_key("retry-after"));
     }
 }

@@ -21,11 +21,17 @@ pub enum ErrorKind {
     Locked,
     /// The queue was closed.
     Closed,
-    /// The database failed (I/O, corruption, full disk).
+    /// The database failed (I/O, corruption, a broken rule in the stored data).
     Storage,
+    /// The database has no room left (a full disk, PostgreSQL's `disk_full`). Nothing was written; the same
+    /// request succeeds once space is freed.
+    StorageFull,
     /// A Cairn server refused the request's credentials (from the HTTP client).
     Unauthorized,
-    /// A Cairn server could not be reached, or did not answer as one (from the HTTP client).
+    /// Try again shortly: the database could not be reached within a bound (a PostgreSQL restart, a link that
+    /// went silent, a statement that ran out of time), or, from the HTTP client, a Cairn server could not be reached
+    /// or did not answer as one. A request that failed this way may or may not have been applied if it failed
+    /// while committing; pushes with a unique key are safe to send again.
     Unavailable,
 }
 
@@ -40,6 +46,7 @@ impl ErrorKind {
             ErrorKind::Locked => "locked",
             ErrorKind::Closed => "closed",
             ErrorKind::Storage => "storage",
+            ErrorKind::StorageFull => "storage_full",
             ErrorKind::Unauthorized => "unauthorized",
             ErrorKind::Unavailable => "unavailable",
         }
@@ -94,12 +101,14 @@ impl Error {
         Error::new(ErrorKind::Closed, "the queue is closed")
     }
 
+    /// A database error while `context`: [`ErrorKind::Storage`], or [`ErrorKind::Unavailable`] and
+    /// [`ErrorKind::StorageFull`] for the failures that pass with time (see [`storage_kind`]).
     pub(crate) fn storage(
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
         Error {
-            kind: ErrorKind::Storage,
+            kind: storage_kind(&source),
             field: None,
             message: context.into(),
             source: Some(Box::new(source)),
@@ -197,8 +206,24 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.source {
-            Some(source) if self.kind == ErrorKind::Storage => {
-                write!(f, "{}: {source}", self.message)
+            Some(source)
+                if matches!(
+                    self.kind,
+                    ErrorKind::Storage | ErrorKind::StorageFull | ErrorKind::Unavailable
+                ) =>
+            {
+                write!(f, "{}: {source}", self.message)?;
+                // PostgreSQL's driver says only "db error" or "error connecting to server" at the top; what the
+                // server or the socket said is below.
+                #[cfg(feature = "postgres")]
+                if source.is::<postgres::Error>() {
+                    let mut cause = source.source();
+                    while let Some(c) = cause {
+                        write!(f, ": {c}")?;
+                        cause = c.source();
+                    }
+                }
+                Ok(())
             }
             _ => f.write_str(&self.message),
         }
@@ -211,6 +236,67 @@ impl std::error::Error for Error {
             .as_deref()
             .map(|e| e as &(dyn std::error::Error + 'static))
     }
+}
+
+/// What kind of failure a database error is: one that passes with time (the database unreachable or out of room)
+/// is told apart, so that callers are told to come back rather than that something broke.
+fn storage_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
+    #[cfg(feature = "sqlite")]
+    if let Some(e) = source.downcast_ref::<rusqlite::Error>()
+        && e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    {
+        return ErrorKind::StorageFull;
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(e) = source.downcast_ref::<postgres::Error>() {
+        return postgres_error_kind(e);
+    }
+    ErrorKind::Storage
+}
+
+/// PostgreSQL's errors that pass with time: the session closed or could not be opened (a restart, a link that
+/// went silent and was cut by keepalives or the user timeout), the server shutting down or starting, out of
+/// connections, a statement past its time bound; and a full disk.
+#[cfg(feature = "postgres")]
+fn postgres_error_kind(e: &postgres::Error) -> ErrorKind {
+    use postgres::error::SqlState;
+    if e.is_closed() {
+        return ErrorKind::Unavailable;
+    }
+    match e.code() {
+        Some(code) if *code == SqlState::DISK_FULL => ErrorKind::StorageFull,
+        Some(code)
+            if code.code().starts_with("08")
+                || [
+                    SqlState::ADMIN_SHUTDOWN,
+                    SqlState::CRASH_SHUTDOWN,
+                    SqlState::CANNOT_CONNECT_NOW,
+                    SqlState::QUERY_CANCELED,
+                    SqlState::TOO_MANY_CONNECTIONS,
+                    SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                ]
+                .contains(code) =>
+        {
+            ErrorKind::Unavailable
+        }
+        Some(_) => ErrorKind::Storage,
+        // No SQLSTATE: the driver's own failure, which is the connection's (connecting, reading, writing).
+        None if has_io_source(e) => ErrorKind::Unavailable,
+        None => ErrorKind::Storage,
+    }
+}
+
+/// Whether an I/O error (a refused connection, a timeout, a reset) is among `e`'s causes.
+#[cfg(feature = "postgres")]
+fn has_io_source(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        if c.is::<std::io::Error>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 #[cfg(feature = "sqlite")]

@@ -18,7 +18,11 @@ const LONGEST: Duration = Duration::from_secs(30);
 pub(crate) fn is_transient(e: &cairn::Error) -> bool {
     matches!(
         e.kind(),
-        ErrorKind::Unavailable | ErrorKind::Closed | ErrorKind::Storage | ErrorKind::Locked
+        ErrorKind::Unavailable
+            | ErrorKind::Closed
+            | ErrorKind::Storage
+            | ErrorKind::StorageFull
+            | ErrorKind::Locked
     )
 }
 

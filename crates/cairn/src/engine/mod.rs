@@ -40,6 +40,8 @@ mod command;
 mod isolation;
 mod parked;
 mod timed;
+
+pub(crate) use timed::Lead;
 mod transaction;
 
 pub(crate) use command::{Command, ErasedOp, Pending, Waiter};
@@ -71,9 +73,8 @@ pub(crate) struct Writer {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
-    /// The session of the writer's in which it took the lead of the timed work (see [`take_lead`](crate::store::writer_db::take_lead)): always
-    /// `Some(0)` on SQLite; on PostgreSQL, it leads while that session is the current one.
-    pub leads: Option<u64>,
+    /// Whether this writer leads the timed work: always on SQLite; on PostgreSQL, for a term it renews.
+    pub lead: timed::Lead,
     /// Held while the writer runs: while it is locked, no other process opens the SQLite file as a queue.
     pub _lock: Option<std::fs::File>,
 }
@@ -195,11 +196,6 @@ impl Writer {
                 .expect("returned lock is never poisoned")
                 .drain(..),
         );
-    }
-
-    /// Whether this writer does the timed work now.
-    fn leads(&self) -> bool {
-        self.leads == Some(self.db.session())
     }
 
     /// Loads the queues' settings again from the database, after a rollback.

@@ -1,10 +1,11 @@
 //! The writer's timed work, done at the start of a batch when it is due: rate-limited queues looked at again,
 //! promotion of due jobs, lease expiry, recurring runs, retention and housekeeping (the steps are
-//! `ops/maintenance.rs`), and undelivered claims given back. On PostgreSQL one node at a time leads that work
-//! (`store::writer_db::take_lead`); the others only look at their rate-limited queues. Also when the writer wakes
-//! next for it.
+//! `ops/maintenance.rs`), and undelivered claims given back. On PostgreSQL one node at a time leads that work, for
+//! a term it renews (`store/postgres/leader.rs`); the others only look at their rate-limited queues. Also when the
+//! writer wakes next for it.
 
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 use crate::clock::duration_millis;
 use crate::error::Result;
@@ -13,9 +14,7 @@ use crate::ops::maintenance;
 use crate::ops::release::Release;
 use crate::ops::{Operation, WriteCtx, in_savepoint};
 use crate::options::Retention;
-use crate::store::db::Db;
-use crate::store::writer_db::LEADER_RETRY;
-use crate::store::writer_db::take_lead;
+use crate::store::writer_db::WriterDb;
 
 use super::Writer;
 use super::command::Waiter;
@@ -66,7 +65,7 @@ impl TimedWork<'_> {
         if self.prune && !self.leads {
             // The leader prunes. This node asks for the lead again in a while, not with every batch: a housekeeping
             // pass that stayed due would wake the writer at once, over and over.
-            timed.next_prune = Some(ctx.now_ms + duration_millis(LEADER_RETRY));
+            timed.next_prune = Some(ctx.now_ms + duration_millis(LEAD_RENEWAL));
         }
         timed
     }
@@ -128,32 +127,89 @@ fn waiting_workers(parked: &VecDeque<Waiter>) -> Vec<String> {
     waiting_workers
 }
 
-/// Whether this writer leads the timed work in `session`, its current one. When it does not and `wanted`, it asks
-/// for the lead in `db`'s transaction, and notes in `leads` the session that took it.
-pub(super) fn lead(
-    db: &Db<'_>,
-    leads: &mut Option<u64>,
-    session: u64,
-    wanted: bool,
-    node: Option<&str>,
-) -> bool {
-    if *leads == Some(session) {
-        return true;
-    }
-    if !wanted {
-        return false;
-    }
-    match take_lead(db) {
-        Ok(true) => {
-            tracing::info!(node, "this node now does the timed work");
-            *leads = Some(session);
-            true
+/// How often a node asks for the lead of the timed work, or renews it (see `postgres::leader`).
+#[cfg(feature = "postgres")]
+pub(crate) const LEAD_RENEWAL: Duration = crate::store::postgres::leader::RENEW_EVERY;
+#[cfg(not(feature = "postgres"))]
+pub(crate) const LEAD_RENEWAL: Duration = Duration::from_secs(1);
+
+/// How long a node's term as leader lasts, by its own count.
+#[cfg(feature = "postgres")]
+const TERM: Duration = crate::store::postgres::leader::TERM;
+#[cfg(not(feature = "postgres"))]
+const TERM: Duration = Duration::from_secs(5);
+
+/// How long before the end of its term, by its own count, a leader that could not renew stops: room for the
+/// database's clock and this one's to disagree a little.
+const TERM_MARGIN: Duration = Duration::from_secs(1);
+
+/// Whether this writer leads the timed work.
+pub(crate) enum Lead {
+    /// On SQLite: the one process that has the file always does.
+    Always,
+    /// On PostgreSQL: until the end of the term it last won, counted from before it asked (`None`: it holds none).
+    Until(Option<Instant>),
+}
+
+impl Lead {
+    /// Whether this writer leads now.
+    pub(super) fn holds(&self) -> bool {
+        match self {
+            Lead::Always => true,
+            Lead::Until(until) => until.is_some_and(|until| Instant::now() < until),
         }
-        Ok(false) => false,
-        Err(e) => {
-            tracing::warn!(error = %e, "could not ask for the lead of the timed work");
-            false
+    }
+
+    /// Whether it is time to ask for the lead, or to renew it: once per [`LEAD_RENEWAL`].
+    fn should_ask(&self) -> bool {
+        match self {
+            Lead::Always => false,
+            Lead::Until(None) => true,
+            Lead::Until(Some(until)) => {
+                until.saturating_duration_since(Instant::now()) + LEAD_RENEWAL <= TERM - TERM_MARGIN
+            }
         }
+    }
+
+    /// Whether the writer should wake at least every [`LEAD_RENEWAL`] to ask: on PostgreSQL.
+    pub(super) fn is_elected(&self) -> bool {
+        matches!(self, Lead::Until(_))
+    }
+
+    /// Asks the database for the lead, or renews it, if it is time: whether this writer leads now. A node that
+    /// cannot reach the database keeps what it holds until its own count of the term runs out, and no further.
+    pub(super) fn renew(&mut self, db: &mut WriterDb) -> bool {
+        if self.should_ask() {
+            let asked_at = Instant::now();
+            let held = self.holds();
+            match db.elect() {
+                Ok(won) => {
+                    if won != held {
+                        match won {
+                            true => tracing::info!(
+                                node = db.node(),
+                                "this node now does the timed work"
+                            ),
+                            false => tracing::warn!(
+                                node = db.node(),
+                                "another node took over the timed work"
+                            ),
+                        }
+                    }
+                    *self = Lead::Until(won.then(|| asked_at + TERM - TERM_MARGIN));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not ask for the lead of the timed work")
+                }
+            }
+            if held && !self.holds() {
+                tracing::warn!(
+                    node = db.node(),
+                    "this node stopped the timed work: its term ran out"
+                );
+            }
+        }
+        self.holds()
     }
 }
 
@@ -180,9 +236,14 @@ impl Writer {
         };
         // A rate-limited queue that refused a claim has a token again then: waiting workers look again.
         let next_token = self.settings.buckets.next_token_at.take();
-        // A node that does not lead leaves the timed work to the leader, and asks for the lead again in a while.
+        // A node that does not lead leaves the timed work to the leader, and asks for the lead again in a while; a
+        // leader elected for a term wakes to renew it.
+        let renewal = now_ms + duration_millis(LEAD_RENEWAL);
         let next_due = match next_due {
-            Ok(_) if !self.leads() => Ok(Some(now_ms + duration_millis(LEADER_RETRY))),
+            Ok(_) if !self.lead.holds() => Ok(Some(renewal)),
+            Ok(next) if self.lead.is_elected() => {
+                Ok(Some(next.map_or(renewal, |n| n.min(renewal))))
+            }
             other => other,
         };
         match next_due {

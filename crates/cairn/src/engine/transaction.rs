@@ -15,7 +15,7 @@ use super::Writer;
 use super::command::{Batch, Claimed, ErasedOp};
 use super::isolation::{Failure, Isolation, apply_isolated};
 use super::parked::{claim_all, serve_ready};
-use super::timed::{TimedUpdates, TimedWork, lead};
+use super::timed::{TimedUpdates, TimedWork};
 
 /// What a committed batch decided.
 pub(super) struct BatchPlan {
@@ -65,10 +65,17 @@ impl Writer {
     ) -> std::result::Result<BatchPlan, Failure> {
         let node = self.db.node().map(str::to_owned);
         let durable = batch.ops.iter().any(|op| op.is_durable());
-        let (db, session) = self.db.begin_batch(durable).map_err(Failure::Storage)?;
-        let retention = self.settings.config.retention;
-        // Retention and housekeeping (workers lost, old activity and statistics) run every interval.
+        let due = batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms);
+        // Prune: retention and housekeeping (workers lost, old activity and statistics) run every interval.
         let prune = now_ms >= self.next_prune;
+        // Asked before the batch's transaction, in one of its own: the row it locks is held only for that moment.
+        let leads = if due || prune {
+            self.lead.renew(&mut self.db)
+        } else {
+            self.lead.holds()
+        };
+        let db = self.db.begin_batch(durable).map_err(Failure::Storage)?;
+        let retention = self.settings.config.retention;
         let mut ready = ReadyQueues::default();
         let mut events = EventLog::default();
         let mut ctx = WriteCtx {
@@ -80,14 +87,6 @@ impl Writer {
             settings: &mut self.settings,
             events: &mut events,
         };
-        let due = batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms);
-        let leads = lead(
-            &ctx.db,
-            &mut self.leads,
-            session,
-            due || prune,
-            node.as_deref(),
-        );
         let timed = TimedWork {
             due,
             prune,

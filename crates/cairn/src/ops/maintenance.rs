@@ -20,7 +20,9 @@ pub(crate) const STEP_ROWS: i64 = 5000;
 const PROMOTE_DUE_JOBS: Sql = Sql {
     sqlite: "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs INDEXED BY \
              jobs_scheduled WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
-    postgres: "UPDATE jobs SET state = 'queued' WHERE id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
+    // The outer `state = 'scheduled'`: PostgreSQL checks it again on a row another node changed while this one waited
+    // for its lock (a node that promoted it and leased it at once), where the inner query's snapshot would not.
+    postgres: "UPDATE jobs SET state = 'queued' WHERE state = 'scheduled' AND id IN (SELECT id FROM jobs WHERE state = 'scheduled' AND run_at <= $1 ORDER BY run_at LIMIT 5000) RETURNING queue",
 };
 
 /// Makes scheduled jobs whose time has come ready. Returns how many.
@@ -47,10 +49,12 @@ const SELECT_RUNNING: Sql = Sql {
         "SELECT ",
         held_job_columns!(),
         " FROM jobs WHERE state = 'running' AND lease_expires_at <= $1 \
-         ORDER BY lease_expires_at LIMIT 5000"
+         ORDER BY lease_expires_at LIMIT 5000 FOR UPDATE SKIP LOCKED"
     ),
 };
 
+/// On PostgreSQL the rows are locked, skipping those another transaction holds: two nodes expiring leases at
+/// once (around a handover of the lead) never retry the same attempt twice.
 fn running_jobs(ctx: &WriteCtx<'_>, until: i64) -> Result<Vec<HeldJob>> {
     ctx.db
         .query(SELECT_RUNNING, &params![until], held_job_from_row)

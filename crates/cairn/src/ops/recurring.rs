@@ -263,13 +263,16 @@ impl Operation for RemoveRecurring {
     }
 }
 
+/// On PostgreSQL the templates are locked, skipping any another transaction holds (one being changed, or another
+/// node creating its slot around a handover of the lead): a skipped template is taken at the next pass, and once
+/// taken, its `next_slot_at` is checked again on the newest row, so no slot is created twice.
 const SELECT_DUE_TEMPLATES: Sql = Sql {
     sqlite: "SELECT key, cron, time_zone, missed, template, next_slot_at \
              FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
              ORDER BY next_slot_at LIMIT 100",
     postgres: "SELECT key, cron, time_zone, missed, template, next_slot_at \
                FROM recurring WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
-               ORDER BY next_slot_at LIMIT 100 FOR UPDATE",
+               ORDER BY next_slot_at LIMIT 100 FOR UPDATE SKIP LOCKED",
 };
 
 const ADVANCE_TEMPLATE: Sql = Sql::both(

@@ -189,7 +189,11 @@ impl Queue {
             metrics: metrics.clone(),
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
-            leads: (!postgres).then_some(0),
+            lead: if postgres {
+                crate::engine::Lead::Until(None)
+            } else {
+                crate::engine::Lead::Always
+            },
             _lock: opened.lock,
         };
         let thread = std::thread::Builder::new()

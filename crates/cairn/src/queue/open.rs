@@ -19,6 +19,7 @@ use crate::store::writer_db::WriterDb;
 #[cfg(feature = "postgres")]
 use crate::{
     ops::TokenSource,
+    store::db::{Access, PgTransaction},
     store::postgres::{self, writer::PgWriter},
 };
 #[cfg(feature = "sqlite")]
@@ -81,17 +82,18 @@ pub(super) async fn postgres(
     let opening = url.clone();
     let opening_defaults = defaults.clone();
     let clock = options.clock.clone();
-    let (client, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-        let mut client = postgres::connect::connect_writer(&opening)?;
-        postgres::migrations::migrate(&mut client, to_millis(clock.now()))?;
+    let (session, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
+        // On a session of their own, without the writer's bound on each call: a migration takes as long as it takes.
+        let mut migrating = postgres::connect::connect(&opening, "cairn migrations")?;
+        postgres::migrations::migrate(&mut migrating, to_millis(clock.now()))?;
+        drop(migrating);
+        let mut session = postgres::connect::connect_writer(&opening)?;
         let prepared = std::cell::RefCell::new(Default::default());
-        let tx = client
-            .transaction()
-            .map_err(|e| Error::storage("reading the queues' settings", e))?;
-        let db = Db::Postgres(crate::store::db::PgTransaction::new(tx, &prepared));
+        let tx = PgTransaction::begin(&mut session, &prepared, Access::Write)?;
+        let db = Db::Postgres(tx);
         let settings = SettingsCache::load(&db, &opening_defaults)?;
         db.commit()?;
-        Ok((client, settings))
+        Ok((session, settings))
     })
     .await
     .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
@@ -109,11 +111,11 @@ pub(super) async fn postgres(
     ));
     let opened = Opened {
         db: WriterDb::Postgres(Box::new(PgWriter {
-            client,
+            session,
             prepared: Default::default(),
             node: node.clone(),
             url: url.clone(),
-            session: 0,
+            failed_to_connect_at: None,
         })),
         syncer: None,
         settings,

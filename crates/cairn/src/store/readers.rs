@@ -32,7 +32,7 @@ impl Readers {
     pub async fn read<T, F>(self: &Arc<Self>, f: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
+        F: FnMut(&Db<'_>) -> Result<T> + Send + 'static,
     {
         let readers = self.clone();
         tokio::task::spawn_blocking(move || match &*readers {

@@ -19,9 +19,6 @@ use crate::store::postgres::writer::PgWriter;
 #[cfg(feature = "postgres")]
 use crate::store::postgres::{leader, notify};
 
-/// How often a node that does not lead the timed work asks for it again (see `postgres::leader`).
-pub(crate) const LEADER_RETRY: Duration = Duration::from_secs(1);
-
 /// The connection the writer thread owns.
 pub(crate) enum WriterDb {
     #[cfg(feature = "sqlite")]
@@ -31,18 +28,6 @@ pub(crate) enum WriterDb {
     /// Built without a backend, there is no connection.
     #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
     Unavailable(std::convert::Infallible),
-}
-
-/// Asks for the lead of the timed work, in `db`'s transaction (a session lock outlives it): whether this node
-/// now holds it. Always on SQLite, where one process has the file; on PostgreSQL, see [`leader`].
-pub(crate) fn take_lead(db: &Db<'_>) -> Result<bool> {
-    if !db.is_postgres() {
-        return Ok(true);
-    }
-    #[cfg(feature = "postgres")]
-    return leader::take_lead(db);
-    #[cfg(not(feature = "postgres"))]
-    unreachable!("only PostgreSQL has other nodes")
 }
 
 #[cfg(feature = "sqlite")]
@@ -75,18 +60,13 @@ impl WriterDb {
     /// transaction, a VACUUM) makes `BEGIN IMMEDIATE` fail with "busy" after the busy timeout; the batch then waits
     /// and tries again rather than failing requests that nothing has happened to yet.
     pub fn begin(&mut self) -> Result<Db<'_>> {
-        Ok(self.begin_in_session()?.0)
-    }
-
-    /// [`begin`](Self::begin), and the [`session`](Self::session) the transaction runs in.
-    fn begin_in_session(&mut self) -> Result<(Db<'_>, u64)> {
         match self {
             #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
             WriterDb::Unavailable(never) => match *never {},
             #[cfg(feature = "sqlite")]
             WriterDb::Sqlite(conn) => {
                 begin_immediate(conn)?;
-                Ok((Db::Sqlite(conn), 0))
+                Ok(Db::Sqlite(conn))
             }
             #[cfg(feature = "postgres")]
             WriterDb::Postgres(pg) => pg.begin(),
@@ -95,14 +75,13 @@ impl WriterDb {
 
     /// Begins a batch's transaction. A batch with nothing that must be durable (claims, heartbeats: a crash that
     /// loses them leaves the job unleased, and tokens are never reused) commits on PostgreSQL without waiting for
-    /// its WAL to reach the disk, as SQLite's writer replies to them before the syncer's fsync. Returns the
-    /// transaction and the [`session`](Self::session) it runs in.
-    pub fn begin_batch(&mut self, durable: bool) -> Result<(Db<'_>, u64)> {
-        let (db, session) = self.begin_in_session()?;
+    /// its WAL to reach the disk, as SQLite's writer replies to them before the syncer's fsync.
+    pub fn begin_batch(&mut self, durable: bool) -> Result<Db<'_>> {
+        let db = self.begin()?;
         if !durable && db.is_postgres() {
             db.batch(Sql::postgres_only("SET LOCAL synchronous_commit TO OFF"))?;
         }
-        Ok((db, session))
+        Ok(db)
     }
 
     /// After a batch that did not commit: SQLite's transaction is rolled back (a PostgreSQL one was, when its
@@ -152,16 +131,17 @@ impl WriterDb {
         )
     }
 
-    /// Which session of the writer's this is (always 0 on SQLite): a lead taken on one session is lost with it.
-    pub fn session(&self) -> u64 {
-        match self {
-            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
-            WriterDb::Unavailable(never) => match *never {},
-            #[cfg(feature = "sqlite")]
-            WriterDb::Sqlite(_) => 0,
-            #[cfg(feature = "postgres")]
-            WriterDb::Postgres(pg) => pg.session,
-        }
+    /// Asks for the lead of the timed work, or renews it, in a transaction of its own: whether this node holds it
+    /// for a new term ([`postgres::leader::TERM`](crate::store::postgres::leader::TERM)). Always on SQLite, where
+    /// one process has the file.
+    pub fn elect(&mut self) -> Result<bool> {
+        let Some(node) = self.node().map(str::to_owned) else {
+            return Ok(true);
+        };
+        #[cfg(feature = "postgres")]
+        return self.run(|db| leader::elect(db, &node));
+        #[cfg(not(feature = "postgres"))]
+        unreachable!("only PostgreSQL has other nodes ({node})")
     }
 
     /// The node's name, on PostgreSQL.
@@ -176,8 +156,15 @@ impl WriterDb {
         }
     }
 
-    /// Last work at close: SQLite's write-ahead log is folded back into the file.
+    /// Last work at close: SQLite's write-ahead log is folded back into the file; a PostgreSQL node gives up the
+    /// lead of the timed work, so that another takes it at once.
     pub fn close(&mut self) {
+        #[cfg(feature = "postgres")]
+        if let Some(node) = self.node().map(str::to_owned)
+            && let Err(e) = self.run(|db| leader::resign(db, &node))
+        {
+            tracing::debug!(error = %e, "could not give up the lead of the timed work on close");
+        }
         #[cfg(feature = "sqlite")]
         if let WriterDb::Sqlite(conn) = self
             && let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")

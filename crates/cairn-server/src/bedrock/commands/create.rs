@@ -469,6 +469,17 @@ pub(super) fn engine_error(e: cairn::Error) -> Response {
     match e.kind() {
         cairn::ErrorKind::InvalidInput => status(&format!("402 {}", one_line(&e.to_string()))),
         cairn::ErrorKind::NotFound => status("404 No job with this jobID"),
+        // Bedrock's clients send a command again, on another node if they have one, when it timed out before
+        // committing (`555 Timeout…`) or met `500 Internal Server Error` (Bedrock-PHP's `Client::call`): the two
+        // failures here that pass with time.
+        cairn::ErrorKind::Unavailable | cairn::ErrorKind::Closed => {
+            tracing::warn!(error = %e, "a Bedrock command could not reach the database");
+            status("555 Timeout processing command")
+        }
+        cairn::ErrorKind::StorageFull => {
+            tracing::error!(error = %e, "a Bedrock command found the disk full");
+            status("500 Internal Server Error")
+        }
         _ => {
             tracing::error!(error = %e, "a Bedrock command failed");
             status("502 Query failed")

@@ -23,7 +23,7 @@ mod sqlite;
 mod values;
 
 #[cfg(feature = "postgres")]
-pub(crate) use postgres::{PgTransaction, PreparedStatements};
+pub(crate) use postgres::{Access, PgTransaction, PreparedStatements};
 
 pub(crate) use multi_row::{MultiRow, columns};
 pub(crate) use rows::Row;
@@ -113,10 +113,7 @@ impl Db<'_> {
                 Ok(())
             }
             #[cfg(feature = "postgres")]
-            Db::Postgres(pg) => {
-                let result = pg.tx.borrow_mut().batch_execute(text);
-                result.map_err(|e| pg.failed(text, e))
-            }
+            Db::Postgres(pg) => pg.batch(text),
         }
     }
 
@@ -134,11 +131,9 @@ impl Db<'_> {
             }
             #[cfg(feature = "postgres")]
             Db::Postgres(pg) => {
-                let stmt = pg.prepare(text)?;
                 let refs: Vec<&(dyn ToSql + Sync)> =
                     params.0.iter().map(|v| v as &(dyn ToSql + Sync)).collect();
-                let result = pg.tx.borrow_mut().execute(&stmt, &refs);
-                let changed = result.map_err(|e| pg.failed(text, e))?;
+                let changed = pg.execute(text, &refs)?;
                 pg.changes.set(pg.changes.get() + changed);
                 Ok(usize::try_from(changed).unwrap_or(usize::MAX))
             }
@@ -378,11 +373,14 @@ mod tests {
         let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
         let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
         crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
+        drop(client);
+        let mut session = crate::store::postgres::session::Session::open(&url, "test", "").unwrap();
         let prepared = std::cell::RefCell::new(std::collections::HashMap::new());
-        let db = Db::Postgres(PgTransaction::new(client.transaction().unwrap(), &prepared));
+        let tx = PgTransaction::begin(&mut session, &prepared, Access::Write).unwrap();
+        let db = Db::Postgres(tx);
         let got = exercise(&db);
         drop(db);
-        drop(client);
+        drop(session);
         admin_client
             .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
             .unwrap();

@@ -1,4 +1,5 @@
-//! A statement on PostgreSQL: the transaction it runs in, with the statements prepared on its connection.
+//! A statement on PostgreSQL: the transaction it runs in, with the statements prepared on its connection, each call
+//! under the session's time bound (`store/postgres/session.rs`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -6,10 +7,12 @@ use std::collections::HashMap;
 use postgres::types::ToSql;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::store::postgres::session::{Bounded, Session};
 
 /// A PostgreSQL transaction, with the statements prepared on its connection.
 pub(crate) struct PgTransaction<'a> {
-    pub(super) tx: RefCell<postgres::Transaction<'a>>,
+    tx: tokio_postgres::Transaction<'a>,
+    bounded: Bounded<'a>,
     prepared: &'a RefCell<PreparedStatements>,
     /// Rows written so far, as SQLite's `total_changes` counts them.
     pub(super) changes: Cell<u64>,
@@ -18,50 +21,85 @@ pub(crate) struct PgTransaction<'a> {
 }
 
 /// The statements prepared on one PostgreSQL connection, by their text.
-pub(crate) type PreparedStatements = HashMap<String, postgres::Statement>;
+pub(crate) type PreparedStatements = HashMap<String, tokio_postgres::Statement>;
+
+/// How a transaction reads and writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// The writer's: `READ COMMITTED`, rows locked as they are changed.
+    Write,
+    /// A reader's: `READ ONLY` at `REPEATABLE READ`, so that everything it reads comes from one snapshot.
+    Read,
+}
 
 impl<'a> PgTransaction<'a> {
-    pub fn new(tx: postgres::Transaction<'a>, prepared: &'a RefCell<PreparedStatements>) -> Self {
-        PgTransaction {
-            tx: RefCell::new(tx),
+    /// Begins a transaction on `session`, whose prepared statements are `prepared`.
+    pub fn begin(
+        session: &'a mut Session,
+        prepared: &'a RefCell<PreparedStatements>,
+        access: Access,
+    ) -> Result<Self> {
+        let (client, bounded) = session.parts();
+        let failed = |e| Error::storage("starting a transaction", e);
+        let tx = match access {
+            Access::Write => bounded.call(client.transaction(), failed)?,
+            Access::Read => bounded.call(
+                client
+                    .build_transaction()
+                    .read_only(true)
+                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                    .start(),
+                failed,
+            )?,
+        };
+        Ok(PgTransaction {
+            tx,
+            bounded,
             prepared,
             changes: Cell::new(0),
             failures: Cell::new(0),
-        }
+        })
     }
 
     /// Commits the transaction.
     pub fn commit(self) -> Result<()> {
-        self.tx
-            .into_inner()
-            .commit()
-            .map_err(|e| Error::storage("committing a transaction", e))
+        let bounded = self.bounded;
+        bounded.call(self.tx.commit(), |e| {
+            Error::storage("committing a transaction", e)
+        })
     }
 
-    pub(super) fn failed(&self, sql: &str, e: postgres::Error) -> Error {
+    fn failed(&self, sql: &str, e: tokio_postgres::Error) -> Error {
         self.failures.set(self.failures.get() + 1);
         storage_error(sql, e)
     }
 
+    /// Runs statements without parameters or results, as one message.
+    pub(super) fn batch(&self, sql: &str) -> Result<()> {
+        self.bounded
+            .call(self.tx.batch_execute(sql), |e| self.failed(sql, e))
+    }
+
     /// The statement prepared for `sql`, prepared on first use.
-    pub(super) fn prepare(&self, sql: &str) -> Result<postgres::Statement> {
+    fn prepare(&self, sql: &str) -> Result<tokio_postgres::Statement> {
         if let Some(stmt) = self.prepared.borrow().get(sql) {
             return Ok(stmt.clone());
         }
-        let prepared_now = self.tx.borrow_mut().prepare(sql);
-        let stmt = prepared_now.map_err(|e| self.failed(sql, e))?;
+        let stmt = self
+            .bounded
+            .call(self.tx.prepare(sql), |e| self.failed(sql, e))?;
         self.prepared
             .borrow_mut()
             .insert(sql.to_owned(), stmt.clone());
         Ok(stmt)
     }
 
-    /// Runs `sql` with `values` as `$1`, `$2`, …; returns its rows.
-    pub(super) fn run(
+    /// The statement prepared for `sql`, checked to take as many parameters as `values` holds.
+    fn prepare_for(
         &self,
         sql: &str,
         values: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<postgres::Row>> {
+    ) -> Result<tokio_postgres::Statement> {
         let stmt = self.prepare(sql)?;
         if stmt.params().len() != values.len() {
             return Err(Error::new(
@@ -73,14 +111,31 @@ impl<'a> PgTransaction<'a> {
                 ),
             ));
         }
-        let result = self.tx.borrow_mut().query(&stmt, values);
-        result.map_err(|e| self.failed(sql, e))
+        Ok(stmt)
+    }
+
+    /// Runs `sql` with `values` as `$1`, `$2`, …; returns how many rows it changed.
+    pub(super) fn execute(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let stmt = self.prepare_for(sql, values)?;
+        self.bounded
+            .call(self.tx.execute(&stmt, values), |e| self.failed(sql, e))
+    }
+
+    /// Runs `sql` with `values` as `$1`, `$2`, …; returns its rows.
+    pub(super) fn run(
+        &self,
+        sql: &str,
+        values: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>> {
+        let stmt = self.prepare_for(sql, values)?;
+        self.bounded
+            .call(self.tx.query(&stmt, values), |e| self.failed(sql, e))
     }
 }
 
 /// A PostgreSQL error, with the statement it came from; what the engine depends on (a unique key taken, a
 /// serialization failure between nodes) stays readable as its SQLSTATE.
-fn storage_error(sql: &str, e: postgres::Error) -> Error {
+fn storage_error(sql: &str, e: tokio_postgres::Error) -> Error {
     let mut sql = sql.trim().to_owned();
     if sql.len() > 120 {
         let mut cut = 120;

@@ -1,15 +1,51 @@
 //! Connecting to PostgreSQL: the URL a queue is opened with, and the settings every Cairn session gets.
+//!
+//! Every session is bounded in time at both ends, so that a node whose link to the database goes silent (a dead
+//! switch, a paused VM: no RST, nothing closes) finds out within seconds rather than after TCP's two hours, and
+//! answers its clients that it cannot serve them now ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)):
+//! - here, TCP keepalives and a user timeout on the socket: bytes sent and not acknowledged for
+//!   [`USER_TIMEOUT`], or an idle link that stops answering probes, end the session with an error;
+//! - on the server, the same for its side of the socket, so that PostgreSQL ends a cut-off node's session (and
+//!   releases its locks) on its own, and `statement_timeout`, so that a statement stuck behind a lock or a slow
+//!   disk fails instead of holding the node's writer;
+//! - and, for the writer's and readers' sessions, a deadline on each call (`session.rs`), for a peer that keeps
+//!   the connection open and stops answering.
+
+use std::time::Duration;
 
 use postgres::{Client, NoTls};
 
 use crate::error::{Error, Result};
 use crate::store::location::redacted;
+use crate::store::postgres::session::Session;
 
-/// Opens a session, named `role` in `pg_stat_activity` (`cairn writer`, `cairn reader`, `cairn listener`).
-/// Connections are plain TCP or a Unix socket: Cairn does not speak TLS to PostgreSQL yet, so
-/// the database should be on the same host or a private network.
-pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
-    let mut config: postgres::Config = url.parse().map_err(|e| {
+/// How long a connection attempt may take before it fails.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long data sent on a session may go unacknowledged before the session is ended, at both ends (Linux's
+/// `TCP_USER_TIMEOUT`; it also bounds keepalive probes that go unanswered).
+const USER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An idle session is probed after this long without traffic, then every [`KEEPALIVE_INTERVAL`], and ended after
+/// [`KEEPALIVE_RETRIES`] probes go unanswered: about 6 s for a link that went silent while nothing was sent.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(3);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(1);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// The longest any of Cairn's own statements may run (read-only SQL has its own, shorter bound). Migrations lift
+/// it for their transaction: rewriting a large table legitimately takes longer.
+pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(7);
+
+/// How long the server keeps a session that sits in an open transaction sending nothing: only a node that hangs
+/// or lost its link does that, and its locks would hold up the others.
+const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The settings of a session to `url`, named `role` in `pg_stat_activity` (`cairn writer`, `cairn reader`,
+/// `cairn listener`), with the bounds of the module's comment where the URL sets none (`?connect_timeout=…`,
+/// `keepalives_idle=…`: an operator may know the network better). Connections are plain TCP or a Unix socket:
+/// Cairn does not speak TLS to PostgreSQL yet, so the database should be on the same host or a private network.
+pub(crate) fn session_config(url: &str, role: &str) -> Result<tokio_postgres::Config> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         Error::invalid(
             "database",
             format!("is not a valid PostgreSQL URL ({e}): {}", redacted(url)),
@@ -18,18 +54,63 @@ pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
     if config.get_application_name().is_none() {
         config.application_name(role);
     }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(USER_TIMEOUT);
+    }
+    // Two hours is the driver's default, which no one sets on purpose.
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config.keepalives_idle(KEEPALIVE_IDLE);
+    }
+    if config.get_keepalives_interval().is_none() {
+        config.keepalives_interval(KEEPALIVE_INTERVAL);
+    }
+    if config.get_keepalives_retries().is_none() {
+        config.keepalives_retries(KEEPALIVE_RETRIES);
+    }
+    Ok(config)
+}
+
+/// Opens a session on the synchronous driver, for what needs no bound of Cairn's own on each call: the listener
+/// (which only waits), migrations (which take as long as they take) and read-only SQL (bounded by its own
+/// timeout).
+pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
+    let config = postgres::Config::from(session_config(url, role)?);
     let mut client = config
         .connect(NoTls)
         .map_err(|e| Error::storage(format!("connecting to {}", redacted(url)), e))?;
-    // UTC, so that nothing depends on the server's zone; Cairn keeps its own times as milliseconds anyway.
     client
-        .batch_execute("SET TIME ZONE 'UTC'")
+        .batch_execute(&session_settings())
         .map_err(|e| Error::storage("setting up a PostgreSQL session", e))?;
     Ok(client)
 }
 
-/// Opens the writer's session: [`connect`], with the planner held to the plans the writer's statements are written
-/// for, index lookups and ordered walks of an index joined by nested loops.
+/// What every session sets first: UTC, so that nothing depends on the server's zone (Cairn keeps its own times as
+/// milliseconds anyway), and the bounds of the module's comment on the server's side. The TCP settings do nothing
+/// on a Unix socket, where there is no link to lose.
+pub(crate) fn session_settings() -> String {
+    let ms = |d: Duration| d.as_millis();
+    format!(
+        "SET TIME ZONE 'UTC'; \
+         SET statement_timeout = {}; \
+         SET idle_in_transaction_session_timeout = {}; \
+         SET tcp_user_timeout = {}; \
+         SET tcp_keepalives_idle = {}; \
+         SET tcp_keepalives_interval = {}; \
+         SET tcp_keepalives_count = {}",
+        ms(STATEMENT_TIMEOUT),
+        ms(IDLE_IN_TRANSACTION_TIMEOUT),
+        ms(USER_TIMEOUT),
+        KEEPALIVE_IDLE.as_secs(),
+        KEEPALIVE_INTERVAL.as_secs(),
+        KEEPALIVE_RETRIES,
+    )
+}
+
+/// Opens the writer's session: a [`Session`] with the planner held to the plans the writer's statements are
+/// written for, index lookups and ordered walks of an index joined by nested loops.
 ///
 /// Why: the writer's statements find jobs by key (`UPDATE … FROM (VALUES …)` by id) or walk one partial index in
 /// order and stop (a claim's `ORDER BY claim_key, run_at, id LIMIT n FOR UPDATE SKIP LOCKED`). PostgreSQL picks
@@ -40,13 +121,11 @@ pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
 /// 25 jobs, and 85,000 read and sorted to claim 50 (140 ms a claim), in `cairn bench`. Turned off, those methods
 /// are still used where nothing else can run a statement (housekeeping's scans of the activity log); they are no
 /// longer chosen over an index. The readers, which serve filtered listings, keep the planner's full choice.
-pub(crate) fn connect_writer(url: &str) -> Result<Client> {
-    let mut client = connect(url, "cairn writer")?;
-    client
-        .batch_execute(
-            "SET enable_seqscan TO off; SET enable_bitmapscan TO off; \
-             SET enable_hashjoin TO off; SET enable_mergejoin TO off",
-        )
-        .map_err(|e| Error::storage("setting up the writer's PostgreSQL session", e))?;
-    Ok(client)
+pub(crate) fn connect_writer(url: &str) -> Result<Session> {
+    Session::open(
+        url,
+        "cairn writer",
+        "SET enable_seqscan TO off; SET enable_bitmapscan TO off; \
+         SET enable_hashjoin TO off; SET enable_mergejoin TO off",
+    )
 }

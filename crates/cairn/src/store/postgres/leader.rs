@@ -1,21 +1,48 @@
-//! Which node does the timed work (lease expiry, promotion, template slots, retention, housekeeping): the one that
-//! holds a session advisory lock. The writer asks for it when its timed work is due; a node that does not lead asks
-//! again every `LEADER_RETRY` (`store/writer_db.rs`).
+//! Which node does the timed work (promotion, lease expiry, recurring slots, retention, housekeeping): the one whose
+//! term in `cairn_leader` has not run out. A term lasts [`TERM`] by the database's clock; the holder renews it every
+//! [`RENEW_EVERY`] while it can reach the database, and any node takes the row once the term has passed. The
+//! holder counts its term from before it asked, by its own monotonic clock, and stops a margin before the end
+//! (`engine/timed.rs`), so a holder cut off from the database stops before another can start.
+//!
+//! Leadership saves work; it does not guard correctness: every timed statement stays right when two nodes run it
+//! at once (conditions on the rows it changes, `SKIP LOCKED`), as they may for a moment around a handover.
+
+use std::time::Duration;
 
 use crate::error::Result;
 use crate::store::db::{Db, Sql, params};
 
-/// The session advisory lock the node doing the timed work holds (lease expiry, promotion, template slots,
-/// retention, housekeeping): "cairn-lead" in ASCII. A session lock, so that it lives as long as the node's
-/// connection: when the node dies, PostgreSQL ends its session and another node takes the lock.
-const LEADER_LOCK: i64 = 0x6361_6972_6e6c_6561;
+/// How long a term lasts: a node cut off from the database is replaced within about this long.
+pub(crate) const TERM: Duration = Duration::from_secs(5);
 
-/// Asks for the lead of the timed work, in `db`'s transaction (a session lock outlives it): whether this node now
-/// holds it.
-pub(crate) fn take_lead(db: &Db<'_>) -> Result<bool> {
-    db.query_one(
-        Sql::postgres_only("SELECT pg_try_advisory_lock(CAST($1 AS BIGINT))"),
-        &params![LEADER_LOCK],
-        |r| r.get::<bool>(0),
-    )
+/// How often the holder renews its term, and how often another node asks for it.
+pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(1);
+
+/// The row's key: the only role so far.
+const ROLE: &str = "timed-work";
+
+/// Takes the row if it is free or its term has passed, or renews it if `$2` holds it; returns a row only then.
+const ELECT: Sql = Sql::postgres_only(
+    "INSERT INTO cairn_leader (role, node, elected_at, expires_at) \
+     VALUES ($1, $2, now(), now() + CAST($3 AS BIGINT) * INTERVAL '1 millisecond') \
+     ON CONFLICT (role) DO UPDATE SET node = EXCLUDED.node, expires_at = EXCLUDED.expires_at, \
+     elected_at = CASE WHEN cairn_leader.node = EXCLUDED.node THEN cairn_leader.elected_at ELSE now() END \
+     WHERE cairn_leader.node = EXCLUDED.node OR cairn_leader.expires_at < now() \
+     RETURNING node",
+);
+
+/// Gives the row up, so that another node takes over at once rather than at the end of the term.
+const RESIGN: Sql = Sql::postgres_only("DELETE FROM cairn_leader WHERE role = $1 AND node = $2");
+
+/// Asks for (or renews) the lead for node `node`, in `db`'s transaction: whether it holds it for a new term.
+pub(crate) fn elect(db: &Db<'_>, node: &str) -> Result<bool> {
+    let term_ms = TERM.as_millis() as i64;
+    let rows = db.query(ELECT, &params![ROLE, node, term_ms], |r| r.get::<String>(0))?;
+    Ok(!rows.is_empty())
+}
+
+/// Gives up the lead, if `node` holds it.
+pub(crate) fn resign(db: &Db<'_>, node: &str) -> Result<()> {
+    db.execute(RESIGN, &params![ROLE, node])?;
+    Ok(())
 }

@@ -29,6 +29,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "own_types",
         include_str!("../../../migrations/postgres/0004_own_types.sql"),
     ),
+    (
+        5,
+        "leader",
+        include_str!("../../../migrations/postgres/0005_leader.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
@@ -60,6 +65,10 @@ pub(crate) fn migrate_to(client: &mut Client, now_ms: i64, last: i64) -> Result<
         // Nodes starting together queue here; the one that gets the lock first applies, the others see it done.
         // The lock comes before the table of versions is created: `CREATE TABLE IF NOT EXISTS` is not safe against
         // a concurrent create (the loser fails on `pg_type_typname_nsp_index`).
+        // Without the sessions' statement bound: waiting for another node's migration, and rewriting a large
+        // table, take as long as they take.
+        tx.batch_execute("SET LOCAL statement_timeout = 0")
+            .map_err(context(&label))?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
             .map_err(context(&label))?;
         tx.batch_execute(

@@ -9,5 +9,6 @@ pub(crate) mod listener;
 pub(crate) mod migrations;
 pub(crate) mod notify;
 pub(crate) mod readers;
+pub(crate) mod session;
 pub(crate) mod sql;
 pub(crate) mod writer;

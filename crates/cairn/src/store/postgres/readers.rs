@@ -3,16 +3,14 @@
 
 use std::cell::RefCell;
 
-use postgres::Client;
-
-use crate::error::{Error, Result};
-use crate::store::db::{Db, PgTransaction, PreparedStatements};
+use crate::error::Result;
+use crate::store::db::{Access, Db, PgTransaction, PreparedStatements};
 use crate::store::pool::Pool;
-use crate::store::postgres::connect::connect;
+use crate::store::postgres::session::Session as PgSession;
 
 /// A session and the statements prepared on it.
 struct Session {
-    client: Client,
+    session: PgSession,
     prepared: RefCell<PreparedStatements>,
 }
 
@@ -30,33 +28,57 @@ impl PgReaders {
         }
     }
 
-    /// Runs `f` in a read-only transaction (on the calling thread, which may block).
-    pub fn read_blocking<T>(&self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
-        let mut session = self.pool.take(|| {
-            Ok(Session {
-                client: connect(&self.url, "cairn reader")?,
-                prepared: RefCell::new(PreparedStatements::new()),
-            })
-        })?;
-        let result = (|| {
-            let tx = session
-                .client
-                .build_transaction()
-                .read_only(true)
-                .isolation_level(postgres::IsolationLevel::RepeatableRead)
-                .start()
-                .map_err(|e| Error::storage("starting a read transaction", e))?;
-            let db = Db::Postgres(PgTransaction::new(tx, &session.prepared));
-            let value = f(&db)?;
-            db.commit()?;
-            Ok(value)
-        })();
-        // A session whose connection broke is not kept; one that only saw a failed statement is fine (its
-        // transaction was rolled back when dropped).
-        if !session.client.is_closed() {
+    /// Runs `f` in a read-only transaction (on the calling thread, which may block). A pooled session that
+    /// PostgreSQL closed since its last use (a restart, a link that went silent) fails the first statement sent on
+    /// it; the read then runs once more on a new session, since a read changes nothing and can always run again.
+    pub fn read_blocking<T>(&self, mut f: impl FnMut(&Db<'_>) -> Result<T>) -> Result<T> {
+        let mut session = self.session()?;
+        match self.read_on(&mut session, &mut f) {
+            Err(e) if session.session.is_broken() => {
+                tracing::debug!(error = %e, "a pooled read session was closed; reading on a new one");
+                let mut fresh = self.session_new()?;
+                let result = self.read_on(&mut fresh, &mut f);
+                self.keep(fresh);
+                result
+            }
+            result => {
+                self.keep(session);
+                result
+            }
+        }
+    }
+
+    /// A session from the pool, or a new one.
+    fn session(&self) -> Result<Session> {
+        self.pool.take(|| self.session_new())
+    }
+
+    fn session_new(&self) -> Result<Session> {
+        Ok(Session {
+            session: PgSession::open(&self.url, "cairn reader", "")?,
+            prepared: RefCell::new(PreparedStatements::new()),
+        })
+    }
+
+    /// One read-only transaction on `session`.
+    fn read_on<T>(
+        &self,
+        session: &mut Session,
+        f: &mut impl FnMut(&Db<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let tx = PgTransaction::begin(&mut session.session, &session.prepared, Access::Read)?;
+        let db = Db::Postgres(tx);
+        let value = f(&db)?;
+        db.commit()?;
+        Ok(value)
+    }
+
+    /// Puts `session` back in the pool, unless its connection broke; one that only saw a failed statement is
+    /// fine (its transaction was rolled back when dropped).
+    fn keep(&self, session: Session) {
+        if !session.session.is_broken() {
             self.pool.give_back(session);
         }
-        result
     }
 }
 

@@ -2,45 +2,66 @@
 //! the session breaks. The writer thread itself is `engine`; `store::writer_db` is its connection on either database.
 
 use std::cell::RefCell;
+use std::time::{Duration, Instant};
 
-use crate::error::{Error, Result};
-use crate::store::db::{Db, PgTransaction, PreparedStatements};
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::db::{Access, Db, PgTransaction, PreparedStatements};
+use crate::store::postgres::connect::connect_writer;
+use crate::store::postgres::session::Session;
+
+/// After a failed attempt to connect, batches fail at once for this long rather than each wait out a connection
+/// timeout of its own: while the database is out of reach, clients hear so quickly.
+const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 
 /// The PostgreSQL side of a writer: its session and its prepared statements. (Whether it leads the timed work is
-/// the engine's to keep, per session: see `engine/timed.rs`.)
+/// the engine's to keep: see `engine/timed.rs`.)
 pub(crate) struct PgWriter {
-    pub client: postgres::Client,
+    pub session: Session,
     pub prepared: RefCell<PreparedStatements>,
-    /// This node's name in notifications, so that it can tell its own from the others'.
+    /// This node's name in notifications and in `cairn_leader`, so that it can tell its own from the others'.
     pub node: String,
     /// Where to connect again when the session breaks.
     pub url: String,
-    /// How many times the session was opened again: what the session held (the lead, prepared statements) went
-    /// with the old one.
-    pub session: u64,
+    /// When the last attempt to connect again failed, if the session is still broken.
+    pub failed_to_connect_at: Option<Instant>,
 }
 
 impl PgWriter {
-    /// Begins a transaction, on a new session if the current one broke. Returns it and the session it runs in.
-    pub fn begin(&mut self) -> Result<(Db<'_>, u64)> {
-        if self.client.is_closed() {
-            // The server restarted, or ended the session: the batch that found out failed; this one
-            // starts on a new session.
-            self.client = crate::store::postgres::connect::connect_writer(&self.url)?;
-            self.prepared.get_mut().clear();
-            self.session += 1;
-            tracing::warn!(
-                node = self.node,
-                "the writer's PostgreSQL session broke; connected again"
-            );
+    /// Begins a transaction, on a new session if the current one broke.
+    pub fn begin(&mut self) -> Result<Db<'_>> {
+        if self.session.is_broken() {
+            self.connect_again()?;
         }
-        let tx = self
-            .client
-            .transaction()
-            .map_err(|e| Error::storage("starting a write transaction", e))?;
-        Ok((
-            Db::Postgres(PgTransaction::new(tx, &self.prepared)),
-            self.session,
-        ))
+        let tx = PgTransaction::begin(&mut self.session, &self.prepared, Access::Write)?;
+        Ok(Db::Postgres(tx))
+    }
+
+    /// Opens a new session in place of one that broke (the server restarted or ended it, or the link went silent):
+    /// the batch that found out failed; this one starts on the new session.
+    fn connect_again(&mut self) -> Result<()> {
+        if let Some(at) = self.failed_to_connect_at
+            && at.elapsed() < RECONNECT_PAUSE
+        {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "the database is out of reach; the node connects again in a moment",
+            ));
+        }
+        match connect_writer(&self.url) {
+            Ok(session) => {
+                self.session = session;
+                self.prepared.get_mut().clear();
+                self.failed_to_connect_at = None;
+                tracing::warn!(
+                    node = self.node,
+                    "the writer's PostgreSQL session broke; connected again"
+                );
+                Ok(())
+            }
+            Err(e) => {
+                self.failed_to_connect_at = Some(Instant::now());
+                Err(e)
+            }
+        }
     }
 }
