@@ -16,6 +16,8 @@ mod sqlite;
 mod postgres;
 
 mod crash;
+mod network;
 mod postgres_backend;
+mod proxy;
 mod repeat_syntax;
 mod storage;

@@ -23,7 +23,7 @@ mod sqlite;
 mod values;
 
 #[cfg(feature = "postgres")]
-pub(crate) use postgres::{Access, PgTransaction, PreparedStatements};
+pub(crate) use postgres::{Access, PgTransaction, PreparedStatements, begin};
 
 pub(crate) use multi_row::{MultiRow, columns};
 pub(crate) use rows::Row;

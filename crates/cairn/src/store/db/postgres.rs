@@ -9,11 +9,14 @@ use postgres::types::ToSql;
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::postgres::session::{Bounded, Session};
 
-/// A PostgreSQL transaction, with the statements prepared on its connection.
+/// A PostgreSQL transaction, with the statements prepared on its connection. Begun and ended with plain
+/// statements (`BEGIN`, `COMMIT`, `ROLLBACK` when dropped uncommitted), so that beginning is a call like any other.
 pub(crate) struct PgTransaction<'a> {
-    tx: tokio_postgres::Transaction<'a>,
+    client: &'a tokio_postgres::Client,
     bounded: Bounded<'a>,
     prepared: &'a RefCell<PreparedStatements>,
+    /// Whether it still has to be committed or rolled back.
+    open: Cell<bool>,
     /// Rows written so far, as SQLite's `total_changes` counts them.
     pub(super) changes: Cell<u64>,
     /// Statements that failed: each aborts the transaction until a savepoint is rolled back.
@@ -32,6 +35,24 @@ pub(crate) enum Access {
     Read,
 }
 
+impl Access {
+    fn begin(self) -> &'static str {
+        match self {
+            Access::Write => "BEGIN",
+            Access::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+        }
+    }
+}
+
+/// Sends `BEGIN` for `access` on `session`: the first call of a transaction, which fails if the session was
+/// closed while it sat idle.
+pub(crate) fn begin(session: &mut Session, access: Access) -> Result<()> {
+    let (client, bounded) = session.parts();
+    bounded.call(client.batch_execute(access.begin()), |e| {
+        Error::storage("starting a transaction", e)
+    })
+}
+
 impl<'a> PgTransaction<'a> {
     /// Begins a transaction on `session`, whose prepared statements are `prepared`.
     pub fn begin(
@@ -39,32 +60,27 @@ impl<'a> PgTransaction<'a> {
         prepared: &'a RefCell<PreparedStatements>,
         access: Access,
     ) -> Result<Self> {
+        begin(session, access)?;
+        Ok(PgTransaction::begun(session, prepared))
+    }
+
+    /// The transaction [`begin`] started on `session`.
+    pub fn begun(session: &'a mut Session, prepared: &'a RefCell<PreparedStatements>) -> Self {
         let (client, bounded) = session.parts();
-        let failed = |e| Error::storage("starting a transaction", e);
-        let tx = match access {
-            Access::Write => bounded.call(client.transaction(), failed)?,
-            Access::Read => bounded.call(
-                client
-                    .build_transaction()
-                    .read_only(true)
-                    .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-                    .start(),
-                failed,
-            )?,
-        };
-        Ok(PgTransaction {
-            tx,
+        PgTransaction {
+            client,
             bounded,
             prepared,
+            open: Cell::new(true),
             changes: Cell::new(0),
             failures: Cell::new(0),
-        })
+        }
     }
 
     /// Commits the transaction.
     pub fn commit(self) -> Result<()> {
-        let bounded = self.bounded;
-        bounded.call(self.tx.commit(), |e| {
+        self.open.set(false);
+        self.bounded.call(self.client.batch_execute("COMMIT"), |e| {
             Error::storage("committing a transaction", e)
         })
     }
@@ -77,7 +93,7 @@ impl<'a> PgTransaction<'a> {
     /// Runs statements without parameters or results, as one message.
     pub(super) fn batch(&self, sql: &str) -> Result<()> {
         self.bounded
-            .call(self.tx.batch_execute(sql), |e| self.failed(sql, e))
+            .call(self.client.batch_execute(sql), |e| self.failed(sql, e))
     }
 
     /// The statement prepared for `sql`, prepared on first use.
@@ -87,7 +103,7 @@ impl<'a> PgTransaction<'a> {
         }
         let stmt = self
             .bounded
-            .call(self.tx.prepare(sql), |e| self.failed(sql, e))?;
+            .call(self.client.prepare(sql), |e| self.failed(sql, e))?;
         self.prepared
             .borrow_mut()
             .insert(sql.to_owned(), stmt.clone());
@@ -118,7 +134,7 @@ impl<'a> PgTransaction<'a> {
     pub(super) fn execute(&self, sql: &str, values: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let stmt = self.prepare_for(sql, values)?;
         self.bounded
-            .call(self.tx.execute(&stmt, values), |e| self.failed(sql, e))
+            .call(self.client.execute(&stmt, values), |e| self.failed(sql, e))
     }
 
     /// Runs `sql` with `values` as `$1`, `$2`, …; returns its rows.
@@ -129,7 +145,21 @@ impl<'a> PgTransaction<'a> {
     ) -> Result<Vec<tokio_postgres::Row>> {
         let stmt = self.prepare_for(sql, values)?;
         self.bounded
-            .call(self.tx.query(&stmt, values), |e| self.failed(sql, e))
+            .call(self.client.query(&stmt, values), |e| self.failed(sql, e))
+    }
+}
+
+impl Drop for PgTransaction<'_> {
+    /// A transaction neither committed nor ended by an error that broke its session is rolled back, so that the
+    /// session can begin the next.
+    fn drop(&mut self) {
+        if self.open.get() && !self.bounded.is_broken() {
+            let _ = self
+                .bounded
+                .call(self.client.batch_execute("ROLLBACK"), |e| {
+                    Error::storage("rolling back a transaction", e)
+                });
+        }
     }
 }
 

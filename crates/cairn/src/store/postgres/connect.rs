@@ -34,7 +34,7 @@ const KEEPALIVE_RETRIES: u32 = 3;
 
 /// The longest any of Cairn's own statements may run (read-only SQL has its own, shorter bound). Migrations lift
 /// it for their transaction: rewriting a large table legitimately takes longer.
-pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(7);
+pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long the server keeps a session that sits in an open transaction sending nothing: only a node that hangs
 /// or lost its link does that, and its locks would hold up the others.

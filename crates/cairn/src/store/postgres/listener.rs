@@ -16,8 +16,9 @@ use crate::store::postgres::notify::{READY_CHANNEL, SETTINGS_CHANNEL};
 /// How often the listener looks whether the queue closed, while nothing arrives.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
-/// The longest wait before connecting again after the listening session broke.
-const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The longest wait before connecting again after the listening session broke: short, because until it listens
+/// again, workers parked on this node wait out their long polls for jobs pushed on another.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 
 /// What the listener tells the writer.
 pub(crate) enum Notice {

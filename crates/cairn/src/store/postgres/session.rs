@@ -89,11 +89,10 @@ impl Session {
         self.broken.get() || self.client.is_closed()
     }
 
-    /// The session's parts for a transaction: the client (which a transaction borrows), and the runtime and flag
-    /// its calls need.
-    pub fn parts(&mut self) -> (&mut tokio_postgres::Client, Bounded<'_>) {
+    /// The session's parts for a transaction: the client, and the runtime and flag its calls need.
+    pub fn parts(&self) -> (&tokio_postgres::Client, Bounded<'_>) {
         (
-            &mut self.client,
+            &self.client,
             Bounded {
                 runtime: &self.runtime,
                 broken: &self.broken,
@@ -124,6 +123,11 @@ pub(crate) struct Bounded<'a> {
 }
 
 impl Bounded<'_> {
+    /// Whether a call ran out of time on this session.
+    pub fn is_broken(&self) -> bool {
+        self.broken.get()
+    }
+
     /// Runs `call` to its end or for [`CALL_TIMEOUT`], whichever comes first; then the session is broken.
     pub fn call<T>(
         &self,

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::db::{Access, Db, PgTransaction, PreparedStatements};
+use crate::store::db::{Access, Db, PgTransaction, PreparedStatements, begin};
 use crate::store::postgres::connect::connect_writer;
 use crate::store::postgres::session::Session;
 
@@ -27,13 +27,25 @@ pub(crate) struct PgWriter {
 }
 
 impl PgWriter {
-    /// Begins a transaction, on a new session if the current one broke.
+    /// Begins a transaction, on a new session if the current one broke. A session PostgreSQL closed while it sat
+    /// idle (a restart) is found closed only when `BEGIN` fails on it; nothing was done yet, so the transaction
+    /// begins again on a new session rather than fail a batch for it.
     pub fn begin(&mut self) -> Result<Db<'_>> {
         if self.session.is_broken() {
             self.connect_again()?;
         }
-        let tx = PgTransaction::begin(&mut self.session, &self.prepared, Access::Write)?;
-        Ok(Db::Postgres(tx))
+        if let Err(e) = begin(&mut self.session, Access::Write) {
+            if !self.session.is_broken() {
+                return Err(e);
+            }
+            tracing::debug!(error = %e, "the writer's PostgreSQL session was closed while idle");
+            self.connect_again()?;
+            begin(&mut self.session, Access::Write)?;
+        }
+        Ok(Db::Postgres(PgTransaction::begun(
+            &mut self.session,
+            &self.prepared,
+        )))
     }
 
     /// Opens a new session in place of one that broke (the server restarted or ended it, or the link went silent):

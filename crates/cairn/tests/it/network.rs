@@ -1,0 +1,186 @@
+//! What a node does when its link to PostgreSQL goes silent: it answers its callers within a bound and with a
+//! status that says to try again, another node takes over the timed work, and once the link is back the node
+//! serves again by itself. The link runs through a proxy that black-holes it (`proxy.rs`).
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use cairn::__private::TestDatabase;
+use cairn::{Dequeue, ErrorKind, JobId, JobState, Push, Queue};
+
+use crate::proxy::Proxy;
+
+/// How long the link stays cut: as long as the issue's trial, past every bound below.
+const CUT: Duration = Duration::from_secs(30);
+
+/// The bound each check below allows: the design gives about 10 s (a call's deadline, a term of the lead and its
+/// takeover); the rest is room for a loaded machine.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// The database's address and the same URL through `proxy`.
+fn through(url: &str, proxy: &Proxy) -> String {
+    let rest = url.strip_prefix("postgres://").expect("a postgres:// URL");
+    let (user, rest) = rest.split_once('@').expect("a user in the URL");
+    let (_, path) = rest.split_once('/').expect("a database in the URL");
+    format!("postgres://{user}@{}/{path}", proxy.addr)
+}
+
+fn address(url: &str) -> SocketAddr {
+    let rest = url.split_once('@').expect("a user in the URL").1;
+    let host_port = rest.split_once('/').expect("a database in the URL").0;
+    host_port.parse().expect("a host:port address")
+}
+
+/// The node named in `cairn_leader`, if any.
+fn leader(db: &TestDatabase) -> Option<String> {
+    let url = db.url.clone();
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .query_opt("SELECT node FROM cairn_leader", &[])
+            .unwrap()
+            .map(|row| row.get(0))
+    })
+    .join()
+    .unwrap()
+}
+
+/// Polls `check` every 100 ms until it gives a value, for at most `limit`; the value and when it came.
+async fn until<T, F, Fut>(limit: Duration, mut check: F) -> Option<(T, Instant)>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if let Some(value) = check().await {
+            return Some((value, Instant::now()));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// Runs `call` and checks that it failed with a status that says to try again (or, for a long poll, ended with
+/// nothing) within [`BOUND`]. Returns how long it took.
+async fn answered_quickly<T: std::fmt::Debug>(
+    what: &str,
+    call: impl std::future::Future<Output = cairn::Result<T>>,
+) -> Duration {
+    let started = Instant::now();
+    let result = tokio::time::timeout(BOUND, call)
+        .await
+        .unwrap_or_else(|_| panic!("{what} on the cut-off node had no answer within {BOUND:?}"));
+    if let Err(e) = &result {
+        assert_eq!(e.kind(), ErrorKind::Unavailable, "{what}: {e}");
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_work_and_comes_back() {
+    let db = TestDatabase::new();
+    let proxy = Proxy::start(address(&db.url));
+    // The node that will be cut off opens first, so that it leads the timed work when its link goes silent.
+    let cut = Queue::open(&through(&db.url, &proxy)).await.unwrap();
+    until(BOUND, || async { leader(&db) })
+        .await
+        .expect("the first node leads");
+    let cut_leader = leader(&db).unwrap();
+    let other = Queue::open(&db.url).await.unwrap();
+
+    // Acknowledged before the cut, on each node: none may be lost.
+    let mut acknowledged: Vec<JobId> = vec![
+        cut.enqueue(Push::new("before").queue("kept"))
+            .await
+            .unwrap()
+            .id,
+        other
+            .enqueue(Push::new("before").queue("kept"))
+            .await
+            .unwrap()
+            .id,
+    ];
+    // A job that comes due during the cut, and one whose lease runs out during it.
+    let delay = Duration::from_secs(6);
+    let delayed = other
+        .enqueue(Push::new("delayed").queue("delayed").delay(delay))
+        .await
+        .unwrap()
+        .id;
+    let due_at = Instant::now() + delay;
+    other
+        .enqueue(Push::new("abandoned").queue("leased"))
+        .await
+        .unwrap();
+    let lease = Duration::from_secs(4);
+    let claimed = other
+        .dequeue(Dequeue::new("gone").queue("leased").lease_timeout(lease))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let abandoned = claimed[0].job.id;
+    let expires_at = Instant::now() + lease;
+
+    proxy.black_hole();
+    let cut_at = Instant::now();
+    // Calls on the cut-off node answer within the bound, with a status that says to try again; meanwhile the other
+    // node takes over the timed work: the delayed job comes due, the abandoned one comes back.
+    let on_the_cut_node = async {
+        let push = answered_quickly("a push", cut.enqueue(Push::new("during").queue("kept"))).await;
+        let read = answered_quickly("a read", cut.get(acknowledged[0])).await;
+        let poll = answered_quickly(
+            "a long poll",
+            cut.dequeue(Dequeue::new("w").queue("kept").wait(Duration::from_secs(3))),
+        )
+        .await;
+        (push, read, poll)
+    };
+    let came_due = until(BOUND + delay, || async {
+        let jobs = other
+            .dequeue(Dequeue::new("w").queue("delayed"))
+            .await
+            .unwrap();
+        jobs.into_iter().find(|c| c.job.id == delayed)
+    });
+    let came_back = until(BOUND + lease, || async {
+        let job = other.get(abandoned).await.unwrap();
+        (job.state == JobState::Queued || job.state == JobState::Scheduled).then_some(job)
+    });
+    let ((push, read, poll), came_due, came_back) =
+        tokio::join!(on_the_cut_node, came_due, came_back);
+    let (_, came_due) = came_due.expect("the delayed job came due on the other node");
+    let (_, came_back) = came_back.expect("the abandoned job's lease expired on the other node");
+    let new_leader = leader(&db).unwrap();
+    assert_ne!(new_leader, cut_leader, "the other node leads now");
+
+    // The rest of the cut, then the link comes back: the node serves again by itself, within seconds.
+    tokio::time::sleep(CUT.saturating_sub(cut_at.elapsed())).await;
+    proxy.heal();
+    let healed_at = Instant::now();
+    let (after, serving) = until(BOUND, || async {
+        cut.enqueue(Push::new("after").queue("kept")).await.ok()
+    })
+    .await
+    .expect("the node serves again once its link is back");
+    acknowledged.push(after.id);
+    let (_, reading) = until(BOUND, || async { cut.get(after.id).await.ok() })
+        .await
+        .expect("the node reads again once its link is back");
+
+    // Nothing acknowledged was lost, whichever node is asked.
+    for id in &acknowledged {
+        other.get(*id).await.unwrap();
+        cut.get(*id).await.unwrap();
+    }
+    eprintln!(
+        "cut {CUT:?}: push answered in {push:?}, read in {read:?}, long poll (3 s) in {poll:?}; delayed job due \
+         {:?} late; lease back {:?} after expiry; serving {:?} and reading {:?} after the heal",
+        came_due.saturating_duration_since(due_at),
+        came_back.saturating_duration_since(expires_at),
+        serving.duration_since(healed_at),
+        reading.duration_since(healed_at),
+    );
+    cut.close(Duration::from_secs(10)).await.unwrap();
+    other.close(Duration::from_secs(10)).await.unwrap();
+}
