@@ -77,9 +77,9 @@ pub use store::location::{is_postgres_url, redacted as redacted_location};
 /// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    #[cfg(feature = "postgres")]
-    pub use crate::test_support::TestDatabase;
     pub use crate::test_support::is_postgres_module;
+    #[cfg(feature = "postgres")]
+    pub use crate::test_support::{PrivateCluster, TestDatabase};
 
     /// Brings a PostgreSQL database to this build's schema: for the PostgreSQL backend's tests while it is built.
     ///

@@ -84,6 +84,85 @@ impl Drop for TestDatabase {
     }
 }
 
+/// A PostgreSQL cluster of a test's own (`scripts/postgres`), for the tests that stop and start the server under
+/// Cairn: the shared cluster serves every other test at the same time. Removed when dropped.
+#[cfg(feature = "postgres")]
+pub struct PrivateCluster {
+    /// The directory the cluster's own is in, removed with it.
+    parent: std::path::PathBuf,
+    dir: std::path::PathBuf,
+    /// The cluster's `cairn` database.
+    pub url: String,
+}
+
+#[cfg(feature = "postgres")]
+impl PrivateCluster {
+    /// Creates and starts a cluster (several seconds: `initdb`).
+    ///
+    /// # Panics
+    /// When `scripts/postgres` fails.
+    pub fn start() -> PrivateCluster {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let parent = std::env::temp_dir().join(format!(
+            "cairn-private-pg-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&parent);
+        std::fs::create_dir_all(&parent).expect("creating the cluster's parent directory");
+        // `scripts/postgres` runs the server as `postgres` when run as root: it must reach its directory.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755));
+        }
+        let dir = parent.join("pg");
+        let url = PrivateCluster::script(&["start", dir.to_str().unwrap()]);
+        PrivateCluster {
+            parent,
+            dir,
+            url: url.trim().to_owned(),
+        }
+    }
+
+    /// Stops the server, `fast` (sessions ended, a clean shutdown) or `immediate` (as a crash), keeping its data.
+    pub fn down(&self, mode: &str) {
+        PrivateCluster::script(&["down", self.dir.to_str().unwrap(), mode]);
+    }
+
+    /// Starts the server again, on the same port.
+    pub fn up(&self) {
+        PrivateCluster::script(&["up", self.dir.to_str().unwrap()]);
+    }
+
+    fn script(args: &[&str]) -> String {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/postgres");
+        let output = std::process::Command::new(script)
+            .args(args)
+            .output()
+            .expect("running scripts/postgres");
+        assert!(
+            output.status.success(),
+            "scripts/postgres {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("a URL")
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/postgres"
+        ))
+        .args(["stop", self.dir.to_str().unwrap()])
+        .output();
+        let _ = std::fs::remove_dir_all(&self.parent);
+    }
+}
+
 /// Whether the module at `path` (its `module_path!()`) runs on PostgreSQL: test modules meant for every backend are
 /// built twice, under a module named `sqlite` and one named `postgres`, at any depth (`it::postgres::harness`) or
 /// as the path's last name (`it::postgres`, the module itself).

@@ -14,6 +14,7 @@
 mod browser;
 mod crash;
 mod dashboard;
+mod database_faults;
 mod harness;
 mod multinode;
 mod schedule;

@@ -15,6 +15,10 @@ use crate::store::sqlite::syncer::Syncer;
 use super::Writer;
 use super::command::{Batch, Claimed, Command, ErasedOp, Waiter};
 
+/// How long the writer leaves its timed work after a batch failed: the failure (a database out of reach, a full
+/// disk) takes at least this long to pass, and trying again at once would only fill the log.
+const PAUSE_AFTER_FAILURE: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Writer {
     /// Runs one batch in one transaction. Returns the close acknowledgement if the batch asked to stop.
     pub(super) fn run_batch(&mut self, commands: Vec<Command>) -> Option<oneshot::Sender<()>> {
@@ -38,13 +42,22 @@ impl Writer {
         } = batch;
         let (deliveries, next_due, commit_error) = match outcome {
             Ok(plan) => {
+                self.pause_until = None;
                 self.metrics.add(&plan.totals);
                 self.apply_timed_updates(&plan.timed, now_ms);
                 let deliveries = self.hand_over(plan.served, dequeues, plan.claims);
                 (deliveries, Some(plan.next_due), None)
             }
             Err(e) => {
-                tracing::error!(error = %e, "batch transaction failed; every request in it gets the error");
+                match e.kind() {
+                    crate::ErrorKind::Unavailable => {
+                        tracing::warn!(error = %e, "batch transaction failed; every request in it gets the error")
+                    }
+                    _ => {
+                        tracing::error!(error = %e, "batch transaction failed; every request in it gets the error")
+                    }
+                }
+                self.pause_until = Some(std::time::Instant::now() + PAUSE_AFTER_FAILURE);
                 let deliveries = dequeues.into_iter().map(|w| (w, Err(e.clone()))).collect();
                 (deliveries, None, Some(e))
             }

@@ -69,6 +69,9 @@ pub(crate) struct Writer {
     pub next_prune: i64,
     /// When the last batch ran (ms, by the queue's clock).
     pub last_batch_at: i64,
+    /// After a batch failed (the database out of reach, say): the writer does no timed work of its own before
+    /// then, rather than try again in a loop; requests still run as they come.
+    pub pause_until: Option<Instant>,
     /// The counters and histograms kept in memory, added to after each commit.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Claims nobody received, to give back in the next batch.
@@ -115,12 +118,21 @@ impl Writer {
         }
     }
 
-    /// How long the writer may sleep: until the first dequeue deadline or the next due time.
+    /// How long the writer may sleep: until the first dequeue deadline or the next due time, and no less than
+    /// the pause after a failed batch.
     fn time_to_next_step(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let pause = self
+            .pause_until
+            .map_or(Duration::ZERO, |until| until.saturating_duration_since(now));
+        self.time_to_next_step_from(now)
+            .map(|timeout| timeout.max(pause))
+    }
+
+    fn time_to_next_step_from(&self, now: Instant) -> Option<Duration> {
         if !self.to_release.is_empty() {
             return Some(Duration::ZERO);
         }
-        let now = Instant::now();
         let mut timeout = self
             .parked
             .iter()

@@ -186,6 +186,7 @@ impl Queue {
             next_due: Some(i64::MIN),
             next_prune: to_millis(clock.now()),
             last_batch_at: to_millis(clock.now()),
+            pause_until: None,
             metrics: metrics.clone(),
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.

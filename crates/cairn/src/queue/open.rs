@@ -115,7 +115,7 @@ pub(super) async fn postgres(
             prepared: Default::default(),
             node: node.clone(),
             url: url.clone(),
-            failed_to_connect_at: None,
+            connect_again_after: None,
         })),
         syncer: None,
         settings,

@@ -9,8 +9,9 @@ use crate::store::db::{Access, Db, PgTransaction, PreparedStatements, begin};
 use crate::store::postgres::connect::connect_writer;
 use crate::store::postgres::session::Session;
 
-/// After a failed attempt to connect, batches fail at once for this long rather than each wait out a connection
-/// timeout of its own: while the database is out of reach, clients hear so quickly.
+/// After an attempt to connect failed, batches fail at once for as long as it took, up to this long, rather than
+/// each wait out a connection timeout of its own: while the database does not answer (a link that went silent),
+/// clients hear so quickly; while it refuses at once (a restart), the next batch tries again at once.
 const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 
 /// The PostgreSQL side of a writer: its session and its prepared statements. (Whether it leads the timed work is
@@ -22,8 +23,8 @@ pub(crate) struct PgWriter {
     pub node: String,
     /// Where to connect again when the session breaks.
     pub url: String,
-    /// When the last attempt to connect again failed, if the session is still broken.
-    pub failed_to_connect_at: Option<Instant>,
+    /// Until when, after an attempt to connect again failed, batches fail without trying.
+    pub connect_again_after: Option<Instant>,
 }
 
 impl PgWriter {
@@ -51,19 +52,21 @@ impl PgWriter {
     /// Opens a new session in place of one that broke (the server restarted or ended it, or the link went silent):
     /// the batch that found out failed; this one starts on the new session.
     fn connect_again(&mut self) -> Result<()> {
-        if let Some(at) = self.failed_to_connect_at
-            && at.elapsed() < RECONNECT_PAUSE
+        if self
+            .connect_again_after
+            .is_some_and(|after| Instant::now() < after)
         {
             return Err(Error::new(
                 ErrorKind::Unavailable,
                 "the database is out of reach; the node connects again in a moment",
             ));
         }
+        let started = Instant::now();
         match connect_writer(&self.url) {
             Ok(session) => {
                 self.session = session;
                 self.prepared.get_mut().clear();
-                self.failed_to_connect_at = None;
+                self.connect_again_after = None;
                 tracing::warn!(
                     node = self.node,
                     "the writer's PostgreSQL session broke; connected again"
@@ -71,7 +74,8 @@ impl PgWriter {
                 Ok(())
             }
             Err(e) => {
-                self.failed_to_connect_at = Some(Instant::now());
+                let now = Instant::now();
+                self.connect_again_after = Some(now + (now - started).min(RECONNECT_PAUSE));
                 Err(e)
             }
         }
