@@ -196,7 +196,7 @@ async fn consume(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgresql_stopped_hard_three_times_and_a_node_killed_under_load_loses_nothing() {
     let cluster = Arc::new(start_cluster().await);
-    let mut nodes = vec![
+    let mut nodes = [
         TestServer::spawn_on_postgres(&cluster.url, &[]),
         TestServer::spawn_on_postgres(&cluster.url, &[]),
     ];
