@@ -30,6 +30,8 @@ pub struct TestServerOn<const POSTGRES: bool> {
     token: Option<String>,
     /// A PostgreSQL URL to serve instead of the SQLite file in `dir`.
     database: Option<String>,
+    /// A SQLite file elsewhere than in `dir`.
+    sqlite_file: Option<PathBuf>,
     /// The database this server made for itself, dropped with it.
     _own_database: Option<TestDatabase>,
 }
@@ -57,6 +59,16 @@ impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
         Self::spawn_on(Some(url.to_owned()), args)
     }
 
+    /// A server on the SQLite file at `path` (on a file system of the test's choosing).
+    pub fn spawn_on_file(path: &Path, args: &[&str]) -> Self {
+        let mut server = Self::spawn_on(None, &[]);
+        server.kill();
+        server.sqlite_file = Some(path.to_owned());
+        server.extra_args = args.iter().map(|a| a.to_string()).collect();
+        server.start();
+        server
+    }
+
     /// Whether the server runs on PostgreSQL.
     pub fn is_postgres(&self) -> bool {
         self.database.is_some()
@@ -72,6 +84,7 @@ impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
             extra_args: args.iter().map(|a| a.to_string()).collect(),
             token: None,
             database,
+            sqlite_file: None,
             _own_database: None,
         };
         if let Some(i) = args.iter().position(|a| *a == "--token") {
@@ -83,9 +96,10 @@ impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
 
     /// The database: the SQLite file, or the PostgreSQL URL.
     pub fn db(&self) -> PathBuf {
-        match &self.database {
-            Some(url) => PathBuf::from(url),
-            None => self.dir.path().join("cairn.db"),
+        match (&self.database, &self.sqlite_file) {
+            (Some(url), _) => PathBuf::from(url),
+            (None, Some(file)) => file.clone(),
+            (None, None) => self.dir.path().join("cairn.db"),
         }
     }
 
