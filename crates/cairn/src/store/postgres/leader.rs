@@ -2,7 +2,8 @@
 //! term in `cairn_leader` has not run out. A term lasts [`TERM`] by the database's clock; the holder renews it every
 //! [`RENEW_EVERY`] while it can reach the database, and any node takes the row once the term has passed. The
 //! holder counts its term from before it asked, by its own monotonic clock, and stops a margin before the end
-//! (`engine/timed.rs`), so a holder cut off from the database stops before another can start.
+//! (`engine/timed.rs`), so a holder cut off from the database stops before another can start. A holder whose session
+//! is gone (the node was killed, and PostgreSQL ended its session) is replaced at the next node's ask.
 //!
 //! Leadership saves work; it does not guard correctness: every timed statement stays right when two nodes run it
 //! at once (conditions on the rows it changes, `SKIP LOCKED`), as they may for a moment around a handover.
@@ -21,13 +22,15 @@ pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(1);
 /// The row's key: the only role so far.
 const ROLE: &str = "timed-work";
 
-/// Takes the row if it is free or its term has passed, or renews it if `$2` holds it; returns a row only then.
+/// Takes the row if it is free, its term has passed or the session that renewed it last is gone (its node was
+/// killed: no need to wait out the term), or renews it if `$2` holds it; returns a row only then.
 const ELECT: Sql = Sql::postgres_only(
-    "INSERT INTO cairn_leader (role, node, elected_at, expires_at) \
-     VALUES ($1, $2, now(), now() + CAST($3 AS BIGINT) * INTERVAL '1 millisecond') \
-     ON CONFLICT (role) DO UPDATE SET node = EXCLUDED.node, expires_at = EXCLUDED.expires_at, \
+    "INSERT INTO cairn_leader (role, node, pid, elected_at, expires_at) \
+     VALUES ($1, $2, pg_backend_pid(), now(), now() + CAST($3 AS BIGINT) * INTERVAL '1 millisecond') \
+     ON CONFLICT (role) DO UPDATE SET node = EXCLUDED.node, pid = EXCLUDED.pid, expires_at = EXCLUDED.expires_at, \
      elected_at = CASE WHEN cairn_leader.node = EXCLUDED.node THEN cairn_leader.elected_at ELSE now() END \
      WHERE cairn_leader.node = EXCLUDED.node OR cairn_leader.expires_at < now() \
+     OR NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = cairn_leader.pid) \
      RETURNING node",
 );
 
