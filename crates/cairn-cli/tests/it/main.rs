@@ -17,6 +17,7 @@ mod dashboard;
 mod database_faults;
 mod full_disk;
 mod harness;
+mod load;
 mod multinode;
 mod schedule;
 

@@ -4,50 +4,21 @@
 //! by two workers at once; a recurring template's slot runs once, even when the node leading the timed work dies.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use cairn::{Dequeue, Job, JobId, JobState, MissedSlots, Push, Recurring, RetryPolicy};
+use cairn::{Dequeue, Job, JobId, MissedSlots, Push, Recurring};
 use cairn_client::Client;
-use serde_json::json;
 
-use crate::harness::{TestDatabase, TestServer, all_jobs};
+use crate::harness::{TestDatabase, TestServer};
+use crate::load::{
+    Load, all_jobs_with_history, assert_never_held_twice, assert_nothing_lost, drain,
+};
 
 /// Three servers on one fresh database, started one after another (the first leads the timed work).
 fn cluster(database: &TestDatabase) -> Vec<TestServer> {
     (0..3)
         .map(|_| TestServer::spawn_on_postgres(&database.url, &[]))
         .collect()
-}
-
-/// Every job, with its history, read through `client`.
-async fn all_jobs_with_history(client: &Client) -> Vec<Job> {
-    let mut full = Vec::new();
-    for job in all_jobs(client).await {
-        full.push(client.get(job.id).await.unwrap());
-    }
-    full
-}
-
-/// No job was ever held by two workers at once: each attempt in its history ended before the next began.
-fn assert_never_held_twice(jobs: &[Job]) {
-    for job in jobs {
-        for pair in job.history.windows(2) {
-            let ended = pair[0].finished_at.unwrap_or_else(|| {
-                panic!("job {}: attempt {} never ended", job.id, pair[0].number)
-            });
-            assert!(
-                ended <= pair[1].started_at,
-                "job {}: attempt {} ({} to {ended}) overlaps attempt {} from {}",
-                job.id,
-                pair[0].number,
-                pair[0].started_at,
-                pair[1].number,
-                pair[1].started_at
-            );
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -91,95 +62,22 @@ async fn a_job_enqueued_on_one_node_wakes_workers_waiting_on_the_others() {
     assert_eq!(taken, pushed);
 }
 
-/// What the clients were told.
-#[derive(Default)]
-struct Acknowledged {
-    enqueued: BTreeMap<JobId, u64>,
-    finished: BTreeSet<JobId>,
-}
-
 /// How long a job's lease lasts: the jobs the doomed worker held come back this long after it took them.
 const LEASE: Duration = Duration::from_secs(3);
 
 /// The lease the consumers ask for: the killed node's consumers' jobs come back after it, in the drain.
 const CONSUMER_LEASE: Duration = Duration::from_secs(10);
 
-/// Enqueues one job after another on `client` until told to stop or the node goes away.
-async fn produce(
-    client: Client,
-    acked: Arc<Mutex<Acknowledged>>,
-    producer: u64,
-    stop: Arc<AtomicBool>,
-) {
-    for n in 0.. {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let value = producer * 1_000_000 + n;
-        let push = Push::new("load")
-            .data(json!(value))
-            .lease_timeout(LEASE)
-            .retry(RetryPolicy::immediate(100));
-        match client.enqueue(push).await {
-            Ok(enqueued) => {
-                acked.lock().unwrap().enqueued.insert(enqueued.id, value);
-            }
-            Err(_) => return,
-        }
-    }
-}
-
-/// Takes and finishes jobs on `client` until told to stop or the node goes away.
-async fn consume(
-    client: Client,
-    acked: Arc<Mutex<Acknowledged>>,
-    worker: String,
-    stop: Arc<AtomicBool>,
-) {
-    while !stop.load(Ordering::SeqCst) {
-        // A lease far longer than a finish takes, even on a loaded machine: a refused finish would be the test's
-        // doing. The jobs' own short lease is for those a dead node's workers held.
-        let request = Dequeue::new(worker.as_str())
-            .limit(4)
-            .wait(Duration::from_millis(200))
-            .lease_timeout(CONSUMER_LEASE);
-        let Ok(claimed) = client.dequeue(request).await else {
-            return;
-        };
-        for c in claimed {
-            match client.finish(&c.lease, None).await {
-                Ok(()) => {
-                    acked.lock().unwrap().finished.insert(c.job.id);
-                }
-                Err(e) if e.is_lease_lost() => panic!("a live lease was refused: {e}"),
-                Err(_) => return,
-            }
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_killed_mid_load_loses_nothing_and_the_others_take_its_jobs() {
     let database = TestDatabase::new();
     let mut nodes = cluster(&database);
-    let acked = Arc::new(Mutex::new(Acknowledged::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut load = Load::new();
     for (i, node) in nodes.iter().enumerate() {
         let client = node.client();
-        tasks.spawn(produce(
-            client.clone(),
-            acked.clone(),
-            i as u64,
-            stop.clone(),
-        ));
+        load.producer(client.clone(), i as u64, LEASE);
         for w in 0..2 {
-            tasks.spawn(consume(
-                client.clone(),
-                acked.clone(),
-                format!("n{i}-w{w}"),
-                stop.clone(),
-            ));
+            load.consumer(client.clone(), format!("n{i}-w{w}"), CONSUMER_LEASE);
         }
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -201,76 +99,14 @@ async fn a_node_killed_mid_load_loses_nothing_and_the_others_take_its_jobs() {
         .unwrap();
     // The others go on, past the lease of every job the dead node's workers held.
     tokio::time::sleep(LEASE + Duration::from_secs(2)).await;
-    stop.store(true, Ordering::SeqCst);
-    while let Some(result) = tasks.join_next().await {
-        result.unwrap();
-    }
+    let acked = load.stop().await;
 
     // Drain through the survivors: every job comes back, and none is handed out twice.
     let survivors: Vec<Client> = nodes.iter().map(TestServer::client).collect();
-    let mut seen = BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    'drain: loop {
-        let mut idle = true;
-        for client in &survivors {
-            let claimed = client
-                .dequeue(
-                    Dequeue::new("drain")
-                        .limit(100)
-                        .wait(Duration::from_millis(200))
-                        .lease_timeout(Duration::from_secs(120)),
-                )
-                .await
-                .unwrap();
-            for c in claimed {
-                idle = false;
-                assert!(
-                    seen.insert(c.job.id),
-                    "job {} was handed out twice",
-                    c.job.id
-                );
-                client.finish(&c.lease, None).await.unwrap();
-                acked.lock().unwrap().finished.insert(c.job.id);
-            }
-        }
-        if idle {
-            let stats = survivors[0].queue_stats().await.unwrap();
-            let open: u64 = stats
-                .iter()
-                .map(|q| q.scheduled + q.queued + q.running + q.stalled)
-                .sum();
-            if open == 0 {
-                break 'drain;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the dead node's jobs came back in time"
-            );
-        }
-    }
-
+    drain(&survivors).await;
     let jobs = all_jobs_with_history(&survivors[1]).await;
     let by_id: BTreeMap<JobId, &Job> = jobs.iter().map(|j| (j.id, j)).collect();
-    let acked = acked.lock().unwrap();
-    assert!(
-        acked.enqueued.len() > 30,
-        "the load ran ({} enqueues)",
-        acked.enqueued.len()
-    );
-    for (id, value) in &acked.enqueued {
-        let job = by_id
-            .get(id)
-            .unwrap_or_else(|| panic!("acknowledged job {id} is missing"));
-        assert_eq!(job.data, json!(value), "job {id} has its data");
-        assert_eq!(job.state, JobState::Completed, "job {id} ran to the end");
-    }
-    for id in &acked.finished {
-        assert_eq!(
-            by_id[id].state,
-            JobState::Completed,
-            "acknowledged finish of {id}"
-        );
-    }
+    assert_nothing_lost(&acked, &jobs);
     assert_never_held_twice(&jobs);
     // What the dead node's worker held ran again after its leases expired, on another node.
     for id in &orphaned {
@@ -300,16 +136,9 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
         })
         .await
         .unwrap();
-    let acked = Arc::new(Mutex::new(Acknowledged::default()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut tasks = tokio::task::JoinSet::new();
+    let mut load = Load::new();
     for (i, node) in nodes.iter().enumerate() {
-        tasks.spawn(consume(
-            node.client(),
-            acked.clone(),
-            format!("n{i}"),
-            stop.clone(),
-        ));
+        load.consumer(node.client(), format!("n{i}"), CONSUMER_LEASE);
     }
     tokio::time::sleep(Duration::from_millis(2500)).await;
     let mut leader = nodes.remove(0);
@@ -317,10 +146,7 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    stop.store(true, Ordering::SeqCst);
-    while let Some(result) = tasks.join_next().await {
-        result.unwrap();
-    }
+    load.stop().await;
 
     let jobs = all_jobs_with_history(&nodes[0].client()).await;
     let mut slots = BTreeSet::new();
