@@ -77,6 +77,17 @@ pub struct ServeArgs {
     /// How long shutdown waits for requests in flight [default: 10s].
     #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub shutdown_grace: Option<Duration>,
+    /// A request must arrive whole (headers and body) within this long of its first byte, on both ports; a long
+    /// poll waiting for its answer is not bound by it [default: 30s].
+    #[arg(long, env = "CAIRN_REQUEST_TIMEOUT", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub request_timeout: Option<Duration>,
+    /// A connection with no request under way is closed after this long, on both ports [default: 120s].
+    #[arg(long, env = "CAIRN_IDLE_TIMEOUT", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub idle_timeout: Option<Duration>,
+    /// The most connections at once, HTTP and Bedrock together: beyond it the longest idle one is closed, or, if
+    /// every one has a request under way, the new one is refused with 503 [default: the open-file limit less 128].
+    #[arg(long, env = "CAIRN_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// Runs the server until SIGTERM or Ctrl-C.

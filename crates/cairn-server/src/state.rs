@@ -23,7 +23,7 @@ pub struct ServerConfig {
     /// first request, of the connection); a request under way, a long poll included, is not bound by it. The
     /// Bedrock listener of `cairn serve` takes it too.
     pub request_timeout: Duration,
-    /// A connection with no request under way is closed after this long.
+    /// A connection with no request under way is closed after this long (the Bedrock listener's too).
     pub idle_timeout: Duration,
     /// The most connections open at once, HTTP and Bedrock together. When they are all open, the connection idle
     /// the longest is closed to make room for a new one; when every one has a request under way, the new one is
