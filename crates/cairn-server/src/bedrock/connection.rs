@@ -63,8 +63,8 @@ pub trait Commands: Send + Sync + 'static {
     }
 }
 
-/// Accepts connections within `budget` until `shutdown`, then waits for open connections to finish their current
-/// request. Beyond the budget, a new connection takes the place of the one idle the longest, or, when every one
+/// Accepts connections within `budget` until `shutdown`, then waits for open connections to finish the command
+/// they are running (one still arriving is closed). Beyond the budget, a new connection takes the place of the one idle the longest, or, when every one
 /// has a request under way, is answered `503 Too many connections` and closed.
 ///
 /// # Errors
@@ -217,8 +217,9 @@ async fn handle(
             None => tokio::time::Instant::now() + config.idle_timeout,
         };
         let read = tokio::select! {
-            () = shutdown.cancelled(), if buffer.is_empty() => return Ok(()),
-            // No request is under way (it is still arriving, if any): nothing is lost.
+            // No command is under way (a request may be arriving, but nothing of it has run): nothing is lost, and
+            // a client that sends half a request cannot hold up shutdown.
+            () = shutdown.cancelled() => return Ok(()),
             () = slot.closed_for_room() => return Ok(()),
             read = tokio::time::timeout_at(deadline, stream.read(&mut chunk)) => read,
         };
@@ -479,6 +480,8 @@ mod tests {
     async fn shutdown_answers_a_waiting_command_and_closes_idle_connections() {
         let server = start(BedrockConfig::default()).await;
         let mut idle = TcpStream::connect(server.addr).await.unwrap();
+        let mut half_sent = TcpStream::connect(server.addr).await.unwrap();
+        half_sent.write_all(b"GetJob\r\nname: a").await.unwrap();
         let mut waiting = TcpStream::connect(server.addr).await.unwrap();
         waiting.write_all(b"Sleep\r\n\r\n").await.unwrap();
         server.echo.sleeping.notified().await;
@@ -488,6 +491,7 @@ mod tests {
             "the waiting command is answered"
         );
         assert_eq!(read_all(&mut idle).await, "");
+        assert_eq!(read_all(&mut half_sent).await, "", "not left to time out");
         server.stop().await;
     }
 
