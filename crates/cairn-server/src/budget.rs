@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -30,12 +30,12 @@ const MIN_CONNECTIONS: u64 = 16;
 /// The largest budget the open-file limit gives (when it is unlimited, say).
 const MAX_CONNECTIONS: u64 = 1 << 20;
 
-/// How many refused connections may wait at once for their answer to reach the client; beyond that a refusal is
-/// written and the connection closed at once.
+/// How many refused connections may wait at once to be answered properly; beyond that a refusal is written and the
+/// connection closed at once.
 pub const REFUSALS_AT_ONCE: usize = 32;
 
-/// How long a refused connection waits for the client to close after its answer, so that the client's unread
-/// request does not turn the close into a reset that destroys the answer in flight.
+/// How long a refused connection waits for the client's request, for its answer to be written, and for the
+/// client to close after it (see [`ConnectionBudget::refuse`]).
 const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
 /// How often at most a full budget or a failing accept is logged.
@@ -225,27 +225,33 @@ impl ConnectionBudget {
     }
 
     /// Answers a connection there is no room for with `answer` and closes it.
-    pub fn refuse(&self, stream: TcpStream, answer: &[u8]) {
-        let Ok(stream) = stream.into_std() else {
-            return;
-        };
-        // A new connection's send buffer is empty, so the answer goes out whole without waiting (the socket is
-        // non-blocking: a write that would wait is given up).
-        let _ = (&stream).write_all(answer);
+    ///
+    /// The answer waits a moment for the client's request to start arriving, so that it answers that request: an
+    /// HTTP client that hears before it speaks takes the answer for a broken connection (hyper's "unexpected
+    /// message"). Then the connection lingers until the client closes, so that the rest of its request does not
+    /// turn the close into a reset that destroys the answer in flight. At most [`REFUSALS_AT_ONCE`] wait so; beyond
+    /// that the answer is written and the connection closed at once.
+    pub fn refuse(&self, stream: TcpStream, answer: Arc<[u8]>) {
         let Ok(permit) = self.refusals.clone().try_acquire_owned() else {
+            if let Ok(stream) = stream.into_std() {
+                // A new connection's send buffer is empty, so the answer goes out whole without waiting (the
+                // socket is non-blocking: a write that would wait is given up).
+                let _ = (&stream).write_all(&answer);
+            }
             return;
         };
         tokio::spawn(async move {
             let _permit = permit;
-            let _ = stream.shutdown(std::net::Shutdown::Write);
-            let Ok(mut stream) = TcpStream::from_std(stream) else {
-                return;
-            };
-            let drain = async {
-                let mut discard = [0u8; 1024];
-                while let Ok(1..) = stream.read(&mut discard).await {}
-            };
-            let _ = tokio::time::timeout(REFUSAL_LINGER, drain).await;
+            let mut stream = stream;
+            let mut discard = [0u8; 4096];
+            let _ = tokio::time::timeout(REFUSAL_LINGER, stream.read(&mut discard)).await;
+            if let Ok(Ok(())) =
+                tokio::time::timeout(REFUSAL_LINGER, stream.write_all(&answer)).await
+            {
+                let _ = stream.shutdown().await;
+                let drain = async { while let Ok(1..) = stream.read(&mut discard).await {} };
+                let _ = tokio::time::timeout(REFUSAL_LINGER, drain).await;
+            }
         });
     }
 }

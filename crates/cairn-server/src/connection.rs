@@ -47,7 +47,7 @@ pub(crate) async fn serve(
     guards: Guards,
     shutdown: CancellationToken,
 ) {
-    let refusal = refusal();
+    let refusal: Arc<[u8]> = refusal().into();
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -68,7 +68,7 @@ pub(crate) async fn serve(
             tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
         }
         let Some(slot) = budget.admit() else {
-            budget.refuse(stream, &refusal);
+            budget.refuse(stream, refusal.clone());
             continue;
         };
         connections.spawn(serve_connection(

@@ -76,7 +76,9 @@ pub async fn serve(
     budget: Arc<ConnectionBudget>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let busy = close(Response::status("503 Too many connections")).to_bytes();
+    let busy: Arc<[u8]> = close(Response::status("503 Too many connections"))
+        .to_bytes()
+        .into();
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -93,7 +95,7 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let Some(slot) = budget.admit() else {
-            budget.refuse(stream, &busy);
+            budget.refuse(stream, busy.clone());
             continue;
         };
         let (commands, shutdown) = (commands.clone(), shutdown.clone());

@@ -369,6 +369,19 @@ async fn a_budget_full_of_long_polls_refuses_a_new_connection_with_a_clear_503()
         "{body}"
     );
     assert_eq!(closed_by_server(&mut refused).await, "");
+    // hyper's client, as `cairn` uses it, hears the refusal as the answer to its request (written before the
+    // request, hyper would call it an unexpected message).
+    let response = reqwest::get(format!("http://{}/v1/health", guarded.http))
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("no room for another connection")
+    );
     let mut refused = TcpStream::connect(guarded.bedrock).await.unwrap();
     assert!(
         closed_by_server(&mut refused)
