@@ -150,7 +150,7 @@ async fn serve_connection(
                 return;
             }
             () = activity.expired(guards) => {
-                tracing::debug!("closing an HTTP connection: no request arrived in time");
+                tracing::debug!("closing an HTTP connection at its deadline: idle, or a request too slow to arrive");
                 return;
             }
             () = shutdown.cancelled(), if !closing => {}
