@@ -34,6 +34,9 @@ pub struct FileConfig {
     max_body: Option<usize>,
     max_batch: Option<usize>,
     shutdown_grace: Option<String>,
+    request_timeout: Option<String>,
+    idle_timeout: Option<String>,
+    max_connections: Option<usize>,
 }
 
 impl FileConfig {
@@ -78,6 +81,25 @@ fn duration(
             .map_err(|rule| anyhow::anyhow!("{key}: {rule}")),
         (None, None) => Ok(None),
     }
+}
+
+/// A connection's timeout, as [`duration`], at least a second: shorter would cut honest clients on a slow link,
+/// and a typo such as `30ms` would do just that.
+fn timeout(
+    flag: Option<Duration>,
+    file: Option<&str>,
+    key: &str,
+) -> anyhow::Result<Option<Duration>> {
+    let d = duration(flag, file, key)?;
+    if let Some(d) = d
+        && d < Duration::from_secs(1)
+    {
+        bail!(
+            "{key}: must be at least 1s, got {}",
+            crate::duration::format(d)
+        );
+    }
+    Ok(d)
 }
 
 /// Where the database is: a SQLite file's path or `sqlite://` URL, or a PostgreSQL URL (`postgres://…`), which
@@ -227,6 +249,26 @@ impl ServeSettings {
         )? {
             server.shutdown_grace = d;
         }
+        if let Some(d) = timeout(
+            args.request_timeout,
+            file.request_timeout.as_deref(),
+            "request_timeout",
+        )? {
+            server.request_timeout = d;
+        }
+        if let Some(d) = timeout(
+            args.idle_timeout,
+            file.idle_timeout.as_deref(),
+            "idle_timeout",
+        )? {
+            server.idle_timeout = d;
+        }
+        if let Some(n) = args.max_connections.or(file.max_connections) {
+            if n == 0 {
+                bail!("max_connections: must be at least 1");
+            }
+            server.max_connections = n;
+        }
         cairn_server::check_exposure(http, server.token.is_some(), insecure)
             .map_err(anyhow::Error::msg)?;
         // The Bedrock protocol has no authentication at all: off loopback it needs --insecure, token or not.
@@ -331,6 +373,32 @@ mod tests {
         let e = resolve(&["--bedrock", "0.0.0.0:8888", "--token", "0123456789abcdef"]).unwrap_err();
         assert!(e.to_string().contains("no authentication"), "{e}");
         assert!(resolve(&["--bedrock", "0.0.0.0:8888", "--insecure"]).is_ok());
+    }
+
+    #[test]
+    fn connection_guards_come_from_flags_or_the_file_and_are_checked() {
+        let s = resolve(&[]).unwrap();
+        assert_eq!(s.server.request_timeout, Duration::from_secs(30));
+        assert_eq!(s.server.idle_timeout, Duration::from_secs(120));
+        assert_eq!(
+            s.server.max_connections,
+            cairn_server::budget::connections_for_open_file_limit()
+        );
+        let file = config_file(
+            "request_timeout = \"10s\"\nidle_timeout = \"5m\"\nmax_connections = 500\n",
+        );
+        let path = file.path().to_str().unwrap();
+        let s = resolve(&["--config", path, "--max-connections", "64"]).unwrap();
+        assert_eq!(s.server.request_timeout, Duration::from_secs(10));
+        assert_eq!(s.server.idle_timeout, Duration::from_secs(300));
+        assert_eq!(s.server.max_connections, 64);
+        let e = resolve(&["--request-timeout", "30ms"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "request_timeout: must be at least 1s, got 30ms"
+        );
+        let e = resolve(&["--max-connections", "0"]).unwrap_err();
+        assert_eq!(e.to_string(), "max_connections: must be at least 1");
     }
 
     #[test]

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cairn::Queue;
-use cairn_server::Server;
 use cairn_server::bedrock::{BedrockCommands, BedrockConfig};
+use cairn_server::budget::{RESERVED_DESCRIPTORS, open_file_limit};
+use cairn_server::{ConnectionBudget, Server};
 use clap::Args;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -76,6 +77,17 @@ pub struct ServeArgs {
     /// How long shutdown waits for requests in flight [default: 10s].
     #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub shutdown_grace: Option<Duration>,
+    /// A request must arrive whole (headers and body) within this long of its first byte, on both ports; a long
+    /// poll waiting for its answer is not bound by it [default: 30s].
+    #[arg(long, env = "CAIRN_REQUEST_TIMEOUT", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub request_timeout: Option<Duration>,
+    /// A connection with no request under way is closed after this long, on both ports [default: 120s].
+    #[arg(long, env = "CAIRN_IDLE_TIMEOUT", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub idle_timeout: Option<Duration>,
+    /// The most connections at once, HTTP and Bedrock together: beyond it the longest idle one is closed, or, if
+    /// every one has a request under way, the new one is refused with 503 [default: the open-file limit less 128].
+    #[arg(long, env = "CAIRN_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
 }
 
 /// Runs the server until SIGTERM or Ctrl-C.
@@ -83,8 +95,10 @@ pub struct ServeArgs {
 /// # Errors
 /// Bad settings, a database that cannot be opened, an address that cannot be bound.
 pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
-    let settings = ServeSettings::resolve(&args)?;
+    // First, so that the connection budget's default follows the raised limit.
     raise_open_file_limit();
+    let settings = ServeSettings::resolve(&args)?;
+    log_connection_budget(settings.server.max_connections);
     if settings.insecure && settings.server.token.is_none() && !settings.http.ip().is_loopback() {
         tracing::warn!(http = %settings.http, "listening without a token on a non-loopback address (--insecure)");
     }
@@ -106,7 +120,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
         .context("starting the HTTP server")?;
     let addr = server.local_addr();
     let bedrock = match settings.bedrock {
-        Some(bedrock_addr) => Some(start_bedrock(&queue, bedrock_addr).await?),
+        Some(bedrock_addr) => {
+            let config = BedrockConfig {
+                request_timeout: settings.server.request_timeout,
+                idle_timeout: settings.server.idle_timeout,
+                ..BedrockConfig::default()
+            };
+            // One budget for both ports: a flood on one cannot take the other's descriptors.
+            Some(start_bedrock(&queue, bedrock_addr, config, server.connections()).await?)
+        }
         None => None,
     };
     tracing::info!(http = %addr, bedrock = ?bedrock.as_ref().map(|b| b.addr), db = %location,
@@ -161,7 +183,12 @@ impl BedrockListener {
     }
 }
 
-async fn start_bedrock(queue: &Queue, addr: SocketAddr) -> anyhow::Result<BedrockListener> {
+async fn start_bedrock(
+    queue: &Queue,
+    addr: SocketAddr,
+    config: BedrockConfig,
+    budget: Arc<ConnectionBudget>,
+) -> anyhow::Result<BedrockListener> {
     let listener = TcpListener::bind(addr).await.with_context(|| {
         format!(
             "listening on {addr} for the Bedrock protocol (pass --bedrock off, or another address)"
@@ -175,7 +202,8 @@ async fn start_bedrock(queue: &Queue, addr: SocketAddr) -> anyhow::Result<Bedroc
     let task = tokio::spawn(cairn_server::bedrock::serve(
         listener,
         commands,
-        BedrockConfig::default(),
+        config,
+        budget,
         shutdown.clone(),
     ));
     Ok(BedrockListener {
@@ -193,6 +221,27 @@ pub async fn shutdown_signal() -> &'static str {
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
+    }
+}
+
+/// Logs the connection budget beside the open-file limit, and warns when the limit leaves no room for it.
+fn log_connection_budget(max_connections: usize) {
+    let limit = open_file_limit();
+    tracing::info!(
+        max_connections,
+        open_file_limit = limit,
+        "connection budget (HTTP and Bedrock together)"
+    );
+    if let Some(limit) = limit
+        && max_connections as u64 + RESERVED_DESCRIPTORS > limit
+    {
+        tracing::warn!(
+            max_connections,
+            open_file_limit = limit,
+            reserved = RESERVED_DESCRIPTORS,
+            "max_connections leaves too few of the open-file limit's descriptors for the database: \
+             under a flood of connections the server may run out (raise `ulimit -n` or lower max_connections)"
+        );
     }
 }
 

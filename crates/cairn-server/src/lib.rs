@@ -2,6 +2,7 @@
 //! OpenAPI document generated from the handlers, and a graceful shutdown that answers long polls first.
 //!
 //! The modules: `bedrock` (the Bedrock::Jobs text protocol, being built), `routes` (one file per area of the API), `body` (the JSON body extractor that names bad fields),
+//! `connection` (the HTTP listener: request and idle timeouts), `budget` (the cap on connections both listeners share),
 //! `error` (every error to `{"error": {…}}` and its status code), `auth` (tokens, and the loopback-only rule),
 //! `openapi` (the document's fixed parts), `state` (settings and what handlers share), `dashboard` (the web page at
 //! `/` and its embedded files). Validation and every
@@ -12,6 +13,8 @@
 mod auth;
 pub mod bedrock;
 mod body;
+pub mod budget;
+mod connection;
 mod dashboard;
 mod error;
 mod openapi;
@@ -28,7 +31,6 @@ use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use cairn::Queue;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -38,6 +40,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 pub use auth::check_exposure;
+pub use budget::ConnectionBudget;
 pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
@@ -159,11 +162,13 @@ async fn log_request(request: Request, next: Next) -> Response {
 pub struct Server {
     addr: SocketAddr,
     shutdown: CancellationToken,
+    budget: Arc<ConnectionBudget>,
     task: JoinHandle<std::io::Result<()>>,
 }
 
 impl Server {
-    /// Starts serving `queue` on `listener`.
+    /// Starts serving `queue` on `listener`, with a connection budget of `config.max_connections` (which the
+    /// Bedrock listener may share: see [`Server::connections`]).
     ///
     /// # Errors
     /// When the listener's address cannot be read.
@@ -175,39 +180,41 @@ impl Server {
         let addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
         let grace = config.shutdown_grace;
+        let budget = ConnectionBudget::new(config.max_connections);
+        let guards = connection::Guards {
+            request_timeout: config.request_timeout,
+            idle_timeout: config.idle_timeout,
+        };
         let state = AppState {
             queue,
             config: Arc::new(config),
             shutdown: shutdown.clone(),
         };
         let app = router(state);
+        let serving = connection::serve(listener, app, budget.clone(), guards, shutdown.clone());
         let signal = shutdown.clone();
-        // Small answers must not wait for the peer's delayed ACK (Nagle's algorithm): without TCP_NODELAY, a
-        // response written in two pieces can stall for 40 ms.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
-            }
-        });
         let task = tokio::spawn(async move {
-            let server =
-                axum::serve(listener, app).with_graceful_shutdown(signal.clone().cancelled_owned());
-            // Graceful shutdown waits for requests in flight; long polls end at once, anything else gets `grace`.
+            // Shutdown waits for requests in flight; long polls end at once, anything else gets `grace`.
             tokio::select! {
-                served = server.into_future() => served,
+                () = serving => {}
                 () = async { signal.cancelled().await; tokio::time::sleep(grace).await } => {
-                    // Connections run in their own tasks and may still finish; the queue closes next, after which
-                    // they can only answer 503.
-                    tracing::warn!(?grace, "requests still running at the end of the shutdown grace; not waiting for them");
-                    Ok(())
+                    // Dropping the listener's future drops the connections still open; the queue closes next.
+                    tracing::warn!(?grace, "requests still running at the end of the shutdown grace; dropping them");
                 }
             }
+            Ok(())
         });
         Ok(Server {
             addr,
             shutdown,
+            budget,
             task,
         })
+    }
+
+    /// The connection budget, for another listener to share (the Bedrock protocol's in `cairn serve`).
+    pub fn connections(&self) -> Arc<ConnectionBudget> {
+        self.budget.clone()
     }
 
     /// The address the server listens on.

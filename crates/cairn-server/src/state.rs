@@ -19,6 +19,16 @@ pub struct ServerConfig {
     pub max_batch_jobs: usize,
     /// How long shutdown waits for in-flight requests before dropping them.
     pub shutdown_grace: Duration,
+    /// A request must arrive whole, headers and body, within this long of its first byte (a new connection's
+    /// first request, of the connection); a request under way, a long poll included, is not bound by it. The
+    /// Bedrock listener of `cairn serve` takes it too.
+    pub request_timeout: Duration,
+    /// A connection with no request under way is closed after this long (the Bedrock listener's too).
+    pub idle_timeout: Duration,
+    /// The most connections open at once, HTTP and Bedrock together. When they are all open, the connection idle
+    /// the longest is closed to make room for a new one; when every one has a request under way, the new one is
+    /// refused (`503`). By default, what the open-file limit leaves room for.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -29,6 +39,12 @@ impl Default for ServerConfig {
             max_body_bytes: 16 * 1024 * 1024,
             max_batch_jobs: 10_000,
             shutdown_grace: Duration::from_secs(10),
+            // As the Bedrock port: far more than any honest client needs to send a request.
+            request_timeout: Duration::from_secs(30),
+            // Longer than the connection pools of common clients keep an idle connection (reqwest and Go 90 s,
+            // curl 118 s), so that they close first and never send on a connection the server is closing.
+            idle_timeout: Duration::from_secs(120),
+            max_connections: crate::budget::connections_for_open_file_limit(),
         }
     }
 }
@@ -42,6 +58,9 @@ impl std::fmt::Debug for ServerConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_batch_jobs", &self.max_batch_jobs)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("request_timeout", &self.request_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
             .finish()
     }
 }

@@ -1413,3 +1413,53 @@ async fn finish_many_answers_each_job_in_order() {
     let (_, job) = get(format!("/v1/jobs/{b}")).await;
     assert_eq!(job["state"], "running");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cairn_serve_guards_both_ports_with_one_budget_and_its_timeouts() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    let server = TestServer::spawn_with(&["--max-connections", "6", "--request-timeout", "1s"]);
+    let http = server.url().trim_start_matches("http://").to_owned();
+    // Half a request, then silence: closed within the request timeout.
+    let mut half = TcpStream::connect(&http).await.unwrap();
+    half.write_all(b"POST /v1/jobs HTTP/1.1\r\nHost: localhost\r\n")
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), half.read_to_end(&mut rest))
+        .await
+        .expect("the half request is cut")
+        .unwrap();
+    // Ten idle connections over both ports against a budget of six: a real client is still answered, on both.
+    let mut held = Vec::new();
+    for i in 0..10 {
+        let addr = if i % 2 == 0 { &http } else { server.bedrock() };
+        held.push(TcpStream::connect(addr).await.unwrap());
+    }
+    let health = tokio::time::timeout(Duration::from_secs(20), server.client().health())
+        .await
+        .expect("answered in time");
+    assert!(health.is_ok(), "{health:?}");
+    let mut bedrock = TcpStream::connect(server.bedrock()).await.unwrap();
+    bedrock
+        .write_all(b"Ping\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), bedrock.read_to_end(&mut answer))
+        .await
+        .expect("answered in time")
+        .unwrap();
+    assert!(
+        answer.starts_with(b"200"),
+        "{:?}",
+        String::from_utf8_lossy(&answer)
+    );
+    // The oldest idle connections made room.
+    let mut first = held.remove(0);
+    let mut byte = [0u8; 1];
+    let read = tokio::time::timeout(Duration::from_secs(20), first.read(&mut byte))
+        .await
+        .expect("closed to make room");
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+}

@@ -1,5 +1,6 @@
-//! The Bedrock listener and its connections: accept, read requests (pipelined, in order), run each through the
-//! [`Commands`], write the response, and close on `Connection: close`, on a framing error, at the limits, or at
+//! The Bedrock listener and its connections: accept within the [`ConnectionBudget`] (which it may share with the
+//! HTTP listener), read requests (pipelined, in order), run each through the [`Commands`], write the response, and
+//! close on `Connection: close`, on a framing error, at the limits, when chosen to make room while idle, or at
 //! shutdown. Every connection is its own task, so a slow or hostile client holds up nobody else.
 //!
 //! What a command means is not decided here: see `Commands`.
@@ -9,11 +10,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::bedrock::frame::{FrameLimits, Request, RequestReader, Response};
+use crate::budget::{ConnectionBudget, Slot};
 
 /// The limits of the Bedrock listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +25,6 @@ pub struct BedrockConfig {
     pub request_timeout: Duration,
     /// An idle connection (no request under way) is closed after this long.
     pub idle_timeout: Duration,
-    /// At most this many connections at once; more are answered `503` and closed.
-    pub max_connections: usize,
 }
 
 impl Default for BedrockConfig {
@@ -33,8 +32,7 @@ impl Default for BedrockConfig {
         BedrockConfig {
             frame: FrameLimits::default(),
             request_timeout: Duration::from_secs(30),
-            idle_timeout: Duration::from_secs(300),
-            max_connections: 10_000,
+            idle_timeout: Duration::from_secs(120),
         }
     }
 }
@@ -65,7 +63,9 @@ pub trait Commands: Send + Sync + 'static {
     }
 }
 
-/// Accepts connections until `shutdown`, then waits for open connections to finish their current request.
+/// Accepts connections within `budget` until `shutdown`, then waits for open connections to finish the command
+/// they are running (one still arriving is closed). Beyond the budget, a new connection takes the place of the one idle the longest, or, when every one
+/// has a request under way, is answered `503 Too many connections` and closed.
 ///
 /// # Errors
 /// None at present: failed accepts are logged and retried.
@@ -73,9 +73,12 @@ pub async fn serve(
     listener: TcpListener,
     commands: Arc<dyn Commands>,
     config: BedrockConfig,
+    budget: Arc<ConnectionBudget>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let slots = Arc::new(Semaphore::new(config.max_connections));
+    let busy: Arc<[u8]> = close(Response::status("503 Too many connections"))
+        .to_bytes()
+        .into();
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -83,31 +86,21 @@ pub async fn serve(
             accepted = listener.accept() => accepted,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let (mut stream, peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
-                // Out of descriptors, most likely: wait a little rather than spin.
-                tracing::warn!(error = %e, "accepting a Bedrock connection failed");
-                tokio::time::sleep(Duration::from_millis(100)).await;
+                budget.after_accept_error(&e, "bedrock").await;
                 continue;
             }
         };
         let _ = stream.set_nodelay(true);
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            connections.spawn(async move {
-                let busy = close(Response::status("503 Too many connections"));
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(1),
-                    stream.write_all(&busy.to_bytes()),
-                )
-                .await;
-            });
+        let Some(slot) = budget.admit() else {
+            budget.refuse(stream, busy.clone());
             continue;
         };
         let (commands, shutdown) = (commands.clone(), shutdown.clone());
         connections.spawn(async move {
-            let _slot = slot;
-            if let Err(e) = handle(stream, commands.as_ref(), &config, &shutdown).await {
+            if let Err(e) = handle(stream, commands.as_ref(), &config, &slot, &shutdown).await {
                 tracing::debug!(%peer, error = %e, "Bedrock connection ended with an error");
             }
         });
@@ -153,6 +146,7 @@ async fn handle(
     mut stream: TcpStream,
     commands: &dyn Commands,
     config: &BedrockConfig,
+    slot: &Slot,
     shutdown: &CancellationToken,
 ) -> std::io::Result<()> {
     let mut reader = RequestReader::new(config.frame);
@@ -174,10 +168,13 @@ async fn handle(
             Ok(Some((request, used))) => {
                 buffer.drain(..used);
                 request_started = None;
-                let closing = wants_close(&request);
+                slot.busy();
+                let asked_to_close = wants_close(&request);
                 let (response, client_gone) =
                     run_watching_peer(&mut stream, &mut buffer, commands, request, shutdown, eof)
                         .await;
+                // Chosen to make room just as the request arrived: it is answered, then the connection closes.
+                let closing = asked_to_close || slot.is_closed_for_room();
                 eof |= client_gone;
                 let response = if closing { close(response) } else { response };
                 // A client that closed its side may still read (it may only have half-closed, as `printf … | nc`
@@ -200,6 +197,7 @@ async fn handle(
                     stream.shutdown().await?;
                     return Ok(());
                 }
+                slot.idle();
                 continue;
             }
             Ok(None) => {}
@@ -211,15 +209,20 @@ async fn handle(
         // Between requests, wait for the next one (or shutdown); within one, a slow client gets a deadline.
         if buffer.is_empty() {
             request_started = None;
-        } else {
-            request_started.get_or_insert_with(tokio::time::Instant::now);
+        } else if request_started.is_none() {
+            request_started = Some(tokio::time::Instant::now());
+            // A request starts arriving: the connection goes to the back of the idle ones.
+            slot.idle();
         }
         let deadline = match request_started {
             Some(started) => started + config.request_timeout,
             None => tokio::time::Instant::now() + config.idle_timeout,
         };
         let read = tokio::select! {
-            () = shutdown.cancelled(), if buffer.is_empty() => return Ok(()),
+            // No command is under way (a request may be arriving, but nothing of it has run): nothing is lost, and
+            // a client that sends half a request cannot hold up shutdown.
+            () = shutdown.cancelled() => return Ok(()),
+            () = slot.closed_for_room() => return Ok(()),
             read = tokio::time::timeout_at(deadline, stream.read(&mut chunk)) => read,
         };
         match read {
@@ -357,6 +360,10 @@ mod tests {
     }
 
     async fn start(config: BedrockConfig) -> Running {
+        start_within(config, ConnectionBudget::new(10_000)).await
+    }
+
+    async fn start_within(config: BedrockConfig, budget: Arc<ConnectionBudget>) -> Running {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = CancellationToken::new();
@@ -364,7 +371,9 @@ mod tests {
         let task = tokio::spawn({
             let (shutdown, echo) = (shutdown.clone(), echo.clone());
             async move {
-                serve(listener, echo, config, shutdown).await.unwrap();
+                serve(listener, echo, config, budget, shutdown)
+                    .await
+                    .unwrap();
             }
         });
         Running {
@@ -473,6 +482,8 @@ mod tests {
     async fn shutdown_answers_a_waiting_command_and_closes_idle_connections() {
         let server = start(BedrockConfig::default()).await;
         let mut idle = TcpStream::connect(server.addr).await.unwrap();
+        let mut half_sent = TcpStream::connect(server.addr).await.unwrap();
+        half_sent.write_all(b"GetJob\r\nname: a").await.unwrap();
         let mut waiting = TcpStream::connect(server.addr).await.unwrap();
         waiting.write_all(b"Sleep\r\n\r\n").await.unwrap();
         server.echo.sleeping.notified().await;
@@ -482,6 +493,7 @@ mod tests {
             "the waiting command is answered"
         );
         assert_eq!(read_all(&mut idle).await, "");
+        assert_eq!(read_all(&mut half_sent).await, "", "not left to time out");
         server.stop().await;
     }
 
@@ -569,20 +581,46 @@ mod tests {
 
     #[tokio::test]
     async fn beyond_the_connection_limit_clients_are_told_and_closed() {
-        let config = BedrockConfig {
-            max_connections: 1,
-            ..BedrockConfig::default()
-        };
-        let server = start(config).await;
-        // Connections are accepted in the order they were made, so the first takes the only slot.
-        let first = TcpStream::connect(server.addr).await.unwrap();
+        let server = start_within(BedrockConfig::default(), ConnectionBudget::new(1)).await;
+        // The only connection has a command under way, so it is not closed to make room.
+        let mut first = TcpStream::connect(server.addr).await.unwrap();
+        first.write_all(b"Sleep\r\n\r\n").await.unwrap();
+        server.echo.sleeping.notified().await;
         let mut second = TcpStream::connect(server.addr).await.unwrap();
         assert!(
             read_all(&mut second)
                 .await
                 .starts_with("503 Too many connections")
         );
-        drop(first);
+        server.shutdown.cancel();
+        assert!(read_all(&mut first).await.starts_with("200 Woke"));
+        server.stop().await;
+    }
+
+    #[tokio::test]
+    async fn beyond_the_connection_limit_the_longest_idle_connection_makes_room() {
+        let server = start_within(BedrockConfig::default(), ConnectionBudget::new(2)).await;
+        let mut oldest = TcpStream::connect(server.addr).await.unwrap();
+        let mut newer = TcpStream::connect(server.addr).await.unwrap();
+        // A request on each, the oldest's last, puts the oldest behind the newer in the idle order.
+        for stream in [&mut newer, &mut oldest] {
+            stream.write_all(b"Ping\r\n\r\n").await.unwrap();
+            let mut answer = [0u8; 64];
+            let n = stream.read(&mut answer).await.unwrap();
+            assert!(answer[..n].starts_with(b"200 OK"));
+        }
+        let mut newcomer = TcpStream::connect(server.addr).await.unwrap();
+        assert_eq!(read_all(&mut newer).await, "", "closed without a word");
+        newcomer
+            .write_all(b"Ping\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(read_all(&mut newcomer).await.starts_with("200 OK"));
+        oldest
+            .write_all(b"Ping\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        assert!(read_all(&mut oldest).await.starts_with("200 OK"));
         server.stop().await;
     }
 }

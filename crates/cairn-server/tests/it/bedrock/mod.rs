@@ -45,9 +45,16 @@ impl Bedrock {
         let task = tokio::spawn({
             let shutdown = shutdown.clone();
             async move {
-                serve(listener, commands, BedrockConfig::default(), shutdown)
-                    .await
-                    .unwrap();
+                let budget = cairn_server::ConnectionBudget::new(10_000);
+                serve(
+                    listener,
+                    commands,
+                    BedrockConfig::default(),
+                    budget,
+                    shutdown,
+                )
+                .await
+                .unwrap();
             }
         });
         Bedrock {
