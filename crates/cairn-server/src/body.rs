@@ -6,6 +6,7 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 
+use crate::connection::TooSlow;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -19,12 +20,26 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::too_large(state.config.max_body_bytes)
+            } else if let Some(slow) = too_slow(&rejection) {
+                ApiError::request_timeout(slow)
             } else {
                 ApiError::invalid("body", format!("could not be read: {rejection}"))
             }
         })?;
         decode(&bytes).map(JsonBody)
     }
+}
+
+/// The connection's deadline, if that is why the body could not be read (see `connection.rs`).
+fn too_slow<'a>(rejection: &'a (dyn std::error::Error + 'static)) -> Option<&'a TooSlow> {
+    let mut cause = rejection.source();
+    while let Some(c) = cause {
+        if let Some(slow) = c.downcast_ref::<TooSlow>() {
+            return Some(slow);
+        }
+        cause = c.source();
+    }
+    None
 }
 
 /// Decodes `bytes` as a `T`, naming the field that does not fit.

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
 use crate::budget::{ConnectionBudget, Slot};
+use crate::error::ApiError;
 
 /// How long a request and an idle connection may take.
 #[derive(Debug, Clone, Copy)]
@@ -83,22 +84,15 @@ pub(crate) async fn serve(
     while connections.join_next().await.is_some() {}
 }
 
-/// The answer to a connection there is no room for: `503` with `Retry-After` and the API's error body, kind
-/// `unavailable`.
+/// The answer to a connection there is no room for: `503` with `Retry-After` and the API's error body
+/// ([`ApiError::no_room`]), written by hand: the connection is not served.
 fn refusal() -> Vec<u8> {
-    let body = cairn_api::ErrorBody {
-        error: cairn_api::ErrorDetail {
-            kind: cairn::ErrorKind::Unavailable.as_str().to_owned(),
-            field: None,
-            message: "the server has no room for another connection: every connection has a request under way; \
-                      try again in a moment"
-                .to_owned(),
-        },
-    };
-    let body = serde_json::to_vec(&body).expect("an error body always serializes");
+    let refused = ApiError::no_room();
+    let body = serde_json::to_vec(refused.body()).expect("an error body always serializes");
     let mut answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+        "HTTP/1.1 {}\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
          connection: close\r\ncontent-length: {}\r\n\r\n",
+        refused.status(),
         body.len()
     )
     .into_bytes();
@@ -330,9 +324,9 @@ impl ArrivingBody {
     }
 }
 
-/// A request body that did not arrive in time.
+/// A request body that did not arrive in time (`body.rs` answers it `408`).
 #[derive(Debug)]
-struct TooSlow(Duration);
+pub(crate) struct TooSlow(Duration);
 
 impl std::fmt::Display for TooSlow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -49,6 +49,29 @@ impl ApiError {
         )
     }
 
+    /// A request whose body did not arrive whole within the server's request timeout: `408`, which a client may
+    /// send again.
+    pub fn request_timeout(message: impl std::fmt::Display) -> Self {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            None,
+            message.to_string(),
+        )
+    }
+
+    /// A connection there is no room for: every connection the server may hold has a request under way.
+    pub fn no_room() -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            None,
+            "the server has no room for another connection: every connection has a request under way; try again \
+             in a moment"
+                .to_owned(),
+        )
+    }
+
     /// A missing or wrong bearer token.
     pub fn unauthorized() -> Self {
         ApiError::new(

@@ -240,7 +240,7 @@ async fn a_body_that_trickles_is_cut_at_the_request_timeout() {
     };
     let _ = tokio::time::timeout(Duration::from_secs(5), trickle).await;
     let answer = read_answer(&mut slow).await;
-    assert_eq!(answer.status, "HTTP/1.1 400 Bad Request", "{answer:?}");
+    assert_eq!(answer.status, "HTTP/1.1 408 Request Timeout", "{answer:?}");
     assert!(answer.body.contains("request_timeout"), "{answer:?}");
     assert_eq!(closed_by_server(&mut slow).await, "");
     guarded.stop().await;
