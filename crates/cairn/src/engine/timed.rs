@@ -14,7 +14,7 @@ use crate::ops::maintenance;
 use crate::ops::release::Release;
 use crate::ops::{Operation, WriteCtx, in_savepoint};
 use crate::options::Retention;
-use crate::store::writer_db::WriterDb;
+use crate::store::writer_db::{LEAD_RENEWAL, LEADER_TERM, WriterDb};
 
 use super::Writer;
 use super::command::Waiter;
@@ -127,18 +127,6 @@ fn waiting_workers(parked: &VecDeque<Waiter>) -> Vec<String> {
     waiting_workers
 }
 
-/// How often a node asks for the lead of the timed work, or renews it (see `postgres::leader`).
-#[cfg(feature = "postgres")]
-pub(crate) const LEAD_RENEWAL: Duration = crate::store::postgres::leader::RENEW_EVERY;
-#[cfg(not(feature = "postgres"))]
-pub(crate) const LEAD_RENEWAL: Duration = Duration::from_secs(1);
-
-/// How long a node's term as leader lasts, by its own count.
-#[cfg(feature = "postgres")]
-const TERM: Duration = crate::store::postgres::leader::TERM;
-#[cfg(not(feature = "postgres"))]
-const TERM: Duration = Duration::from_secs(5);
-
 /// How long before the end of its term, by its own count, a leader that could not renew stops: room for the
 /// database's clock and this one's to disagree a little.
 const TERM_MARGIN: Duration = Duration::from_secs(1);
@@ -166,7 +154,8 @@ impl Lead {
             Lead::Always => false,
             Lead::Until(None) => true,
             Lead::Until(Some(until)) => {
-                until.saturating_duration_since(Instant::now()) + LEAD_RENEWAL <= TERM - TERM_MARGIN
+                until.saturating_duration_since(Instant::now()) + LEAD_RENEWAL
+                    <= LEADER_TERM - TERM_MARGIN
             }
         }
     }
@@ -179,34 +168,32 @@ impl Lead {
     /// Asks the database for the lead, or renews it, if it is time: whether this writer leads now. A node that
     /// cannot reach the database keeps what it holds until its own count of the term runs out, and no further.
     pub(super) fn renew(&mut self, db: &mut WriterDb) -> bool {
-        if self.should_ask() {
-            let asked_at = Instant::now();
-            let held = self.holds();
-            match db.elect() {
-                Ok(won) => {
-                    if won != held {
-                        match won {
-                            true => tracing::info!(
-                                node = db.node(),
-                                "this node now does the timed work"
-                            ),
-                            false => tracing::warn!(
-                                node = db.node(),
-                                "another node took over the timed work"
-                            ),
-                        }
+        if !self.should_ask() {
+            return self.holds();
+        }
+        let asked_at = Instant::now();
+        let held = self.holds();
+        match db.elect() {
+            Ok(won) => {
+                *self = Lead::Until(won.then(|| asked_at + LEADER_TERM - TERM_MARGIN));
+                match (held, won) {
+                    (false, true) => {
+                        tracing::info!(node = db.node(), "this node now does the timed work")
                     }
-                    *self = Lead::Until(won.then(|| asked_at + TERM - TERM_MARGIN));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not ask for the lead of the timed work")
+                    (true, false) => {
+                        tracing::warn!(node = db.node(), "another node took over the timed work")
+                    }
+                    _ => {}
                 }
             }
-            if held && !self.holds() {
-                tracing::warn!(
-                    node = db.node(),
-                    "this node stopped the timed work: its term ran out"
-                );
+            Err(e) => {
+                tracing::warn!(error = %e, "could not ask for the lead of the timed work");
+                if held && !self.holds() {
+                    tracing::warn!(
+                        node = db.node(),
+                        "this node stopped the timed work: its term ran out"
+                    );
+                }
             }
         }
         self.holds()

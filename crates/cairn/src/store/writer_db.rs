@@ -19,6 +19,13 @@ use crate::store::postgres::writer::PgWriter;
 #[cfg(feature = "postgres")]
 use crate::store::postgres::{leader, notify};
 
+/// How long a node's term as leader of the timed work lasts, by the database's clock: a node cut off from the
+/// database is replaced within about this long (see `postgres::leader`).
+pub(crate) const LEADER_TERM: Duration = Duration::from_secs(5);
+
+/// How often the leader renews its term, and how often another node asks for it.
+pub(crate) const LEAD_RENEWAL: Duration = Duration::from_secs(1);
+
 /// The connection the writer thread owns.
 pub(crate) enum WriterDb {
     #[cfg(feature = "sqlite")]
@@ -132,7 +139,7 @@ impl WriterDb {
     }
 
     /// Asks for the lead of the timed work, or renews it, in a transaction of its own: whether this node holds it
-    /// for a new term ([`postgres::leader::TERM`](crate::store::postgres::leader::TERM)). Always on SQLite, where
+    /// for a new term ([`LEADER_TERM`]). Always on SQLite, where
     /// one process has the file.
     pub fn elect(&mut self) -> Result<bool> {
         let Some(node) = self.node().map(str::to_owned) else {

@@ -1,6 +1,6 @@
 //! Which node does the timed work (promotion, lease expiry, recurring slots, retention, housekeeping): the one whose
-//! term in `cairn_leader` has not run out. A term lasts [`TERM`] by the database's clock; the holder renews it every
-//! [`RENEW_EVERY`] while it can reach the database, and any node takes the row once the term has passed. The
+//! term in `cairn_leader` has not run out. A term lasts [`LEADER_TERM`] by the database's clock; the holder renews it
+//! every [`LEAD_RENEWAL`](crate::store::writer_db::LEAD_RENEWAL) while it can reach the database, and any node takes the row once the term has passed. The
 //! holder counts its term from before it asked, by its own monotonic clock, and stops a margin before the end
 //! (`engine/timed.rs`), so a holder cut off from the database stops before another can start. A holder whose session
 //! is gone (the node was killed, and PostgreSQL ended its session) is replaced at the next node's ask.
@@ -8,16 +8,9 @@
 //! Leadership saves work; it does not guard correctness: every timed statement stays right when two nodes run it
 //! at once (conditions on the rows it changes, `SKIP LOCKED`), as they may for a moment around a handover.
 
-use std::time::Duration;
-
 use crate::error::Result;
 use crate::store::db::{Db, Sql, params};
-
-/// How long a term lasts: a node cut off from the database is replaced within about this long.
-pub(crate) const TERM: Duration = Duration::from_secs(5);
-
-/// How often the holder renews its term, and how often another node asks for it.
-pub(crate) const RENEW_EVERY: Duration = Duration::from_secs(1);
+use crate::store::writer_db::LEADER_TERM;
 
 /// The row's key: the only role so far.
 const ROLE: &str = "timed-work";
@@ -39,7 +32,7 @@ const RESIGN: Sql = Sql::postgres_only("DELETE FROM cairn_leader WHERE role = $1
 
 /// Asks for (or renews) the lead for node `node`, in `db`'s transaction: whether it holds it for a new term.
 pub(crate) fn elect(db: &Db<'_>, node: &str) -> Result<bool> {
-    let term_ms = TERM.as_millis() as i64;
+    let term_ms = LEADER_TERM.as_millis() as i64;
     let rows = db.query(ELECT, &params![ROLE, node, term_ms], |r| r.get::<String>(0))?;
     Ok(!rows.is_empty())
 }
