@@ -194,7 +194,9 @@ impl RequestReader {
         let from = self.scanned.saturating_sub(3);
         let Some((header_len, body_start)) = header_block_end(buffer, from) else {
             self.scanned = buffer.len();
-            if buffer.len() > self.limits.max_header_bytes {
+            // Up to three bytes of the terminator may have arrived without the rest: only beyond those is the
+            // block sure to outgrow the limit, however the bytes are cut.
+            if buffer.len() > self.limits.max_header_bytes.saturating_add(3) {
                 return Err(FrameError::HeadersTooLarge {
                     limit: self.limits.max_header_bytes,
                 });
@@ -560,6 +562,28 @@ mod tests {
         assert_eq!(
             FrameError::HeadersTooLarge { limit: 64 }.status_line(),
             "413 Request headers larger than 64 bytes"
+        );
+    }
+
+    #[test]
+    fn regression_24_a_header_block_at_the_limit_is_read_however_it_arrives() {
+        // See: 24
+        let limits = FrameLimits {
+            max_header_bytes: 18,
+            max_body_bytes: 8,
+        };
+        // The method line and a header are 18 bytes, then the terminator.
+        let text = b"GetJob\r\nname: abcd\r\n\r\n";
+        let mut reader = RequestReader::new(limits);
+        for end in 0..text.len() {
+            assert_eq!(reader.next(&text[..end]), Ok(None), "{end} bytes");
+        }
+        let (request, used) = reader.next(text).unwrap().unwrap();
+        assert_eq!((request.headers.get("name"), used), (Some("abcd"), text.len()));
+        let longer = b"GetJob\r\nname: abcde\r\n\r";
+        assert_eq!(
+            RequestReader::new(limits).next(longer),
+            Err(FrameError::HeadersTooLarge { limit: 18 })
         );
     }
 
