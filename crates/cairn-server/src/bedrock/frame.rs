@@ -332,6 +332,10 @@ fn parse_headers<'a>(lines: impl Iterator<Item = &'a str>) -> Headers {
     )
 }
 
+/// The longest chunk size line, extensions included: a size is a few hex digits, and a line longer than this is
+/// refused however it arrives.
+const MAX_CHUNK_LINE: usize = 64;
+
 /// Goes on decoding a chunked body from `at` (relative to the body's start), appending to `body`: how many bytes
 /// the whole body took once it is complete, `None` while it is not (`at` then marks the progress).
 fn dechunk(
@@ -342,13 +346,16 @@ fn dechunk(
 ) -> Result<Option<usize>, FrameError> {
     loop {
         let Some(line_end) = find(&buffer[*at..], b"\r\n") else {
-            // A size line is a few hex digits; anything long without an end is not one.
-            return if buffer.len() - *at > 64 {
+            // Its CR may have arrived without its LF: only past that is the line sure to be too long.
+            return if buffer.len() - *at > MAX_CHUNK_LINE + 1 {
                 Err(FrameError::BadChunk)
             } else {
                 Ok(None)
             };
         };
+        if line_end > MAX_CHUNK_LINE {
+            return Err(FrameError::BadChunk);
+        }
         let size_text = String::from_utf8_lossy(&buffer[*at..*at + line_end]);
         let size_text = size_text.split(';').next().unwrap_or_default().trim();
         let size = usize::from_str_radix(size_text, 16).map_err(|_| FrameError::BadChunk)?;
@@ -579,12 +586,46 @@ mod tests {
             assert_eq!(reader.next(&text[..end]), Ok(None), "{end} bytes");
         }
         let (request, used) = reader.next(text).unwrap().unwrap();
-        assert_eq!((request.headers.get("name"), used), (Some("abcd"), text.len()));
+        assert_eq!(
+            (request.headers.get("name"), used),
+            (Some("abcd"), text.len())
+        );
         let longer = b"GetJob\r\nname: abcde\r\n\r";
         assert_eq!(
             RequestReader::new(limits).next(longer),
             Err(FrameError::HeadersTooLarge { limit: 18 })
         );
+    }
+
+    #[test]
+    fn regression_24_a_long_chunk_size_line_is_refused_however_it_arrives() {
+        // See: 24
+        let limits = FrameLimits::default();
+        let head = "X\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let line =
+            |extension: usize| format!("{head}3;{}\r\nabc\r\n0\r\n\r\n", "e".repeat(extension));
+        // 64 bytes of size line are read whole and a byte at a time.
+        let fits = line(62);
+        let mut reader = RequestReader::new(limits);
+        for end in 0..fits.len() {
+            assert_eq!(
+                reader.next(&fits.as_bytes()[..end]),
+                Ok(None),
+                "{end} bytes"
+            );
+        }
+        assert_eq!(
+            reader.next(fits.as_bytes()).unwrap().unwrap().0.body,
+            b"abc"
+        );
+        // 65 are refused whole, and as soon as they are sure to be that long.
+        let long = line(63);
+        assert_eq!(parse(long.as_bytes(), &limits), Err(FrameError::BadChunk));
+        let mut reader = RequestReader::new(limits);
+        let refused = (0..long.len())
+            .find(|&end| reader.next(&long.as_bytes()[..end]).is_err())
+            .unwrap();
+        assert_eq!(refused, head.len() + 65 + 1);
     }
 
     #[test]
