@@ -127,10 +127,8 @@ fn schedule(spec: &str, zone: Option<&str>, run: RunTimes) {
 /// text is not a number.
 fn timestamp(text: &str) -> Timestamp {
     let ms: i64 = text.trim().parse().unwrap_or(0);
-    let (min, max) = (
-        Timestamp::MIN.as_millisecond(),
-        Timestamp::MAX.as_millisecond(),
-    );
+    // The range `Timestamp::from_millisecond` takes, a little narrower than `Timestamp::MIN..=MAX`.
+    let (min, max) = (-377_705_023_201_000, 253_402_207_200_000);
     let wrapped = if (min..=max).contains(&ms) {
         ms
     } else {
