@@ -31,7 +31,7 @@ pub fn bodies(data: &[u8]) {
     };
     let body = &data[end + 1..];
     let (kind, param) = head.split_once(' ').unwrap_or((head, ""));
-    push_bodies(kind, &param, body);
+    push_bodies(kind, param, body);
     lease_bodies(kind, body);
     settings_bodies(kind, param, body);
     let mut declared = Declared { kind, param, body };
