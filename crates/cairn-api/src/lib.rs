@@ -16,6 +16,7 @@ mod activity;
 mod config;
 mod empty;
 mod errors;
+mod fuzz;
 mod health;
 mod jobs;
 mod leases;
@@ -42,3 +43,9 @@ pub use route::*;
 pub use sql::*;
 pub use stats::*;
 pub use workers::*;
+
+/// The `api_bodies` fuzz target's harness (`fuzz/`, `docs/fuzzing.md`); not part of the API.
+#[doc(hidden)]
+pub mod __fuzz {
+    pub use crate::fuzz::bodies;
+}

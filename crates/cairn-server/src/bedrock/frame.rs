@@ -194,7 +194,9 @@ impl RequestReader {
         let from = self.scanned.saturating_sub(3);
         let Some((header_len, body_start)) = header_block_end(buffer, from) else {
             self.scanned = buffer.len();
-            if buffer.len() > self.limits.max_header_bytes {
+            // Up to three bytes of the terminator may have arrived without the rest: only beyond those is the
+            // block sure to outgrow the limit, however the bytes are cut.
+            if buffer.len() > self.limits.max_header_bytes.saturating_add(3) {
                 return Err(FrameError::HeadersTooLarge {
                     limit: self.limits.max_header_bytes,
                 });
@@ -330,6 +332,10 @@ fn parse_headers<'a>(lines: impl Iterator<Item = &'a str>) -> Headers {
     )
 }
 
+/// The longest chunk size line, extensions included: a size is a few hex digits, and a line longer than this is
+/// refused however it arrives.
+const MAX_CHUNK_LINE: usize = 64;
+
 /// Goes on decoding a chunked body from `at` (relative to the body's start), appending to `body`: how many bytes
 /// the whole body took once it is complete, `None` while it is not (`at` then marks the progress).
 fn dechunk(
@@ -340,13 +346,16 @@ fn dechunk(
 ) -> Result<Option<usize>, FrameError> {
     loop {
         let Some(line_end) = find(&buffer[*at..], b"\r\n") else {
-            // A size line is a few hex digits; anything long without an end is not one.
-            return if buffer.len() - *at > 64 {
+            // Its CR may have arrived without its LF: only past that is the line sure to be too long.
+            return if buffer.len() - *at > MAX_CHUNK_LINE + 1 {
                 Err(FrameError::BadChunk)
             } else {
                 Ok(None)
             };
         };
+        if line_end > MAX_CHUNK_LINE {
+            return Err(FrameError::BadChunk);
+        }
         let size_text = String::from_utf8_lossy(&buffer[*at..*at + line_end]);
         let size_text = size_text.split(';').next().unwrap_or_default().trim();
         let size = usize::from_str_radix(size_text, 16).map_err(|_| FrameError::BadChunk)?;
@@ -561,6 +570,62 @@ mod tests {
             FrameError::HeadersTooLarge { limit: 64 }.status_line(),
             "413 Request headers larger than 64 bytes"
         );
+    }
+
+    #[test]
+    fn regression_24_a_header_block_at_the_limit_is_read_however_it_arrives() {
+        // See: 24
+        let limits = FrameLimits {
+            max_header_bytes: 18,
+            max_body_bytes: 8,
+        };
+        // The method line and a header are 18 bytes, then the terminator.
+        let text = b"GetJob\r\nname: abcd\r\n\r\n";
+        let mut reader = RequestReader::new(limits);
+        for end in 0..text.len() {
+            assert_eq!(reader.next(&text[..end]), Ok(None), "{end} bytes");
+        }
+        let (request, used) = reader.next(text).unwrap().unwrap();
+        assert_eq!(
+            (request.headers.get("name"), used),
+            (Some("abcd"), text.len())
+        );
+        let longer = b"GetJob\r\nname: abcde\r\n\r";
+        assert_eq!(
+            RequestReader::new(limits).next(longer),
+            Err(FrameError::HeadersTooLarge { limit: 18 })
+        );
+    }
+
+    #[test]
+    fn regression_24_a_long_chunk_size_line_is_refused_however_it_arrives() {
+        // See: 24
+        let limits = FrameLimits::default();
+        let head = "X\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let line =
+            |extension: usize| format!("{head}3;{}\r\nabc\r\n0\r\n\r\n", "e".repeat(extension));
+        // 64 bytes of size line are read whole and a byte at a time.
+        let fits = line(62);
+        let mut reader = RequestReader::new(limits);
+        for end in 0..fits.len() {
+            assert_eq!(
+                reader.next(&fits.as_bytes()[..end]),
+                Ok(None),
+                "{end} bytes"
+            );
+        }
+        assert_eq!(
+            reader.next(fits.as_bytes()).unwrap().unwrap().0.body,
+            b"abc"
+        );
+        // 65 are refused whole, and as soon as they are sure to be that long.
+        let long = line(63);
+        assert_eq!(parse(long.as_bytes(), &limits), Err(FrameError::BadChunk));
+        let mut reader = RequestReader::new(limits);
+        let refused = (0..long.len())
+            .find(|&end| reader.next(&long.as_bytes()[..end]).is_err())
+            .unwrap();
+        assert_eq!(refused, head.len() + 65 + 1);
     }
 
     #[test]

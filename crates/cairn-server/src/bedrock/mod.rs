@@ -11,6 +11,13 @@ pub mod commands;
 pub mod connection;
 pub mod escape;
 pub mod frame;
+mod fuzz;
+
+/// The `bedrock_frames` fuzz target's harness (`fuzz/`, `docs/fuzzing.md`); not part of the API.
+#[doc(hidden)]
+pub mod __fuzz {
+    pub use super::fuzz::frames;
+}
 
 pub use commands::BedrockCommands;
 pub use connection::{BedrockConfig, serve};

@@ -1,5 +1,6 @@
 //! Taking ready jobs: [`Dequeue`] leases up to N jobs to a worker, atomically.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::store::db::{OwnedSql, Params, Sql, ToValue, Value, params};
@@ -158,11 +159,10 @@ impl Dequeue {
                 format!("each must be between 1 and {MAX_QUEUE_WEIGHT}, got {bad}"),
             ));
         }
-        let mut seen = Vec::new();
+        let mut seen = HashSet::new();
         let mut weights = Vec::new();
         for (queue, weight) in self.queues.iter().zip(&self.weights) {
-            if !seen.contains(queue) {
-                seen.push(queue.clone());
+            if seen.insert(queue.as_str()) {
                 weights.push(*weight);
             }
         }
@@ -173,10 +173,12 @@ impl Dequeue {
     pub(crate) fn validate(&self) -> Result<Claim> {
         let worker = WorkerId::parse(self.worker.as_str())?;
         let mut queues: Vec<QueueName> = Vec::with_capacity(self.queues.len());
+        // A set, not a search of `queues`: a request may name millions of queues.
+        let mut seen = HashSet::new();
         for queue in &self.queues {
             let queue = QueueName::parse(queue.as_str())?;
             // A queue named twice would offer its jobs twice to one claim.
-            if !queues.contains(&queue) {
+            if seen.insert(queue.clone()) {
                 queues.push(queue);
             }
         }
@@ -681,5 +683,30 @@ impl Operation for Claim {
 
     fn undelivered_leases(output: &Vec<ClaimedJob>) -> Vec<Lease> {
         output.iter().map(|c| c.lease.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regression_24_a_dequeue_naming_many_queues_is_checked_in_linear_time() {
+        // See: 24
+        // A 16 MiB body can name millions of queues; they were deduplicated by a linear search each, so one
+        // request held a thread for hours. A queue named twice still keeps its first place and weight.
+        let n = 200_000;
+        let mut queues: Vec<String> = (0..n).map(|i| format!("q{i}")).collect();
+        queues.push("q1".to_owned());
+        let weights: Vec<u32> = (0..=n).map(|i| 1 + (i % 7) as u32).collect();
+        let dequeue = Dequeue {
+            queues,
+            order: QueueOrder::RoundRobin,
+            weights,
+            ..Dequeue::new("w")
+        };
+        assert_eq!(dequeue.valid_weights().unwrap().len(), n);
+        let claim = dequeue.validate().unwrap();
+        assert_eq!(claim.queues.len(), n);
     }
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::names::{JobName, QueueName, Tag, UniqueKey};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
-use crate::ops::{Operation, WriteCtx, encode_json, parse_stored_state};
+use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
 
@@ -228,6 +228,14 @@ pub(crate) struct ValidPush {
 }
 
 pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
+    let mut valid = check(push, ctx.now_ms, ctx.limits())?;
+    valid.aging_ms = ctx.settings.get(valid.queue.as_str()).aging_ms;
+    Ok(valid)
+}
+
+/// The checks of [`validate`] that need no transaction: every field against `limits` at `now_ms`. The queue's
+/// aging is left unset.
+pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPush> {
     let queue = QueueName::parse(push.queue.as_str())?;
     let name = JobName::parse(push.name.as_str())?;
     if !(1..=MAX_WEIGHT).contains(&push.weight) {
@@ -241,8 +249,8 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
             return Err(Error::invalid("run_at", "cannot be combined with delay"));
         }
         (Some(at), None) => to_millis(at),
-        (None, Some(delay)) => ctx.now_ms.saturating_add(duration_millis(delay)),
-        (None, None) => ctx.now_ms,
+        (None, Some(delay)) => now_ms.saturating_add(duration_millis(delay)),
+        (None, None) => now_ms,
     };
     if push.depends_on.len() > MAX_DEPENDENCIES {
         return Err(Error::invalid(
@@ -253,11 +261,9 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
             ),
         ));
     }
-    let retry = push.retry.unwrap_or(ctx.limits().default_retry);
+    let retry = push.retry.unwrap_or(limits.default_retry);
     retry.validate()?;
-    let lease_timeout = push
-        .lease_timeout
-        .unwrap_or(ctx.limits().default_lease_timeout);
+    let lease_timeout = push.lease_timeout.unwrap_or(limits.default_lease_timeout);
     if !(MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&lease_timeout) {
         return Err(Error::invalid(
             "lease_timeout",
@@ -288,7 +294,7 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         .collect::<Result<Vec<_>>>()?;
     tags.sort();
     tags.dedup();
-    let data = encode_json("data", &push.data, ctx.limits())?;
+    let data = encode_json("data", &push.data, limits)?;
     if push.time_zone.is_some() && push.schedule.is_none() {
         return Err(Error::invalid(
             "time_zone",
@@ -301,7 +307,7 @@ pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
         .map(|s| Schedule::parse(s, push.time_zone.as_deref()))
         .transpose()?;
     Ok(ValidPush {
-        aging_ms: ctx.settings.get(queue.as_str()).aging_ms,
+        aging_ms: None,
         schedule,
         priority: push.priority,
         weight: push.weight,

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::names::RecurringKey;
-use crate::ops::push::{Push, insert, validate};
-use crate::ops::{Operation, WriteCtx, in_savepoint};
+use crate::ops::push::{Push, check, insert};
+use crate::ops::{Limits, Operation, WriteCtx, in_savepoint};
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::cron::Cron;
 
@@ -174,10 +174,9 @@ const UPSERT_RECURRING: Sql = Sql::both(
      missed = excluded.missed, template = excluded.template, next_slot_at = excluded.next_slot_at",
 );
 
-impl Operation for SetRecurring {
-    type Output = RecurringInfo;
-
-    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<RecurringInfo> {
+impl SetRecurring {
+    /// Checks the template before anything is written: its key, its schedule, and its job as a push at `now_ms`.
+    pub(crate) fn check(&self, now_ms: i64, limits: &Limits) -> Result<(RecurringKey, Cron)> {
         let r = &self.recurring;
         let key = RecurringKey::parse(r.key.as_str())?;
         let cron = Cron::parse(&r.cron, &r.time_zone)?;
@@ -196,7 +195,18 @@ impl Operation for SetRecurring {
                 "must be unset in a recurring template: its cron schedule times each run",
             ));
         }
-        validate(job, ctx)?;
+        check(job, now_ms, limits)?;
+        Ok((key, cron))
+    }
+}
+
+impl Operation for SetRecurring {
+    type Output = RecurringInfo;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<RecurringInfo> {
+        let (key, cron) = self.check(ctx.now_ms, ctx.limits())?;
+        let r = &self.recurring;
+        let job = &r.job;
         let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx.db.query_row(
             // Locked: the leader may be creating this template's slot (see `create_due_runs`).
             Sql {

@@ -48,7 +48,7 @@ impl Retry {
 
     /// When the job runs again, in milliseconds, if the caller said: `delay` from now (at most a year), or
     /// `run_at`.
-    fn run_at_ms(&self, now_ms: i64) -> Result<Option<i64>> {
+    pub(crate) fn run_at_ms(&self, now_ms: i64) -> Result<Option<i64>> {
         let at = match (self.delay, self.run_at) {
             (Some(_), Some(_)) => {
                 return Err(Error::invalid("run_at", "give run_at or delay, not both"));
