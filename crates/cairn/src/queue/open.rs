@@ -111,7 +111,7 @@ pub(super) async fn postgres(
     ));
     let opened = Opened {
         db: WriterDb::Postgres(Box::new(PgWriter {
-            session,
+            session: Some(session),
             prepared: Default::default(),
             node: node.clone(),
             url: url.clone(),

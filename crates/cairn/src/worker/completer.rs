@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::finish::Finish;
 use crate::worker::backend::Backend;
+use crate::worker::patient::{Patience, is_passing, patiently};
 
 /// The most finishes one call carries.
 const MAX_PER_CALL: usize = 100;
@@ -71,17 +72,19 @@ async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pendi
         }
         if batch.len() == 1 {
             let Pending { lease, data, reply } = batch.pop().expect("one finish");
-            let _ = reply.send(queue.finish(&lease, data).await);
+            let finished =
+                patiently("finishing a job", || queue.finish(&lease, data.clone())).await;
+            let _ = reply.send(finished);
             continue;
         }
-        let finishes = batch
+        let finishes: Vec<Finish> = batch
             .iter_mut()
             .map(|p| Finish {
                 data: p.data.take(),
                 ..Finish::new(&p.lease)
             })
             .collect();
-        match queue.finish_many(finishes).await {
+        match finish_patiently(queue.as_ref(), finishes).await {
             Ok(answers) => {
                 for (pending, answer) in batch.into_iter().zip(answers) {
                     let _ = pending.reply.send(answer);
@@ -94,4 +97,39 @@ async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pendi
             }
         }
     }
+}
+
+/// [`Backend::finish_many`], made again for the finishes refused for a reason that passes with time (see
+/// `patient`), whether the whole call was refused or only some of its finishes: the answers, in order.
+async fn finish_patiently(queue: &dyn Backend, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
+    let mut answers: Vec<Option<Result<()>>> = vec![None; finishes.len()];
+    let mut left: Vec<usize> = (0..finishes.len()).collect();
+    let mut patience = Patience::new();
+    loop {
+        let call = left.iter().map(|&i| finishes[i].clone()).collect();
+        let results = match queue.finish_many(call).await {
+            Ok(results) => results,
+            Err(e) if patience.again("finishing jobs", &e).await => continue,
+            Err(e) => return Err(e),
+        };
+        let mut again = Vec::new();
+        let mut refused = None;
+        for (&i, result) in left.iter().zip(results) {
+            if let Err(e) = &result
+                && is_passing(e)
+            {
+                again.push(i);
+                refused = Some(e.clone());
+            }
+            answers[i] = Some(result);
+        }
+        match refused {
+            Some(e) if patience.again("finishing jobs", &e).await => left = again,
+            _ => break,
+        }
+    }
+    Ok(answers
+        .into_iter()
+        .map(|a| a.expect("every finish answered"))
+        .collect())
 }

@@ -4,13 +4,15 @@
 //! Built only on the [`Backend`] calls, which the embedded [`Queue`](crate::Queue) and the HTTP client both
 //! provide, so a worker behaves exactly like any other client and moves to a server unchanged: `backend` is that
 //! trait, `builder` holds the settings, `context` what a handler sees of its job, `job_error` how a handler says it
-//! failed, `run_loop` the taking, running and shutting down, and `completer` the finishing of jobs together.
+//! failed, `run_loop` the taking, running and shutting down, `completer` the finishing of jobs together, and
+//! `patient` the recording of outcomes through a short outage.
 
 mod backend;
 mod builder;
 mod completer;
 mod context;
 mod job_error;
+mod patient;
 mod run_loop;
 
 pub use backend::{Backend, BoxFuture};

@@ -26,6 +26,7 @@ use crate::worker::builder::{Handler, WorkerReport};
 use crate::worker::completer::Completer;
 use crate::worker::context::JobContext;
 use crate::worker::job_error::JobErrorKind;
+use crate::worker::patient::patiently;
 
 /// A worker's validated settings.
 pub(crate) struct Settings {
@@ -307,17 +308,22 @@ async fn run_job(
         }
         Ok(Err(error)) => match error.kind {
             JobErrorKind::Retry { message, delay } => (
-                queue.retry(&lease, &message, delay).await.map(|_| ()),
+                patiently("retrying a job", || queue.retry(&lease, &message, delay))
+                    .await
+                    .map(|_| ()),
                 Ended::Retried,
             ),
-            JobErrorKind::Fail { group, message } => {
-                (queue.fail(&lease, &group, &message).await, Ended::Failed)
-            }
+            JobErrorKind::Fail { group, message } => (
+                patiently("failing a job", || queue.fail(&lease, &group, &message)).await,
+                Ended::Failed,
+            ),
         },
         Err(join_error) => {
             let message = panic_message(join_error);
             (
-                queue.retry(&lease, &message, None).await.map(|_| ()),
+                patiently("retrying a job", || queue.retry(&lease, &message, None))
+                    .await
+                    .map(|_| ()),
                 Ended::Retried,
             )
         }

@@ -184,3 +184,66 @@ async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_wor
     cut.close(Duration::from_secs(10)).await.unwrap();
     other.close(Duration::from_secs(10)).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_records_its_jobs_outcomes_once_its_link_to_postgresql_is_back() {
+    let db = TestDatabase::new();
+    let proxy = Proxy::start(address(&db.url));
+    let queue = Queue::open(&through(&db.url, &proxy)).await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        let push = Push::new("held").lease_timeout(Duration::from_secs(120));
+        ids.push(queue.enqueue(push).await.unwrap().id);
+    }
+    // The handlers end when told to: after the link went silent, so that every finish meets the cut.
+    let (release, released) = tokio::sync::watch::channel(false);
+    let worker = cairn::Worker::builder(&queue, "patient")
+        .handler("held", move |_| {
+            let mut released = released.clone();
+            async move {
+                let _ = released.wait_for(|r| *r).await;
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    until(BOUND, || async {
+        let mut running = 0;
+        for id in &ids {
+            if queue.get(*id).await.unwrap().state == JobState::Running {
+                running += 1;
+            }
+        }
+        (running == ids.len()).then_some(())
+    })
+    .await
+    .expect("the worker runs every job");
+
+    proxy.black_hole();
+    release.send(true).unwrap();
+    // Long enough for the finishes to fail as unavailable (a call's deadline, then one to connect again), and be
+    // made again.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    proxy.heal();
+
+    until(Duration::from_secs(40), || async {
+        let mut done = 0;
+        for id in &ids {
+            if let Ok(job) = queue.get(*id).await
+                && job.state == JobState::Completed
+            {
+                done += 1;
+            }
+        }
+        (done == ids.len()).then_some(())
+    })
+    .await
+    .expect("every job is finished once the link is back");
+    for id in &ids {
+        let job = queue.get(*id).await.unwrap();
+        assert_eq!(job.history.len(), 1, "job {id} ran once: {:?}", job.history);
+    }
+    let report = worker.stop(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(report.finished, 4);
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}

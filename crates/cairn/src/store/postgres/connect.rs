@@ -36,9 +36,10 @@ const KEEPALIVE_RETRIES: u32 = 3;
 /// it for their transaction: rewriting a large table legitimately takes longer.
 pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long the server keeps a session that sits in an open transaction sending nothing: only a node that hangs
-/// or lost its link does that, and its locks would hold up the others.
-const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the server keeps a session that sits in an open transaction sending nothing: Cairn's sessions send a
+/// transaction's statements back to back, so only a node that hangs or lost its link does that, and its row locks
+/// would hold up the others.
+const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The settings of a session to `url`, named `role` in `pg_stat_activity` (`cairn writer`, `cairn reader`,
 /// `cairn listener`), with the bounds of the module's comment where the URL sets none (`?connect_timeout=…`,

@@ -17,7 +17,8 @@ const RECONNECT_PAUSE: Duration = Duration::from_secs(1);
 /// The PostgreSQL side of a writer: its session and its prepared statements. (Whether it leads the timed work is
 /// the engine's to keep: see `engine/timed.rs`.)
 pub(crate) struct PgWriter {
-    pub session: Session,
+    /// The session, or none while the database is out of reach.
+    pub session: Option<Session>,
     pub prepared: RefCell<PreparedStatements>,
     /// This node's name in notifications and in `cairn_leader`, so that it can tell its own from the others'.
     pub node: String,
@@ -32,26 +33,34 @@ impl PgWriter {
     /// idle (a restart) is found closed only when `BEGIN` fails on it; nothing was done yet, so the transaction
     /// begins again on a new session rather than fail a batch for it.
     pub fn begin(&mut self) -> Result<Db<'_>> {
-        if self.session.is_broken() {
+        if self.session.as_ref().is_none_or(Session::is_broken) {
             self.connect_again()?;
         }
-        if let Err(e) = begin(&mut self.session, Access::Write) {
-            if !self.session.is_broken() {
+        let session = self.session.as_mut().expect("connected just above");
+        if let Err(e) = begin(session, Access::Write) {
+            if !session.is_broken() {
                 return Err(e);
             }
             tracing::debug!(error = %e, "the writer's PostgreSQL session was closed while idle");
             self.connect_again()?;
-            begin(&mut self.session, Access::Write)?;
+            begin(
+                self.session.as_mut().expect("connected just above"),
+                Access::Write,
+            )?;
         }
-        Ok(Db::Postgres(PgTransaction::begun(
-            &mut self.session,
-            &self.prepared,
-        )))
+        let session = self.session.as_mut().expect("begun just above");
+        Ok(Db::Postgres(PgTransaction::begun(session, &self.prepared)))
     }
 
     /// Opens a new session in place of one that broke (the server restarted or ended it, or the link went silent):
     /// the batch that found out failed; this one starts on the new session.
     fn connect_again(&mut self) -> Result<()> {
+        // The broken session is closed first: that ends its transaction on the server, whose row locks would
+        // otherwise stay held until PostgreSQL notices the connection is gone (or, if the link only stalled, until
+        // bytes held up in it arrive and find the socket closed).
+        if self.session.take().is_some() {
+            self.prepared.get_mut().clear();
+        }
         if self
             .connect_again_after
             .is_some_and(|after| Instant::now() < after)
@@ -64,8 +73,7 @@ impl PgWriter {
         let started = Instant::now();
         match connect_writer(&self.url) {
             Ok(session) => {
-                self.session = session;
-                self.prepared.get_mut().clear();
+                self.session = Some(session);
                 self.connect_again_after = None;
                 tracing::warn!(
                     node = self.node,
