@@ -96,7 +96,14 @@ impl TimedWork<'_> {
                 crate::ops::workers::seen(ctx, worker)?;
             }
             let pruned = maintenance::prune(ctx, &self.retention)?;
-            let more = pruned as i64 >= maintenance::STEP_ROWS;
+            if pruned.rows > 0 {
+                tracing::debug!(
+                    rows = pruned.rows,
+                    more = pruned.more,
+                    "retention deleted old rows"
+                );
+            }
+            let more = pruned.more;
             let interval = duration_millis(self.retention.interval);
             updates.next_prune = Some(if more {
                 ctx.now_ms

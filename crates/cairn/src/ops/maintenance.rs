@@ -150,27 +150,40 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
     }
 }
 
-/// Deletes up to `$3` finished jobs at or before (`$1`, `$2`) in (finished_at, id) order: ids break
-/// ties, since a batch finishes many jobs in the same millisecond. Children of a live parent are kept: the parent
-/// reads them when it runs again.
-const PRUNE_FINISHED: Sql = Sql {
-    sqlite: concat!(
-        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs INDEXED BY jobs_finished \
-         WHERE (state = 'completed' OR state = 'cancelled') \
-         AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
-         AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
-        crate::ops::live!("p"),
-        ")) ORDER BY finished_at, id LIMIT 0 + $3) RETURNING id"
-    ),
-    postgres: concat!(
-        "DELETE FROM jobs WHERE id IN (SELECT id FROM jobs \
-         WHERE (state = 'completed' OR state = 'cancelled') \
-         AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
-         AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
-        crate::ops::live!("p"),
-        ")) ORDER BY finished_at, id LIMIT 0 + $3) RETURNING id"
-    ),
-};
+/// The finished jobs at or before (`$1`, `$2`) in (finished_at, id) order, up to `$3` of them: ids break ties,
+/// since a batch finishes many jobs in the same millisecond. Children of a live parent are kept: the parent reads
+/// them when it runs again. Written into the two statements below.
+macro_rules! prunable_finished {
+    ($indexed:literal) => {
+        concat!(
+            "SELECT id FROM jobs ",
+            $indexed,
+            " WHERE (state = 'completed' OR state = 'cancelled') \
+             AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
+             AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
+            crate::ops::live!("p"),
+            ")) ORDER BY finished_at, id LIMIT 0 + $3"
+        )
+    };
+}
+
+/// On SQLite, the prunable jobs; their history and tags follow, one statement each for the whole step.
+const PRUNE_FINISHED_SQLITE: Sql = Sql::sqlite_only(concat!(
+    "DELETE FROM jobs WHERE id IN (",
+    prunable_finished!("INDEXED BY jobs_finished"),
+    ") RETURNING id"
+));
+
+/// On PostgreSQL, the prunable jobs with their history and tags, in one statement: one round trip per step, however
+/// many jobs it deletes.
+const PRUNE_FINISHED_POSTGRES: Sql = Sql::postgres_only(concat!(
+    "WITH gone AS (DELETE FROM jobs WHERE id IN (",
+    prunable_finished!(""),
+    ") RETURNING id), \
+     history AS (DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM gone)), \
+     tags AS (DELETE FROM job_tags WHERE job_id IN (SELECT id FROM gone)) \
+     SELECT id FROM gone"
+));
 
 /// The newest finished job past the ones retention keeps, in (finished_at, id) order.
 const NTH_NEWEST_FINISHED: Sql = Sql {
@@ -180,33 +193,54 @@ const NTH_NEWEST_FINISHED: Sql = Sql {
                WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
 };
 
-const DELETE_HISTORY: Sql = Sql::both("DELETE FROM job_attempts WHERE job_id = $1");
-const DELETE_TAGS: Sql = Sql::both("DELETE FROM job_tags WHERE job_id = $1");
+/// The history and tags of the jobs whose ids `$1` lists, as a JSON array (SQLite).
+const DELETE_HISTORY: Sql =
+    Sql::sqlite_only("DELETE FROM job_attempts WHERE job_id IN (SELECT value FROM json_each($1))");
+const DELETE_TAGS: Sql =
+    Sql::sqlite_only("DELETE FROM job_tags WHERE job_id IN (SELECT value FROM json_each($1))");
 
-/// Deletes up to `limit` finished jobs at or before `cutoff` (finished_at, id), with their history and tags.
+/// The most finished jobs one step of retention deletes. Small, because the step runs inside a batch of the
+/// writer's, which holds every enqueue and claim waiting behind it: a backlog drains one step per batch instead.
+const PRUNE_STEP_JOBS: i64 = 1000;
+
+/// Deletes up to `limit` finished jobs at or before `cutoff` (finished_at, id), with their history and tags, set
+/// by set: never a statement per job.
 fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: (i64, i64), limit: i64) -> Result<usize> {
-    let ids: Vec<i64> = ctx
-        .db
-        .query(PRUNE_FINISHED, &params![cutoff.0, cutoff.1, limit], |r| {
-            r.get(0)
-        })?;
-    for id in &ids {
-        ctx.db.execute(DELETE_HISTORY, &params![id])?;
-        ctx.db.execute(DELETE_TAGS, &params![id])?;
+    let params = params![cutoff.0, cutoff.1, limit];
+    if ctx.db.is_postgres() {
+        let ids: Vec<i64> = ctx
+            .db
+            .query(PRUNE_FINISHED_POSTGRES, &params, |r| r.get(0))?;
+        return Ok(ids.len());
+    }
+    let ids: Vec<i64> = ctx.db.query(PRUNE_FINISHED_SQLITE, &params, |r| r.get(0))?;
+    if !ids.is_empty() {
+        let list = serde_json::to_string(&ids).expect("integers always serialize");
+        ctx.db.execute(DELETE_HISTORY, &params![list.as_str()])?;
+        ctx.db.execute(DELETE_TAGS, &params![list.as_str()])?;
     }
     Ok(ids.len())
 }
 
-/// Deletes finished jobs beyond the retention age and count. Returns how many; [`STEP_ROWS`] means there may be more.
-pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usize> {
-    let mut deleted = 0;
+/// What one pass of retention did.
+pub(crate) struct Pruned {
+    /// Rows deleted, of every kind.
+    pub rows: usize,
+    /// Whether some kind filled its step: there may be more to delete, in the next batch.
+    pub more: bool,
+}
+
+/// Deletes finished jobs beyond the retention age and count, and old workers, activity and statistics, a bounded
+/// step of each.
+pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<Pruned> {
+    let mut jobs = 0;
     if let Some(max_age) = retention.max_age {
         // Older than max_age: finished strictly before now - max_age, whatever the id.
         let cutoff = ctx
             .now_ms
             .saturating_sub(duration_millis(max_age))
             .saturating_sub(1);
-        deleted += prune_up_to(ctx, (cutoff, i64::MAX), STEP_ROWS)?;
+        jobs += prune_up_to(ctx, (cutoff, i64::MAX), PRUNE_STEP_JOBS)?;
     }
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
@@ -214,27 +248,33 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<usi
             ctx.db.query_row(NTH_NEWEST_FINISHED, &params![keep], |r| {
                 Ok((r.get(0)?, r.get(1)?))
             })?;
-        let left = STEP_ROWS - deleted as i64;
+        let left = PRUNE_STEP_JOBS - jobs as i64;
         if let (Some(cutoff), true) = (cutoff, left > 0) {
-            deleted += prune_up_to(ctx, cutoff, left)?;
+            jobs += prune_up_to(ctx, cutoff, left)?;
         }
     }
+    let mut more = jobs as i64 >= PRUNE_STEP_JOBS;
+    let mut rows = jobs;
     crate::ops::workers::lose_silent(ctx)?;
     if let Some(max_age) = retention.worker_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        deleted += crate::ops::workers::forget_before(ctx, cutoff)?;
+        rows += crate::ops::workers::forget_before(ctx, cutoff)?;
     }
+    let mut other = |deleted: usize| {
+        rows += deleted;
+        more |= deleted as i64 >= STEP_ROWS;
+    };
     if let Some(max_age) = retention.activity_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        deleted += ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?;
+        other(ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?);
     }
     if let Some(max_age) = retention.stats_max_age {
         let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
         for sql in PRUNE_STATS {
-            deleted += ctx.db.execute(sql, &params![cutoff])?;
+            other(ctx.db.execute(sql, &params![cutoff])?);
         }
     }
-    Ok(deleted)
+    Ok(Pruned { rows, more })
 }
 
 /// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.

@@ -507,6 +507,12 @@ async fn retention_removes_old_and_surplus_finished_jobs() {
         [failed],
         "old finished jobs go; failed jobs stay until dealt with"
     );
+    // Their histories go with them: only the failed job's one attempt is left.
+    assert_eq!(
+        t.select_integers("SELECT count(*), min(job_id) FROM cairn_attempts")
+            .await,
+        [[1, failed.0]]
+    );
     t.close().await;
 }
 
