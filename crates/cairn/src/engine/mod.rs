@@ -67,6 +67,8 @@ pub(crate) struct Writer {
     pub next_due: Option<i64>,
     /// When retention pruning runs next (ms).
     pub next_prune: i64,
+    /// While retention drains finished jobs past its count, the cutoff it found (see `maintenance::prune`).
+    pub count_cutoff: Option<crate::ops::maintenance::CountCutoff>,
     /// When the last batch ran (ms, by the queue's clock).
     pub last_batch_at: i64,
     /// After a batch failed (the database out of reach, say): the writer does no timed work of its own before

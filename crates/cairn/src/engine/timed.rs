@@ -29,6 +29,8 @@ pub(super) struct TimedWork<'a> {
     /// Whether this node leads the timed work (always on SQLite).
     pub leads: bool,
     pub retention: Retention,
+    /// The count's cutoff, while a drain of finished jobs past it goes on (see `maintenance::prune`).
+    pub count_cutoff: Option<maintenance::CountCutoff>,
     pub release: &'a [Lease],
     /// The parked dequeues, whose workers are seen at each housekeeping pass.
     pub parked: &'a VecDeque<Waiter>,
@@ -38,6 +40,8 @@ pub(super) struct TimedWork<'a> {
 #[derive(Default)]
 pub(super) struct TimedUpdates {
     next_prune: Option<i64>,
+    /// The count's cutoff for the next step, when a pass ran (`Some(None)`: the drain is over).
+    count_cutoff: Option<Option<maintenance::CountCutoff>>,
     /// Undelivered claims handed back (or found no longer held), to forget.
     unreleased: Vec<Lease>,
 }
@@ -95,7 +99,8 @@ impl TimedWork<'_> {
             for worker in &waiting_workers(self.parked) {
                 crate::ops::workers::seen(ctx, worker)?;
             }
-            let pruned = maintenance::prune(ctx, &self.retention)?;
+            let pruned = maintenance::prune(ctx, &self.retention, self.count_cutoff)?;
+            updates.count_cutoff = Some(pruned.count_cutoff);
             if pruned.rows > 0 {
                 tracing::debug!(
                     rows = pruned.rows,
@@ -212,6 +217,9 @@ impl Writer {
     pub(super) fn apply_timed_updates(&mut self, timed: &TimedUpdates, now_ms: i64) {
         if let Some(next) = timed.next_prune {
             self.next_prune = next;
+        }
+        if let Some(cutoff) = timed.count_cutoff {
+            self.count_cutoff = cutoff;
         }
         for lease in &timed.unreleased {
             self.to_release.retain(|l| l != lease);

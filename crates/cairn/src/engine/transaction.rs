@@ -92,6 +92,7 @@ impl Writer {
             prune,
             leads,
             retention,
+            count_cutoff: self.count_cutoff,
             release: &self.to_release,
             parked: &self.parked,
         }

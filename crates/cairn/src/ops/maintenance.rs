@@ -228,11 +228,26 @@ pub(crate) struct Pruned {
     pub rows: usize,
     /// Whether some kind filled its step: there may be more to delete, in the next batch.
     pub more: bool,
+    /// While finished jobs past the retention count are still being deleted, the cutoff the count gave: the next
+    /// step starts from it rather than walk the newest `max_count` finished jobs again to find it.
+    pub count_cutoff: Option<CountCutoff>,
+}
+
+/// The newest finished job past the `keep` newest, (finished_at, id), as one pass of retention found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CountCutoff {
+    keep: i64,
+    at: (i64, i64),
 }
 
 /// Deletes finished jobs beyond the retention age and count, and old workers, activity and statistics, a bounded
-/// step of each.
-pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<Pruned> {
+/// step of each. `count_cutoff` is the cutoff the previous step found for the count, if it is still deleting up to
+/// it (the newest `max_count` finished jobs then are newer still, so everything up to it is still to go).
+pub(crate) fn prune(
+    ctx: &mut WriteCtx<'_>,
+    retention: &Retention,
+    count_cutoff: Option<CountCutoff>,
+) -> Result<Pruned> {
     let mut jobs = 0;
     if let Some(max_age) = retention.max_age {
         // Older than max_age: finished strictly before now - max_age, whatever the id.
@@ -242,15 +257,24 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<Pru
             .saturating_sub(1);
         jobs += prune_up_to(ctx, (cutoff, i64::MAX), PRUNE_STEP_JOBS)?;
     }
+    let mut next_count_cutoff = None;
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        let cutoff: Option<(i64, i64)> =
-            ctx.db.query_row(NTH_NEWEST_FINISHED, &params![keep], |r| {
+        let cutoff: Option<(i64, i64)> = match count_cutoff {
+            // Found for the same count (a count changed since is looked up afresh).
+            Some(cutoff) if cutoff.keep == keep => Some(cutoff.at),
+            // An index walk past the newest `keep` finished jobs: done once per drain, not once per step.
+            _ => ctx.db.query_row(NTH_NEWEST_FINISHED, &params![keep], |r| {
                 Ok((r.get(0)?, r.get(1)?))
-            })?;
+            })?,
+        };
         let left = PRUNE_STEP_JOBS - jobs as i64;
         if let (Some(cutoff), true) = (cutoff, left > 0) {
-            jobs += prune_up_to(ctx, cutoff, left)?;
+            let deleted = prune_up_to(ctx, cutoff, left)?;
+            jobs += deleted;
+            if deleted as i64 >= left {
+                next_count_cutoff = Some(CountCutoff { keep, at: cutoff });
+            }
         }
     }
     let mut more = jobs as i64 >= PRUNE_STEP_JOBS;
@@ -274,7 +298,11 @@ pub(crate) fn prune(ctx: &mut WriteCtx<'_>, retention: &Retention) -> Result<Pru
             other(ctx.db.execute(sql, &params![cutoff])?);
         }
     }
-    Ok(Pruned { rows, more })
+    Ok(Pruned {
+        rows,
+        more,
+        count_cutoff: next_count_cutoff,
+    })
 }
 
 /// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.

@@ -517,6 +517,57 @@ async fn retention_removes_old_and_surplus_finished_jobs() {
 }
 
 #[tokio::test]
+async fn retention_drains_a_backlog_past_its_count_a_step_at_a_time() {
+    let t = TestQueue::with(|o| {
+        o.retention = cairn::Retention {
+            worker_max_age: None,
+            max_age: None,
+            max_count: Some(100),
+            interval: Duration::from_secs(60),
+            ..Default::default()
+        }
+    })
+    .await;
+    // 2,500 finished jobs: more than two steps of retention past the count.
+    for _ in 0..5 {
+        let pushes = (0..500).map(|_| Push::new("bulk")).collect();
+        t.queue.enqueue_batch(pushes).await.unwrap();
+        let claimed = t
+            .queue
+            .dequeue(cairn::Dequeue::new("w").limit(500))
+            .await
+            .unwrap();
+        let finishes = claimed
+            .iter()
+            .map(|c| cairn::Finish::new(&c.lease))
+            .collect();
+        for answer in t.queue.finish_many(finishes).await.unwrap() {
+            answer.unwrap();
+        }
+    }
+    t.advance(Duration::from_secs(60));
+    let mut left = Vec::new();
+    for _ in 0..100 {
+        t.queue.settle().await.unwrap();
+        left = t
+            .select_integers("SELECT count(*), count(DISTINCT job_id) FROM cairn_attempts")
+            .await;
+        if left == [[100, 100]] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        left,
+        [[100, 100]],
+        "the newest 100 and their histories are left"
+    );
+    let kept = t.select_integers("SELECT count(*) FROM cairn_jobs").await;
+    assert_eq!(kept, [[100]]);
+    t.close().await;
+}
+
+#[tokio::test]
 async fn measured_usage_is_kept_in_the_attempt_history() {
     let t = TestQueue::new().await;
     let id = t
