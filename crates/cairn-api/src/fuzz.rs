@@ -198,22 +198,10 @@ fn lease(job: JobId, token: &str) -> Option<Lease> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
 
     #[test]
     fn the_api_bodies_corpus_replays_without_a_failure() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/api_bodies");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-            .map(|entry| entry.unwrap().path())
-            .collect();
-        files.sort();
-        assert!(!files.is_empty(), "no corpus in {}", dir.display());
-        for path in files {
-            eprintln!("{}", path.display());
-            bodies(&std::fs::read(&path).unwrap());
-        }
+        cairn::__fuzz::replay_corpus("api_bodies", bodies);
     }
 }

@@ -189,44 +189,36 @@ pub fn check_retry(retry: &Retry) -> Result<()> {
     retry.run_at_ms(NOW_MS).map(drop)
 }
 
+/// Runs `harness` over every file of `fuzz/corpus/<target>/`, in name order, naming each on stderr so that a
+/// failure says which; fails if there is none, so that a corpus that moved fails rather than passes empty. The
+/// replay tests of every crate with a harness use it.
+pub fn replay_corpus(target: &str, harness: impl Fn(&[u8])) {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(target);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no corpus in {}", dir.display());
+    for path in files {
+        eprintln!("{}", path.display());
+        harness(&std::fs::read(&path).expect("a corpus file"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
-
-    /// Every file of `fuzz/corpus/<target>/`, at least one: so a corpus that moved fails here rather than passing
-    /// empty.
-    pub(crate) fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fuzz/corpus")
-            .join(target);
-        let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-            .map(|entry| {
-                let path = entry.unwrap().path();
-                let bytes = std::fs::read(&path).unwrap();
-                (path, bytes)
-            })
-            .collect();
-        files.sort();
-        assert!(!files.is_empty(), "no corpus in {}", dir.display());
-        files
-    }
 
     #[test]
     fn the_repeat_corpus_replays_without_a_failure() {
-        for (path, bytes) in corpus("repeat") {
-            eprintln!("{}", path.display());
-            repeat(&bytes);
-        }
+        replay_corpus("repeat", repeat);
     }
 
     #[test]
     fn the_cron_corpus_replays_without_a_failure() {
-        for (path, bytes) in corpus("cron") {
-            eprintln!("{}", path.display());
-            cron(&bytes);
-        }
+        replay_corpus("cron", cron);
     }
 }

@@ -78,7 +78,9 @@ pub use store::location::{is_postgres_url, redacted as redacted_location};
 /// The fuzz targets' harnesses (`fuzz/`, `docs/fuzzing.md`), and what `cairn-api`'s needs; not part of the API.
 #[doc(hidden)]
 pub mod __fuzz {
-    pub use crate::fuzz::{check_dequeue, check_push, check_recurring, check_retry, cron, repeat};
+    pub use crate::fuzz::{
+        check_dequeue, check_push, check_recurring, check_retry, cron, repeat, replay_corpus,
+    };
 }
 
 /// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.

@@ -109,23 +109,10 @@ fn read_whole(stream: &[u8], limits: FrameLimits) -> Reading {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
 
     #[test]
     fn the_bedrock_frames_corpus_replays_without_a_failure() {
-        let dir =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/bedrock_frames");
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-            .map(|entry| entry.unwrap().path())
-            .collect();
-        files.sort();
-        assert!(!files.is_empty(), "no corpus in {}", dir.display());
-        for path in files {
-            eprintln!("{}", path.display());
-            frames(&std::fs::read(&path).unwrap());
-        }
+        cairn::__fuzz::replay_corpus("bedrock_frames", frames);
     }
 }
