@@ -14,9 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use std::net::SocketAddr;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// Descriptors left out of the budget for everything else the server opens: standard streams, the runtime's own,
@@ -222,6 +225,43 @@ impl ConnectionBudget {
             tracing::warn!(listener, error = %error, made_room, "accepting a connection failed");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    /// The next connection `listener` accepts that there is room for, with its slot; `None` once `shutdown` is
+    /// cancelled. Meanwhile: connections that ended are reaped from `connections`, a failed accept is waited out
+    /// ([`after_accept_error`](Self::after_accept_error)), and a connection there is no room for is answered
+    /// `refusal` and closed. Both listeners take their connections this way; `name` names one in the logs.
+    pub async fn next_connection(
+        self: &Arc<Self>,
+        listener: &TcpListener,
+        connections: &mut JoinSet<()>,
+        shutdown: &CancellationToken,
+        refusal: &Arc<[u8]>,
+        name: &'static str,
+    ) -> Option<(TcpStream, SocketAddr, Slot)> {
+        loop {
+            let accepted = tokio::select! {
+                () = shutdown.cancelled() => return None,
+                accepted = listener.accept() => accepted,
+                Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            };
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    self.after_accept_error(&e, name).await;
+                    continue;
+                }
+            };
+            // Small answers must not wait for the peer's delayed ACK (Nagle's algorithm): without TCP_NODELAY, a
+            // response written in two pieces can stall for 40 ms.
+            if let Err(e) = stream.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
+            }
+            match self.admit() {
+                Some(slot) => return Some((stream, peer, slot)),
+                None => self.refuse(stream, refusal.clone()),
+            }
+        }
     }
 
     /// Answers a connection there is no room for with `answer` and closes it.

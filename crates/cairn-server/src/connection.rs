@@ -50,28 +50,10 @@ pub(crate) async fn serve(
 ) {
     let refusal: Arc<[u8]> = refusal().into();
     let mut connections = JoinSet::new();
-    loop {
-        let accepted = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => accepted,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-        };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                budget.after_accept_error(&e, "http").await;
-                continue;
-            }
-        };
-        // Small answers must not wait for the peer's delayed ACK (Nagle's algorithm): without TCP_NODELAY, a
-        // response written in two pieces can stall for 40 ms.
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY on a connection");
-        }
-        let Some(slot) = budget.admit() else {
-            budget.refuse(stream, refusal.clone());
-            continue;
-        };
+    while let Some((stream, _, slot)) = budget
+        .next_connection(&listener, &mut connections, &shutdown, &refusal, "http")
+        .await
+    {
         connections.spawn(serve_connection(
             stream,
             app.clone(),

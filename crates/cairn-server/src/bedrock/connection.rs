@@ -80,24 +80,10 @@ pub async fn serve(
         .to_bytes()
         .into();
     let mut connections = JoinSet::new();
-    loop {
-        let accepted = tokio::select! {
-            () = shutdown.cancelled() => break,
-            accepted = listener.accept() => accepted,
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-        };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                budget.after_accept_error(&e, "bedrock").await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let Some(slot) = budget.admit() else {
-            budget.refuse(stream, busy.clone());
-            continue;
-        };
+    while let Some((stream, peer, slot)) = budget
+        .next_connection(&listener, &mut connections, &shutdown, &busy, "bedrock")
+        .await
+    {
         let (commands, shutdown) = (commands.clone(), shutdown.clone());
         connections.spawn(async move {
             if let Err(e) = handle(stream, commands.as_ref(), &config, &slot, &shutdown).await {
