@@ -41,7 +41,7 @@ mod isolation;
 mod parked;
 mod timed;
 
-pub(crate) use timed::Lead;
+pub(crate) use timed::{Drain, Lead};
 mod transaction;
 
 pub(crate) use command::{Command, ErasedOp, Pending, Waiter};
@@ -67,8 +67,8 @@ pub(crate) struct Writer {
     pub next_due: Option<i64>,
     /// When retention pruning runs next (ms).
     pub next_prune: i64,
-    /// While retention drains finished jobs past its count, the cutoff it found (see `maintenance::prune`).
-    pub count_cutoff: Option<crate::ops::maintenance::CountCutoff>,
+    /// Retention's drain of a backlog, a paced step at a time.
+    pub drain: timed::Drain,
     /// When the last batch ran (ms, by the queue's clock).
     pub last_batch_at: i64,
     /// After a batch failed (the database out of reach, say): the writer does no timed work of its own before
@@ -141,6 +141,11 @@ impl Writer {
             .filter_map(|w| w.deadline)
             .min()
             .map(|d| d.saturating_duration_since(now));
+        // A drain's next step is paced by the real clock.
+        if let Some(at) = self.drain.resume_at() {
+            let wait = at.saturating_duration_since(now);
+            timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+        }
         if let Some(due) = [self.next_due, Some(self.next_prune)]
             .into_iter()
             .flatten()

@@ -24,13 +24,16 @@ pub(super) struct TimedWork<'a> {
     /// Whether the timed work is due (a tick, a timer, or the next due time passed): the rate-limited queues may
     /// have tokens again, and the leader's work is due.
     pub due: bool,
-    /// Whether retention and housekeeping are due.
+    /// Whether retention and housekeeping are due: a pass (once per interval) or a drain's next step.
     pub prune: bool,
+    /// Whether it is the interval's pass, which looks at every kind of row (see `maintenance::prune`).
+    pub pass: bool,
     /// Whether this node leads the timed work (always on SQLite).
     pub leads: bool,
     pub retention: Retention,
-    /// The count's cutoff, while a drain of finished jobs past it goes on (see `maintenance::prune`).
-    pub count_cutoff: Option<maintenance::CountCutoff>,
+    /// Where a drain of finished jobs has got to, and how many jobs its next step deletes.
+    pub progress: maintenance::PruneProgress,
+    pub step_jobs: i64,
     pub release: &'a [Lease],
     /// The parked dequeues, whose workers are seen at each housekeeping pass.
     pub parked: &'a VecDeque<Waiter>,
@@ -40,8 +43,10 @@ pub(super) struct TimedWork<'a> {
 #[derive(Default)]
 pub(super) struct TimedUpdates {
     next_prune: Option<i64>,
-    /// The count's cutoff for the next step, when a pass ran (`Some(None)`: the drain is over).
-    count_cutoff: Option<Option<maintenance::CountCutoff>>,
+    /// What a step of retention did, when one ran.
+    step: Option<Step>,
+    /// Whether this node stopped leading the timed work, so that a drain it had under way ends here.
+    lost_lead: bool,
     /// Undelivered claims handed back (or found no longer held), to forget.
     unreleased: Vec<Lease>,
 }
@@ -70,6 +75,7 @@ impl TimedWork<'_> {
             // The leader prunes. This node asks for the lead again in a while, not with every batch: a housekeeping
             // pass that stayed due would wake the writer at once, over and over.
             timed.next_prune = Some(ctx.now_ms + duration_millis(LEAD_RENEWAL));
+            timed.lost_lead = true;
         }
         timed
     }
@@ -96,24 +102,37 @@ impl TimedWork<'_> {
             }
         }
         if self.prune && self.leads {
-            for worker in &waiting_workers(self.parked) {
-                crate::ops::workers::seen(ctx, worker)?;
+            if self.pass {
+                for worker in &waiting_workers(self.parked) {
+                    crate::ops::workers::seen(ctx, worker)?;
+                }
             }
-            let pruned = maintenance::prune(ctx, &self.retention, self.count_cutoff)?;
-            updates.count_cutoff = Some(pruned.count_cutoff);
+            let started = Instant::now();
+            let pruned = maintenance::prune(
+                ctx,
+                &self.retention,
+                self.pass,
+                self.progress,
+                self.step_jobs,
+            )?;
+            let took = started.elapsed();
             if pruned.rows > 0 {
                 tracing::debug!(
                     rows = pruned.rows,
+                    jobs = pruned.jobs,
                     more = pruned.more,
+                    took_ms = took.as_secs_f64() * 1000.0,
                     "retention deleted old rows"
                 );
             }
-            let more = pruned.more;
-            let interval = duration_millis(self.retention.interval);
-            updates.next_prune = Some(if more {
-                ctx.now_ms
-            } else {
-                ctx.now_ms + interval
+            // The next pass comes after the interval; while there is more to delete, steps come sooner (`Drain`).
+            if self.pass {
+                updates.next_prune = Some(ctx.now_ms + duration_millis(self.retention.interval));
+            }
+            updates.step = Some(Step {
+                progress: pruned.progress,
+                more: pruned.more,
+                took,
             });
         }
         for lease in self.release {
@@ -137,6 +156,89 @@ fn waiting_workers(parked: &VecDeque<Waiter>) -> Vec<String> {
         }
     }
     waiting_workers
+}
+
+/// The most one step of retention should take: it runs inside a batch of the writer's, and every enqueue, claim
+/// and finish of that batch waits for it. The writer sizes its steps to it.
+const STEP_BUDGET: Duration = Duration::from_millis(5);
+
+/// While a backlog drains, the writer serves requests for this many times as long as a step took before it takes
+/// the next: retention has at most a quarter of the writer's time, and the queue's work the rest.
+const DRAIN_PAUSE_FACTOR: u32 = 3;
+
+/// The bounds of that pause: at least a millisecond, so that a batch of requests fits between steps; at most a
+/// second, so that a slow step does not hold the drain up for long.
+const MIN_DRAIN_PAUSE: Duration = Duration::from_millis(1);
+const MAX_DRAIN_PAUSE: Duration = Duration::from_secs(1);
+
+/// What one step of retention did.
+pub(super) struct Step {
+    progress: maintenance::PruneProgress,
+    more: bool,
+    took: Duration,
+}
+
+/// Retention's drain of a backlog (more finished jobs, activity or statistics past retention than one step
+/// deletes): where it has got to, how big its next step is, and when that step may run. Steps are paced by the
+/// real clock, whatever the queue's clock says.
+#[derive(Debug)]
+pub(crate) struct Drain {
+    progress: maintenance::PruneProgress,
+    /// Finished jobs the next step deletes at most, sized to [`STEP_BUDGET`]; kept from one drain to the next.
+    step_jobs: i64,
+    /// When the next step may run, while a drain goes on.
+    resume_at: Option<Instant>,
+}
+
+impl Default for Drain {
+    fn default() -> Self {
+        Drain {
+            progress: maintenance::PruneProgress::default(),
+            step_jobs: maintenance::MAX_PRUNE_STEP_JOBS / 2,
+            resume_at: None,
+        }
+    }
+}
+
+impl Drain {
+    /// Whether a drain's next step may run now.
+    pub(super) fn is_due(&self, now: Instant) -> bool {
+        self.resume_at.is_some_and(|at| at <= now)
+    }
+
+    /// When the next step may run, while a drain goes on.
+    pub(super) fn resume_at(&self) -> Option<Instant> {
+        self.resume_at
+    }
+
+    pub(super) fn progress(&self) -> maintenance::PruneProgress {
+        self.progress
+    }
+
+    pub(super) fn step_jobs(&self) -> i64 {
+        self.step_jobs
+    }
+
+    /// Records a step: the next is smaller if this one went over the budget, bigger if it took less than half,
+    /// and it waits [`DRAIN_PAUSE_FACTOR`] times as long as this one took.
+    fn after(&mut self, step: &Step) {
+        if step.took > STEP_BUDGET {
+            self.step_jobs = (self.step_jobs / 2).max(maintenance::MIN_PRUNE_STEP_JOBS);
+        } else if step.took < STEP_BUDGET / 2 {
+            self.step_jobs = (self.step_jobs * 3 / 2).min(maintenance::MAX_PRUNE_STEP_JOBS);
+        }
+        self.progress = step.progress;
+        self.resume_at = step.more.then(|| {
+            Instant::now()
+                + (step.took * DRAIN_PAUSE_FACTOR).clamp(MIN_DRAIN_PAUSE, MAX_DRAIN_PAUSE)
+        });
+    }
+
+    /// Ends a drain under way (this node no longer leads the timed work).
+    fn stop(&mut self) {
+        self.progress = maintenance::PruneProgress::default();
+        self.resume_at = None;
+    }
 }
 
 /// How long before the end of its term, by its own count, a leader that could not renew stops: room for the
@@ -218,8 +320,11 @@ impl Writer {
         if let Some(next) = timed.next_prune {
             self.next_prune = next;
         }
-        if let Some(cutoff) = timed.count_cutoff {
-            self.count_cutoff = cutoff;
+        if let Some(step) = &timed.step {
+            self.drain.after(step);
+        }
+        if timed.lost_lead {
+            self.drain.stop();
         }
         for lease in &timed.unreleased {
             self.to_release.retain(|l| l != lease);
@@ -255,5 +360,65 @@ impl Writer {
                 self.next_due = Some(now_ms + 1000);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(took_ms: u64, more: bool) -> Step {
+        Step {
+            progress: maintenance::PruneProgress::default(),
+            more,
+            took: Duration::from_millis(took_ms),
+        }
+    }
+
+    #[test]
+    fn a_drain_sizes_its_steps_to_the_budget_and_leaves_the_writer_three_times_as_long() {
+        let mut drain = Drain::default();
+        assert_eq!(drain.resume_at(), None, "no drain before a step");
+        let start = drain.step_jobs();
+
+        let before = Instant::now();
+        drain.after(&step(20, true));
+        assert_eq!(drain.step_jobs(), start / 2, "over the budget: halved");
+        let pause = drain.resume_at().unwrap() - before;
+        assert!(
+            pause >= Duration::from_millis(60) && pause < Duration::from_millis(600),
+            "{pause:?}"
+        );
+        assert!(!drain.is_due(before), "the writer serves requests first");
+        assert!(drain.is_due(before + Duration::from_secs(1)));
+
+        drain.after(&step(1, true));
+        assert_eq!(drain.step_jobs(), start / 2 * 3 / 2, "well under: grown");
+        for _ in 0..20 {
+            drain.after(&step(1, true));
+        }
+        assert_eq!(drain.step_jobs(), maintenance::MAX_PRUNE_STEP_JOBS);
+        for _ in 0..20 {
+            drain.after(&step(50, true));
+        }
+        assert_eq!(drain.step_jobs(), maintenance::MIN_PRUNE_STEP_JOBS);
+        let before = Instant::now();
+        drain.after(&step(5_000, true));
+        assert!(
+            drain.resume_at().unwrap() - before <= MAX_DRAIN_PAUSE + Duration::from_millis(100),
+            "a slow step holds the drain up a second at most"
+        );
+
+        drain.after(&step(1, false));
+        assert_eq!(drain.resume_at(), None, "nothing left: the drain is over");
+    }
+
+    #[test]
+    fn a_node_that_loses_the_lead_ends_its_drain() {
+        let mut drain = Drain::default();
+        drain.after(&step(1, true));
+        assert!(drain.resume_at().is_some());
+        drain.stop();
+        assert_eq!(drain.resume_at(), None);
     }
 }

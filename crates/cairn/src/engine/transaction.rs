@@ -10,6 +10,7 @@ use crate::ops::events::{BatchTotals, EventLog};
 use crate::ops::maintenance;
 use crate::ops::{ReadyQueues, WriteCtx};
 use crate::store::writer_db::WriterDb;
+use std::time::Instant;
 
 use super::Writer;
 use super::command::{Batch, Claimed, ErasedOp};
@@ -66,8 +67,10 @@ impl Writer {
         let node = self.db.node().map(str::to_owned);
         let durable = batch.ops.iter().any(|op| op.is_durable());
         let due = batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms);
-        // Prune: retention and housekeeping (workers lost, old activity and statistics) run every interval.
-        let prune = now_ms >= self.next_prune;
+        // Prune: retention and housekeeping (workers lost, old activity and statistics) run every interval, and
+        // while a backlog drains, a step whenever the last one's pause is over.
+        let pass = now_ms >= self.next_prune;
+        let prune = pass || self.drain.is_due(Instant::now());
         // Asked before the batch's transaction, in one of its own: the row it locks is held only for that moment.
         let leads = if due || prune {
             self.lead.renew(&mut self.db)
@@ -90,9 +93,11 @@ impl Writer {
         let timed = TimedWork {
             due,
             prune,
+            pass,
             leads,
             retention,
-            count_cutoff: self.count_cutoff,
+            progress: self.drain.progress(),
+            step_jobs: self.drain.step_jobs(),
             release: &self.to_release,
             parked: &self.parked,
         }

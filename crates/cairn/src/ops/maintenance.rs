@@ -150,19 +150,21 @@ fn recover_orphans(ctx: &mut WriteCtx<'_>, policy: RecoveryPolicy) -> Result<usi
     }
 }
 
-/// The finished jobs at or before (`$1`, `$2`) in (finished_at, id) order, up to `$3` of them: ids break ties,
-/// since a batch finishes many jobs in the same millisecond. Children of a live parent are kept: the parent reads
-/// them when it runs again. Written into the two statements below.
+/// The finished jobs at or before (`$1`, `$2`) and after (`$3`, `$4`) in (finished_at, id) order, up to `$5` of
+/// them (numbered in the order they appear, which is how SQLite numbers `$` parameters): ids break ties, since a batch finishes many jobs in the same millisecond. Each bound is written twice, once
+/// on `finished_at` alone so that it bounds the walk of `jobs_finished`, once to break the tie. Children of a live
+/// parent are kept: the parent reads them when it runs again. Written into the two statements below.
 macro_rules! prunable_finished {
     ($indexed:literal) => {
         concat!(
             "SELECT id FROM jobs ",
             $indexed,
             " WHERE (state = 'completed' OR state = 'cancelled') \
-             AND (finished_at < $1 OR (finished_at = $1 AND id <= $2)) \
+             AND finished_at <= $1 AND (finished_at < $1 OR id <= $2) \
+             AND finished_at >= $3 AND (finished_at > $3 OR id > $4) \
              AND (parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS p WHERE p.id = jobs.parent_id AND ",
             crate::ops::live!("p"),
-            ")) ORDER BY finished_at, id LIMIT 0 + $3"
+            ")) ORDER BY finished_at, id LIMIT 0 + $5"
         )
     };
 }
@@ -171,7 +173,7 @@ macro_rules! prunable_finished {
 const PRUNE_FINISHED_SQLITE: Sql = Sql::sqlite_only(concat!(
     "DELETE FROM jobs WHERE id IN (",
     prunable_finished!("INDEXED BY jobs_finished"),
-    ") RETURNING id"
+    ") RETURNING id, finished_at"
 ));
 
 /// On PostgreSQL, the prunable jobs with their history and tags, in one statement: one round trip per step, however
@@ -179,10 +181,10 @@ const PRUNE_FINISHED_SQLITE: Sql = Sql::sqlite_only(concat!(
 const PRUNE_FINISHED_POSTGRES: Sql = Sql::postgres_only(concat!(
     "WITH gone AS (DELETE FROM jobs WHERE id IN (",
     prunable_finished!(""),
-    ") RETURNING id), \
+    ") RETURNING id, finished_at), \
      history AS (DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM gone)), \
      tags AS (DELETE FROM job_tags WHERE job_id IN (SELECT id FROM gone)) \
-     SELECT id FROM gone"
+     SELECT id, finished_at FROM gone"
 ));
 
 /// The newest finished job past the ones retention keeps, in (finished_at, id) order.
@@ -199,55 +201,142 @@ const DELETE_HISTORY: Sql =
 const DELETE_TAGS: Sql =
     Sql::sqlite_only("DELETE FROM job_tags WHERE job_id IN (SELECT value FROM json_each($1))");
 
-/// The most finished jobs one step of retention deletes. Small, because the step runs inside a batch of the
-/// writer's, which holds every enqueue and claim waiting behind it: a backlog drains one step per batch instead.
-const PRUNE_STEP_JOBS: i64 = 1000;
+/// The most finished jobs one step of retention deletes, and the fewest: the writer sizes its steps between them
+/// to its time budget (`engine::timed`), since a step runs inside one of its batches and every enqueue and claim of
+/// that batch waits for it; a backlog drains a step at a time, between batches.
+pub(crate) const MAX_PRUNE_STEP_JOBS: i64 = 2000;
+pub(crate) const MIN_PRUNE_STEP_JOBS: i64 = 100;
 
-/// Deletes up to `limit` finished jobs at or before `cutoff` (finished_at, id), with their history and tags, set
-/// by set: never a statement per job.
-fn prune_up_to(ctx: &WriteCtx<'_>, cutoff: (i64, i64), limit: i64) -> Result<usize> {
-    let params = params![cutoff.0, cutoff.1, limit];
-    if ctx.db.is_postgres() {
-        let ids: Vec<i64> = ctx
-            .db
-            .query(PRUNE_FINISHED_POSTGRES, &params, |r| r.get(0))?;
-        return Ok(ids.len());
-    }
-    let ids: Vec<i64> = ctx.db.query(PRUNE_FINISHED_SQLITE, &params, |r| r.get(0))?;
-    if !ids.is_empty() {
+/// Deletes up to `limit` finished jobs after `floor` and at or before `cutoff` (finished_at, id), with their
+/// history and tags, set by set: never a statement per job. Returns how many, and the last one deleted.
+fn prune_between(
+    ctx: &WriteCtx<'_>,
+    floor: (i64, i64),
+    cutoff: (i64, i64),
+    limit: i64,
+) -> Result<(usize, Option<(i64, i64)>)> {
+    let params = params![cutoff.0, cutoff.1, floor.0, floor.1, limit];
+    let statement = if ctx.db.is_postgres() {
+        PRUNE_FINISHED_POSTGRES
+    } else {
+        PRUNE_FINISHED_SQLITE
+    };
+    let gone: Vec<(i64, i64)> = ctx
+        .db
+        .query(statement, &params, |r| Ok((r.get(1)?, r.get(0)?)))?;
+    if !gone.is_empty() && !ctx.db.is_postgres() {
+        let ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
         let list = serde_json::to_string(&ids).expect("integers always serialize");
         ctx.db.execute(DELETE_HISTORY, &params![list.as_str()])?;
         ctx.db.execute(DELETE_TAGS, &params![list.as_str()])?;
     }
-    Ok(ids.len())
+    Ok((gone.len(), gone.into_iter().max()))
 }
 
-/// What one pass of retention did.
+/// What one step of retention did.
 pub(crate) struct Pruned {
     /// Rows deleted, of every kind.
     pub rows: usize,
-    /// Whether some kind filled its step: there may be more to delete, in the next batch.
+    /// Finished jobs deleted.
+    pub jobs: usize,
+    /// Whether some kind filled its step: there may be more to delete, in a later batch.
     pub more: bool,
-    /// While finished jobs past the retention count are still being deleted, the cutoff the count gave: the next
-    /// step starts from it rather than walk the newest `max_count` finished jobs again to find it.
-    pub count_cutoff: Option<CountCutoff>,
+    /// Where the drain has got to, for the next step; the default once nothing is left.
+    pub progress: PruneProgress,
 }
 
-/// The newest finished job past the `keep` newest, (finished_at, id), as one pass of retention found it.
+/// How far a drain has got, carried from one step of retention to the next.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PruneProgress {
+    /// Whether finished jobs are still to go.
+    jobs: bool,
+    /// Whether activity or statistics are still to go.
+    others: bool,
+    /// The cutoff the retention count gave, found once per drain: the newest `max_count` finished jobs are newer
+    /// still at the next step, so everything up to it is still to go, and walking past them again is waste.
+    count_cutoff: Option<CountCutoff>,
+    /// The last finished job deleted, (finished_at, id): every finished job before it is gone, but for children
+    /// kept for a live parent (left for the next drain). The next step walks the index from there, not from its
+    /// head: on PostgreSQL the head holds the entries of every job the drain deleted until vacuum removes them, and
+    /// walking past those again at each step made each step slower than the last.
+    floor: Option<(i64, i64)>,
+}
+
+/// The newest finished job past the `keep` newest, (finished_at, id), as one step of retention found it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct CountCutoff {
+struct CountCutoff {
     keep: i64,
     at: (i64, i64),
 }
 
-/// Deletes finished jobs beyond the retention age and count, and old workers, activity and statistics, a bounded
-/// step of each. `count_cutoff` is the cutoff the previous step found for the count, if it is still deleting up to
-/// it (the newest `max_count` finished jobs then are newer still, so everything up to it is still to go).
+/// Deletes finished jobs beyond the retention age and count, up to `step_jobs` of them, and old workers, activity
+/// and statistics, a bounded step of each. A `pass` (once per retention interval) looks at every kind; a step of a
+/// drain under way (`progress`) only at the kinds that had more to delete, so that each of its steps costs what it
+/// deletes and no more.
 pub(crate) fn prune(
     ctx: &mut WriteCtx<'_>,
     retention: &Retention,
-    count_cutoff: Option<CountCutoff>,
+    pass: bool,
+    progress: PruneProgress,
+    step_jobs: i64,
 ) -> Result<Pruned> {
+    let (jobs, count_cutoff, floor) = if pass || progress.jobs {
+        prune_jobs(ctx, retention, progress, step_jobs)?
+    } else {
+        (0, None, None)
+    };
+    let jobs_more = jobs as i64 >= step_jobs;
+    let mut others_more = false;
+    let mut rows = jobs;
+    if pass || progress.others {
+        let mut other = |deleted: usize| {
+            rows += deleted;
+            others_more |= deleted as i64 >= STEP_ROWS;
+        };
+        if pass {
+            crate::ops::workers::lose_silent(ctx)?;
+            if let Some(max_age) = retention.worker_max_age {
+                let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+                other(crate::ops::workers::forget_before(ctx, cutoff)?);
+            }
+        }
+        if let Some(max_age) = retention.activity_max_age {
+            let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+            other(ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?);
+        }
+        if let Some(max_age) = retention.stats_max_age {
+            let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+            for sql in PRUNE_STATS {
+                other(ctx.db.execute(sql, &params![cutoff])?);
+            }
+        }
+    }
+    Ok(Pruned {
+        rows,
+        jobs,
+        more: jobs_more || others_more,
+        progress: PruneProgress {
+            jobs: jobs_more,
+            others: others_more,
+            // A drain of jobs that is over starts from the head of the index next time: the children it kept may
+            // be free to go by then, and vacuum has had time to clear the entries it left.
+            count_cutoff: count_cutoff.filter(|_| jobs_more),
+            floor: floor.filter(|_| jobs_more),
+        },
+    })
+}
+
+/// The finished-jobs part of [`prune`]: returns how many it deleted, the count's cutoff if it deleted up to it,
+/// and the last job deleted.
+#[allow(clippy::type_complexity)]
+fn prune_jobs(
+    ctx: &mut WriteCtx<'_>,
+    retention: &Retention,
+    progress: PruneProgress,
+    step_jobs: i64,
+) -> Result<(usize, Option<CountCutoff>, Option<(i64, i64)>)> {
+    let floor = progress.floor.unwrap_or((i64::MIN, i64::MIN));
+    let mut last = progress.floor;
     let mut jobs = 0;
     if let Some(max_age) = retention.max_age {
         // Older than max_age: finished strictly before now - max_age, whatever the id.
@@ -255,12 +344,14 @@ pub(crate) fn prune(
             .now_ms
             .saturating_sub(duration_millis(max_age))
             .saturating_sub(1);
-        jobs += prune_up_to(ctx, (cutoff, i64::MAX), PRUNE_STEP_JOBS)?;
+        let (deleted, reached) = prune_between(ctx, floor, (cutoff, i64::MAX), step_jobs)?;
+        jobs += deleted;
+        last = last.max(reached);
     }
-    let mut next_count_cutoff = None;
+    let mut count_cutoff = None;
     if let Some(keep) = retention.max_count {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
-        let cutoff: Option<(i64, i64)> = match count_cutoff {
+        let cutoff: Option<(i64, i64)> = match progress.count_cutoff {
             // Found for the same count (a count changed since is looked up afresh).
             Some(cutoff) if cutoff.keep == keep => Some(cutoff.at),
             // An index walk past the newest `keep` finished jobs: done once per drain, not once per step.
@@ -268,41 +359,19 @@ pub(crate) fn prune(
                 Ok((r.get(0)?, r.get(1)?))
             })?,
         };
-        let left = PRUNE_STEP_JOBS - jobs as i64;
+        let left = step_jobs - jobs as i64;
         if let (Some(cutoff), true) = (cutoff, left > 0) {
-            let deleted = prune_up_to(ctx, cutoff, left)?;
+            // The age's step may have gone past where the drain was: start from wherever is further.
+            let from = last.unwrap_or((i64::MIN, i64::MIN));
+            let (deleted, reached) = prune_between(ctx, from, cutoff, left)?;
             jobs += deleted;
+            last = last.max(reached);
             if deleted as i64 >= left {
-                next_count_cutoff = Some(CountCutoff { keep, at: cutoff });
+                count_cutoff = Some(CountCutoff { keep, at: cutoff });
             }
         }
     }
-    let mut more = jobs as i64 >= PRUNE_STEP_JOBS;
-    let mut rows = jobs;
-    crate::ops::workers::lose_silent(ctx)?;
-    if let Some(max_age) = retention.worker_max_age {
-        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        rows += crate::ops::workers::forget_before(ctx, cutoff)?;
-    }
-    let mut other = |deleted: usize| {
-        rows += deleted;
-        more |= deleted as i64 >= STEP_ROWS;
-    };
-    if let Some(max_age) = retention.activity_max_age {
-        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        other(ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?);
-    }
-    if let Some(max_age) = retention.stats_max_age {
-        let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
-        for sql in PRUNE_STATS {
-            other(ctx.db.execute(sql, &params![cutoff])?);
-        }
-    }
-    Ok(Pruned {
-        rows,
-        more,
-        count_cutoff: next_count_cutoff,
-    })
+    Ok((jobs, count_cutoff, last))
 }
 
 /// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.

@@ -185,7 +185,7 @@ impl Queue {
             // Due at once: the first batch looks for anything that came due while the queue was closed.
             next_due: Some(i64::MIN),
             next_prune: to_millis(clock.now()),
-            count_cutoff: None,
+            drain: crate::engine::Drain::default(),
             last_batch_at: to_millis(clock.now()),
             pause_until: None,
             metrics: metrics.clone(),

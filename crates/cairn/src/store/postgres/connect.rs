@@ -91,10 +91,18 @@ pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
 /// What every session sets first: UTC, so that nothing depends on the server's zone (Cairn keeps its own times as
 /// milliseconds anyway), and the bounds of the module's comment on the server's side. The TCP settings do nothing
 /// on a Unix socket, where there is no link to lose.
+///
+/// And no JIT compilation. PostgreSQL compiles a statement whose estimated cost passes `jit_above_cost`, and
+/// optimizes and inlines it past `jit_optimize_above_cost`, at every execution, cached plan or not. Cairn's
+/// statements touch a few rows by index and run in a millisecond, but estimates are no guide to that: a plan
+/// with a method the writer turns off (below) is costed at billions, and so was a retention step that ran in
+/// 6 ms and spent 200 ms more being compiled, in every batch of the writer while a backlog drained (completions
+/// fell from 9,000/s to 77/s in `cairn bench --scenario sustained`).
 pub(crate) fn session_settings() -> String {
     let ms = |d: Duration| d.as_millis();
     format!(
         "SET TIME ZONE 'UTC'; \
+         SET jit = off; \
          SET statement_timeout = {}; \
          SET idle_in_transaction_session_timeout = {}; \
          SET tcp_user_timeout = {}; \
