@@ -2,10 +2,12 @@
 //! naming the flag. Runs nothing.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use cairn::{Error, ErrorKind};
 use clap::{Args, ValueEnum};
 
+use super::sustained::{Load, Plan};
 use crate::cli::ClientArgs;
 
 /// The most concurrent clients.
@@ -21,6 +23,17 @@ pub const MAX_BATCH_SIZE: usize = 10_000;
 pub const MAX_CONNECTIONS: usize = 100_000;
 /// The most wake-up samples.
 pub const MAX_SAMPLES: usize = 1_000_000;
+/// The longest sustained run: a week. Its samples are kept in memory (a few hundred bytes each).
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The longest time between samples.
+pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
+/// The longest a sustained handler may work.
+pub const MAX_WORK: Duration = Duration::from_secs(10);
+/// The deepest ready set a sustained run keeps.
+pub const MAX_DEPTH: u64 = 1_000_000;
+/// The highest rate a sustained run enqueues at.
+pub const MAX_RATE: u64 = 1_000_000;
+const SECOND: Duration = Duration::from_secs(1);
 
 /// `cairn bench` flags.
 ///
@@ -74,6 +87,32 @@ pub struct BenchArgs {
     /// The server's process id: the idle scenario reads its memory from /proc/PID/status.
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
+    /// How long the sustained scenario runs.
+    #[arg(long, default_value = "10m", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub duration: Duration,
+    /// Jobs the sustained scenario's producers keep ready (enqueued and not yet started).
+    #[arg(
+        long,
+        default_value_t = 1000,
+        value_name = "N",
+        conflicts_with = "rate"
+    )]
+    pub depth: u64,
+    /// Jobs per second the sustained scenario enqueues, instead of keeping a depth.
+    #[arg(long, value_name = "N")]
+    pub rate: Option<u64>,
+    /// How long each job's handler works in the sustained scenario.
+    #[arg(long, default_value = "1ms", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub work: Duration,
+    /// Time between the sustained scenario's samples.
+    #[arg(long, default_value = "5s", value_parser = crate::duration::parse, value_name = "DURATION")]
+    pub interval: Duration,
+    /// Write the sustained scenario's samples to this file, as JSON lines.
+    #[arg(long, value_name = "PATH")]
+    pub record: Option<PathBuf>,
+    /// Draw the sustained scenario's samples into this SVG file.
+    #[arg(long, value_name = "PATH")]
+    pub plot: Option<PathBuf>,
     /// Print the results as JSON (for scripts) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -93,6 +132,9 @@ pub enum Scenario {
     Wakeup,
     /// The server's memory per idle long poll (server only).
     Idle,
+    /// A long run at a steady depth or rate, sampled every --interval for --duration: completions, enqueues,
+    /// claim latency, CPU and storage over time.
+    Sustained,
 }
 
 impl Scenario {
@@ -104,6 +146,7 @@ impl Scenario {
             Scenario::Workers => "workers",
             Scenario::Wakeup => "wakeup",
             Scenario::Idle => "idle",
+            Scenario::Sustained => "sustained",
         }
     }
 }
@@ -138,6 +181,8 @@ pub struct Settings {
     pub connections: usize,
     /// `--server-pid`, checked to name a live process when the idle scenario runs.
     pub server_pid: Option<u32>,
+    /// The sustained scenario's plan, when it runs.
+    pub sustained: Option<Plan>,
 }
 
 impl BenchArgs {
@@ -168,6 +213,10 @@ impl BenchArgs {
             MAX_CONNECTIONS as u64,
         )?;
         let mode = match (&self.db, self.embedded) {
+            // A PostgreSQL database is checked once open: the bench refuses one that holds jobs.
+            (Some(path), _) if path.to_str().is_some_and(cairn::is_postgres_url) => {
+                Mode::Embedded(Some(path.clone()))
+            }
             (Some(path), _) => {
                 check_fresh_db(path)?;
                 Mode::Embedded(Some(path.clone()))
@@ -197,7 +246,12 @@ impl BenchArgs {
             })?;
             check_pid(pid)?;
         }
+        let sustained = scenarios
+            .contains(&Scenario::Sustained)
+            .then(|| self.plan())
+            .transpose()?;
         Ok(Settings {
+            sustained,
             mode,
             scenarios,
             jobs: self.jobs,
@@ -207,6 +261,43 @@ impl BenchArgs {
             samples: self.samples,
             connections: self.connections,
             server_pid: self.server_pid,
+        })
+    }
+
+    /// The sustained scenario's flags, checked.
+    fn plan(&self) -> cairn::Result<Plan> {
+        check_duration("--duration", self.duration, SECOND, MAX_DURATION)?;
+        check_duration("--interval", self.interval, SECOND, MAX_INTERVAL)?;
+        if self.interval > self.duration {
+            return Err(invalid(
+                "--interval",
+                format!(
+                    "must not be longer than --duration ({}), got {}",
+                    crate::duration::format(self.duration),
+                    crate::duration::format(self.interval)
+                ),
+            ));
+        }
+        check_duration("--work", self.work, Duration::ZERO, MAX_WORK)?;
+        let load = match self.rate {
+            Some(rate) => {
+                check_range("--rate", rate, 1, MAX_RATE)?;
+                Load::Rate(rate)
+            }
+            None => {
+                check_range("--depth", self.depth, 1, MAX_DEPTH)?;
+                Load::Depth(self.depth)
+            }
+        };
+        Ok(Plan {
+            duration: self.duration,
+            interval: self.interval,
+            load,
+            work: self.work,
+            slots: u32::try_from(self.in_flight).expect("--in-flight is checked to be at most 256"),
+            batch_size: self.batch_size as u64,
+            record: self.record.clone(),
+            plot: self.plot.clone(),
         })
     }
 
@@ -237,6 +328,22 @@ pub(crate) fn invalid(flag: &str, rule: impl std::fmt::Display) -> Error {
         Some(flag.to_owned()),
         format!("{flag}: {rule}"),
     )
+}
+
+fn check_duration(flag: &str, value: Duration, min: Duration, max: Duration) -> cairn::Result<()> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            flag,
+            format!(
+                "must be between {} and {}, got {}",
+                crate::duration::format(min),
+                crate::duration::format(max),
+                crate::duration::format(value)
+            ),
+        ))
+    }
 }
 
 fn check_range(flag: &str, value: u64, min: u64, max: u64) -> cairn::Result<()> {
@@ -388,6 +495,63 @@ mod tests {
         .validate()
         .unwrap();
         assert_eq!(settings.scenarios, [Scenario::Wakeup, Scenario::Throughput]);
+    }
+
+    #[test]
+    fn the_sustained_plan_is_checked_flag_by_flag() {
+        let plan = parse(&["--scenario", "sustained", "--in-flight", "32"])
+            .validate()
+            .unwrap()
+            .sustained
+            .unwrap();
+        assert_eq!(plan.duration, Duration::from_secs(600));
+        assert_eq!(plan.interval, Duration::from_secs(5));
+        assert_eq!(plan.load, Load::Depth(1000));
+        assert_eq!((plan.slots, plan.work), (32, Duration::from_millis(1)));
+        let sustained = |flags: &[&str]| {
+            let mut all = vec!["--scenario", "sustained"];
+            all.extend_from_slice(flags);
+            all.iter().map(|f| f.to_string()).collect::<Vec<_>>()
+        };
+        let check = |flags: &[&str], flag: &str, message: &str| {
+            let flags = sustained(flags);
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            check_refused(&flags, flag, message);
+        };
+        check(
+            &["--interval", "500ms"],
+            "--interval",
+            "--interval: must be between 1s and 1m, got 500ms",
+        );
+        check(
+            &["--duration", "3s", "--interval", "5s"],
+            "--interval",
+            "--interval: must not be longer than --duration (3s), got 5s",
+        );
+        check(
+            &["--rate", "0"],
+            "--rate",
+            "--rate: must be between 1 and 1000000, got 0",
+        );
+        check(
+            &["--work", "11s"],
+            "--work",
+            "--work: must be between 0s and 10s, got 11s",
+        );
+        let rate = parse(
+            &sustained(&["--rate", "800"])
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .validate()
+        .unwrap();
+        assert_eq!(rate.sustained.unwrap().load, Load::Rate(800));
+        assert_eq!(
+            parse(&[]).validate().unwrap().sustained,
+            None,
+            "no plan unless it runs"
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //!
 //! Modules: `args` (the flags and their checks), `target` (the calls every scenario makes, on a server or an
 //! embedded queue), `embedded` (the embedded mode's database), one module per scenario (`throughput`, `batch`,
-//! `wakeup`, `idle`), `drain` (emptying a bench queue), `stats` (percentiles), `report` (text and JSON), `progress`
-//! (progress bars), `procfs` (what the idle scenario reads about the server). Each scenario uses a queue of its
+//! `workers`, `wakeup`, `idle`, `sustained`), `drain` (emptying a bench queue), `stats` (percentiles), `report`
+//! (text and JSON), `progress` (progress bars), `procfs` (what the idle and sustained scenarios read about a
+//! process), and for the sustained scenario `series` (samples, windows and how steady they were), `storage` (what
+//! the database holds) and `plot` (an SVG of the run). Each scenario uses a queue of its
 //! own, `bench-<scenario>`, so that nothing mixes with real jobs.
 
 mod args;
@@ -12,10 +14,14 @@ mod batch;
 mod drain;
 mod embedded;
 mod idle;
+mod plot;
 mod procfs;
 mod progress;
 mod report;
+mod series;
 mod stats;
+mod storage;
+mod sustained;
 mod target;
 mod throughput;
 mod wakeup;
@@ -108,7 +114,12 @@ async fn run_on_server(args: &BenchArgs, settings: &Settings) -> anyhow::Result<
         settings_json(settings),
         args.json,
     );
-    run_scenarios(settings, &handles, true, idle.as_ref(), &mut report).await?;
+    let around = sustained::Surroundings {
+        cpu_pid: settings.server_pid,
+        file: None,
+        title: format!("cairn {} at {}", health.version, client.url()),
+    };
+    run_scenarios(settings, &handles, true, idle.as_ref(), around, &mut report).await?;
     report.finish();
     Ok(())
 }
@@ -122,23 +133,33 @@ async fn run_embedded(
     let queue = Queue::open(db.path())
         .await
         .with_context(|| format!("opening the database {}", db.path().display()))?;
+    if queue.is_postgres() {
+        refuse_used_database(&queue).await?;
+    }
     let handles = vec![queue.clone(); settings.clients.max(2)];
-    let kind = if db.is_temporary() {
-        "a temporary file"
+    let on = if queue.is_postgres() {
+        format!("PostgreSQL {}", queue.path().display())
+    } else if db.is_temporary() {
+        format!("a temporary file {} (durability full)", db.path().display())
     } else {
-        "the fresh file"
+        format!("the fresh file {} (durability full)", db.path().display())
     };
     let mut report = Report::start(
-        format!(
-            "embedded queue on {kind} {} (durability full), {}",
-            db.path().display(),
-            describe(settings)
-        ),
+        format!("embedded queue on {on}, {}", describe(settings)),
         "embedded",
         settings_json(settings),
         args.json,
     );
-    let outcome = run_scenarios(settings, &handles, false, None, &mut report).await;
+    let around = sustained::Surroundings {
+        cpu_pid: Some(std::process::id()),
+        file: (!queue.is_postgres()).then(|| db.path()),
+        title: if queue.is_postgres() {
+            "embedded queue on PostgreSQL".to_owned()
+        } else {
+            "embedded queue on a SQLite file (durability full)".to_owned()
+        },
+    };
+    let outcome = run_scenarios(settings, &handles, false, None, around, &mut report).await;
     drop(handles);
     queue
         .close(CLOSE_DEADLINE)
@@ -149,12 +170,42 @@ async fn run_embedded(
     Ok(())
 }
 
+/// Refuses a PostgreSQL database that already holds jobs: the bench must never mix with someone's data.
+async fn refuse_used_database(queue: &Queue) -> anyhow::Result<()> {
+    let result = queue
+        .sql(cairn::SqlQuery::new("SELECT count(*) FROM jobs"))
+        .await
+        .context("counting the jobs already in the database")?;
+    let jobs = result
+        .rows
+        .first()
+        .and_then(|row| row.first())
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    if jobs > 0 {
+        queue
+            .close(CLOSE_DEADLINE)
+            .await
+            .context("closing the queue")?;
+        return Err(args::invalid(
+            "--db",
+            format!(
+                "{} holds {jobs} jobs; the bench needs a database of its own",
+                queue.path().display()
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Runs each scenario in turn and adds it to the report. `over_http` says whether the targets apply.
 async fn run_scenarios<T: Target + cairn::Backend>(
     settings: &Settings,
     handles: &[T],
     over_http: bool,
     idle: Option<&IdleTarget>,
+    around: sustained::Surroundings<'_>,
     report: &mut Report,
 ) -> anyhow::Result<()> {
     let clients = &handles[..settings.clients];
@@ -178,6 +229,13 @@ async fn run_scenarios<T: Target + cairn::Backend>(
             Scenario::Idle => {
                 let idle = idle.expect("the arguments check that idle runs only with a server pid");
                 idle::run(idle, settings.connections, after_others).await
+            }
+            Scenario::Sustained => {
+                let plan = settings
+                    .sustained
+                    .as_ref()
+                    .expect("the arguments make a plan when sustained runs");
+                sustained::run(clients, plan, around.clone()).await
             }
         };
         report.push(result.with_context(|| format!("the {} scenario", scenario.as_str()))?);
@@ -204,6 +262,10 @@ fn describe(settings: &Settings) -> String {
                 settings.in_flight
             ),
             Scenario::Wakeup => format!("wakeup ({} samples)", settings.samples),
+            Scenario::Sustained => format!(
+                "sustained ({} clients x {} slots)",
+                settings.clients, settings.in_flight
+            ),
             Scenario::Idle => format!(
                 "idle ({} connections)",
                 report::thousands(settings.connections as f64)
@@ -223,5 +285,10 @@ fn settings_json(settings: &Settings) -> serde_json::Value {
         "samples": settings.samples,
         "connections": settings.connections,
         "server_pid": settings.server_pid,
+        "sustained": settings.sustained.as_ref().map(|plan| json!({
+            "duration_s": plan.duration.as_secs_f64(),
+            "interval_s": plan.interval.as_secs_f64(),
+            "work_ms": plan.work.as_secs_f64() * 1000.0,
+        })),
     })
 }

@@ -43,6 +43,30 @@ pub fn own_open_file_limit() -> u64 {
     }
 }
 
+/// CPU time process `pid` has used, user and system, in seconds.
+///
+/// # Errors
+/// When `/proc/PID/stat` cannot be read or parsed.
+pub fn cpu_seconds(pid: u32) -> anyhow::Result<f64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    // SAFETY: sysconf only reads a constant of the system.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks = parse_cpu_ticks(&stat).with_context(|| format!("{path} has no CPU times"))?;
+    Ok(ticks as f64 / ticks_per_second.max(1) as f64)
+}
+
+/// `utime` plus `stime` (fields 14 and 15) of a `/proc/PID/stat` line. The command name, field 2, is in
+/// parentheses and may hold spaces or parentheses itself, so the fields are counted from after its last `)`.
+fn parse_cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // After the name come field 3 (state) onwards: utime is the 12th of those, stime the 13th.
+    let mut fields = after_name.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(user + system)
+}
+
 /// `VmRSS:    12345 kB` in bytes.
 fn parse_vm_rss(status: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -88,11 +112,19 @@ mod tests {
     }
 
     #[test]
+    fn reads_cpu_ticks_past_a_name_with_spaces_and_parentheses() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 4 0 99 0 0";
+        assert_eq!(parse_cpu_ticks(stat), Some(325));
+        assert_eq!(parse_cpu_ticks("42 (cairn) S 1"), None);
+    }
+
+    #[test]
     fn reads_this_process() {
         let me = std::process::id();
         assert!(rss_bytes(me).unwrap() > 0);
         assert!(open_fds(me).unwrap() >= 3);
         assert!(open_file_limit(me).is_some());
         assert!(own_open_file_limit() > 0);
+        assert!(cpu_seconds(me).unwrap() >= 0.0);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::future::Future;
 
-use cairn::{ClaimedJob, Dequeue, Enqueued, Lease, Push, Queue};
+use cairn::{ClaimedJob, Dequeue, Enqueued, Lease, Push, Queue, SqlQuery, SqlResult};
 use cairn_client::Client;
 
 /// What the bench puts load on.
@@ -26,6 +26,9 @@ pub trait Target: Clone + Send + Sync + 'static {
 
     /// Completes a job.
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send;
+
+    /// Runs a read-only query over the queue's database (what the sustained scenario reads about storage).
+    fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send;
 }
 
 impl Target for Queue {
@@ -50,6 +53,10 @@ impl Target for Queue {
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
         Queue::finish(self, lease, None)
     }
+
+    fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send {
+        Queue::sql(self, query)
+    }
 }
 
 impl Target for Client {
@@ -73,5 +80,9 @@ impl Target for Client {
 
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
         Client::finish(self, lease, None)
+    }
+
+    fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send {
+        Client::sql(self, query)
     }
 }

@@ -688,3 +688,136 @@ fn bench_workers_moves_every_job_and_reports_it() {
         .expect("the bench's queue");
     assert_eq!(counts.completed, 300, "{counts:?}");
 }
+
+/// Runs `cairn bench --scenario sustained` for three one-second samples with `target` flags (a server or an
+/// embedded database), and checks what it reports, records and draws. Returns the samples recorded.
+fn check_sustained_run(target: &[&str]) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("run.jsonl");
+    let plot = dir.path().join("run.svg");
+    let mut args = vec!["bench"];
+    args.extend_from_slice(target);
+    args.extend_from_slice(&[
+        "--scenario",
+        "sustained",
+        "--duration",
+        "3s",
+        "--interval",
+        "1s",
+        "--depth",
+        "50",
+        "--clients",
+        "1",
+        "--in-flight",
+        "4",
+        "--work",
+        "0ms",
+        "--record",
+        record.to_str().unwrap(),
+        "--plot",
+        plot.to_str().unwrap(),
+        "--json",
+    ]);
+    let out = Command::new(cairn_binary()).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenario = &report["scenarios"][0];
+    assert_eq!(scenario["name"], "sustained");
+    assert!(scenario["count"].as_u64().unwrap() > 0, "{scenario}");
+    assert!(
+        scenario["goal"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("steady")
+    );
+
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["type"], "run", "{}", lines[0]);
+    assert_eq!(lines[0]["depth"], 50);
+    let samples: Vec<serde_json::Value> = lines
+        .iter()
+        .filter(|l| l["type"] == "sample")
+        .map(|l| l["sample"].clone())
+        .collect();
+    assert_eq!(samples.len(), 3, "{lines:?}");
+    for (i, sample) in samples.iter().enumerate() {
+        let at = sample["at_s"].as_f64().unwrap();
+        assert!((at - (i + 1) as f64).abs() < 0.5, "{sample}");
+        assert!(sample["claim_p99_ms"].as_f64().unwrap() >= 0.0);
+    }
+    let completed: u64 = samples
+        .iter()
+        .map(|s| s["completed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(completed, scenario["count"].as_u64().unwrap());
+    assert!(lines.iter().any(|l| l["type"] == "window"), "{lines:?}");
+    let summary = lines.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert!(
+        summary["steadiness"]["median_completions_per_s"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let svg = std::fs::read_to_string(&plot).unwrap();
+    assert!(
+        svg.starts_with("<svg") && svg.contains("jobs per second"),
+        "{svg}"
+    );
+    samples
+}
+
+/// `cairn bench --scenario sustained` samples a run as it goes, writes each sample as a JSON line, draws the run
+/// and says how steady it was; on PostgreSQL each sample also reads the dead and live rows of the jobs table.
+#[test]
+fn bench_sustained_records_samples_and_draws_them() {
+    let server = TestServer::spawn();
+    let samples = check_sustained_run(&["--server", server.url()]);
+    let storage = &samples.last().unwrap()["storage"];
+    if server.is_postgres() {
+        assert!(storage["jobs_live"].is_u64(), "{storage}");
+        assert!(storage["jobs_dead"].is_u64(), "{storage}");
+    } else {
+        assert!(
+            storage.is_null(),
+            "a server's SQLite file is not the bench's to read"
+        );
+    }
+}
+
+/// The sustained scenario runs on an embedded queue too: on a SQLite file it reads the file's size; on a
+/// PostgreSQL database of its own, the rows, and it refuses a database that already holds jobs.
+#[test]
+fn bench_sustained_runs_embedded_and_refuses_a_used_database() {
+    if crate::harness::is_postgres_module(module_path!()) {
+        let database = crate::harness::TestDatabase::new();
+        let samples = check_sustained_run(&["--db", &database.url]);
+        assert!(
+            samples[0]["storage"]["jobs_live"].is_u64(),
+            "{}",
+            samples[0]
+        );
+        let out = Command::new(cairn_binary())
+            .args(["bench", "--db", &database.url, "--scenario", "sustained"])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        assert!(
+            stderr(&out).contains("--db:")
+                && stderr(&out).contains("the bench needs a database of its own"),
+            "{}",
+            stderr(&out)
+        );
+    } else {
+        let samples = check_sustained_run(&["--embedded"]);
+        assert!(
+            samples[0]["storage"]["bytes"].as_u64().unwrap() > 0,
+            "{}",
+            samples[0]
+        );
+    }
+}
