@@ -45,6 +45,7 @@ impl Writer {
                 self.pause_until = None;
                 self.metrics.add(&plan.totals);
                 self.apply_timed_updates(&plan.timed, now_ms);
+                self.count_ended(plan.totals.ended(), now_ms);
                 let deliveries = self.hand_over(plan.served, dequeues, plan.claims);
                 (deliveries, Some(plan.next_due), None)
             }

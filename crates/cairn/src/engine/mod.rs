@@ -69,6 +69,8 @@ pub(crate) struct Writer {
     pub next_prune: i64,
     /// Retention's drain of a backlog, a paced step at a time.
     pub drain: timed::Drain,
+    /// Jobs this writer completed or cancelled since retention's last pass (see `Writer::count_ended`).
+    pub ended_since_pass: u64,
     /// When the last batch ran (ms, by the queue's clock).
     pub last_batch_at: i64,
     /// After a batch failed (the database out of reach, say): the writer does no timed work of its own before

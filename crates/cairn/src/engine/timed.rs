@@ -47,6 +47,8 @@ pub(super) struct TimedUpdates {
     step: Option<Step>,
     /// Whether this node stopped leading the timed work, so that a drain it had under way ends here.
     lost_lead: bool,
+    /// Whether retention's pass ran (or another node's lead made it not this node's to run).
+    passed: bool,
     /// Undelivered claims handed back (or found no longer held), to forget.
     unreleased: Vec<Lease>,
 }
@@ -76,6 +78,7 @@ impl TimedWork<'_> {
             // pass that stayed due would wake the writer at once, over and over.
             timed.next_prune = Some(ctx.now_ms + duration_millis(LEAD_RENEWAL));
             timed.lost_lead = true;
+            timed.passed = self.pass;
         }
         timed
     }
@@ -128,6 +131,7 @@ impl TimedWork<'_> {
             // The next pass comes after the interval; while there is more to delete, steps come sooner (`Drain`).
             if self.pass {
                 updates.next_prune = Some(ctx.now_ms + duration_millis(self.retention.interval));
+                updates.passed = true;
             }
             updates.step = Some(Step {
                 progress: pruned.progress,
@@ -314,7 +318,25 @@ impl Lead {
     }
 }
 
+/// Retention's pass comes early once this share of `max_count` jobs has ended since the last one...
+const EARLY_PASS_SHARE: u64 = 4;
+/// ...and at least this many: a small count is kept well enough by the interval.
+const EARLY_PASS_MIN: u64 = 1000;
+
 impl Writer {
+    /// Counts the jobs a batch ended; once a quarter of the retention count have ended since the last pass, the
+    /// next pass is due at once rather than at the end of the interval. Otherwise, at thousands of jobs a second,
+    /// hundreds of thousands more finished jobs than the count would pile up between passes (600,000 over the
+    /// default minute at 10,000 jobs/s), and the tables with them; throughput on PostgreSQL fell by a third.
+    pub(super) fn count_ended(&mut self, ended: u64, now_ms: i64) {
+        self.ended_since_pass += ended;
+        if let Some(keep) = self.settings.config.retention.max_count
+            && self.ended_since_pass >= (keep / EARLY_PASS_SHARE).max(EARLY_PASS_MIN)
+        {
+            self.next_prune = self.next_prune.min(now_ms);
+        }
+    }
+
     /// Records what the timed work did, once its transaction committed.
     pub(super) fn apply_timed_updates(&mut self, timed: &TimedUpdates, now_ms: i64) {
         if let Some(next) = timed.next_prune {
@@ -322,6 +344,9 @@ impl Writer {
         }
         if let Some(step) = &timed.step {
             self.drain.after(step);
+        }
+        if timed.passed {
+            self.ended_since_pass = 0;
         }
         if timed.lost_lead {
             self.drain.stop();

@@ -461,6 +461,26 @@ pub(crate) struct BatchTotals {
     pub jobs: HashMap<(String, String), JobTotals>,
 }
 
+impl BatchTotals {
+    /// Jobs the batch completed or cancelled: what retention deletes once they are many.
+    pub fn ended(&self) -> u64 {
+        let index = |kind| {
+            ActivityKind::ALL
+                .iter()
+                .position(|k| *k == kind)
+                .expect("every kind is in ALL")
+        };
+        let (finished, cancelled) = (
+            index(ActivityKind::Finished),
+            index(ActivityKind::Cancelled),
+        );
+        self.jobs
+            .values()
+            .map(|t| t.counts[finished] + t.counts[cancelled])
+            .sum()
+    }
+}
+
 /// Transition counts and observed durations of one queue and name.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct JobTotals {

@@ -88,9 +88,10 @@ struct Inner {
     path: PathBuf,
     closed: AtomicBool,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// On PostgreSQL: the thread that hears the other nodes, and its stop flag.
+    /// On PostgreSQL: the stop flag of the thread that hears the other nodes, and how to stop each background
+    /// thread (that one, and the vacuum's) and wait for it.
     stop_listening: Arc<AtomicBool>,
-    listener_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    background: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// The PostgreSQL URL the queue is on (with its password), for sessions of its own; `None` on SQLite.
     postgres_url: Option<String>,
 }
@@ -186,6 +187,7 @@ impl Queue {
             next_due: Some(i64::MIN),
             next_prune: to_millis(clock.now()),
             drain: crate::engine::Drain::default(),
+            ended_since_pass: 0,
             last_batch_at: to_millis(clock.now()),
             pause_until: None,
             metrics: metrics.clone(),
@@ -213,7 +215,7 @@ impl Queue {
             closed: AtomicBool::new(false),
             writer_thread: Mutex::new(Some(thread)),
             stop_listening: Arc::new(AtomicBool::new(false)),
-            listener_thread: Mutex::new(None),
+            background: Mutex::new(Vec::new()),
             postgres_url: opened.postgres_url,
         });
         let weak = Arc::downgrade(&inner);
@@ -969,14 +971,17 @@ impl Queue {
         self.send(Command::Close(ack))?;
         self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.stop_listening.store(true, Ordering::SeqCst);
-        let listener = self
-            .inner
-            .listener_thread
-            .lock()
-            .expect("listener lock is never poisoned")
-            .take();
-        if let Some(listener) = listener {
-            let _ = tokio::task::spawn_blocking(move || listener.join()).await;
+        let background = std::mem::take(
+            &mut *self
+                .inner
+                .background
+                .lock()
+                .expect("the background threads' lock is never poisoned"),
+        );
+        if !background.is_empty() {
+            let _ =
+                tokio::task::spawn_blocking(move || background.into_iter().for_each(|stop| stop()))
+                    .await;
         }
         match tokio::time::timeout(deadline, stopped).await {
             Ok(_) => {

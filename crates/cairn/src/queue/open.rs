@@ -124,19 +124,28 @@ pub(super) async fn postgres(
         location: PathBuf::from(crate::store::location::redacted(&url)),
         postgres_url: Some(url.clone()),
     };
+    let vacuum_after = options.vacuum_after;
     let queue = Queue::start(opened, options, defaults).await?;
     let listener = postgres::listener::start(
-        url,
+        url.clone(),
         node,
         queue.inner.commands.clone(),
         queue.inner.stop_listening.clone(),
     )
     .map_err(|e| Error::storage("starting the listener thread", e))?;
+    let mut background: Vec<Box<dyn FnOnce() + Send>> = vec![Box::new(move || {
+        let _ = listener.join();
+    })];
+    if let Some(after) = vacuum_after {
+        let vacuumer = postgres::vacuum::start(url, after)
+            .map_err(|e| Error::storage("starting the vacuum thread", e))?;
+        background.push(Box::new(move || vacuumer.stop()));
+    }
     *queue
         .inner
-        .listener_thread
+        .background
         .lock()
-        .expect("listener lock is never poisoned") = Some(listener);
+        .expect("the background threads' lock is never poisoned") = background;
     Ok(queue)
 }
 

@@ -1,7 +1,8 @@
 //! The PostgreSQL backend (see `docs/design/postgres.md`): connecting, the schema and the migrations that bring a
 //! database to it, the reader pool, read-only SQL, the writer's session (`writer`), which node leads the timed work
-//! (`leader`), what a commit tells the other nodes (`notify`) and the listener that hears them (`listener`). The
-//! engine's statements carry their PostgreSQL text beside SQLite's (`Sql`, in `store/db/sql.rs`).
+//! (`leader`), what a commit tells the other nodes (`notify`) and the listener that hears them (`listener`), and the
+//! vacuum of the tables a busy queue churns (`vacuum`). The engine's statements carry their PostgreSQL text beside
+//! SQLite's (`Sql`, in `store/db/sql.rs`).
 
 pub(crate) mod connect;
 pub(crate) mod leader;
@@ -11,4 +12,5 @@ pub(crate) mod notify;
 pub(crate) mod readers;
 pub(crate) mod session;
 pub(crate) mod sql;
+pub(crate) mod vacuum;
 pub(crate) mod writer;
