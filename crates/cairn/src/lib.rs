@@ -139,6 +139,7 @@ pub mod __private {
             crate::activity::BY_JOB,
             crate::activity::RECENT,
             crate::ops::maintenance::PRUNE_ACTIVITY,
+            crate::ops::maintenance::PRUNE_ACTIVITY_BY_COUNT,
             crate::query::PEEK,
         ]
         .into_iter()

@@ -46,22 +46,29 @@ pub struct Retention {
     pub worker_max_age: Option<Duration>,
     /// Activity log rows older than this are removed. `None` keeps them all.
     pub activity_max_age: Option<Duration>,
+    /// At most about this many activity log rows are kept (the newest): every job writes three (added, started,
+    /// finished), so at thousands of jobs a second the age alone would let the log grow by gigabytes an hour.
+    /// `None` keeps any number.
+    pub activity_max_count: Option<u64>,
     /// Statistics of periods older than this are removed. `None` keeps them all.
     pub stats_max_age: Option<Duration>,
-    /// How often the background pruning looks.
+    /// How often the background pruning looks; it also looks once a quarter of `max_count` jobs (and at least
+    /// 1,000) have completed or been cancelled since it last did. A backlog larger than one step drains in steps
+    /// of about 5 ms each, between which the queue's requests run.
     pub interval: Duration,
 }
 
 impl Default for Retention {
     /// Seven days and at most 100,000 jobs, looked at every minute; workers forgotten after a day without a sign
-    /// of life; the activity log kept a week, statistics eight days (so that a week's graphs are whole). Failed
-    /// jobs are kept until dealt with.
+    /// of life; the activity log kept a week and at most 5,000,000 rows (about 400 MB), statistics eight days (so
+    /// that a week's graphs are whole). Failed jobs are kept until dealt with.
     fn default() -> Self {
         Retention {
             max_age: Some(Duration::from_secs(7 * 24 * 3600)),
             max_count: Some(100_000),
             worker_max_age: Some(Duration::from_secs(24 * 3600)),
             activity_max_age: Some(Duration::from_secs(7 * 24 * 3600)),
+            activity_max_count: Some(5_000_000),
             stats_max_age: Some(Duration::from_secs(8 * 24 * 3600)),
             interval: Duration::from_secs(60),
         }

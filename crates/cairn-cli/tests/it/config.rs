@@ -16,20 +16,21 @@ async fn options_set_from_the_shell_apply_at_once_and_outlive_a_restart() {
     assert_eq!(
         ok(&server.cairn(&["config", "list"], None)),
         "\
-KEY                          VALUE    DEFAULT  SET AT
-default_lease_timeout        1m 30s   1m 30s   -
-default_retry.max_attempts   5        5        -
-default_retry.initial_delay  5s       5s       -
-default_retry.multiplier     2.0      2.0      -
-default_retry.max_delay      1h       1h       -
-default_retry.jitter         0.2      0.2      -
-retention.max_age            168h     168h     -
-retention.max_count          100000   100000   -
-retention.worker_max_age     24h      24h      -
-retention.activity_max_age   168h     168h     -
-retention.stats_max_age      192h     192h     -
-retention.interval           1m       1m       -
-max_data_bytes               1048576  1048576  -
+KEY                           VALUE    DEFAULT  SET AT
+default_lease_timeout         1m 30s   1m 30s   -
+default_retry.max_attempts    5        5        -
+default_retry.initial_delay   5s       5s       -
+default_retry.multiplier      2.0      2.0      -
+default_retry.max_delay       1h       1h       -
+default_retry.jitter          0.2      0.2      -
+retention.max_age             168h     168h     -
+retention.max_count           100000   100000   -
+retention.worker_max_age      24h      24h      -
+retention.activity_max_age    168h     168h     -
+retention.activity_max_count  5000000  5000000  -
+retention.stats_max_age       192h     192h     -
+retention.interval            1m       1m       -
+max_data_bytes                1048576  1048576  -
 "
     );
     assert_eq!(
@@ -85,7 +86,7 @@ async fn the_client_reads_and_changes_options_like_the_embedded_queue() {
     let entries = client.config().await.unwrap();
     assert_eq!(entries.len(), ConfigKey::ALL.len());
     assert_eq!(entries[5], entry);
-    assert_eq!(entries.len(), 13);
+    assert_eq!(entries.len(), 14);
     let entry = client.unset_config(ConfigKey::RetryJitter).await.unwrap();
     assert_eq!(
         (entry.value, entry.set_at),

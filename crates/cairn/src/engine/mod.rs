@@ -71,6 +71,9 @@ pub(crate) struct Writer {
     pub drain: timed::Drain,
     /// Jobs this writer completed or cancelled since retention's last pass (see `Writer::count_ended`).
     pub ended_since_pass: u64,
+    /// After the timed work failed (in its savepoint, the batch's requests unharmed): it is not tried again
+    /// before then, rather than in every batch.
+    pub timed_backoff: Option<Instant>,
     /// When the last batch ran (ms, by the queue's clock).
     pub last_batch_at: i64,
     /// After a batch failed (the database out of reach, say): the writer does no timed work of its own before
@@ -143,11 +146,12 @@ impl Writer {
             .filter_map(|w| w.deadline)
             .min()
             .map(|d| d.saturating_duration_since(now));
-        // A drain's next step is paced by the real clock.
-        if let Some(at) = self.drain.resume_at() {
-            let wait = at.saturating_duration_since(now);
-            timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
-        }
+        // The timed work: a drain's next step, paced by the real clock, and the next due time or pass by the
+        // queue's clock; none before the timed work may be tried again, after it failed.
+        let mut timed: Option<Duration> = self
+            .drain
+            .resume_at()
+            .map(|at| at.saturating_duration_since(now));
         if let Some(due) = [self.next_due, Some(self.next_prune)]
             .into_iter()
             .flatten()
@@ -161,8 +165,14 @@ impl Writer {
                 self.clock.real_time_until(from_millis(due))
             };
             if let Some(wait) = wait {
-                timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
+                timed = Some(timed.map_or(wait, |t| t.min(wait)));
             }
+        }
+        if let (Some(wait), Some(backoff)) = (timed, self.timed_backoff) {
+            timed = Some(wait.max(backoff.saturating_duration_since(now)));
+        }
+        if let Some(wait) = timed {
+            timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
         }
         timeout
     }

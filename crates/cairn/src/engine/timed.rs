@@ -49,6 +49,9 @@ pub(super) struct TimedUpdates {
     lost_lead: bool,
     /// Whether retention's pass ran (or another node's lead made it not this node's to run).
     passed: bool,
+    /// Whether the timed work ran, and whether it failed.
+    ran: bool,
+    failed: bool,
     /// Undelivered claims handed back (or found no longer held), to forget.
     unreleased: Vec<Lease>,
 }
@@ -60,16 +63,22 @@ impl TimedWork<'_> {
     }
 
     /// Runs the work in the batch's transaction, in a savepoint of its own: if it fails, the failure is logged and
-    /// the work tried again with the next batch, whose requests do not fail for it.
+    /// the work tried again after [`TIMED_BACKOFF`]; the batch's requests do not fail for it.
     pub(super) fn run_in(&self, ctx: &mut WriteCtx<'_>) -> TimedUpdates {
         let mut timed = if self.is_empty() {
             TimedUpdates::default()
         } else {
             match in_savepoint(ctx, |ctx| self.run(ctx)) {
-                Ok(updates) => updates,
+                Ok(updates) => TimedUpdates {
+                    ran: true,
+                    ..updates
+                },
                 Err(e) => {
-                    tracing::error!(error = %e, "timed maintenance failed; it is retried with the next batch");
-                    TimedUpdates::default()
+                    tracing::error!(error = %e, "timed maintenance failed; it is tried again in a second");
+                    TimedUpdates {
+                        failed: true,
+                        ..TimedUpdates::default()
+                    }
                 }
             }
         };
@@ -137,6 +146,7 @@ impl TimedWork<'_> {
                 progress: pruned.progress,
                 more: pruned.more,
                 took,
+                deleting: pruned.deleting,
             });
         }
         for lease in self.release {
@@ -162,6 +172,10 @@ fn waiting_workers(parked: &VecDeque<Waiter>) -> Vec<String> {
     waiting_workers
 }
 
+/// After the timed work failed, how long before it is tried again: not in every batch, which would hold each one
+/// up for as long as the failure takes (a statement timeout is seconds).
+const TIMED_BACKOFF: Duration = Duration::from_secs(1);
+
 /// The most one step of retention should take: it runs inside a batch of the writer's, and every enqueue, claim
 /// and finish of that batch waits for it. The writer sizes its steps to it.
 const STEP_BUDGET: Duration = Duration::from_millis(5);
@@ -179,7 +193,11 @@ const MAX_DRAIN_PAUSE: Duration = Duration::from_secs(1);
 pub(super) struct Step {
     progress: maintenance::PruneProgress,
     more: bool,
+    /// The whole step, which the pause after it is measured by.
     took: Duration,
+    /// Its deletes of finished jobs, which the next step's size is measured by (a pass also finds the count's
+    /// cutoff, a walk as long as the count, whatever the step's size).
+    deleting: Duration,
 }
 
 /// Retention's drain of a backlog (more finished jobs, activity or statistics past retention than one step
@@ -223,12 +241,12 @@ impl Drain {
         self.step_jobs
     }
 
-    /// Records a step: the next is smaller if this one went over the budget, bigger if it took less than half,
-    /// and it waits [`DRAIN_PAUSE_FACTOR`] times as long as this one took.
+    /// Records a step: the next is smaller if its deletes went over the budget, bigger if they took less than
+    /// half, and it waits [`DRAIN_PAUSE_FACTOR`] times as long as this whole step took.
     fn after(&mut self, step: &Step) {
-        if step.took > STEP_BUDGET {
+        if step.deleting > STEP_BUDGET {
             self.step_jobs = (self.step_jobs / 2).max(maintenance::MIN_PRUNE_STEP_JOBS);
-        } else if step.took < STEP_BUDGET / 2 {
+        } else if step.deleting < STEP_BUDGET / 2 {
             self.step_jobs = (self.step_jobs * 3 / 2).min(maintenance::MAX_PRUNE_STEP_JOBS);
         }
         self.progress = step.progress;
@@ -348,6 +366,11 @@ impl Writer {
         if timed.passed {
             self.ended_since_pass = 0;
         }
+        if timed.failed {
+            self.timed_backoff = Some(Instant::now() + TIMED_BACKOFF);
+        } else if timed.ran {
+            self.timed_backoff = None;
+        }
         if timed.lost_lead {
             self.drain.stop();
         }
@@ -397,6 +420,7 @@ mod tests {
             progress: maintenance::PruneProgress::default(),
             more,
             took: Duration::from_millis(took_ms),
+            deleting: Duration::from_millis(took_ms),
         }
     }
 
@@ -436,6 +460,25 @@ mod tests {
 
         drain.after(&step(1, false));
         assert_eq!(drain.resume_at(), None, "nothing left: the drain is over");
+    }
+
+    #[test]
+    fn a_step_is_sized_by_its_deletes_and_paced_by_its_whole_length() {
+        let mut drain = Drain::default();
+        let start = drain.step_jobs();
+        let before = Instant::now();
+        // A pass: a long walk to find the count's cutoff, quick deletes.
+        drain.after(&Step {
+            progress: maintenance::PruneProgress::default(),
+            more: true,
+            took: Duration::from_millis(40),
+            deleting: Duration::from_millis(1),
+        });
+        assert!(
+            drain.step_jobs() > start,
+            "the deletes were well under budget"
+        );
+        assert!(drain.resume_at().unwrap() - before >= Duration::from_millis(120));
     }
 
     #[test]

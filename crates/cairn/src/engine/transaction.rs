@@ -66,11 +66,15 @@ impl Writer {
     ) -> std::result::Result<BatchPlan, Failure> {
         let node = self.db.node().map(str::to_owned);
         let durable = batch.ops.iter().any(|op| op.is_durable());
-        let due = batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms);
+        let now = Instant::now();
+        // After the timed work failed, none of it runs before the backoff is over.
+        let backoff = self.timed_backoff.is_some_and(|until| now < until);
+        let due = !backoff
+            && (batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms));
         // Prune: retention and housekeeping (workers lost, old activity and statistics) run every interval, and
         // while a backlog drains, a step whenever the last one's pause is over.
-        let pass = now_ms >= self.next_prune;
-        let prune = pass || self.drain.is_due(Instant::now());
+        let pass = !backoff && now_ms >= self.next_prune;
+        let prune = pass || (!backoff && self.drain.is_due(now));
         // Asked before the batch's transaction, in one of its own: the row it locks is held only for that moment.
         let leads = if due || prune {
             self.lead.renew(&mut self.db)

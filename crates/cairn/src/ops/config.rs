@@ -41,6 +41,8 @@ pub enum ConfigKey {
     WorkerMaxAge,
     /// Activity log rows older than this are removed (never, when off).
     ActivityMaxAge,
+    /// At most about this many activity log rows are kept (any number, when off).
+    ActivityMaxCount,
     /// Statistics older than this are removed (never, when off).
     StatsMaxAge,
     /// How often retention looks.
@@ -80,7 +82,7 @@ const MAX_DATA_BYTES: u64 = 256 * 1024 * 1024;
 
 impl ConfigKey {
     /// Every key, in the order they are listed.
-    pub const ALL: [ConfigKey; 13] = [
+    pub const ALL: [ConfigKey; 14] = [
         ConfigKey::DefaultLeaseTimeout,
         ConfigKey::RetryMaxAttempts,
         ConfigKey::RetryInitialDelay,
@@ -91,6 +93,7 @@ impl ConfigKey {
         ConfigKey::RetentionMaxCount,
         ConfigKey::WorkerMaxAge,
         ConfigKey::ActivityMaxAge,
+        ConfigKey::ActivityMaxCount,
         ConfigKey::StatsMaxAge,
         ConfigKey::RetentionInterval,
         ConfigKey::MaxDataBytes,
@@ -109,6 +112,7 @@ impl ConfigKey {
             ConfigKey::RetentionMaxCount => "retention.max_count",
             ConfigKey::WorkerMaxAge => "retention.worker_max_age",
             ConfigKey::ActivityMaxAge => "retention.activity_max_age",
+            ConfigKey::ActivityMaxCount => "retention.activity_max_count",
             ConfigKey::StatsMaxAge => "retention.stats_max_age",
             ConfigKey::RetentionInterval => "retention.interval",
             ConfigKey::MaxDataBytes => "max_data_bytes",
@@ -137,6 +141,7 @@ impl ConfigKey {
         match self {
             ConfigKey::RetryMaxAttempts
             | ConfigKey::RetentionMaxCount
+            | ConfigKey::ActivityMaxCount
             | ConfigKey::MaxDataBytes => ConfigUnit::Count,
             ConfigKey::RetryMultiplier | ConfigKey::RetryJitter => ConfigUnit::Number,
             _ => ConfigUnit::Duration,
@@ -163,6 +168,7 @@ impl ConfigKey {
                 | ConfigKey::RetentionMaxCount
                 | ConfigKey::WorkerMaxAge
                 | ConfigKey::ActivityMaxAge
+                | ConfigKey::ActivityMaxCount
                 | ConfigKey::StatsMaxAge
         )
     }
@@ -212,6 +218,9 @@ impl ConfigKey {
                 .map_or(ConfigValue::Off, ConfigValue::Count),
             ConfigKey::WorkerMaxAge => maybe(retention.worker_max_age),
             ConfigKey::ActivityMaxAge => maybe(retention.activity_max_age),
+            ConfigKey::ActivityMaxCount => retention
+                .activity_max_count
+                .map_or(ConfigValue::Off, ConfigValue::Count),
             ConfigKey::StatsMaxAge => maybe(retention.stats_max_age),
             ConfigKey::RetentionInterval => ConfigValue::Duration(retention.interval),
             ConfigKey::MaxDataBytes => ConfigValue::Count(limits.max_data_bytes as u64),
@@ -271,6 +280,9 @@ impl ConfigKey {
             ConfigKey::WorkerMaxAge => retention.worker_max_age = duration(second..=MAX_DURATION)?,
             ConfigKey::ActivityMaxAge => {
                 retention.activity_max_age = duration(second..=MAX_DURATION)?
+            }
+            ConfigKey::ActivityMaxCount => {
+                retention.activity_max_count = count(1..=u64::from(u32::MAX))?
             }
             ConfigKey::StatsMaxAge => retention.stats_max_age = duration(second..=MAX_DURATION)?,
             ConfigKey::RetentionInterval => retention.interval = required(duration(second..=day)?),

@@ -239,6 +239,9 @@ pub(crate) struct Pruned {
     pub rows: usize,
     /// Finished jobs deleted.
     pub jobs: usize,
+    /// How long deleting them took (not finding the count's cutoff, nor the other kinds): what a step's size is
+    /// measured by.
+    pub deleting: std::time::Duration,
     /// Whether some kind filled its step: there may be more to delete, in a later batch.
     pub more: bool,
     /// Where the drain has got to, for the next step; the default once nothing is left.
@@ -255,10 +258,12 @@ pub(crate) struct PruneProgress {
     /// The cutoff the retention count gave, found once per drain: the newest `max_count` finished jobs are newer
     /// still at the next step, so everything up to it is still to go, and walking past them again is waste.
     count_cutoff: Option<CountCutoff>,
-    /// The last finished job deleted, (finished_at, id): every finished job before it is gone, but for children
-    /// kept for a live parent (left for the next drain). The next step walks the index from there, not from its
-    /// head: on PostgreSQL the head holds the entries of every job the drain deleted until vacuum removes them, and
-    /// walking past those again at each step made each step slower than the last.
+    /// The last finished job deleted, (finished_at, id): the next step walks the index from there, not from its
+    /// head. What is before it was deleted, but for children kept for a live parent and jobs that finished behind
+    /// it after it passed (in the same millisecond with a lower id, or on a node whose clock runs behind): those
+    /// wait for the next drain, which starts from the head. Why not from the head each step: on PostgreSQL the head
+    /// holds the entries of every job the drain deleted until vacuum removes them, and walking past those again at
+    /// each step made each step slower than the last.
     floor: Option<(i64, i64)>,
 }
 
@@ -280,8 +285,9 @@ pub(crate) fn prune(
     progress: PruneProgress,
     step_jobs: i64,
 ) -> Result<Pruned> {
+    let mut deleting = std::time::Duration::ZERO;
     let (jobs, count_cutoff, floor) = if pass || progress.jobs {
-        prune_jobs(ctx, retention, progress, step_jobs)?
+        prune_jobs(ctx, retention, progress, step_jobs, &mut deleting)?
     } else {
         (0, None, None)
     };
@@ -304,6 +310,10 @@ pub(crate) fn prune(
             let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
             other(ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?);
         }
+        if let Some(keep) = retention.activity_max_count {
+            let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+            other(ctx.db.execute(PRUNE_ACTIVITY_BY_COUNT, &params![keep])?);
+        }
         if let Some(max_age) = retention.stats_max_age {
             let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
             for sql in PRUNE_STATS {
@@ -314,6 +324,7 @@ pub(crate) fn prune(
     Ok(Pruned {
         rows,
         jobs,
+        deleting,
         more: jobs_more || others_more,
         progress: PruneProgress {
             jobs: jobs_more,
@@ -327,13 +338,14 @@ pub(crate) fn prune(
 }
 
 /// The finished-jobs part of [`prune`]: returns how many it deleted, the count's cutoff if it deleted up to it,
-/// and the last job deleted.
+/// and the last job deleted; adds the time its deletes took to `deleting`.
 #[allow(clippy::type_complexity)]
 fn prune_jobs(
     ctx: &mut WriteCtx<'_>,
     retention: &Retention,
     progress: PruneProgress,
     step_jobs: i64,
+    deleting: &mut std::time::Duration,
 ) -> Result<(usize, Option<CountCutoff>, Option<(i64, i64)>)> {
     let floor = progress.floor.unwrap_or((i64::MIN, i64::MIN));
     let mut last = progress.floor;
@@ -344,7 +356,9 @@ fn prune_jobs(
             .now_ms
             .saturating_sub(duration_millis(max_age))
             .saturating_sub(1);
+        let started = std::time::Instant::now();
         let (deleted, reached) = prune_between(ctx, floor, (cutoff, i64::MAX), step_jobs)?;
+        *deleting += started.elapsed();
         jobs += deleted;
         last = last.max(reached);
     }
@@ -363,7 +377,9 @@ fn prune_jobs(
         if let (Some(cutoff), true) = (cutoff, left > 0) {
             // The age's step may have gone past where the drain was: start from wherever is further.
             let from = last.unwrap_or((i64::MIN, i64::MIN));
+            let started = std::time::Instant::now();
             let (deleted, reached) = prune_between(ctx, from, cutoff, left)?;
+            *deleting += started.elapsed();
             jobs += deleted;
             last = last.max(reached);
             if deleted as i64 >= left {
@@ -378,6 +394,14 @@ fn prune_jobs(
 pub(crate) const PRUNE_ACTIVITY: Sql = Sql::both(
     "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
      AND at < $1",
+);
+
+/// The activity rows past the newest `$1`, oldest first, a bounded number at a time. Ids grow with time, so the
+/// cutoff is the newest id less the count: one lookup at the end of the primary key, not a walk past the rows kept.
+/// On PostgreSQL ids come from a sequence, which skips numbers a rolled-back batch took, so a few fewer are kept.
+pub(crate) const PRUNE_ACTIVITY_BY_COUNT: Sql = Sql::both(
+    "DELETE FROM activity WHERE id IN (SELECT id FROM activity \
+     WHERE id <= (SELECT max(id) FROM activity) - $1 ORDER BY id LIMIT 5000)",
 );
 
 /// Statistics rows of periods that started before the cutoff, a bounded number at a time.

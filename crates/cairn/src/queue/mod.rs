@@ -88,9 +88,9 @@ struct Inner {
     path: PathBuf,
     closed: AtomicBool,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// On PostgreSQL: the stop flag of the thread that hears the other nodes, and how to stop each background
-    /// thread (that one, and the vacuum's) and wait for it.
-    stop_listening: Arc<AtomicBool>,
+    /// On PostgreSQL: the stop flag of the background threads (the one that hears the other nodes, the vacuum's),
+    /// set when the queue closes or is dropped, and how to stop each and wait for it.
+    stop_background: Arc<AtomicBool>,
     background: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// The PostgreSQL URL the queue is on (with its password), for sessions of its own; `None` on SQLite.
     postgres_url: Option<String>,
@@ -112,7 +112,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if !self.closed.load(Ordering::SeqCst) {
             tracing::warn!(path = %self.path.display(), "queue dropped without Queue::close; the writer stops now");
-            self.stop_listening.store(true, Ordering::SeqCst);
+            self.stop_background.store(true, Ordering::SeqCst);
             // The writer holds a sender to itself (for the syncer), so it must be told to stop.
             let (ack, _) = oneshot::channel();
             let _ = self.commands.send(Command::Close(ack));
@@ -188,6 +188,7 @@ impl Queue {
             next_prune: to_millis(clock.now()),
             drain: crate::engine::Drain::default(),
             ended_since_pass: 0,
+            timed_backoff: None,
             last_batch_at: to_millis(clock.now()),
             pause_until: None,
             metrics: metrics.clone(),
@@ -214,7 +215,7 @@ impl Queue {
             path: opened.location,
             closed: AtomicBool::new(false),
             writer_thread: Mutex::new(Some(thread)),
-            stop_listening: Arc::new(AtomicBool::new(false)),
+            stop_background: Arc::new(AtomicBool::new(false)),
             background: Mutex::new(Vec::new()),
             postgres_url: opened.postgres_url,
         });
@@ -970,7 +971,7 @@ impl Queue {
         let (ack, stopped) = oneshot::channel();
         self.send(Command::Close(ack))?;
         self.inner.closed.store(true, Ordering::SeqCst);
-        self.inner.stop_listening.store(true, Ordering::SeqCst);
+        self.inner.stop_background.store(true, Ordering::SeqCst);
         let background = std::mem::take(
             &mut *self
                 .inner

@@ -130,14 +130,14 @@ pub(super) async fn postgres(
         url.clone(),
         node,
         queue.inner.commands.clone(),
-        queue.inner.stop_listening.clone(),
+        queue.inner.stop_background.clone(),
     )
     .map_err(|e| Error::storage("starting the listener thread", e))?;
     let mut background: Vec<Box<dyn FnOnce() + Send>> = vec![Box::new(move || {
         let _ = listener.join();
     })];
     if let Some(after) = vacuum_after {
-        let vacuumer = postgres::vacuum::start(url, after)
+        let vacuumer = postgres::vacuum::start(url, after, queue.inner.stop_background.clone())
             .map_err(|e| Error::storage("starting the vacuum thread", e))?;
         background.push(Box::new(move || vacuumer.stop()));
     }

@@ -29,6 +29,7 @@ async fn every_option_is_listed_with_the_value_the_queue_was_opened_with() {
             "retention.max_count",
             "retention.worker_max_age",
             "retention.activity_max_age",
+            "retention.activity_max_count",
             "retention.stats_max_age",
             "retention.interval",
             "max_data_bytes",

@@ -850,50 +850,70 @@ async fn finishing_jobs_reads_them_by_id_not_through_the_running_jobs() {
 }
 
 /// The queue vacuums its jobs table itself once `vacuum_after` of its rows were updated or deleted since the last
-/// vacuum, rather than wait for autovacuum
-/// (which comes once a minute at best): `pg_stat_user_tables.vacuum_count` counts the vacuums run by a session, not
-/// by autovacuum.
+/// vacuum, rather than wait for autovacuum (`pg_stat_user_tables.vacuum_count` counts the vacuums a session ran, not
+/// autovacuum's), and not before: a queue beside it with the same work and a higher bar vacuums nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_busy_queue_vacuums_its_jobs_table_itself() {
-    let db = TestDatabase::new();
-    let options = cairn::QueueOptions {
-        vacuum_after: Some(50),
-        ..cairn::QueueOptions::default()
+async fn a_busy_queue_vacuums_its_jobs_table_itself_once_past_its_bar() {
+    let (busy, idle) = (TestDatabase::new(), TestDatabase::new());
+    let open = |url: String, after: u64| async move {
+        let options = cairn::QueueOptions {
+            vacuum_after: Some(after),
+            ..cairn::QueueOptions::default()
+        };
+        cairn::Queue::open_with(&url, options).await.unwrap()
     };
-    let queue = cairn::Queue::open_with(&db.url, options).await.unwrap();
-    let vacuums = || async {
-        let result = queue
-            .sql(cairn::SqlQuery::new(
-                "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass",
-            ))
-            .await
-            .unwrap();
-        result.rows[0][0].as_i64().unwrap()
+    let low = open(busy.url.clone(), 50).await;
+    let high = open(idle.url.clone(), 1_000_000).await;
+    let vacuums = |queue: &cairn::Queue| {
+        let queue = queue.clone();
+        async move {
+            let result = queue
+                .sql(cairn::SqlQuery::new(
+                    "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass",
+                ))
+                .await
+                .unwrap();
+            result.rows[0][0].as_i64().unwrap()
+        }
+    };
+    let churn = |queue: &cairn::Queue| {
+        let queue = queue.clone();
+        async move {
+            // Each job updates its row twice: claimed, then finished.
+            let pushes = (0..50).map(|_| cairn::Push::new("churn")).collect();
+            queue.enqueue_batch(pushes).await.unwrap();
+            let claimed = queue
+                .dequeue(cairn::Dequeue::new("w").limit(50))
+                .await
+                .unwrap();
+            let finishes = claimed
+                .iter()
+                .map(|c| cairn::Finish::new(&c.lease))
+                .collect();
+            for answer in queue.finish_many(finishes).await.unwrap() {
+                answer.unwrap();
+            }
+        }
     };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while vacuums().await == 0 {
+    while vacuums(&low).await == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "no vacuum of the jobs table within 30 s"
         );
-        // Each job updates its row twice: claimed, then finished.
-        let pushes = (0..50).map(|_| cairn::Push::new("churn")).collect();
-        queue.enqueue_batch(pushes).await.unwrap();
-        let claimed = queue
-            .dequeue(cairn::Dequeue::new("w").limit(50))
-            .await
-            .unwrap();
-        let finishes = claimed
-            .iter()
-            .map(|c| cairn::Finish::new(&c.lease))
-            .collect();
-        for answer in queue.finish_many(finishes).await.unwrap() {
-            answer.unwrap();
-        }
+        churn(&low).await;
+        churn(&high).await;
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
-    queue
-        .close(std::time::Duration::from_secs(10))
-        .await
-        .unwrap();
+    assert_eq!(
+        vacuums(&high).await,
+        0,
+        "the queue with the higher bar vacuumed"
+    );
+    for queue in [low, high] {
+        queue
+            .close(std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
 }

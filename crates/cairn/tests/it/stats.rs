@@ -366,6 +366,37 @@ async fn old_activity_and_statistics_are_pruned_by_age() {
     t.close().await;
 }
 
+/// The activity log also keeps at most `retention.activity_max_count` rows, the newest: every job writes three, and
+/// a week of them at a busy queue's rate is more than any disk holds.
+#[tokio::test]
+async fn the_activity_log_keeps_only_its_newest_rows_past_its_count() {
+    let t = TestQueue::new().await;
+    for i in 0..10 {
+        t.push(&format!("j{i}")).await;
+    }
+    let all = t
+        .queue
+        .activity(ActivityFilter::default())
+        .await
+        .unwrap()
+        .events;
+    assert!(all.len() >= 10, "{all:?}");
+    t.queue
+        .set_config(ConfigKey::ActivityMaxCount, ConfigValue::Count(3))
+        .await
+        .unwrap();
+    t.advance(secs(60)); // the next pass
+    t.queue.settle().await.unwrap();
+    let kept = t
+        .queue
+        .activity(ActivityFilter::default())
+        .await
+        .unwrap()
+        .events;
+    assert_eq!(kept, all[..3], "the three newest, newest first");
+    t.close().await;
+}
+
 #[tokio::test]
 async fn a_dependent_waits_from_when_it_became_ready_not_from_when_it_was_pushed() {
     let t = TestQueue::new().await;

@@ -12,8 +12,10 @@
 //! dead rows in that time: completions fell by half between vacuums, and came back after each (`cairn bench
 //! --scenario sustained`). Vacuumed every 10 s instead, they held flat at a quarter more on average.
 //!
-//! `VACUUM (SKIP_LOCKED)` neither blocks the queue's reads and writes nor waits for another vacuum of the same table
-//! (autovacuum's, or another node's: every node runs this). A vacuum under way when the queue closes is cancelled.
+//! `VACUUM (SKIP_LOCKED, TRUNCATE false)` never waits for another vacuum of the same table (autovacuum's, or another
+//! node's: every node runs this), and does not take the exclusive lock that giving the table's empty tail back to
+//! the file system would (a queue's table fills again soon anyway). A vacuum under way when the queue closes is
+//! cancelled. Only the tables' owner may vacuum them: a node that is not finds out once, says so, and stops looking.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -53,18 +55,27 @@ struct Seen {
     vacuums: i64,
 }
 
+/// Whether this session may vacuum both tables: it owns them (or is a member of the role that does, or a
+/// superuser).
+const MAY_VACUUM: &str = "SELECT bool_and(pg_has_role(relowner, 'USAGE')) FROM pg_class \
+                          WHERE oid = ANY (ARRAY['jobs'::regclass, 'job_attempts'::regclass])";
+
+/// How often a stopping vacuum is cancelled again, until its thread ends: a cancel that reaches the session just
+/// before its `VACUUM` does is lost.
+const CANCEL_AGAIN: Duration = Duration::from_millis(100);
+
 /// The vacuum thread, and how to stop it.
 pub(crate) struct Vacuumer {
     thread: std::thread::JoinHandle<()>,
     stop: Arc<AtomicBool>,
-    /// The running vacuum's cancel token, while one runs.
-    running: Arc<Mutex<Option<CancelToken>>>,
+    /// The session's cancel token, while it is open.
+    cancel: Arc<Mutex<Option<CancelToken>>>,
 }
 
-/// Starts the thread that vacuums each of the queue's tables at `url` once `after` of its rows were updated or
-/// deleted since its last vacuum.
-pub(crate) fn start(url: String, after: u64) -> std::io::Result<Vacuumer> {
-    let stop = Arc::new(AtomicBool::new(false));
+/// Starts the thread that vacuums each of the queue's tables at `url` once `after` of its rows (at least one) were
+/// updated or deleted since its last vacuum. It stops when `stop` is set (the queue closed or was dropped).
+pub(crate) fn start(url: String, after: u64, stop: Arc<AtomicBool>) -> std::io::Result<Vacuumer> {
+    let after = after.max(1);
     let running = Arc::new(Mutex::new(None));
     let thread = {
         let (stop, running) = (stop.clone(), running.clone());
@@ -75,7 +86,7 @@ pub(crate) fn start(url: String, after: u64) -> std::io::Result<Vacuumer> {
     Ok(Vacuumer {
         thread,
         stop,
-        running,
+        cancel: running,
     })
 }
 
@@ -83,15 +94,18 @@ impl Vacuumer {
     /// Stops the thread, cancelling a vacuum under way, and waits for it to end.
     pub(crate) fn stop(self) {
         self.stop.store(true, Ordering::SeqCst);
-        let token = self
-            .running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(token) = token
-            && let Err(e) = token.cancel_query(NoTls)
-        {
-            tracing::debug!(error = %e, "could not cancel the vacuum under way; waiting for it");
+        while !self.thread.is_finished() {
+            let token = self
+                .cancel
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clone();
+            if let Some(token) = token
+                && let Err(e) = token.cancel_query(NoTls)
+            {
+                tracing::debug!(error = %e, "could not cancel the vacuum under way; waiting for it");
+            }
+            std::thread::sleep(CANCEL_AGAIN);
         }
         let _ = self.thread.join();
     }
@@ -110,7 +124,27 @@ fn watch(url: &str, after: u64, stop: &AtomicBool, running: &Mutex<Option<Cancel
         }
         if session.as_ref().is_none_or(Client::is_closed) {
             session = match open(url) {
-                Ok(client) => Some(client),
+                Ok(mut client) => {
+                    match may_vacuum(&mut client) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::warn!(
+                                "this node's database user does not own the jobs tables, so it leaves vacuuming them \
+                                 to autovacuum (or to a node that does)"
+                            );
+                            return;
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, "cannot tell whether this node may vacuum");
+                            continue;
+                        }
+                    }
+                    *running
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Some(client.cancel_token());
+                    Some(client)
+                }
                 Err(e) => {
                     // The writer reports an unreachable database; this waits for the next look.
                     tracing::debug!(error = %e, url = redacted(url), "cannot open the vacuum session");
@@ -119,10 +153,17 @@ fn watch(url: &str, after: u64, stop: &AtomicBool, running: &Mutex<Option<Cancel
             };
         }
         let client = session.as_mut().expect("opened above");
-        if let Err(e) = vacuum_if_due(client, after, &mut seen, stop, running) {
+        if let Err(e) = vacuum_if_due(client, after, &mut seen, stop) {
             tracing::warn!(error = %e, "vacuuming the queue's tables failed; trying again later");
         }
     }
+}
+
+fn may_vacuum(client: &mut Client) -> Result<bool> {
+    let row = client
+        .query_one(MAY_VACUUM, &[])
+        .map_err(|e| Error::storage("reading who owns the jobs tables", e))?;
+    Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
 }
 
 fn open(url: &str) -> Result<Client> {
@@ -142,7 +183,6 @@ fn vacuum_if_due(
     after: u64,
     seen: &mut Vec<(String, Seen)>,
     stop: &AtomicBool,
-    running: &Mutex<Option<CancelToken>>,
 ) -> Result<()> {
     let rows = client
         .query(CHANGES, &[])
@@ -173,19 +213,11 @@ fn vacuum_if_due(
         if !due {
             continue;
         }
-        *running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(client.cancel_token());
-        // Closing between the look at the flag and the token's being there would wait for the whole vacuum.
         if stop.load(Ordering::SeqCst) {
             return Ok(());
         }
         let started = Instant::now();
-        let done = client.batch_execute(&format!("VACUUM (SKIP_LOCKED) {table}"));
-        running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let done = client.batch_execute(&format!("VACUUM (SKIP_LOCKED, TRUNCATE false) {table}"));
         match done {
             Ok(()) => tracing::debug!(
                 table,
