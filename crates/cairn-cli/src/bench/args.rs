@@ -213,7 +213,7 @@ impl BenchArgs {
             MAX_CONNECTIONS as u64,
         )?;
         let mode = match (&self.db, self.embedded) {
-            // A PostgreSQL database is checked once open: the bench refuses one that holds jobs.
+            // A PostgreSQL database is checked before it is opened: the bench refuses one with Cairn's tables.
             (Some(path), _) if path.to_str().is_some_and(cairn::is_postgres_url) => {
                 Mode::Embedded(Some(path.clone()))
             }

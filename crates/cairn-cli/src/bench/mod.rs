@@ -130,12 +130,12 @@ async fn run_embedded(
     settings: &Settings,
 ) -> anyhow::Result<()> {
     let db = BenchDb::new(path)?;
+    if let Some(url) = db.path().to_str().filter(|p| cairn::is_postgres_url(p)) {
+        refuse_used_database(url).await?;
+    }
     let queue = Queue::open(db.path())
         .await
         .with_context(|| format!("opening the database {}", db.path().display()))?;
-    if queue.is_postgres() {
-        refuse_used_database(&queue).await?;
-    }
     let handles = vec![queue.clone(); settings.clients.max(2)];
     let on = if queue.is_postgres() {
         format!("PostgreSQL {}", queue.path().display())
@@ -170,29 +170,28 @@ async fn run_embedded(
     Ok(())
 }
 
-/// Refuses a PostgreSQL database that already holds jobs: the bench must never mix with someone's data.
-async fn refuse_used_database(queue: &Queue) -> anyhow::Result<()> {
-    let result = queue
-        .sql(cairn::SqlQuery::new("SELECT count(*) FROM jobs"))
-        .await
-        .context("counting the jobs already in the database")?;
-    let jobs = result
-        .rows
-        .first()
-        .and_then(|row| row.first())
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
-    if jobs > 0 {
-        queue
-            .close(CLOSE_DEADLINE)
-            .await
-            .context("closing the queue")?;
+/// Refuses a PostgreSQL database that holds Cairn's tables already, before a queue migrates it: the bench must
+/// never touch someone's queue, nor upgrade its schema.
+async fn refuse_used_database(url: &str) -> anyhow::Result<()> {
+    let url = url.to_owned();
+    let used = tokio::task::spawn_blocking(move || -> anyhow::Result<bool> {
+        let mut config: postgres::Config = url.parse().context("reading the PostgreSQL URL")?;
+        config.connect_timeout(Duration::from_secs(5));
+        let mut client = config
+            .connect(postgres::NoTls)
+            .with_context(|| format!("connecting to {}", cairn::redacted_location(&url)))?;
+        let row = client.query_one(
+            "SELECT to_regclass('cairn_migrations') IS NOT NULL OR to_regclass('jobs') IS NOT NULL",
+            &[],
+        )?;
+        Ok(row.get(0))
+    })
+    .await
+    .context("looking at the database")??;
+    if used {
         return Err(args::invalid(
             "--db",
-            format!(
-                "{} holds {jobs} jobs; the bench needs a database of its own",
-                queue.path().display()
-            ),
+            "the database holds Cairn's tables already; the bench needs a database of its own (CREATE DATABASE)",
         )
         .into());
     }

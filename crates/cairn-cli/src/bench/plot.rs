@@ -58,6 +58,8 @@ fn panels(samples: &[Sample]) -> Vec<Panel> {
             .filter_map(|s| f(s).map(|y| (s.at_s, y)))
             .collect()
     };
+    // A sample in which no job started has no latency: a gap, not a zero (which a log scale cannot show).
+    let claim = |f: fn(&Sample) -> f64| series(&move |s: &Sample| (s.claims > 0).then(|| f(s)));
     let mut panels = vec![
         Panel {
             title: "jobs per second".to_owned(),
@@ -85,19 +87,19 @@ fn panels(samples: &[Sample]) -> Vec<Panel> {
                     label: "p50",
                     color: "#2ca02c",
                     dashed: false,
-                    points: series(&|s| Some(s.claim_p50_ms)),
+                    points: claim(|s| s.claim_p50_ms),
                 },
                 Line {
                     label: "p95",
                     color: "#ff7f0e",
                     dashed: false,
-                    points: series(&|s| Some(s.claim_p95_ms)),
+                    points: claim(|s| s.claim_p95_ms),
                 },
                 Line {
                     label: "p99",
                     color: "#d62728",
                     dashed: false,
-                    points: series(&|s| Some(s.claim_p99_ms)),
+                    points: claim(|s| s.claim_p99_ms),
                 },
             ],
         },
@@ -296,6 +298,7 @@ mod tests {
     fn sample(at_s: f64, rate: f64, p99_ms: f64, dead: Option<u64>) -> Sample {
         let mut s = Sample::new(at_s, 5.0, &Counts::default());
         s.completions_per_s = rate;
+        s.claims = 100;
         s.claim_p50_ms = p99_ms / 4.0;
         s.claim_p95_ms = p99_ms / 2.0;
         s.claim_p99_ms = p99_ms;

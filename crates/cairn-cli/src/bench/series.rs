@@ -50,6 +50,8 @@ pub struct Sample {
     pub completions_per_s: f64,
     /// `enqueued` per second.
     pub enqueues_per_s: f64,
+    /// Jobs started in the sample: the claim latencies below are theirs.
+    pub claims: u64,
     /// Jobs enqueued and not yet started, at the sample's end.
     pub depth: u64,
     /// Claim latency (enqueue call to handler start) of the jobs started in the sample, in milliseconds.
@@ -93,6 +95,7 @@ impl Sample {
             enqueued: counts.enqueued,
             completions_per_s: per_s(counts.completed),
             enqueues_per_s: per_s(counts.enqueued),
+            claims: counts.claims.len() as u64,
             depth: counts.depth,
             claim_p50_ms: ms(counts.claims.percentile(50.0)),
             claim_p95_ms: ms(counts.claims.percentile(95.0)),
@@ -142,7 +145,7 @@ pub struct Steadiness {
     pub lowest_over_median: f64,
     /// Jobs completed over the whole run, per second.
     pub mean_completions_per_s: f64,
-    /// The median of the samples' claim p99.
+    /// The median of the windows' claim p99.
     pub median_claim_p99_ms: f64,
     /// The highest window's claim p99.
     pub worst_window_p99_ms: f64,
@@ -164,8 +167,11 @@ impl Steadiness {
         let lowest = samples
             .iter()
             .min_by(|a, b| a.completions_per_s.total_cmp(&b.completions_per_s))?;
-        let p99s: Vec<f64> = samples.iter().map(|s| s.claim_p99_ms).collect();
-        let median_p99 = median(&p99s)?;
+        // Windows against windows: a p99 over 30 s is not comparable with one over 5 s. Windows in which nothing
+        // started have no latency to speak of.
+        let windows: Vec<&Window> = windows.iter().filter(|w| w.claims > 0).collect();
+        let p99s: Vec<f64> = windows.iter().map(|w| w.claim_p99_ms).collect();
+        let median_p99 = median(&p99s).unwrap_or(0.0);
         let worst = windows
             .iter()
             .max_by(|a, b| a.claim_p99_ms.total_cmp(&b.claim_p99_ms));
@@ -269,12 +275,26 @@ mod tests {
             .map(|i| sample(5.0 * f64::from(i), 1_000.0, 4.0))
             .collect();
         samples[6].completions_per_s = 690.0;
-        let s = Steadiness::of(&samples, &[window(0.0, 8.1)]).unwrap();
+        let windows = [window(0.0, 4.0), window(30.0, 8.1), window(60.0, 4.0)];
+        let s = Steadiness::of(&samples, &windows).unwrap();
         assert!(!s.rate_held);
         assert_eq!(s.lowest_at_s, 35.0);
         assert!((s.lowest_over_median - 0.69).abs() < 1e-9);
         assert!(!s.latency_held);
         assert!((s.worst_over_median - 2.025).abs() < 1e-9);
+        assert_eq!(s.worst_window_from_s, 30.0);
+    }
+
+    #[test]
+    fn windows_with_nothing_started_have_no_latency_to_judge() {
+        let samples = [sample(5.0, 1_000.0, 4.0)];
+        let empty = Window {
+            claims: 0,
+            ..window(30.0, 0.0)
+        };
+        let s = Steadiness::of(&samples, &[window(0.0, 4.0), empty]).unwrap();
+        assert_eq!(s.median_claim_p99_ms, 4.0);
+        assert!(s.latency_held);
     }
 
     #[test]

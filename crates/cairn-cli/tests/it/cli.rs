@@ -747,13 +747,14 @@ fn check_sustained_run(target: &[&str]) -> Vec<serde_json::Value> {
     for (i, sample) in samples.iter().enumerate() {
         let at = sample["at_s"].as_f64().unwrap();
         assert!((at - (i + 1) as f64).abs() < 0.5, "{sample}");
-        assert!(sample["claim_p99_ms"].as_f64().unwrap() >= 0.0);
+        // The producer keeps 50 ready, topping up 5 at a time at least.
+        assert!(sample["depth"].as_u64().unwrap() <= 50, "{sample}");
     }
-    let completed: u64 = samples
-        .iter()
-        .map(|s| s["completed"].as_u64().unwrap())
-        .sum();
-    assert_eq!(completed, scenario["count"].as_u64().unwrap());
+    let sum = |key: &str| -> u64 { samples.iter().map(|s| s[key].as_u64().unwrap()).sum() };
+    // Every job started was enqueued first, and ran (a handler that does nothing).
+    assert!(sum("claims") > 0, "{samples:?}");
+    assert!(sum("enqueued") >= sum("claims"), "{samples:?}");
+    assert!(sum("claims") >= sum("completed"), "{samples:?}");
     assert!(lines.iter().any(|l| l["type"] == "window"), "{lines:?}");
     let summary = lines.last().unwrap();
     assert_eq!(summary["type"], "summary");
