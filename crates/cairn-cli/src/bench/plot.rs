@@ -24,7 +24,7 @@ struct Panel {
 const WIDTH: f64 = 960.0;
 const PANEL_HEIGHT: f64 = 220.0;
 const LEFT: f64 = 80.0;
-const RIGHT: f64 = 20.0;
+const RIGHT: f64 = 30.0;
 const TOP: f64 = 50.0;
 const GAP: f64 = 60.0;
 
