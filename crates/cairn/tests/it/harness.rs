@@ -132,6 +132,24 @@ impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
 pub type TestQueue = TestQueueOn<false>;
 
 /// Runs every future at once on the runtime and gathers their outputs, in order.
+/// Pushes `n` jobs named `name`, takes them all and completes them in one call: `n` finished jobs.
+pub async fn finish_batch(queue: &cairn::Queue, name: &str, n: u32) {
+    let pushes = (0..n).map(|_| cairn::Push::new(name)).collect();
+    queue.enqueue_batch(pushes).await.unwrap();
+    let claimed = queue
+        .dequeue(cairn::Dequeue::new("w").limit(n))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), n as usize, "every job pushed was taken");
+    let finishes = claimed
+        .iter()
+        .map(|c| cairn::Finish::new(&c.lease))
+        .collect();
+    for answer in queue.finish_many(finishes).await.unwrap() {
+        answer.unwrap();
+    }
+}
+
 pub async fn futures_join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
 where
     F: std::future::Future + Send + 'static,

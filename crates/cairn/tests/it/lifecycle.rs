@@ -530,20 +530,7 @@ async fn retention_drains_a_backlog_past_its_count_a_step_at_a_time() {
     .await;
     // 2,500 finished jobs: more than two steps of retention past the count.
     for _ in 0..5 {
-        let pushes = (0..500).map(|_| Push::new("bulk")).collect();
-        t.queue.enqueue_batch(pushes).await.unwrap();
-        let claimed = t
-            .queue
-            .dequeue(cairn::Dequeue::new("w").limit(500))
-            .await
-            .unwrap();
-        let finishes = claimed
-            .iter()
-            .map(|c| cairn::Finish::new(&c.lease))
-            .collect();
-        for answer in t.queue.finish_many(finishes).await.unwrap() {
-            answer.unwrap();
-        }
+        crate::harness::finish_batch(&t.queue, "bulk", 500).await;
     }
     t.advance(Duration::from_secs(60));
     let mut left = Vec::new();

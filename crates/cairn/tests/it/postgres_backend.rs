@@ -876,33 +876,15 @@ async fn a_busy_queue_vacuums_its_jobs_table_itself_once_past_its_bar() {
             result.rows[0][0].as_i64().unwrap()
         }
     };
-    let churn = |queue: &cairn::Queue| {
-        let queue = queue.clone();
-        async move {
-            // Each job updates its row twice: claimed, then finished.
-            let pushes = (0..50).map(|_| cairn::Push::new("churn")).collect();
-            queue.enqueue_batch(pushes).await.unwrap();
-            let claimed = queue
-                .dequeue(cairn::Dequeue::new("w").limit(50))
-                .await
-                .unwrap();
-            let finishes = claimed
-                .iter()
-                .map(|c| cairn::Finish::new(&c.lease))
-                .collect();
-            for answer in queue.finish_many(finishes).await.unwrap() {
-                answer.unwrap();
-            }
-        }
-    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while vacuums(&low).await == 0 {
         assert!(
             std::time::Instant::now() < deadline,
             "no vacuum of the jobs table within 30 s"
         );
-        churn(&low).await;
-        churn(&high).await;
+        // Each job updates its row twice: claimed, then finished.
+        crate::harness::finish_batch(&low, "churn", 50).await;
+        crate::harness::finish_batch(&high, "churn", 50).await;
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
     assert_eq!(
