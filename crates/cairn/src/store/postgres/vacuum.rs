@@ -76,17 +76,17 @@ pub(crate) struct Vacuumer {
 /// updated or deleted since its last vacuum. It stops when `stop` is set (the queue closed or was dropped).
 pub(crate) fn start(url: String, after: u64, stop: Arc<AtomicBool>) -> std::io::Result<Vacuumer> {
     let after = after.max(1);
-    let running = Arc::new(Mutex::new(None));
+    let cancel = Arc::new(Mutex::new(None));
     let thread = {
-        let (stop, running) = (stop.clone(), running.clone());
+        let (stop, cancel) = (stop.clone(), cancel.clone());
         std::thread::Builder::new()
             .name("cairn-vacuum".into())
-            .spawn(move || watch(&url, after, &stop, &running))?
+            .spawn(move || watch(&url, after, &stop, &cancel))?
     };
     Ok(Vacuumer {
         thread,
         stop,
-        cancel: running,
+        cancel,
     })
 }
 
@@ -111,7 +111,7 @@ impl Vacuumer {
     }
 }
 
-fn watch(url: &str, after: u64, stop: &AtomicBool, running: &Mutex<Option<CancelToken>>) {
+fn watch(url: &str, after: u64, stop: &AtomicBool, cancel: &Mutex<Option<CancelToken>>) {
     let mut session: Option<Client> = None;
     let mut seen: Vec<(String, Seen)> = Vec::new();
     loop {
@@ -139,7 +139,7 @@ fn watch(url: &str, after: u64, stop: &AtomicBool, running: &Mutex<Option<Cancel
                             continue;
                         }
                     }
-                    *running
+                    *cancel
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner) =
                         Some(client.cancel_token());
