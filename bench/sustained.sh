@@ -14,6 +14,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 out="$(realpath -m "${1:-bench-sustained}")"
 duration="${DURATION:-10m}"
 mkdir -p "$out"
+# psql's notices ("does not exist, skipping") are noise here.
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
 
 echo "building cairn (release)..."
 (cd "$root" && cargo build --release --quiet -p cairn-cli)
