@@ -75,6 +75,18 @@ const GROUPS: &[Group] = &[
         ],
         run: run_scan,
     },
+    Group {
+        name: "names",
+        rows: &[
+            "names/alone",
+            "names/exact-beside-1m",
+            "names/prefix-beside-1m",
+            "names/postgres-alone",
+            "names/postgres-exact-beside-1m",
+            "names/postgres-prefix-beside-1m",
+        ],
+        run: run_names,
+    },
 ];
 
 fn main() -> BenchResult<()> {
@@ -415,4 +427,130 @@ fn run_scan(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult
         );
     }
     Ok(())
+}
+
+fn other_name_job(i: u64) -> Push {
+    Push::new("other.report").data(serde_json::json!({ "i": i }))
+}
+
+/// Issue 19: one worker of one slot drains 10,000 jobs named `bench.noop`, asking for that name exactly or for
+/// `bench.*`, alone in its queue and beside 1,000,000 ready jobs named `other.report` (enqueued first, so ahead in
+/// claim order); on SQLite, and on PostgreSQL when `CAIRN_BENCH_POSTGRES_URL` names a server to create a fresh
+/// database on. A claim that reads only the names it asks for costs the same beside the crowd as alone.
+fn run_names(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let jobs = config.size(10_000, 1_000);
+    let filler = config.size(1_000_000, 10_000);
+    let postgres = std::env::var("CAIRN_BENCH_POSTGRES_URL").ok();
+    if postgres.is_none() {
+        results.notes.push(
+            "names: PostgreSQL rows skipped; set CAIRN_BENCH_POSTGRES_URL=postgres://user@host:port/db to run them"
+                .into(),
+        );
+    }
+    for server in [None].into_iter().chain(postgres.as_deref().map(Some)) {
+        let prefix = if server.is_some() {
+            "names/postgres-"
+        } else {
+            "names/"
+        };
+        let runs: [(&str, u64, &[&str]); 3] = [
+            ("alone", 0, &["bench.noop"]),
+            ("exact-beside-1m", filler, &["bench.noop"]),
+            ("prefix-beside-1m", filler, &["bench.*"]),
+        ];
+        for (row, filler, names) in runs {
+            let name = format!("{prefix}{row}");
+            let (elapsed, samples) = rt.block_on(async {
+                let (_place, queue) = fresh_queue_on(server).await?;
+                enqueue::fill(&queue, filler, other_name_job).await?;
+                enqueue::fill(&queue, jobs, enqueue::job).await?;
+                let measured = drain::drain_named(&queue, jobs, 1, 1, names).await?;
+                queue.close(CLOSE_DEADLINE).await?;
+                BenchResult::Ok(measured)
+            })?;
+            results.push(Row::new(&name, jobs, elapsed).with_latency("finish call", samples));
+        }
+        let alone = results
+            .row(&format!("{prefix}alone"))
+            .expect("just measured")
+            .per_second();
+        for row in ["exact-beside-1m", "prefix-beside-1m"] {
+            let name = format!("{prefix}{row}");
+            let rate = results.row(&name).expect("just measured").per_second();
+            let ratio = alone / rate;
+            results.verdict(
+                format!("{name}: cost <= 1.2x {prefix}alone ({filler} jobs of another name)"),
+                format!(
+                    "{ratio:.2}x ({} vs {} jobs/s)",
+                    thousands(rate),
+                    thousands(alone)
+                ),
+                ratio <= 1.2,
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A durable queue on a fresh SQLite file, or on a fresh database of the PostgreSQL server `server` (an admin URL);
+/// the returned guard removes the file or drops the database.
+async fn fresh_queue_on(server: Option<&str>) -> BenchResult<(FreshPlace, Queue)> {
+    let Some(server) = server else {
+        let (dir, queue) = fresh_queue(Durability::Full).await?;
+        return Ok((FreshPlace::Dir { _dir: dir }, queue));
+    };
+    let database = format!("cairn_bench_{}_{}", std::process::id(), next_database());
+    let admin = server.to_owned();
+    let sql = format!("CREATE DATABASE {database}");
+    tokio::task::spawn_blocking(move || -> BenchResult<()> {
+        postgres::Client::connect(&admin, postgres::NoTls)?.batch_execute(&sql)?;
+        Ok(())
+    })
+    .await??;
+    let (base, _) = server
+        .rsplit_once('/')
+        .ok_or("CAIRN_BENCH_POSTGRES_URL: expected postgres://user@host:port/database")?;
+    let queue = Queue::open(format!("{base}/{database}")).await?;
+    Ok((
+        FreshPlace::Database {
+            admin: server.to_owned(),
+            name: database,
+        },
+        queue,
+    ))
+}
+
+fn next_database() -> u32 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Where a fresh queue lives, removed when dropped.
+enum FreshPlace {
+    /// Kept for its drop, which removes the directory.
+    Dir {
+        _dir: TempDir,
+    },
+    Database {
+        admin: String,
+        name: String,
+    },
+}
+
+impl Drop for FreshPlace {
+    fn drop(&mut self) {
+        if let FreshPlace::Database { admin, name } = self {
+            let (admin, sql) = (
+                admin.clone(),
+                format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"),
+            );
+            // On a thread of its own: the synchronous client cannot run on the runtime's threads.
+            let _ = std::thread::spawn(move || {
+                if let Ok(mut client) = postgres::Client::connect(&admin, postgres::NoTls) {
+                    let _ = client.batch_execute(&sql);
+                }
+            })
+            .join();
+        }
+    }
 }

@@ -155,16 +155,21 @@ pub mod __private {
         all.push((String::new(), events::FLUSH_ON_POSTGRES.to_owned()));
         all.push(push::insert_plain_texts());
         all.push((String::new(), finish::complete_plain_text().to_owned()));
-        for (patterns, priority, aging) in [
+        use crate::ops::claim_names::NameShape;
+        let scan = |bounded| NameShape::Scan { bounded };
+        for (shapes, priority, aging) in [
             (&[][..], false, false),
-            (&[false, true][..], true, false),
-            (&[false][..], true, true),
+            (&[][..], true, true),
+            (&[NameShape::Exact][..], false, false),
+            (&[NameShape::Exact, scan(true)][..], true, false),
+            (&[scan(false), NameShape::Exact][..], true, true),
         ] {
-            let OwnedSql { sqlite, postgres } = claim::select_ready_jobs(patterns, priority, aging);
+            let OwnedSql { sqlite, postgres } = claim::select_ready_jobs(shapes, priority, aging);
             all.push((sqlite, postgres));
         }
+        all.extend(claim_names::SQLITE_NAME_STEPS.map(owned));
         all.push((String::new(), bulk_claim::lease_chosen_sql()));
-        let select = claim::select_ready_jobs(&[false], true, false);
+        let select = claim::select_ready_jobs(&[NameShape::Exact], true, false);
         all.push((
             String::new(),
             bulk_claim::lease_slots_sql(&select.postgres, 5),

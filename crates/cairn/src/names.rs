@@ -171,6 +171,30 @@ impl NamePattern {
         Some(name)
     }
 
+    /// What every name the pattern matches starts with: the pattern up to its first `*`, `?` or set of more than
+    /// one character, a set of one (`[?]`) standing for its character. The whole name of a literal pattern.
+    pub fn literal_prefix(&self) -> String {
+        let mut prefix = String::with_capacity(self.0.len());
+        let mut chars = self.0.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '*' | '?' => break,
+                '[' => {
+                    let mut set = chars.clone();
+                    match (set.next(), set.next()) {
+                        (Some(member), Some(']')) if member != '^' => {
+                            prefix.push(member);
+                            chars = set;
+                        }
+                        _ => break,
+                    }
+                }
+                c => prefix.push(c),
+            }
+        }
+        prefix
+    }
+
     /// The pattern that matches `name` and nothing else: GLOB's `*`, `?` and `[` each stand in a set of their own
     /// (`a?b` becomes `a[?]b`). A `]` outside a set is already itself.
     pub fn exact(name: &JobName) -> Self {

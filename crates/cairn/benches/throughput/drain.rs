@@ -40,6 +40,17 @@ pub async fn drain(
     workers: usize,
     slots: usize,
 ) -> BenchResult<(Duration, Vec<Duration>)> {
+    drain_named(queue, total, workers, slots, &[]).await
+}
+
+/// [`drain`] with dequeues that ask for jobs whose names match `names` (GLOB patterns; any name when empty).
+pub async fn drain_named(
+    queue: &Queue,
+    total: u64,
+    workers: usize,
+    slots: usize,
+    names: &[&str],
+) -> BenchResult<(Duration, Vec<Duration>)> {
     let progress = Arc::new(Progress {
         total,
         finished: AtomicU64::new(0),
@@ -52,6 +63,7 @@ pub async fn drain(
             queue.clone(),
             format!("bench-{id}"),
             slots,
+            names.iter().map(|n| (*n).to_owned()).collect(),
             progress.clone(),
         ));
     }
@@ -73,6 +85,7 @@ async fn run_worker(
     queue: Queue,
     name: String,
     slots: usize,
+    names: Vec<String>,
     progress: Arc<Progress>,
 ) -> BenchResult<Vec<Duration>> {
     let mut running: FinishTasks = JoinSet::new();
@@ -90,9 +103,12 @@ async fn run_worker(
             samples.push(done??);
             continue;
         }
-        let request = Dequeue::new(name.as_str())
-            .limit(free as u32)
-            .wait(IDLE_WAIT);
+        let request = Dequeue {
+            names: names.clone(),
+            ..Dequeue::new(name.as_str())
+                .limit(free as u32)
+                .wait(IDLE_WAIT)
+        };
         for claimed in queue.dequeue(request).await? {
             let queue = queue.clone();
             let progress = progress.clone();

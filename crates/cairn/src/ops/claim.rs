@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::lease::Lease;
 use crate::names::{NamePattern, QueueName, WorkerId};
+use crate::ops::claim_names::{self, NameShape, NameSource};
 use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::rate_limit::{LOCK_LIMITED_QUEUE, STORE_BUCKET};
 use crate::ops::rows::{JOB_COLUMNS, job_columns, job_from_row};
@@ -228,9 +229,9 @@ impl Dequeue {
             names
         };
         let names: Vec<NameFilter> = names.into_iter().map(NameFilter::new).collect();
-        let literal: Vec<bool> = names.iter().map(|n| n.literal).collect();
-        let sql = select_ready_jobs(&literal, self.priority.is_some(), false);
-        let sql_aging = select_ready_jobs(&literal, self.priority.is_some(), true);
+        let shapes: Vec<NameShape> = names.iter().map(|n| n.source.shape()).collect();
+        let sql = select_ready_jobs(&shapes, self.priority.is_some(), false);
+        let sql_aging = select_ready_jobs(&shapes, self.priority.is_some(), true);
         Ok(Claim {
             worker,
             queues,
@@ -255,28 +256,18 @@ pub struct ClaimedJob {
     pub lease: Lease,
 }
 
-/// One of a claim's name patterns, and what its parameter is compared with (see `select_ready_jobs`): the name
-/// itself with `=` when the pattern matches one name only, else the pattern with GLOB.
+/// One of a claim's name patterns, and how the claim finds the names it matches (`claim_names.rs`).
 #[derive(Debug, Clone)]
 pub(crate) struct NameFilter {
     pub pattern: NamePattern,
-    pub arg: String,
-    pub literal: bool,
+    pub source: NameSource,
 }
 
 impl NameFilter {
     fn new(pattern: NamePattern) -> Self {
-        match pattern.literal() {
-            Some(name) => NameFilter {
-                pattern,
-                arg: name,
-                literal: true,
-            },
-            None => NameFilter {
-                arg: pattern.as_str().to_owned(),
-                pattern,
-                literal: false,
-            },
+        NameFilter {
+            source: NameSource::of(&pattern),
+            pattern,
         }
     }
 }
@@ -301,52 +292,44 @@ pub(crate) struct Claim {
     selects: Box<[OwnedSql; 2]>,
 }
 
-/// SELECT_READY_JOBS for name patterns (for each, whether it is literal), and maybe one priority: ready jobs of one
-/// queue in claim order, served by `jobs_ready`: highest priority (aged, on a queue with priority aging) first,
-/// then longest ready. Parameters: `$1` the queue, then the names, then the priority, then the limit. A pattern
-/// that matches one name only (a worker's handler names, escaped or not) is compared with `=` against that name:
-/// on PostgreSQL, GLOB is a function called for every row it looks at.
+/// SELECT_READY_JOBS for a claim's name patterns (their shapes, in order), and maybe one priority: ready jobs of
+/// one queue in claim order, highest priority (aged, on a queue with priority aging) first, then longest ready.
 ///
-/// On PostgreSQL the jobs are locked as they are selected, skipping those other nodes are taking; SQLite's one
-/// writer needs no lock, and is told the index to walk.
+/// For a claim of any name, one statement on both backends, served by `jobs_ready`: `$1` the queue, then the
+/// priority, then the limit. On PostgreSQL the jobs are locked as they are selected, skipping those other nodes
+/// are taking; SQLite's one writer needs no lock, and is told the index to walk. Without aging, the index's second
+/// column (`claim_key`) is minus the priority, so one priority is a range of the index. With aging it is not, and a
+/// claim of one priority walks the ready jobs that go before the first match.
 ///
-/// Without aging, the index's second column (`claim_key`) is minus the priority, so one priority is a range of the
-/// index. With aging it is not, and a claim of one priority walks the ready jobs that go before the first match.
-pub(crate) fn select_ready_jobs(literal: &[bool], with_priority: bool, aging: bool) -> OwnedSql {
-    let names = |glob: fn(usize) -> String| {
-        if literal.is_empty() {
-            return String::new();
-        }
-        let any: Vec<String> = literal
-            .iter()
-            .enumerate()
-            .map(|(i, literal)| {
-                if *literal {
-                    format!("name = ${}", i + 2)
-                } else {
-                    glob(i + 2)
-                }
-            })
-            .collect();
-        format!(" AND ({})", any.join(" OR "))
-    };
-    let p = literal.len() + 2;
+/// For a claim of some names, served by `jobs_ready_by_name` so that it reads only those names' jobs
+/// (`claim_names.rs`): on PostgreSQL one statement, [`claim_names::postgres_select`]; on SQLite the statement for
+/// one name's jobs, [`claim_names::sqlite_select_one_name`], which [`claim_names::sqlite_candidates`] runs per
+/// name.
+pub(crate) fn select_ready_jobs(
+    shapes: &[NameShape],
+    with_priority: bool,
+    aging: bool,
+) -> OwnedSql {
+    if !shapes.is_empty() {
+        return OwnedSql {
+            sqlite: claim_names::sqlite_select_one_name(with_priority, aging),
+            postgres: claim_names::postgres_select(shapes, with_priority, aging),
+        };
+    }
     let priority = match (with_priority, aging) {
         (false, _) => String::new(),
-        (true, false) => format!(" AND claim_key = -CAST(${p} AS BIGINT) AND priority = ${p}"),
-        (true, true) => format!(" AND priority = ${p}"),
+        (true, false) => " AND claim_key = -CAST($2 AS BIGINT) AND priority = $2".to_owned(),
+        (true, true) => " AND priority = $2".to_owned(),
     };
     // The limit comes last, as it stands last in the statement.
-    let limit = p + usize::from(with_priority);
-    let sqlite_names = names(|n| format!("name GLOB ${n}"));
-    let postgres_names = names(|n| format!("cairn_glob(name, ${n})"));
+    let limit = 2 + usize::from(with_priority);
     OwnedSql {
         sqlite: format!(
             "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1\
-             {sqlite_names}{priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
+             {priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
         ),
         postgres: format!(
-            "SELECT id, weight FROM jobs WHERE state = 'queued' AND queue = $1{postgres_names}{priority} \
+            "SELECT id, weight FROM jobs WHERE state = 'queued' AND queue = $1{priority} \
              ORDER BY claim_key, run_at, id LIMIT 0 + ${limit} FOR UPDATE SKIP LOCKED"
         ),
     }
@@ -426,6 +409,16 @@ impl Claim {
             return Ok(Vec::new());
         }
         let sql = self.select_ready(ctx, queue);
+        if !self.names.is_empty() && !ctx.db.is_postgres() {
+            return claim_names::sqlite_candidates(
+                &ctx.db,
+                sql,
+                queue.as_str(),
+                self.names.iter().map(|n| &n.source),
+                self.priority,
+                limit,
+            );
+        }
         let args = self.select_args(queue, limit);
         ctx.db
             .query(sql, &Params(args), |row| Ok((row.get(0)?, row.get(1)?)))
@@ -441,12 +434,12 @@ impl Claim {
         }
     }
 
-    /// The parameters of [`Self::select_ready`], `$1` onwards: the queue, the name patterns, the priority, the
-    /// limit.
+    /// The parameters of [`Self::select_ready`], `$1` onwards: the queue, the name patterns' (on PostgreSQL; on
+    /// SQLite a claim of some names binds its own), the priority, the limit.
     pub(crate) fn select_args<'a>(&'a self, queue: &'a QueueName, limit: u32) -> Vec<Value<'a>> {
-        let mut args = Vec::with_capacity(3 + self.names.len() + 4);
+        let mut args = Vec::with_capacity(3 + 3 * self.names.len() + 4);
         args.push(queue.as_str().to_value());
-        args.extend(self.names.iter().map(|n| n.arg.as_str().to_value()));
+        args.extend(self.names.iter().flat_map(|n| n.source.args()));
         args.extend(self.priority.map(|p| p.to_value()));
         args.push(limit.to_value());
         args

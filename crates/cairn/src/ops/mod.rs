@@ -26,6 +26,7 @@ pub(crate) mod bulk_claim;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;
+pub(crate) mod claim_names;
 pub(crate) mod config;
 pub(crate) mod delete;
 pub(crate) mod dependencies;

@@ -127,6 +127,72 @@ async fn several_patterns_match_any() {
 }
 
 #[tokio::test]
+async fn a_claim_of_several_names_takes_their_jobs_in_claim_order_each_once() {
+    let t = TestQueue::new().await;
+    // Priorities interleave the names, so the order comes from merging each name's jobs.
+    for (name, priority) in [
+        ("a.1", 0),
+        ("b.1", 5),
+        ("a.2", 5),
+        ("c.1", 9),
+        ("b.2", 0),
+        ("a.1", 9),
+        ("other", 20),
+    ] {
+        t.queue
+            .enqueue(Push::new(name).priority(priority))
+            .await
+            .unwrap();
+    }
+    let taken = |got: &[cairn::ClaimedJob]| -> Vec<(String, i32)> {
+        got.iter()
+            .map(|c| (c.job.name.to_string(), c.job.priority))
+            .collect()
+    };
+    // "a.1" is named twice, exactly and by the pattern; its jobs are still taken once each.
+    let got = t
+        .queue
+        .dequeue(
+            Dequeue::new("w")
+                .name("a.1")
+                .name("a.*")
+                .name("b.2")
+                .limit(10),
+        )
+        .await
+        .unwrap();
+    let expected = [("a.1", 9), ("a.2", 5), ("a.1", 0), ("b.2", 0)];
+    assert_eq!(taken(&got), expected.map(|(n, p)| (n.to_owned(), p)));
+    // One priority, among the names a GLOB without a literal prefix finds.
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").name("*.1").priority(5).limit(10))
+        .await
+        .unwrap();
+    assert_eq!(taken(&got), [("b.1".to_owned(), 5)]);
+    // With priority aging, the same claim.
+    t.queue
+        .age_queue("default", Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let got = t
+        .queue
+        .dequeue(
+            Dequeue::new("w")
+                .name("c.*")
+                .name("nothing.*")
+                .priority(9)
+                .limit(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(taken(&got), [("c.1".to_owned(), 9)]);
+    let rest = t.drain_names().await;
+    assert_eq!(rest, ["other"]);
+    t.close().await;
+}
+
+#[tokio::test]
 async fn dequeue_takes_up_to_the_limit_atomically() {
     let t = TestQueue::new().await;
     t.queue

@@ -34,6 +34,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "leader",
         include_str!("../../../migrations/postgres/0005_leader.sql"),
     ),
+    (
+        6,
+        "ready_by_name",
+        include_str!("../../../migrations/postgres/0006_ready_by_name.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

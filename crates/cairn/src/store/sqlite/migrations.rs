@@ -76,6 +76,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "rate_buckets",
         include_str!("../../../migrations/sqlite/0014_rate_buckets.sql"),
     ),
+    (
+        15,
+        "ready_by_name",
+        include_str!("../../../migrations/sqlite/0015_ready_by_name.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
