@@ -78,11 +78,13 @@ const GROUPS: &[Group] = &[
     Group {
         name: "names",
         rows: &[
-            "names/alone",
+            "names/exact-alone",
             "names/exact-beside-1m",
+            "names/prefix-alone",
             "names/prefix-beside-1m",
-            "names/postgres-alone",
+            "names/postgres-exact-alone",
             "names/postgres-exact-beside-1m",
+            "names/postgres-prefix-alone",
             "names/postgres-prefix-beside-1m",
         ],
         run: run_names,
@@ -435,7 +437,7 @@ fn other_name_job(i: u64) -> Push {
 
 /// Issue 19: one worker of one slot drains 10,000 jobs named `bench.noop`, asking for that name exactly or for
 /// `bench.*`, alone in its queue and beside 1,000,000 ready jobs named `other.report` (enqueued first, so ahead in
-/// claim order); on SQLite, and on PostgreSQL when `CAIRN_BENCH_POSTGRES_URL` names a server to create a fresh
+/// claim order), each claim against itself alone; on SQLite, and on PostgreSQL when `CAIRN_BENCH_POSTGRES_URL` names a server to create a fresh
 /// database on. A claim that reads only the names it asks for costs the same beside the crowd as alone.
 fn run_names(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
     let jobs = config.size(10_000, 1_000);
@@ -453,9 +455,10 @@ fn run_names(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResul
         } else {
             "names/"
         };
-        let runs: [(&str, u64, &[&str]); 3] = [
-            ("alone", 0, &["bench.noop"]),
+        let runs: [(&str, u64, &[&str]); 4] = [
+            ("exact-alone", 0, &["bench.noop"]),
             ("exact-beside-1m", filler, &["bench.noop"]),
+            ("prefix-alone", 0, &["bench.*"]),
             ("prefix-beside-1m", filler, &["bench.*"]),
         ];
         for (row, filler, names) in runs {
@@ -470,16 +473,18 @@ fn run_names(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResul
             })?;
             results.push(Row::new(&name, jobs, elapsed).with_latency("finish call", samples));
         }
-        let alone = results
-            .row(&format!("{prefix}alone"))
-            .expect("just measured")
-            .per_second();
-        for row in ["exact-beside-1m", "prefix-beside-1m"] {
-            let name = format!("{prefix}{row}");
+        for claim in ["exact", "prefix"] {
+            let alone = results
+                .row(&format!("{prefix}{claim}-alone"))
+                .expect("just measured")
+                .per_second();
+            let name = format!("{prefix}{claim}-beside-1m");
             let rate = results.row(&name).expect("just measured").per_second();
             let ratio = alone / rate;
             results.verdict(
-                format!("{name}: cost <= 1.2x {prefix}alone ({filler} jobs of another name)"),
+                format!(
+                    "{name}: cost <= 1.2x {prefix}{claim}-alone ({filler} jobs of another name)"
+                ),
                 format!(
                     "{ratio:.2}x ({} vs {} jobs/s)",
                     thousands(rate),

@@ -156,13 +156,24 @@ pub mod __private {
         all.push(push::insert_plain_texts());
         all.push((String::new(), finish::complete_plain_text().to_owned()));
         use crate::ops::claim_names::NameShape;
-        let scan = |bounded| NameShape::Scan { bounded };
+        let scan = |bounded| NameShape::Scan {
+            bounded,
+            glob: true,
+        };
         for (shapes, priority, aging) in [
             (&[][..], false, false),
             (&[][..], true, true),
             (&[NameShape::Exact][..], false, false),
             (&[NameShape::Exact, scan(true)][..], true, false),
             (&[scan(false), NameShape::Exact][..], true, true),
+            (
+                &[NameShape::Scan {
+                    bounded: true,
+                    glob: false,
+                }][..],
+                false,
+                false,
+            ),
         ] {
             let OwnedSql { sqlite, postgres } = claim::select_ready_jobs(shapes, priority, aging);
             all.push((sqlite, postgres));

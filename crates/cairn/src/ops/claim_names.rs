@@ -32,11 +32,12 @@ pub(crate) enum NameSource {
     },
 }
 
-/// What a [`NameSource`] puts in a statement: its parameters' number and where they go.
+/// What a [`NameSource`] puts in a statement: its parameters' number and where they go. A scan whose pattern is
+/// its literal prefix and a `*` (`email.*`) needs no GLOB: every name in its range matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NameShape {
     Exact,
-    Scan { bounded: bool },
+    Scan { bounded: bool, glob: bool },
 }
 
 impl NameSource {
@@ -56,24 +57,39 @@ impl NameSource {
     pub(crate) fn shape(&self) -> NameShape {
         match self {
             NameSource::Exact(_) => NameShape::Exact,
-            NameSource::Scan { to, .. } => NameShape::Scan {
+            NameSource::Scan { pattern, from, to } => NameShape::Scan {
                 bounded: to.is_some(),
+                glob: !is_prefix_pattern(pattern, from),
             },
         }
     }
 
-    /// Its parameters, in the order [`postgres_select`] numbers them: the name; or the pattern, the range's start
-    /// and (when bounded) its end.
+    /// Its parameters, in the order [`postgres_select`] numbers them: the name; or the pattern (when a GLOB is
+    /// needed), the range's start and (when bounded) its end.
     pub(crate) fn args(&self) -> Vec<Value<'_>> {
         match self {
             NameSource::Exact(name) => vec![name.as_str().to_value()],
             NameSource::Scan { pattern, from, to } => {
-                let mut args = vec![pattern.as_str().to_value(), from.as_str().to_value()];
+                let mut args = Vec::with_capacity(3);
+                if !is_prefix_pattern(pattern, from) {
+                    args.push(pattern.as_str().to_value());
+                }
+                args.push(from.as_str().to_value());
                 args.extend(to.as_deref().map(ToValue::to_value));
                 args
             }
         }
     }
+}
+
+/// Whether `pattern` is its literal prefix `prefix` followed by one `*`: it matches exactly the names that start
+/// with the prefix.
+fn is_prefix_pattern(pattern: &str, prefix: &str) -> bool {
+    pattern
+        .strip_suffix('*')
+        .and_then(|head| NamePattern::parse(head).ok().and_then(|p| p.literal()))
+        .as_deref()
+        == Some(prefix)
 }
 
 /// The least string above every string that starts with `prefix`, in byte order (UTF-8's order is code points'):
@@ -223,6 +239,7 @@ fn scan_names(
 /// taking. Parameters: `$1` the queue, then each pattern's ([`NameSource::args`]), then the priority if
 /// `with_priority`, then the limit. Returns id, weight, in claim order.
 ///
+/// A claim of one exact name (a worker with one handler) is one probe of the index.
 /// Each GLOB's names come from a recursive scan along `jobs_ready_by_name` (one index probe per distinct name in
 /// its range), the names of all patterns are united (a name two patterns match is read once), and each name's jobs
 /// are read by a lateral probe in claim order. A probe locks up to `limit` jobs of its name, so a claim of several
@@ -239,8 +256,9 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
     for shape in shapes {
         match shape {
             NameShape::Exact => wanted.push(format!("SELECT ${}::text", param())),
-            NameShape::Scan { bounded } => {
-                let (pattern, from) = (param(), param());
+            NameShape::Scan { bounded, glob } => {
+                let pattern = glob.then(&mut param);
+                let from = param();
                 let below = if *bounded {
                     format!(" AND j.name COLLATE \"C\" < ${}", param())
                 } else {
@@ -259,8 +277,11 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
                     first = step(&format!(">= ${from}")),
                     following = step("> s.name"),
                 ));
+                let matching = pattern
+                    .map(|p| format!(" AND cairn_glob(s.name, ${p})"))
+                    .unwrap_or_default();
                 wanted.push(format!(
-                    "SELECT s.name FROM {scan} AS s WHERE s.name IS NOT NULL AND cairn_glob(s.name, ${pattern})"
+                    "SELECT s.name FROM {scan} AS s WHERE s.name IS NOT NULL{matching}"
                 ));
             }
         }
@@ -271,14 +292,26 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
         String::new()
     };
     let limit = param();
+    // Ordering by the name first, which the equality makes no different, is an order only `jobs_ready_by_name`
+    // gives without a sort: it keeps the planner off `jobs_ready`, where it would filter other names' jobs.
+    let probe = |columns: &str, name: &str| {
+        format!(
+            "SELECT {columns} FROM jobs WHERE state = 'queued' AND queue = $1 \
+             AND name COLLATE \"C\" = {name}{priority} \
+             ORDER BY name COLLATE \"C\", claim_key, run_at, id LIMIT 0 + ${limit} FOR UPDATE SKIP LOCKED"
+        )
+    };
+    if shapes == [NameShape::Exact] {
+        // One name, the claim of a worker with one handler: its probe alone.
+        return probe("id, weight", "$2");
+    }
     let mut with = scans;
     with.push(format!("wanted (name) AS ({})", wanted.join(" UNION ")));
     format!(
-        "WITH RECURSIVE {with} SELECT c.id, c.weight FROM wanted AS w CROSS JOIN LATERAL (\
-         SELECT id, weight, claim_key, run_at FROM jobs WHERE state = 'queued' AND queue = $1 \
-         AND name COLLATE \"C\" = w.name{priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit} \
-         FOR UPDATE SKIP LOCKED) AS c ORDER BY c.claim_key, c.run_at, c.id LIMIT 0 + ${limit}",
-        with = with.join(", ")
+        "WITH RECURSIVE {with} SELECT c.id, c.weight FROM wanted AS w CROSS JOIN LATERAL ({probe}) AS c \
+         ORDER BY c.claim_key, c.run_at, c.id LIMIT 0 + ${limit}",
+        with = with.join(", "),
+        probe = probe("id, weight, claim_key, run_at", "w.name"),
     )
 }
 
@@ -317,7 +350,25 @@ mod tests {
                 to: None
             }
         );
-        assert_eq!(source("[?]x?").shape(), NameShape::Scan { bounded: true });
+        assert_eq!(
+            source("[?]x?").shape(),
+            NameShape::Scan {
+                bounded: true,
+                glob: true
+            }
+        );
+        // A prefix and a star needs no GLOB, even with an escaped character in the prefix.
+        for prefix_star in ["email.*", "a[*]b*"] {
+            assert_eq!(
+                source(prefix_star).shape(),
+                NameShape::Scan {
+                    bounded: true,
+                    glob: false
+                },
+                "{prefix_star}"
+            );
+        }
+        assert_eq!(source("email.*").args().len(), 2, "no pattern among them");
     }
 
     #[test]
@@ -325,8 +376,14 @@ mod tests {
         let sql = postgres_select(
             &[
                 NameShape::Exact,
-                NameShape::Scan { bounded: true },
-                NameShape::Scan { bounded: false },
+                NameShape::Scan {
+                    bounded: true,
+                    glob: true,
+                },
+                NameShape::Scan {
+                    bounded: false,
+                    glob: true,
+                },
             ],
             true,
             false,
@@ -345,6 +402,13 @@ mod tests {
             assert!(sql.contains(expected), "{expected} in {sql}");
         }
         assert!(!sql.contains("$10"));
+        // One exact name is one probe: $2 the name, $3 the limit.
+        let one = postgres_select(&[NameShape::Exact], false, false);
+        assert!(!one.contains("WITH"), "{one}");
+        assert!(
+            one.contains("= $2") && one.contains("LIMIT 0 + $3") && !one.contains("$4"),
+            "{one}"
+        );
     }
 
     /// A queue file whose queue `q` holds, ready, `count` jobs of each name, enqueued in the order given.

@@ -552,3 +552,69 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
     assert_eq!((report.finished, report.lost), (5, 0));
     t.close().await;
 }
+
+/// Jobs of the `default` queue that completed.
+async fn completed(t: &TestQueue) -> u64 {
+    let stats = t.queue.queue_stats().await.unwrap();
+    stats
+        .iter()
+        .find(|s| s.queue == "default")
+        .map_or(0, |s| s.completed)
+}
+
+/// `min_concurrency` is the refill threshold: a worker of 4 slots with a threshold of 2 takes 4 jobs, takes none
+/// while 3 or 2 of them still run, and tops up to 4 in one request once fewer than 2 run.
+#[tokio::test]
+async fn a_worker_takes_more_jobs_only_once_fewer_than_min_concurrency_run() {
+    let t = TestQueue::new().await;
+    for _ in 0..10 {
+        t.push("held").await;
+    }
+    let started = Arc::new(AtomicU32::new(0));
+    // Each handler waits for a permit: a permit added lets one job end.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (counter, permits) = (started.clone(), gate.clone());
+    let worker = Worker::builder(&t.queue, "w")
+        .max_concurrency(4)
+        .min_concurrency(2)
+        .handler("held", move |_| {
+            let (counter, permits) = (counter.clone(), permits.clone());
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                permits
+                    .acquire()
+                    .await
+                    .expect("the gate stays open")
+                    .forget();
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    eventually("four jobs start", || async {
+        started.load(Ordering::SeqCst) == 4
+    })
+    .await;
+    for ended in [1, 2] {
+        gate.add_permits(1);
+        eventually("the job ends", || async { completed(&t).await == ended }).await;
+        // The worker decides whether to take more as each job ends; a moment more shows that it took none.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            started.load(Ordering::SeqCst),
+            4,
+            "{} still running, not below the threshold of 2",
+            4 - ended
+        );
+    }
+    gate.add_permits(1);
+    eventually("three more start, back to four running", || async {
+        started.load(Ordering::SeqCst) == 7
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(started.load(Ordering::SeqCst), 7, "never past four running");
+    gate.add_permits(100);
+    worker.stop(Duration::from_secs(10)).await.unwrap();
+    t.close().await;
+}
