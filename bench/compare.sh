@@ -23,11 +23,9 @@ echo "building both sides..."
 (cd "$root/bench/effectum-compare" && cargo build --release --quiet)
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-busy="$(pgrep -x -l 'cargo|rustc' || true)"
-if [ -n "$busy" ]; then
-    echo "warning: other builds are running; the numbers will not be representative:" >&2
-    echo "$busy" >&2
-fi
+# shellcheck source=bench/common.sh
+source "$root/bench/common.sh"
+warn_if_building
 
 echo
 echo "=== cairn ==="

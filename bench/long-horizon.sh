@@ -39,11 +39,9 @@ for spec in "$@"; do
     commands+=("${spec#*=}")
 done
 
-busy="$(pgrep -x -l 'cargo|rustc' || true)"
-if [ -n "$busy" ]; then
-    echo "warning: builds are running; the numbers will not be representative:" >&2
-    echo "$busy" >&2
-fi
+# shellcheck source=bench/common.sh
+source "$root/bench/common.sh"
+warn_if_building
 
 url="${CAIRN_BENCH_POSTGRES_URL:-}"
 started_cluster=""
