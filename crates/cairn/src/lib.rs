@@ -112,6 +112,29 @@ pub mod __private {
         crate::store::postgres::migrations::migrate_to(client, now_ms, last)
     }
 
+    /// PostgreSQL's statement for a claim of `patterns` (valid GLOBs) from one queue, with no priority, and the
+    /// values of its parameters between the queue (`$1`) and the limit (last): for the tests that run it in
+    /// transactions of their own.
+    pub fn postgres_claim_select(patterns: &[&str]) -> (String, Vec<String>) {
+        use crate::ops::claim_names::NameSource;
+        use crate::store::db::Value;
+        let sources: Vec<NameSource> = patterns
+            .iter()
+            .map(|p| NameSource::of(&crate::NamePattern::parse(*p).expect("a valid pattern")))
+            .collect();
+        let shapes: Vec<_> = sources.iter().map(NameSource::shape).collect();
+        let sql = crate::ops::claim::select_ready_jobs(&shapes, false, false).postgres;
+        let args = sources
+            .iter()
+            .flat_map(NameSource::args)
+            .map(|value| match value {
+                Value::Text(text) => text.into_owned(),
+                other => panic!("a name pattern's parameters are texts, got {other:?}"),
+            })
+            .collect();
+        (sql, args)
+    }
+
     /// Some of the engine's own statements, those where the two dialects differ most, as (SQLite's text,
     /// PostgreSQL's text), either empty where the statement does not run on that database: for the tests to
     /// prepare each on the real schema of its database.

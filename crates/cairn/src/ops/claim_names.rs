@@ -239,11 +239,11 @@ fn scan_names(
 /// taking. Parameters: `$1` the queue, then each pattern's ([`NameSource::args`]), then the priority if
 /// `with_priority`, then the limit. Returns id, weight, in claim order.
 ///
-/// A claim of one exact name (a worker with one handler) is one probe of the index.
-/// Each GLOB's names come from a recursive scan along `jobs_ready_by_name` (one index probe per distinct name in
-/// its range), the names of all patterns are united (a name two patterns match is read once), and each name's jobs
-/// are read by a lateral probe in claim order. A probe locks up to `limit` jobs of its name, so a claim of several
-/// names may lock more jobs than it takes: they stay locked to other nodes until the writer's transaction ends.
+/// A claim of one exact name (a worker with one handler) is one probe of the index. Otherwise each GLOB's names
+/// come from a recursive scan along `jobs_ready_by_name` (one index probe per distinct name in its range), the
+/// names of all patterns are united (a name two patterns match is read once), each name's first jobs are read by a
+/// lateral probe in claim order, and of those candidates the first in claim order are locked: a claim locks no
+/// more jobs than it takes.
 pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: bool) -> String {
     let mut next = 2;
     let mut param = || {
@@ -292,26 +292,30 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
         String::new()
     };
     let limit = param();
-    // Ordering by the name first, which the equality makes no different, is an order only `jobs_ready_by_name`
-    // gives without a sort: it keeps the planner off `jobs_ready`, where it would filter other names' jobs.
-    let probe = |columns: &str, name: &str| {
+    let probe = |columns: &str, name: &str, take: &str, lock: &str| {
         format!(
             "SELECT {columns} FROM jobs WHERE state = 'queued' AND queue = $1 \
              AND name COLLATE \"C\" = {name}{priority} \
-             ORDER BY name COLLATE \"C\", claim_key, run_at, id LIMIT 0 + ${limit} FOR UPDATE SKIP LOCKED"
+             ORDER BY name COLLATE \"C\", claim_key, run_at, id LIMIT {take}{lock}"
         )
     };
+    let take = format!("0 + ${limit}");
     if shapes == [NameShape::Exact] {
-        // One name, the claim of a worker with one handler: its probe alone.
-        return probe("id, weight", "$2");
+        // One name, the claim of a worker with one handler: its probe alone, which locks what it takes.
+        return probe("id, weight", "$2", &take, " FOR UPDATE SKIP LOCKED");
     }
+    // Several names: each name's first jobs are candidates, read without locks, twice as many as the claim asks
+    // for so that jobs other nodes hold leave enough; then the candidates in claim order are locked, skipping
+    // those other nodes hold, up to the limit. Locking in the probes would lock every name's jobs, up to the limit
+    // each, for the whole of the writer's transaction, and other nodes would skip them all.
     let mut with = scans;
     with.push(format!("wanted (name) AS ({})", wanted.join(" UNION ")));
     format!(
-        "WITH RECURSIVE {with} SELECT c.id, c.weight FROM wanted AS w CROSS JOIN LATERAL ({probe}) AS c \
-         ORDER BY c.claim_key, c.run_at, c.id LIMIT 0 + ${limit}",
+        "SELECT id, weight FROM jobs WHERE id = ANY (ARRAY(WITH RECURSIVE {with} \
+         SELECT c.id FROM wanted AS w CROSS JOIN LATERAL ({probe}) AS c)) AND state = 'queued' \
+         ORDER BY claim_key, run_at, id LIMIT {take} FOR UPDATE SKIP LOCKED",
         with = with.join(", "),
-        probe = probe("id, weight, claim_key, run_at", "w.name"),
+        probe = probe("id", "w.name", &format!("2 * CAST(${limit} AS BIGINT)"), ""),
     )
 }
 

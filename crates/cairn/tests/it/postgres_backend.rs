@@ -900,3 +900,59 @@ async fn a_busy_queue_vacuums_its_jobs_table_itself_once_past_its_bar() {
             .unwrap();
     }
 }
+
+/// A claim of several names locks only the jobs it takes (review of issue 19's claims): another node claiming at
+/// the same moment, while the first node's transaction is still open, takes the next jobs instead of finding every
+/// job of those names locked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_of_several_names_locks_only_what_it_takes() {
+    let db = TestDatabase::new();
+    let queue = cairn::Queue::open(&db.url).await.unwrap();
+    let names: Vec<String> = (0..20).map(|i| format!("email.n{i:02}")).collect();
+    let pushes = names.iter().map(|n| cairn::Push::new(n.as_str())).collect();
+    queue.enqueue_batch(pushes).await.unwrap();
+    queue
+        .close(std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    let url = db.url.clone();
+    std::thread::spawn(move || {
+        for patterns in [&["email.*"][..], &["email.n0?", "email.n1*"], &["email.n03", "email.n07"]] {
+            let (sql, middle) = cairn::__private::postgres_claim_select(patterns);
+            let claim = |client: &mut postgres::Transaction<'_>, limit: i64| -> Vec<i64> {
+                let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&"default"];
+                params.extend(middle.iter().map(|m| m as &(dyn postgres::types::ToSql + Sync)));
+                params.push(&limit);
+                client
+                    .query(sql.as_str(), &params)
+                    .unwrap_or_else(|e| panic!("{e:?} in {sql}"))
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect()
+            };
+            let mut first = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let mut second = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let mut a = first.transaction().unwrap();
+            let mut b = second.transaction().unwrap();
+            let taken_by_a = claim(&mut a, 1);
+            let taken_by_b = claim(&mut b, 1);
+            assert_eq!(taken_by_a.len(), 1, "{patterns:?}");
+            assert_eq!(taken_by_b.len(), 1, "{patterns:?}: the second node finds a job the first did not lock");
+            assert_ne!(taken_by_a, taken_by_b, "{patterns:?}");
+            // Together, they leave every other job unlocked.
+            let mut third = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let unlocked: i64 = third
+                .query_one(
+                    "SELECT count(*) FROM (SELECT id FROM jobs WHERE state = 'queued' FOR UPDATE SKIP LOCKED) AS free",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            assert_eq!(unlocked, 18, "{patterns:?}: only the two jobs taken are locked");
+            drop(b);
+            drop(a);
+        }
+    })
+    .join()
+    .unwrap();
+}
