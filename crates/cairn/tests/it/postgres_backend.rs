@@ -101,6 +101,33 @@ fn a_database_from_a_newer_cairn_is_refused() {
     assert!(e.to_string().contains("newer than this build"), "{e}");
 }
 
+/// A database in an encoding other than UTF-8 is refused at open, with the fix in the message: a GLOB's names are
+/// found as a range in byte order, which only UTF-8 keeps in code points' order (found in review of issue 19).
+#[test]
+fn a_database_not_in_utf8_is_refused() {
+    let admin = std::env::var("CAIRN_TEST_POSTGRES_URL").expect("the test cluster");
+    let name = format!("cairn_latin1_{}", std::process::id());
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} ENCODING 'LATIN1' TEMPLATE template0 LC_COLLATE 'C' LC_CTYPE 'C'"
+        ))
+        .unwrap();
+    let url = format!("{}/{name}", admin.rsplit_once('/').unwrap().0);
+    let mut latin1 = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let e = cairn::__private::migrate_postgres(&mut latin1, 1_000).unwrap_err();
+    drop(latin1);
+    client
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .unwrap();
+    assert_eq!(e.kind(), cairn::ErrorKind::Storage);
+    assert!(
+        e.to_string()
+            .contains("encoding is LATIN1; Cairn needs UTF8"),
+        "{e}"
+    );
+}
+
 /// A database made by an earlier Cairn, with flags as integers and JSON as text, upgrades in place to PostgreSQL's
 /// own types: every value kept, JSON's text as written (its keys' order too), and flags true where they were 1.
 #[test]

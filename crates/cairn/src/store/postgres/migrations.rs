@@ -49,10 +49,30 @@ pub(crate) fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |m| m.0)
 }
 
+/// Refuses a database whose encoding is not UTF-8 (or SQL_ASCII, which keeps UTF-8's bytes as they are): job names
+/// are UTF-8, and a claim finds the names a GLOB's prefix allows as a range in byte order, which is code points'
+/// order only in UTF-8. In another encoding the range could hold none of them, and the claim would find nothing.
+fn check_encoding(client: &mut Client) -> Result<()> {
+    let encoding: String = client
+        .query_one("SHOW server_encoding", &[])
+        .map_err(|e| Error::storage("reading the database's encoding", e))?
+        .get(0);
+    if encoding == "UTF8" || encoding == "SQL_ASCII" {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::Storage,
+        format!(
+            "the database's encoding is {encoding}; Cairn needs UTF8 (CREATE DATABASE … ENCODING 'UTF8' \
+             TEMPLATE template0)"
+        ),
+    ))
+}
+
 /// Brings the database up to the latest version, one transaction per migration.
 ///
 /// # Errors
-/// A storage error, or [`ErrorKind::Storage`] when the database was written by a newer Cairn.
+/// A storage error, or [`ErrorKind::Storage`] when the database was written by a newer Cairn or is not in UTF-8.
 pub(crate) fn migrate(client: &mut Client, now_ms: i64) -> Result<()> {
     migrate_to(client, now_ms, latest_version())
 }
@@ -64,6 +84,7 @@ pub(crate) fn migrate_to(client: &mut Client, now_ms: i64, last: i64) -> Result<
         let what = what.to_owned();
         move |e: postgres::Error| Error::storage(what, e)
     };
+    check_encoding(client)?;
     for &(version, name, sql) in MIGRATIONS.iter().filter(|m| m.0 <= last) {
         let label = format!("applying migration {version:04}_{name}");
         let mut tx = client.transaction().map_err(context(&label))?;
