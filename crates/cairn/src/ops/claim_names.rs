@@ -8,8 +8,10 @@
 //!   to the next (a step per distinct name, not per job), and only within the range of names its literal prefix
 //!   allows: `email.*` steps through the names that start with `email.`, `*mail*` through them all.
 //!
-//! Then each name gives its first jobs in claim order, and the lists are merged. On SQLite, where a statement costs
-//! no round trip, the writer runs those steps one by one ([`sqlite_candidates`]); on PostgreSQL one statement does
+//! Then each name gives its first jobs in claim order, and the lists are merged. A claim with a GLOB first reads the
+//! queue's first [`WALK`] ready jobs in claim order and takes their matches when they suffice, so that dense
+//! matches over many names (a name per job) never step through the names. On SQLite, where a statement costs no
+//! round trip, the writer runs those steps one by one ([`sqlite_candidates`]); on PostgreSQL one statement does
 //! all of it ([`postgres_select`]), since the bulk claims of `bulk_claim.rs` build on it too.
 
 use std::collections::BTreeSet;
@@ -304,8 +306,9 @@ fn scan_names(
 /// taking. Parameters: `$1` the queue, then each pattern's ([`NameSource::args`]), then the priority if
 /// `with_priority`, then the limit. Returns id, weight, in claim order.
 ///
-/// A claim of one exact name (a worker with one handler) is one probe of the index. Otherwise each GLOB's names
-/// come from a recursive scan along `jobs_ready_by_name` (one index probe per distinct name in its range), the
+/// A claim of one exact name (a worker with one handler) is one probe of the index. With a GLOB, the first
+/// [`WALK`] ready jobs' matches are taken when they suffice (the other branch is then never run). Otherwise each
+/// GLOB's names come from a recursive scan along `jobs_ready_by_name` (one index probe per distinct name in its range), the
 /// names of all patterns are united (a name two patterns match is read once), each name's first jobs are read by a
 /// lateral probe in claim order, and of those candidates the first in claim order are locked: a claim locks no
 /// more jobs than it takes.
