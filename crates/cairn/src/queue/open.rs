@@ -25,7 +25,9 @@ use crate::{
 #[cfg(feature = "sqlite")]
 use crate::{
     ops::maintenance,
-    store::sqlite::{connection, migrations, readers::SqliteReaders, syncer::Syncer},
+    store::sqlite::{
+        checkpointer::Checkpointer, connection, migrations, readers::SqliteReaders, syncer::Syncer,
+    },
 };
 
 #[cfg(feature = "sqlite")]
@@ -39,30 +41,32 @@ pub(super) async fn sqlite(
     let recovery = options.recovery;
     let clock = options.clock.clone();
     let durability = options.durability;
-    let (lock, conn, syncer, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-        let lock = lock_database(&opening)?;
-        let mut conn = connection::open_writer(&opening)?;
-        let now_ms = to_millis(clock.now());
-        migrations::migrate(&mut conn, now_ms)?;
-        let settings = SettingsCache::load(&Db::Sqlite(&conn), &opening_defaults)?;
-        let recovered = maintenance::recover_at_open(&mut conn, now_ms, &settings, recovery)?;
-        if recovered > 0 {
-            tracing::warn!(
-                recovered,
-                "recovered jobs left running by a process that exited"
-            );
-        }
-        let syncer = match durability {
-            Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
-            Durability::Normal => None,
-        };
-        Ok((lock, conn, syncer, settings))
-    })
-    .await
-    .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
+    let (lock, conn, checkpointer, syncer, settings) =
+        tokio::task::spawn_blocking(move || -> Result<_> {
+            let lock = lock_database(&opening)?;
+            let mut conn = connection::open_writer(&opening)?;
+            let now_ms = to_millis(clock.now());
+            migrations::migrate(&mut conn, now_ms)?;
+            let settings = SettingsCache::load(&Db::Sqlite(&conn), &opening_defaults)?;
+            let recovered = maintenance::recover_at_open(&mut conn, now_ms, &settings, recovery)?;
+            if recovered > 0 {
+                tracing::warn!(
+                    recovered,
+                    "recovered jobs left running by a process that exited"
+                );
+            }
+            let syncer = match durability {
+                Durability::Full => Some(Syncer::start(open_wal(&opening)?)?),
+                Durability::Normal => None,
+            };
+            let checkpointer = Checkpointer::start(&opening, &mut conn)?;
+            Ok((lock, conn, checkpointer, syncer, settings))
+        })
+        .await
+        .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
     let readers = Readers::Sqlite(SqliteReaders::new(path.clone(), options.read_connections));
     let opened = Opened {
-        db: WriterDb::Sqlite(conn),
+        db: WriterDb::Sqlite { conn, checkpointer },
         syncer,
         settings,
         lock: Some(lock),

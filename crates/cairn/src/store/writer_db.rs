@@ -18,6 +18,8 @@ use crate::store::db::{Db, Sql};
 use crate::store::postgres::writer::PgWriter;
 #[cfg(feature = "postgres")]
 use crate::store::postgres::{leader, notify};
+#[cfg(feature = "sqlite")]
+use crate::store::sqlite::checkpointer::Checkpointer;
 
 /// How long a node's term as leader of the timed work lasts, by the database's clock: a node cut off from the
 /// database is replaced within about this long (see `postgres::leader`).
@@ -28,8 +30,12 @@ pub(crate) const LEAD_RENEWAL: Duration = Duration::from_secs(1);
 
 /// The connection the writer thread owns.
 pub(crate) enum WriterDb {
+    /// The connection, and the thread that checkpoints its write-ahead log.
     #[cfg(feature = "sqlite")]
-    Sqlite(Connection),
+    Sqlite {
+        conn: Connection,
+        checkpointer: Checkpointer,
+    },
     #[cfg(feature = "postgres")]
     Postgres(Box<PgWriter>),
     /// Built without a backend, there is no connection.
@@ -71,7 +77,7 @@ impl WriterDb {
             #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
             WriterDb::Unavailable(never) => match *never {},
             #[cfg(feature = "sqlite")]
-            WriterDb::Sqlite(conn) => {
+            WriterDb::Sqlite { conn, .. } => {
                 begin_immediate(conn)?;
                 Ok(Db::Sqlite(conn))
             }
@@ -95,7 +101,7 @@ impl WriterDb {
     /// `Db` was dropped).
     pub fn roll_back(&self) {
         #[cfg(feature = "sqlite")]
-        if let WriterDb::Sqlite(conn) = self
+        if let WriterDb::Sqlite { conn, .. } = self
             && !conn.is_autocommit()
         {
             let _ = conn.execute_batch("ROLLBACK");
@@ -157,14 +163,15 @@ impl WriterDb {
             #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
             WriterDb::Unavailable(never) => match *never {},
             #[cfg(feature = "sqlite")]
-            WriterDb::Sqlite(_) => None,
+            WriterDb::Sqlite { .. } => None,
             #[cfg(feature = "postgres")]
             WriterDb::Postgres(pg) => Some(&pg.node),
         }
     }
 
-    /// Last work at close: SQLite's write-ahead log is folded back into the file; a PostgreSQL node gives up the
-    /// lead of the timed work, so that another takes it at once.
+    /// Last work at close: SQLite's write-ahead log is folded back into the file (the checkpointer stopped first,
+    /// so that it does not hold the checkpoint lock); a PostgreSQL node gives up the lead of the timed work, so
+    /// that another takes it at once.
     pub fn close(&mut self) {
         #[cfg(feature = "postgres")]
         if let Some(node) = self.node().map(str::to_owned)
@@ -173,10 +180,11 @@ impl WriterDb {
             tracing::debug!(error = %e, "could not give up the lead of the timed work on close");
         }
         #[cfg(feature = "sqlite")]
-        if let WriterDb::Sqlite(conn) = self
-            && let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")
-        {
-            tracing::debug!(error = %e, "could not checkpoint the WAL on close");
+        if let WriterDb::Sqlite { conn, checkpointer } = self {
+            checkpointer.stop();
+            if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                tracing::debug!(error = %e, "could not checkpoint the WAL on close");
+            }
         }
     }
 }

@@ -1,7 +1,10 @@
 //! The SQLite backend: connection setup and migrations (`connection`, `migrations`), the syncer that fsyncs the
-//! write-ahead log before durable replies (`syncer`), and the read-only pool (`readers`). The writer thread itself
+//! write-ahead log before durable replies (`syncer`), the checkpointer that folds it back into the file
+//! (`checkpointer`), and the read-only pool (`readers`). The writer thread itself
 //! is `engine`; the SQL it runs on both databases is in `ops/`.
 
+#[cfg(feature = "sqlite")]
+pub(crate) mod checkpointer;
 #[cfg(feature = "sqlite")]
 pub(crate) mod connection;
 #[cfg(feature = "sqlite")]
