@@ -180,6 +180,7 @@ impl WriterDb {
             tracing::debug!(error = %e, "could not give up the lead of the timed work on close");
         }
         #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)] // the only variant in a build without PostgreSQL
         if let WriterDb::Sqlite { conn, checkpointer } = self {
             checkpointer.stop();
             if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {

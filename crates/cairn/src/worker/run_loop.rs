@@ -3,9 +3,10 @@
 //!
 //! A job's slot is free once its handler has returned and its outcome is handed over: a finish goes to the
 //! completer, which reports it with others, and the loop counts its answer when it comes. So the worker takes its
-//! next jobs while the last ones' finishes are on their way, rather than one round trip after them. Once
-//! `max_concurrency` finishes wait for their answers, it takes no more jobs until some are answered, so that a
-//! worker whose finishes go unanswered (a server that stalls) holds at most about twice its slots' worth of jobs.
+//! next jobs while the last ones' finishes are on their way, rather than one round trip after them, and a durable
+//! finish's fsync is shared by the jobs that ended while it ran. Once `max_concurrency` finishes (and at least 32)
+//! wait for their answers, it takes no more jobs until some are answered, so that a worker whose finishes go
+//! unanswered (a server that stalls) holds a bounded number of jobs: its slots' worth, plus that many.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -83,7 +84,7 @@ pub(crate) async fn run(
     while deadline.is_none() {
         if fetch.is_none()
             && in_flight < settings.min_concurrency
-            && finishing.len() < settings.max_concurrency as usize
+            && finishing.len() < unanswered_finishes(settings.max_concurrency)
         {
             let (queue, request) = (
                 queue.clone(),
@@ -141,6 +142,16 @@ pub(crate) async fn run(
     }
     report
 }
+
+/// How many finishes may wait for their answers before the worker stops taking jobs: its slots' worth, and at least
+/// [`MIN_UNANSWERED_FINISHES`].
+fn unanswered_finishes(max_concurrency: u32) -> usize {
+    (max_concurrency as usize).max(MIN_UNANSWERED_FINISHES)
+}
+
+/// A worker of few slots still takes its next jobs while this many finishes wait for one fsync: otherwise a
+/// one-slot worker runs one job per fsync, and a durable commit's wait, not the work, sets its pace.
+const MIN_UNANSWERED_FINISHES: usize = 32;
 
 fn request(settings: &Settings, room: u32) -> Dequeue {
     Dequeue {

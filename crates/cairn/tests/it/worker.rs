@@ -495,14 +495,13 @@ impl cairn::Backend for HeldFinishes {
 }
 
 /// A job's slot is free once its handler returns: the worker takes its next jobs while the last ones' finishes are
-/// on their way, and stops taking more once more finishes than it has slots wait for their answers.
+/// on their way, and stops taking more once 32 finishes (or its slots' worth, if more) wait for their answers.
 #[tokio::test]
 async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
     let t = TestQueue::new().await;
-    let mut ids = Vec::new();
-    for _ in 0..5 {
-        ids.push(t.push("work").await);
-    }
+    let ids = t
+        .push_batch((0..40).map(|_| Push::new("work")).collect())
+        .await;
     let backend = HeldFinishes {
         queue: t.queue.clone(),
         gate: Arc::default(),
@@ -521,23 +520,22 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
         })
         .start()
         .unwrap();
-    // Two slots, and four jobs run while no finish has been answered.
-    // Two slots, and more than two jobs run while no finish has been answered.
-    eventually("a third job ran", || async {
-        ran.load(Ordering::SeqCst) >= 3
+    // Two slots, and many more jobs run while no finish has been answered.
+    eventually("a 33rd job ran", || async {
+        ran.load(Ordering::SeqCst) >= 33
     })
     .await;
-    // Once more finishes wait than the worker has slots, it takes no more: three or four jobs ran (the worker asks
-    // again as each slot frees, and the third job's finish may join the wait before the fourth is asked for).
+    // Once 32 finishes wait, it takes no more: 33 or 34 jobs ran (the worker asks again as each slot frees, and the
+    // 33rd job's finish may join the wait before the 34th is asked for).
     tokio::time::sleep(Duration::from_millis(200)).await;
     let taken = ran.load(Ordering::SeqCst);
-    assert!((3..=4).contains(&taken), "{taken} jobs ran");
+    assert!((33..=34).contains(&taken), "{taken} jobs ran");
     let mut states = Vec::new();
     for &id in &ids {
         states.push(state_of(&t, id).await);
     }
     let queued = states.iter().filter(|s| **s == JobState::Queued).count();
-    assert_eq!(queued, 5 - taken as usize, "{states:?}");
+    assert_eq!(queued, 40 - taken as usize, "{states:?}");
     assert!(!states.contains(&JobState::Completed), "{states:?}");
 
     drop(held);
@@ -549,7 +547,7 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
         .await;
     }
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
-    assert_eq!((report.finished, report.lost), (5, 0));
+    assert_eq!((report.finished, report.lost), (40, 0));
     t.close().await;
 }
 
