@@ -7,6 +7,8 @@
 #
 # Usage: bench/compare.sh [FILTER...]     (the filters and CAIRN_BENCH_SCALE are passed to both sides)
 # With CAIRN_COMPARE_OUT=dir, both sides' tab-separated results are kept there (cairn.tsv, effectum.tsv).
+# When the durable group runs and strace is installed, its 8-slot worker row runs once more on each side under
+# `strace -f -c -e trace=fsync,fdatasync`, untimed, to count the syncs per job.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -19,7 +21,8 @@ else
 fi
 
 echo "building both sides..."
-(cd "$root" && cargo bench -p cairn --bench throughput --no-run --quiet)
+cairn_bench="$(cd "$root" && cargo bench -p cairn --bench throughput --no-run --quiet --message-format=json |
+    sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)"
 (cd "$root/bench/effectum-compare" && cargo build --release --quiet)
 
 echo "machine: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -29,7 +32,7 @@ warn_if_building
 
 echo
 echo "=== cairn ==="
-(cd "$root" && CAIRN_BENCH_TSV="$out/cairn.tsv" cargo bench -p cairn --bench throughput --quiet -- "$@")
+(cd "$root" && CAIRN_BENCH_TSV="$out/cairn.tsv" "$cairn_bench" --bench "$@")
 echo
 echo "=== effectum 0.7 ==="
 (cd "$root/bench/effectum-compare" && CAIRN_BENCH_TSV="$out/effectum.tsv" ./target/release/effectum-compare "$@")
@@ -46,6 +49,10 @@ awk -F'\t' '
         pair["enqueue/single-x64-full"] = "enqueue/single-x64"
         pair["enqueue/single-x64-normal"] = "enqueue/single-x64"
         pair["dequeue-finish/8x32"] = "dequeue-finish/8x32"
+        pair["disk/fdatasync-4k"] = "disk/fdatasync-4k"
+        pair["enqueue/one-at-a-time"] = "enqueue/one-at-a-time"
+        pair["worker/1-slot"] = "worker/1-slot"
+        pair["worker/8-slots"] = "worker/8-slots"
         pair["wakeup/after-enqueue"] = "wakeup/after-enqueue"
         pair["wakeup/from-enqueue-call"] = "wakeup/from-enqueue-call"
         pair["scan/empty"] = "scan/empty"
@@ -68,3 +75,23 @@ awk -F'\t' '
         }
     }
 ' "$out/effectum.tsv" "$out/cairn.tsv"
+
+# Syncs per job: the 8-slot worker row alone, on each side, under strace (its fill and the queue's opening
+# included: a few dozen syncs).
+if grep -q '^worker/8-slots' "$out/cairn.tsv" && command -v strace > /dev/null; then
+    echo
+    echo "=== fsync + fdatasync calls per job, worker/8-slots run again under strace (untimed) ==="
+    for side in cairn effectum; do
+        if [ "$side" = cairn ]; then
+            command=("$cairn_bench" --bench worker/8-slots)
+        else
+            command=("$root/bench/effectum-compare/target/release/effectum-compare" worker/8-slots)
+        fi
+        (cd "$root" && CAIRN_BENCH_TSV="$out/$side-strace.tsv" strace -f -c -e trace=fsync,fdatasync \
+            -o "$out/$side.strace" "${command[@]}" > /dev/null)
+        syncs="$(awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$out/$side.strace")"
+        jobs="$(awk -F'\t' '$1 == "worker/8-slots" { print $2 }' "$out/$side-strace.tsv")"
+        awk -v side="$side" -v syncs="$syncs" -v jobs="$jobs" \
+            'BEGIN { printf "%-10s %8d syncs for %8d jobs: %6.1f jobs per sync\n", side, syncs, jobs, jobs / syncs }'
+    done
+fi

@@ -15,6 +15,8 @@
 
 #[path = "../../../crates/cairn/benches/throughput/config.rs"]
 mod config;
+#[path = "../../../crates/cairn/benches/throughput/disk.rs"]
+mod disk;
 #[allow(dead_code)]
 #[path = "../../../crates/cairn/benches/throughput/report.rs"]
 mod report;
@@ -55,6 +57,16 @@ const GROUPS: &[Group] = &[
         name: "dequeue",
         rows: &["dequeue-finish/8x32"],
         run: run_dequeue,
+    },
+    Group {
+        name: "durable",
+        rows: &[
+            "disk/fdatasync-4k",
+            "enqueue/one-at-a-time",
+            "worker/1-slot",
+            "worker/8-slots",
+        ],
+        run: run_durable,
     },
     Group {
         name: "wakeup",
@@ -231,6 +243,61 @@ fn run_enqueue_single(rt: &Runtime, config: &Config, results: &mut Results) -> B
     Ok(())
 }
 
+/// Cairn's `durable` group on effectum: the disk's rate, one caller adding one job per call, and one worker of one
+/// and of eight slots running the jobs. A filter that names one row runs that row alone.
+fn run_durable(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let wants = |row: &str| config.wants_row("durable", row);
+    if wants("disk/fdatasync-4k") {
+        let dir = temp_dir()?;
+        let (elapsed, samples) = disk::fdatasync_loop(dir.path(), config.size(2_000, 200))?;
+        let syncs = samples.len() as u64;
+        results.push(
+            Row::new("disk/fdatasync-4k", syncs, elapsed)
+                .with_latency("4 KiB write + fdatasync", samples),
+        );
+    }
+    if wants("enqueue/one-at-a-time") {
+        let total = config.size(5_000, 500);
+        let (elapsed, samples, written) = rt.block_on(async {
+            let (_dir, queue) = fresh_queue().await?;
+            let mut samples = Vec::with_capacity(total as usize);
+            let before = disk::bytes_written();
+            let start = Instant::now();
+            for i in 0..total {
+                let job = job(i)?;
+                let t = Instant::now();
+                queue.add_job(job).await?;
+                samples.push(t.elapsed());
+            }
+            let elapsed = start.elapsed();
+            let written = disk::bytes_written()
+                .zip(before)
+                .map(|(after, before)| after - before);
+            queue.close(CLOSE_DEADLINE).await?;
+            BenchResult::Ok((elapsed, samples, written))
+        })?;
+        results.push(
+            Row::new("enqueue/one-at-a-time", total, elapsed).with_latency("add_job call", samples),
+        );
+        if let Some(bytes) = written {
+            results.notes.push(format!(
+                "enqueue/one-at-a-time: {} bytes written per job (write calls: journal and database)",
+                bytes / total
+            ));
+        }
+    }
+    for (name, slots, jobs) in [
+        ("worker/1-slot", 1, config.size(5_000, 500)),
+        ("worker/8-slots", 8, config.size(20_000, 2_000)),
+    ] {
+        if wants(name) {
+            let (finished, elapsed) = drain_scenario(rt, jobs, 0, job, (1, slots))?;
+            results.push(Row::new(name, finished, elapsed));
+        }
+    }
+    Ok(())
+}
+
 async fn join_all(mut tasks: JoinSet<BenchResult<Vec<Duration>>>) -> BenchResult<Vec<Duration>> {
     let mut all = Vec::new();
     while let Some(done) = tasks.join_next().await {
@@ -272,13 +339,15 @@ async fn complete_and_count(job: RunningJob, progress: Arc<Progress>) -> Result<
 /// finishing 20,000 jobs would take minutes. A capped run reports the jobs finished so far.
 const DRAIN_CAP: Duration = Duration::from_secs(30);
 
-/// Adds `filler` jobs made by `make_filler` and `jobs` ready jobs, untimed, then times 8 workers of concurrency 32
-/// running the ready ones (for at most [`DRAIN_CAP`]). Returns how many finished, and in what time.
+/// Adds `filler` jobs made by `make_filler` and `jobs` ready jobs, untimed, then times `workers` workers of
+/// concurrency `slots` running the ready ones (for at most [`DRAIN_CAP`]). Returns how many finished, and in what
+/// time.
 fn drain_scenario(
     rt: &Runtime,
     jobs: u64,
     filler: u64,
     make_filler: MakeJob,
+    (worker_count, slots): (usize, u16),
 ) -> BenchResult<(u64, Duration)> {
     rt.block_on(async {
         let (_dir, queue) = fresh_queue().await?;
@@ -293,9 +362,9 @@ fn drain_scenario(
         let runner = JobRunner::builder("noop", complete_and_count).build();
         let start = Instant::now();
         let mut workers = Vec::new();
-        for _ in 0..8 {
+        for _ in 0..worker_count {
             let worker = Worker::builder(&queue, progress.clone())
-                .max_concurrency(32)
+                .max_concurrency(slots)
                 .jobs([runner.clone()])
                 .build()
                 .await?;
@@ -331,7 +400,7 @@ async fn fill(queue: &Queue, count: u64, make: MakeJob) -> BenchResult<()> {
 
 fn run_dequeue(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
     let jobs = config.size(100_000, 5_000);
-    let (finished, elapsed) = drain_scenario(rt, jobs, 0, job)?;
+    let (finished, elapsed) = drain_scenario(rt, jobs, 0, job, (8, 32))?;
     results.push(Row::new("dequeue-finish/8x32", finished, elapsed));
     Ok(())
 }
@@ -361,7 +430,7 @@ fn run_scan(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult
         ("scan/1m-ready-other-queue", filler, other_type_job),
     ];
     for (name, filler, make) in runs {
-        let (finished, elapsed) = drain_scenario(rt, jobs, filler, make)?;
+        let (finished, elapsed) = drain_scenario(rt, jobs, filler, make, (8, 32))?;
         if finished < jobs {
             results.notes.push(format!(
                 "{name}: stopped after {DRAIN_CAP:?} with {finished} of {jobs} jobs finished"

@@ -12,8 +12,12 @@
 mod baseline;
 #[path = "throughput/config.rs"]
 mod config;
+#[path = "throughput/disk.rs"]
+mod disk;
 #[path = "throughput/drain.rs"]
 mod drain;
+#[path = "throughput/durable.rs"]
+mod durable;
 #[path = "throughput/enqueue.rs"]
 mod enqueue;
 #[path = "throughput/report.rs"]
@@ -55,6 +59,16 @@ const GROUPS: &[Group] = &[
         name: "dequeue",
         rows: &["dequeue-finish/8x32"],
         run: run_dequeue,
+    },
+    Group {
+        name: "durable",
+        rows: &[
+            "disk/fdatasync-4k",
+            "enqueue/one-at-a-time",
+            "worker/1-slot",
+            "worker/8-slots",
+        ],
+        run: run_durable,
     },
     Group {
         name: "wakeup",
@@ -348,6 +362,88 @@ fn run_dequeue(rt: &Runtime, config: &Config, results: &mut Results) -> BenchRes
         rate >= 50_000.0,
     );
     Ok(())
+}
+
+/// Issue 19: one durable operation at a time against the disk's own rate, measured just before: one caller's
+/// one-job enqueues, and `cairn::Worker`s of one and eight slots running no-op handlers. Each row also notes the
+/// bytes written per job (WAL frames and checkpoints' copies). A filter that names one row runs that row alone
+/// (`bench/compare.sh` counts one row's fsyncs that way).
+fn run_durable(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
+    let wants = |row: &str| config.wants_row("durable", row);
+    if wants("disk/fdatasync-4k") {
+        let dir = temp_dir()?;
+        let (elapsed, samples) = disk::fdatasync_loop(dir.path(), config.size(2_000, 200))?;
+        let syncs = samples.len() as u64;
+        results.push(
+            Row::new("disk/fdatasync-4k", syncs, elapsed)
+                .with_latency("4 KiB write + fdatasync", samples),
+        );
+    }
+    if wants("enqueue/one-at-a-time") {
+        let jobs = config.size(5_000, 500);
+        let (written, (elapsed, samples)) = rt.block_on(async {
+            let (_dir, queue) = fresh_queue(Durability::Full).await?;
+            let before = disk::bytes_written();
+            let measured = durable::one_at_a_time(&queue, jobs).await?;
+            let written = disk::bytes_written()
+                .zip(before)
+                .map(|(after, before)| after - before);
+            queue.close(CLOSE_DEADLINE).await?;
+            BenchResult::Ok((written, measured))
+        })?;
+        results.push(
+            Row::new("enqueue/one-at-a-time", jobs, elapsed).with_latency("enqueue call", samples),
+        );
+        note_bytes_per_job(results, "enqueue/one-at-a-time", written, jobs);
+    }
+    for (name, slots, jobs) in [
+        ("worker/1-slot", 1, config.size(5_000, 500)),
+        ("worker/8-slots", 8, config.size(20_000, 2_000)),
+    ] {
+        if !wants(name) {
+            continue;
+        }
+        let (written, elapsed) = rt.block_on(async {
+            let (_dir, queue) = fresh_queue(Durability::Full).await?;
+            enqueue::fill(&queue, jobs, enqueue::job).await?;
+            let before = disk::bytes_written();
+            let elapsed = durable::worker_drain(&queue, jobs, slots).await?;
+            let written = disk::bytes_written()
+                .zip(before)
+                .map(|(after, before)| after - before);
+            queue.close(CLOSE_DEADLINE).await?;
+            BenchResult::Ok((written, elapsed))
+        })?;
+        results.push(Row::new(name, jobs, elapsed));
+        note_bytes_per_job(results, name, written, jobs);
+    }
+
+    let Some(disk) = results.row("disk/fdatasync-4k").map(Row::per_second) else {
+        return Ok(());
+    };
+    for name in ["enqueue/one-at-a-time", "worker/1-slot"] {
+        let Some(rate) = results.row(name).map(Row::per_second) else {
+            continue;
+        };
+        results.verdict(
+            format!(
+                "{name} >= 70% of disk/fdatasync-4k ({} syncs/s)",
+                thousands(disk)
+            ),
+            format!("{} jobs/s, {:.0}%", thousands(rate), 100.0 * rate / disk),
+            rate >= 0.7 * disk,
+        );
+    }
+    Ok(())
+}
+
+fn note_bytes_per_job(results: &mut Results, name: &str, written: Option<u64>, jobs: u64) {
+    if let Some(bytes) = written {
+        results.notes.push(format!(
+            "{name}: {} bytes written per job (write calls: WAL frames and checkpoints)",
+            thousands(bytes as f64 / jobs as f64)
+        ));
+    }
 }
 
 fn run_wakeup(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {

@@ -40,6 +40,16 @@ impl Config {
         ((full as f64 * self.scale).round() as u64).max(min)
     }
 
+    /// Whether a group whose rows can run alone runs `row`: every row when a filter names the group (or there is
+    /// none), else only the rows a filter names.
+    pub fn wants_row(&self, group: &str, row: &str) -> bool {
+        self.filters.is_empty()
+            || self
+                .filters
+                .iter()
+                .any(|f| group.contains(f.as_str()) || row.contains(f.as_str()))
+    }
+
     pub fn wants(&self, group: &Group) -> bool {
         self.filters.is_empty()
             || self.filters.iter().any(|f| {
