@@ -32,8 +32,8 @@ pub struct DequeueRequest {
     /// empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub weights: Vec<u32>,
-    /// Job name patterns (GLOB: `email.*`; a `*`, `?` or `[` that a name holds is written `[*]`, `[?]`, `[[]`); any
-    /// name when empty.
+    /// Job name patterns (GLOB: `email.*`; a `*`, `?` or `[` that a name holds is written `[*]`, `[?]`, `[[]`), at
+    /// most 1,000; any name when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
     /// The most jobs to take; 1 when absent.

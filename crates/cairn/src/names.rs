@@ -140,9 +140,9 @@ impl NamePattern {
         NamePattern("*".to_owned())
     }
 
-    /// Whether the pattern matches every name.
+    /// Whether the pattern matches every name: `*`, or any run of `*` alone.
     pub fn is_any(&self) -> bool {
-        self.0 == "*"
+        self.0.bytes().all(|b| b == b'*')
     }
 
     /// Whether the pattern matches one name only (see [`NamePattern::literal`]).

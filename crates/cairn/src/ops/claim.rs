@@ -19,6 +19,9 @@ use crate::ops::{Operation, WriteCtx};
 /// The most jobs one dequeue may take.
 pub const MAX_DEQUEUE: u32 = 1000;
 
+/// The most name patterns one dequeue may carry: each is a branch of the claim's statement on PostgreSQL.
+pub const MAX_DEQUEUE_NAMES: usize = 1000;
+
 /// The longest a dequeue may wait: a day. Workers that want to wait longer ask again.
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -49,7 +52,8 @@ pub struct Dequeue {
     /// when empty): a queue of weight 3 gives up to three jobs for every one of a queue of weight 1, so a busy
     /// queue cannot crowd out the others, and none starves.
     pub weights: Vec<u32>,
-    /// GLOB patterns over job names; a job matching any of them may be taken. Every name when empty.
+    /// GLOB patterns over job names, at most [`MAX_DEQUEUE_NAMES`]; a job matching any of them may be taken.
+    /// Every name when empty.
     pub names: Vec<String>,
     /// The most jobs to take, 1 to [`MAX_DEQUEUE`].
     pub limit: u32,
@@ -186,6 +190,15 @@ impl Dequeue {
         let weights = self.valid_weights()?;
         if queues.is_empty() {
             queues.push(QueueName::default());
+        }
+        if self.names.len() > MAX_DEQUEUE_NAMES {
+            return Err(Error::invalid(
+                "names",
+                format!(
+                    "must hold at most {MAX_DEQUEUE_NAMES} patterns, got {}",
+                    self.names.len()
+                ),
+            ));
         }
         let names = self
             .names

@@ -214,6 +214,20 @@ pub(crate) fn sqlite_candidates<'s>(
 /// looked up. Either way a claim reads at most this many jobs more than the cheaper of the two ways.
 pub(crate) const WALK: u32 = 64;
 
+/// `terms` joined with OR as a balanced tree: SQLite parses `a OR b OR c …` as a chain as deep as it is long, and
+/// refuses an expression deeper than 1,000, which a claim of [`MAX_DEQUEUE_NAMES`](crate::MAX_DEQUEUE_NAMES)
+/// names would reach.
+fn balanced_or(terms: &[String]) -> String {
+    match terms {
+        [] => "FALSE".to_owned(),
+        [one] => one.clone(),
+        _ => {
+            let (left, right) = terms.split_at(terms.len() / 2);
+            format!("({} OR {})", balanced_or(left), balanced_or(right))
+        }
+    }
+}
+
 /// On SQLite, the first `limit` jobs `sources` match among the first [`WALK`] ready jobs of `queue` in claim order,
 /// or `None` when those hold fewer than `limit` and there are more ready jobs after them.
 fn sqlite_walk(
@@ -252,7 +266,7 @@ fn sqlite_walk(
     let sql = format!(
         "SELECT id, weight, {} FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ${queue_n}\
          {priority_sql} ORDER BY claim_key, run_at, id LIMIT 0 + ${}",
-        matches.join(" OR "),
+        balanced_or(&matches),
         args.len()
     );
     let read = db.query(Sql::sqlite_only(&sql), &Params(args), |row| {

@@ -688,3 +688,37 @@ async fn weight_budgets_of_dequeues_in_flight_together_hold_each() {
     }
     t.close().await;
 }
+
+/// A dequeue carries at most 1,000 name patterns (each is a branch of the claim's statement on PostgreSQL); more is
+/// refused naming the field, and a run of `*` alone is any name.
+#[tokio::test]
+async fn a_dequeue_names_at_most_a_thousand_patterns_and_stars_alone_match_any_name() {
+    let t = TestQueue::new().await;
+    t.push("email.send").await;
+    let too_many = Dequeue {
+        names: (0..=cairn::MAX_DEQUEUE_NAMES)
+            .map(|i| format!("n{i}"))
+            .collect(),
+        ..Dequeue::new("w")
+    };
+    let err = t.queue.dequeue(too_many).await.unwrap_err();
+    assert_eq!(err.kind(), cairn::ErrorKind::InvalidInput);
+    assert_eq!(err.field(), Some("names"));
+    assert!(err.to_string().contains("at most 1000"), "{err}");
+
+    let most = Dequeue {
+        names: (1..cairn::MAX_DEQUEUE_NAMES)
+            .map(|i| format!("n{i}"))
+            .chain(["email.*".to_owned()])
+            .collect(),
+        ..Dequeue::new("w")
+    };
+    let got = t.queue.dequeue(most).await.unwrap();
+    assert_eq!(got.len(), 1, "the thousandth pattern matched");
+    t.queue.release(&got[0].lease).await.unwrap();
+
+    assert_eq!(names_matching(&t, "**").await, ["email.send"]);
+    assert!(NamePattern::parse("***").unwrap().is_any());
+    assert!(!NamePattern::parse("*a*").unwrap().is_any());
+    t.close().await;
+}

@@ -375,7 +375,7 @@ mod tests {
         crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
         drop(client);
         let mut session = crate::store::postgres::session::Session::open(&url, "test", "").unwrap();
-        let prepared = std::cell::RefCell::new(std::collections::HashMap::new());
+        let prepared = std::cell::RefCell::new(super::PreparedStatements::new());
         let tx = PgTransaction::begin(&mut session, &prepared, Access::Write).unwrap();
         let db = Db::Postgres(tx);
         let got = exercise(&db);

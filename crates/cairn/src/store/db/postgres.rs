@@ -23,8 +23,46 @@ pub(crate) struct PgTransaction<'a> {
     pub(super) failures: Cell<u64>,
 }
 
-/// The statements prepared on one PostgreSQL connection, by their text.
-pub(crate) type PreparedStatements = HashMap<String, tokio_postgres::Statement>;
+/// The most statements kept prepared on one connection.
+const MAX_PREPARED: usize = 256;
+
+/// The statements prepared on one PostgreSQL connection, by their text; `S` is a statement, any clonable type in
+/// the tests. At most [`MAX_PREPARED`]: some texts are assembled per request (a claim's name patterns, read-only
+/// SQL), and each prepared statement holds memory in the server's backend as well as here. When full, they are
+/// all dropped (which closes them on the server) and prepared again as they are used.
+pub(crate) struct PreparedStatements<S = tokio_postgres::Statement> {
+    by_text: HashMap<String, S>,
+}
+
+impl<S: Clone> PreparedStatements<S> {
+    pub fn new() -> Self {
+        PreparedStatements {
+            by_text: HashMap::new(),
+        }
+    }
+
+    fn get(&self, sql: &str) -> Option<S> {
+        self.by_text.get(sql).cloned()
+    }
+
+    fn insert(&mut self, sql: &str, statement: S) {
+        if self.by_text.len() >= MAX_PREPARED {
+            self.by_text.clear();
+        }
+        self.by_text.insert(sql.to_owned(), statement);
+    }
+
+    /// Forgets every statement: the connection they were prepared on is gone.
+    pub fn clear(&mut self) {
+        self.by_text.clear();
+    }
+}
+
+impl<S: Clone> Default for PreparedStatements<S> {
+    fn default() -> Self {
+        PreparedStatements::new()
+    }
+}
 
 /// How a transaction reads and writes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -99,14 +137,12 @@ impl<'a> PgTransaction<'a> {
     /// The statement prepared for `sql`, prepared on first use.
     fn prepare(&self, sql: &str) -> Result<tokio_postgres::Statement> {
         if let Some(stmt) = self.prepared.borrow().get(sql) {
-            return Ok(stmt.clone());
+            return Ok(stmt);
         }
         let stmt = self
             .bounded
             .call(self.client.prepare(sql), |e| self.failed(sql, e))?;
-        self.prepared
-            .borrow_mut()
-            .insert(sql.to_owned(), stmt.clone());
+        self.prepared.borrow_mut().insert(sql, stmt.clone());
         Ok(stmt)
     }
 
@@ -176,4 +212,22 @@ fn storage_error(sql: &str, e: tokio_postgres::Error) -> Error {
         sql.push('…');
     }
     Error::storage(format!("running {sql}"), e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_PREPARED, PreparedStatements};
+
+    #[test]
+    fn the_prepared_statements_of_a_connection_stay_bounded_whatever_texts_come() {
+        let mut prepared = PreparedStatements::<u32>::new();
+        for i in 0..10 * MAX_PREPARED {
+            let text = format!("SELECT {i}");
+            prepared.insert(&text, 7);
+            assert!(prepared.by_text.len() <= MAX_PREPARED);
+            assert_eq!(prepared.get(&text), Some(7), "the newest is always kept");
+        }
+        prepared.clear();
+        assert_eq!(prepared.get("SELECT 0"), None);
+    }
 }
