@@ -264,6 +264,11 @@ pub struct FinishRequest {
 pub struct FinishManyRequest {
     /// The jobs, at most 1,000.
     pub jobs: Vec<FinishItem>,
+    /// Then take jobs, as `POST /v1/dequeue` would with this request, in the same round trip (and, when the writer
+    /// takes both together, the same transaction). It never waits: `wait_ms` must be absent or 0. The jobs come
+    /// back in `jobs` once the finishes are durable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub take: Option<DequeueRequest>,
 }
 
 /// One job of a [`FinishManyRequest`]: what `POST /v1/jobs/{id}/finish` takes, with the job's id.
@@ -292,6 +297,12 @@ pub struct FinishItem {
 pub struct FinishManyBody {
     /// One per job.
     pub results: Vec<FinishResult>,
+    /// The jobs `take` claimed, each with its lease; absent without a `take`, or when it found none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<ClaimedJobBody>,
+    /// Why `take` claimed nothing, when it failed; the finishes' answers stand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub take_error: Option<ErrorDetail>,
 }
 
 /// One job's answer: done (completed, or moved on to its next queue) unless `error` says why not, as the one-job

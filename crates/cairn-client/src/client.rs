@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use cairn::{
     ActivityFilter, ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey,
-    ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, Job, JobFilter,
-    JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring, RecurringInfo,
-    Requeue, Reschedule, Result, Retry, SetData, SetPriority, StatsPeriod, StatsQuery, Unfail,
-    WorkerInfo,
+    ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, FinishAndTake,
+    Job, JobFilter, JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring,
+    RecurringInfo, Requeue, Reschedule, Result, Retry, SetData, SetPriority, StatsPeriod,
+    StatsQuery, Unfail, WorkerInfo,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -18,14 +18,14 @@ use serde_json::Value;
 
 use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
 use cairn_api::{
-    ActivityPageBody, AgingRequest, CheckpointRequest, ConcurrencyRequest, ConfigEntryBody,
-    ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody,
-    EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem, FinishManyBody,
-    FinishManyRequest, FinishRequest, HealthBody, HeartbeatRequest, JobBody, JobPageBody,
-    LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest, QueueListBody,
-    RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest, RetryRequest,
-    SetConfigRequest, StateBody, StatsBody, UnfailBody, UnfailRequest, UpdateRequest, UsageBody,
-    WorkerBody, WorkerListBody, WorkerStatsBody,
+    ActivityPageBody, AgingRequest, CheckpointRequest, ClaimedJobBody, ConcurrencyRequest,
+    ConfigEntryBody, ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody,
+    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
+    FinishManyBody, FinishManyRequest, FinishRequest, FinishResult, HealthBody, HeartbeatRequest,
+    JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest,
+    QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
+    RetryRequest, SetConfigRequest, StateBody, StatsBody, UnfailBody, UnfailRequest, UpdateRequest,
+    UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
@@ -231,15 +231,7 @@ impl Client {
                 timeout,
             )
             .await?;
-        body.jobs
-            .iter()
-            .map(|c| {
-                Ok(ClaimedJob {
-                    job: c.job.to_job()?,
-                    lease: c.lease.to_lease()?,
-                })
-            })
-            .collect()
+        body.jobs.iter().map(claimed_job).collect()
     }
 
     /// Extends a lease; see [`cairn::Queue::heartbeat`].
@@ -332,26 +324,36 @@ impl Client {
     /// [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`]; each job's own error is in its answer.
     pub async fn finish_many(&self, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
         let request = FinishManyRequest {
-            jobs: finishes
-                .into_iter()
-                .map(|finish| FinishItem {
-                    id: finish.job.0,
-                    token: finish.token.to_string(),
-                    data: finish.data,
-                    usage: finish.usage.map(UsageBody::from),
-                    next: finish.next.as_ref().map(ContinueBody::from),
-                })
-                .collect(),
+            jobs: finish_items(finishes),
+            take: None,
         };
         let body: FinishManyBody = self.post("/v1/finish", &request).await?;
-        Ok(body
-            .results
-            .into_iter()
-            .map(|result| match result.error {
-                None => Ok(()),
-                Some(error) => Err(ErrorBody { error }.into_error()),
-            })
-            .collect())
+        Ok(finish_answers(body.results))
+    }
+
+    /// Completes jobs and takes the next ones in one request; see [`cairn::Queue::finish_and_take`].
+    ///
+    /// # Errors
+    /// A request refused whole (a bad field, of a finish or of `take`), or one that failed on the way: then
+    /// nothing is known of the finishes, as with [`Client::finish_many`].
+    pub async fn finish_and_take(
+        &self,
+        finishes: Vec<Finish>,
+        take: Dequeue,
+    ) -> Result<FinishAndTake> {
+        let request = FinishManyRequest {
+            jobs: finish_items(finishes),
+            take: Some(DequeueRequest::from(&take)),
+        };
+        let body: FinishManyBody = self.post("/v1/finish", &request).await?;
+        let taken = match body.take_error {
+            Some(error) => Err(ErrorBody { error }.into_error()),
+            None => body.jobs.iter().map(claimed_job).collect(),
+        };
+        Ok(FinishAndTake {
+            finished: Ok(finish_answers(body.results)),
+            taken,
+        })
     }
 
     /// Retries the job later; see [`cairn::Queue::retry`].
@@ -1049,6 +1051,39 @@ fn encode_query_value(value: &str) -> String {
 }
 
 cairn::impl_backend_by_inherent_methods!(Client);
+
+/// A job a dequeue or a take claimed, from its body.
+fn claimed_job(body: &ClaimedJobBody) -> Result<ClaimedJob> {
+    Ok(ClaimedJob {
+        job: body.job.to_job()?,
+        lease: body.lease.to_lease()?,
+    })
+}
+
+/// The finishes of a `POST /v1/finish`, as its body lists them.
+fn finish_items(finishes: Vec<Finish>) -> Vec<FinishItem> {
+    finishes
+        .into_iter()
+        .map(|finish| FinishItem {
+            id: finish.job.0,
+            token: finish.token.to_string(),
+            data: finish.data,
+            usage: finish.usage.map(UsageBody::from),
+            next: finish.next.as_ref().map(ContinueBody::from),
+        })
+        .collect()
+}
+
+/// Each finish's answer, in order.
+fn finish_answers(results: Vec<FinishResult>) -> Vec<Result<()>> {
+    results
+        .into_iter()
+        .map(|result| match result.error {
+            None => Ok(()),
+            Some(error) => Err(ErrorBody { error }.into_error()),
+        })
+        .collect()
+}
 
 impl Jobs for Client {
     fn run<R: Route>(

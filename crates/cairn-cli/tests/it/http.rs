@@ -1414,6 +1414,100 @@ async fn finish_many_answers_each_job_in_order() {
     assert_eq!(job["state"], "running");
 }
 
+/// `POST /v1/finish` with a `take` finishes, then takes the worker's next jobs in the same answer, seeing the room
+/// the finishes made; a take that would wait, or a bad field of it, is refused whole, naming `take.field`, with
+/// nothing finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finish_with_a_take_answers_the_finishes_and_brings_the_next_jobs() {
+    let server = TestServer::spawn();
+    let (status, _) = post(&server, "/v1/queues/q/concurrency", r#"{"concurrency":1}"#).await;
+    assert_eq!(status, 200);
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let (status, pushed) = post(
+            &server,
+            "/v1/jobs",
+            &format!(r#"{{"name":"x","queue":"q","data":{{"i":{i}}}}}"#),
+        )
+        .await;
+        assert_eq!(status, 201, "{pushed}");
+        ids.push(pushed["id"].as_i64().unwrap());
+    }
+    let (_, claimed) = post(
+        &server,
+        "/v1/dequeue",
+        r#"{"worker":"w","queues":["q"],"limit":3}"#,
+    )
+    .await;
+    let jobs = claimed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "the queue runs one job at a time: {claimed}");
+    let (id, token) = (
+        jobs[0]["job"]["id"].as_i64().unwrap(),
+        jobs[0]["lease"]["token"].as_str().unwrap().to_owned(),
+    );
+    assert_eq!(id, ids[0]);
+
+    for (take, field) in [
+        (
+            r#"{"worker":"w","queues":["q"],"wait_ms":1000}"#,
+            "take.wait_ms",
+        ),
+        (r#"{"worker":"w","queues":["q"],"limit":0}"#, "take.limit"),
+        (r#"{"worker":"","queues":["q"]}"#, "take.worker"),
+    ] {
+        let (status, refused) = post(
+            &server,
+            "/v1/finish",
+            &format!(r#"{{"jobs":[{{"id":{id},"token":"{token}"}}],"take":{take}}}"#),
+        )
+        .await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["field"], field, "{refused}");
+    }
+    let (_, job) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/jobs/{id}", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        job["state"], "running",
+        "a refused request finished nothing"
+    );
+
+    let (status, answer) = post(
+        &server,
+        "/v1/finish",
+        &format!(r#"{{"jobs":[{{"id":{id},"token":"{token}"}}],"take":{{"worker":"w","queues":["q"],"limit":3}}}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["results"], json!([{ "id": id }]));
+    let next = answer["jobs"]
+        .as_array()
+        .expect("the next job came with the answer");
+    assert_eq!(
+        next.len(),
+        1,
+        "one may run, now that the first finished: {answer}"
+    );
+    assert_eq!(next[0]["job"]["id"], ids[1]);
+    assert_eq!(next[0]["job"]["state"], "running");
+    assert!(next[0]["lease"]["token"].is_string());
+
+    // Finished with nothing left that may run: the answer has no jobs.
+    let token = next[0]["lease"]["token"].as_str().unwrap();
+    let (status, answer) = post(
+        &server,
+        "/v1/finish",
+        &format!(r#"{{"jobs":[{{"id":{},"token":"{token}"}}],"take":{{"worker":"w","queues":["empty"]}}}}"#, ids[1]),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer, json!({"results": [{ "id": ids[1] }]}));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cairn_serve_guards_both_ports_with_one_budget_and_its_timeouts() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -50,11 +50,11 @@ fn lease(job: cairn::JobId, token_text: &str) -> ApiResult<Lease> {
 
 /// Completes many jobs at once, each as `POST /v1/jobs/{id}/finish` would: for a worker that reports several jobs
 /// together, in one request and one transaction. Each job is answered on its own, in order (a lost lease refuses
-/// only its job); a malformed request (a bad id or token, more than 1,000 jobs) is refused whole, naming
-/// `jobs[i].field`.
+/// only its job); a malformed request (a bad id or token, more than 1,000 jobs, a bad `take`) is refused whole,
+/// naming `jobs[i].field` or `take.field`. With `take`, the worker's next jobs come back in the same answer.
 #[utoipa::path(post, path = "/v1/finish", tag = "workers", request_body = FinishManyRequest,
     responses(
-        (status = 200, description = "Each job's answer, in order", body = FinishManyBody),
+        (status = 200, description = "Each job's answer, in order, and the jobs taken", body = FinishManyBody),
         (status = 400, description = "Bad input, naming the field (such as `jobs[2].token`)", body = ErrorBody),
     ))]
 pub async fn finish_many(
@@ -71,6 +71,19 @@ pub async fn finish_many(
             ),
         ));
     }
+    let take = request
+        .take
+        .map(|take| {
+            if take.wait_ms.unwrap_or(0) != 0 {
+                return Err(ApiError::invalid(
+                    "take.wait_ms",
+                    "must be 0 or absent: a take never waits, since a long poll would hold back the finishes' answers",
+                ));
+            }
+            take.into_dequeue(state.config.max_wait)
+                .map_err(|e| under_take(e.into()))
+        })
+        .transpose()?;
     let mut finishes = Vec::with_capacity(request.jobs.len());
     let mut ids = Vec::with_capacity(request.jobs.len());
     for (i, item) in request.jobs.into_iter().enumerate() {
@@ -86,7 +99,19 @@ pub async fn finish_many(
         });
     }
     let has_next: Vec<bool> = finishes.iter().map(|f| f.next.is_some()).collect();
-    let answers = state.queue.finish_many(finishes).await?;
+    let (answers, taken) = match take {
+        None => (state.queue.finish_many(finishes).await?, Ok(Vec::new())),
+        Some(take) => {
+            let done = state
+                .queue
+                .finish_and_take(finishes, take)
+                .await
+                .map_err(|e| under_take(e.into()))?;
+            // An error that answered every finish (the queue closing) fails the request; jobs taken in the same
+            // moment stay leased until their lease expires.
+            (done.finished?, done.taken)
+        }
+    };
     let results = ids
         .into_iter()
         .zip(answers)
@@ -98,7 +123,24 @@ pub async fn finish_many(
                 .map(|e| finish_error(e, has_next).body().error.clone()),
         })
         .collect();
-    Ok(Json(FinishManyBody { results }))
+    let (jobs, take_error) = match taken {
+        Ok(jobs) => (jobs.iter().map(ClaimedJobBody::from).collect(), None),
+        Err(e) => (Vec::new(), Some(ApiError::from(e).body().error.clone())),
+    };
+    Ok(Json(FinishManyBody {
+        results,
+        jobs,
+        take_error,
+    }))
+}
+
+/// An error about a field of a finish's `take`, as it names that field: `take.limit`, say. The count of finishes
+/// is the request's own.
+fn under_take(error: ApiError) -> ApiError {
+    match error.body().error.field.clone() {
+        Some(field) if field != "finishes" => error.nested_under("take", &field),
+        _ => error,
+    }
 }
 
 /// Extends the lease to a full lease timeout from now, optionally recording progress.

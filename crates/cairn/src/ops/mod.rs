@@ -70,7 +70,7 @@ pub mod public {
     pub use super::events::{ActivityKind, WORKER_LOST_AFTER};
     pub use super::fail::Fail;
     pub use super::failures::{FailureGroup, MAX_UNFAIL, Unfail};
-    pub use super::finish::{Continue, Finish, MAX_FINISH_MANY};
+    pub use super::finish::{Continue, Finish, FinishAndTake, MAX_FINISH_MANY};
     pub use super::heartbeat::Heartbeat;
     pub use super::move_job::MoveJob;
     pub use super::push::{Enqueued, MAX_DEPENDENCIES, Push, PushBatch};

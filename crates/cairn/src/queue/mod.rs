@@ -32,7 +32,7 @@ use crate::ops::delete::Delete;
 use crate::ops::dependencies::ChangeDependencies;
 use crate::ops::fail::Fail;
 use crate::ops::failures::{FailureGroup, Unfail};
-use crate::ops::finish::{Finish, MAX_FINISH_MANY};
+use crate::ops::finish::{Finish, FinishAndTake, MAX_FINISH_MANY};
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
 use crate::ops::queues::{LimitQueue, PauseQueue, QueueStats, SettingsCache};
@@ -504,6 +504,46 @@ impl Queue {
             results.push(answer.await.map_err(|_| writer_stopped())?);
         }
         Ok(results)
+    }
+
+    /// Completes `finishes` as [`Queue::finish_many`] does, then takes jobs as [`Queue::dequeue`] does with `take`,
+    /// which does not wait: a worker reports the jobs that ended and takes its next ones in one call. Both reach
+    /// the writer together, the finishes first, so they share a transaction (and its fsync) when the writer takes
+    /// them in one batch, and the take sees the room the finishes made (a queue's concurrency limit). The jobs
+    /// come back once the finishes are durable.
+    ///
+    /// # Errors
+    /// The call is refused whole, with nothing done, as either part would refuse it: [`ErrorKind::InvalidInput`]
+    /// for more than [`MAX_FINISH_MANY`] finishes (field `finishes`), a take that waits (field `wait`), or a bad
+    /// field of the take. Everything else is in the answer's two parts.
+    pub async fn finish_and_take(
+        &self,
+        finishes: Vec<Finish>,
+        take: Dequeue,
+    ) -> Result<FinishAndTake> {
+        if finishes.len() > MAX_FINISH_MANY {
+            return Err(Error::invalid(
+                "finishes",
+                format!(
+                    "must be at most {MAX_FINISH_MANY} jobs, got {}",
+                    finishes.len()
+                ),
+            ));
+        }
+        if !take.wait.is_zero() {
+            return Err(Error::invalid(
+                "wait",
+                format!(
+                    "must be 0 in a take that goes with finishes, got {:?}: a long poll would hold back their answers",
+                    take.wait
+                ),
+            ));
+        }
+        take.validate()?;
+        // Polled in this order, each sends its command before the other is polled: the finishes reach the writer
+        // first.
+        let (finished, taken) = tokio::join!(self.finish_many(finishes), self.dequeue(take));
+        Ok(FinishAndTake { finished, taken })
     }
 
     /// [`Queue::retry`] with every field of [`Retry`].

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::job::JobState;
 use crate::lease::Lease;
 use crate::ops::claim::{ClaimedJob, Dequeue};
-use crate::ops::finish::Finish;
+use crate::ops::finish::{Finish, FinishAndTake};
 use crate::queue::Queue;
 
 /// A boxed, sendable future, as [`Backend`]'s methods return.
@@ -39,6 +39,18 @@ pub trait Backend: Send + Sync + 'static {
     fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>>;
     /// Completes many jobs in one call, answering each; see [`Queue::finish_many`].
     fn finish_many(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>>;
+    /// Completes jobs and takes the next ones in one call; see [`Queue::finish_and_take`]. By default, the two
+    /// calls at once.
+    fn finish_and_take(
+        &self,
+        finishes: Vec<Finish>,
+        take: Dequeue,
+    ) -> BoxFuture<'_, Result<FinishAndTake>> {
+        Box::pin(async move {
+            let (finished, taken) = tokio::join!(self.finish_many(finishes), self.dequeue(take));
+            Ok(FinishAndTake { finished, taken })
+        })
+    }
     /// Retries the job later; see [`Queue::retry`].
     fn retry<'a>(
         &'a self,
@@ -60,9 +72,9 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 /// Implements [`Backend`] for a type whose inherent methods have the [`Queue`] signatures of the same names
-/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `finish_many`, `retry`, `fail`, `release`,
-/// `worker_stopped`): the
-/// embedded queue and the HTTP client both do, so each implementation is this one line.
+/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `finish_many`, `finish_and_take`, `retry`, `fail`,
+/// `release`, `worker_stopped`): the embedded queue and the HTTP client both do, so each implementation is this
+/// one line.
 #[macro_export]
 macro_rules! impl_backend_by_inherent_methods {
     ($type:ty) => {
@@ -111,6 +123,14 @@ macro_rules! impl_backend_by_inherent_methods {
                 finishes: Vec<$crate::Finish>,
             ) -> $crate::BoxFuture<'_, $crate::Result<Vec<$crate::Result<()>>>> {
                 Box::pin(<$type>::finish_many(self, finishes))
+            }
+
+            fn finish_and_take(
+                &self,
+                finishes: Vec<$crate::Finish>,
+                take: $crate::Dequeue,
+            ) -> $crate::BoxFuture<'_, $crate::Result<$crate::FinishAndTake>> {
+                Box::pin(<$type>::finish_and_take(self, finishes, take))
             }
 
             fn retry<'a>(
