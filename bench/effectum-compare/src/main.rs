@@ -248,13 +248,7 @@ fn run_enqueue_single(rt: &Runtime, config: &Config, results: &mut Results) -> B
 fn run_durable(rt: &Runtime, config: &Config, results: &mut Results) -> BenchResult<()> {
     let wants = |row: &str| config.wants_row("durable", row);
     if wants("disk/fdatasync-4k") {
-        let dir = temp_dir()?;
-        let (elapsed, samples) = disk::fdatasync_loop(dir.path(), config.size(2_000, 200))?;
-        let syncs = samples.len() as u64;
-        results.push(
-            Row::new("disk/fdatasync-4k", syncs, elapsed)
-                .with_latency("4 KiB write + fdatasync", samples),
-        );
+        disk::record_disk_row(temp_dir()?.path(), config.size(2_000, 200), results)?;
     }
     if wants("enqueue/one-at-a-time") {
         let total = config.size(5_000, 500);

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::config::BenchResult;
+use crate::report::{Results, Row};
 
 /// Appends 4 KiB to a fresh file in `dir` and calls `fdatasync`, `syncs` times: the rate a durable one-at-a-time
 /// operation could reach if it wrote one page and synced once. Returns the wall time and each sync's latency.
@@ -23,6 +24,17 @@ pub fn fdatasync_loop(dir: &Path, syncs: u64) -> BenchResult<(Duration, Vec<Dura
     let elapsed = start.elapsed();
     std::fs::remove_file(&path)?;
     Ok((elapsed, samples))
+}
+
+/// Runs [`fdatasync_loop`] in a fresh directory `syncs` times and records it as the row `disk/fdatasync-4k`.
+pub fn record_disk_row(dir: &Path, syncs: u64, results: &mut Results) -> BenchResult<()> {
+    let (elapsed, samples) = fdatasync_loop(dir, syncs)?;
+    let syncs = samples.len() as u64;
+    results.push(
+        Row::new("disk/fdatasync-4k", syncs, elapsed)
+            .with_latency("4 KiB write + fdatasync", samples),
+    );
+    Ok(())
 }
 
 /// Bytes this process has passed to `write` and its kind so far (`wchar` in `/proc/self/io`): the WAL frames and

@@ -479,15 +479,7 @@ impl Queue {
     /// [`ErrorKind::InvalidInput`] (field `finishes`) for more than [`MAX_FINISH_MANY`] jobs, and nothing is
     /// written; a closed queue's errors. Each job's own error (such as [`ErrorKind::LeaseLost`]) is in its answer.
     pub async fn finish_many(&self, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
-        if finishes.len() > MAX_FINISH_MANY {
-            return Err(Error::invalid(
-                "finishes",
-                format!(
-                    "must be at most {MAX_FINISH_MANY} jobs, got {}",
-                    finishes.len()
-                ),
-            ));
-        }
+        check_finish_count(finishes.len())?;
         if finishes.is_empty() {
             return Ok(Vec::new());
         }
@@ -521,15 +513,7 @@ impl Queue {
         finishes: Vec<Finish>,
         take: Dequeue,
     ) -> Result<FinishAndTake> {
-        if finishes.len() > MAX_FINISH_MANY {
-            return Err(Error::invalid(
-                "finishes",
-                format!(
-                    "must be at most {MAX_FINISH_MANY} jobs, got {}",
-                    finishes.len()
-                ),
-            ));
-        }
+        check_finish_count(finishes.len())?;
         if !take.wait.is_zero() {
             return Err(Error::invalid(
                 "wait",
@@ -1073,6 +1057,17 @@ fn tick(inner: &Weak<Inner>) {
     if let Some(inner) = inner.upgrade() {
         let _ = inner.commands.send(Command::Tick);
     }
+}
+
+/// Refuses more finishes in one call than [`MAX_FINISH_MANY`].
+fn check_finish_count(count: usize) -> Result<()> {
+    if count > MAX_FINISH_MANY {
+        return Err(Error::invalid(
+            "finishes",
+            format!("must be at most {MAX_FINISH_MANY} jobs, got {count}"),
+        ));
+    }
+    Ok(())
 }
 
 fn writer_stopped() -> Error {
