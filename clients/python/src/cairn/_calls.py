@@ -1,0 +1,209 @@
+"""Each call of the HTTP API once: the request it makes and how its answer reads. `Client` and `AsyncClient` only
+send them, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from ._errors import CairnError, InvalidInput, error_from_body
+from ._types import ClaimedJob, Enqueued, FinishAndTake, Job, Lease
+
+Seconds = Union[float, int, timedelta]
+"""A duration: seconds as a number, or a `timedelta`."""
+
+# How much longer than a long poll's wait the HTTP request may take before it counts as lost.
+LONG_POLL_MARGIN = 10.0
+
+
+class Call(NamedTuple):
+    method: str
+    path: str
+    body: Optional[Dict[str, Any]]
+    read: Callable[[Any], Any]
+    # Seconds the whole request may take; None: the client's own timeout.
+    timeout: Optional[float] = None
+
+
+def millis(duration: Seconds, field: str) -> int:
+    """Whole milliseconds of a duration, refusing a negative one as the server would."""
+    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
+    if seconds < 0:
+        raise InvalidInput("invalid_input", f"{field}: must not be negative, got {seconds} s", field)
+    return int(round(seconds * 1000))
+
+
+def push(
+    name: str,
+    data: Any = None,
+    *,
+    queue: Optional[str] = None,
+    priority: Optional[int] = None,
+    delay: Optional[Seconds] = None,
+    run_at: Optional[str] = None,
+    unique_key: Optional[str] = None,
+    tags: Sequence[str] = (),
+    retry: Optional[Dict[str, Any]] = None,
+    lease_timeout: Optional[Seconds] = None,
+    timeout: Optional[Seconds] = None,
+    weight: Optional[int] = None,
+    schedule: Optional[str] = None,
+) -> Dict[str, Any]:
+    """A job to enqueue, as `Client.enqueue_batch` takes them; the server validates every field and names a bad
+    one. `run_at` is an RFC 3339 time; `schedule` a Bedrock repeat or a cron expression; `retry` the whole policy
+    (`max_attempts`, `initial_delay_ms`, `multiplier`, `max_delay_ms`, `jitter`), the queue's default when absent."""
+    body: Dict[str, Any] = {"name": name}
+    if data is not None:
+        body["data"] = data
+    optional = {
+        "queue": queue,
+        "priority": priority,
+        "run_at": run_at,
+        "unique_key": unique_key,
+        "weight": weight,
+        "schedule": schedule,
+    }
+    body.update({k: v for k, v in optional.items() if v is not None})
+    if delay is not None:
+        body["delay_ms"] = millis(delay, "delay")
+    if lease_timeout is not None:
+        body["lease_timeout_ms"] = millis(lease_timeout, "lease_timeout")
+    if timeout is not None:
+        body["timeout_ms"] = millis(timeout, "timeout")
+    if tags:
+        body["tags"] = list(tags)
+    if retry is not None:
+        body["retry"] = dict(retry)
+    return body
+
+
+def dequeue_body(
+    worker: str,
+    queues: Sequence[str],
+    names: Sequence[str],
+    limit: int,
+    wait: Optional[Seconds],
+) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"worker": worker, "limit": limit}
+    if queues:
+        body["queues"] = list(queues)
+    if names:
+        body["names"] = list(names)
+    if wait is not None:
+        body["wait_ms"] = millis(wait, "wait")
+    return body
+
+
+def _claimed(body: Any) -> List[ClaimedJob]:
+    return [ClaimedJob.from_body(c) for c in body.get("jobs", [])]
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+Finishing = Union[Lease, Tuple[Lease, Any]]
+"""A job to finish: its lease, or its lease and the result that replaces its data."""
+
+
+def _finish_items(finishes: Iterable[Finishing]) -> List[Dict[str, Any]]:
+    items = []
+    for finish in finishes:
+        lease, data = finish if isinstance(finish, tuple) else (finish, None)
+        item: Dict[str, Any] = {"id": lease.job, "token": lease.token}
+        if data is not None:
+            item["data"] = data
+        items.append(item)
+    return items
+
+
+def _finish_errors(body: Any) -> List[Optional[CairnError]]:
+    return [
+        None if r.get("error") is None else error_from_body(r["error"], 200) for r in body.get("results", [])
+    ]
+
+
+class Calls:
+    """The API's calls, by the names of the Rust client's methods."""
+
+    @staticmethod
+    def health() -> Call:
+        return Call("GET", "/v1/health", None, lambda body: body)
+
+    @staticmethod
+    def enqueue(job: Dict[str, Any]) -> Call:
+        return Call("POST", "/v1/jobs", job, Enqueued.from_body)
+
+    @staticmethod
+    def enqueue_batch(jobs: Sequence[Dict[str, Any]]) -> Call:
+        return Call(
+            "POST", "/v1/jobs/batch", {"jobs": list(jobs)}, lambda body: [Enqueued.from_body(j) for j in body["jobs"]]
+        )
+
+    @staticmethod
+    def get(job: int) -> Call:
+        return Call("GET", f"/v1/jobs/{int(job)}", None, Job.from_body)
+
+    @staticmethod
+    def cancel(job: int) -> Call:
+        return Call("POST", f"/v1/jobs/{int(job)}/cancel", None, _none)
+
+    @staticmethod
+    def queues() -> Call:
+        return Call("GET", "/v1/queues", None, lambda body: body["queues"])
+
+    @staticmethod
+    def dequeue(worker: str, queues: Sequence[str], names: Sequence[str], limit: int, wait: Optional[Seconds]) -> Call:
+        body = dequeue_body(worker, queues, names, limit, wait)
+        timeout = body.get("wait_ms", 0) / 1000 + LONG_POLL_MARGIN
+        return Call("POST", "/v1/dequeue", body, _claimed, timeout)
+
+    @staticmethod
+    def heartbeat(lease: Lease, progress: Any) -> Call:
+        body: Dict[str, Any] = {"token": lease.token}
+        if progress is not None:
+            body["progress"] = progress
+        return Call("POST", f"/v1/jobs/{lease.job}/heartbeat", body, lambda b: b["lease_expires_at"])
+
+    @staticmethod
+    def finish(lease: Lease, data: Any) -> Call:
+        body: Dict[str, Any] = {"token": lease.token}
+        if data is not None:
+            body["data"] = data
+        return Call("POST", f"/v1/jobs/{lease.job}/finish", body, _none)
+
+    @staticmethod
+    def finish_many(finishes: Iterable[Finishing]) -> Call:
+        return Call("POST", "/v1/finish", {"jobs": _finish_items(finishes)}, _finish_errors)
+
+    @staticmethod
+    def finish_and_take(
+        finishes: Iterable[Finishing], worker: str, queues: Sequence[str], names: Sequence[str], limit: int
+    ) -> Call:
+        body = {"jobs": _finish_items(finishes), "take": dequeue_body(worker, queues, names, limit, None)}
+
+        def read(answer: Any) -> FinishAndTake:
+            take_error = answer.get("take_error")
+            return FinishAndTake(
+                errors=list(_finish_errors(answer)),
+                taken=_claimed(answer),
+                take_error=None if take_error is None else error_from_body(take_error, 200),
+            )
+
+        return Call("POST", "/v1/finish", body, read)
+
+    @staticmethod
+    def retry(lease: Lease, error: str, delay: Optional[Seconds]) -> Call:
+        body: Dict[str, Any] = {"token": lease.token, "error": error}
+        if delay is not None:
+            body["delay_ms"] = millis(delay, "delay")
+        return Call("POST", f"/v1/jobs/{lease.job}/retry", body, lambda b: b["state"])
+
+    @staticmethod
+    def fail(lease: Lease, group: str, message: str) -> Call:
+        body = {"token": lease.token, "group": group, "message": message}
+        return Call("POST", f"/v1/jobs/{lease.job}/fail", body, _none)
+
+    @staticmethod
+    def release(lease: Lease) -> Call:
+        return Call("POST", f"/v1/jobs/{lease.job}/release", {"token": lease.token}, _none)

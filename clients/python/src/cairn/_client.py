@@ -1,0 +1,214 @@
+"""`Client` and `AsyncClient`: the same calls (see `_calls`), sent with httpx, blocking or with asyncio."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+import httpx
+
+from ._calls import Call, Calls, Finishing, Seconds, push
+from ._errors import CairnError, Unavailable, error_from_body
+from ._types import ClaimedJob, Enqueued, FinishAndTake, Job, Lease
+
+DEFAULT_URL = "http://127.0.0.1:6670"
+
+
+def _headers(token: Optional[str]) -> Dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _read(call: Call, response: httpx.Response) -> Any:
+    try:
+        body = response.json() if response.content else {}
+    except ValueError:
+        body = None
+    if response.is_success:
+        return call.read(body)
+    detail = body.get("error") if isinstance(body, dict) else None
+    raise error_from_body(detail, response.status_code)
+
+
+def _unreachable(call: Call, error: httpx.TransportError) -> CairnError:
+    return Unavailable("unavailable", f"{call.method} {call.path}: {error or type(error).__name__}")
+
+
+class Client:
+    """A blocking client of a Cairn server.
+
+    >>> with Client("http://127.0.0.1:6670") as cairn:
+    ...     job = cairn.enqueue("email.send", {"to": "a@example.com"})
+    """
+
+    def __init__(self, url: str = DEFAULT_URL, *, token: Optional[str] = None, timeout: float = 30.0) -> None:
+        self._http = httpx.Client(base_url=url, headers=_headers(token), timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *_: Any) -> None:
+        self.close()
+
+    def _send(self, call: Call) -> Any:
+        timeout = call.timeout if call.timeout is not None else self._http.timeout
+        try:
+            response = self._http.request(call.method, call.path, json=call.body, timeout=timeout)
+        except httpx.TransportError as e:
+            raise _unreachable(call, e) from e
+        return _read(call, response)
+
+    def health(self) -> Dict[str, Any]:
+        """The server's status and version."""
+        return self._send(Calls.health())
+
+    def enqueue(self, name: str, data: Any = None, **options: Any) -> Enqueued:
+        """Enqueues one job; `options` are `push`'s (queue, priority, delay, run_at, unique_key, tags, …)."""
+        return self._send(Calls.enqueue(push(name, data, **options)))
+
+    def enqueue_batch(self, jobs: Sequence[Dict[str, Any]]) -> List[Enqueued]:
+        """Enqueues jobs made with `push`, all or none (a bad job's error names its index: `jobs[3].name`)."""
+        return self._send(Calls.enqueue_batch(jobs))
+
+    def get(self, job: int) -> Job:
+        """The job, as it is now."""
+        return self._send(Calls.get(job))
+
+    def cancel(self, job: int) -> None:
+        """Cancels a job that has not finished; its worker, if any, is refused from then on."""
+        self._send(Calls.cancel(job))
+
+    def queues(self) -> List[Dict[str, Any]]:
+        """Every queue with its jobs counted by state."""
+        return self._send(Calls.queues())
+
+    def dequeue(
+        self,
+        worker: str,
+        *,
+        queues: Sequence[str] = (),
+        names: Sequence[str] = (),
+        limit: int = 1,
+        wait: Optional[Seconds] = None,
+    ) -> List[ClaimedJob]:
+        """Takes up to `limit` ready jobs; with `wait`, a long poll that returns the moment one is ready."""
+        return self._send(Calls.dequeue(worker, queues, names, limit, wait))
+
+    def heartbeat(self, lease: Lease, progress: Any = None) -> str:
+        """Extends the lease; returns its new expiry."""
+        return self._send(Calls.heartbeat(lease, progress))
+
+    def finish(self, lease: Lease, data: Any = None) -> None:
+        """Completes the job, replacing its data with `data` when given."""
+        self._send(Calls.finish(lease, data))
+
+    def finish_many(self, finishes: Iterable[Finishing]) -> List[Optional[CairnError]]:
+        """Completes many jobs in one request; each one's error (None when done), in order."""
+        return self._send(Calls.finish_many(finishes))
+
+    def finish_and_take(
+        self,
+        finishes: Iterable[Finishing],
+        worker: str,
+        *,
+        queues: Sequence[str] = (),
+        names: Sequence[str] = (),
+        limit: int = 1,
+    ) -> FinishAndTake:
+        """Completes jobs and takes the next ones (without waiting) in one request."""
+        return self._send(Calls.finish_and_take(finishes, worker, queues, names, limit))
+
+    def retry(self, lease: Lease, error: str, *, delay: Optional[Seconds] = None) -> str:
+        """Reports a transient error; returns the job's new state (`queued`, `scheduled`, or `failed`)."""
+        return self._send(Calls.retry(lease, error, delay))
+
+    def fail(self, lease: Lease, group: str, message: str) -> None:
+        """Fails the job for good, in failure group `group`."""
+        self._send(Calls.fail(lease, group, message))
+
+    def release(self, lease: Lease) -> None:
+        """Gives the job back unrun; the attempt does not count."""
+        self._send(Calls.release(lease))
+
+
+class AsyncClient:
+    """`Client` for asyncio: the same methods, awaited."""
+
+    def __init__(self, url: str = DEFAULT_URL, *, token: Optional[str] = None, timeout: float = 30.0) -> None:
+        self._http = httpx.AsyncClient(base_url=url, headers=_headers(token), timeout=timeout)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *_: Any) -> None:
+        await self.aclose()
+
+    async def _send(self, call: Call) -> Any:
+        timeout = call.timeout if call.timeout is not None else self._http.timeout
+        try:
+            response = await self._http.request(call.method, call.path, json=call.body, timeout=timeout)
+        except httpx.TransportError as e:
+            raise _unreachable(call, e) from e
+        return _read(call, response)
+
+    async def health(self) -> Dict[str, Any]:
+        return await self._send(Calls.health())
+
+    async def enqueue(self, name: str, data: Any = None, **options: Any) -> Enqueued:
+        return await self._send(Calls.enqueue(push(name, data, **options)))
+
+    async def enqueue_batch(self, jobs: Sequence[Dict[str, Any]]) -> List[Enqueued]:
+        return await self._send(Calls.enqueue_batch(jobs))
+
+    async def get(self, job: int) -> Job:
+        return await self._send(Calls.get(job))
+
+    async def cancel(self, job: int) -> None:
+        await self._send(Calls.cancel(job))
+
+    async def queues(self) -> List[Dict[str, Any]]:
+        return await self._send(Calls.queues())
+
+    async def dequeue(
+        self,
+        worker: str,
+        *,
+        queues: Sequence[str] = (),
+        names: Sequence[str] = (),
+        limit: int = 1,
+        wait: Optional[Seconds] = None,
+    ) -> List[ClaimedJob]:
+        return await self._send(Calls.dequeue(worker, queues, names, limit, wait))
+
+    async def heartbeat(self, lease: Lease, progress: Any = None) -> str:
+        return await self._send(Calls.heartbeat(lease, progress))
+
+    async def finish(self, lease: Lease, data: Any = None) -> None:
+        await self._send(Calls.finish(lease, data))
+
+    async def finish_many(self, finishes: Iterable[Finishing]) -> List[Optional[CairnError]]:
+        return await self._send(Calls.finish_many(finishes))
+
+    async def finish_and_take(
+        self,
+        finishes: Iterable[Finishing],
+        worker: str,
+        *,
+        queues: Sequence[str] = (),
+        names: Sequence[str] = (),
+        limit: int = 1,
+    ) -> FinishAndTake:
+        return await self._send(Calls.finish_and_take(finishes, worker, queues, names, limit))
+
+    async def retry(self, lease: Lease, error: str, *, delay: Optional[Seconds] = None) -> str:
+        return await self._send(Calls.retry(lease, error, delay))
+
+    async def fail(self, lease: Lease, group: str, message: str) -> None:
+        await self._send(Calls.fail(lease, group, message))
+
+    async def release(self, lease: Lease) -> None:
+        await self._send(Calls.release(lease))

@@ -1,0 +1,73 @@
+"""Errors from a Cairn server: what went wrong (`kind`), which input field (`field`), and the server's message."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+
+class CairnError(Exception):
+    """An error the server answered with, or a request that could not reach it.
+
+    `kind` is the server's error kind (`invalid_input`, `not_found`, `lease_lost`, `invalid_state`,
+    `unauthorized`, `unavailable`, …), `field` the input field it names, if any, and `status` the HTTP status
+    (None when no answer came).
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        field: Optional[str] = None,
+        status: Optional[int] = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.field = field
+        self.status = status
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(kind={self.kind!r}, field={self.field!r}, message={self.message!r})"
+
+
+class InvalidInput(CairnError):
+    """A field broke a rule; `field` names it and the message says the rule."""
+
+
+class NotFound(CairnError):
+    """No such job, queue or schedule."""
+
+
+class LeaseLost(CairnError):
+    """The lease is no longer valid: the job was taken back (it expired, was cancelled, or ran elsewhere)."""
+
+
+class InvalidState(CairnError):
+    """The job is not in a state that allows this (cancelling a finished job, say)."""
+
+
+class Unauthorized(CairnError):
+    """The server wants a bearer token, and this one is missing or wrong."""
+
+
+class Unavailable(CairnError):
+    """The server or its database cannot answer now; the same call may succeed later."""
+
+
+_BY_KIND = {
+    "invalid_input": InvalidInput,
+    "not_found": NotFound,
+    "lease_lost": LeaseLost,
+    "invalid_state": InvalidState,
+    "unauthorized": Unauthorized,
+    "unavailable": Unavailable,
+}
+
+
+def error_from_body(detail: Any, status: Optional[int]) -> CairnError:
+    """The exception for an error body's `error` object (or something that is not one)."""
+    if not isinstance(detail, dict) or not isinstance(detail.get("kind"), str):
+        return CairnError("unknown", f"the server answered {status} without an error body", status=status)
+    kind = detail["kind"]
+    cls = _BY_KIND.get(kind, CairnError)
+    return cls(kind, str(detail.get("message", "")), detail.get("field"), status)
