@@ -4,6 +4,7 @@ send them, so the two cannot drift apart."""
 from __future__ import annotations
 
 from datetime import timedelta
+from urllib.parse import quote
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._errors import CairnError, InvalidInput, error_from_body
@@ -83,8 +84,11 @@ def dequeue_body(
     names: Sequence[str],
     limit: int,
     wait: Optional[Seconds],
+    max_weight: Optional[int] = None,
 ) -> Dict[str, Any]:
     body: Dict[str, Any] = {"worker": worker, "limit": limit}
+    if max_weight is not None:
+        body["max_weight"] = max_weight
     if queues:
         body["queues"] = list(queues)
     if names:
@@ -153,8 +157,15 @@ class Calls:
         return Call("GET", "/v1/queues", None, lambda body: body["queues"])
 
     @staticmethod
-    def dequeue(worker: str, queues: Sequence[str], names: Sequence[str], limit: int, wait: Optional[Seconds]) -> Call:
-        body = dequeue_body(worker, queues, names, limit, wait)
+    def dequeue(
+        worker: str,
+        queues: Sequence[str],
+        names: Sequence[str],
+        limit: int,
+        wait: Optional[Seconds],
+        max_weight: Optional[int] = None,
+    ) -> Call:
+        body = dequeue_body(worker, queues, names, limit, wait, max_weight)
         timeout = body.get("wait_ms", 0) / 1000 + LONG_POLL_MARGIN
         return Call("POST", "/v1/dequeue", body, _claimed, timeout)
 
@@ -207,3 +218,7 @@ class Calls:
     @staticmethod
     def release(lease: Lease) -> Call:
         return Call("POST", f"/v1/jobs/{lease.job}/release", {"token": lease.token}, _none)
+
+    @staticmethod
+    def worker_stopped(worker: str) -> Call:
+        return Call("POST", f"/v1/workers/{quote(worker, safe='')}/stop", None, _none)

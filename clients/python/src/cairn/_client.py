@@ -91,9 +91,11 @@ class Client:
         names: Sequence[str] = (),
         limit: int = 1,
         wait: Optional[Seconds] = None,
+        max_weight: Optional[int] = None,
     ) -> List[ClaimedJob]:
-        """Takes up to `limit` ready jobs; with `wait`, a long poll that returns the moment one is ready."""
-        return self._send(Calls.dequeue(worker, queues, names, limit, wait))
+        """Takes up to `limit` ready jobs (of at most `max_weight` in all); with `wait`, a long poll that returns the
+        moment one is ready."""
+        return self._send(Calls.dequeue(worker, queues, names, limit, wait, max_weight))
 
     def heartbeat(self, lease: Lease, progress: Any = None) -> str:
         """Extends the lease; returns its new expiry."""
@@ -130,6 +132,10 @@ class Client:
     def release(self, lease: Lease) -> None:
         """Gives the job back unrun; the attempt does not count."""
         self._send(Calls.release(lease))
+
+    def worker_stopped(self, worker: str) -> None:
+        """Says the worker stops: the activity log shows it stopped, not lost."""
+        self._send(Calls.worker_stopped(worker))
 
 
 class AsyncClient:
@@ -181,8 +187,9 @@ class AsyncClient:
         names: Sequence[str] = (),
         limit: int = 1,
         wait: Optional[Seconds] = None,
+        max_weight: Optional[int] = None,
     ) -> List[ClaimedJob]:
-        return await self._send(Calls.dequeue(worker, queues, names, limit, wait))
+        return await self._send(Calls.dequeue(worker, queues, names, limit, wait, max_weight))
 
     async def heartbeat(self, lease: Lease, progress: Any = None) -> str:
         return await self._send(Calls.heartbeat(lease, progress))
@@ -212,3 +219,6 @@ class AsyncClient:
 
     async def release(self, lease: Lease) -> None:
         await self._send(Calls.release(lease))
+
+    async def worker_stopped(self, worker: str) -> None:
+        await self._send(Calls.worker_stopped(worker))

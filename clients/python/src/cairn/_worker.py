@@ -1,0 +1,369 @@
+"""`Worker`: runs a handler for each job it takes from a Cairn server, as the Rust `cairn::Worker` does.
+
+It takes as many jobs per request as it has free slots (a long poll when none is ready), heartbeats each job while
+its handler runs, and reports the jobs that end together in one request. A handler's slot is free once it
+returns: its finish goes meanwhile, with others'. A handler that raises `RetryLater` or any other exception has the
+job retried with the exception's text as the error; `FailJob` fails it for good. A lost lease (the job cancelled,
+or taken back after the lease expired) stops reporting: what the handler returns is dropped. On SIGTERM or SIGINT
+(`run`) or `stop()`, it takes no more jobs, lets running ones finish until the deadline, gives back the rest, and
+says it stopped.
+
+Handlers may be plain functions (run on a thread of the default executor) or `async def` functions (run on the
+worker's event loop); either takes a `JobContext` and returns the job's result (its new data), or None to keep it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+import signal
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Pattern, Sequence, Tuple, Union
+
+from ._calls import Seconds, millis
+from ._client import AsyncClient
+from ._errors import CairnError, InvalidInput, LeaseLost
+from ._types import ClaimedJob, Job, Lease
+
+log = logging.getLogger("cairn.worker")
+
+# A worker of few slots still takes jobs while this many finishes wait for their answer (see the Rust worker).
+MIN_UNANSWERED_FINISHES = 32
+# The most finishes one request carries.
+MAX_PER_CALL = 100
+
+
+class RetryLater(Exception):
+    """Raised by a handler: the job runs again after its backoff (or `delay`), with this message as its error."""
+
+    def __init__(self, message: str, delay: Optional[Seconds] = None) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class FailJob(Exception):
+    """Raised by a handler: the job fails for good, in failure group `group`, with `message` as its error."""
+
+    def __init__(self, group: str, message: str) -> None:
+        super().__init__(message)
+        self.group = group
+        self.message = message
+
+
+class JobContext:
+    """What a handler gets: the job, its lease, and whether the lease was lost meanwhile."""
+
+    def __init__(self, claimed: ClaimedJob) -> None:
+        self.job: Job = claimed.job
+        self.lease: Lease = claimed.lease
+        self.lost = False
+
+    @property
+    def data(self) -> Any:
+        """The job's data."""
+        return self.job.data
+
+
+Handler = Callable[[JobContext], Union[Any, Awaitable[Any]]]
+
+
+@dataclass
+class WorkerReport:
+    """How the jobs a worker took ended."""
+
+    finished: int = 0
+    retried: int = 0
+    failed: int = 0
+    lost: int = 0
+    released: int = 0
+
+
+def glob_regex(pattern: str) -> Pattern[str]:
+    """SQLite's GLOB as a regular expression: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]`; case-sensitive."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[":
+            j = i + 1
+            negate = pattern[j : j + 1] == "^"
+            j += negate
+            start = j
+            # A `]` first in the set is one of its characters.
+            end = pattern.find("]", j + 1 if pattern[j : j + 1] == "]" else j)
+            if end < 0:
+                raise InvalidInput("invalid_input", f"name_pattern: unclosed [ in {pattern!r}", "name_pattern")
+            members = "".join("\\" + ch if ch in "\\]^[" else ch for ch in pattern[start:end])
+            out.append(f"[{'^' if negate else ''}{members}]")
+            i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def exact_pattern(name: str) -> str:
+    """The GLOB pattern that matches `name` alone."""
+    return re.sub(r"([*?\[])", r"[\1]", name)
+
+
+class Worker:
+    """Runs handlers for jobs from a Cairn server.
+
+    >>> worker = Worker("http://127.0.0.1:6670", "resizer-1", max_concurrency=8)
+    >>> @worker.handler("image.resize")
+    ... def resize(job):
+    ...     return {"url": make_thumbnail(job.data["url"])}
+    >>> worker.run()   # until SIGTERM or SIGINT
+    """
+
+    def __init__(
+        self,
+        url: str,
+        worker_id: str,
+        *,
+        token: Optional[str] = None,
+        queues: Sequence[str] = (),
+        max_concurrency: int = 4,
+        wait: Seconds = 30.0,
+        shutdown_deadline: Seconds = 30.0,
+    ) -> None:
+        if max_concurrency < 1:
+            raise InvalidInput("invalid_input", f"max_concurrency: must be at least 1, got {max_concurrency}", "max_concurrency")
+        self.url, self.id, self.token = url, worker_id, token
+        self.queues = list(queues)
+        self.max_concurrency = max_concurrency
+        self.wait = millis(wait, "wait") / 1000
+        self.shutdown_deadline = millis(shutdown_deadline, "shutdown_deadline") / 1000
+        self._exact: Dict[str, Handler] = {}
+        self._globs: List[Tuple[str, Pattern[str], Handler]] = []
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._stop: Optional[asyncio.Event] = None
+
+    def handler(self, name: str, fn: Optional[Handler] = None) -> Any:
+        """Registers `fn` for jobs named exactly `name` (usable as a decorator)."""
+        return self._register(name, None, fn)
+
+    def glob_handler(self, pattern: str, fn: Optional[Handler] = None) -> Any:
+        """Registers `fn` for jobs whose name matches the GLOB `pattern` (`email.*`), after exact names."""
+        return self._register(pattern, glob_regex(pattern), fn)
+
+    def _register(self, key: str, regex: Optional[Pattern[str]], fn: Optional[Handler]) -> Any:
+        def add(handler: Handler) -> Handler:
+            if regex is None:
+                self._exact[key] = handler
+            else:
+                self._globs.append((key, regex, handler))
+            return handler
+
+        return add if fn is None else add(fn)
+
+    def _handler_for(self, name: str) -> Optional[Handler]:
+        if name in self._exact:
+            return self._exact[name]
+        return next((h for _, regex, h in self._globs if regex.fullmatch(name)), None)
+
+    def _patterns(self) -> List[str]:
+        return [exact_pattern(n) for n in self._exact] + [p for p, _, _ in self._globs]
+
+    def run(self) -> WorkerReport:
+        """Runs until SIGTERM or SIGINT (or `stop()`), then stops gracefully; returns what became of the jobs."""
+
+        async def main() -> WorkerReport:
+            loop = asyncio.get_running_loop()
+            stop = asyncio.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, stop.set)
+            return await self.run_async(stop)
+
+        return asyncio.run(main())
+
+    def stop(self) -> None:
+        """Asks a running worker to stop (from any thread)."""
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+
+    async def run_async(self, stop: Optional[asyncio.Event] = None) -> WorkerReport:
+        """`run` on the running event loop, until `stop` is set."""
+        if not self._exact and not self._globs:
+            raise InvalidInput("invalid_input", "handlers: a worker needs at least one", "handlers")
+        self._loop, self._stop = asyncio.get_running_loop(), stop or asyncio.Event()
+        async with AsyncClient(self.url, token=self.token) as client:
+            return await _Run(self, client, self._stop).run()
+
+
+class _Run:
+    """One run of a worker: its jobs, its finishes, and its report."""
+
+    def __init__(self, worker: Worker, client: AsyncClient, stop: asyncio.Event) -> None:
+        self.worker, self.client, self.stop = worker, client, stop
+        self.report = WorkerReport()
+        self.weight = 0
+        self.jobs: Dict[asyncio.Task[None], ClaimedJob] = {}
+        self.slot_freed = asyncio.Event()
+        self.finishes: asyncio.Queue[Tuple[Lease, Any]] = asyncio.Queue()
+        self.unanswered = 0
+
+    async def run(self) -> WorkerReport:
+        finisher = asyncio.create_task(self.finish_loop())
+        stopping = asyncio.create_task(self.stop.wait())
+        bound = max(self.worker.max_concurrency, MIN_UNANSWERED_FINISHES)
+        while not self.stop.is_set():
+            room = self.worker.max_concurrency - self.weight
+            if room <= 0 or self.unanswered >= bound:
+                self.slot_freed.clear()
+                freed = asyncio.create_task(self.slot_freed.wait())
+                await asyncio.wait({freed, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                freed.cancel()
+                continue
+            fetch = asyncio.create_task(
+                self.client.dequeue(
+                    self.worker.id,
+                    queues=self.worker.queues,
+                    names=self.worker._patterns(),
+                    limit=room,
+                    max_weight=room,
+                    wait=self.worker.wait,
+                )
+            )
+            await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not fetch.done():
+                # Stopping: the server gives back a job it claimed for a request that went away.
+                fetch.cancel()
+                break
+            try:
+                claimed = fetch.result()
+            except CairnError as e:
+                log.error("worker %s: taking jobs failed (%s); trying again in a second", self.worker.id, e)
+                await asyncio.wait({stopping}, timeout=1.0)
+                continue
+            for job in claimed:
+                self.start(job)
+        stopping.cancel()
+        await self.drain()
+        await self.finishes.put(None)  # type: ignore[arg-type]
+        await finisher
+        try:
+            await self.client.worker_stopped(self.worker.id)
+        except CairnError as e:
+            log.debug("worker %s: could not say it stopped: %s", self.worker.id, e)
+        return self.report
+
+    def start(self, claimed: ClaimedJob) -> None:
+        weight = int(claimed.job.raw.get("weight", 1))
+        self.weight += weight
+        task = asyncio.create_task(self.run_job(claimed, weight))
+        self.jobs[task] = claimed
+        task.add_done_callback(lambda t: self.jobs.pop(t, None))
+
+    def free(self, weight: int) -> None:
+        self.weight -= weight
+        self.slot_freed.set()
+
+    async def run_job(self, claimed: ClaimedJob, weight: int) -> None:
+        ctx = JobContext(claimed)
+        handler = self.worker._handler_for(claimed.job.name)
+        if handler is None:  # only names with a handler are asked for
+            self.free(weight)
+            await self.record(claimed, self.client.release(claimed.lease), "released")
+            return
+        if inspect.iscoroutinefunction(handler):
+            work: asyncio.Future[Any] = asyncio.ensure_future(handler(ctx))
+        else:
+            work = asyncio.ensure_future(asyncio.to_thread(handler, ctx))
+        every = max(claimed.job.raw.get("lease_timeout_ms", 60_000) / 3000, 0.05)
+        while not work.done():
+            await asyncio.wait({work}, timeout=every)
+            if work.done():
+                break
+            try:
+                await self.client.heartbeat(claimed.lease)
+            except LeaseLost as e:
+                log.warning("job %s: lease lost (%s); its handler's result will not be reported", claimed.job.id, e)
+                ctx.lost = True
+                work.cancel()  # a thread runs on, but what it returns is dropped
+                self.free(weight)
+                self.report.lost += 1
+                return
+            except CairnError as e:
+                log.warning("job %s: heartbeat failed (%s); trying again", claimed.job.id, e)
+        self.free(weight)
+        try:
+            result = work.result()
+        except asyncio.CancelledError:
+            raise
+        except RetryLater as e:
+            await self.record(claimed, self.client.retry(claimed.lease, str(e), delay=e.delay), "retried")
+        except FailJob as e:
+            await self.record(claimed, self.client.fail(claimed.lease, e.group, e.message), "failed")
+        except Exception as e:  # noqa: BLE001 - any other failure of the handler is a retry, as a panic is in Rust
+            error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+            await self.record(claimed, self.client.retry(claimed.lease, error), "retried")
+        else:
+            self.unanswered += 1
+            await self.finishes.put((claimed.lease, result))
+
+    async def record(self, claimed: ClaimedJob, call: Awaitable[Any], outcome: str) -> None:
+        try:
+            await call
+        except LeaseLost:
+            self.report.lost += 1
+            return
+        except CairnError as e:
+            log.error("job %s: could not record its outcome (%s); its lease will expire", claimed.job.id, e)
+            self.report.lost += 1
+            return
+        setattr(self.report, outcome, getattr(self.report, outcome) + 1)
+
+    async def finish_loop(self) -> None:
+        done = False
+        while not done:
+            first = await self.finishes.get()
+            if first is None:
+                break
+            # Jobs that end together end in the same turn of the loop: let them join this request.
+            await asyncio.sleep(0)
+            batch = [first]
+            while len(batch) < MAX_PER_CALL and not self.finishes.empty():
+                item = self.finishes.get_nowait()
+                if item is None:
+                    done = True
+                    break
+                batch.append(item)
+            await self.finish_batch(batch)
+
+    async def finish_batch(self, batch: List[Tuple[Lease, Any]]) -> None:
+        delay = 0.1
+        while True:
+            try:
+                errors = await self.client.finish_many(batch)
+                break
+            except CairnError as e:
+                if e.kind != "unavailable" or delay > 30:
+                    log.error("finishing %d jobs failed (%s); their leases will expire", len(batch), e)
+                    errors = [e] * len(batch)
+                    break
+                await asyncio.sleep(delay)
+                delay *= 2
+        for error in errors:
+            if error is None:
+                self.report.finished += 1
+            else:
+                self.report.lost += 1
+        self.unanswered -= len(batch)
+        self.slot_freed.set()
+
+    async def drain(self) -> None:
+        """Waits for running jobs until the deadline, then gives back the rest."""
+        if self.jobs:
+            await asyncio.wait(set(self.jobs), timeout=self.worker.shutdown_deadline)
+        left = list(self.jobs.items())
+        for task, claimed in left:
+            task.cancel()
+            await self.record(claimed, self.client.release(claimed.lease), "released")

@@ -1,0 +1,230 @@
+"""The Worker against a real server: handlers by name and GLOB, outcomes, slots, heartbeats, lost leases, and
+stopping on SIGTERM or dying on SIGKILL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import cairn
+from cairn import AsyncClient, FailJob, RetryLater, Worker, push
+
+
+async def eventually(what, check, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        if await check():
+            return
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.05)
+
+
+async def states(client, ids):
+    return [(await client.get(i)).state for i in ids]
+
+
+def start(worker):
+    stop = asyncio.Event()
+    return stop, asyncio.create_task(worker.run_async(stop))
+
+
+async def test_handlers_by_name_and_glob_run_their_jobs_and_save_results(server):
+    async with AsyncClient(server.url) as client:
+        names = ["resize", "resize", "email.send", "email.bounce", "resize[1]", "other"]
+        ids = [e.id for e in await client.enqueue_batch([push(n, {"n": i}) for i, n in enumerate(names)])]
+        worker = Worker(server.url, "py-1", wait=1)
+
+        @worker.handler("resize")
+        def resize(job):
+            return {"resized": job.data["n"]}
+
+        @worker.glob_handler("email.*")
+        async def email(job):
+            await asyncio.sleep(0)
+            return {"mailed": job.job.name}
+
+        worker.handler("resize[1]", lambda job: None)  # a name with GLOB characters is matched exactly
+        stop, running = start(worker)
+        await eventually("five jobs completed", lambda: _count(client, ids, "completed", 5))
+        stop.set()
+        report = await running
+        assert (report.finished, report.retried, report.failed, report.lost) == (5, 0, 0, 0)
+        assert await states(client, ids) == ["completed"] * 5 + ["queued"]
+        assert (await client.get(ids[0])).data == {"resized": 0}
+        assert (await client.get(ids[3])).data == {"mailed": "email.bounce"}
+        assert (await client.get(ids[4])).data == {"n": 4}, "None keeps the data"
+
+
+async def _count(client, ids, state, n):
+    return (await states(client, ids)).count(state) >= n
+
+
+async def test_exceptions_retry_or_fail_the_job_with_their_text(server):
+    async with AsyncClient(server.url) as client:
+        later, bad, boom = [(await client.enqueue(n)).id for n in ("later", "bad", "boom")]
+        worker = Worker(server.url, "py-2", wait=1)
+
+        @worker.handler("later")
+        def wait_a_minute(job):
+            raise RetryLater("rate limited", delay=60)
+
+        @worker.handler("bad")
+        def refuse(job):
+            raise FailJob("bad-input", "cannot parse")
+
+        @worker.handler("boom")
+        async def crash(job):
+            raise ValueError("boom")
+
+        stop, running = start(worker)
+        await eventually("all three handled", lambda: _handled(client, [later, bad, boom]))
+        stop.set()
+        report = await running
+        assert (report.retried, report.failed) == (2, 1)
+        [a, b, c] = [await client.get(i) for i in (later, bad, boom)]
+        assert (a.state, a.error) == ("scheduled", "rate limited")
+        assert (b.state, b.error, b.raw["failure_group"]) == ("failed", "cannot parse", "bad-input")
+        assert (c.state, c.error) == ("scheduled", "ValueError: boom")
+
+
+async def _handled(client, ids):
+    return all(s != "queued" and s != "running" for s in await states(client, ids))
+
+
+async def test_no_more_than_max_concurrency_run_at_once(server):
+    async with AsyncClient(server.url) as client:
+        ids = [e.id for e in await client.enqueue_batch([push("slow") for _ in range(9)])]
+        worker = Worker(server.url, "py-3", max_concurrency=3, wait=1)
+        now, most = 0, 0
+
+        @worker.handler("slow")
+        async def slow(job):
+            nonlocal now, most
+            now += 1
+            most = max(most, now)
+            await asyncio.sleep(0.2)
+            now -= 1
+
+        stop, running = start(worker)
+        await eventually("all nine completed", lambda: _count(client, ids, "completed", 9))
+        stop.set()
+        await running
+        assert most == 3, "three slots, all of them used"
+
+
+async def test_heartbeats_keep_a_job_longer_than_its_lease(server):
+    async with AsyncClient(server.url) as client:
+        job = (await client.enqueue("long", lease_timeout=1)).id
+        worker = Worker(server.url, "py-4", wait=1)
+        worker.handler("long", lambda job: time.sleep(2.5) or {"ok": True})
+        stop, running = start(worker)
+        await eventually("the job completed", lambda: _count(client, [job], "completed", 1))
+        stop.set()
+        report = await running
+        done = await client.get(job)
+        assert (done.attempt, done.data, report.finished) == (1, {"ok": True}, 1)
+
+
+async def test_a_lost_lease_drops_the_handlers_result(server):
+    async with AsyncClient(server.url) as client:
+        job = (await client.enqueue("held", lease_timeout=1)).id
+        started, release = asyncio.Event(), asyncio.Event()
+        worker = Worker(server.url, "py-5", wait=1)
+
+        @worker.handler("held")
+        async def held(ctx):
+            started.set()
+            await release.wait()
+            return {"should not": "be saved"}
+
+        stop, running = start(worker)
+        await asyncio.wait_for(started.wait(), 10)
+        await client.cancel(job)
+        # The next heartbeat (a third of the 1 s lease) finds the lease gone.
+        await asyncio.sleep(1.0)
+        release.set()
+        stop.set()
+        report = await running
+        assert report.lost == 1 and report.finished == 0
+        cancelled = await client.get(job)
+        assert cancelled.state == "cancelled" and cancelled.data == {}
+
+
+WORKER_SCRIPT = """
+import json, sys, time
+from cairn import Worker
+url, marker = sys.argv[1], sys.argv[2]
+worker = Worker(url, "py-process", wait=1, shutdown_deadline=20)
+
+@worker.handler("step")
+def step(job):
+    with open(marker, "w") as f:
+        json.dump({"job": job.lease.job, "token": job.lease.token}, f)
+    time.sleep(float(job.data["seconds"]))
+    return {"done": True}
+
+report = worker.run()
+print(json.dumps(report.__dict__), flush=True)
+"""
+
+
+def run_worker_process(server, tmp_path: Path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER_SCRIPT)
+    marker = tmp_path / "started.json"
+    process = subprocess.Popen(
+        [sys.executable, str(script), server.url, str(marker)], stdout=subprocess.PIPE, text=True
+    )
+    return process, marker
+
+
+async def wait_for(path: Path, timeout=20.0):
+    await eventually(f"{path.name} exists", lambda: _exists(path), timeout)
+    return json.loads(path.read_text())
+
+
+async def _exists(path):
+    return path.exists() and path.stat().st_size > 0
+
+
+async def test_sigterm_lets_the_running_job_finish_and_takes_no_more(server, tmp_path):
+    async with AsyncClient(server.url) as client:
+        first = (await client.enqueue("step", {"seconds": 1.0})).id
+        process, marker = run_worker_process(server, tmp_path)
+        await wait_for(marker)
+        process.send_signal(signal.SIGTERM)
+        second = (await client.enqueue("step", {"seconds": 0})).id
+        out, _ = await asyncio.to_thread(process.communicate, timeout=30)
+        assert process.returncode == 0
+        assert json.loads(out.strip().splitlines()[-1])["finished"] == 1
+        assert await states(client, [first, second]) == ["completed", "queued"]
+
+
+async def test_sigkill_mid_job_loses_nothing_and_the_dead_workers_finish_is_refused(server, tmp_path):
+    async with AsyncClient(server.url) as client:
+        job = (await client.enqueue("step", {"seconds": 3600}, lease_timeout=1)).id
+        process, marker = run_worker_process(server, tmp_path)
+        lease = await wait_for(marker)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        # Its lease runs out; another worker runs the job again.
+        survivor = Worker(server.url, "py-survivor", wait=1)
+        survivor.handler("step", lambda job: {"again": True})
+        stop, running = start(survivor)
+        await eventually("the job ran again", lambda: _count(client, [job], "completed", 1))
+        stop.set()
+        await running
+        done = await client.get(job)
+        assert (done.data, done.attempt) == ({"again": True}, 2)
+        stale = cairn.Lease(job=lease["job"], token=lease["token"], worker="py-process", expires_at="")
+        with pytest.raises(cairn.LeaseLost):
+            await client.finish(stale, {"late": True})
+        assert (await client.get(job)).data == {"again": True}
