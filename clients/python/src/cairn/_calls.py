@@ -189,9 +189,15 @@ class Calls:
 
     @staticmethod
     def finish_and_take(
-        finishes: Iterable[Finishing], worker: str, queues: Sequence[str], names: Sequence[str], limit: int
+        finishes: Iterable[Finishing],
+        worker: str,
+        queues: Sequence[str],
+        names: Sequence[str],
+        limit: int,
+        max_weight: Optional[int] = None,
     ) -> Call:
-        body = {"jobs": _finish_items(finishes), "take": dequeue_body(worker, queues, names, limit, None)}
+        take = dequeue_body(worker, queues, names, limit, None, max_weight)
+        body = {"jobs": _finish_items(finishes), "take": take}
 
         def read(answer: Any) -> FinishAndTake:
             take_error = answer.get("take_error")

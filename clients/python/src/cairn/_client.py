@@ -117,9 +117,10 @@ class Client:
         queues: Sequence[str] = (),
         names: Sequence[str] = (),
         limit: int = 1,
+        max_weight: Optional[int] = None,
     ) -> FinishAndTake:
         """Completes jobs and takes the next ones (without waiting) in one request."""
-        return self._send(Calls.finish_and_take(finishes, worker, queues, names, limit))
+        return self._send(Calls.finish_and_take(finishes, worker, queues, names, limit, max_weight))
 
     def retry(self, lease: Lease, error: str, *, delay: Optional[Seconds] = None) -> str:
         """Reports a transient error; returns the job's new state (`queued`, `scheduled`, or `failed`)."""
@@ -208,8 +209,9 @@ class AsyncClient:
         queues: Sequence[str] = (),
         names: Sequence[str] = (),
         limit: int = 1,
+        max_weight: Optional[int] = None,
     ) -> FinishAndTake:
-        return await self._send(Calls.finish_and_take(finishes, worker, queues, names, limit))
+        return await self._send(Calls.finish_and_take(finishes, worker, queues, names, limit, max_weight))
 
     async def retry(self, lease: Lease, error: str, *, delay: Optional[Seconds] = None) -> str:
         return await self._send(Calls.retry(lease, error, delay))

@@ -21,7 +21,8 @@ import re
 import signal
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Pattern, Sequence, Tuple, Union
+from collections import deque
+from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 
 from ._calls import Seconds, millis
 from ._client import AsyncClient
@@ -207,7 +208,14 @@ class _Run:
         self.weight = 0
         self.jobs: Dict[asyncio.Task[None], ClaimedJob] = {}
         self.slot_freed = asyncio.Event()
-        self.finishes: asyncio.Queue[Tuple[Lease, Any]] = asyncio.Queue()
+        # Finishes no request carries yet. The loop takes them with its next request for jobs; the finisher sends
+        # them alone only while the loop waits (a long poll, or no room) or at the end.
+        self.finishes: Deque[Tuple[Lease, Any]] = deque()
+        self.finish_ready = asyncio.Event()
+        self.loop_waiting = False
+        # After a request that carried finishes failed: the finisher sends them, patiently.
+        self.send_alone = False
+        self.closing = False
         self.unanswered = 0
 
     async def run(self) -> WorkerReport:
@@ -215,39 +223,54 @@ class _Run:
         stopping = asyncio.create_task(self.stop.wait())
         bound = max(self.worker.max_concurrency, MIN_UNANSWERED_FINISHES)
         while not self.stop.is_set():
+            if self.jobs:
+                # Jobs that end together end in the same turn of the loop: let their slots free before asking.
+                await asyncio.sleep(0)
             room = self.worker.max_concurrency - self.weight
             if room <= 0 or self.unanswered >= bound:
                 self.slot_freed.clear()
                 freed = asyncio.create_task(self.slot_freed.wait())
+                # Waiting for a slot, the loop carries the finishes of the jobs that free it; waiting for answers,
+                # it cannot.
+                self.waiting(room > 0)
                 await asyncio.wait({freed, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                self.waiting(False)
                 freed.cancel()
                 continue
-            fetch = asyncio.create_task(
-                self.client.dequeue(
-                    self.worker.id,
-                    queues=self.worker.queues,
-                    names=self.worker._patterns(),
-                    limit=room,
-                    max_weight=room,
-                    wait=self.worker.wait,
+            pending = self.waiting_finishes()
+            if pending:
+                # The finishes waiting go with the request for the next jobs: one round trip for both.
+                claimed = await self.finish_and_take(pending, room)
+            else:
+                fetch = asyncio.create_task(
+                    self.client.dequeue(
+                        self.worker.id,
+                        queues=self.worker.queues,
+                        names=self.worker._patterns(),
+                        limit=room,
+                        max_weight=room,
+                        wait=self.worker.wait,
+                    )
                 )
-            )
-            await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if not fetch.done():
-                # Stopping: the server gives back a job it claimed for a request that went away.
-                fetch.cancel()
-                break
-            try:
-                claimed = fetch.result()
-            except CairnError as e:
-                log.error("worker %s: taking jobs failed (%s); trying again in a second", self.worker.id, e)
-                await asyncio.wait({stopping}, timeout=1.0)
-                continue
+                self.waiting(True)
+                await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                self.waiting(False)
+                if not fetch.done():
+                    # Stopping: the server gives back a job it claimed for a request that went away.
+                    fetch.cancel()
+                    break
+                try:
+                    claimed = fetch.result()
+                except CairnError as e:
+                    log.error("worker %s: taking jobs failed (%s); trying again in a second", self.worker.id, e)
+                    await asyncio.wait({stopping}, timeout=1.0)
+                    continue
             for job in claimed:
                 self.start(job)
         stopping.cancel()
         await self.drain()
-        await self.finishes.put(None)  # type: ignore[arg-type]
+        self.closing = True
+        self.finish_ready.set()
         await finisher
         try:
             await self.client.worker_stopped(self.worker.id)
@@ -307,7 +330,8 @@ class _Run:
             await self.record(claimed, self.client.retry(claimed.lease, error), "retried")
         else:
             self.unanswered += 1
-            await self.finishes.put((claimed.lease, result))
+            self.finishes.append((claimed.lease, result))
+            self.finish_ready.set()
 
     async def record(self, claimed: ClaimedJob, call: Awaitable[Any], outcome: str) -> None:
         try:
@@ -321,22 +345,62 @@ class _Run:
             return
         setattr(self.report, outcome, getattr(self.report, outcome) + 1)
 
+    def waiting_finishes(self) -> List[Tuple[Lease, Any]]:
+        """The finishes no request carries yet, at most a request's worth."""
+        batch: List[Tuple[Lease, Any]] = []
+        while len(batch) < MAX_PER_CALL and self.finishes:
+            batch.append(self.finishes.popleft())
+        return batch
+
+    def waiting(self, waiting: bool) -> None:
+        """The loop starts or stops waiting; finishes that came meanwhile are the finisher's to send."""
+        self.loop_waiting = waiting
+        if waiting and self.finishes:
+            self.finish_ready.set()
+
+    async def finish_and_take(self, batch: List[Tuple[Lease, Any]], room: int) -> List[ClaimedJob]:
+        """Sends `batch` with a request for up to `room` jobs (which does not wait); the jobs taken."""
+        try:
+            answer = await self.client.finish_and_take(
+                batch,
+                self.worker.id,
+                queues=self.worker.queues,
+                names=self.worker._patterns(),
+                limit=room,
+                max_weight=room,
+            )
+        except CairnError as e:
+            # Nothing is known of the finishes: the finisher sends them again, patiently.
+            log.warning("worker %s: finishing and taking jobs failed (%s)", self.worker.id, e)
+            self.finishes.extendleft(reversed(batch))
+            self.send_alone = True
+            self.finish_ready.set()
+            return []
+        self.count_finished(answer.errors)
+        if answer.take_error is not None:
+            log.error("worker %s: taking jobs failed (%s)", self.worker.id, answer.take_error)
+        return answer.taken
+
+    def count_finished(self, errors: List[Optional[Exception]]) -> None:
+        for error in errors:
+            if error is None:
+                self.report.finished += 1
+            else:
+                self.report.lost += 1
+        self.unanswered -= len(errors)
+        self.slot_freed.set()
+
     async def finish_loop(self) -> None:
-        done = False
-        while not done:
-            first = await self.finishes.get()
-            if first is None:
-                break
-            # Jobs that end together end in the same turn of the loop: let them join this request.
+        while True:
+            await self.finish_ready.wait()
+            self.finish_ready.clear()
+            # Jobs that end together end in the same turn of the loop: let them all hand in their finishes.
             await asyncio.sleep(0)
-            batch = [first]
-            while len(batch) < MAX_PER_CALL and not self.finishes.empty():
-                item = self.finishes.get_nowait()
-                if item is None:
-                    done = True
-                    break
-                batch.append(item)
-            await self.finish_batch(batch)
+            while self.finishes and (self.loop_waiting or self.closing or self.send_alone):
+                await self.finish_batch(self.waiting_finishes())
+            self.send_alone = False
+            if self.closing and not self.finishes:
+                return
 
     async def finish_batch(self, batch: List[Tuple[Lease, Any]]) -> None:
         delay = 0.1
@@ -351,13 +415,7 @@ class _Run:
                     break
                 await asyncio.sleep(delay)
                 delay *= 2
-        for error in errors:
-            if error is None:
-                self.report.finished += 1
-            else:
-                self.report.lost += 1
-        self.unanswered -= len(batch)
-        self.slot_freed.set()
+        self.count_finished(errors)
 
     async def drain(self) -> None:
         """Waits for running jobs until the deadline, then gives back the rest."""
