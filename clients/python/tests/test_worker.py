@@ -67,9 +67,9 @@ async def _count(client, ids, state, n):
     return (await states(client, ids)).count(state) >= n
 
 
-async def test_exceptions_retry_or_fail_the_job_with_their_text(server):
+async def test_exceptions_and_results_that_are_not_json_retry_or_fail_the_job_with_their_text(server):
     async with AsyncClient(server.url) as client:
-        later, bad, boom = [(await client.enqueue(n)).id for n in ("later", "bad", "boom")]
+        later, bad, boom, odd = [(await client.enqueue(n)).id for n in ("later", "bad", "boom", "not-json")]
         worker = Worker(server.url, "py-2", wait=1)
 
         @worker.handler("later")
@@ -84,15 +84,19 @@ async def test_exceptions_retry_or_fail_the_job_with_their_text(server):
         async def crash(job):
             raise ValueError("boom")
 
+        worker.handler("not-json", lambda job: object())
+
         stop, running = start(worker)
-        await eventually("all three handled", lambda: _handled(client, [later, bad, boom]))
+        await eventually("all four handled", lambda: _handled(client, [later, bad, boom, odd]))
         stop.set()
         report = await running
-        assert (report.retried, report.failed) == (2, 1)
+        assert (report.retried, report.failed) == (3, 1)
         [a, b, c] = [await client.get(i) for i in (later, bad, boom)]
         assert (a.state, a.error) == ("scheduled", "rate limited")
         assert (b.state, b.error, b.raw["failure_group"]) == ("failed", "cannot parse", "bad-input")
         assert (c.state, c.error) == ("scheduled", "ValueError: boom")
+        d = await client.get(odd)
+        assert d.state == "scheduled" and d.error.startswith("the handler's result is not JSON: "), d.error
 
 
 async def _handled(client, ids):

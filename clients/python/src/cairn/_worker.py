@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import re
 import signal
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from collections import deque
@@ -199,6 +201,15 @@ class Worker:
             return await _Run(self, client, self._stop).run()
 
 
+class _Heartbeat:
+    """A running job's lease to extend, and when."""
+
+    def __init__(self, claimed: ClaimedJob, ctx: JobContext, task: "Optional[asyncio.Task[Any]]") -> None:
+        self.claimed, self.ctx, self.task = claimed, ctx, task
+        self.every = max(claimed.job.raw.get("lease_timeout_ms", 60_000) / 3000, 0.05)
+        self.next = time.monotonic() + self.every
+
+
 class _Run:
     """One run of a worker: its jobs, its finishes, and its report."""
 
@@ -217,9 +228,12 @@ class _Run:
         self.send_alone = False
         self.closing = False
         self.unanswered = 0
+        self.heartbeats: Dict[int, _Heartbeat] = {}
+        self.heartbeat_wake = asyncio.Event()
 
     async def run(self) -> WorkerReport:
         finisher = asyncio.create_task(self.finish_loop())
+        heartbeater = asyncio.create_task(self.heartbeat_loop())
         stopping = asyncio.create_task(self.stop.wait())
         bound = max(self.worker.max_concurrency, MIN_UNANSWERED_FINISHES)
         while not self.stop.is_set():
@@ -269,6 +283,7 @@ class _Run:
                 self.start(job)
         stopping.cancel()
         await self.drain()
+        heartbeater.cancel()
         self.closing = True
         self.finish_ready.set()
         await finisher
@@ -296,42 +311,81 @@ class _Run:
             self.free(weight)
             await self.record(claimed, self.client.release(claimed.lease), "released")
             return
-        if inspect.iscoroutinefunction(handler):
-            work: asyncio.Future[Any] = asyncio.ensure_future(handler(ctx))
-        else:
-            work = asyncio.ensure_future(asyncio.to_thread(handler, ctx))
-        every = max(claimed.job.raw.get("lease_timeout_ms", 60_000) / 3000, 0.05)
-        while not work.done():
-            await asyncio.wait({work}, timeout=every)
-            if work.done():
-                break
-            try:
-                await self.client.heartbeat(claimed.lease)
-            except LeaseLost as e:
-                log.warning("job %s: lease lost (%s); its handler's result will not be reported", claimed.job.id, e)
-                ctx.lost = True
-                work.cancel()  # a thread runs on, but what it returns is dropped
-                self.free(weight)
-                self.report.lost += 1
-                return
-            except CairnError as e:
-                log.warning("job %s: heartbeat failed (%s); trying again", claimed.job.id, e)
-        self.free(weight)
+        beat = _Heartbeat(claimed, ctx, asyncio.current_task())
+        self.heartbeats[claimed.job.id] = beat
+        self.heartbeat_wake.set()
         try:
-            result = work.result()
+            try:
+                if inspect.iscoroutinefunction(handler):
+                    result = await handler(ctx)
+                else:
+                    # A thread cannot be stopped: on a lost lease, what it returns is dropped.
+                    result = await asyncio.to_thread(handler, ctx)
+            finally:
+                self.heartbeats.pop(claimed.job.id, None)
         except asyncio.CancelledError:
-            raise
-        except RetryLater as e:
-            await self.record(claimed, self.client.retry(claimed.lease, str(e), delay=e.delay), "retried")
-        except FailJob as e:
-            await self.record(claimed, self.client.fail(claimed.lease, e.group, e.message), "failed")
-        except Exception as e:  # noqa: BLE001 - any other failure of the handler is a retry, as a panic is in Rust
-            error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            await self.record(claimed, self.client.retry(claimed.lease, error), "retried")
+            if not ctx.lost:
+                raise  # stopping: `drain` gives the job back
+            self.free(weight)
+            self.report.lost += 1
+            return
+        except Exception as e:  # noqa: BLE001 - the handler's failure is the job's outcome, below
+            self.free(weight)
+            await self.failed(claimed, e)
+            return
+        self.free(weight)
+        if result is not None:
+            try:
+                json.dumps(result)
+            except (TypeError, ValueError) as e:
+                error = f"the handler's result is not JSON: {e}"
+                await self.record(claimed, self.client.retry(claimed.lease, error), "retried")
+                return
+        self.unanswered += 1
+        self.finishes.append((claimed.lease, result))
+        self.finish_ready.set()
+
+    async def failed(self, claimed: ClaimedJob, error: Exception) -> None:
+        """Reports a handler's exception: a retry, or a failure for `FailJob`."""
+        lease = claimed.lease
+        if isinstance(error, RetryLater):
+            await self.record(claimed, self.client.retry(lease, str(error), delay=error.delay), "retried")
+        elif isinstance(error, FailJob):
+            await self.record(claimed, self.client.fail(lease, error.group, error.message), "failed")
         else:
-            self.unanswered += 1
-            self.finishes.append((claimed.lease, result))
-            self.finish_ready.set()
+            # Any other failure is a retry, as a panic is in the Rust worker.
+            text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            await self.record(claimed, self.client.retry(lease, text), "retried")
+
+    async def heartbeat_loop(self) -> None:
+        """Extends the leases of running jobs, each every third of its lease timeout; a lost lease stops its job."""
+        while True:
+            now = time.monotonic()
+            due = [b for b in self.heartbeats.values() if b.next <= now]
+            for b in due:
+                b.next = now + b.every
+            if due:
+                await asyncio.gather(*(self.heartbeat(b) for b in due))
+                continue
+            self.heartbeat_wake.clear()
+            sleep = min((b.next for b in self.heartbeats.values()), default=now + 60) - now
+            try:
+                await asyncio.wait_for(self.heartbeat_wake.wait(), timeout=max(sleep, 0.01))
+            except asyncio.TimeoutError:
+                pass
+
+    async def heartbeat(self, beat: "_Heartbeat") -> None:
+        try:
+            await self.client.heartbeat(beat.claimed.lease)
+        except LeaseLost as e:
+            if self.heartbeats.pop(beat.claimed.job.id, None) is None:
+                return  # it ended meanwhile
+            log.warning("job %s: lease lost (%s); its handler's result will not be reported", beat.claimed.job.id, e)
+            beat.ctx.lost = True
+            if beat.task is not None:
+                beat.task.cancel()
+        except CairnError as e:
+            log.warning("job %s: heartbeat failed (%s); trying again", beat.claimed.job.id, e)
 
     async def record(self, claimed: ClaimedJob, call: Awaitable[Any], outcome: str) -> None:
         try:
@@ -415,6 +469,10 @@ class _Run:
                     break
                 await asyncio.sleep(delay)
                 delay *= 2
+            except Exception as e:  # noqa: BLE001 - a bug must not stop the worker's other reports
+                log.exception("finishing %d jobs failed; their leases will expire", len(batch))
+                errors = [e] * len(batch)
+                break
         self.count_finished(errors)
 
     async def drain(self) -> None:
