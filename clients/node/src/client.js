@@ -1,0 +1,194 @@
+// `Client`: the HTTP API's calls on Node's own `fetch`.
+
+import { CairnError, InvalidInput, Unavailable, errorFromBody } from "./errors.js";
+
+export const DEFAULT_URL = "http://127.0.0.1:6670";
+// How much longer than a long poll's wait the request may take before it counts as lost (ms).
+const LONG_POLL_MARGIN_MS = 10_000;
+
+/** Whole milliseconds of a duration in seconds, refusing a negative one as the server would. */
+export function millis(seconds, field) {
+  if (typeof seconds !== "number" || !(seconds >= 0)) {
+    throw new InvalidInput("invalid_input", `${field}: must be a number of seconds, at least 0, got ${seconds}`, field);
+  }
+  return Math.round(seconds * 1000);
+}
+
+/**
+ * A job to enqueue, as `enqueueBatch` takes them; the server validates every field and names a bad one.
+ * Durations are seconds (`delay`, `leaseTimeout`, `timeout`); `runAt` is an RFC 3339 time; `retry` the whole policy.
+ */
+export function push(name, data, options = {}) {
+  const body = { name };
+  if (data !== undefined && data !== null) body.data = data;
+  const direct = { queue: "queue", priority: "priority", runAt: "run_at", uniqueKey: "unique_key", weight: "weight", schedule: "schedule", retry: "retry" };
+  for (const [option, field] of Object.entries(direct)) {
+    if (options[option] !== undefined && options[option] !== null) body[field] = options[option];
+  }
+  if (options.delay != null) body.delay_ms = millis(options.delay, "delay");
+  if (options.leaseTimeout != null) body.lease_timeout_ms = millis(options.leaseTimeout, "lease_timeout");
+  if (options.timeout != null) body.timeout_ms = millis(options.timeout, "timeout");
+  if (options.tags?.length) body.tags = [...options.tags];
+  return body;
+}
+
+function dequeueBody(worker, { queues = [], names = [], limit = 1, wait = null, maxWeight = null } = {}) {
+  const body = { worker, limit };
+  if (queues.length) body.queues = [...queues];
+  if (names.length) body.names = [...names];
+  if (wait != null) body.wait_ms = millis(wait, "wait");
+  if (maxWeight != null) body.max_weight = maxWeight;
+  return body;
+}
+
+function finishItems(finishes) {
+  return finishes.map((f) => {
+    const { lease, data } = f.lease ? f : { lease: f, data: undefined };
+    const item = { id: lease.job, token: lease.token };
+    if (data !== undefined && data !== null) item.data = data;
+    return item;
+  });
+}
+
+const finishErrors = (body) => (body.results ?? []).map((r) => (r.error ? errorFromBody(r.error, 200) : null));
+
+/** A blocking-free client of a Cairn server: every method returns a promise. */
+export class Client {
+  /**
+   * @param {string} url the server's base URL
+   * @param {{token?: string, timeout?: number}} options a bearer token, and seconds a request may take (30)
+   */
+  constructor(url = DEFAULT_URL, { token = null, timeout = 30 } = {}) {
+    this.url = url.replace(/\/+$/, "");
+    this.headers = { "content-type": "application/json" };
+    if (token) this.headers.authorization = `Bearer ${token}`;
+    this.timeoutMs = timeout * 1000;
+  }
+
+  async #send(method, path, body = null, timeoutMs = this.timeoutMs, signal = null) {
+    // The request ends at its timeout, or when the caller's `signal` aborts (a worker that stops mid-poll).
+    const ending = new AbortController();
+    const timer = setTimeout(() => ending.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => ending.abort(signal.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let response;
+    let text;
+    try {
+      response = await fetch(this.url + path, {
+        method,
+        headers: this.headers,
+        body: body === null ? undefined : JSON.stringify(body),
+        signal: ending.signal,
+      });
+      text = await response.text();
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason ?? e;
+      throw new Unavailable("unavailable", `${method} ${path}: ${e.cause?.code ?? e.message}`);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+    let parsed = null;
+    try {
+      parsed = text ? JSON.parse(text) : {};
+    } catch {
+      parsed = null;
+    }
+    if (response.ok) return parsed;
+    throw errorFromBody(parsed?.error, response.status);
+  }
+
+  /** The server's status and version. */
+  async health() {
+    return this.#send("GET", "/v1/health");
+  }
+
+  /** Enqueues one job; `options` are `push`'s. Resolves to `{id, state, existing}`. */
+  async enqueue(name, data, options = {}) {
+    return this.#send("POST", "/v1/jobs", push(name, data, options));
+  }
+
+  /** Enqueues jobs made with `push`, all or none (a bad job's error names its index: `jobs[3].name`). */
+  async enqueueBatch(jobs) {
+    return (await this.#send("POST", "/v1/jobs/batch", { jobs })).jobs;
+  }
+
+  /** The job, as it is now. */
+  async get(id) {
+    return this.#send("GET", `/v1/jobs/${Number(id)}`);
+  }
+
+  /** Cancels a job that has not finished; its worker, if any, is refused from then on. */
+  async cancel(id) {
+    await this.#send("POST", `/v1/jobs/${Number(id)}/cancel`);
+  }
+
+  /** Every queue with its jobs counted by state. */
+  async queues() {
+    return (await this.#send("GET", "/v1/queues")).queues;
+  }
+
+  /**
+   * Takes up to `limit` ready jobs (`{job, lease}` each); with `wait` (seconds), a long poll that returns the moment one
+   * is ready. An aborted `signal` ends the request; the server gives back a job it claimed for it.
+   */
+  async dequeue(worker, options = {}) {
+    const body = dequeueBody(worker, options);
+    const timeoutMs = (body.wait_ms ?? 0) + LONG_POLL_MARGIN_MS;
+    return (await this.#send("POST", "/v1/dequeue", body, timeoutMs, options.signal ?? null)).jobs;
+  }
+
+  /** Extends the lease; resolves to its new expiry. */
+  async heartbeat(lease, progress = null) {
+    const body = { token: lease.token };
+    if (progress !== null) body.progress = progress;
+    return (await this.#send("POST", `/v1/jobs/${lease.job}/heartbeat`, body)).lease_expires_at;
+  }
+
+  /** Completes the job, replacing its data with `data` when given. */
+  async finish(lease, data = null) {
+    const body = { token: lease.token };
+    if (data !== null && data !== undefined) body.data = data;
+    await this.#send("POST", `/v1/jobs/${lease.job}/finish`, body);
+  }
+
+  /** Completes many jobs (leases, or `{lease, data}`) in one request; each one's error (null when done), in order. */
+  async finishMany(finishes) {
+    return finishErrors(await this.#send("POST", "/v1/finish", { jobs: finishItems(finishes) }));
+  }
+
+  /** Completes jobs and takes the next ones (without waiting) in one request: `{errors, taken, takeError}`. */
+  async finishAndTake(finishes, worker, options = {}) {
+    const take = dequeueBody(worker, { ...options, wait: null });
+    const body = await this.#send("POST", "/v1/finish", { jobs: finishItems(finishes), take });
+    return {
+      errors: finishErrors(body),
+      taken: body.jobs ?? [],
+      takeError: body.take_error ? errorFromBody(body.take_error, 200) : null,
+    };
+  }
+
+  /** Reports a transient error; resolves to the job's new state (`queued`, `scheduled`, or `failed`). */
+  async retry(lease, error, { delay = null } = {}) {
+    const body = { token: lease.token, error };
+    if (delay !== null) body.delay_ms = millis(delay, "delay");
+    return (await this.#send("POST", `/v1/jobs/${lease.job}/retry`, body)).state;
+  }
+
+  /** Fails the job for good, in failure group `group`. */
+  async fail(lease, group, message) {
+    await this.#send("POST", `/v1/jobs/${lease.job}/fail`, { token: lease.token, group, message });
+  }
+
+  /** Gives the job back unrun; the attempt does not count. */
+  async release(lease) {
+    await this.#send("POST", `/v1/jobs/${lease.job}/release`, { token: lease.token });
+  }
+
+  /** Says the worker stops: the activity log shows it stopped, not lost. */
+  async workerStopped(worker) {
+    await this.#send("POST", `/v1/workers/${encodeURIComponent(worker)}/stop`);
+  }
+}
+
+export { CairnError };

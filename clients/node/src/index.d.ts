@@ -1,0 +1,159 @@
+// Types of Cairn's Node client. Times are RFC 3339 strings and durations seconds, as numbers.
+
+export const DEFAULT_URL: string;
+
+export interface Lease {
+  job: number;
+  /** 64-bit, so a string. */
+  token: string;
+  worker: string;
+  expires_at: string;
+}
+
+/** A job as the server shows it (every field of `GET /v1/jobs/{id}`). */
+export interface Job {
+  id: number;
+  queue: string;
+  name: string;
+  state: string;
+  data: unknown;
+  priority: number;
+  weight: number;
+  attempt: number;
+  run_at: string;
+  lease_timeout_ms: number;
+  error: string | null;
+  failure_group: string | null;
+  tags: string[];
+  [field: string]: unknown;
+}
+
+export interface ClaimedJob {
+  job: Job;
+  lease: Lease;
+}
+
+export interface Enqueued {
+  id: number;
+  state: string;
+  existing: boolean;
+}
+
+export interface RetryPolicy {
+  max_attempts: number;
+  initial_delay_ms: number;
+  multiplier: number;
+  max_delay_ms: number;
+  jitter: number;
+}
+
+export interface PushOptions {
+  queue?: string;
+  priority?: number;
+  /** Seconds from now until the job is ready. */
+  delay?: number;
+  runAt?: string;
+  uniqueKey?: string;
+  tags?: string[];
+  retry?: RetryPolicy;
+  leaseTimeout?: number;
+  timeout?: number;
+  weight?: number;
+  schedule?: string;
+}
+
+export interface DequeueOptions {
+  queues?: string[];
+  names?: string[];
+  limit?: number;
+  /** Seconds to wait for a job (a long poll). */
+  wait?: number;
+  maxWeight?: number;
+  /** Ends the request when aborted; the server gives back a job it claimed for it. */
+  signal?: AbortSignal;
+}
+
+export type Finishing = Lease | { lease: Lease; data?: unknown };
+
+export function push(name: string, data?: unknown, options?: PushOptions): Record<string, unknown>;
+
+export class Client {
+  constructor(url?: string, options?: { token?: string | null; timeout?: number });
+  health(): Promise<{ status: string; version: string }>;
+  enqueue(name: string, data?: unknown, options?: PushOptions): Promise<Enqueued>;
+  enqueueBatch(jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
+  get(id: number): Promise<Job>;
+  cancel(id: number): Promise<void>;
+  queues(): Promise<Record<string, unknown>[]>;
+  dequeue(worker: string, options?: DequeueOptions): Promise<ClaimedJob[]>;
+  heartbeat(lease: Lease, progress?: unknown): Promise<string>;
+  finish(lease: Lease, data?: unknown): Promise<void>;
+  finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
+  finishAndTake(
+    finishes: Finishing[],
+    worker: string,
+    options?: Omit<DequeueOptions, "wait" | "signal">,
+  ): Promise<{ errors: (CairnError | null)[]; taken: ClaimedJob[]; takeError: CairnError | null }>;
+  retry(lease: Lease, error: string, options?: { delay?: number }): Promise<string>;
+  fail(lease: Lease, group: string, message: string): Promise<void>;
+  release(lease: Lease): Promise<void>;
+  workerStopped(worker: string): Promise<void>;
+}
+
+export class CairnError extends Error {
+  kind: string;
+  field: string | null;
+  /** The HTTP status; null when no answer came. */
+  status: number | null;
+}
+export class InvalidInput extends CairnError {}
+export class NotFound extends CairnError {}
+export class LeaseLost extends CairnError {}
+export class InvalidState extends CairnError {}
+export class Unauthorized extends CairnError {}
+export class Unavailable extends CairnError {}
+
+export class RetryLater extends Error {
+  constructor(message: string, options?: { delay?: number | null });
+  delay: number | null;
+}
+export class FailJob extends Error {
+  constructor(group: string, message: string);
+  group: string;
+}
+
+/** What a handler returns becomes the job's data; undefined or null keeps it. */
+export type Handler = (job: Job, context: { lease: Lease; signal: AbortSignal }) => unknown | Promise<unknown>;
+
+export interface WorkerReport {
+  finished: number;
+  retried: number;
+  failed: number;
+  lost: number;
+  released: number;
+}
+
+export class Worker {
+  constructor(
+    url: string,
+    id: string,
+    options?: {
+      token?: string | null;
+      queues?: string[];
+      maxConcurrency?: number;
+      wait?: number;
+      shutdownDeadline?: number;
+      logger?: { warn(message: string): void; error(message: string): void };
+    },
+  );
+  handler(name: string, fn: Handler): this;
+  globHandler(pattern: string, fn: Handler): this;
+  /** Runs until SIGTERM or SIGINT, or `stop()`. */
+  run(): Promise<WorkerReport>;
+  /** Runs until `stop()`. */
+  start(): Promise<WorkerReport>;
+  stop(): void;
+}
+
+export function globRegExp(pattern: string): RegExp;
+export function exactPattern(name: string): string;

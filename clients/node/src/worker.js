@@ -1,0 +1,366 @@
+// `Worker`: runs a handler for each job it takes from a Cairn server, as the Rust `cairn::Worker` does.
+//
+// It takes as many jobs per request as it has free slots (a long poll when none is ready), extends each running job's
+// lease every third of its timeout, and reports the jobs that ended with its next request for jobs
+// (`POST /v1/finish` with `take`): one round trip for both. A slot is free once its handler settles. A handler that
+// throws `RetryLater` or anything else has the job retried with the error's text; `FailJob` fails it for good. A lost
+// lease aborts the handler's `signal` and drops what it returns. `stop()` (or SIGTERM with `run()`) takes no more
+// jobs, lets running ones finish until the deadline, gives back the rest, and says the worker stopped.
+
+import { Client } from "./client.js";
+import { CairnError, InvalidInput, LeaseLost } from "./errors.js";
+
+// A worker of few slots still takes jobs while this many finishes wait for their answer (see the Rust worker).
+const MIN_UNANSWERED_FINISHES = 32;
+const MAX_PER_CALL = 100;
+
+/** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
+export class RetryLater extends Error {
+  constructor(message, { delay = null } = {}) {
+    super(message);
+    this.name = "RetryLater";
+    this.delay = delay;
+  }
+}
+
+/** Thrown by a handler: the job fails for good, in failure group `group`. */
+export class FailJob extends Error {
+  constructor(group, message) {
+    super(message);
+    this.name = "FailJob";
+    this.group = group;
+  }
+}
+
+/** SQLite's GLOB as a regular expression: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]`; case-sensitive. */
+export function globRegExp(pattern) {
+  let out = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === "*") out += "[\\s\\S]*";
+    else if (c === "?") out += "[\\s\\S]";
+    else if (c === "[") {
+      let j = i + 1;
+      const negate = pattern[j] === "^";
+      if (negate) j++;
+      const start = j;
+      // A `]` first in the set is one of its characters.
+      const end = pattern.indexOf("]", pattern[j] === "]" ? j + 1 : j);
+      if (end < 0) throw new InvalidInput("invalid_input", `name_pattern: unclosed [ in ${JSON.stringify(pattern)}`, "name_pattern");
+      const members = pattern.slice(start, end).replace(/[\\\]\[^]/g, "\\$&");
+      out += `[${negate ? "^" : ""}${members}]`;
+      i = end;
+    } else out += c.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+  }
+  return new RegExp(`^${out}$`, "u");
+}
+
+/** The GLOB pattern that matches `name` alone. */
+export const exactPattern = (name) => name.replace(/[*?[]/g, "[$&]");
+
+export class Worker {
+  /**
+   * @param {string} url the server
+   * @param {string} id the worker's id
+   * @param {{token?: string, queues?: string[], maxConcurrency?: number, wait?: number, shutdownDeadline?: number,
+   *   logger?: {warn: Function, error: Function}}} options durations in seconds; `logger` is `console` by default
+   */
+  constructor(url, id, { token = null, queues = [], maxConcurrency = 4, wait = 30, shutdownDeadline = 30, logger = console } = {}) {
+    if (!(Number.isInteger(maxConcurrency) && maxConcurrency >= 1)) {
+      throw new InvalidInput("invalid_input", `maxConcurrency: must be an integer of at least 1, got ${maxConcurrency}`, "maxConcurrency");
+    }
+    this.client = new Client(url, { token });
+    this.id = id;
+    this.queues = [...queues];
+    this.maxConcurrency = maxConcurrency;
+    this.wait = wait;
+    this.shutdownDeadlineMs = shutdownDeadline * 1000;
+    this.logger = logger;
+    this.exact = new Map();
+    this.globs = [];
+    this.stopping = null;
+  }
+
+  /** Registers `fn(job, {lease, signal})` for jobs named exactly `name`. */
+  handler(name, fn) {
+    this.exact.set(name, fn);
+    return this;
+  }
+
+  /** Registers `fn` for jobs whose name matches the GLOB `pattern` (`email.*`), after exact names. */
+  globHandler(pattern, fn) {
+    this.globs.push({ pattern, regex: globRegExp(pattern), fn });
+    return this;
+  }
+
+  handlerFor(name) {
+    return this.exact.get(name) ?? this.globs.find((g) => g.regex.test(name))?.fn ?? null;
+  }
+
+  patterns() {
+    return [...[...this.exact.keys()].map(exactPattern), ...this.globs.map((g) => g.pattern)];
+  }
+
+  /** Runs until SIGTERM or SIGINT (or `stop()`), then stops gracefully; resolves to what became of the jobs. */
+  async run() {
+    const onSignal = () => this.stop();
+    process.once("SIGTERM", onSignal);
+    process.once("SIGINT", onSignal);
+    try {
+      return await this.start();
+    } finally {
+      process.off("SIGTERM", onSignal);
+      process.off("SIGINT", onSignal);
+    }
+  }
+
+  /** Asks a running worker to stop. */
+  stop() {
+    this.stopping?.abort();
+  }
+
+  /** Runs until `stop()`; resolves to `{finished, retried, failed, lost, released}`. */
+  async start() {
+    if (this.exact.size === 0 && this.globs.length === 0) {
+      throw new InvalidInput("invalid_input", "handlers: a worker needs at least one", "handlers");
+    }
+    this.stopping = new AbortController();
+    return new Run(this, this.stopping.signal).run();
+  }
+}
+
+/** One run of a worker: its jobs, its finishes, and its report. */
+class Run {
+  constructor(worker, stopSignal) {
+    this.worker = worker;
+    this.client = worker.client;
+    this.stopSignal = stopSignal;
+    this.report = { finished: 0, retried: 0, failed: 0, lost: 0, released: 0 };
+    this.weight = 0;
+    this.jobs = new Map(); // job id -> {claimed, promise, abort, every, next}
+    this.finishes = []; // finishes no request carries yet
+    this.unanswered = 0;
+    this.loopWaiting = false;
+    this.closing = false;
+    this.wakeLoop = null;
+    this.wakeFinisher = null;
+    // After a request that carried finishes failed: the finisher sends them, patiently.
+    this.sendAlone = false;
+    this.log = worker.logger;
+  }
+
+  async run() {
+    const heartbeats = setInterval(() => this.heartbeat(), 50);
+    const finisher = this.finishLoop();
+    const bound = Math.max(this.worker.maxConcurrency, MIN_UNANSWERED_FINISHES);
+    const stopped = new Promise((resolve) => this.stopSignal.addEventListener("abort", resolve, { once: true }));
+    while (!this.stopSignal.aborted) {
+      if (this.jobs.size) await new Promise((resolve) => setImmediate(resolve)); // let jobs ending together free slots
+      const room = this.worker.maxConcurrency - this.weight;
+      if (room <= 0 || this.unanswered >= bound) {
+        this.setWaiting(room > 0); // waiting for a slot, the loop carries the finishes of the jobs that free it
+        await Promise.race([new Promise((resolve) => (this.wakeLoop = resolve)), stopped]);
+        this.setWaiting(false);
+        continue;
+      }
+      let claimed;
+      const pending = this.finishes.splice(0, MAX_PER_CALL);
+      if (pending.length) {
+        claimed = await this.finishAndTake(pending, room);
+      } else {
+        this.setWaiting(true);
+        const outcome = await this.client
+          .dequeue(this.worker.id, {
+            queues: this.worker.queues,
+            names: this.worker.patterns(),
+            limit: room,
+            maxWeight: room,
+            wait: this.worker.wait,
+            signal: this.stopSignal, // stopping ends the poll; the server gives back a job it claimed for it
+          })
+          .then((jobs) => ({ jobs }), (error) => ({ error }));
+        this.setWaiting(false);
+        if (this.stopSignal.aborted) break;
+        if (outcome.error) {
+          if (!(outcome.error instanceof CairnError)) throw outcome.error;
+          this.log.error(`worker ${this.worker.id}: taking jobs failed (${outcome.error.message}); trying again in a second`);
+          await Promise.race([new Promise((resolve) => setTimeout(resolve, 1000)), stopped]);
+          continue;
+        }
+        claimed = outcome.jobs;
+      }
+      for (const job of claimed) this.start(job);
+    }
+    await this.drain();
+    clearInterval(heartbeats);
+    this.closing = true;
+    this.wakeFinisher?.();
+    await finisher;
+    await this.client.workerStopped(this.worker.id).catch(() => {});
+    return this.report;
+  }
+
+  setWaiting(waiting) {
+    this.loopWaiting = waiting;
+    if (waiting && this.finishes.length) this.wakeFinisher?.();
+  }
+
+  freeSlot(weight) {
+    this.weight -= weight;
+    const wake = this.wakeLoop;
+    this.wakeLoop = null;
+    wake?.();
+  }
+
+  start(claimed) {
+    const weight = claimed.job.weight ?? 1;
+    this.weight += weight;
+    const every = Math.max((claimed.job.lease_timeout_ms ?? 60_000) / 3, 50);
+    // lost: the lease was lost; givenBack: released at stop. Either way, what the handler returns is dropped.
+    const entry = { claimed, abort: new AbortController(), every, next: Date.now() + every, lost: false, givenBack: false };
+    this.jobs.set(claimed.job.id, entry);
+    entry.promise = this.runJob(entry, weight).finally(() => this.jobs.delete(claimed.job.id));
+  }
+
+  async runJob(entry, weight) {
+    const { claimed } = entry;
+    const handler = this.worker.handlerFor(claimed.job.name);
+    if (!handler) {
+      this.freeSlot(weight);
+      return this.record(this.client.release(claimed.lease), "released");
+    }
+    let result;
+    let failure = null;
+    try {
+      result = await handler(claimed.job, { lease: claimed.lease, signal: entry.abort.signal });
+    } catch (e) {
+      failure = e;
+    }
+    this.freeSlot(weight);
+    if (entry.lost) {
+      this.report.lost += 1;
+      return;
+    }
+    if (entry.givenBack) return;
+    if (failure) return this.failed(claimed, failure);
+    if (result !== undefined && result !== null) {
+      try {
+        JSON.stringify(result);
+      } catch (e) {
+        return this.record(this.client.retry(claimed.lease, `the handler's result is not JSON: ${e.message}`), "retried");
+      }
+    }
+    this.unanswered += 1;
+    this.finishes.push({ lease: claimed.lease, data: result });
+    const wake = this.wakeFinisher;
+    if (this.loopWaiting || this.closing) wake?.();
+  }
+
+  failed(claimed, error) {
+    const lease = claimed.lease;
+    if (error instanceof FailJob) return this.record(this.client.fail(lease, error.group, error.message), "failed");
+    const delay = error instanceof RetryLater ? { delay: error.delay } : {};
+    const text = error instanceof RetryLater ? error.message : `${error?.name ?? "Error"}: ${error?.message ?? String(error)}`;
+    return this.record(this.client.retry(lease, text, delay), "retried");
+  }
+
+  async record(call, outcome) {
+    try {
+      await call;
+      this.report[outcome] += 1;
+    } catch (e) {
+      if (!(e instanceof LeaseLost)) this.log.error(`worker ${this.worker.id}: could not record a job's outcome (${e.message}); its lease will expire`);
+      this.report.lost += 1;
+    }
+  }
+
+  heartbeat() {
+    const now = Date.now();
+    for (const entry of this.jobs.values()) {
+      if (entry.next > now || entry.lost) continue;
+      entry.next = now + entry.every;
+      this.client.heartbeat(entry.claimed.lease).catch((e) => {
+        if (e instanceof LeaseLost) {
+          this.log.warn(`job ${entry.claimed.job.id}: lease lost (${e.message}); its handler's result will not be reported`);
+          entry.lost = true;
+          entry.abort.abort(e);
+        } else {
+          this.log.warn(`job ${entry.claimed.job.id}: heartbeat failed (${e.message}); trying again`);
+        }
+      });
+    }
+  }
+
+  async finishAndTake(batch, room) {
+    let answer;
+    try {
+      answer = await this.client.finishAndTake(batch, this.worker.id, {
+        queues: this.worker.queues,
+        names: this.worker.patterns(),
+        limit: room,
+        maxWeight: room,
+      });
+    } catch (e) {
+      // Nothing is known of the finishes: the finisher sends them again, patiently.
+      this.log.warn(`worker ${this.worker.id}: finishing and taking jobs failed (${e.message})`);
+      this.finishes.unshift(...batch);
+      this.sendAlone = true;
+      this.wakeFinisher?.();
+      return [];
+    }
+    this.countFinished(answer.errors);
+    if (answer.takeError) this.log.error(`worker ${this.worker.id}: taking jobs failed (${answer.takeError.message})`);
+    return answer.taken;
+  }
+
+  countFinished(errors) {
+    for (const error of errors) this.report[error === null ? "finished" : "lost"] += 1;
+    this.unanswered -= errors.length;
+    const wake = this.wakeLoop;
+    this.wakeLoop = null;
+    wake?.();
+  }
+
+  async finishLoop() {
+    for (;;) {
+      await new Promise((resolve) => (this.wakeFinisher = resolve));
+      await new Promise((resolve) => setImmediate(resolve)); // let jobs ending together hand in their finishes
+      while (this.finishes.length && (this.loopWaiting || this.closing || this.sendAlone)) {
+        await this.finishBatch(this.finishes.splice(0, MAX_PER_CALL));
+      }
+      this.sendAlone = false;
+      if (this.closing && !this.finishes.length) return;
+    }
+  }
+
+  async finishBatch(batch) {
+    let delayMs = 100;
+    for (;;) {
+      try {
+        return this.countFinished(await this.client.finishMany(batch));
+      } catch (e) {
+        if (e.kind !== "unavailable" || delayMs > 30_000) {
+          this.log.error(`worker ${this.worker.id}: finishing ${batch.length} jobs failed (${e.message}); their leases will expire`);
+          return this.countFinished(batch.map(() => e));
+        }
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        delayMs *= 2;
+      }
+    }
+  }
+
+  /** Waits for running jobs until the deadline, then gives back the rest. */
+  async drain() {
+    const running = [...this.jobs.values()];
+    if (!running.length) return;
+    let timer;
+    const deadline = new Promise((resolve) => (timer = setTimeout(resolve, this.worker.shutdownDeadlineMs)));
+    await Promise.race([Promise.allSettled(running.map((e) => e.promise)), deadline]);
+    clearTimeout(timer);
+    for (const entry of this.jobs.values()) {
+      entry.givenBack = true;
+      entry.abort.abort(new Error("the worker stops"));
+      await this.record(this.client.release(entry.claimed.lease), "released");
+    }
+  }
+}

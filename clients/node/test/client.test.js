@@ -1,0 +1,107 @@
+// The client against a real server: each call's effect, and errors that name the field and the rule.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { Client, InvalidInput, LeaseLost, NotFound, Unauthorized, Unavailable, push } from "../src/index.js";
+import { startServer } from "./server.js";
+
+let server;
+before(async () => (server = await startServer()));
+after(async () => server.stop());
+
+test("a job goes in and reads back", async () => {
+  const client = new Client(server.url);
+  assert.equal((await client.health()).status, "ok");
+  const job = await client.enqueue("email.send", { to: "a@example.com" }, { queue: "mail-1", priority: 5, tags: ["welcome"] });
+  assert.deepEqual([job.state, job.existing], ["queued", false]);
+  const read = await client.get(job.id);
+  assert.deepEqual([read.queue, read.name, read.state, read.priority], ["mail-1", "email.send", "queued", 5]);
+  assert.deepEqual(read.data, { to: "a@example.com" });
+  assert.deepEqual(read.tags, ["welcome"]);
+  assert.ok((await client.queues()).some((q) => q.queue === "mail-1"));
+});
+
+test("a batch goes in whole or not at all, its error naming the bad job", async () => {
+  const client = new Client(server.url);
+  const done = await client.enqueueBatch([push("a", { n: 1 }, { queue: "batch" }), push("b", null, { queue: "batch", delay: 60 })]);
+  assert.deepEqual(done.map((e) => e.state), ["queued", "scheduled"]);
+  await assert.rejects(client.enqueueBatch([push("ok", null, { queue: "batch" }), push("", null, { queue: "batch" })]), (e) => {
+    assert.ok(e instanceof InvalidInput);
+    assert.deepEqual([e.field, e.status], ["jobs[1].name", 400]);
+    return true;
+  });
+  assert.equal((await client.dequeue("w", { queues: ["batch"], limit: 10 })).length, 1, "the refused batch added nothing");
+});
+
+test("a worker's calls: dequeue, heartbeat, finish; a stale lease is refused", async () => {
+  const client = new Client(server.url);
+  const pushed = await client.enqueue("resize", { w: 100 }, { queue: "calls" });
+  const [claimed] = await client.dequeue("w1", { queues: ["calls"], names: ["resize"], limit: 5 });
+  assert.equal(claimed.job.id, pushed.id);
+  assert.equal(typeof claimed.lease.token, "string");
+  assert.ok(await client.heartbeat(claimed.lease, { done: 0.5 }));
+  await client.finish(claimed.lease, { w: 100, ok: true });
+  const done = await client.get(pushed.id);
+  assert.deepEqual([done.state, done.data], ["completed", { w: 100, ok: true }]);
+  await assert.rejects(client.finish(claimed.lease), (e) => e instanceof LeaseLost && e.status === 409);
+  await assert.rejects(client.get(999_999), NotFound);
+});
+
+test("retry, fail and release report what became of the job", async () => {
+  const client = new Client(server.url);
+  const retry = { max_attempts: 2, initial_delay_ms: 30_000, multiplier: 2, max_delay_ms: 60_000, jitter: 0 };
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push((await client.enqueue("job", null, { queue: "outcomes", retry })).id);
+  const [first, second, third] = await client.dequeue("w", { queues: ["outcomes"], limit: 3 });
+  assert.equal(await client.retry(first.lease, "flaky", { delay: 30 }), "scheduled");
+  await client.fail(second.lease, "bad-input", "cannot parse");
+  await client.release(third.lease);
+  const states = await Promise.all(ids.map(async (id) => (await client.get(id)).state));
+  assert.deepEqual(states, ["scheduled", "failed", "queued"]);
+});
+
+test("finishMany answers each job, and finishAndTake brings the next ones", async () => {
+  const client = new Client(server.url);
+  const ids = [];
+  for (let i = 0; i < 4; i++) ids.push((await client.enqueue("n", { i }, { queue: "many" })).id);
+  const [first, second] = await client.dequeue("w", { queues: ["many"], limit: 2 });
+  const stale = { ...second.lease, token: "12345" };
+  const errors = await client.finishMany([{ lease: first.lease, data: { r: 1 } }, stale]);
+  assert.equal(errors[0], null);
+  assert.ok(errors[1] instanceof LeaseLost);
+  const answer = await client.finishAndTake([second.lease], "w", { queues: ["many"], limit: 5 });
+  assert.deepEqual(answer.errors, [null]);
+  assert.equal(answer.takeError, null);
+  assert.deepEqual(answer.taken.map((c) => c.job.id).sort((a, b) => a - b), ids.slice(2));
+});
+
+test("a long poll answers when a job arrives", async () => {
+  const client = new Client(server.url);
+  setTimeout(() => new Client(server.url).enqueue("late", null, { queue: "poll" }), 300);
+  const started = Date.now();
+  const [claimed] = await client.dequeue("w", { queues: ["poll"], wait: 10 });
+  assert.equal(claimed.job.name, "late");
+  assert.ok(Date.now() - started < 9000, "it answered when the job came");
+  assert.deepEqual(await client.dequeue("w", { queues: ["poll"], wait: 0.2 }), []);
+});
+
+test("bad input names the field and the rule", async () => {
+  const client = new Client(server.url);
+  await assert.rejects(client.enqueue("x", null, { priority: 10 ** 12 }), (e) => e instanceof InvalidInput && e.field === "priority");
+  await assert.rejects(client.dequeue("w", { limit: 0 }), (e) => e instanceof InvalidInput && e.field === "limit" && /limit/.test(e.message));
+  await assert.rejects(client.enqueue("x", null, { delay: -1 }), (e) => e instanceof InvalidInput && e.field === "delay");
+});
+
+test("a token is sent, and a missing one refused", async () => {
+  const guarded = await startServer({ token: "s3cret-token-of-16+" });
+  try {
+    await assert.rejects(new Client(guarded.url).enqueue("x"), Unauthorized);
+    assert.equal((await new Client(guarded.url, { token: "s3cret-token-of-16+" }).enqueue("x")).state, "queued");
+  } finally {
+    await guarded.stop();
+  }
+});
+
+test("a server out of reach is unavailable", async () => {
+  await assert.rejects(new Client("http://127.0.0.1:9", { timeout: 2 }).enqueue("x"), (e) => e instanceof Unavailable && e.status === null);
+});

@@ -1,0 +1,181 @@
+// The Worker against a real server: handlers by name and GLOB, outcomes, slots, heartbeats, lost leases, and
+// stopping on SIGTERM or dying on SIGKILL.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { Client, FailJob, LeaseLost, RetryLater, Worker, push } from "../src/index.js";
+import { eventually, startServer } from "./server.js";
+
+let server;
+let client;
+before(async () => {
+  server = await startServer();
+  client = new Client(server.url);
+});
+after(async () => server.stop());
+
+const quiet = { warn() {}, error() {} };
+const states = (ids) => Promise.all(ids.map(async (id) => (await client.get(id)).state));
+const count = async (ids, state) => (await states(ids)).filter((s) => s === state).length;
+
+test("handlers by name and GLOB run their jobs and save their results", async () => {
+  const names = ["resize", "resize", "email.send", "email.bounce", "resize[1]", "other"];
+  const ids = (await client.enqueueBatch(names.map((n, i) => push(n, { n: i }, { queue: "q1" })))).map((e) => e.id);
+  const worker = new Worker(server.url, "node-1", { queues: ["q1"], wait: 1 })
+    .handler("resize", (job) => ({ resized: job.data.n }))
+    .globHandler("email.*", async (job) => ({ mailed: job.name }))
+    .handler("resize[1]", () => undefined); // a name with GLOB characters is matched exactly
+  const running = worker.start();
+  await eventually("five jobs completed", async () => (await count(ids, "completed")) === 5);
+  worker.stop();
+  const report = await running;
+  assert.deepEqual([report.finished, report.retried, report.failed, report.lost], [5, 0, 0, 0]);
+  assert.deepEqual(await states(ids), [...Array(5).fill("completed"), "queued"]);
+  assert.deepEqual((await client.get(ids[0])).data, { resized: 0 });
+  assert.deepEqual((await client.get(ids[3])).data, { mailed: "email.bounce" });
+  assert.deepEqual((await client.get(ids[4])).data, { n: 4 }, "undefined keeps the data");
+});
+
+test("thrown errors retry or fail the job with their text", async () => {
+  const ids = [];
+  for (const name of ["later", "bad", "boom", "not-json"]) ids.push((await client.enqueue(name, null, { queue: "q2" })).id);
+  const circular = {};
+  circular.self = circular;
+  const worker = new Worker(server.url, "node-2", { queues: ["q2"], wait: 1, logger: quiet })
+    .handler("later", () => {
+      throw new RetryLater("rate limited", { delay: 60 });
+    })
+    .handler("bad", () => {
+      throw new FailJob("bad-input", "cannot parse");
+    })
+    .handler("boom", async () => {
+      throw new TypeError("boom");
+    })
+    .handler("not-json", () => circular);
+  const running = worker.start();
+  await eventually("all four handled", async () => (await states(ids)).every((s) => s !== "queued" && s !== "running"));
+  worker.stop();
+  const report = await running;
+  assert.deepEqual([report.retried, report.failed], [3, 1]);
+  const [a, b, c, d] = await Promise.all(ids.map((id) => client.get(id)));
+  assert.deepEqual([a.state, a.error], ["scheduled", "rate limited"]);
+  assert.deepEqual([b.state, b.error, b.failure_group], ["failed", "cannot parse", "bad-input"]);
+  assert.deepEqual([c.state, c.error], ["scheduled", "TypeError: boom"]);
+  assert.match(d.error, /^the handler's result is not JSON: /);
+});
+
+test("no more than maxConcurrency run at once", async () => {
+  const ids = (await client.enqueueBatch(Array.from({ length: 9 }, () => push("slow", null, { queue: "q3" })))).map((e) => e.id);
+  let now = 0;
+  let most = 0;
+  const worker = new Worker(server.url, "node-3", { queues: ["q3"], maxConcurrency: 3, wait: 1 }).handler("slow", async () => {
+    most = Math.max(most, ++now);
+    await sleep(200);
+    now--;
+  });
+  const running = worker.start();
+  await eventually("all nine completed", async () => (await count(ids, "completed")) === 9);
+  worker.stop();
+  await running;
+  assert.equal(most, 3, "three slots, all of them used");
+});
+
+test("heartbeats keep a job longer than its lease", async () => {
+  const { id } = await client.enqueue("long", null, { queue: "q4", leaseTimeout: 1 });
+  const worker = new Worker(server.url, "node-4", { queues: ["q4"], wait: 1 }).handler("long", async () => {
+    await sleep(2500);
+    return { ok: true };
+  });
+  const running = worker.start();
+  await eventually("the job completed", async () => (await count([id], "completed")) === 1);
+  worker.stop();
+  const report = await running;
+  const done = await client.get(id);
+  assert.deepEqual([done.attempt, done.data, report.finished], [1, { ok: true }, 1]);
+});
+
+test("a lost lease aborts the handler's signal and drops its result", async () => {
+  const { id } = await client.enqueue("held", null, { queue: "q5", leaseTimeout: 1 });
+  let started;
+  const startedPromise = new Promise((resolve) => (started = resolve));
+  let aborted = false;
+  const worker = new Worker(server.url, "node-5", { queues: ["q5"], wait: 1, logger: quiet }).handler("held", async (job, { signal }) => {
+    started();
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    aborted = true;
+    return { "should not": "be saved" };
+  });
+  const running = worker.start();
+  await startedPromise;
+  await client.cancel(id);
+  await eventually("the handler was told", async () => aborted);
+  worker.stop();
+  const report = await running;
+  assert.deepEqual([report.lost, report.finished], [1, 0]);
+  const cancelled = await client.get(id);
+  assert.deepEqual([cancelled.state, cancelled.data], ["cancelled", {}]);
+});
+
+const WORKER_SCRIPT = `
+import { writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Worker } from ${JSON.stringify(fileURLToPath(new URL("../src/index.js", import.meta.url)))};
+const [url, marker, queue] = process.argv.slice(2);
+const worker = new Worker(url, "node-process", { queues: [queue], wait: 1, shutdownDeadline: 20 }).handler("step", async (job, { lease }) => {
+  writeFileSync(marker, JSON.stringify(lease));
+  await sleep(job.data.seconds * 1000);
+  return { done: true };
+});
+const report = await worker.run();
+console.log(JSON.stringify(report));
+`;
+
+function runWorkerProcess(queue) {
+  const script = join(server.dir, `worker-${queue}.mjs`);
+  writeFileSync(script, WORKER_SCRIPT);
+  const marker = join(server.dir, `started-${queue}.json`);
+  const child = spawn(process.execPath, [script, server.url, marker, queue], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (chunk) => (out += chunk));
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal, out: () => out })));
+  return { child, marker, exited };
+}
+
+async function leaseFrom(marker) {
+  await eventually("the handler started", async () => existsSync(marker) && readFileSync(marker, "utf8").length > 0);
+  return JSON.parse(readFileSync(marker, "utf8"));
+}
+
+test("SIGTERM lets the running job finish and takes no more", async () => {
+  const first = (await client.enqueue("step", { seconds: 1 }, { queue: "q6" })).id;
+  const { child, marker, exited } = runWorkerProcess("q6");
+  await leaseFrom(marker);
+  child.kill("SIGTERM");
+  const second = (await client.enqueue("step", { seconds: 0 }, { queue: "q6" })).id;
+  const { code, out } = await exited;
+  assert.equal(code, 0);
+  assert.equal(JSON.parse(out().trim().split("\n").at(-1)).finished, 1);
+  assert.deepEqual(await states([first, second]), ["completed", "queued"]);
+});
+
+test("SIGKILL mid-job loses nothing, and the dead worker's late finish is refused", async () => {
+  const { id } = await client.enqueue("step", { seconds: 3600 }, { queue: "q7", leaseTimeout: 1 });
+  const { child, marker, exited } = runWorkerProcess("q7");
+  const lease = await leaseFrom(marker);
+  child.kill("SIGKILL");
+  await exited;
+  const survivor = new Worker(server.url, "node-survivor", { queues: ["q7"], wait: 1 }).handler("step", () => ({ again: true }));
+  const running = survivor.start();
+  await eventually("the job ran again", async () => (await count([id], "completed")) === 1);
+  survivor.stop();
+  await running;
+  const done = await client.get(id);
+  assert.deepEqual([done.data, done.attempt], [{ again: true }, 2]);
+  await assert.rejects(client.finish(lease, { late: true }), LeaseLost);
+  assert.deepEqual((await client.get(id)).data, { again: true });
+});
