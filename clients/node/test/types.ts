@@ -1,0 +1,27 @@
+// Compiled (never run) by `tsc --noEmit` in scripts/test-node: the declarations in src/index.d.ts hold together and
+// describe the calls as the tests and the README make them.
+import { Client, FailJob, LeaseLost, RetryLater, Worker, push, type ClaimedJob, type WorkerReport } from "../src/index.js";
+
+async function example(): Promise<WorkerReport> {
+  const client = new Client("http://127.0.0.1:6670", { token: "s3cret-token-of-16+", timeout: 10 });
+  const { id, state, existing }: { id: number; state: string; existing: boolean } = await client.enqueue("email.send", { to: "a" }, { queue: "mail", delay: 30, tags: ["x"] });
+  await client.enqueueBatch([push("a"), push("b", { n: 1 }, { priority: 5, leaseTimeout: 60 })]);
+  const claimed: ClaimedJob[] = await client.dequeue("w", { queues: ["mail"], names: ["email.*"], limit: 8, wait: 30 });
+  for (const { job, lease } of claimed) {
+    const expiry: string = await client.heartbeat(lease, { done: 0.5 });
+    await client.finish(lease, { ok: expiry, id, state, existing, name: job.name });
+  }
+  const errors = await client.finishMany(claimed.map((c) => ({ lease: c.lease, data: 1 })));
+  if (errors[0] instanceof LeaseLost && errors[0].field === null) await client.cancel(claimed[0].job.id);
+  const { taken, takeError } = await client.finishAndTake([claimed[0].lease], "w", { limit: 2 });
+  if (takeError === null) await client.retry(taken[0].lease, "later", { delay: 5 });
+  const worker = new Worker("http://127.0.0.1:6670", "w", { queues: ["mail"], maxConcurrency: 8, logger: console })
+    .handler("email.send", async (job, { signal, lease }) => (signal.aborted ? null : { to: job.data, token: lease.token }))
+    .globHandler("email.*", () => {
+      throw Math.random() > 0.5 ? new RetryLater("later", { delay: 60 }) : new FailJob("bad-input", "no");
+    });
+  setTimeout(() => worker.stop(), 1000);
+  return worker.run();
+}
+
+export { example };
