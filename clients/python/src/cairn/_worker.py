@@ -22,7 +22,6 @@ import re
 import signal
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 

@@ -26,7 +26,7 @@ use crate::metrics::MetricsSnapshot;
 use crate::ops::aging::AgeQueue;
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
-use crate::ops::claim::{ClaimedJob, Dequeue};
+use crate::ops::claim::{Claim, ClaimedJob, Dequeue};
 use crate::ops::config::{ConfigEntry, ConfigKey, ConfigValue, Defaults, RuntimeConfig, SetConfig};
 use crate::ops::delete::Delete;
 use crate::ops::dependencies::ChangeDependencies;
@@ -377,10 +377,15 @@ impl Queue {
     /// [`ErrorKind::InvalidInput`] naming the bad field.
     pub async fn dequeue(&self, request: Dequeue) -> Result<Vec<ClaimedJob>> {
         let claim = request.validate()?;
-        let deadline = if request.wait.is_zero() {
+        self.claim(claim, request.wait).await
+    }
+
+    /// Runs a validated dequeue.
+    async fn claim(&self, claim: Claim, wait: Duration) -> Result<Vec<ClaimedJob>> {
+        let deadline = if wait.is_zero() {
             None
         } else {
-            Some(Instant::now() + request.wait)
+            Some(Instant::now() + wait)
         };
         let (reply, answer) = oneshot::channel();
         self.send(Command::Dequeue(Waiter {
@@ -523,10 +528,13 @@ impl Queue {
                 ),
             ));
         }
-        take.validate()?;
+        let claim = take.validate()?;
         // Polled in this order, each sends its command before the other is polled: the finishes reach the writer
         // first.
-        let (finished, taken) = tokio::join!(self.finish_many(finishes), self.dequeue(take));
+        let (finished, taken) = tokio::join!(
+            self.finish_many(finishes),
+            self.claim(claim, Duration::ZERO)
+        );
         Ok(FinishAndTake { finished, taken })
     }
 
