@@ -55,18 +55,7 @@ impl Checkpointer {
             .map_err(|e| Error::storage(format!("opening {} to checkpoint", path.display()), e))?;
         // A connection learns that the file is in WAL mode when it first reads it; until then a checkpoint finds
         // no log and does nothing.
-        let mode: String = conn
-            .query_row("PRAGMA journal_mode", [], |row| row.get(0))
-            .map_err(|e| Error::storage("reading the journal mode to checkpoint", e))?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(Error::new(
-                crate::ErrorKind::Storage,
-                format!(
-                    "{} is not in WAL mode (journal_mode is {mode})",
-                    path.display()
-                ),
-            ));
-        }
+        super::connection::require_wal(&conn, path, "PRAGMA journal_mode")?;
         // One request waiting is enough: a checkpoint copies everything committed before it starts.
         let (requests, rx) = sync_channel(1);
         let thread = std::thread::Builder::new()

@@ -33,9 +33,19 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path)
         .map_err(|e| Error::storage(format!("opening {}", path.display()), e))?;
     apply_common(&conn)?;
+    require_wal(&conn, path, "PRAGMA journal_mode = WAL")?;
+    set_synchronous(&conn, 1)?;
+    // Savepoint and statement journals in memory: on a temporary file they cost a write per spilled page.
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(|e| Error::storage("setting temp_store", e))?;
+    Ok(conn)
+}
+
+/// Runs `pragma` (which reads, or sets, the journal mode) and refuses a file that is not in WAL mode after it.
+pub(crate) fn require_wal(conn: &Connection, path: &Path, pragma: &str) -> Result<()> {
     let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(|e| Error::storage("enabling WAL", e))?;
+        .query_row(pragma, [], |row| row.get(0))
+        .map_err(|e| Error::storage(format!("{pragma} on {}", path.display()), e))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::new(
             crate::ErrorKind::Storage,
@@ -45,11 +55,7 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
             ),
         ));
     }
-    set_synchronous(&conn, 1)?;
-    // Savepoint and statement journals in memory: on a temporary file they cost a write per spilled page.
-    conn.pragma_update(None, "temp_store", "MEMORY")
-        .map_err(|e| Error::storage("setting temp_store", e))?;
-    Ok(conn)
+    Ok(())
 }
 
 /// Opens a read-only connection for the reader pool.
