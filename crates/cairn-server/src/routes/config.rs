@@ -7,12 +7,13 @@ use cairn_api::{ConfigEntryBody, ConfigListBody, ErrorBody, SetConfigRequest};
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
 use crate::routes::ConfigKeyPath;
 use crate::state::AppState;
 
 /// Every option, with the value in force, the server's default, and when it was set at run time.
 #[utoipa::path(get, path = "/v1/config", tag = "config",
-    responses((status = 200, description = "The options", body = ConfigListBody)))]
+    responses((status = 200, description = "The options", body = ConfigListBody), ReadErrors))]
 pub async fn list_config(State(state): State<AppState>) -> ApiResult<Json<ConfigListBody>> {
     let entries = state.queue.config().await?;
     Ok(Json(ConfigListBody {
@@ -26,6 +27,7 @@ pub async fn list_config(State(state): State<AppState>) -> ApiResult<Json<Config
     responses(
         (status = 200, description = "The option", body = ConfigEntryBody),
         (status = 400, description = "No such option", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn get_config(
     State(state): State<AppState>,
@@ -45,6 +47,7 @@ pub async fn get_config(
     responses(
         (status = 200, description = "The option as it now is", body = ConfigEntryBody),
         (status = 400, description = "No such option, or a bad value, naming the option", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn set_config(
     State(state): State<AppState>,
@@ -64,6 +67,7 @@ pub async fn set_config(
     responses(
         (status = 200, description = "The option as it now is", body = ConfigEntryBody),
         (status = 400, description = "No such option, or a default that does not fit the values set", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn unset_config(
     State(state): State<AppState>,

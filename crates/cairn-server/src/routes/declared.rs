@@ -16,11 +16,12 @@ use utoipa::openapi::{
     ContentBuilder, KnownFormat, ObjectBuilder, Paths, Ref, RefOr, Required, ResponseBuilder,
     Schema, SchemaFormat, Type,
 };
-use utoipa::{PartialSchema, ToSchema};
+use utoipa::{IntoResponses, PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::WriteWithBodyErrors;
 use crate::state::AppState;
 
 /// Every route declared in `cairn-api`, mounted.
@@ -90,10 +91,12 @@ fn paths<R: Route>() -> Paths {
                 .build(),
         );
     for param in R::PARAMS {
+        // An integer in a path is a job's id: positive.
         let schema = if param.integer {
             ObjectBuilder::new()
                 .schema_type(Type::Integer)
                 .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .minimum(Some(1))
         } else {
             ObjectBuilder::new().schema_type(Type::String)
         };
@@ -106,7 +109,14 @@ fn paths<R: Route>() -> Paths {
                 .schema(Some(schema)),
         );
     }
-    for (status, meaning) in R::ERRORS {
+    // Every declared route has a path and a body, either of which may be bad; a route that says how in its own
+    // words keeps them.
+    let bad_input = (
+        400,
+        "Bad input: a path parameter or the body breaks a rule; `field` names it",
+    );
+    let own = R::ERRORS.iter().any(|(status, _)| *status == 400);
+    for (status, meaning) in (!own).then_some(&bad_input).into_iter().chain(R::ERRORS) {
         operation = operation.response(
             status.to_string(),
             ResponseBuilder::new()
@@ -114,6 +124,10 @@ fn paths<R: Route>() -> Paths {
                 .content("application/json", json(&ErrorBody::name()))
                 .build(),
         );
+    }
+    // And what every operation that changes the queue with a body may answer.
+    for (status, response) in WriteWithBodyErrors::responses() {
+        operation = operation.response(status, response);
     }
     let method = match R::METHOD {
         Method::Post => HttpMethod::Post,

@@ -14,6 +14,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
 use crate::routes::{JobPath, QueryParams, bool_param, id_param};
 use crate::state::AppState;
 
@@ -23,6 +24,7 @@ use crate::state::AppState;
         (status = 201, description = "Enqueued", body = EnqueuedBody),
         (status = 200, description = "A live job holds the unique key; this is that job", body = EnqueuedBody),
         (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn enqueue(
     State(state): State<AppState>,
@@ -42,6 +44,7 @@ pub async fn enqueue(
     responses(
         (status = 200, description = "Every job, in request order", body = EnqueuedBatchBody),
         (status = 400, description = "Bad input, naming the job and field", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn enqueue_batch(
     State(state): State<AppState>,
@@ -70,6 +73,8 @@ pub async fn enqueue_batch(
     responses(
         (status = 200, description = "The job", body = JobBody),
         (status = 404, description = "No such job", body = ErrorBody),
+        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn get_job(
     State(state): State<AppState>,
@@ -113,6 +118,7 @@ pub struct ListParams {
     responses(
         (status = 200, description = "A page of jobs", body = JobPageBody),
         (status = 400, description = "Bad filter", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn list_jobs(
     State(state): State<AppState>,
@@ -169,6 +175,8 @@ pub async fn list_jobs(
         (status = 200, description = "Cancelled", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
         (status = 409, description = "The job already finished", body = ErrorBody),
+        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn cancel(
     State(state): State<AppState>,
@@ -184,6 +192,8 @@ pub async fn cancel(
     responses(
         (status = 200, description = "Deleted", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
+        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -200,6 +210,8 @@ pub async fn delete(
     responses(
         (status = 200, description = "Tracked", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
+        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn track(
     State(state): State<AppState>,
@@ -215,6 +227,8 @@ pub async fn track(
     responses(
         (status = 200, description = "No longer tracked", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
+        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn untrack(
     State(state): State<AppState>,

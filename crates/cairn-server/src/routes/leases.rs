@@ -13,6 +13,7 @@ use cairn_api::{
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::WriteWithBodyErrors;
 use crate::routes::{JobPath, millis, token};
 use crate::state::AppState;
 
@@ -22,6 +23,7 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The jobs taken, each with its lease (possibly none)", body = DequeueBody),
         (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn dequeue(
     State(state): State<AppState>,
@@ -56,6 +58,7 @@ fn lease(job: cairn::JobId, token_text: &str) -> ApiResult<Lease> {
     responses(
         (status = 200, description = "Each job's answer, in order, and the jobs taken", body = FinishManyBody),
         (status = 400, description = "Bad input, naming the field (such as `jobs[2].token`)", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn finish_many(
     State(state): State<AppState>,
@@ -149,6 +152,8 @@ fn under_take(error: ApiError) -> ApiError {
     responses(
         (status = 200, description = "The lease's new expiry", body = LeaseExpiryBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 400, description = "Bad input: a bad id, or a body that breaks a rule; `field` names it", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn heartbeat(
     State(state): State<AppState>,
@@ -166,6 +171,8 @@ pub async fn heartbeat(
     responses(
         (status = 200, description = "The lease's new expiry", body = LeaseExpiryBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 400, description = "Bad input: a bad id, or a body that breaks a rule; `field` names it", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn checkpoint(
     State(state): State<AppState>,
@@ -183,6 +190,8 @@ pub async fn checkpoint(
     responses(
         (status = 200, description = "Recorded", body = EmptyBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 400, description = "Bad input: a bad id, or a body that breaks a rule; `field` names it", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn update(
     State(state): State<AppState>,
@@ -203,6 +212,7 @@ pub async fn update(
         (status = 200, description = "Completed, or moved on to its next queue", body = EmptyBody),
         (status = 400, description = "Bad input, naming the field (such as `next.queue`)", body = ErrorBody),
         (status = 409, description = "The lease was lost, or a next dependency was cancelled or would make a cycle", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn finish(
     State(state): State<AppState>,
@@ -242,6 +252,8 @@ fn finish_error(e: cairn::Error, has_next: bool) -> ApiError {
     responses(
         (status = 200, description = "The job's new state: queued, scheduled, or failed", body = StateBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 400, description = "Bad input: a bad id, or a body that breaks a rule; `field` names it", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn retry(
     State(state): State<AppState>,
@@ -267,6 +279,8 @@ pub async fn retry(
     responses(
         (status = 200, description = "Failed", body = EmptyBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 400, description = "Bad input: a bad id, or a body that breaks a rule; `field` names it", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn fail(
     State(state): State<AppState>,
@@ -290,6 +304,8 @@ pub async fn fail(
     responses(
         (status = 200, description = "Released", body = EmptyBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
+        (status = 400, description = "Bad input: a bad id, or a body that breaks a rule; `field` names it", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn release(
     State(state): State<AppState>,

@@ -14,6 +14,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
 use crate::routes::{GroupPath, QueryParams, QueuePath};
 use crate::state::AppState;
 
@@ -24,7 +25,7 @@ const DEFAULT_PEEK: u32 = 10;
 /// lease ran out and that were not retried yet) and whether it is paused. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
 #[utoipa::path(get, path = "/v1/queues", tag = "queues",
-    responses((status = 200, description = "The queues", body = QueueListBody)))]
+    responses((status = 200, description = "The queues", body = QueueListBody), ReadErrors))]
 pub async fn list_queues(State(state): State<AppState>) -> ApiResult<Json<QueueListBody>> {
     let stats = state.queue.queue_stats().await?;
     Ok(Json(QueueListBody {
@@ -39,6 +40,7 @@ pub async fn list_queues(State(state): State<AppState>) -> ApiResult<Json<QueueL
     responses(
         (status = 200, description = "Paused", body = EmptyBody),
         (status = 400, description = "A bad queue name", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn pause(
     State(state): State<AppState>,
@@ -54,6 +56,7 @@ pub async fn pause(
     responses(
         (status = 200, description = "Resumed", body = EmptyBody),
         (status = 400, description = "A bad queue name", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn resume(
     State(state): State<AppState>,
@@ -69,6 +72,7 @@ pub async fn resume(
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or limit (0: pause the queue instead)", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn set_concurrency(
     State(state): State<AppState>,
@@ -85,6 +89,7 @@ pub async fn set_concurrency(
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or rate", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn set_rate(
     State(state): State<AppState>,
@@ -105,6 +110,7 @@ pub async fn set_rate(
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or step", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn set_aging(
     State(state): State<AppState>,
@@ -134,6 +140,7 @@ pub struct PeekParams {
     responses(
         (status = 200, description = "The next jobs, in claim order", body = PeekBody),
         (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn peek(
     State(state): State<AppState>,
@@ -161,7 +168,7 @@ pub async fn peek(
 /// Every failure group that holds failed jobs, by name, with how many and when they failed. A group's jobs are
 /// listed by `GET /v1/jobs?failure_group=…`.
 #[utoipa::path(get, path = "/v1/failures", tag = "queues",
-    responses((status = 200, description = "The failure groups", body = FailureGroupListBody)))]
+    responses((status = 200, description = "The failure groups", body = FailureGroupListBody), ReadErrors))]
 pub async fn list_failures(State(state): State<AppState>) -> ApiResult<Json<FailureGroupListBody>> {
     let groups = state.queue.failure_groups().await?;
     Ok(Json(FailureGroupListBody {
@@ -177,6 +184,7 @@ pub async fn list_failures(State(state): State<AppState>) -> ApiResult<Json<Fail
     responses(
         (status = 200, description = "How many jobs went back", body = UnfailBody),
         (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn unfail(
     State(state): State<AppState>,

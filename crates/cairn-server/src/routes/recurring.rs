@@ -7,6 +7,7 @@ use cairn_api::{EmptyBody, ErrorBody, RecurringBody, RecurringListBody, Recurrin
 
 use crate::body::JsonBody;
 use crate::error::ApiResult;
+use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
 use crate::routes::KeyPath;
 use crate::state::AppState;
 
@@ -16,6 +17,7 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "The template, with its next run", body = RecurringBody),
         (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+        WriteWithBodyErrors,
     ))]
 pub async fn set_recurring(
     State(state): State<AppState>,
@@ -36,6 +38,7 @@ pub async fn set_recurring(
         (status = 200, description = "Removed", body = EmptyBody),
         (status = 400, description = "A key that is not UTF-8 text", body = ErrorBody),
         (status = 404, description = "No such template", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn remove_recurring(
     State(state): State<AppState>,
@@ -47,7 +50,7 @@ pub async fn remove_recurring(
 
 /// Every template, by key, with its next and last runs.
 #[utoipa::path(get, path = "/v1/recurring", tag = "recurring",
-    responses((status = 200, description = "The templates", body = RecurringListBody)))]
+    responses((status = 200, description = "The templates", body = RecurringListBody), ReadErrors))]
 pub async fn list_recurring(State(state): State<AppState>) -> ApiResult<Json<RecurringListBody>> {
     let templates = state.queue.recurring().await?;
     Ok(Json(RecurringListBody {

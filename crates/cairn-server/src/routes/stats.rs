@@ -15,6 +15,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
+use crate::openapi::{ReadErrors, ReadWithBodyErrors};
 use crate::routes::{QueryParams, id_param, time_param};
 use crate::state::AppState;
 
@@ -41,6 +42,7 @@ fn period(text: Option<&str>) -> Result<StatsPeriod, ApiError> {
     responses(
         (status = 200, description = "The statistics", body = StatsBody),
         (status = 400, description = "A bad period or an unknown parameter", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn stats(
     State(state): State<AppState>,
@@ -68,6 +70,7 @@ pub struct PeriodParams {
     responses(
         (status = 200, description = "Utilization", body = WorkerStatsBody),
         (status = 400, description = "A bad period or an unknown parameter", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn worker_stats(
     State(state): State<AppState>,
@@ -108,6 +111,7 @@ pub struct ActivityParams {
     responses(
         (status = 200, description = "A page of events", body = ActivityPageBody),
         (status = 400, description = "A bad filter", body = ErrorBody),
+        ReadErrors,
     ))]
 pub async fn activity(
     State(state): State<AppState>,
@@ -159,6 +163,7 @@ pub async fn activity(
     responses(
         (status = 200, description = "The rows", body = SqlBody),
         (status = 400, description = "Not one read, SQLite's complaint, too slow, or a bad limit", body = ErrorBody),
+        ReadWithBodyErrors,
     ))]
 pub async fn sql(
     State(state): State<AppState>,
@@ -210,7 +215,7 @@ const COUNTERS: [(ActivityKind, &str, &str); 7] = [
 /// Prometheus's text format: job counters and wait and run time histograms per queue and name since the server
 /// started, and the jobs of each queue by state now.
 #[utoipa::path(get, path = "/metrics", tag = "stats",
-    responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain")))]
+    responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain"), ReadErrors))]
 pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     let snapshot = state.queue.metrics();
     let queues = state.queue.queue_stats().await?;

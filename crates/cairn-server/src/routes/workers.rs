@@ -7,13 +7,14 @@ use axum::extract::State;
 use cairn_api::{EmptyBody, ErrorBody, WorkerBody, WorkerListBody};
 
 use crate::error::ApiResult;
+use crate::openapi::{ReadErrors, WriteErrors};
 use crate::routes::WorkerPath;
 use crate::state::AppState;
 
 /// Every worker the queue remembers, by id: when it was first and last seen (taking jobs or heartbeating), the
 /// jobs it holds, and which of those stalled (their lease ran out and the queue has not retried them yet).
 #[utoipa::path(get, path = "/v1/workers", tag = "workers",
-    responses((status = 200, description = "The workers", body = WorkerListBody)))]
+    responses((status = 200, description = "The workers", body = WorkerListBody), ReadErrors))]
 pub async fn list_workers(State(state): State<AppState>) -> ApiResult<Json<WorkerListBody>> {
     let workers = state.queue.workers().await?;
     Ok(Json(WorkerListBody {
@@ -27,6 +28,7 @@ pub async fn list_workers(State(state): State<AppState>) -> ApiResult<Json<Worke
     responses(
         (status = 200, description = "Noted", body = EmptyBody),
         (status = 400, description = "A bad worker id", body = ErrorBody),
+        WriteErrors,
     ))]
 pub async fn stop_worker(
     State(state): State<AppState>,
