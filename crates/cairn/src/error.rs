@@ -85,6 +85,18 @@ impl Error {
         }
     }
 
+    /// Bad input reported by the database (`cairn_push`), whose field is only known at run time: `message` is
+    /// `field: rule`.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn invalid_reported(field: String, message: String) -> Self {
+        Error {
+            kind: ErrorKind::InvalidInput,
+            field: Some(Cow::Owned(field)),
+            message,
+            source: None,
+        }
+    }
+
     pub(crate) fn not_found(what: impl fmt::Display) -> Self {
         Error::new(ErrorKind::NotFound, format!("{what} not found"))
     }

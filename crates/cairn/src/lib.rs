@@ -61,6 +61,9 @@ pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapsh
 pub use names::{JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId};
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
+/// The PostgreSQL driver Cairn uses, for [`Queue::enqueue_in_postgres`].
+#[cfg(feature = "postgres")]
+pub use postgres;
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
 pub use request::Request;

@@ -2,6 +2,8 @@
 //! (writes) or the reader pool (reads); this file holds no SQL and no job logic.
 
 mod open;
+#[cfg(feature = "postgres")]
+mod postgres_enqueue;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -20,4 +20,5 @@ mod network;
 mod postgres_backend;
 mod proxy;
 mod repeat_syntax;
+mod sql_enqueue;
 mod storage;

@@ -39,6 +39,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "ready_by_name",
         include_str!("../../../migrations/postgres/0006_ready_by_name.sql"),
     ),
+    (
+        7,
+        "enqueue_function",
+        include_str!("../../../migrations/postgres/0007_enqueue_function.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

@@ -1,0 +1,125 @@
+//! Enqueueing inside the application's own PostgreSQL transaction: [`Queue::enqueue_in_postgres`] calls the
+//! schema's `cairn_push` function (migration 0007), the same one an application in any other language calls, so
+//! that there is one transactional path whatever the caller.
+
+use serde_json::{Map, Value, json};
+
+use crate::clock::duration_millis;
+use crate::error::{Error, ErrorKind, Result};
+use crate::job::JobId;
+use crate::ops::parse_stored_state;
+use crate::ops::push::{Enqueued, Push};
+use crate::queue::Queue;
+
+/// The call: the job's name, data and options, as `cairn_push` takes them.
+const CALL: &str =
+    "SELECT id, state, existing FROM cairn_push($1, $2::text::json, $3::text::jsonb)";
+
+impl Queue {
+    /// Enqueues a job inside the application's own transaction on the queue's PostgreSQL database: the job exists
+    /// if and only if `tx` commits, and workers waiting on any node wake at the commit.
+    ///
+    /// It runs the schema's `cairn_push` function, which an application in any language can call itself
+    /// (`SELECT cairn_enqueue('email.send', '{"to": "…"}', '{"queue": "mail"}')`). A job with `parent`,
+    /// `depends_on` or `schedule` is refused: push those through [`Queue::enqueue`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the bad field (the transaction is then aborted, as after any failed
+    /// statement: roll it back, or use a savepoint); [`ErrorKind::InvalidState`] on a queue on SQLite (see
+    /// [`Queue::enqueue_in`]); storage errors from `tx`.
+    pub fn enqueue_in_postgres(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        push: &Push,
+    ) -> Result<Enqueued> {
+        if !self.is_postgres() {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "enqueue_in_postgres needs a queue on PostgreSQL; this one is on a SQLite file (use enqueue_in)",
+            ));
+        }
+        let data = serde_json::to_string(&push.data).expect("serde_json::Value always serializes");
+        let options = sql_options(push).to_string();
+        let row = tx
+            .query_one(CALL, &[&push.name, &data, &options])
+            .map_err(reported)?;
+        let state: String = row.get(1);
+        Ok(Enqueued {
+            id: JobId(row.get(0)),
+            state: parse_stored_state(&state)?,
+            existing: row.get(2),
+        })
+    }
+}
+
+/// A push's options as `cairn_push` takes them: the HTTP API's push body without its name and data. Fields it
+/// refuses (`parent`, `depends_on`, `schedule`, `time_zone`) are passed on, so that its error names them.
+fn sql_options(push: &Push) -> Value {
+    let mut options = Map::new();
+    let mut put = |key: &str, value: Value| {
+        options.insert(key.to_owned(), value);
+    };
+    put("queue", json!(push.queue));
+    put("priority", json!(push.priority));
+    put("weight", json!(push.weight));
+    if let Some(at) = push.run_at {
+        put("run_at", json!(at.to_string()));
+    }
+    if let Some(delay) = push.delay {
+        put(
+            "delay_ms",
+            json!(delay.as_millis().min(u128::from(u64::MAX)) as u64),
+        );
+    }
+    if let Some(retry) = push.retry {
+        put(
+            "retry",
+            json!({
+                "max_attempts": retry.max_attempts,
+                "initial_delay_ms": duration_millis(retry.initial_delay),
+                "multiplier": retry.multiplier,
+                "max_delay_ms": duration_millis(retry.max_delay),
+                "jitter": retry.jitter,
+            }),
+        );
+    }
+    if let Some(lease) = push.lease_timeout {
+        put("lease_timeout_ms", json!(duration_millis(lease)));
+    }
+    if let Some(timeout) = push.timeout {
+        put("timeout_ms", json!(duration_millis(timeout)));
+    }
+    if let Some(key) = &push.unique_key {
+        put("unique_key", json!(key));
+    }
+    if !push.tags.is_empty() {
+        put("tags", json!(push.tags));
+    }
+    if let Some(parent) = push.parent {
+        put("parent", json!(parent.0));
+    }
+    if !push.depends_on.is_empty() {
+        put(
+            "depends_on",
+            json!(push.depends_on.iter().map(|j| j.0).collect::<Vec<_>>()),
+        );
+    }
+    if let Some(schedule) = &push.schedule {
+        put("schedule", json!(schedule));
+    }
+    if let Some(zone) = &push.time_zone {
+        put("time_zone", json!(zone));
+    }
+    Value::Object(options)
+}
+
+/// `cairn_push`'s refusal of a field as the engine's invalid input; anything else as a storage error.
+fn reported(e: postgres::Error) -> Error {
+    if let Some(db) = e.as_db_error()
+        && *db.code() == postgres::error::SqlState::INVALID_PARAMETER_VALUE
+        && let Some(field) = db.column()
+    {
+        return Error::invalid_reported(field.to_owned(), db.message().to_owned());
+    }
+    Error::storage("enqueueing in the application's transaction", e)
+}

@@ -1,0 +1,533 @@
+//! Enqueueing inside the application's own PostgreSQL transaction: the schema's `cairn_enqueue` and `cairn_push`
+//! functions (migration 0007), called as any language would, and `Queue::enqueue_in_postgres` on them. A job
+//! exists if and only if the application's transaction commits, wakes a worker on another node at the commit, and
+//! is checked by the same rules as a push: the last test pushes the same generated jobs both ways and compares.
+
+use std::time::Duration;
+
+use cairn::{
+    ConfigKey, ConfigValue, Dequeue, ErrorKind, JobId, JobState, Push, Queue, RetryPolicy,
+};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+
+use crate::harness::TestDatabase;
+
+async fn node(db: &TestDatabase) -> Queue {
+    Queue::open(&db.url).await.unwrap()
+}
+
+/// Runs `f` on a session of the application's own, off the async runtime (the synchronous driver runs one of
+/// its own).
+async fn app<T: Send + 'static>(
+    db: &TestDatabase,
+    f: impl FnOnce(&mut postgres::Client) -> T + Send + 'static,
+) -> T {
+    let url = db.url.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        f(&mut client)
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_enqueued_in_a_transaction_that_rolls_back_never_exists() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    let (by_sql, by_rust) = {
+        let queue = queue.clone();
+        app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            let by_sql: i64 = tx
+                .query_one("SELECT cairn_enqueue('report.build', '{\"n\": 1}')", &[])
+                .unwrap()
+                .get(0);
+            let by_rust = queue
+                .enqueue_in_postgres(&mut tx, &Push::new("report.build"))
+                .unwrap();
+            // Inside the transaction, both are there.
+            let seen: i64 = tx
+                .query_one("SELECT count(*) FROM jobs", &[])
+                .unwrap()
+                .get(0);
+            assert_eq!(seen, 2);
+            tx.rollback().unwrap();
+            (by_sql, by_rust.id)
+        })
+        .await
+    };
+    for id in [JobId(by_sql), by_rust] {
+        assert_eq!(queue.get(id).await.unwrap_err().kind(), ErrorKind::NotFound);
+    }
+    let left: (i64, i64, i64) = app(&db, |client| {
+        let row = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM activity), \
+                 (SELECT coalesce(sum(added), 0)::bigint FROM stats_minute)",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1), row.get(2))
+    })
+    .await;
+    assert_eq!(left, (0, 0, 0), "jobs, activity rows, statistics");
+    // Nothing to take either.
+    let taken = queue.dequeue(Dequeue::new("w")).await.unwrap();
+    assert!(taken.is_empty());
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_committed_job_reaches_a_worker_long_polling_on_another_node() {
+    let db = TestDatabase::new();
+    // Node a is where the application's database users are; node b's worker waits.
+    let a = node(&db).await;
+    let b = node(&db).await;
+    for (call, queue_name) in [
+        (
+            "SELECT cairn_enqueue('mail.send', '{\"to\": \"ada\"}', '{\"queue\": \"mail\"}')",
+            "mail",
+        ),
+        ("rust", "reports"),
+    ] {
+        let waiting = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                b.dequeue(
+                    Dequeue::new("b")
+                        .queue(queue_name)
+                        .wait(Duration::from_secs(60)),
+                )
+                .await
+                .unwrap()
+            })
+        };
+        b.settle().await.unwrap();
+        assert!(!waiting.is_finished());
+        let a_for_app = a.clone();
+        let id: i64 = app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            let id = if call == "rust" {
+                let push = Push::new("report.build").queue(queue_name);
+                a_for_app.enqueue_in_postgres(&mut tx, &push).unwrap().id.0
+            } else {
+                tx.query_one(call, &[]).unwrap().get(0)
+            };
+            tx.commit().unwrap();
+            id
+        })
+        .await;
+        // Woken by the commit's notification: without it, the poll would run out its minute. The bound only keeps
+        // a broken wake from hanging the suite.
+        let claimed = tokio::time::timeout(Duration::from_secs(30), waiting)
+            .await
+            .expect("the waiting worker was not woken by the commit")
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed[0].job.id, JobId(id));
+        b.finish(&claimed[0].lease, None).await.unwrap();
+    }
+    let job = a.get(JobId(1)).await.unwrap();
+    assert_eq!(job.data, serde_json::json!({"to": "ada"}));
+    assert_eq!(job.state, JobState::Completed);
+    b.close(Duration::from_secs(10)).await.unwrap();
+    a.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_raises_an_error_naming_the_field() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    // From SQL: SQLSTATE 22023 with the field as the error's column.
+    let refused: Vec<(String, String)> = app(&db, |client| {
+        let calls = [
+            "SELECT cairn_enqueue('', '{}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"queue\": \"no spaces\"}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"weight\": 0}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"priority\": \"high\"}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"run_at\": \"tomorrow\"}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"retry\": {\"max_attempts\": 3}}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"lease_timeout_ms\": 5}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"tags\": [\"ok\", 7]}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"depends_on\": [1]}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"colour\": \"red\"}')",
+            "SELECT cairn_enqueue(E'line\\nbreak', '{}')",
+        ];
+        calls
+            .iter()
+            .map(|call| {
+                let e = client.query_one(*call, &[]).unwrap_err();
+                let db = e.as_db_error().unwrap_or_else(|| panic!("{call}: {e}"));
+                assert_eq!(db.code().code(), "22023", "{call}: {db}");
+                (
+                    db.column().unwrap_or_default().to_owned(),
+                    db.message().to_owned(),
+                )
+            })
+            .collect()
+    })
+    .await;
+    let fields: Vec<&str> = refused.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "name",
+            "queue",
+            "weight",
+            "priority",
+            "run_at",
+            "retry.initial_delay_ms",
+            "lease_timeout_ms",
+            "tags",
+            "depends_on",
+            "colour",
+            "name"
+        ]
+    );
+    for (field, message) in &refused {
+        assert!(message.starts_with(&format!("{field}: ")), "{message}");
+    }
+    assert!(refused[10].1.contains("control characters"), "{refused:?}");
+
+    // From Rust: the engine's invalid input, with the field; nothing was written.
+    let errors = {
+        let queue = queue.clone();
+        app(&db, move |client| {
+            let pushes = [
+                Push::new("x").weight(2000),
+                Push::new("x").tag("a".repeat(129)),
+                Push::new("x").schedule("DAILY"),
+                Push::new("x").retry(RetryPolicy {
+                    jitter: 1.5,
+                    ..RetryPolicy::default()
+                }),
+            ];
+            pushes
+                .iter()
+                .map(|push| {
+                    let mut tx = client.transaction().unwrap();
+                    let e = queue.enqueue_in_postgres(&mut tx, push).unwrap_err();
+                    (e.kind(), e.field().map(str::to_owned))
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+    };
+    assert_eq!(
+        errors,
+        [
+            (ErrorKind::InvalidInput, Some("weight".to_owned())),
+            (ErrorKind::InvalidInput, Some("tags".to_owned())),
+            (ErrorKind::InvalidInput, Some("schedule".to_owned())),
+            (ErrorKind::InvalidInput, Some("retry.jitter".to_owned())),
+        ]
+    );
+    let jobs: i64 = app(&db, |client| {
+        client
+            .query_one("SELECT count(*) FROM jobs", &[])
+            .unwrap()
+            .get(0)
+    })
+    .await;
+    assert_eq!(jobs, 0);
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_key_held_by_a_live_job_answers_with_that_job() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    let first = queue
+        .enqueue(Push::new("sync").unique_key("account:7"))
+        .await
+        .unwrap();
+    let again = {
+        let queue = queue.clone();
+        app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            let push = Push::new("sync").unique_key("account:7");
+            let again = queue.enqueue_in_postgres(&mut tx, &push).unwrap();
+            let row = tx
+                .query_one(
+                    "SELECT id, state, existing FROM cairn_push('sync', '{}', '{\"unique_key\": \"account:7\"}')",
+                    &[],
+                )
+                .unwrap();
+            tx.commit().unwrap();
+            (again, row.get::<_, i64>(0), row.get::<_, String>(1), row.get::<_, bool>(2))
+        })
+        .await
+    };
+    assert_eq!(again.0.id, first.id);
+    assert!(again.0.existing);
+    assert_eq!(
+        (again.1, again.2.as_str(), again.3),
+        (first.id.0, "queued", true)
+    );
+
+    // Two applications' transactions with one new key at once: one job; the second waits for the first's commit
+    // and then answers with its job.
+    let url = db.url.clone();
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut tx = client.transaction().unwrap();
+        let id: i64 = tx
+            .query_one(
+                "SELECT cairn_enqueue('sync', '{}', '{\"unique_key\": \"account:8\"}')",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        started_tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        tx.commit().unwrap();
+        id
+    });
+    let url = db.url.clone();
+    let second = std::thread::spawn(move || {
+        started_rx.recv().unwrap();
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let row = client
+            .query_one(
+                "SELECT id, existing FROM cairn_push('sync', '{}', '{\"unique_key\": \"account:8\"}')",
+                &[],
+            )
+            .unwrap();
+        (row.get::<_, i64>(0), row.get::<_, bool>(1))
+    });
+    let held = holder.join().unwrap();
+    assert_eq!(second.join().unwrap(), (held, true));
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_on_sqlite_refuses_enqueue_in_postgres() {
+    let db = TestDatabase::new();
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::open(dir.path().join("q.db")).await.unwrap();
+    let e = app(&db, move |client| {
+        let mut tx = client.transaction().unwrap();
+        queue
+            .enqueue_in_postgres(&mut tx, &Push::new("x"))
+            .unwrap_err()
+    })
+    .await;
+    assert_eq!(e.kind(), ErrorKind::InvalidState);
+}
+
+/// Mostly one of `valid`, sometimes one of `invalid`: most generated jobs break one rule at most, so that both
+/// accepted and refused jobs are common.
+fn mostly<T: Clone + std::fmt::Debug + 'static>(
+    valid: Vec<T>,
+    invalid: Vec<T>,
+) -> BoxedStrategy<T> {
+    prop_oneof![9 => prop::sample::select(valid), 1 => prop::sample::select(invalid)].boxed()
+}
+
+/// A job to push: a few values on each side of every rule.
+fn job() -> impl Strategy<Value = Push> {
+    let s = |v: &str| v.to_owned();
+    let queue = mostly(
+        vec![s("default"), s("mail"), s("q:1.a-b_c"), "q".repeat(128)],
+        vec![String::new(), s("has space"), "q".repeat(129)],
+    );
+    let name = mostly(
+        vec![s("email.send"), s("é?[x]*"), "n".repeat(255)],
+        vec![
+            String::new(),
+            "n".repeat(256),
+            s("bell\u{7}"),
+            s("next\u{85}line"),
+            s("del\u{7f}"),
+        ],
+    );
+    let priority = prop::sample::select(vec![i32::MIN, -3, 0, 9, i32::MAX]);
+    let weight = mostly(vec![1u32, 7, 1000], vec![0, 1001]);
+    let timing = mostly(vec![0u8, 1, 2, 3], vec![4]);
+    let ms = |valid: Vec<u64>, invalid: Vec<u64>| prop::option::of(mostly(valid, invalid));
+    let lease = ms(vec![100, 30_000, 86_400_000], vec![99, 86_400_001]);
+    let timeout = ms(vec![100, 5_000, 86_400_000], vec![99, 86_400_001]);
+    let retry = prop::option::of((
+        mostly(vec![1u32, 3], vec![0]),
+        prop::sample::select(vec![0u64, 10, 1_000]),
+        mostly(vec![1.0f64, 2.5], vec![0.5]),
+        mostly(vec![1_000u64, 60_000], vec![5]),
+        mostly(vec![0.0f64, 0.3, 1.0], vec![-0.1, 1.1]),
+    ));
+    let unique = mostly(vec![0u8, 1], vec![2, 3, 4]);
+    let tags = mostly(
+        vec![
+            vec![],
+            vec![s("a")],
+            vec![s("b"), s("a"), s("b")],
+            vec!["t".repeat(128)],
+        ],
+        vec![vec![String::new()], vec!["t".repeat(129)]],
+    );
+    let data_len = mostly(vec![0usize, 20, 52], vec![53]);
+    (
+        (queue, name, priority, weight, timing),
+        (lease, timeout, retry, unique, tags, data_len),
+    )
+        .prop_map(
+            |(
+                (queue, name, priority, weight, timing),
+                (lease, timeout, retry, unique, tags, data_len),
+            )| {
+                let mut push = Push::new(name)
+                    .queue(queue)
+                    .priority(priority)
+                    .weight(weight);
+                match timing {
+                    1 => push = push.run_at("2020-01-01T00:00:00Z".parse().unwrap()),
+                    2 => push = push.run_at("2999-06-01T12:30:00.125+02:00".parse().unwrap()),
+                    3 => push = push.delay(Duration::from_millis(90_000)),
+                    4 => {
+                        push = push
+                            .run_at("2999-01-01T00:00:00Z".parse().unwrap())
+                            .delay(Duration::from_secs(1));
+                    }
+                    _ => {}
+                }
+                push.lease_timeout = lease.map(Duration::from_millis);
+                push.timeout = timeout.map(Duration::from_millis);
+                push.retry =
+                    retry.map(
+                        |(max_attempts, initial, multiplier, max, jitter)| RetryPolicy {
+                            max_attempts,
+                            initial_delay: Duration::from_millis(initial),
+                            multiplier,
+                            max_delay: Duration::from_millis(max),
+                            jitter,
+                        },
+                    );
+                // Each valid key is made unique per job below, so that the two paths do not meet.
+                push.unique_key = match unique {
+                    1 => Some("key".to_owned()),
+                    2 => Some(String::new()),
+                    3 => Some("k".repeat(256)),
+                    4 => Some("tab\tkey".to_owned()),
+                    _ => None,
+                };
+                push.tags = tags;
+                // {"s":"…"} is 8 bytes of JSON around the string: 52 and 53 bytes straddle the 60-byte limit.
+                push.data = serde_json::json!({ "s": "x".repeat(data_len) });
+                push
+            },
+        )
+}
+
+/// What a stored job is, as far as a push decides it (its id, and times that follow the clock, left out).
+const STORED: &str = "SELECT queue, name, state, data::text, priority, weight, run_at - created_at, run_at, \
+     slot_at = run_at, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
+     lease_timeout_ms, timeout_ms, aging_ms, coalesce((SELECT string_agg(tag, ',' ORDER BY tag) FROM job_tags \
+     WHERE job_id = jobs.id), ''), (SELECT count(*) FROM activity WHERE job_id = jobs.id AND event = 'added') \
+     FROM jobs WHERE id = $1";
+
+fn stored(client: &mut postgres::Client, id: JobId, explicit_run_at: bool) -> Vec<String> {
+    let row = client.query_one(STORED, &[&id.0]).unwrap();
+    let mut out = Vec::new();
+    for i in 0..row.len() {
+        // The delay when the push gave one (or none); the time itself when it gave one.
+        if (i == 6 && explicit_run_at) || (i == 7 && !explicit_run_at) {
+            continue;
+        }
+        let text = match row.columns()[i].type_().name() {
+            "text" => row.get::<_, Option<String>>(i),
+            "int8" => row.get::<_, Option<i64>>(i).map(|v| v.to_string()),
+            "float8" => row.get::<_, Option<f64>>(i).map(|v| v.to_string()),
+            "bool" => row.get::<_, Option<bool>>(i).map(|v| v.to_string()),
+            other => panic!("column {i} is {other}"),
+        };
+        out.push(text.unwrap_or_else(|| "NULL".to_owned()));
+    }
+    out
+}
+
+/// The same generated jobs, pushed through the engine and through `cairn_push`: both accept or both refuse each,
+/// and what they store is the same. Defaults come from options set at run time on both paths.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sql_function_checks_and_stores_a_job_as_a_push_does() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    queue
+        .set_config(ConfigKey::MaxDataBytes, ConfigValue::Count(60))
+        .await
+        .unwrap();
+    queue
+        .set_config(
+            ConfigKey::DefaultLeaseTimeout,
+            ConfigValue::Duration(Duration::from_secs(45)),
+        )
+        .await
+        .unwrap();
+    queue
+        .set_config(ConfigKey::RetryMaxAttempts, ConfigValue::Count(9))
+        .await
+        .unwrap();
+    queue
+        .age_queue("mail", Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+
+    // Generated, not shrunk: a failure prints the job.
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = job();
+    let jobs: Vec<Push> = (0..400)
+        .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+        .collect();
+    let (mut accepted, mut refused) = (0, 0);
+    for (n, mut push) in jobs.into_iter().enumerate() {
+        let explicit_run_at = push.run_at.is_some();
+        let mut by_sql = push.clone();
+        if push.unique_key.as_deref() == Some("key") {
+            push.unique_key = Some(format!("key-{n}-engine"));
+            by_sql.unique_key = Some(format!("key-{n}-sql"));
+        }
+        let engine = queue.enqueue(push.clone()).await;
+        let sql = {
+            let queue = queue.clone();
+            app(&db, move |client| {
+                let mut tx = client.transaction().unwrap();
+                let enqueued = queue.enqueue_in_postgres(&mut tx, &by_sql);
+                if enqueued.is_ok() {
+                    tx.commit().unwrap();
+                }
+                enqueued
+            })
+            .await
+        };
+        match (engine, sql) {
+            (Ok(engine), Ok(sql)) => {
+                assert_eq!(engine.state, sql.state, "{push:?}");
+                assert!(!engine.existing && !sql.existing);
+                let (e, s) = app(&db, move |client| {
+                    (
+                        stored(client, engine.id, explicit_run_at),
+                        stored(client, sql.id, explicit_run_at),
+                    )
+                })
+                .await;
+                assert_eq!(e, s, "{push:?}");
+                accepted += 1;
+            }
+            (Err(engine), Err(sql)) => {
+                assert_eq!(engine.kind(), ErrorKind::InvalidInput, "{push:?}: {engine}");
+                assert_eq!(sql.kind(), ErrorKind::InvalidInput, "{push:?}: {sql}");
+                refused += 1;
+            }
+            (engine, sql) => {
+                panic!("{push:?}: the engine answered {engine:?}, the SQL function {sql:?}")
+            }
+        }
+    }
+    // Most generated jobs break some rule; enough of each kind for the comparison to mean something.
+    assert!(
+        accepted >= 5 && refused >= 50,
+        "{accepted} accepted, {refused} refused"
+    );
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}
