@@ -16,10 +16,10 @@ pub struct ConfigEntryBody {
     /// What its values are: `ms` (a duration in milliseconds), `count` (a whole number) or `number`.
     pub unit: String,
     /// The value in force; `null` for off (keep forever, no limit).
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>, required = true))]
     pub value: serde_json::Value,
     /// The value the server was started with, in force when nothing is set.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>, required = true))]
     pub default: serde_json::Value,
     /// When the value was set at run time; `null` when it is the default.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
@@ -74,6 +74,6 @@ pub struct ConfigListBody {
 pub struct SetConfigRequest {
     /// The new value in the option's unit (milliseconds for durations), or `null` for off where the option
     /// allows it. Required: `DELETE` goes back to the default.
-    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>, required = true))]
     pub value: serde_json::Value,
 }

@@ -241,10 +241,22 @@ impl From<&Attempt> for AttemptBody {
 #[serde(deny_unknown_fields)]
 pub struct UsageBody {
     /// Wall-clock run time.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub run_ms: u64,
     /// CPU time, user plus system.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub cpu_ms: u64,
     /// Peak resident memory, in bytes.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub peak_memory: u64,
 }
 
@@ -332,6 +344,7 @@ pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
 #[serde(deny_unknown_fields)]
 pub struct MoveRequest {
     /// The queue it moves to.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::QueueName))]
     pub queue: String,
 }
 
@@ -494,6 +507,7 @@ pub struct DependenciesRequest {
     /// Jobs it must now also wait for: each must exist, not be cancelled, and not wait (directly or not) for this
     /// job. A completed one counts as met.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::JobId>))]
     pub add: Vec<i64>,
     /// Jobs it no longer waits for.
     #[serde(default)]
@@ -547,9 +561,11 @@ impl Route for ChangeDependencies {
 pub struct TagsRequest {
     /// Tags to add (each 1 to 128 bytes, no control characters).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::Tag>))]
     pub add: Vec<String>,
     /// Tags to remove.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::Tag>))]
     pub remove: Vec<String>,
 }
 

@@ -21,34 +21,49 @@ use crate::millis::{millis, to_millis};
 #[serde(deny_unknown_fields)]
 pub struct DequeueRequest {
     /// Who takes the jobs; recorded in their history.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::WorkerId))]
     pub worker: String,
     /// Queues to take from; `["default"]` when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::QueueName>))]
     pub queues: Vec<String>,
     /// `ordered` (earlier queues first, the default) or `round_robin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::QueueOrder>))]
     pub order: Option<String>,
     /// With `round_robin`, how many jobs each queue gives per turn, one weight per entry of `queues` (1 each when
     /// empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::QueueWeight>))]
     pub weights: Vec<u32>,
     /// Job name patterns (GLOB: `email.*`; a `*`, `?` or `[` that a name holds is written `[*]`, `[?]`, `[[]`), at
     /// most 1,000; any name when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::NamePattern>, max_items = 1000))]
     pub names: Vec<String>,
     /// The most jobs to take; 1 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
     pub limit: Option<u32>,
     /// The most total weight to take.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, format = "uint32", maximum = 4_294_967_295_u32)
+    )]
     pub max_weight: Option<u32>,
     /// Wait up to this long for a job (a long poll), returning the moment one is ready; 0 or absent answers at
     /// once. The server caps it at its `max_wait`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub wait_ms: Option<u64>,
     /// How long these leases last before their first heartbeat, instead of each job's lease timeout (for a
     /// worker that cannot heartbeat); heartbeats never shorten a lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 86_400_000))]
     pub lease_timeout_ms: Option<u64>,
     /// Only jobs of exactly this priority.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,6 +207,7 @@ pub fn parse_token(field: &str, token: &str) -> Result<i64, Error> {
 #[serde(deny_unknown_fields)]
 pub struct LeaseRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
 }
 
@@ -201,6 +217,7 @@ pub struct LeaseRequest {
 #[serde(deny_unknown_fields)]
 pub struct HeartbeatRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// Progress to record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +239,7 @@ pub struct LeaseExpiryBody {
 #[serde(deny_unknown_fields)]
 pub struct CheckpointRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// The data the next attempt starts from.
     pub data: Value,
@@ -233,6 +251,7 @@ pub struct CheckpointRequest {
 #[serde(deny_unknown_fields)]
 pub struct UpdateRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// The progress to record.
     pub progress: Value,
@@ -244,6 +263,7 @@ pub struct UpdateRequest {
 #[serde(deny_unknown_fields)]
 pub struct FinishRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// The job's result, replacing its data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -263,6 +283,7 @@ pub struct FinishRequest {
 #[serde(deny_unknown_fields)]
 pub struct FinishManyRequest {
     /// The jobs, at most 1,000.
+    #[cfg_attr(feature = "openapi", schema(max_items = 1000))]
     pub jobs: Vec<FinishItem>,
     /// Then take jobs, as `POST /v1/dequeue` would with this request, in the same round trip (and, when the writer
     /// takes both together, the same transaction). It never waits: `wait_ms` must be absent or 0. The jobs come
@@ -277,8 +298,10 @@ pub struct FinishManyRequest {
 #[serde(deny_unknown_fields)]
 pub struct FinishItem {
     /// The job's id.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::JobId))]
     pub id: i64,
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// The job's result, replacing its data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -324,13 +347,16 @@ pub struct FinishResult {
 #[serde(deny_unknown_fields)]
 pub struct ContinueBody {
     /// The queue the job goes on in.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::QueueName))]
     pub queue: String,
     /// How long from now until it is ready again, in milliseconds (at most a year); at once when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 31_622_400_000_u64))]
     pub delay_ms: Option<u64>,
     /// Jobs that must complete before it runs again (each must exist and not be cancelled; a completed one counts
     /// as met); it is `waiting` until then.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::JobId>, max_items = 1000))]
     pub depends_on: Vec<i64>,
 }
 
@@ -360,11 +386,13 @@ impl From<ContinueBody> for Continue {
 #[serde(deny_unknown_fields)]
 pub struct RetryRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// What went wrong.
     pub error: String,
     /// Wait this long instead of the job's backoff.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(maximum = 31_622_400_000_u64))]
     pub delay_ms: Option<u64>,
     /// Run again at this time instead of after the job's backoff (give this or `delay_ms`, not both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -381,8 +409,10 @@ pub struct RetryRequest {
 #[serde(deny_unknown_fields)]
 pub struct FailRequest {
     /// The lease's token.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
     /// The kind of failure, such as `invalid-address`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::FailureGroup))]
     pub group: String,
     /// What happened.
     pub message: String,

@@ -25,6 +25,8 @@ mod push;
 mod queues;
 mod recurring;
 mod route;
+#[cfg(feature = "openapi")]
+pub mod rules;
 mod sql;
 mod stats;
 mod workers;

@@ -22,8 +22,10 @@ use crate::millis::{millis, to_millis};
 pub struct PushRequest {
     /// The queue; `default` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::QueueName>))]
     pub queue: Option<String>,
     /// What the job is, such as `email.send`; workers take jobs by name.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::JobName))]
     pub name: String,
     /// The job's input (any JSON value); `{}` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,6 +35,7 @@ pub struct PushRequest {
     pub priority: Option<i32>,
     /// How much of a worker's concurrency the job takes; 1 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
     pub weight: Option<u32>,
     /// Do not run before this time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -40,28 +43,38 @@ pub struct PushRequest {
     pub run_at: Option<Timestamp>,
     /// Do not run for this many milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub delay_ms: Option<u64>,
     /// Attempts and backoff; the queue's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicyBody>,
     /// How long a lease lasts without a heartbeat, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 86_400_000))]
     pub lease_timeout_ms: Option<u64>,
     /// The longest one attempt may run, heartbeats or not, in milliseconds (at most a day); no limit when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 86_400_000))]
     pub timeout_ms: Option<u64>,
     /// While a live job holds this key, enqueueing another with it returns that job (`existing: true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::UniqueKey>))]
     pub unique_key: Option<String>,
     /// Labels for listing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::Tag>))]
     pub tags: Vec<String>,
     /// The job creating this one: it must be running (the child then starts when that run finishes) or waiting for
     /// its children (a child adding a sibling).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::JobId>))]
     pub parent: Option<i64>,
     /// Jobs that must complete before this one runs; it is `waiting` until then.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::JobId>, max_items = 1000))]
     pub depends_on: Vec<i64>,
     /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -130,14 +143,28 @@ impl From<&Push> for PushRequest {
 #[serde(deny_unknown_fields)]
 pub struct RetryPolicyBody {
     /// Attempts in all, counting the first.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, format = "uint32", maximum = 4_294_967_295_u32)
+    )]
     pub max_attempts: u32,
     /// The delay after the first failed attempt.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub initial_delay_ms: u64,
     /// Each further delay is this many times the previous one.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1.0))]
     pub multiplier: f64,
     /// No delay is longer than this.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
     pub max_delay_ms: u64,
     /// The fraction by which a delay is randomly lengthened or shortened.
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.0, maximum = 1.0))]
     pub jitter: f64,
 }
 

@@ -100,6 +100,10 @@ pub struct QueueListBody {
 #[serde(deny_unknown_fields)]
 pub struct ConcurrencyRequest {
     /// The most of the queue's jobs that may run at once across all workers; `null` removes the limit.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, format = "uint32", maximum = 4_294_967_295_u32)
+    )]
     pub concurrency: Option<u32>,
 }
 
@@ -118,8 +122,13 @@ pub struct RateRequest {
 #[serde(deny_unknown_fields)]
 pub struct RateLimitBody {
     /// How many jobs may start per period.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, format = "uint32", maximum = 4_294_967_295_u32)
+    )]
     pub jobs: u32,
     /// The period, in milliseconds.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 31_622_400_000_u64))]
     pub per_ms: u64,
 }
 
@@ -148,6 +157,7 @@ impl From<RateLimitBody> for cairn::RateLimit {
 pub struct AgingRequest {
     /// A ready job gains one priority point per this many milliseconds of waiting (1 to 86,400,000); `null` for
     /// strict priority.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 86_400_000))]
     pub every_ms: Option<u64>,
 }
 
@@ -212,9 +222,11 @@ pub struct FailureGroupListBody {
 pub struct UnfailRequest {
     /// The queue to move them to; each job's own when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::QueueName>))]
     pub queue: Option<String>,
     /// How many at most, oldest first (1 to 1,000,000); all of them (up to 1,000,000) when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub limit: Option<u32>,
 }
 

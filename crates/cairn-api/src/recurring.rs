@@ -22,6 +22,7 @@ pub struct RecurringRequest {
     /// Slots that passed while the server was down: `skip` them, run `once` for all of them (the default), or run
     /// `all` of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::MissedSlots>))]
     pub missed: Option<String>,
     /// The job to create at each slot; its `run_at`, `delay_ms`, `unique_key`, `parent` and `schedule` must be
     /// unset (the slot times each run).

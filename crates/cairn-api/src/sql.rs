@@ -18,12 +18,15 @@ use crate::millis::to_millis;
 pub struct SqlRequest {
     /// One `SELECT` over the tables or the documented views (`cairn_jobs`, `cairn_attempts`, `cairn_activity`,
     /// `cairn_stats_minute`, `cairn_stats_hour`, `cairn_workers`).
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub query: String,
     /// At most this many rows (1 to 10,000; 1,000 when absent).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 10_000))]
     pub limit: Option<u32>,
     /// Stop the query after this many milliseconds (at most 30,000; 5,000 when absent).
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 30_000))]
     pub timeout_ms: Option<u64>,
 }
 

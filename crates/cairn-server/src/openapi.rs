@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use cairn_api::ErrorBody;
+use cairn_api::{ErrorBody, rules};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder, Schema};
 use utoipa::{IntoResponses, OpenApi, ToSchema};
@@ -22,6 +22,19 @@ use utoipa::{IntoResponses, OpenApi, ToSchema};
         license(name = "MIT OR Apache-2.0"),
     ),
     modifiers(&BearerAuth, &SharedResponses),
+    // The rules that path and query parameters name; the bodies' fields bring theirs with them.
+    components(schemas(
+        rules::JobId,
+        rules::QueueName,
+        rules::WorkerId,
+        rules::ConfigKeyName,
+        rules::RecurringKey,
+        rules::GroupToUnfail,
+        rules::JobStateName,
+        rules::NamePattern,
+        rules::Tag,
+        rules::StatsPeriodName,
+    )),
     // No security, or the bearer token: which one is the server's choice (`--token`), so the document allows both.
     security((), ("bearer" = [])),
     tags(

@@ -23,7 +23,7 @@ pub async fn list_config(State(state): State<AppState>) -> ApiResult<Json<Config
 
 /// One option.
 #[utoipa::path(get, path = "/v1/config/{key}", tag = "config",
-    params(("key" = String, Path, description = "The option, such as `retention.max_age`")),
+    params(("key" = cairn_api::rules::ConfigKeyName, Path, description = "The option, such as `retention.max_age`")),
     responses(
         (status = 200, description = "The option", body = ConfigEntryBody),
         (status = 400, description = "No such option", body = ErrorBody),
@@ -43,7 +43,7 @@ pub async fn get_config(
 
 /// Sets an option: stored, applied at once, kept across restarts.
 #[utoipa::path(put, path = "/v1/config/{key}", tag = "config", request_body = SetConfigRequest,
-    params(("key" = String, Path, description = "The option, such as `retention.max_age`")),
+    params(("key" = cairn_api::rules::ConfigKeyName, Path, description = "The option, such as `retention.max_age`")),
     responses(
         (status = 200, description = "The option as it now is", body = ConfigEntryBody),
         (status = 400, description = "No such option, or a bad value, naming the option", body = ErrorBody),
@@ -63,7 +63,7 @@ pub async fn set_config(
 
 /// Goes back to the server's default for an option.
 #[utoipa::path(delete, path = "/v1/config/{key}", tag = "config",
-    params(("key" = String, Path, description = "The option, such as `retention.max_age`")),
+    params(("key" = cairn_api::rules::ConfigKeyName, Path, description = "The option, such as `retention.max_age`")),
     responses(
         (status = 200, description = "The option as it now is", body = ConfigEntryBody),
         (status = 400, description = "No such option, or a default that does not fit the values set", body = ErrorBody),

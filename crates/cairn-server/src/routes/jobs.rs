@@ -23,7 +23,8 @@ use crate::state::AppState;
     responses(
         (status = 201, description = "Enqueued", body = EnqueuedBody),
         (status = 200, description = "A live job holds the unique key; this is that job", body = EnqueuedBody),
-        (status = 400, description = "Bad input, naming the field", body = ErrorBody),
+        (status = 400, description = "Bad input, naming the field (a parent or dependency that does not exist among them)", body = ErrorBody),
+        (status = 409, description = "The parent cannot have children now: it is neither running nor waiting for its children", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn enqueue(
@@ -43,7 +44,8 @@ pub async fn enqueue(
 #[utoipa::path(post, path = "/v1/jobs/batch", tag = "jobs", request_body = PushBatchRequest,
     responses(
         (status = 200, description = "Every job, in request order", body = EnqueuedBatchBody),
-        (status = 400, description = "Bad input, naming the job and field", body = ErrorBody),
+        (status = 400, description = "Bad input, naming the job and field (a parent or dependency that does not exist among them)", body = ErrorBody),
+        (status = 409, description = "A job's parent cannot have children now: it is neither running nor waiting for its children", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn enqueue_batch(
@@ -69,7 +71,7 @@ pub async fn enqueue_batch(
 
 /// A job with its history.
 #[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The job", body = JobBody),
         (status = 404, description = "No such job", body = ErrorBody),
@@ -86,30 +88,35 @@ pub async fn get_job(
 
 /// Filters for listing jobs.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Only jobs in this queue.
+    #[param(value_type = cairn_api::rules::QueueName, required = false)]
     queue: Option<String>,
     /// Only jobs in this state.
+    #[param(value_type = cairn_api::rules::JobStateName, required = false)]
     state: Option<String>,
     /// Only jobs whose name matches this GLOB pattern.
+    #[param(value_type = cairn_api::rules::NamePattern, required = false)]
     name: Option<String>,
     /// Only jobs with this tag.
+    #[param(value_type = cairn_api::rules::Tag, required = false)]
     tag: Option<String>,
     /// Only the failed jobs of this failure group (see `GET /v1/failures`).
     failure_group: Option<String>,
     /// `true`: only tracked jobs (see `POST /v1/jobs/{id}/track`), whatever their state; `false` or absent: every
     /// job.
-    #[param(value_type = Option<bool>)]
+    #[param(value_type = bool, required = false)]
     tracked: Option<String>,
     /// Only the children of this job.
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = cairn_api::rules::JobId, required = false)]
     parent: Option<String>,
     /// Only jobs older than this id (the `next` of the previous page).
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = cairn_api::rules::JobId, required = false)]
     before: Option<String>,
     /// The most jobs on the page (default 100, at most 1000).
-    #[param(value_type = Option<u32>)]
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
@@ -170,7 +177,7 @@ pub async fn list_jobs(
 
 /// Cancels a job that has not finished; its worker, if any, is refused from then on.
 #[utoipa::path(post, path = "/v1/jobs/{id}/cancel", tag = "jobs",
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Cancelled", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
@@ -188,7 +195,7 @@ pub async fn cancel(
 
 /// Deletes a job and its history.
 #[utoipa::path(delete, path = "/v1/jobs/{id}", tag = "jobs",
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Deleted", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
@@ -206,7 +213,7 @@ pub async fn delete(
 /// Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it is untracked. Tracking a
 /// tracked job is not an error.
 #[utoipa::path(post, path = "/v1/jobs/{id}/track", tag = "jobs",
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Tracked", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),
@@ -223,7 +230,7 @@ pub async fn track(
 
 /// Stops tracking a job. Untracking a job that is not tracked is not an error.
 #[utoipa::path(post, path = "/v1/jobs/{id}/untrack", tag = "jobs",
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "No longer tracked", body = EmptyBody),
         (status = 404, description = "No such job", body = ErrorBody),

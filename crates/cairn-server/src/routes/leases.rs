@@ -148,7 +148,7 @@ fn under_take(error: ApiError) -> ApiError {
 
 /// Extends the lease to a full lease timeout from now, optionally recording progress.
 #[utoipa::path(post, path = "/v1/jobs/{id}/heartbeat", tag = "workers", request_body = HeartbeatRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The lease's new expiry", body = LeaseExpiryBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
@@ -167,7 +167,7 @@ pub async fn heartbeat(
 
 /// Saves the data a retry starts from, and extends the lease.
 #[utoipa::path(post, path = "/v1/jobs/{id}/checkpoint", tag = "workers", request_body = CheckpointRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The lease's new expiry", body = LeaseExpiryBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
@@ -186,7 +186,7 @@ pub async fn checkpoint(
 
 /// Records progress for queries to show.
 #[utoipa::path(post, path = "/v1/jobs/{id}/update", tag = "workers", request_body = UpdateRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Recorded", body = EmptyBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
@@ -207,7 +207,7 @@ pub async fn update(
 /// attempt ends and the job goes on in another queue (after `delay_ms`, once `depends_on` complete), with fresh
 /// attempts and the data it finished with, in one step.
 #[utoipa::path(post, path = "/v1/jobs/{id}/finish", tag = "workers", request_body = FinishRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Completed, or moved on to its next queue", body = EmptyBody),
         (status = 400, description = "Bad input, naming the field (such as `next.queue`)", body = ErrorBody),
@@ -248,7 +248,7 @@ fn finish_error(e: cairn::Error, has_next: bool) -> ApiError {
 /// Reports a transient error: the job runs again after its backoff (or `delay_ms`, or at `run_at`), or fails when
 /// out of attempts.
 #[utoipa::path(post, path = "/v1/jobs/{id}/retry", tag = "workers", request_body = RetryRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "The job's new state: queued, scheduled, or failed", body = StateBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
@@ -275,7 +275,7 @@ pub async fn retry(
 
 /// Fails the job for good, with a failure group and a message.
 #[utoipa::path(post, path = "/v1/jobs/{id}/fail", tag = "workers", request_body = FailRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Failed", body = EmptyBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),
@@ -300,7 +300,7 @@ pub async fn fail(
 
 /// Gives the job back to its queue at once, without counting the attempt.
 #[utoipa::path(post, path = "/v1/jobs/{id}/release", tag = "workers", request_body = LeaseRequest,
-    params(("id" = i64, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
     responses(
         (status = 200, description = "Released", body = EmptyBody),
         (status = 409, description = "The lease was lost", body = ErrorBody),

@@ -36,7 +36,7 @@ pub async fn list_queues(State(state): State<AppState>) -> ApiResult<Json<QueueL
 /// Pauses a queue: it hands out no job until it is resumed; enqueue, cancel, finish and everything else work as
 /// usual. A queue may be paused before it has any job.
 #[utoipa::path(post, path = "/v1/queues/{queue}/pause", tag = "queues",
-    params(("queue" = String, Path, description = "The queue's name")),
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
     responses(
         (status = 200, description = "Paused", body = EmptyBody),
         (status = 400, description = "A bad queue name", body = ErrorBody),
@@ -52,7 +52,7 @@ pub async fn pause(
 
 /// Resumes a queue: its ready jobs go at once to the workers waiting for them.
 #[utoipa::path(post, path = "/v1/queues/{queue}/resume", tag = "queues",
-    params(("queue" = String, Path, description = "The queue's name")),
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
     responses(
         (status = 200, description = "Resumed", body = EmptyBody),
         (status = 400, description = "A bad queue name", body = ErrorBody),
@@ -68,7 +68,7 @@ pub async fn resume(
 
 /// Sets or removes a queue's concurrency limit: at most that many of its jobs run at once, across all workers.
 #[utoipa::path(post, path = "/v1/queues/{queue}/concurrency", tag = "queues", request_body = ConcurrencyRequest,
-    params(("queue" = String, Path, description = "The queue's name")),
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or limit (0: pause the queue instead)", body = ErrorBody),
@@ -85,7 +85,7 @@ pub async fn set_concurrency(
 
 /// Sets or removes a queue's rate limit: at most `jobs` of its jobs start per `per_ms`, across all workers.
 #[utoipa::path(post, path = "/v1/queues/{queue}/rate", tag = "queues", request_body = RateRequest,
-    params(("queue" = String, Path, description = "The queue's name")),
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or rate", body = ErrorBody),
@@ -106,7 +106,7 @@ pub async fn set_rate(
 /// Turns a queue's priority aging on or off: with it, a ready job gains one priority point per `every_ms` of
 /// waiting, so a stream of high-priority jobs cannot starve the low ones. Applies at once to the queue's jobs.
 #[utoipa::path(post, path = "/v1/queues/{queue}/aging", tag = "queues", request_body = AgingRequest,
-    params(("queue" = String, Path, description = "The queue's name")),
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or step", body = ErrorBody),
@@ -126,17 +126,18 @@ pub async fn set_aging(
 
 /// How many jobs to peek at.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PeekParams {
     /// The most jobs to show (default 10, at most 1000).
-    #[param(value_type = Option<u32>)]
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 
 /// The next jobs a worker taking from the queue would get, in that order, without taking them; none while the
 /// queue is paused.
 #[utoipa::path(get, path = "/v1/queues/{queue}/peek", tag = "queues",
-    params(("queue" = String, Path, description = "The queue's name"), PeekParams),
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name"), PeekParams),
     responses(
         (status = 200, description = "The next jobs, in claim order", body = PeekBody),
         (status = 400, description = "A bad queue name or limit", body = ErrorBody),
@@ -180,7 +181,7 @@ pub async fn list_failures(State(state): State<AppState>) -> ApiResult<Json<Fail
 /// attempts; their history is kept. A job whose unique key another live job holds now stays failed. One
 /// statement, however many jobs.
 #[utoipa::path(post, path = "/v1/failures/{group}/unfail", tag = "queues", request_body = UnfailRequest,
-    params(("group" = String, Path, description = "The failure group")),
+    params(("group" = cairn_api::rules::GroupToUnfail, Path, description = "The failure group")),
     responses(
         (status = 200, description = "How many jobs went back", body = UnfailBody),
         (status = 400, description = "A bad queue name or limit", body = ErrorBody),

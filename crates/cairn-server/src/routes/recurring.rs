@@ -13,7 +13,7 @@ use crate::state::AppState;
 
 /// Creates or replaces the template `key`; its next slot counts from now.
 #[utoipa::path(put, path = "/v1/recurring/{key}", tag = "recurring", request_body = RecurringRequest,
-    params(("key" = String, Path, description = "The template's key")),
+    params(("key" = cairn_api::rules::RecurringKey, Path, description = "The template's key")),
     responses(
         (status = 200, description = "The template, with its next run", body = RecurringBody),
         (status = 400, description = "Bad input, naming the field", body = ErrorBody),
@@ -33,7 +33,7 @@ pub async fn set_recurring(
 
 /// Removes the template `key`; the jobs it already created stay.
 #[utoipa::path(delete, path = "/v1/recurring/{key}", tag = "recurring",
-    params(("key" = String, Path, description = "The template's key")),
+    params(("key" = cairn_api::rules::RecurringKey, Path, description = "The template's key")),
     responses(
         (status = 200, description = "Removed", body = EmptyBody),
         (status = 400, description = "A key that is not UTF-8 text", body = ErrorBody),

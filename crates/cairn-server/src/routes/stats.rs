@@ -21,9 +21,11 @@ use crate::state::AppState;
 
 /// Which statistics.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct StatsParams {
     /// `hour` (60 one-minute points, the default), `day` (24 one-hour points) or `week` (168 one-hour points).
+    #[param(value_type = cairn_api::rules::StatsPeriodName, required = false)]
     period: Option<String>,
     /// Only this queue's jobs.
     queue: Option<String>,
@@ -59,9 +61,11 @@ pub async fn stats(
 
 /// Which window of worker utilization.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PeriodParams {
     /// `hour` (the default), `day` or `week`; kept per clock hour, so the window covers the hours it touches.
+    #[param(value_type = cairn_api::rules::StatsPeriodName, required = false)]
     period: Option<String>,
 }
 
@@ -85,24 +89,27 @@ pub async fn worker_stats(
 
 /// Which events.
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ActivityParams {
     /// Only this job's events.
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = cairn_api::rules::JobId, required = false)]
     job: Option<String>,
     /// Only this worker's.
     worker: Option<String>,
     /// Only this queue's.
     queue: Option<String>,
     /// Only events at or after this time (RFC 3339).
+    #[param(value_type = String, format = DateTime, required = false)]
     since: Option<String>,
     /// Only events before this time (RFC 3339).
+    #[param(value_type = String, format = DateTime, required = false)]
     until: Option<String>,
     /// Only events older than this id (the `next_before` of the previous page).
-    #[param(value_type = Option<i64>)]
+    #[param(value_type = cairn_api::rules::JobId, required = false)]
     before: Option<String>,
     /// The most events (default 100, at most 1000).
-    #[param(value_type = Option<u32>)]
+    #[param(value_type = u32, required = false, minimum = 1, maximum = 1000)]
     limit: Option<String>,
 }
 

@@ -24,7 +24,7 @@ pub async fn list_workers(State(state): State<AppState>) -> ApiResult<Json<Worke
 
 /// A worker says it stops: the activity log shows it stopped rather than lost. Its next dequeue starts it again.
 #[utoipa::path(post, path = "/v1/workers/{worker}/stop", tag = "workers",
-    params(("worker" = String, Path, description = "The worker's id")),
+    params(("worker" = cairn_api::rules::WorkerId, Path, description = "The worker's id")),
     responses(
         (status = 200, description = "Noted", body = EmptyBody),
         (status = 400, description = "A bad worker id", body = ErrorBody),
