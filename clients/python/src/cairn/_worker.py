@@ -145,6 +145,7 @@ class Worker:
         self.shutdown_deadline = millis(shutdown_deadline, "shutdown_deadline") / 1000
         self._exact: Dict[str, Handler] = {}
         self._globs: List[Tuple[str, Pattern[str], Handler]] = []
+        self._async: Dict[Handler, bool] = {}
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stop: Optional[asyncio.Event] = None
 
@@ -158,6 +159,7 @@ class Worker:
 
     def _register(self, key: str, regex: Optional[Pattern[str]], fn: Optional[Handler]) -> Any:
         def add(handler: Handler) -> Handler:
+            self._async[handler] = inspect.iscoroutinefunction(handler)
             if regex is None:
                 self._exact[key] = handler
             else:
@@ -170,6 +172,9 @@ class Worker:
         if name in self._exact:
             return self._exact[name]
         return next((h for _, regex, h in self._globs if regex.fullmatch(name)), None)
+
+    def _is_async(self, handler: Handler) -> bool:
+        return self._async[handler]
 
     def _patterns(self) -> List[str]:
         return [exact_pattern(n) for n in self._exact] + [p for p, _, _ in self._globs]
@@ -229,6 +234,11 @@ class _Run:
         self.unanswered = 0
         self.heartbeats: Dict[int, _Heartbeat] = {}
         self.heartbeat_wake = asyncio.Event()
+        # When the heartbeat loop wakes next by itself: a job whose first beat is due later needs no wake-up.
+        self.heartbeat_at = 0.0
+        # The names asked for, computed again only when handlers are added while running.
+        self.patterns: List[str] = []
+        self.patterns_for = -1
 
     async def run(self) -> WorkerReport:
         finisher = asyncio.create_task(self.finish_loop())
@@ -259,7 +269,7 @@ class _Run:
                     self.client.dequeue(
                         self.worker.id,
                         queues=self.worker.queues,
-                        names=self.worker._patterns(),
+                        names=self.names(),
                         limit=room,
                         max_weight=room,
                         wait=self.worker.wait,
@@ -312,10 +322,11 @@ class _Run:
             return
         beat = _Heartbeat(claimed, ctx, asyncio.current_task())
         self.heartbeats[claimed.job.id] = beat
-        self.heartbeat_wake.set()
+        if beat.next < self.heartbeat_at:
+            self.heartbeat_wake.set()
         try:
             try:
-                if inspect.iscoroutinefunction(handler):
+                if self.worker._is_async(handler):
                     result = await handler(ctx)
                 else:
                     # A thread cannot be stopped: on a lost lease, what it returns is dropped.
@@ -342,7 +353,9 @@ class _Run:
                 return
         self.unanswered += 1
         self.finishes.append((claimed.lease, result))
-        self.finish_ready.set()
+        # The loop carries it with its next request; the finisher sends it only while the loop cannot.
+        if self.loop_waiting or self.send_alone or self.closing:
+            self.finish_ready.set()
 
     async def failed(self, claimed: ClaimedJob, error: Exception) -> None:
         """Reports a handler's exception: a retry, or a failure for `FailJob`."""
@@ -367,7 +380,8 @@ class _Run:
                 await asyncio.gather(*(self.heartbeat(b) for b in due))
                 continue
             self.heartbeat_wake.clear()
-            sleep = min((b.next for b in self.heartbeats.values()), default=now + 60) - now
+            self.heartbeat_at = min((b.next for b in self.heartbeats.values()), default=now + 60)
+            sleep = self.heartbeat_at - now
             try:
                 await asyncio.wait_for(self.heartbeat_wake.wait(), timeout=max(sleep, 0.01))
             except asyncio.TimeoutError:
@@ -398,6 +412,13 @@ class _Run:
             return
         setattr(self.report, outcome, getattr(self.report, outcome) + 1)
 
+    def names(self) -> List[str]:
+        """The name patterns to ask for: every handler's."""
+        handlers = len(self.worker._exact) + len(self.worker._globs)
+        if handlers != self.patterns_for:
+            self.patterns, self.patterns_for = self.worker._patterns(), handlers
+        return self.patterns
+
     def waiting_finishes(self) -> List[Tuple[Lease, Any]]:
         """The finishes no request carries yet, at most a request's worth."""
         batch: List[Tuple[Lease, Any]] = []
@@ -418,7 +439,7 @@ class _Run:
                 batch,
                 self.worker.id,
                 queues=self.worker.queues,
-                names=self.worker._patterns(),
+                names=self.names(),
                 limit=room,
                 max_weight=room,
             )
