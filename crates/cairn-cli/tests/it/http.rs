@@ -394,7 +394,7 @@ async fn errors_are_json_with_kind_field_message_and_one_status_per_kind() {
     check(
         post(&server, "/v1/jobs", "not json").await,
         400,
-        json!({"kind": "invalid_input", "field": "body", "message": "body: expected ident"}),
+        json!({"kind": "invalid_input", "field": "body", "message": "body: must be a JSON object"}),
     );
     check(
         raw(
