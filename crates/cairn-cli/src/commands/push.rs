@@ -18,18 +18,9 @@ use crate::exit::Code;
 pub struct PushArgs {
     /// The job's name (its type), such as `email.send`: workers take jobs by name.
     pub name: String,
-    /// The job's input: JSON text, `@FILE` to read a file, or `-` to read stdin. `{}` when absent.
-    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
-    pub data: Option<JsonInput>,
-    /// The queue (`default` when absent).
-    #[arg(long)]
-    pub queue: Option<String>,
-    /// Higher runs first (0 when absent).
-    #[arg(long, allow_negative_numbers = true)]
-    pub priority: Option<i32>,
-    /// How much of a worker's concurrency the job takes (1 when absent).
-    #[arg(long)]
-    pub weight: Option<u32>,
+    /// The job's data, queue, priority, weight, tags, retries and time limits.
+    #[command(flatten)]
+    pub settings: JobSettings,
     /// Do not run before this long from now: `30s`, `5m`, `1h 30m`.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, conflicts_with = "run_at")]
     pub delay: Option<Duration>,
@@ -39,18 +30,6 @@ pub struct PushArgs {
     /// While a live job holds this key, pushing another with it returns that job instead.
     #[arg(long, value_name = "KEY")]
     pub unique_key: Option<String>,
-    /// A label for listing (`cairn list --tag`); repeat for several.
-    #[arg(long = "tag", value_name = "TAG")]
-    pub tags: Vec<String>,
-    /// Attempts in all, counting the first, with the default backoff (the queue's policy when absent).
-    #[arg(long, value_name = "N")]
-    pub max_attempts: Option<u32>,
-    /// How long a worker may hold the job between heartbeats (the queue's default when absent).
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
-    pub lease_timeout: Option<Duration>,
-    /// The longest one attempt may run, heartbeats or not (at most a day); then the job is retried.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
-    pub timeout: Option<Duration>,
     /// Run again on this schedule: Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression.
     #[arg(long, value_name = "SPEC")]
     pub schedule: Option<String>,
@@ -69,6 +48,56 @@ pub struct PushArgs {
     pub common: CommonArgs,
 }
 
+/// What a job is and how it runs, apart from when: the flags `cairn push` and `cairn recurring set` share.
+#[derive(Debug, Clone, Args)]
+pub struct JobSettings {
+    /// The job's input: JSON text, `@FILE` to read a file, or `-` to read stdin. `{}` when absent.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub data: Option<JsonInput>,
+    /// The queue (`default` when absent).
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Higher runs first (0 when absent).
+    #[arg(long, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// How much of a worker's concurrency the job takes (1 when absent).
+    #[arg(long)]
+    pub weight: Option<u32>,
+    /// A label for listing (`cairn list --tag`); repeat for several.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Attempts in all, counting the first, with the default backoff (the queue's policy when absent).
+    #[arg(long, value_name = "N")]
+    pub max_attempts: Option<u32>,
+    /// How long a worker may hold the job between heartbeats (the queue's default when absent).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub lease_timeout: Option<Duration>,
+    /// The longest one attempt may run, heartbeats or not (at most a day); then the job is retried.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    pub timeout: Option<Duration>,
+}
+
+impl JobSettings {
+    /// A request for a job named `name` with these settings, and nothing about when it runs.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::InvalidInput`] naming `--data` when it is not JSON or cannot be read.
+    pub fn request(&self, name: &str) -> cairn::Result<PushRequest> {
+        Ok(PushRequest {
+            queue: self.queue.clone(),
+            name: name.to_owned(),
+            data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
+            priority: self.priority,
+            weight: self.weight,
+            retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
+            lease_timeout_ms: self.lease_timeout.map(args::millis),
+            timeout_ms: self.timeout.map(args::millis),
+            tags: self.tags.clone(),
+            ..PushRequest::default()
+        })
+    }
+}
+
 impl PushArgs {
     /// The wire request these flags describe, with `--data` read.
     ///
@@ -76,22 +105,14 @@ impl PushArgs {
     /// [`cairn::ErrorKind::InvalidInput`] naming `--data` when it is not JSON or cannot be read.
     pub fn request(&self) -> cairn::Result<PushRequest> {
         Ok(PushRequest {
-            queue: self.queue.clone(),
-            name: self.name.clone(),
-            data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
-            priority: self.priority,
-            weight: self.weight,
             run_at: self.run_at,
             delay_ms: self.delay.map(args::millis),
-            retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
-            lease_timeout_ms: self.lease_timeout.map(args::millis),
-            timeout_ms: self.timeout.map(args::millis),
             unique_key: self.unique_key.clone(),
-            tags: self.tags.clone(),
             parent: self.parent.map(|p| p.0),
             depends_on: self.depends_on.iter().map(|d| d.0).collect(),
             schedule: self.schedule.clone(),
             time_zone: self.time_zone.clone(),
+            ..self.settings.request(&self.name)?
         })
     }
 

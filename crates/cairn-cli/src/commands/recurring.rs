@@ -2,12 +2,12 @@
 //! restarts of the server.
 
 use anyhow::Context as _;
-use cairn::RetryPolicy;
-use cairn_api::{EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest};
+use cairn_api::{EmptyBody, RecurringBody, RecurringListBody, RecurringRequest};
 use clap::{Args, Subcommand};
 
-use crate::commands::args::{CommonArgs, JsonInput};
+use crate::commands::args::CommonArgs;
 use crate::commands::output::{self, Table};
+use crate::commands::push::JobSettings;
 use crate::exit::Code;
 
 /// `cairn recurring` commands.
@@ -22,7 +22,7 @@ pub struct RecurringArgs {
 #[derive(Debug, Clone, Subcommand)]
 pub enum RecurringCommand {
     /// Create or replace a template: at every slot of `--cron`, a job named `--name` is created, due at the slot.
-    Set(SetRecurringArgs),
+    Set(Box<SetRecurringArgs>),
     /// List the templates with their next and last runs.
     List(ListRecurringArgs),
     /// Remove a template; the jobs it already created stay.
@@ -46,18 +46,9 @@ pub struct SetRecurringArgs {
     /// The name of the job each slot creates.
     #[arg(long)]
     pub name: String,
-    /// The job's data: JSON text, `@FILE`, or `-` for stdin.
-    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
-    pub data: Option<JsonInput>,
-    /// The job's queue.
-    #[arg(long)]
-    pub queue: Option<String>,
-    /// The job's priority (higher runs first).
-    #[arg(long, allow_negative_numbers = true)]
-    pub priority: Option<i32>,
-    /// Attempts each job gets.
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
+    /// The job's data, queue, priority, weight, tags, retries and time limits, as `cairn push` takes them.
+    #[command(flatten)]
+    pub settings: JobSettings,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -101,14 +92,7 @@ impl SetRecurringArgs {
             cron: self.cron.clone(),
             time_zone: Some(self.time_zone.clone()),
             missed: Some(self.missed.clone()),
-            job: PushRequest {
-                name: self.name.clone(),
-                queue: self.queue.clone(),
-                data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
-                priority: self.priority,
-                retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
-                ..PushRequest::default()
-            },
+            job: self.settings.request(&self.name)?,
         };
         let body = self
             .common

@@ -621,6 +621,15 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
             "db.cleanup",
             "--missed",
             "skip",
+            // `cairn push`'s flags for what a job is (their values reaching the runs is the engine's test).
+            "--weight",
+            "2",
+            "--tag",
+            "nightly",
+            "--timeout",
+            "5m",
+            "--lease-timeout",
+            "1m",
         ],
         None,
     ));

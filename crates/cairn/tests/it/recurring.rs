@@ -378,6 +378,55 @@ async fn a_template_creates_one_job_per_slot_on_time() {
     t.close().await;
 }
 
+/// Every setting a template's job may carry reaches the jobs it creates (a template's `timeout` was validated and
+/// then dropped once).
+#[tokio::test]
+async fn a_templates_job_carries_every_setting_to_its_runs() {
+    let t = TestQueue::new().await;
+    let retry = RetryPolicy {
+        max_attempts: 9,
+        initial_delay: Duration::from_millis(1500),
+        multiplier: 1.5,
+        max_delay: Duration::from_secs(600),
+        jitter: 0.25,
+    };
+    let mut recurring = template("full", "*/15 * * * *", cairn::MissedSlots::RunOnce);
+    recurring.job = recurring
+        .job
+        .queue("reports")
+        .priority(-7)
+        .weight(3)
+        .retry(retry)
+        .lease_timeout(Duration::from_secs(45))
+        .timeout(Duration::from_secs(300))
+        .tag("nightly")
+        .tag("finance");
+    t.queue.set_recurring(recurring).await.unwrap();
+    t.advance(Duration::from_secs(15 * 60));
+    t.queue.settle().await.unwrap();
+    let created = t
+        .queue
+        .list(JobFilter {
+            name: Some("job.full".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs;
+    assert_eq!(created.len(), 1);
+    let job = &created[0];
+    assert_eq!(job.queue.as_str(), "reports");
+    assert_eq!(job.data, json!({"from": "full"}));
+    assert_eq!((job.priority, job.weight), (-7, 3));
+    assert_eq!(job.retry, retry);
+    assert_eq!(job.lease_timeout, Duration::from_secs(45));
+    assert_eq!(job.timeout, Some(Duration::from_secs(300)));
+    let tags: Vec<&str> = job.tags.iter().map(|t| t.as_str()).collect();
+    assert_eq!(tags, ["finance", "nightly"]);
+    assert_eq!(job.run_at, at(minutes(15)));
+    t.close().await;
+}
+
 #[tokio::test]
 async fn slots_missed_while_closed_follow_the_templates_policy() {
     let t = TestQueue::new().await;
