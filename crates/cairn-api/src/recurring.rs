@@ -1,6 +1,6 @@
 //! Recurring templates: a cron schedule in a time zone, and the job it creates at each slot.
 
-use cairn::{Error, ErrorKind, MissedSlots, Push, Recurring, RecurringInfo};
+use cairn::{Error, ErrorKind, MissedSlots, Overlap, Push, Recurring, RecurringInfo};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,11 @@ pub struct RecurringRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::MissedSlots>))]
     pub missed: Option<String>,
+    /// When the job of the previous slot is still scheduled, queued, waiting or running at the next: `allow` another
+    /// run (the default), `skip` the slot, or `replace` the previous run (cancelled, its worker refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::OverlapPolicy>))]
+    pub overlap: Option<String>,
     /// The job to create at each slot; its `run_at`, `delay_ms`, `unique_key`, `parent` and `schedule` must be
     /// unset (the slot times each run).
     pub job: PushRequest,
@@ -33,7 +38,8 @@ impl RecurringRequest {
     /// The engine's template under `key`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] on `missed` when it is not `skip`, `once` or `all`.
+    /// [`ErrorKind::InvalidInput`] on `missed` when it is not `skip`, `once` or `all`, and on `overlap` when it is
+    /// not `allow`, `skip` or `replace`.
     pub fn into_recurring(self, key: String) -> Result<Recurring, Error> {
         let missed = match self.missed.as_deref() {
             None | Some("once") => MissedSlots::RunOnce,
@@ -47,11 +53,18 @@ impl RecurringRequest {
                 ));
             }
         };
+        let overlap = self
+            .overlap
+            .as_deref()
+            .map(Overlap::parse)
+            .transpose()?
+            .unwrap_or_default();
         Ok(Recurring {
             key,
             cron: self.cron,
             time_zone: self.time_zone.unwrap_or_else(|| "UTC".to_owned()),
             missed,
+            overlap,
             job: Push::from(self.job),
         })
     }
@@ -70,6 +83,7 @@ impl From<&Recurring> for RecurringRequest {
                 }
                 .to_owned(),
             ),
+            overlap: Some(r.overlap.as_str().to_owned()),
             job: PushRequest::from(&r.job),
         }
     }
@@ -91,6 +105,9 @@ pub struct RecurringBody {
     /// The latest slot a job was created for.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub last_run: Option<Timestamp>,
+    /// What it does at a slot when the previous run is still live: `allow`, `skip` or `replace`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::OverlapPolicy))]
+    pub overlap: String,
 }
 
 impl From<&RecurringInfo> for RecurringBody {
@@ -101,6 +118,7 @@ impl From<&RecurringInfo> for RecurringBody {
             time_zone: info.time_zone.clone(),
             next_run: info.next_run,
             last_run: info.last_run,
+            overlap: info.overlap.as_str().to_owned(),
         }
     }
 }
@@ -113,6 +131,9 @@ impl From<RecurringBody> for RecurringInfo {
             time_zone: body.time_zone,
             next_run: body.next_run,
             last_run: body.last_run,
+            // A server that answers with a policy this client does not know: the default's behaviour is the
+            // nearest thing to say.
+            overlap: Overlap::parse(&body.overlap).unwrap_or_default(),
         }
     }
 }

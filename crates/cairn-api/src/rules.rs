@@ -205,6 +205,17 @@ rule!(
 );
 
 rule!(
+    /// What a recurring template does at a slot when its previous run is still live.
+    OverlapPolicy => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["allow", "skip", "replace"]))
+        .description(Some(
+            "When the previous slot's job is still live at the next slot: `allow` another run, `skip` the slot, or \
+             `replace` the previous run",
+        ))
+);
+
+rule!(
     /// A job's state.
     JobStateName => ObjectBuilder::new()
         .schema_type(Type::String)

@@ -43,6 +43,10 @@ pub struct SetRecurringArgs {
     /// Slots missed while the server was down: `skip`, `once` (one run for all of them), or `all`.
     #[arg(long, default_value = "once", value_parser = ["skip", "once", "all"])]
     pub missed: String,
+    /// When the previous slot's job is still queued or running at the next slot: `allow` another run, `skip` the
+    /// slot, or `replace` the previous run (cancelled; a running one's worker is refused from then on).
+    #[arg(long, default_value = "allow", value_parser = ["allow", "skip", "replace"])]
+    pub overlap: String,
     /// The name of the job each slot creates.
     #[arg(long)]
     pub name: String,
@@ -92,6 +96,7 @@ impl SetRecurringArgs {
             cron: self.cron.clone(),
             time_zone: Some(self.time_zone.clone()),
             missed: Some(self.missed.clone()),
+            overlap: Some(self.overlap.clone()),
             job: self.settings.request(&self.name)?,
         };
         let body = self
@@ -146,13 +151,21 @@ fn render(body: &RecurringListBody) -> String {
     if body.recurring.is_empty() {
         return "no recurring templates\n".to_owned();
     }
-    let mut table = Table::new(&["KEY", "CRON", "TIME ZONE", "NEXT RUN", "LAST RUN"]);
+    let mut table = Table::new(&[
+        "KEY",
+        "CRON",
+        "TIME ZONE",
+        "OVERLAP",
+        "NEXT RUN",
+        "LAST RUN",
+    ]);
     for RecurringBody {
         key,
         cron,
         time_zone,
         next_run,
         last_run,
+        overlap,
     } in &body.recurring
     {
         let when = |at: &Option<jiff::Timestamp>| at.map_or_else(|| "-".to_owned(), output::time);
@@ -160,6 +173,7 @@ fn render(body: &RecurringListBody) -> String {
             key.clone(),
             cron.clone(),
             time_zone.clone(),
+            overlap.clone(),
             when(next_run),
             when(last_run),
         ]);

@@ -621,6 +621,8 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
             "db.cleanup",
             "--missed",
             "skip",
+            "--overlap",
+            "skip",
             // `cairn push`'s flags for what a job is (their values reaching the runs is the engine's test).
             "--weight",
             "2",
@@ -637,8 +639,8 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
     let list = mask_times(&ok(&server.cairn(&["recurring", "list"], None)));
     assert_eq!(
         list,
-        "KEY      CRON         TIME ZONE  NEXT RUN              LAST RUN\n\
-         cleanup  */5 * * * *  UTC        YYYY-MM-DDTHH:MM:SSZ  -\n"
+        "KEY      CRON         TIME ZONE  OVERLAP  NEXT RUN              LAST RUN\n\
+         cleanup  */5 * * * *  UTC        skip     YYYY-MM-DDTHH:MM:SSZ  -\n"
     );
     assert_eq!(
         ok(&server.cairn(&["recurring", "remove", "cleanup"], None)),

@@ -1248,6 +1248,7 @@ async fn recurring_templates_are_managed_over_http() {
             cron: "0 4 * * *".into(),
             time_zone: "Europe/Berlin".into(),
             missed: cairn::MissedSlots::Skip,
+            overlap: cairn::Overlap::Replace,
             job: Push::new("report.nightly").data(json!({"kind": "full"})),
         })
         .await
@@ -1259,6 +1260,7 @@ async fn recurring_templates_are_managed_over_http() {
     let listed = client.recurring().await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].cron, "0 4 * * *");
+    assert_eq!(listed[0].overlap, cairn::Overlap::Replace);
 
     let (status, body) = raw(
         reqwest::Method::PUT,
@@ -1269,6 +1271,15 @@ async fn recurring_templates_are_managed_over_http() {
     .await;
     assert_eq!(status, 400);
     assert_eq!(body["error"]["field"], "missed");
+    let (status, body) = raw(
+        reqwest::Method::PUT,
+        format!("{}/v1/recurring/bad", server.url()),
+        None,
+        Some(r#"{"cron":"0 4 * * *","overlap":"queue","job":{"name":"x"}}"#),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["field"], "overlap", "{body}");
     let (status, body) = raw(
         reqwest::Method::PUT,
         format!("{}/v1/recurring/bad", server.url()),

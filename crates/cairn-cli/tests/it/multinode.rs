@@ -132,6 +132,7 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
             cron: "* * * * * *".into(),
             time_zone: "UTC".into(),
             missed: MissedSlots::RunAll,
+            overlap: cairn::Overlap::Allow,
             job: Push::new("tick").lease_timeout(LEASE),
         })
         .await

@@ -77,7 +77,7 @@ pub mod public {
     pub use super::queues::{LimitQueue, PauseQueue, QueueStats};
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{
-        MissedSlots, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,
+        MissedSlots, Overlap, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,
     };
     pub use super::release::Release;
     pub use super::rename::Rename;

@@ -12,9 +12,11 @@ use serde_json::{Value, json};
 
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
+use crate::job::{JobId, JobState};
 use crate::names::RecurringKey;
+use crate::ops::cancel::job_state;
 use crate::ops::push::{Push, check, insert};
-use crate::ops::{Limits, Operation, WriteCtx, in_savepoint};
+use crate::ops::{Limits, Operation, WriteCtx, in_savepoint, waiting};
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::cron::Cron;
 
@@ -48,6 +50,46 @@ impl MissedSlots {
     }
 }
 
+/// What a template does when the job it created at the previous slot is still live (scheduled, queued, waiting
+/// for something, or running) when the next slot comes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overlap {
+    /// Create the next run anyway: runs may overlap. The default.
+    #[default]
+    Allow,
+    /// Create nothing at this slot: at most one run is live at a time.
+    Skip,
+    /// Cancel the previous run (a running one's worker is refused from then on) and create the next.
+    Replace,
+}
+
+impl Overlap {
+    /// The policy's name, as the API and the CLI take it: `allow`, `skip` or `replace`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Overlap::Allow => "allow",
+            Overlap::Skip => "skip",
+            Overlap::Replace => "replace",
+        }
+    }
+
+    /// The policy named `name`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `overlap` for another name.
+    pub fn parse(name: &str) -> Result<Overlap> {
+        match name {
+            "allow" => Ok(Overlap::Allow),
+            "skip" => Ok(Overlap::Skip),
+            "replace" => Ok(Overlap::Replace),
+            other => Err(Error::invalid(
+                "overlap",
+                format!("must be allow, skip or replace, got {other:?}"),
+            )),
+        }
+    }
+}
+
 /// How late a slot may be and still run under [`MissedSlots::Skip`].
 const SKIP_GRACE: Duration = Duration::from_secs(60);
 
@@ -65,6 +107,8 @@ pub struct Recurring {
     pub time_zone: String,
     /// What to do with slots that passed unseen.
     pub missed: MissedSlots,
+    /// What to do at a slot when the previous run is still live.
+    pub overlap: Overlap,
     /// The job to create at each slot. Its `run_at`, `delay`, `unique_key`, `parent` and `schedule` must be unset:
     /// the slot times each run.
     pub job: Push,
@@ -83,6 +127,8 @@ pub struct RecurringInfo {
     pub next_run: Option<Timestamp>,
     /// The latest slot a job was created for.
     pub last_run: Option<Timestamp>,
+    /// What it does at a slot when the previous run is still live.
+    pub overlap: Overlap,
 }
 
 /// Creates or replaces a recurring template. Its next slot counts from now.
@@ -193,10 +239,11 @@ fn template_from_json(text: &str) -> Result<Push> {
 
 const UPSERT_RECURRING: Sql = Sql::both(
     "INSERT INTO recurring \
-     (key, cron, time_zone, missed, template, next_slot_at, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7) \
+     (key, cron, time_zone, missed, template, next_slot_at, created_at, overlap) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
      ON CONFLICT (key) DO UPDATE SET cron = excluded.cron, time_zone = excluded.time_zone, \
-     missed = excluded.missed, template = excluded.template, next_slot_at = excluded.next_slot_at",
+     missed = excluded.missed, template = excluded.template, next_slot_at = excluded.next_slot_at, \
+     overlap = excluded.overlap",
 );
 
 impl SetRecurring {
@@ -262,7 +309,8 @@ impl Operation for SetRecurring {
                 r.missed.as_str(),
                 template_to_json(job).to_string(),
                 next.map(to_millis),
-                ctx.now_ms
+                ctx.now_ms,
+                r.overlap.as_str()
             ],
         )?;
         let last: Option<i64> = ctx.db.query_one(
@@ -276,6 +324,7 @@ impl Operation for SetRecurring {
             time_zone: cron.time_zone().to_owned(),
             next_run: next,
             last_run: last.map(from_millis),
+            overlap: r.overlap,
         })
     }
 }
@@ -302,50 +351,61 @@ impl Operation for RemoveRecurring {
 /// node creating its slot around a handover of the lead): a skipped template is taken at the next pass, and once
 /// taken, its `next_slot_at` is checked again on the newest row, so no slot is created twice.
 const SELECT_DUE_TEMPLATES: Sql = Sql {
-    sqlite: "SELECT key, cron, time_zone, missed, template, next_slot_at \
+    sqlite: "SELECT key, cron, time_zone, missed, template, next_slot_at, overlap, last_job_id \
              FROM recurring INDEXED BY recurring_due WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
              ORDER BY next_slot_at LIMIT 100",
-    postgres: "SELECT key, cron, time_zone, missed, template, next_slot_at \
+    postgres: "SELECT key, cron, time_zone, missed, template, next_slot_at, overlap, last_job_id \
                FROM recurring WHERE next_slot_at IS NOT NULL AND next_slot_at <= $1 \
                ORDER BY next_slot_at LIMIT 100 FOR UPDATE SKIP LOCKED",
 };
 
 const ADVANCE_TEMPLATE: Sql = Sql::both(
     "UPDATE recurring SET next_slot_at = $1, \
-     last_slot_at = COALESCE($2, last_slot_at) WHERE key = $3",
+     last_slot_at = COALESCE($2, last_slot_at), last_job_id = COALESCE($3, last_job_id) WHERE key = $4",
 );
 
 /// Creates the jobs of every template slot that is due, as each template's missed-slot policy says, and moves the
 /// templates on. Returns how many jobs it created.
 pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
-    type Row = (String, String, String, String, String, i64);
-    let due: Vec<Row> = ctx
+    let due: Vec<DueTemplate> = ctx
         .db
         .query(SELECT_DUE_TEMPLATES, &params![ctx.now_ms], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-            ))
+            Ok(DueTemplate {
+                key: r.get(0)?,
+                cron: r.get(1)?,
+                zone: r.get(2)?,
+                missed: r.get(3)?,
+                template: r.get(4)?,
+                next_slot: r.get(5)?,
+                overlap: r.get(6)?,
+                last_job: r.get::<Option<i64>>(7)?.map(JobId),
+            })
         })?;
     let now = from_millis(ctx.now_ms);
     let mut created = 0;
-    for (key, cron, zone, missed, template, next_slot) in due {
-        let cron = match Cron::parse(&cron, &zone) {
+    for due in due {
+        let DueTemplate {
+            key,
+            cron,
+            zone,
+            missed,
+            template,
+            next_slot,
+            ..
+        } = &due;
+        let (key, next_slot) = (key.as_str(), *next_slot);
+        let cron = match Cron::parse(cron, zone) {
             Ok(cron) => cron,
             Err(e) => {
                 // Only possible if the time zone database changed under a stored template: stop it, loudly.
                 tracing::error!(key, error = %e, "a recurring template no longer parses; it is stopped");
-                let params = &params![None::<i64>, None::<i64>, key];
+                let params = &params![None::<i64>, None::<i64>, None::<i64>, key];
                 ctx.db.execute(ADVANCE_TEMPLATE, params)?;
                 continue;
             }
         };
         let first = from_millis(next_slot);
-        let policy = MissedSlots::parse_stored(&missed);
+        let policy = MissedSlots::parse_stored(missed);
         let (chosen, latest) = match policy {
             MissedSlots::RunAll => {
                 let mut slots = vec![first];
@@ -373,8 +433,15 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
         };
         // Each template in its own savepoint: one that cannot create its job (its stored job no longer passes
         // validation, say) skips its slots with an error in the log, and holds up nothing else.
-        match in_savepoint(ctx, |ctx| create_slots(ctx, &template, &chosen)) {
-            Ok(made) => created += made,
+        let overlap = Overlap::parse(&due.overlap).unwrap_or_default();
+        let mut last_job = None;
+        match in_savepoint(ctx, |ctx| {
+            create_slots(ctx, key, template, &chosen, overlap, due.last_job)
+        }) {
+            Ok((made, last)) => {
+                created += made;
+                last_job = last;
+            }
             Err(e) => {
                 tracing::error!(key, error = %e, "a recurring template could not create its job; its slot is skipped")
             }
@@ -382,6 +449,7 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
         let params = &params![
             cron.next_after(latest).map(to_millis),
             chosen.last().map(|t| to_millis(*t)),
+            last_job,
             key
         ];
         ctx.db.execute(ADVANCE_TEMPLATE, params)?;
@@ -389,13 +457,68 @@ pub(crate) fn create_due_runs(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     Ok(created)
 }
 
-/// Creates one job from a template for each slot.
-fn create_slots(ctx: &mut WriteCtx<'_>, template: &str, slots: &[Timestamp]) -> Result<usize> {
+/// A template whose next slot is due, as read.
+struct DueTemplate {
+    key: String,
+    cron: String,
+    zone: String,
+    missed: String,
+    template: String,
+    next_slot: i64,
+    overlap: String,
+    last_job: Option<JobId>,
+}
+
+/// Creates one job from a template for each slot, as its overlap policy allows given the run it created last
+/// (`previous`). Returns how many it created, and the last one's id.
+fn create_slots(
+    ctx: &mut WriteCtx<'_>,
+    key: &str,
+    template: &str,
+    slots: &[Timestamp],
+    overlap: Overlap,
+    mut previous: Option<JobId>,
+) -> Result<(usize, Option<JobId>)> {
     let job = template_from_json(template)?;
+    let mut made = 0;
+    let mut last = None;
     for slot in slots {
-        insert(&job.clone().run_at(*slot), ctx)?;
+        let live = match previous {
+            Some(id) if overlap != Overlap::Allow => is_live(ctx, id)?,
+            _ => false,
+        };
+        if live {
+            let id = previous.expect("a live previous run");
+            match overlap {
+                Overlap::Skip => {
+                    tracing::info!(key, job = %id, slot = %slot, "recurring template: its previous run is still live; the slot is skipped");
+                    continue;
+                }
+                Overlap::Replace => {
+                    let reason = format!("replaced by the next run of recurring template {key:?}");
+                    waiting::cancel_jobs(ctx, vec![(id, Some(reason))])?;
+                }
+                Overlap::Allow => {}
+            }
+        }
+        let id = insert(&job.clone().run_at(*slot), ctx)?.id;
+        made += 1;
+        last = Some(id);
+        previous = Some(id);
     }
-    Ok(slots.len())
+    Ok((made, last))
+}
+
+/// Whether a job is still to run or running; a job that is gone (deleted, or removed by retention) is not.
+fn is_live(ctx: &WriteCtx<'_>, id: JobId) -> Result<bool> {
+    match job_state(ctx, id) {
+        Ok(state) => Ok(matches!(
+            state,
+            JobState::Scheduled | JobState::Queued | JobState::Waiting | JobState::Running
+        )),
+        Err(e) if e.kind() == crate::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// The latest slot at or before `now`, given that `first` (at or before `now`) is one. Looks back from `now` over
@@ -423,7 +546,7 @@ fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Time
 pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
     db.query(
         Sql::both(
-            "SELECT key, cron, time_zone, next_slot_at, last_slot_at FROM recurring ORDER BY key",
+            "SELECT key, cron, time_zone, next_slot_at, last_slot_at, overlap FROM recurring ORDER BY key",
         ),
         &Params::NONE,
         |r| {
@@ -433,6 +556,7 @@ pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
                 time_zone: r.get(2)?,
                 next_run: r.get::<Option<i64>>(3)?.map(from_millis),
                 last_run: r.get::<Option<i64>>(4)?.map(from_millis),
+                overlap: Overlap::parse(&r.get::<String>(5)?).unwrap_or_default(),
             })
         },
     )

@@ -307,6 +307,7 @@ fn template(key: &str, cron: &str, missed: cairn::MissedSlots) -> cairn::Recurri
         cron: cron.into(),
         time_zone: "UTC".into(),
         missed,
+        overlap: cairn::Overlap::Allow,
         job: Push::new(format!("job.{key}")).data(json!({"from": key})),
     }
 }
@@ -427,6 +428,106 @@ async fn a_templates_job_carries_every_setting_to_its_runs() {
     t.close().await;
 }
 
+/// The jobs a template created, by id, with their states.
+async fn states_of(queue: &Queue, key: &str) -> Vec<JobState> {
+    let filter = JobFilter {
+        name: Some(format!("job.{key}")),
+        limit: 1000,
+        ..JobFilter::default()
+    };
+    let mut jobs = queue.list(filter).await.unwrap().jobs;
+    jobs.sort_by_key(|j| j.id);
+    jobs.into_iter().map(|j| j.state).collect()
+}
+
+#[tokio::test]
+async fn overlap_skip_creates_no_run_while_the_previous_one_is_live() {
+    let t = TestQueue::new().await;
+    let mut recurring = template("sync", "*/15 * * * *", cairn::MissedSlots::RunOnce);
+    recurring.overlap = cairn::Overlap::Skip;
+    // A lease that outlasts the slots the test runs through.
+    recurring.job = recurring.job.lease_timeout(Duration::from_secs(6 * 3600));
+    t.queue.set_recurring(recurring).await.unwrap();
+    let slot = Duration::from_secs(15 * 60);
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(states_of(&t.queue, "sync").await, [JobState::Queued]);
+    // Still queued at the next slot, then running at the one after: both slots are skipped.
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    let running = t.take("w").await.unwrap();
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(states_of(&t.queue, "sync").await, [JobState::Running]);
+    // Once it has ended, the next slot runs; the skipped slots still count as passed.
+    t.queue.finish(&running.lease, None).await.unwrap();
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(
+        states_of(&t.queue, "sync").await,
+        [JobState::Completed, JobState::Queued]
+    );
+    assert_eq!(runs_of(&t.queue, "sync").await[1], at(minutes(60)));
+    let listed = t.queue.recurring().await.unwrap();
+    assert_eq!(listed[0].overlap, cairn::Overlap::Skip);
+    // Slots missed all at once under `all` make one run, not one per slot.
+    let mut catch_up = template("batch", "*/15 * * * *", cairn::MissedSlots::RunAll);
+    catch_up.overlap = cairn::Overlap::Skip;
+    t.queue.set_recurring(catch_up).await.unwrap();
+    t.advance(4 * slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(states_of(&t.queue, "batch").await, [JobState::Queued]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn overlap_replace_cancels_the_previous_run_for_the_next() {
+    let t = TestQueue::new().await;
+    let mut recurring = template("sync", "*/15 * * * *", cairn::MissedSlots::RunOnce);
+    recurring.overlap = cairn::Overlap::Replace;
+    recurring.job = recurring.job.lease_timeout(Duration::from_secs(6 * 3600));
+    t.queue.set_recurring(recurring).await.unwrap();
+    let slot = Duration::from_secs(15 * 60);
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    let running = t.take("w").await.unwrap();
+    // The next slot cancels the running job: its worker's finish is refused.
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(
+        states_of(&t.queue, "sync").await,
+        [JobState::Cancelled, JobState::Queued]
+    );
+    let refused = t.queue.finish(&running.lease, None).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::LeaseLost);
+    let cancelled = t.queue.get(running.job.id).await.unwrap();
+    assert!(
+        cancelled
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("replaced by the next run")),
+        "{:?}",
+        cancelled.error
+    );
+    // A queued run is replaced too; a completed one is left alone.
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    let third = t.take("w").await.unwrap();
+    t.queue.finish(&third.lease, None).await.unwrap();
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(
+        states_of(&t.queue, "sync").await,
+        [
+            JobState::Cancelled,
+            JobState::Cancelled,
+            JobState::Completed,
+            JobState::Queued
+        ]
+    );
+    t.close().await;
+}
+
 #[tokio::test]
 async fn slots_missed_while_closed_follow_the_templates_policy() {
     let t = TestQueue::new().await;
@@ -501,6 +602,7 @@ async fn templates_are_validated_and_removable() {
         cron: cron.into(),
         time_zone: zone.into(),
         missed: cairn::MissedSlots::RunOnce,
+        overlap: cairn::Overlap::Allow,
         job,
     };
     let cases = [

@@ -44,6 +44,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "enqueue_function",
         include_str!("../../../migrations/postgres/0007_enqueue_function.sql"),
     ),
+    (
+        8,
+        "recurring_overlap",
+        include_str!("../../../migrations/postgres/0008_recurring_overlap.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

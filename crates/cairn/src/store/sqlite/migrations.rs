@@ -81,6 +81,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "ready_by_name",
         include_str!("../../../migrations/sqlite/0015_ready_by_name.sql"),
     ),
+    (
+        16,
+        "recurring_overlap",
+        include_str!("../../../migrations/sqlite/0016_recurring_overlap.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
