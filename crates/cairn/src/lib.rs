@@ -58,7 +58,9 @@ pub use error::{Error, ErrorKind, Result};
 pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
-pub use names::{JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId};
+pub use names::{
+    DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId,
+};
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
 /// The PostgreSQL driver Cairn uses, for [`Queue::enqueue_in_postgres`].

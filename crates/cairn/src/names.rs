@@ -117,6 +117,12 @@ text_id!(
 );
 
 text_id!(
+    /// The key that debounced pushes share: a push with it lands in the pending job that holds it. At most 255
+    /// bytes.
+    DebounceKey, "debounce.key", 255, |_| Ok(())
+);
+
+text_id!(
     /// The key of a recurring template, chosen by the caller. At most 255 bytes.
     RecurringKey, "key", 255, |_| Ok(())
 );

@@ -18,6 +18,8 @@ use crate::ops::HeldJob;
 pub enum ActivityKind {
     /// A job was created (pushed, or created by a recurring template), or moved on to its next queue.
     Added,
+    /// A debounced push landed in it: its data was replaced and its run moved (`detail` says to when).
+    Debounced,
     /// A worker took it.
     Started,
     /// Its lease ran out: its worker is gone or hung.
@@ -51,8 +53,9 @@ pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_sec
 
 impl ActivityKind {
     /// Every kind.
-    pub const ALL: [ActivityKind; 13] = [
+    pub const ALL: [ActivityKind; 14] = [
         ActivityKind::Added,
+        ActivityKind::Debounced,
         ActivityKind::Started,
         ActivityKind::HeartbeatLost,
         ActivityKind::Retried,
@@ -71,6 +74,7 @@ impl ActivityKind {
     pub fn as_str(self) -> &'static str {
         match self {
             ActivityKind::Added => "added",
+            ActivityKind::Debounced => "debounced",
             ActivityKind::Started => "started",
             ActivityKind::HeartbeatLost => "heartbeat_lost",
             ActivityKind::Retried => "retried",

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
-use crate::names::{JobName, QueueName, Tag, UniqueKey};
+use crate::names::{DebounceKey, JobName, QueueName, Tag, UniqueKey};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
@@ -59,7 +59,29 @@ pub struct Push {
     pub schedule: Option<String>,
     /// The IANA time zone of a cron schedule; `UTC` unless set.
     pub time_zone: Option<String>,
+    /// Debounces the job: a push whose key a pending job holds lands in that job instead (see [`Debounce`]).
+    /// Cannot be combined with `run_at`, `delay`, `unique_key`, `parent`, `depends_on` or `schedule`.
+    pub debounce: Option<Debounce>,
 }
+
+/// Debouncing: pushes of the same `key` in a burst make one job, which runs `delay` after the latest of them, and
+/// no later than `max_wait` after the first.
+///
+/// A push whose key a pending job (scheduled or queued, not yet started) holds, within `max_wait` of the push that
+/// created it, replaces that job's data with its own and moves its run to `delay` from now (never past the first
+/// push's `max_wait`); it answers with that job (`existing: true`). Otherwise it creates a job, due `delay` from now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Debounce {
+    /// The key the pushes of a burst share, such as `reindex:customer:42`.
+    pub key: String,
+    /// How long after the latest push the job runs.
+    pub delay: Duration,
+    /// The longest the job waits after the first push of its burst; at least `delay`.
+    pub max_wait: Duration,
+}
+
+/// The longest a debounced job may wait: 30 days.
+pub const MAX_DEBOUNCE: Duration = Duration::from_secs(30 * 24 * 3600);
 
 impl Push {
     /// A job named `name` with default settings, in the `default` queue, with data `{}`.
@@ -81,6 +103,7 @@ impl Push {
             depends_on: Vec::new(),
             schedule: None,
             time_zone: None,
+            debounce: None,
         }
     }
 
@@ -183,6 +206,17 @@ impl Push {
         self.time_zone = Some(zone.into());
         self
     }
+
+    /// Debounces the job under `key`: it runs `delay` after the latest push with the key, at most `max_wait` after
+    /// the first (see [`Debounce`]).
+    pub fn debounce(mut self, key: impl Into<String>, delay: Duration, max_wait: Duration) -> Self {
+        self.debounce = Some(Debounce {
+            key: key.into(),
+            delay,
+            max_wait,
+        });
+        self
+    }
 }
 
 /// The result of a push.
@@ -225,6 +259,15 @@ pub(crate) struct ValidPush {
     schedule: Option<Schedule>,
     /// The queue's priority aging, which every job carries for its claim order (see [`crate::ops::aging`]).
     aging_ms: Option<i64>,
+    /// The debounce key, and when the job's window closes (the first push's `max_wait`), and its delay.
+    debounce: Option<ValidDebounce>,
+}
+
+/// A [`Debounce`] whose every field passed validation, in milliseconds.
+struct ValidDebounce {
+    key: DebounceKey,
+    delay_ms: i64,
+    max_wait_ms: i64,
 }
 
 pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
@@ -306,7 +349,17 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         .as_deref()
         .map(|s| Schedule::parse(s, push.time_zone.as_deref()))
         .transpose()?;
+    let debounce = push
+        .debounce
+        .as_ref()
+        .map(|d| check_debounce(push, d))
+        .transpose()?;
+    let run_at = match &debounce {
+        Some(d) => now_ms.saturating_add(d.delay_ms),
+        None => run_at,
+    };
     Ok(ValidPush {
+        debounce,
         aging_ms: None,
         schedule,
         priority: push.priority,
@@ -327,6 +380,47 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         timeout_ms: push.timeout.map(duration_millis),
         unique_key,
         tags,
+    })
+}
+
+/// A debounce's own rules, and the fields it cannot be combined with.
+fn check_debounce(push: &Push, d: &Debounce) -> Result<ValidDebounce> {
+    let conflicts = [
+        ("run_at", push.run_at.is_some()),
+        ("delay", push.delay.is_some()),
+        ("unique_key", push.unique_key.is_some()),
+        ("parent", push.parent.is_some()),
+        ("depends_on", !push.depends_on.is_empty()),
+        ("schedule", push.schedule.is_some()),
+    ];
+    if let Some((field, _)) = conflicts.iter().find(|(_, set)| *set) {
+        return Err(Error::invalid(
+            "debounce",
+            format!(
+                "cannot be combined with {field}: a debounced job's run is timed by its pushes"
+            ),
+        ));
+    }
+    let key = DebounceKey::parse(d.key.as_str())?;
+    if d.max_wait > MAX_DEBOUNCE {
+        return Err(Error::invalid(
+            "debounce.max_wait",
+            format!("must be at most {MAX_DEBOUNCE:?}, got {:?}", d.max_wait),
+        ));
+    }
+    if d.delay > d.max_wait {
+        return Err(Error::invalid(
+            "debounce.delay",
+            format!(
+                "must not exceed debounce.max_wait ({:?}), got {:?}",
+                d.max_wait, d.delay
+            ),
+        ));
+    }
+    Ok(ValidDebounce {
+        key,
+        delay_ms: duration_millis(d.delay),
+        max_wait_ms: duration_millis(d.max_wait),
     })
 }
 
@@ -472,9 +566,10 @@ impl ValidPush {
         }
     }
 
-    /// Whether the job needs more than its row: a unique-key or parent check, or tags.
+    /// Whether the job needs more than its row: a unique-key, debounce or parent check, or tags.
     pub(crate) fn is_plain(&self) -> bool {
         self.unique_key.is_none()
+            && self.debounce.is_none()
             && self.parent.is_none()
             && self.depends_on.is_empty()
             && self.tags.is_empty()
@@ -490,8 +585,80 @@ pub(crate) fn insert(push: &Push, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     insert_valid(&valid, ctx)
 }
 
-/// Inserts one validated job: returns the live job holding its unique key instead, if there is one.
+/// The pending job a debounced push lands in: the newest scheduled or queued one holding the key whose window is
+/// still open. Locked on PostgreSQL, so that a claim on another node either took it first (then it is no longer
+/// pending, and the push makes a new job) or waits for this push.
+const SELECT_DEBOUNCED: Sql = Sql {
+    sqlite: "SELECT id, debounce_until FROM jobs WHERE debounce_key = $1 \
+             AND (state = 'scheduled' OR state = 'queued') AND debounce_until > $2 ORDER BY id DESC LIMIT 1",
+    postgres: "SELECT id, debounce_until FROM jobs WHERE debounce_key = $1 \
+               AND (state = 'scheduled' OR state = 'queued') AND debounce_until > $2 ORDER BY id DESC LIMIT 1 \
+               FOR UPDATE",
+};
+
+/// A debounced push landing in a pending job: its data, and its run moved (back to `scheduled` if it was due).
+const DEBOUNCE_JOB: Sql =
+    Sql::both("UPDATE jobs SET data = $1, run_at = $2, slot_at = $2, state = $3 WHERE id = $4");
+
+/// A new debounced job's key and window.
+const MARK_DEBOUNCED: Sql =
+    Sql::both("UPDATE jobs SET debounce_key = $1, debounce_until = $2 WHERE id = $3");
+
+/// Lands a debounced push in the pending job that holds its key, if one does.
+fn debounce_into_pending(
+    valid: &ValidPush,
+    d: &ValidDebounce,
+    ctx: &mut WriteCtx<'_>,
+) -> Result<Option<Enqueued>> {
+    let pending: Option<(JobId, i64)> = ctx.db.query_row(
+        SELECT_DEBOUNCED,
+        &params![d.key.as_str(), ctx.now_ms],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let Some((id, until)) = pending else {
+        return Ok(None);
+    };
+    let run_at = ctx.now_ms.saturating_add(d.delay_ms).min(until);
+    let state = if run_at <= ctx.now_ms {
+        JobState::Queued
+    } else {
+        JobState::Scheduled
+    };
+    ctx.db.execute(
+        DEBOUNCE_JOB,
+        &params![valid.data.as_str(), run_at, state.as_str(), id],
+    )?;
+    if state == JobState::Queued {
+        ctx.ready.mark(valid.queue.as_str());
+    }
+    let job = JobRef {
+        id: id.0,
+        queue: valid.queue.as_str(),
+        name: valid.name.as_str(),
+    };
+    let detail = format!("run at {}", crate::clock::from_millis(run_at));
+    ctx.events.job(
+        ctx.now_ms,
+        ActivityKind::Debounced,
+        job,
+        None,
+        Some(&detail),
+    );
+    Ok(Some(Enqueued {
+        id,
+        state,
+        existing: true,
+    }))
+}
+
+/// Inserts one validated job: returns the live job holding its unique key instead, if there is one, and lands a
+/// debounced push in the pending job holding its key.
 fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
+    if let Some(d) = &valid.debounce
+        && let Some(landed) = debounce_into_pending(valid, d, ctx)?
+    {
+        return Ok(landed);
+    }
     if let Some(key) = &valid.unique_key {
         let existing =
             ctx.db
@@ -541,6 +708,11 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
         for tag in &valid.tags {
             ctx.db.execute(INSERT_TAG, &params![id, tag.as_str()])?;
         }
+    }
+    if let Some(d) = &valid.debounce {
+        let until = ctx.now_ms.saturating_add(d.max_wait_ms);
+        ctx.db
+            .execute(MARK_DEBOUNCED, &params![d.key.as_str(), until, id])?;
     }
     if state == JobState::Queued {
         ctx.ready.mark(valid.queue.as_str());

@@ -167,6 +167,7 @@ fn template_to_json(push: &Push) -> Value {
         depends_on: _,
         schedule: _,
         time_zone: _,
+        debounce: _,
     } = push;
     json!({
         "queue": queue,
@@ -260,6 +261,7 @@ impl SetRecurring {
             ("job.parent", job.parent.is_some()),
             ("job.depends_on", !job.depends_on.is_empty()),
             ("job.schedule", job.schedule.is_some()),
+            ("job.debounce", job.debounce.is_some()),
         ];
         if let Some((field, _)) = timed_elsewhere.iter().find(|(_, set)| *set) {
             return Err(Error::invalid(

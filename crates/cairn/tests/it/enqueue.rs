@@ -364,3 +364,129 @@ async fn a_batch_mixing_plain_and_keyed_jobs_keeps_its_order() {
     }
     t.close().await;
 }
+
+/// The jobs holding a debounce burst's name, oldest first.
+async fn named(t: &TestQueue, name: &str) -> Vec<cairn::Job> {
+    let mut jobs = t
+        .queue
+        .list(JobFilter {
+            name: Some(name.into()),
+            limit: 1000,
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs;
+    jobs.sort_by_key(|j| j.id);
+    jobs
+}
+
+#[tokio::test]
+async fn debounced_pushes_land_in_one_job_that_runs_after_the_last() {
+    let t = TestQueue::new().await;
+    let (delay, max_wait) = (Duration::from_secs(30), Duration::from_secs(120));
+    let push = |n: i64| {
+        Push::new("reindex")
+            .data(json!({ "n": n }))
+            .debounce("customer:42", delay, max_wait)
+    };
+    let first = t.queue.enqueue(push(1)).await.unwrap();
+    assert_eq!((first.state, first.existing), (JobState::Scheduled, false));
+    // Pushes within the window land in the same job, keep the newest data, and move its run.
+    t.advance(Duration::from_secs(20));
+    let second = t.queue.enqueue(push(2)).await.unwrap();
+    assert_eq!(
+        (second.id, second.state, second.existing),
+        (first.id, JobState::Scheduled, true)
+    );
+    let job = t.queue.get(first.id).await.unwrap();
+    assert_eq!(job.data, json!({"n": 2}));
+    assert_eq!(job.run_at, t.queue.now() + delay);
+    // A key of its own is a job of its own.
+    let other = t
+        .queue
+        .enqueue(Push::new("reindex.other").debounce("customer:7", delay, max_wait))
+        .await
+        .unwrap();
+    assert_ne!(other.id, first.id);
+    // Never past the first push's max_wait: at 110 s, the run stays at 120 s, not 140 s.
+    t.advance(Duration::from_secs(90));
+    let third = t.queue.enqueue(push(3)).await.unwrap();
+    assert_eq!(third.id, first.id);
+    let job = t.queue.get(first.id).await.unwrap();
+    assert_eq!(job.run_at, t.queue.now() + Duration::from_secs(10));
+    assert_eq!(job.data, json!({"n": 3}));
+    // Due and not yet taken: still pending, so still debounced while the window is open.
+    t.advance(Duration::from_secs(10));
+    t.queue.settle().await.unwrap();
+    assert_eq!(t.queue.get(first.id).await.unwrap().state, JobState::Queued);
+    // Past the window, a push makes a new job, and the first runs as it is.
+    t.advance(Duration::from_secs(1));
+    let fourth = t.queue.enqueue(push(4)).await.unwrap();
+    assert_ne!(fourth.id, first.id);
+    assert!(!fourth.existing);
+    let claimed = t
+        .queue
+        .dequeue(Dequeue::new("w").name("reindex"))
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(
+        (claimed.job.id, claimed.job.data.clone()),
+        (first.id, json!({"n": 3}))
+    );
+    // A running job is not pending: a push lands in the open one, never in it.
+    let fifth = t.queue.enqueue(push(5)).await.unwrap();
+    assert_eq!(fifth.id, fourth.id);
+    let jobs = named(&t, "reindex").await;
+    let ids: Vec<_> = jobs.iter().map(|j| j.id).collect();
+    assert_eq!(ids, [first.id, fourth.id], "one job per burst");
+    // The activity log says when a push landed in a job.
+    let activity = t
+        .queue
+        .activity(cairn::ActivityFilter {
+            job: Some(first.id),
+            ..cairn::ActivityFilter::default()
+        })
+        .await
+        .unwrap();
+    let debounced = activity
+        .events
+        .iter()
+        .filter(|e| e.kind == cairn::ActivityKind::Debounced)
+        .count();
+    assert_eq!(debounced, 2, "{:?}", activity.events);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_bad_debounce_names_the_field_and_writes_nothing() {
+    let t = TestQueue::new().await;
+    let minute = Duration::from_secs(60);
+    let cases = [
+        (Push::new("x").debounce("", minute, minute), "debounce.key"),
+        (
+            Push::new("x").debounce("k", 2 * minute, minute),
+            "debounce.delay",
+        ),
+        (
+            Push::new("x").debounce("k", minute, cairn::MAX_DEBOUNCE + minute),
+            "debounce.max_wait",
+        ),
+        (
+            Push::new("x").debounce("k", minute, minute).delay(minute),
+            "debounce",
+        ),
+        (
+            Push::new("x").debounce("k", minute, minute).unique_key("u"),
+            "debounce",
+        ),
+    ];
+    for (push, field) in cases {
+        let e = t.queue.enqueue(push).await.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert_eq!(e.field(), Some(field), "{e}");
+    }
+    assert_eq!(count_jobs(&t).await, 0);
+    t.close().await;
+}

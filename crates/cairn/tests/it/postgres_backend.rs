@@ -36,7 +36,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (5, "leader".to_owned(), 1_000),
             (6, "ready_by_name".to_owned(), 1_000),
             (7, "enqueue_function".to_owned(), 1_000),
-            (8, "recurring_overlap".to_owned(), 1_000)
+            (8, "recurring_overlap".to_owned(), 1_000),
+            (9, "debounce".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.

@@ -49,6 +49,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "recurring_overlap",
         include_str!("../../../migrations/postgres/0008_recurring_overlap.sql"),
     ),
+    (
+        9,
+        "debounce",
+        include_str!("../../../migrations/postgres/0009_debounce.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

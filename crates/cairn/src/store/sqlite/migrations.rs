@@ -86,6 +86,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "recurring_overlap",
         include_str!("../../../migrations/sqlite/0016_recurring_overlap.sql"),
     ),
+    (
+        17,
+        "debounce",
+        include_str!("../../../migrations/sqlite/0017_debounce.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
