@@ -13,6 +13,7 @@ Every other check, and every other failure, still fails the run.
 """
 
 import json
+import re
 
 import schemathesis
 from schemathesis.core.failures import AcceptedNegativeData
@@ -37,6 +38,11 @@ UNSAYABLE = {
     # Not with `delay_ms` (`not: {required: [run_at, delay_ms]}` would say it, which utoipa's derive does not
     # write; the fields' descriptions say it).
     "run_at": "a time or a delay, not both",
+    # Likewise: a debounced push times its own run and has no unique key, parent, dependencies or schedule (the
+    # field's description says it).
+    "debounce": "not with run_at, delay_ms, unique_key, parent, depends_on or schedule",
+    # A debounce's delay is at most its max_wait: JSON Schema cannot compare two fields.
+    "debounce.delay_ms": "a debounce's delay within its max_wait",
     # A recurring template's job has no parent, dependencies or schedule of its own (the template reuses the
     # push's schema, whose fields those are); and a parent or dependency must exist (below).
     # A parent or dependency must exist: a referenced job that does not is bad input (400), not a missing
@@ -75,5 +81,7 @@ def filter_failure(context, failure, case, response):
     # An option's value depends on which option the path names: JSON Schema cannot tie a body to a path parameter.
     if case.operation.path == "/v1/config/{key}" and field == case.path_parameters.get("key"):
         return False
+    # A batch's job is named by its index (`jobs[3].debounce.delay_ms`): the rule is the field's within the job.
+    within = re.sub(r"^jobs\[\d+\]\.", "", field)
     last = field.rsplit(".", 1)[-1].split("[", 1)[0]
-    return field not in UNSAYABLE and last not in UNSAYABLE
+    return within not in UNSAYABLE and last not in UNSAYABLE

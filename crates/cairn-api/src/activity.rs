@@ -16,7 +16,7 @@ pub struct ActivityEventBody {
     /// When it happened.
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub at: Timestamp,
-    /// added, started, heartbeat_lost, retried, finished, failed, cancelled, released, requeued, unfailed,
+    /// added, debounced, started, heartbeat_lost, retried, finished, failed, cancelled, released, requeued, unfailed,
     /// worker_started, worker_stopped or worker_lost.
     pub event: String,
     /// The job, for a job's transition.

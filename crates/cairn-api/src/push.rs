@@ -1,7 +1,7 @@
 //! Enqueueing: a job to push, with its retry policy, a batch of them, and what the server answers, to and from the
 //! engine's [`Push`], [`RetryPolicy`] and [`Enqueued`]. A job as it is read back is in `jobs`.
 
-use cairn::{Enqueued, Error, JobId, Push, RetryPolicy};
+use cairn::{Debounce, Enqueued, Error, JobId, Push, RetryPolicy};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -82,6 +82,27 @@ pub struct PushRequest {
     /// The IANA time zone of a cron `schedule`; UTC when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_zone: Option<String>,
+    /// Debounce the job: a push whose key a pending job holds lands in that job (`existing: true`), replacing its
+    /// data and moving its run. Not with `run_at`, `delay_ms`, `unique_key`, `parent`, `depends_on` or `schedule`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debounce: Option<DebounceBody>,
+}
+
+/// A push's debounce: pushes of one key in a burst make one job, which runs `delay_ms` after the latest of them and
+/// no later than `max_wait_ms` after the first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DebounceBody {
+    /// The key the pushes of a burst share, such as `reindex:customer:42`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::DebounceKey))]
+    pub key: String,
+    /// How long after the latest push the job runs, in milliseconds; at most `max_wait_ms`.
+    #[cfg_attr(feature = "openapi", schema(maximum = 2_592_000_000_u64))]
+    pub delay_ms: u64,
+    /// The longest the job waits after the first push of its burst, in milliseconds (at most 30 days).
+    #[cfg_attr(feature = "openapi", schema(maximum = 2_592_000_000_u64))]
+    pub max_wait_ms: u64,
 }
 
 impl From<PushRequest> for Push {
@@ -110,6 +131,11 @@ impl From<PushRequest> for Push {
         push.depends_on = r.depends_on.into_iter().map(JobId).collect();
         push.schedule = r.schedule;
         push.time_zone = r.time_zone;
+        push.debounce = r.debounce.map(|d| Debounce {
+            key: d.key,
+            delay: millis(d.delay_ms),
+            max_wait: millis(d.max_wait_ms),
+        });
         push
     }
 }
@@ -133,6 +159,11 @@ impl From<&Push> for PushRequest {
             depends_on: p.depends_on.iter().map(|j| j.0).collect(),
             schedule: p.schedule.clone(),
             time_zone: p.time_zone.clone(),
+            debounce: p.debounce.as_ref().map(|d| DebounceBody {
+                key: d.key.clone(),
+                delay_ms: to_millis(d.delay),
+                max_wait_ms: to_millis(d.max_wait),
+            }),
         }
     }
 }

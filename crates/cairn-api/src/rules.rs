@@ -123,6 +123,11 @@ rule!(
 );
 
 rule!(
+    /// A debounce key.
+    DebounceKey => text(255, "The key a burst of debounced pushes shares")
+);
+
+rule!(
     /// A recurring template's key.
     RecurringKey => text(255, "A recurring template's key")
 );
@@ -273,6 +278,11 @@ mod tests {
             assert_eq!(
                 fits::<QueueName>(value),
                 cairn::QueueName::parse(value).is_ok(),
+                "{value:?}"
+            );
+            assert_eq!(
+                fits::<DebounceKey>(value),
+                cairn::DebounceKey::parse(value).is_ok(),
                 "{value:?}"
             );
         }

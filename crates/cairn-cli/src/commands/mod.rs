@@ -82,7 +82,7 @@ Exit codes:
 pub enum ClientCommand {
     /// Enqueue a job and print its id.
     #[command(after_long_help = EXIT_CODES)]
-    Push(PushArgs),
+    Push(Box<PushArgs>),
     /// Take (lease) ready jobs whose name matches a GLOB, and print each with its lease token.
     #[command(after_long_help = EXIT_CODES)]
     Get(GetArgs),

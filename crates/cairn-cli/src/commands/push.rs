@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::{JobId, RetryPolicy};
-use cairn_api::{EnqueuedBody, PushRequest};
+use cairn_api::{DebounceBody, EnqueuedBody, PushRequest};
 use clap::Args;
 use jiff::Timestamp;
 
@@ -43,6 +43,16 @@ pub struct PushArgs {
     /// A job that must complete before this one runs; repeat for several.
     #[arg(long = "depends-on", value_name = "ID", value_parser = args::job_id)]
     pub depends_on: Vec<JobId>,
+    /// Debounce under this key: a push whose key a pending job holds lands in that job, replacing its data and
+    /// moving its run to `--debounce-delay` from now (never past `--debounce-max-wait` after the first push).
+    #[arg(long, value_name = "KEY", requires_all = ["debounce_delay", "debounce_max_wait"])]
+    pub debounce: Option<String>,
+    /// With `--debounce`: how long after the latest push the job runs.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "debounce")]
+    pub debounce_delay: Option<Duration>,
+    /// With `--debounce`: the longest the job waits after the first push of its burst.
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "debounce")]
+    pub debounce_max_wait: Option<Duration>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -112,6 +122,11 @@ impl PushArgs {
             depends_on: self.depends_on.iter().map(|d| d.0).collect(),
             schedule: self.schedule.clone(),
             time_zone: self.time_zone.clone(),
+            debounce: self.debounce.clone().map(|key| DebounceBody {
+                key,
+                delay_ms: self.debounce_delay.map_or(0, args::millis),
+                max_wait_ms: self.debounce_max_wait.map_or(0, args::millis),
+            }),
             ..self.settings.request(&self.name)?
         })
     }
@@ -134,10 +149,12 @@ impl PushArgs {
             output::emit(&render(&body))?;
             if body.existing {
                 // Stdout stays the bare id for scripts; the surprise goes to the person.
-                eprintln!(
-                    "note: a live job already held the unique key; {} is that job ({})",
-                    body.id, body.state
-                );
+                let why = if self.debounce.is_some() {
+                    "the push landed in the pending job of its debounce key"
+                } else {
+                    "a live job already held the unique key"
+                };
+                eprintln!("note: {why}; {} is that job ({})", body.id, body.state);
             }
         }
         Ok(Code::Success)

@@ -186,6 +186,56 @@ ID  STATE      QUEUE    NAME          PRIORITY  ATTEMPT  RUN AT
 }
 
 #[test]
+fn debounced_pushes_from_the_shell_land_in_one_job() {
+    let server = TestServer::spawn();
+    let push = |n: &str| {
+        server.cairn(
+            &[
+                "push",
+                "reindex",
+                "--data",
+                n,
+                "--debounce",
+                "customer:42",
+                "--debounce-delay",
+                "1m",
+                "--debounce-max-wait",
+                "10m",
+                "--json",
+            ],
+            None,
+        )
+    };
+    let first: EnqueuedBody = ok_json(&push(r#"{"n":1}"#));
+    let second: EnqueuedBody = ok_json(&push(r#"{"n":2}"#));
+    assert_eq!((first.existing, first.state.as_str()), (false, "scheduled"));
+    assert_eq!((second.id, second.existing), (first.id, true));
+    let shown: serde_json::Value =
+        ok_json(&server.cairn(&["show", &first.id.to_string(), "--json"], None));
+    assert_eq!(shown["data"], serde_json::json!({"n": 2}), "{shown}");
+    // A delay longer than the wait is refused, naming the field; the flags go together.
+    check_error(
+        &server.cairn(
+            &[
+                "push",
+                "x",
+                "--debounce",
+                "k",
+                "--debounce-delay",
+                "1h",
+                "--debounce-max-wait",
+                "1m",
+            ],
+            None,
+        ),
+        2,
+        "debounce.delay",
+    );
+    let alone = server.cairn(&["push", "x", "--debounce", "k"], None);
+    assert_eq!(alone.status.code(), Some(2), "{}", stderr(&alone));
+}
+
+#[test]
 fn names_and_data_go_in_and_come_out_as_written() {
     let server = TestServer::spawn();
     // Bedrock's worker manager puts parameters in the name; the data's keys are not in alphabetical order.

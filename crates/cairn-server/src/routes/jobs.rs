@@ -18,11 +18,12 @@ use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
 use crate::routes::{JobPath, QueryParams, bool_param, id_param};
 use crate::state::AppState;
 
-/// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key.
+/// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key or a debounced push
+/// landed in the pending job of its key.
 #[utoipa::path(post, path = "/v1/jobs", tag = "jobs", request_body = PushRequest,
     responses(
         (status = 201, description = "Enqueued", body = EnqueuedBody),
-        (status = 200, description = "A live job holds the unique key; this is that job", body = EnqueuedBody),
+        (status = 200, description = "A live job holds the unique key, or the debounced push landed in the pending job of its key; this is that job", body = EnqueuedBody),
         (status = 400, description = "Bad input, naming the field (a parent or dependency that does not exist among them)", body = ErrorBody),
         (status = 409, description = "The parent cannot have children now: it is neither running nor waiting for its children", body = ErrorBody),
         WriteWithBodyErrors,
