@@ -59,7 +59,8 @@ pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use names::{
-    DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, UniqueKey, WorkerId,
+    DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, ThrottleKey, UniqueKey,
+    WorkerId,
 };
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};

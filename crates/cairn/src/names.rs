@@ -123,6 +123,11 @@ text_id!(
 );
 
 text_id!(
+    /// The key a throttle holds for its period: one job per key per period. At most 255 bytes.
+    ThrottleKey, "throttle.key", 255, |_| Ok(())
+);
+
+text_id!(
     /// The key of a recurring template, chosen by the caller. At most 255 bytes.
     RecurringKey, "key", 255, |_| Ok(())
 );

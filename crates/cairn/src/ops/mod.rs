@@ -73,7 +73,9 @@ pub mod public {
     pub use super::finish::{Continue, Finish, FinishAndTake, MAX_FINISH_MANY};
     pub use super::heartbeat::Heartbeat;
     pub use super::move_job::MoveJob;
-    pub use super::push::{Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, Push, PushBatch};
+    pub use super::push::{
+        Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_THROTTLE, Push, PushBatch, Throttle,
+    };
     pub use super::queues::{LimitQueue, PauseQueue, QueueStats};
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
-use crate::names::{DebounceKey, JobName, QueueName, Tag, UniqueKey};
+use crate::names::{DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
@@ -62,7 +62,25 @@ pub struct Push {
     /// Debounces the job: a push whose key a pending job holds lands in that job instead (see [`Debounce`]).
     /// Cannot be combined with `run_at`, `delay`, `unique_key`, `parent`, `depends_on` or `schedule`.
     pub debounce: Option<Debounce>,
+    /// At most one job per key per period, whatever became of the earlier one (see [`Throttle`]).
+    pub throttle: Option<Throttle>,
 }
+
+/// Unique for a period: a push whose key a job created less than `period` ago holds (in one of `states`, or in any
+/// state when `states` is empty) answers with that job (`existing: true`) and writes nothing. Unlike a unique key,
+/// which holds only while its job is live, it also holds after the job ended: "at most one welcome email a day".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Throttle {
+    /// The key, such as `welcome:ada@example.com`.
+    pub key: String,
+    /// How long after a job was created its key refuses another.
+    pub period: Duration,
+    /// The states of the earlier job that count; empty for any.
+    pub states: Vec<JobState>,
+}
+
+/// The longest period a throttle may hold a key: a year.
+pub const MAX_THROTTLE: Duration = Duration::from_secs(366 * 24 * 3600);
 
 /// Debouncing: pushes of the same `key` in a burst make one job, which runs `delay` after the latest of them, and
 /// no later than `max_wait` after the first.
@@ -104,6 +122,7 @@ impl Push {
             schedule: None,
             time_zone: None,
             debounce: None,
+            throttle: None,
         }
     }
 
@@ -207,6 +226,16 @@ impl Push {
         self
     }
 
+    /// Allows one job per `key` per `period`, whatever became of it (see [`Throttle`]).
+    pub fn throttle(mut self, key: impl Into<String>, period: Duration) -> Self {
+        self.throttle = Some(Throttle {
+            key: key.into(),
+            period,
+            states: Vec::new(),
+        });
+        self
+    }
+
     /// Debounces the job under `key`: it runs `delay` after the latest push with the key, at most `max_wait` after
     /// the first (see [`Debounce`]).
     pub fn debounce(mut self, key: impl Into<String>, delay: Duration, max_wait: Duration) -> Self {
@@ -261,6 +290,8 @@ pub(crate) struct ValidPush {
     aging_ms: Option<i64>,
     /// The debounce key, and when the job's window closes (the first push's `max_wait`), and its delay.
     debounce: Option<ValidDebounce>,
+    /// The throttle key, its period in milliseconds, and the states that count (empty for any).
+    throttle: Option<(ThrottleKey, i64, Vec<JobState>)>,
 }
 
 /// A [`Debounce`] whose every field passed validation, in milliseconds.
@@ -354,12 +385,14 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         .as_ref()
         .map(|d| check_debounce(push, d))
         .transpose()?;
+    let throttle = push.throttle.as_ref().map(check_throttle).transpose()?;
     let run_at = match &debounce {
         Some(d) => now_ms.saturating_add(d.delay_ms),
         None => run_at,
     };
     Ok(ValidPush {
         debounce,
+        throttle,
         aging_ms: None,
         schedule,
         priority: push.priority,
@@ -381,6 +414,24 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         unique_key,
         tags,
     })
+}
+
+/// A throttle's own rules.
+fn check_throttle(t: &Throttle) -> Result<(ThrottleKey, i64, Vec<JobState>)> {
+    let key = ThrottleKey::parse(t.key.as_str())?;
+    if t.period.is_zero() || t.period > MAX_THROTTLE {
+        return Err(Error::invalid(
+            "throttle.period",
+            format!(
+                "must be more than 0 and at most {MAX_THROTTLE:?}, got {:?}",
+                t.period
+            ),
+        ));
+    }
+    let mut states = t.states.clone();
+    states.sort_by_key(|s| s.as_str());
+    states.dedup();
+    Ok((key, duration_millis(t.period), states))
 }
 
 /// A debounce's own rules, and the fields it cannot be combined with.
@@ -566,10 +617,11 @@ impl ValidPush {
         }
     }
 
-    /// Whether the job needs more than its row: a unique-key, debounce or parent check, or tags.
+    /// Whether the job needs more than its row: a unique-key, debounce, throttle or parent check, or tags.
     pub(crate) fn is_plain(&self) -> bool {
         self.unique_key.is_none()
             && self.debounce.is_none()
+            && self.throttle.is_none()
             && self.parent.is_none()
             && self.depends_on.is_empty()
             && self.tags.is_empty()
@@ -599,6 +651,50 @@ const SELECT_DEBOUNCED: Sql = Sql {
 /// A debounced push landing in a pending job: its data, and its run moved (back to `scheduled` if it was due).
 const DEBOUNCE_JOB: Sql =
     Sql::both("UPDATE jobs SET data = $1, run_at = $2, slot_at = $2, state = $3 WHERE id = $4");
+
+/// The jobs a throttle key's period still holds, newest first: at most one, but for those whose state did not
+/// count when later ones were pushed.
+const SELECT_THROTTLED: Sql = Sql::both(
+    "SELECT id, state FROM jobs WHERE throttle_key = $1 AND created_at > $2 ORDER BY id DESC LIMIT 1000",
+);
+
+/// On PostgreSQL, pushes of one throttle key take turns across nodes until their transactions end, so that two
+/// nodes cannot both find the key free. (SQLite's one writer needs no lock.)
+const LOCK_THROTTLE_KEY: Sql =
+    Sql::postgres_only("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))");
+
+/// A new throttled job's key.
+const MARK_THROTTLED: Sql = Sql::both("UPDATE jobs SET throttle_key = $1 WHERE id = $2");
+
+/// The job of the period that holds a throttle key, if one does.
+fn throttled_by(
+    key: &ThrottleKey,
+    period_ms: i64,
+    states: &[JobState],
+    ctx: &mut WriteCtx<'_>,
+) -> Result<Option<Enqueued>> {
+    if ctx.db.is_postgres() {
+        ctx.db
+            .query(LOCK_THROTTLE_KEY, &params![key.as_str()], |_| Ok(()))?;
+    }
+    let since = ctx.now_ms.saturating_sub(period_ms);
+    let held: Vec<(JobId, String)> =
+        ctx.db
+            .query(SELECT_THROTTLED, &params![key.as_str(), since], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?;
+    for (id, state) in held {
+        let state = parse_stored_state(&state)?;
+        if states.is_empty() || states.contains(&state) {
+            return Ok(Some(Enqueued {
+                id,
+                state,
+                existing: true,
+            }));
+        }
+    }
+    Ok(None)
+}
 
 /// A new debounced job's key and window.
 const MARK_DEBOUNCED: Sql =
@@ -654,6 +750,11 @@ fn debounce_into_pending(
 /// Inserts one validated job: returns the live job holding its unique key instead, if there is one, and lands a
 /// debounced push in the pending job holding its key.
 fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
+    if let Some((key, period_ms, states)) = &valid.throttle
+        && let Some(held) = throttled_by(key, *period_ms, states, ctx)?
+    {
+        return Ok(held);
+    }
     if let Some(d) = &valid.debounce
         && let Some(landed) = debounce_into_pending(valid, d, ctx)?
     {
@@ -708,6 +809,9 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
         for tag in &valid.tags {
             ctx.db.execute(INSERT_TAG, &params![id, tag.as_str()])?;
         }
+    }
+    if let Some((key, _, _)) = &valid.throttle {
+        ctx.db.execute(MARK_THROTTLED, &params![key.as_str(), id])?;
     }
     if let Some(d) = &valid.debounce {
         let until = ctx.now_ms.saturating_add(d.max_wait_ms);

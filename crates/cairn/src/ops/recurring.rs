@@ -168,6 +168,7 @@ fn template_to_json(push: &Push) -> Value {
         schedule: _,
         time_zone: _,
         debounce: _,
+        throttle: _,
     } = push;
     json!({
         "queue": queue,
@@ -262,6 +263,7 @@ impl SetRecurring {
             ("job.depends_on", !job.depends_on.is_empty()),
             ("job.schedule", job.schedule.is_some()),
             ("job.debounce", job.debounce.is_some()),
+            ("job.throttle", job.throttle.is_some()),
         ];
         if let Some((field, _)) = timed_elsewhere.iter().find(|(_, set)| *set) {
             return Err(Error::invalid(

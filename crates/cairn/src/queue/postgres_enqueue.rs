@@ -21,7 +21,7 @@ impl Queue {
     ///
     /// It runs the schema's `cairn_push` function, which an application in any language can call itself
     /// (`SELECT cairn_enqueue('email.send', '{"to": "…"}', '{"queue": "mail"}')`). A job with `parent`,
-    /// `depends_on`, `schedule` or `debounce` is refused: push those through [`Queue::enqueue`].
+    /// `depends_on`, `schedule`, `debounce` or `throttle` is refused: push those through [`Queue::enqueue`].
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] naming the bad field (the transaction is then aborted, as after any failed
@@ -38,12 +38,17 @@ impl Queue {
                 "enqueue_in_postgres needs a queue on PostgreSQL; this one is on a SQLite file (use enqueue_in)",
             ));
         }
-        if push.debounce.is_some() {
-            // It lands in another transaction's job: one that cairn_push's caller may not be allowed to wait for.
-            return Err(Error::invalid(
-                "debounce",
-                "is not taken in the application's transaction: push the job through Queue::enqueue",
-            ));
+        // Either lands in, or answers with, a job another transaction may hold: push those through the engine.
+        for (field, set) in [
+            ("debounce", push.debounce.is_some()),
+            ("throttle", push.throttle.is_some()),
+        ] {
+            if set {
+                return Err(Error::invalid(
+                    field,
+                    "is not taken in the application's transaction: push the job through Queue::enqueue",
+                ));
+            }
         }
         let data = serde_json::to_string(&push.data).expect("serde_json::Value always serializes");
         let options = sql_options(push).to_string();

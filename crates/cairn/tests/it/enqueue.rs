@@ -490,3 +490,67 @@ async fn a_bad_debounce_names_the_field_and_writes_nothing() {
     assert_eq!(count_jobs(&t).await, 0);
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_throttle_allows_one_job_per_key_per_period_whatever_became_of_it() {
+    let t = TestQueue::new().await;
+    let day = Duration::from_secs(24 * 3600);
+    let push = || Push::new("welcome").throttle("welcome:ada", day);
+    let first = t.queue.enqueue(push()).await.unwrap();
+    assert!(!first.existing);
+    let again = t.queue.enqueue(push()).await.unwrap();
+    assert_eq!((again.id, again.existing), (first.id, true));
+    // Unlike a unique key, it still holds once the job has ended.
+    let claimed = t.take("w").await.unwrap();
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    t.advance(day - Duration::from_millis(1));
+    let still = t.queue.enqueue(push()).await.unwrap();
+    assert_eq!(
+        (still.id, still.state, still.existing),
+        (first.id, JobState::Completed, true)
+    );
+    // Another key is another job; after the period, the key is free again.
+    let other = t
+        .queue
+        .enqueue(Push::new("welcome").throttle("welcome:bob", day))
+        .await
+        .unwrap();
+    assert!(!other.existing);
+    t.advance(Duration::from_millis(1));
+    let next = t.queue.enqueue(push()).await.unwrap();
+    assert!(!next.existing);
+    assert_ne!(next.id, first.id);
+    // With states, only an earlier job in one of them counts: a failed or completed one lets the next through.
+    let mut live_only = Push::new("sync").throttle("sync:7", day);
+    live_only.throttle.as_mut().unwrap().states = vec![JobState::Queued, JobState::Running];
+    let sync = t.queue.enqueue(live_only.clone()).await.unwrap();
+    assert_eq!(
+        t.queue.enqueue(live_only.clone()).await.unwrap().id,
+        sync.id
+    );
+    let claimed = t
+        .queue
+        .dequeue(Dequeue::new("w").name("sync"))
+        .await
+        .unwrap()
+        .remove(0);
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    let after = t.queue.enqueue(live_only).await.unwrap();
+    assert!(!after.existing);
+    // Bad throttles are refused naming the field.
+    for (push, field) in [
+        (Push::new("x").throttle("", day), "throttle.key"),
+        (
+            Push::new("x").throttle("k", Duration::ZERO),
+            "throttle.period",
+        ),
+        (
+            Push::new("x").throttle("k", cairn::MAX_THROTTLE + day),
+            "throttle.period",
+        ),
+    ] {
+        let e = t.queue.enqueue(push).await.unwrap_err();
+        assert_eq!(e.field(), Some(field), "{e}");
+    }
+    t.close().await;
+}

@@ -37,7 +37,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (6, "ready_by_name".to_owned(), 1_000),
             (7, "enqueue_function".to_owned(), 1_000),
             (8, "recurring_overlap".to_owned(), 1_000),
-            (9, "debounce".to_owned(), 1_000)
+            (9, "debounce".to_owned(), 1_000),
+            (10, "throttle".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -587,6 +588,30 @@ async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
     for i in 0..40 {
         let key = format!("order-{i}");
         let push = cairn::Push::new("charge").unique_key(key.as_str());
+        let (on_a, on_b) = tokio::join!(a.enqueue(push.clone()), b.enqueue(push));
+        let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
+        assert_eq!(on_a.id, on_b.id, "{key}: one job");
+        assert!(
+            on_a.existing != on_b.existing,
+            "{key}: one created it, the other found it"
+        );
+    }
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
+
+/// A throttle key has no unique index behind it: the nodes take turns on it (an advisory lock per key), so that
+/// both cannot find it free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_throttle_key_pushed_on_two_nodes_at_once_makes_one_job() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let b = two_nodes(&db, &clock).await;
+    let day = std::time::Duration::from_secs(24 * 3600);
+    for i in 0..40 {
+        let key = format!("welcome-{i}");
+        let push = cairn::Push::new("welcome").throttle(key.as_str(), day);
         let (on_a, on_b) = tokio::join!(a.enqueue(push.clone()), b.enqueue(push));
         let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
         assert_eq!(on_a.id, on_b.id, "{key}: one job");

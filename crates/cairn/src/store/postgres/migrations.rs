@@ -54,6 +54,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "debounce",
         include_str!("../../../migrations/postgres/0009_debounce.sql"),
     ),
+    (
+        10,
+        "throttle",
+        include_str!("../../../migrations/postgres/0010_throttle.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

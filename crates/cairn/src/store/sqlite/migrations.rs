@@ -91,6 +91,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "debounce",
         include_str!("../../../migrations/sqlite/0017_debounce.sql"),
     ),
+    (
+        18,
+        "throttle",
+        include_str!("../../../migrations/sqlite/0018_throttle.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
