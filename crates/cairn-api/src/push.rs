@@ -1,7 +1,7 @@
 //! Enqueueing: a job to push, with its retry policy, a batch of them, and what the server answers, to and from the
 //! engine's [`Push`], [`RetryPolicy`] and [`Enqueued`]. A job as it is read back is in `jobs`.
 
-use cairn::{Debounce, Enqueued, Error, JobId, Push, RetryPolicy};
+use cairn::{Debounce, Enqueued, Error, JobId, JobState, Push, RetryPolicy, Throttle};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -86,6 +86,52 @@ pub struct PushRequest {
     /// data and moving its run. Not with `run_at`, `delay_ms`, `unique_key`, `parent`, `depends_on` or `schedule`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debounce: Option<DebounceBody>,
+    /// At most one job per key per period, whatever became of the earlier one: a push whose key a job created
+    /// less than `period_ms` ago holds answers with that job (`existing: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<ThrottleBody>,
+}
+
+/// A push's throttle: one job per key per period.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ThrottleBody {
+    /// The key, such as `welcome:ada@example.com`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::ThrottleKey))]
+    pub key: String,
+    /// How long after a job was created its key refuses another, in milliseconds (at most 366 days).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 31_622_400_000_u64))]
+    pub period_ms: u64,
+    /// The states of the earlier job that count; any state when absent or empty.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "state_names::read",
+        serialize_with = "state_names::write"
+    )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::JobStateName>))]
+    pub states: Vec<JobState>,
+}
+
+/// Job states by name (`queued`, `completed`, …), as the API writes them.
+mod state_names {
+    use cairn::JobState;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub fn read<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<JobState>, D::Error> {
+        Vec::<String>::deserialize(d)?
+            .iter()
+            .map(|name| {
+                name.parse::<JobState>()
+                    .map_err(|e| D::Error::custom(e.to_string()))
+            })
+            .collect()
+    }
+
+    pub fn write<S: Serializer>(states: &[JobState], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(states.iter().map(|state| state.as_str()))
+    }
 }
 
 /// A push's debounce: pushes of one key in a burst make one job, which runs `delay_ms` after the latest of them and
@@ -136,6 +182,11 @@ impl From<PushRequest> for Push {
             delay: millis(d.delay_ms),
             max_wait: millis(d.max_wait_ms),
         });
+        push.throttle = r.throttle.map(|t| Throttle {
+            key: t.key,
+            period: millis(t.period_ms),
+            states: t.states,
+        });
         push
     }
 }
@@ -163,6 +214,11 @@ impl From<&Push> for PushRequest {
                 key: d.key.clone(),
                 delay_ms: to_millis(d.delay),
                 max_wait_ms: to_millis(d.max_wait),
+            }),
+            throttle: p.throttle.as_ref().map(|t| ThrottleBody {
+                key: t.key.clone(),
+                period_ms: to_millis(t.period),
+                states: t.states.clone(),
             }),
         }
     }

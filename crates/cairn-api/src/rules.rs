@@ -128,6 +128,11 @@ rule!(
 );
 
 rule!(
+    /// A throttle key.
+    ThrottleKey => text(255, "The key a throttle holds for its period")
+);
+
+rule!(
     /// A recurring template's key.
     RecurringKey => text(255, "A recurring template's key")
 );
@@ -283,6 +288,11 @@ mod tests {
             assert_eq!(
                 fits::<DebounceKey>(value),
                 cairn::DebounceKey::parse(value).is_ok(),
+                "{value:?}"
+            );
+            assert_eq!(
+                fits::<ThrottleKey>(value),
+                cairn::ThrottleKey::parse(value).is_ok(),
                 "{value:?}"
             );
         }

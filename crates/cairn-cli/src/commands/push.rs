@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::{JobId, RetryPolicy};
-use cairn_api::{DebounceBody, EnqueuedBody, PushRequest};
+use cairn_api::{DebounceBody, EnqueuedBody, PushRequest, ThrottleBody};
 use clap::Args;
 use jiff::Timestamp;
 
@@ -53,6 +53,13 @@ pub struct PushArgs {
     /// With `--debounce`: the longest the job waits after the first push of its burst.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "debounce")]
     pub debounce_max_wait: Option<Duration>,
+    /// One job per key per period: a push whose key a job created less than `--throttle-period` ago holds answers
+    /// with that job, whatever became of it.
+    #[arg(long, value_name = "KEY", requires = "throttle_period")]
+    pub throttle: Option<String>,
+    /// With `--throttle`: how long after a job was created its key refuses another (`1h`, `24h`).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "throttle")]
+    pub throttle_period: Option<Duration>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -127,6 +134,11 @@ impl PushArgs {
                 delay_ms: self.debounce_delay.map_or(0, args::millis),
                 max_wait_ms: self.debounce_max_wait.map_or(0, args::millis),
             }),
+            throttle: self.throttle.clone().map(|key| ThrottleBody {
+                key,
+                period_ms: self.throttle_period.map_or(0, args::millis),
+                states: Vec::new(),
+            }),
             ..self.settings.request(&self.name)?
         })
     }
@@ -151,6 +163,8 @@ impl PushArgs {
                 // Stdout stays the bare id for scripts; the surprise goes to the person.
                 let why = if self.debounce.is_some() {
                     "the push landed in the pending job of its debounce key"
+                } else if self.throttle.is_some() {
+                    "a job of the throttle's period already held its key"
                 } else {
                     "a live job already held the unique key"
                 };

@@ -236,6 +236,29 @@ fn debounced_pushes_from_the_shell_land_in_one_job() {
 }
 
 #[test]
+fn a_throttled_push_from_the_shell_answers_with_the_job_of_its_period() {
+    let server = TestServer::spawn();
+    let push = || {
+        server.cairn(
+            &[
+                "push",
+                "welcome",
+                "--throttle",
+                "welcome:ada",
+                "--throttle-period",
+                "24h",
+                "--json",
+            ],
+            None,
+        )
+    };
+    let first: EnqueuedBody = ok_json(&push());
+    let again: EnqueuedBody = ok_json(&push());
+    assert!(!first.existing);
+    assert_eq!((again.id, again.existing), (first.id, true));
+}
+
+#[test]
 fn names_and_data_go_in_and_come_out_as_written() {
     let server = TestServer::spawn();
     // Bedrock's worker manager puts parameters in the name; the data's keys are not in alphabetical order.

@@ -374,6 +374,27 @@ async fn the_embedded_worker_api_runs_unchanged_against_the_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttle_over_http_counts_the_states_it_names() {
+    let server = TestServer::spawn();
+    let body = r#"{"name":"sync","throttle":{"key":"sync:7","period_ms":86400000,"states":["queued","running"]}}"#;
+    let (status, first) = post(&server, "/v1/jobs", body).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, again) = post(&server, "/v1/jobs", body).await;
+    assert_eq!(
+        (status, &again["id"], &again["existing"]),
+        (200, &first["id"], &json!(true))
+    );
+    let (status, refused) = post(
+        &server,
+        "/v1/jobs",
+        r#"{"name":"x","throttle":{"key":"k","period_ms":1000,"states":["done"]}}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "throttle.states", "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_json_with_kind_field_message_and_one_status_per_kind() {
     let server = TestServer::spawn_with(&["--max-body", "2048"]);
     let url = server.url().to_owned();

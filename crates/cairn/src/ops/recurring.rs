@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobId;
 use crate::names::RecurringKey;
 use crate::ops::cancel::job_state;
 use crate::ops::push::{Push, check, insert};
@@ -516,10 +516,7 @@ fn create_slots(
 /// Whether a job is still to run or running; a job that is gone (deleted, or removed by retention) is not.
 fn is_live(ctx: &WriteCtx<'_>, id: JobId) -> Result<bool> {
     match job_state(ctx, id) {
-        Ok(state) => Ok(matches!(
-            state,
-            JobState::Scheduled | JobState::Queued | JobState::Waiting | JobState::Running
-        )),
+        Ok(state) => Ok(state.is_live()),
         Err(e) if e.kind() == crate::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
     }
