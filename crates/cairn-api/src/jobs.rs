@@ -56,6 +56,12 @@ pub struct JobBody {
     pub timeout_ms: Option<u64>,
     /// Its unique key, if any.
     pub unique_key: Option<String>,
+    /// The debounce key its pushes shared, if it was debounced.
+    #[serde(default)]
+    pub debounce_key: Option<String>,
+    /// The key it holds for its throttle's period, if it was throttled.
+    #[serde(default)]
+    pub throttle_key: Option<String>,
     /// Its tags.
     pub tags: Vec<String>,
     /// The job that created it.
@@ -109,6 +115,8 @@ impl From<&Job> for JobBody {
             lease_timeout_ms: to_millis(j.lease_timeout),
             timeout_ms: j.timeout.map(to_millis),
             unique_key: j.unique_key.as_ref().map(|k| k.to_string()),
+            debounce_key: j.debounce_key.as_ref().map(|k| k.to_string()),
+            throttle_key: j.throttle_key.as_ref().map(|k| k.to_string()),
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
             awaits_parent: j.awaits_parent,
@@ -167,6 +175,18 @@ impl JobBody {
                 .unique_key
                 .as_deref()
                 .map(UniqueKey::parse)
+                .transpose()
+                .map_err(malformed)?,
+            debounce_key: self
+                .debounce_key
+                .as_deref()
+                .map(cairn::DebounceKey::parse)
+                .transpose()
+                .map_err(malformed)?,
+            throttle_key: self
+                .throttle_key
+                .as_deref()
+                .map(cairn::ThrottleKey::parse)
                 .transpose()
                 .map_err(malformed)?,
             tags: self

@@ -8,7 +8,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
+use crate::names::{DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
 
 /// A job's id, assigned by Cairn. Ids are never reused, even after a job is deleted.
@@ -218,6 +218,10 @@ pub struct Job {
     pub timeout: Option<Duration>,
     /// The key that no other live job may hold, if any.
     pub unique_key: Option<UniqueKey>,
+    /// The debounce key its pushes shared, if it was debounced (see [`Debounce`](crate::Debounce)).
+    pub debounce_key: Option<DebounceKey>,
+    /// The key it holds for its throttle's period, if it was throttled (see [`Throttle`](crate::Throttle)).
+    pub throttle_key: Option<ThrottleKey>,
     /// Its tags, sorted.
     pub tags: Vec<Tag>,
     /// Its parent job, if any.

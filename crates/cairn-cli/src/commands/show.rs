@@ -69,6 +69,8 @@ pub fn render(job: &JobBody) -> String {
             crate::duration::format(Duration::from_millis(job.lease_timeout_ms)),
         )
         .add_some("unique_key", job.unique_key.as_ref())
+        .add_some("debounce_key", job.debounce_key.as_ref())
+        .add_some("throttle_key", job.throttle_key.as_ref())
         .add_some("tags", (!job.tags.is_empty()).then(|| job.tags.join(", ")))
         .add_some("tracked", job.tracked.then_some("yes"))
         .add_some("parent", job.parent)

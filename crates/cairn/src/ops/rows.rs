@@ -6,7 +6,7 @@ use crate::clock::from_millis;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 use crate::lease::Lease;
-use crate::names::{JobName, QueueName, Tag, UniqueKey, WorkerId};
+use crate::names::{DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId};
 use crate::retry_policy::RetryPolicy;
 use crate::store::db::{Db, Row, Sql, params};
 
@@ -21,7 +21,7 @@ macro_rules! job_columns {
          (SELECT string_agg(tag, '\u{1f}' ORDER BY tag) FROM job_tags WHERE job_id = jobs.id), \
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
-          WHERE job_id = jobs.id), timeout_ms, tracked"
+          WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key"
     };
 }
 #[allow(unused_imports)]
@@ -31,7 +31,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 33;
+pub(crate) const JOB_COLUMN_COUNT: usize = 35;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -104,6 +104,12 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
         time_zone: row.get(28)?,
         awaits_parent: row.get(29)?,
         tracked: row.get(32)?,
+        debounce_key: row
+            .get::<Option<String>>(33)?
+            .map(DebounceKey::from_trusted),
+        throttle_key: row
+            .get::<Option<String>>(34)?
+            .map(ThrottleKey::from_trusted),
         timeout: row.get::<Option<i64>>(31)?.map(millis),
         depends_on: row
             .get::<Option<String>>(30)?

@@ -401,6 +401,10 @@ async fn debounced_pushes_land_in_one_job_that_runs_after_the_last() {
     );
     let job = t.queue.get(first.id).await.unwrap();
     assert_eq!(job.data, json!({"n": 2}));
+    assert_eq!(
+        job.debounce_key.as_ref().map(|k| k.as_str()),
+        Some("customer:42")
+    );
     assert_eq!(job.run_at, t.queue.now() + delay);
     // A key of its own is a job of its own.
     let other = t
@@ -500,6 +504,11 @@ async fn a_throttle_allows_one_job_per_key_per_period_whatever_became_of_it() {
     assert!(!first.existing);
     let again = t.queue.enqueue(push()).await.unwrap();
     assert_eq!((again.id, again.existing), (first.id, true));
+    let job = t.queue.get(first.id).await.unwrap();
+    assert_eq!(
+        job.throttle_key.as_ref().map(|k| k.as_str()),
+        Some("welcome:ada")
+    );
     // Unlike a unique key, it still holds once the job has ended.
     let claimed = t.take("w").await.unwrap();
     t.queue.finish(&claimed.lease, None).await.unwrap();
