@@ -17,6 +17,9 @@ export function millis(seconds, field) {
 /**
  * A job to enqueue, as `enqueueBatch` takes them; the server validates every field and names a bad one.
  * Durations are seconds (`delay`, `leaseTimeout`, `timeout`); `runAt` is an RFC 3339 time; `retry` the whole policy.
+ * `debounce: {key, delay, maxWait}`: a push whose key a pending job holds lands in that job, which then runs `delay`
+ * after the latest push and no later than `maxWait` after the first. `throttle: {key, period}`: one job per key per
+ * period, whatever became of it. Both answer with the job they landed in (`existing`).
  */
 export function push(name, data, options = {}) {
   const body = { name };
@@ -29,6 +32,14 @@ export function push(name, data, options = {}) {
   if (options.leaseTimeout != null) body.lease_timeout_ms = millis(options.leaseTimeout, "lease_timeout");
   if (options.timeout != null) body.timeout_ms = millis(options.timeout, "timeout");
   if (options.tags?.length) body.tags = [...options.tags];
+  if (options.debounce != null) {
+    const { key, delay, maxWait } = options.debounce;
+    body.debounce = { key, delay_ms: millis(delay, "debounce.delay"), max_wait_ms: millis(maxWait, "debounce.max_wait") };
+  }
+  if (options.throttle != null) {
+    const { key, period } = options.throttle;
+    body.throttle = { key, period_ms: millis(period, "throttle.period") };
+  }
   return body;
 }
 

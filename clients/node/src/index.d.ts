@@ -60,6 +60,10 @@ export interface PushOptions {
   timeout?: number;
   weight?: number;
   schedule?: string;
+  /** A burst of pushes with one key makes one job, run `delay` seconds after the latest, at most `maxWait` after the first. */
+  debounce?: { key: string; delay: number; maxWait: number };
+  /** One job per key per `period` seconds, whatever became of it. */
+  throttle?: { key: string; period: number };
 }
 
 export interface DequeueOptions {

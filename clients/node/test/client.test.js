@@ -33,6 +33,24 @@ test("a batch goes in whole or not at all, its error naming the bad job", async 
   assert.equal((await client.dequeue("w", { queues: ["batch"], limit: 10 })).length, 1, "the refused batch added nothing");
 });
 
+test("debounced and throttled pushes land in one job", async () => {
+  const client = new Client(server.url);
+  const debounce = { key: "customer:42", delay: 30, maxWait: 300 };
+  const first = await client.enqueue("reindex", { n: 1 }, { queue: "keys", debounce });
+  const again = await client.enqueue("reindex", { n: 2 }, { queue: "keys", debounce });
+  assert.deepEqual([again.id, again.existing, first.existing], [first.id, true, false]);
+  const job = await client.get(first.id);
+  assert.deepEqual([job.data, job.debounce_key], [{ n: 2 }, "customer:42"]);
+  const throttle = { key: "welcome:ada", period: 86400 };
+  const welcome = await client.enqueue("welcome", null, { queue: "keys", throttle });
+  assert.equal((await client.enqueue("welcome", null, { queue: "keys", throttle })).id, welcome.id);
+  await assert.rejects(client.enqueue("x", null, { debounce: { key: "k", delay: 600, maxWait: 60 } }), (e) => {
+    assert.ok(e instanceof InvalidInput);
+    assert.equal(e.field, "debounce.delay_ms");
+    return true;
+  });
+});
+
 test("a worker's calls: dequeue, heartbeat, finish; a stale lease is refused", async () => {
   const client = new Client(server.url);
   const pushed = await client.enqueue("resize", { w: 100 }, { queue: "calls" });

@@ -6,6 +6,8 @@ async function example(): Promise<WorkerReport> {
   const client = new Client("http://127.0.0.1:6670", { token: "s3cret-token-of-16+", timeout: 10 });
   const { id, state, existing }: { id: number; state: string; existing: boolean } = await client.enqueue("email.send", { to: "a" }, { queue: "mail", delay: 30, tags: ["x"] });
   await client.enqueueBatch([push("a"), push("b", { n: 1 }, { priority: 5, leaseTimeout: 60 })]);
+  await client.enqueue("reindex", { n: 1 }, { debounce: { key: "customer:42", delay: 30, maxWait: 300 } });
+  await client.enqueue("welcome", null, { throttle: { key: "welcome:ada", period: 86400 } });
   const claimed: ClaimedJob[] = await client.dequeue("w", { queues: ["mail"], names: ["email.*"], limit: 8, wait: 30 });
   for (const { job, lease } of claimed) {
     const expiry: string = await client.heartbeat(lease, { done: 0.5 });

@@ -33,6 +33,21 @@ def test_a_unique_key_returns_the_live_job_instead_of_a_second(server):
         assert again.id == first.id and again.existing
 
 
+def test_debounced_and_throttled_pushes_land_in_one_job(server):
+    with Client(server.url) as client:
+        first = client.enqueue("reindex", {"n": 1}, debounce=("customer:42", 30, 300))
+        again = client.enqueue("reindex", {"n": 2}, debounce=("customer:42", 30, 300))
+        assert (again.id, again.existing, first.existing) == (first.id, True, False)
+        job = client.get(first.id)
+        assert job.data == {"n": 2}
+        assert job.raw["debounce_key"] == "customer:42"
+        welcome = client.enqueue("welcome", throttle=("welcome:ada", 86400))
+        assert client.enqueue("welcome", throttle=("welcome:ada", 86400)).id == welcome.id
+        with pytest.raises(cairn.InvalidInput) as refused:
+            client.enqueue("x", debounce=("k", 600, 60))
+        assert refused.value.field == "debounce.delay_ms"
+
+
 def test_a_batch_goes_in_whole_or_not_at_all(server):
     with Client(server.url) as client:
         done = client.enqueue_batch([push("a", {"n": 1}), push("b", delay=60)])

@@ -49,10 +49,15 @@ def push(
     timeout: Optional[Seconds] = None,
     weight: Optional[int] = None,
     schedule: Optional[str] = None,
+    debounce: Optional[Tuple[str, Seconds, Seconds]] = None,
+    throttle: Optional[Tuple[str, Seconds]] = None,
 ) -> Dict[str, Any]:
     """A job to enqueue, as `Client.enqueue_batch` takes them; the server validates every field and names a bad
     one. `run_at` is an RFC 3339 time; `schedule` a Bedrock repeat or a cron expression; `retry` the whole policy
-    (`max_attempts`, `initial_delay_ms`, `multiplier`, `max_delay_ms`, `jitter`), the queue's default when absent."""
+    (`max_attempts`, `initial_delay_ms`, `multiplier`, `max_delay_ms`, `jitter`), the queue's default when absent.
+    `debounce=(key, delay, max_wait)`: a push whose key a pending job holds lands in that job, which then runs
+    `delay` after the latest push and no later than `max_wait` after the first. `throttle=(key, period)`: one job
+    per key per period, whatever became of it. Both answer with the job they landed in (`existing`)."""
     body: Dict[str, Any] = {"name": name}
     if data is not None:
         body["data"] = data
@@ -75,6 +80,16 @@ def push(
         body["tags"] = list(tags)
     if retry is not None:
         body["retry"] = dict(retry)
+    if debounce is not None:
+        key, wait, max_wait = debounce
+        body["debounce"] = {
+            "key": key,
+            "delay_ms": millis(wait, "debounce.delay"),
+            "max_wait_ms": millis(max_wait, "debounce.max_wait"),
+        }
+    if throttle is not None:
+        key, period = throttle
+        body["throttle"] = {"key": key, "period_ms": millis(period, "throttle.period")}
     return body
 
 
