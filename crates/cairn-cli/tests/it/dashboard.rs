@@ -173,6 +173,28 @@ async fn every_page_loads_without_errors() {
             "return document.querySelector('#stats svg.chart, #stats [data-unavailable]') !== null",
         )
         .await;
+    // A job's page shows its flow-control keys.
+    let keyed = server
+        .client()
+        .enqueue(
+            Push::new("reindex")
+                .debounce(
+                    "customer:42",
+                    Duration::from_secs(60),
+                    Duration::from_secs(600),
+                )
+                .throttle("reindex:42", Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    open(&browser, &server, &format!("jobs/{}", keyed.id)).await;
+    browser
+        .wait_for(
+            "the job's debounce and throttle keys in its details",
+            "const d = document.querySelector('dl.details')?.innerText ?? ''; \
+             return d.includes('customer:42') && d.includes('reindex:42')",
+        )
+        .await;
     assert_no_page_errors(&browser, "the second visits").await;
     browser.close().await;
 }

@@ -98,6 +98,8 @@ function details(job) {
     ["Lease timeout", duration(job.lease_timeout_ms)],
     ["Timeout", job.timeout_ms ? duration(job.timeout_ms) : null],
     ["Unique key", job.unique_key],
+    ["Debounce key", job.debounce_key],
+    ["Throttle key", job.throttle_key],
     ["Tags", job.tags.length ? job.tags.map((tag) => h("a", { class: "chip", href: `#/jobs?tag=${encodeURIComponent(tag)}` }, tag)) : null],
     ["Parent", job.parent ? link(job.parent) : null],
     ["Children", h("a", { href: `#/jobs?parent=${job.id}` }, "list")],
