@@ -579,16 +579,16 @@ async fn the_last_two_dependencies_ending_on_two_nodes_release_their_dependent()
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
+/// Pushes the job `push` makes for each of 40 keys on two nodes at once: each key makes one job, which one node
+/// created and the other found.
+async fn one_job_per_key_pushed_on_two_nodes(push: impl Fn(&str) -> cairn::Push) {
     let db = TestDatabase::new();
     let clock = cairn::ManualClock::new(crate::harness::start_time());
     let a = two_nodes(&db, &clock).await;
     let b = two_nodes(&db, &clock).await;
     for i in 0..40 {
-        let key = format!("order-{i}");
-        let push = cairn::Push::new("charge").unique_key(key.as_str());
-        let (on_a, on_b) = tokio::join!(a.enqueue(push.clone()), b.enqueue(push));
+        let key = format!("key-{i}");
+        let (on_a, on_b) = tokio::join!(a.enqueue(push(&key)), b.enqueue(push(&key)));
         let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
         assert_eq!(on_a.id, on_b.id, "{key}: one job");
         assert!(
@@ -600,28 +600,17 @@ async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_unique_key_pushed_on_two_nodes_at_once_makes_one_job() {
+    one_job_per_key_pushed_on_two_nodes(|key| cairn::Push::new("charge").unique_key(key)).await;
+}
+
 /// A throttle key has no unique index behind it: the nodes take turns on it (an advisory lock per key), so that
 /// both cannot find it free.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_throttle_key_pushed_on_two_nodes_at_once_makes_one_job() {
-    let db = TestDatabase::new();
-    let clock = cairn::ManualClock::new(crate::harness::start_time());
-    let a = two_nodes(&db, &clock).await;
-    let b = two_nodes(&db, &clock).await;
     let day = std::time::Duration::from_secs(24 * 3600);
-    for i in 0..40 {
-        let key = format!("welcome-{i}");
-        let push = cairn::Push::new("welcome").throttle(key.as_str(), day);
-        let (on_a, on_b) = tokio::join!(a.enqueue(push.clone()), b.enqueue(push));
-        let (on_a, on_b) = (on_a.unwrap(), on_b.unwrap());
-        assert_eq!(on_a.id, on_b.id, "{key}: one job");
-        assert!(
-            on_a.existing != on_b.existing,
-            "{key}: one created it, the other found it"
-        );
-    }
-    b.close(std::time::Duration::from_secs(10)).await.unwrap();
-    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+    one_job_per_key_pushed_on_two_nodes(|key| cairn::Push::new("welcome").throttle(key, day)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
