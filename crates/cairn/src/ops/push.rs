@@ -758,6 +758,11 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     if let Some(d) = &valid.debounce
         && let Some(landed) = debounce_into_pending(valid, d, ctx)?
     {
+        // The push's throttle key goes with the job it landed in, as it would with a job it created.
+        if let Some((key, _, _)) = &valid.throttle {
+            ctx.db
+                .execute(MARK_THROTTLED, &params![key.as_str(), landed.id])?;
+        }
         return Ok(landed);
     }
     if let Some(key) = &valid.unique_key {

@@ -546,6 +546,29 @@ async fn a_throttle_allows_one_job_per_key_per_period_whatever_became_of_it() {
     t.queue.finish(&claimed.lease, None).await.unwrap();
     let after = t.queue.enqueue(live_only).await.unwrap();
     assert!(!after.existing);
+    // A debounced push that lands in a pending job gives it its throttle key, as a new job would get it.
+    let minute = Duration::from_secs(60);
+    let burst = t
+        .queue
+        .enqueue(Push::new("digest").debounce("digest:ada", minute, 10 * minute))
+        .await
+        .unwrap();
+    let landed = t
+        .queue
+        .enqueue(
+            Push::new("digest")
+                .debounce("digest:ada", minute, 10 * minute)
+                .throttle("digest:ada", day),
+        )
+        .await
+        .unwrap();
+    assert_eq!(landed.id, burst.id);
+    let held = t
+        .queue
+        .enqueue(Push::new("digest").throttle("digest:ada", day))
+        .await
+        .unwrap();
+    assert_eq!((held.id, held.existing), (burst.id, true));
     // Bad throttles are refused naming the field.
     for (push, field) in [
         (Push::new("x").throttle("", day), "throttle.key"),
