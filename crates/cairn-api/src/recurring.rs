@@ -29,8 +29,9 @@ pub struct RecurringRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::OverlapPolicy>))]
     pub overlap: Option<String>,
-    /// The job to create at each slot; its `run_at`, `delay_ms`, `unique_key`, `parent` and `schedule` must be
-    /// unset (the slot times each run).
+    /// The job to create at each slot; its `run_at`, `delay_ms`, `parent`, `depends_on`, `schedule`, `debounce` and
+    /// `throttle` must be unset (the slot times each run). With a `unique_key`, a slot adds nothing while a live
+    /// job holds the key.
     pub job: PushRequest,
 }
 

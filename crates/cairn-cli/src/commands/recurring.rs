@@ -2,7 +2,7 @@
 //! restarts of the server.
 
 use anyhow::Context as _;
-use cairn_api::{EmptyBody, RecurringBody, RecurringListBody, RecurringRequest};
+use cairn_api::{EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest};
 use clap::{Args, Subcommand};
 
 use crate::commands::args::CommonArgs;
@@ -53,6 +53,9 @@ pub struct SetRecurringArgs {
     /// The job's data, queue, priority, weight, tags, retries and time limits, as `cairn push` takes them.
     #[command(flatten)]
     pub settings: JobSettings,
+    /// A slot adds nothing while a live job holds this key (one made by a slot, or pushed).
+    #[arg(long, value_name = "KEY")]
+    pub unique_key: Option<String>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -97,7 +100,10 @@ impl SetRecurringArgs {
             time_zone: Some(self.time_zone.clone()),
             missed: Some(self.missed.clone()),
             overlap: Some(self.overlap.clone()),
-            job: self.settings.request(&self.name)?,
+            job: PushRequest {
+                unique_key: self.unique_key.clone(),
+                ..self.settings.request(&self.name)?
+            },
         };
         let body = self
             .common

@@ -705,6 +705,8 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
             "5m",
             "--lease-timeout",
             "1m",
+            "--unique-key",
+            "cleanup",
         ],
         None,
     ));

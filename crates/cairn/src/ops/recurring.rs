@@ -109,8 +109,9 @@ pub struct Recurring {
     pub missed: MissedSlots,
     /// What to do at a slot when the previous run is still live.
     pub overlap: Overlap,
-    /// The job to create at each slot. Its `run_at`, `delay`, `unique_key`, `parent` and `schedule` must be unset:
-    /// the slot times each run.
+    /// The job to create at each slot. Its `run_at`, `delay`, `parent`, `depends_on`, `schedule`, `debounce` and
+    /// `throttle` must be unset: the slot times each run. A `unique_key` makes a slot add nothing while a live job
+    /// holds the key.
     pub job: Push,
 }
 
@@ -158,11 +159,11 @@ fn template_to_json(push: &Push) -> Value {
         lease_timeout,
         timeout,
         tags,
+        unique_key,
         // Refused in a template by `SetRecurring::check`: the cron schedule times each run, and a run has no
-        // unique key, parent, dependencies or schedule of its own.
+        // parent, dependencies or schedule of its own.
         run_at: _,
         delay: _,
-        unique_key: _,
         parent: _,
         depends_on: _,
         schedule: _,
@@ -186,6 +187,7 @@ fn template_to_json(push: &Push) -> Value {
             "jitter": r.jitter,
         })),
         "tags": tags,
+        "unique_key": unique_key,
     })
 }
 
@@ -218,6 +220,7 @@ fn template_from_json(text: &str) -> Result<Push> {
     push.lease_timeout = millis(&v["lease_timeout_ms"]);
     // Absent from templates stored before it was kept: those runs have no limit, as they had.
     push.timeout = millis(&v["timeout_ms"]);
+    push.unique_key = v["unique_key"].as_str().map(str::to_owned);
     if let Some(r) = v["retry"].as_object() {
         push.retry = Some(RetryPolicy {
             max_attempts: r["max_attempts"]
@@ -258,7 +261,6 @@ impl SetRecurring {
         let timed_elsewhere = [
             ("job.run_at", job.run_at.is_some()),
             ("job.delay", job.delay.is_some()),
-            ("job.unique_key", job.unique_key.is_some()),
             ("job.parent", job.parent.is_some()),
             ("job.depends_on", !job.depends_on.is_empty()),
             ("job.schedule", job.schedule.is_some()),
@@ -505,10 +507,15 @@ fn create_slots(
                 Overlap::Allow => {}
             }
         }
-        let id = insert(&job.clone().run_at(*slot), ctx)?.id;
+        let enqueued = insert(&job.clone().run_at(*slot), ctx)?;
+        if enqueued.existing {
+            // A live job holds the template's unique key: this slot adds nothing.
+            tracing::info!(key, job = %enqueued.id, slot = %slot, "recurring template: a live job holds its unique key; the slot is skipped");
+            continue;
+        }
         made += 1;
-        last = Some(id);
-        previous = Some(id);
+        last = Some(enqueued.id);
+        previous = Some(enqueued.id);
     }
     Ok((made, last))
 }
@@ -585,7 +592,8 @@ mod tests {
             .lease_timeout(Duration::from_secs(45))
             .timeout(Duration::from_secs(300))
             .tag("nightly")
-            .tag("finance");
+            .tag("finance")
+            .unique_key("report:nightly");
         let stored = template_to_json(&job).to_string();
         assert_eq!(template_from_json(&stored).unwrap(), job);
     }

@@ -528,6 +528,42 @@ async fn overlap_replace_cancels_the_previous_run_for_the_next() {
     t.close().await;
 }
 
+/// A template's unique key: a slot adds nothing while a live job holds it, whoever made that job.
+#[tokio::test]
+async fn a_templates_unique_key_holds_a_slot_while_a_live_job_has_it() {
+    let t = TestQueue::new().await;
+    let mut recurring = template("sync", "*/15 * * * *", cairn::MissedSlots::RunOnce);
+    recurring.job = recurring
+        .job
+        .unique_key("sync:all")
+        .lease_timeout(Duration::from_secs(6 * 3600));
+    // A job pushed by hand holds the key before the first slot.
+    let by_hand = t
+        .queue
+        .enqueue(Push::new("job.sync").unique_key("sync:all"))
+        .await
+        .unwrap();
+    t.queue.set_recurring(recurring).await.unwrap();
+    let slot = Duration::from_secs(15 * 60);
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(states_of(&t.queue, "sync").await, [JobState::Queued]);
+    let claimed = t.take("w").await.unwrap();
+    assert_eq!(claimed.job.id, by_hand.id);
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    // The key is free: the next slot creates its run, which holds the key in turn.
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(
+        states_of(&t.queue, "sync").await,
+        [JobState::Completed, JobState::Queued]
+    );
+    t.advance(slot);
+    t.queue.settle().await.unwrap();
+    assert_eq!(states_of(&t.queue, "sync").await.len(), 2);
+    t.close().await;
+}
+
 #[tokio::test]
 async fn slots_missed_while_closed_follow_the_templates_policy() {
     let t = TestQueue::new().await;
