@@ -9,7 +9,8 @@
 -- a push (crates/cairn/src/ops/push.rs; a test pushes the same generated jobs both ways and compares), and a bad
 -- one raises SQLSTATE 22023 (invalid_parameter_value) with the field in the error's COLUMN and its message. The
 -- defaults are the options set at run time (`cairn config set`), else Cairn's built-in ones. `parent`,
--- `depends_on` and `schedule` are refused: they need the engine (a schedule's parser, the dependency graph).
+-- `depends_on` and `schedule` are refused: they need the engine (a schedule's parser, the dependency graph); so are
+-- `debounce` and `throttle`, which land in or answer with a job that another open transaction may hold.
 --
 -- At commit, PostgreSQL delivers a `cairn_ready` notification, which wakes the workers waiting on every node. The
 -- statistics go to rows of their own per database session (node `sql-<backend pid>`), so that applications
@@ -128,7 +129,7 @@ BEGIN
         PERFORM cairn_invalid('options', 'must be a JSON object, got ' || opts::text);
     END IF;
     FOR key IN SELECT jsonb_object_keys(opts) LOOP
-        IF key IN ('parent', 'depends_on', 'schedule', 'time_zone') THEN
+        IF key IN ('parent', 'depends_on', 'schedule', 'time_zone', 'debounce', 'throttle') THEN
             PERFORM cairn_invalid(key, 'is not taken by cairn_enqueue: push the job through the API instead');
         ELSIF key IN ('name', 'data') THEN
             PERFORM cairn_invalid(key, 'is an argument of cairn_enqueue, not an option');

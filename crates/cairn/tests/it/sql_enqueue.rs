@@ -152,6 +152,7 @@ async fn bad_input_raises_an_error_naming_the_field() {
             "SELECT cairn_enqueue('x', '{}', '{\"lease_timeout_ms\": 5}')",
             "SELECT cairn_enqueue('x', '{}', '{\"tags\": [\"ok\", 7]}')",
             "SELECT cairn_enqueue('x', '{}', '{\"depends_on\": [1]}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"throttle\": {\"key\": \"k\", \"period_ms\": 1000}}')",
             "SELECT cairn_enqueue('x', '{}', '{\"colour\": \"red\"}')",
             "SELECT cairn_enqueue(E'line\\nbreak', '{}')",
         ];
@@ -182,6 +183,7 @@ async fn bad_input_raises_an_error_naming_the_field() {
             "lease_timeout_ms",
             "tags",
             "depends_on",
+            "throttle",
             "colour",
             "name"
         ]
@@ -189,7 +191,11 @@ async fn bad_input_raises_an_error_naming_the_field() {
     for (field, message) in &refused {
         assert!(message.starts_with(&format!("{field}: ")), "{message}");
     }
-    assert!(refused[10].1.contains("control characters"), "{refused:?}");
+    assert!(refused[11].1.contains("control characters"), "{refused:?}");
+    assert!(
+        refused[9].1.contains("not taken by cairn_enqueue"),
+        "{refused:?}"
+    );
 
     // From Rust: the engine's invalid input, with the field; nothing was written.
     let errors = {
