@@ -613,6 +613,16 @@ async fn one_throttle_key_pushed_on_two_nodes_at_once_makes_one_job() {
     one_job_per_key_pushed_on_two_nodes(|key| cairn::Push::new("welcome").throttle(key, day)).await;
 }
 
+/// Likewise the first pushes of a debounce burst: one makes the job, the other lands in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_debounce_key_pushed_on_two_nodes_at_once_makes_one_job() {
+    let minute = std::time::Duration::from_secs(60);
+    one_job_per_key_pushed_on_two_nodes(|key| {
+        cairn::Push::new("reindex").debounce(key, minute, 10 * minute)
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pushes_and_finishes_in_flight_together_are_answered_each_as_alone() {
     let db = TestDatabase::new();
