@@ -62,6 +62,12 @@ pub struct JobBody {
     /// The key it holds for its throttle's period, if it was throttled.
     #[serde(default)]
     pub throttle_key: Option<String>,
+    /// Its concurrency key, if it has one.
+    #[serde(default)]
+    pub concurrency_key: Option<String>,
+    /// Its own limit for its key, instead of its queue's, if it has one.
+    #[serde(default)]
+    pub concurrency_limit: Option<u32>,
     /// Its tags.
     pub tags: Vec<String>,
     /// The job that created it.
@@ -117,6 +123,8 @@ impl From<&Job> for JobBody {
             unique_key: j.unique_key.as_ref().map(|k| k.to_string()),
             debounce_key: j.debounce_key.as_ref().map(|k| k.to_string()),
             throttle_key: j.throttle_key.as_ref().map(|k| k.to_string()),
+            concurrency_key: j.concurrency_key.as_ref().map(|k| k.to_string()),
+            concurrency_limit: j.concurrency_limit,
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
             awaits_parent: j.awaits_parent,
@@ -189,6 +197,13 @@ impl JobBody {
                 .map(cairn::ThrottleKey::parse)
                 .transpose()
                 .map_err(malformed)?,
+            concurrency_key: self
+                .concurrency_key
+                .as_deref()
+                .map(cairn::ConcurrencyKey::parse)
+                .transpose()
+                .map_err(malformed)?,
+            concurrency_limit: self.concurrency_limit,
             tags: self
                 .tags
                 .iter()

@@ -1,7 +1,7 @@
 //! Enqueueing: a job to push, with its retry policy, a batch of them, and what the server answers, to and from the
 //! engine's [`Push`], [`RetryPolicy`] and [`Enqueued`]. A job as it is read back is in `jobs`.
 
-use cairn::{Debounce, Enqueued, Error, JobId, JobState, Push, RetryPolicy, Throttle};
+use cairn::{Concurrency, Debounce, Enqueued, Error, JobId, JobState, Push, RetryPolicy, Throttle};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -90,6 +90,25 @@ pub struct PushRequest {
     /// less than `period_ms` ago holds answers with that job (`existing: true`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle: Option<ThrottleBody>,
+    /// The job's concurrency key: keyed jobs take turns by key, and at most the queue's limit per key (or the
+    /// job's own `limit`) run at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<ConcurrencyBody>,
+}
+
+/// A push's concurrency key, and maybe its own limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ConcurrencyBody {
+    /// The key, such as `customer:42`. Keys are per queue.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::ConcurrencyKey))]
+    pub key: String,
+    /// The most jobs of this key that may run at once when this job is next to start, instead of the queue's
+    /// limit per key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
+    pub limit: Option<u32>,
 }
 
 /// A push's throttle: one job per key per period.
@@ -187,6 +206,10 @@ impl From<PushRequest> for Push {
             period: millis(t.period_ms),
             states: t.states,
         });
+        push.concurrency = r.concurrency.map(|c| Concurrency {
+            key: c.key,
+            limit: c.limit,
+        });
         push
     }
 }
@@ -219,6 +242,10 @@ impl From<&Push> for PushRequest {
                 key: t.key.clone(),
                 period_ms: to_millis(t.period),
                 states: t.states.clone(),
+            }),
+            concurrency: p.concurrency.as_ref().map(|c| ConcurrencyBody {
+                key: c.key.clone(),
+                limit: c.limit,
             }),
         }
     }

@@ -133,6 +133,11 @@ rule!(
 );
 
 rule!(
+    /// A concurrency key.
+    ConcurrencyKey => text(255, "A job's concurrency key: its queue's limit per key, and turns, apply to it")
+);
+
+rule!(
     /// A recurring template's key.
     RecurringKey => text(255, "A recurring template's key")
 );
@@ -293,6 +298,11 @@ mod tests {
             assert_eq!(
                 fits::<ThrottleKey>(value),
                 cairn::ThrottleKey::parse(value).is_ok(),
+                "{value:?}"
+            );
+            assert_eq!(
+                fits::<ConcurrencyKey>(value),
+                cairn::ConcurrencyKey::parse(value).is_ok(),
                 "{value:?}"
             );
         }

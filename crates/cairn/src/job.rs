@@ -8,7 +8,9 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::names::{DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId};
+use crate::names::{
+    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId,
+};
 use crate::retry_policy::RetryPolicy;
 
 /// A job's id, assigned by Cairn. Ids are never reused, even after a job is deleted.
@@ -222,6 +224,10 @@ pub struct Job {
     pub debounce_key: Option<DebounceKey>,
     /// The key it holds for its throttle's period, if it was throttled (see [`Throttle`](crate::Throttle)).
     pub throttle_key: Option<ThrottleKey>,
+    /// Its concurrency key, if it has one (see [`Concurrency`](crate::Concurrency)).
+    pub concurrency_key: Option<ConcurrencyKey>,
+    /// Its own limit for its key, instead of its queue's, if it has one.
+    pub concurrency_limit: Option<u32>,
     /// Its tags, sorted.
     pub tags: Vec<Tag>,
     /// Its parent job, if any.

@@ -59,8 +59,8 @@ pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use names::{
-    DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, ThrottleKey, UniqueKey,
-    WorkerId,
+    ConcurrencyKey, DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, ThrottleKey,
+    UniqueKey, WorkerId,
 };
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
@@ -170,6 +170,7 @@ pub mod __private {
             crate::ops::maintenance::PRUNE_ACTIVITY,
             crate::ops::maintenance::PRUNE_ACTIVITY_BY_COUNT,
             crate::query::PEEK,
+            crate::query::PEEK_KEYED,
         ]
         .into_iter()
         .map(owned)
@@ -208,6 +209,7 @@ pub mod __private {
             all.push((sqlite, postgres));
         }
         all.extend(claim_names::SQLITE_NAME_STEPS.map(owned));
+        all.extend(claim_keys::sample_statements());
         all.push((String::new(), bulk_claim::lease_chosen_sql()));
         let select = claim::select_ready_jobs(&[NameShape::Exact], true, false);
         all.push((

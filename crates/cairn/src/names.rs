@@ -128,6 +128,12 @@ text_id!(
 );
 
 text_id!(
+    /// The key of a job's concurrency group (`customer:42`): a queue may limit how many jobs of one key run at
+    /// once, and keyed jobs take turns by key. At most 255 bytes.
+    ConcurrencyKey, "concurrency.key", 255, |_| Ok(())
+);
+
+text_id!(
     /// The key of a recurring template, chosen by the caller. At most 255 bytes.
     RecurringKey, "key", 255, |_| Ok(())
 );

@@ -145,18 +145,37 @@ impl JobFilter {
     }
 }
 
+/// A queue's first ready jobs without a concurrency key, in claim order, with their level (`claim_key`) after the
+/// job's columns.
 pub(crate) const PEEK: Sql = Sql {
     sqlite: concat!(
         "SELECT ",
         crate::ops::rows::job_columns!(),
-        " FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1 \
-         ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+        ", claim_key FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND concurrency_key IS NULL \
+         AND queue = $1 ORDER BY claim_key, run_at, id LIMIT 0 + $2"
     ),
     postgres: concat!(
         "SELECT ",
         crate::ops::rows::job_columns!(),
-        " FROM jobs WHERE state = 'queued' AND queue = $1 \
+        ", claim_key FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL AND queue = $1 \
          ORDER BY claim_key, run_at, id LIMIT 0 + $2"
+    ),
+};
+
+/// A queue's first ready jobs with a concurrency key, by level, then key (the order of turns from the first key),
+/// with their level after the job's columns.
+pub(crate) const PEEK_KEYED: Sql = Sql {
+    sqlite: concat!(
+        "SELECT ",
+        crate::ops::rows::job_columns!(),
+        ", claim_key FROM jobs INDEXED BY jobs_ready_by_key WHERE state = 'queued' \
+         AND concurrency_key IS NOT NULL AND queue = $1 ORDER BY claim_key, concurrency_key, run_at, id LIMIT 0 + $2"
+    ),
+    postgres: concat!(
+        "SELECT ",
+        crate::ops::rows::job_columns!(),
+        ", claim_key FROM jobs WHERE state = 'queued' AND concurrency_key IS NOT NULL AND queue = $1 \
+         ORDER BY claim_key, concurrency_key, run_at, id LIMIT 0 + $2"
     ),
 };
 
@@ -172,5 +191,19 @@ pub(crate) fn peek(db: &Db<'_>, queue: &str, limit: u32) -> Result<Vec<Job>> {
     if crate::ops::queues::is_paused(db, queue.as_str())? {
         return Ok(Vec::new());
     }
-    db.query(PEEK, &params![queue.as_str(), limit], job_from_row)
+    let read = |sql| {
+        db.query(sql, &params![queue.as_str(), limit], |row| {
+            Ok((
+                row.get::<i64>(crate::ops::rows::JOB_COLUMN_COUNT)?,
+                job_from_row(row)?,
+            ))
+        })
+    };
+    // Jobs without a key and keyed jobs merged by level: at one level, the jobs without a key first, as the turns
+    // of a claim that starts afresh would take them (see `ops/claim_keys.rs`); within a level keyed jobs go by key.
+    let mut jobs = read(PEEK)?;
+    jobs.extend(read(PEEK_KEYED)?);
+    jobs.sort_by_key(|(level, _)| *level);
+    jobs.truncate(limit as usize);
+    Ok(jobs.into_iter().map(|(_, job)| job).collect())
 }

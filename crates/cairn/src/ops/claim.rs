@@ -338,12 +338,12 @@ pub(crate) fn select_ready_jobs(
     let limit = 2 + usize::from(with_priority);
     OwnedSql {
         sqlite: format!(
-            "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = $1\
-             {priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
+            "SELECT id, weight FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' \
+             AND concurrency_key IS NULL AND queue = $1{priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
         ),
         postgres: format!(
-            "SELECT id, weight FROM jobs WHERE state = 'queued' AND queue = $1{priority} \
-             ORDER BY claim_key, run_at, id LIMIT 0 + ${limit} FOR UPDATE SKIP LOCKED"
+            "SELECT id, weight FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL AND queue = $1\
+             {priority} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit} FOR UPDATE SKIP LOCKED"
         ),
     }
 }
@@ -421,6 +421,9 @@ impl Claim {
         if limit == 0 {
             return Ok(Vec::new());
         }
+        if ctx.settings.get(queue.as_str()).keyed {
+            return crate::ops::claim_keys::candidates(self, ctx, queue, limit);
+        }
         let sql = self.select_ready(ctx, queue);
         if !self.names.is_empty() && !ctx.db.is_postgres() {
             return claim_names::sqlite_candidates(
@@ -458,6 +461,11 @@ impl Claim {
         args
     }
 
+    /// Only jobs of this priority, if set.
+    pub(crate) fn priority(&self) -> Option<i32> {
+        self.priority
+    }
+
     /// Whether a weight budget could stop this claim before its limit (one job is always taken, budget or not).
     pub(crate) fn has_budget(&self) -> bool {
         self.max_weight.is_some() && self.limit > 1
@@ -469,13 +477,13 @@ impl Claim {
     }
 
     /// Whether this claim may be run together with others of the same [`Self::filter_key`]
-    /// (`ops/bulk_claim.rs`): it takes from one queue, which has no limits to count against.
+    /// (`ops/bulk_claim.rs`): it takes from one queue, which has no limits to count against and no keyed jobs.
     pub(crate) fn runs_in_bulk(&self, ctx: &WriteCtx<'_>) -> bool {
         if self.queues.len() != 1 {
             return false;
         }
         let settings = ctx.settings.get(self.queues[0].as_str());
-        settings.concurrency.is_none() && settings.rate.is_none()
+        settings.concurrency.is_none() && settings.rate.is_none() && !settings.keyed
     }
 
     /// How many jobs of `queue` this claim may take now, at most `limit`: none while it is paused, and no more than
@@ -485,9 +493,12 @@ impl Claim {
         if settings.paused {
             return Ok(0);
         }
-        if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
-            // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
-            // and read the bucket after this claim commits. The bucket in memory is what the row says.
+        if ctx.db.is_postgres()
+            && (settings.concurrency.is_some() || settings.rate.is_some() || settings.keyed)
+        {
+            // Nodes take turns on a limited or keyed queue: the row's lock makes the next node count the running
+            // jobs (of each key) and read the bucket after this claim commits. The bucket in memory is what the
+            // row says.
             let stored = ctx
                 .db
                 .query_row(LOCK_LIMITED_QUEUE, &params![queue.as_str()], |r| {
@@ -621,7 +632,11 @@ impl Claim {
     /// Leases up to `limit` ready jobs within the weight budget.
     pub(crate) fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
         crate::ops::workers::seen(ctx, self.worker.as_str())?;
-        if ctx.db.is_postgres() && self.limit == 1 && self.queues.len() == 1 {
+        if ctx.db.is_postgres()
+            && self.limit == 1
+            && self.queues.len() == 1
+            && !ctx.settings.get(self.queues[0].as_str()).keyed
+        {
             return self.claim_one(ctx);
         }
         let picked = self.pick(ctx)?;

@@ -264,7 +264,8 @@ fn sqlite_walk(
     };
     args.push(WALK.to_value());
     let sql = format!(
-        "SELECT id, weight, {} FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' AND queue = ${queue_n}\
+        "SELECT id, weight, {} FROM jobs INDEXED BY jobs_ready WHERE state = 'queued' \
+         AND concurrency_key IS NULL AND queue = ${queue_n}\
          {priority_sql} ORDER BY claim_key, run_at, id LIMIT 0 + ${}",
         balanced_or(&matches),
         args.len()
@@ -414,7 +415,8 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
         // the limit, as the probes) are the candidates if they are enough, or if there are no more ready jobs; else
         // the names are looked up. A branch whose condition is false is not run.
         with.push(format!(
-            "walk AS MATERIALIZED (SELECT id, name FROM jobs WHERE state = 'queued' AND queue = $1{priority} \
+            "walk AS MATERIALIZED (SELECT id, name FROM jobs WHERE state = 'queued' \
+             AND concurrency_key IS NULL AND queue = $1{priority} \
              ORDER BY claim_key, run_at, id LIMIT {WALK})"
         ));
         with.push(format!(

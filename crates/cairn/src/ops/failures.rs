@@ -67,7 +67,7 @@ pub(crate) const UNFAIL: Sql = Sql {
             AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l INDEXED BY jobs_unique_live \
                  WHERE l.unique_key = f.unique_key AND ",
         live!("l"),
-        ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue"
+        ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue, concurrency_key IS NOT NULL"
     ),
     postgres: concat!(
         "UPDATE jobs SET state = 'queued', queue = COALESCE($1, queue), run_at = $2, \
@@ -78,7 +78,7 @@ pub(crate) const UNFAIL: Sql = Sql {
             AND (f.unique_key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs AS l \
                  WHERE l.unique_key = f.unique_key AND ",
         live!("l"),
-        ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue"
+        ")) ORDER BY f.id LIMIT 0 + $5) RETURNING queue, concurrency_key IS NOT NULL"
     ),
 };
 
@@ -105,11 +105,14 @@ impl Operation for Unfail {
         let moved_to = ctx.db.query(
             UNFAIL,
             &params![queue.as_deref(), ctx.now_ms, aging, &self.group, self.limit],
-            |row| row.get::<String>(0),
+            |row| Ok((row.get::<String>(0)?, row.get::<bool>(1)?)),
         )?;
         let moved = moved_to.len() as u64;
         let mut last_queue = "";
-        for queue in &moved_to {
+        for (queue, keyed) in &moved_to {
+            if *keyed {
+                crate::ops::claim_keys::mark_keyed(ctx, queue)?;
+            }
             if queue != last_queue {
                 ctx.ready.mark(queue);
                 last_queue = queue;

@@ -237,8 +237,9 @@ pub(crate) fn complete_plain_many(
             continue;
         };
         done[index] = true;
-        // A queue at its concurrency limit has room again: workers waiting on it look again.
-        if ctx.settings.get(&held.queue).concurrency.is_some() {
+        // A queue at its concurrency limit, or a key at its own, has room again: workers waiting on it look again.
+        let settings = ctx.settings.get(&held.queue);
+        if settings.concurrency.is_some() || settings.keyed {
             ctx.ready.mark(&held.queue);
         }
         ctx.events

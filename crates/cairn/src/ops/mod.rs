@@ -26,6 +26,7 @@ pub(crate) mod bulk_claim;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;
+pub(crate) mod claim_keys;
 pub(crate) mod claim_names;
 pub(crate) mod config;
 pub(crate) mod delete;
@@ -74,9 +75,10 @@ pub mod public {
     pub use super::heartbeat::Heartbeat;
     pub use super::move_job::MoveJob;
     pub use super::push::{
-        Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_THROTTLE, Push, PushBatch, Throttle,
+        Concurrency, Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_KEY_CONCURRENCY,
+        MAX_THROTTLE, Push, PushBatch, Throttle,
     };
-    pub use super::queues::{LimitQueue, PauseQueue, QueueStats};
+    pub use super::queues::{LimitKeys, LimitQueue, PauseQueue, QueueStats};
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{
         MissedSlots, Overlap, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,
@@ -111,6 +113,7 @@ crate::request::written_requests!(
     move_job::MoveJob => (),
     push::Push => push::Enqueued,
     push::PushBatch => Vec<push::Enqueued>,
+    queues::LimitKeys => (),
     queues::LimitQueue => (),
     queues::PauseQueue => (),
     rate_limit::RateLimitQueue => (),
@@ -400,8 +403,9 @@ pub(crate) fn end_attempt(
             usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
         ],
     )?;
-    // A queue at its concurrency limit has room again: workers waiting on it look again.
-    if ctx.settings.get(&held.queue).concurrency.is_some() {
+    // A queue at its concurrency limit, or a key at its own, has room again: workers waiting on it look again.
+    let settings = ctx.settings.get(&held.queue);
+    if settings.concurrency.is_some() || settings.keyed {
         ctx.ready.mark(&held.queue);
     }
     Ok(())

@@ -33,8 +33,8 @@ impl MoveJob {
 
 /// The job's state and queue, locked on PostgreSQL so that no other node claims it while it moves.
 const SELECT_JOB: Sql = Sql {
-    sqlite: "SELECT state, queue FROM jobs WHERE id = $1",
-    postgres: "SELECT state, queue FROM jobs WHERE id = $1 FOR UPDATE",
+    sqlite: "SELECT state, queue, concurrency_key IS NOT NULL FROM jobs WHERE id = $1",
+    postgres: "SELECT state, queue, concurrency_key IS NOT NULL FROM jobs WHERE id = $1 FOR UPDATE",
 };
 
 /// `$1` the new queue, `$2` its priority aging (the job's claim order follows the queue's setting), `$3` the job.
@@ -45,11 +45,12 @@ impl Operation for MoveJob {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let queue = QueueName::parse(self.queue.as_str())?;
-        let row: Option<(String, String)> =
+        let row: Option<(String, String, bool)> =
             ctx.db.query_row(SELECT_JOB, &params![self.job], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })?;
-        let (state, from) = row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
+        let (state, from, keyed) =
+            row.ok_or_else(|| Error::not_found(format!("job {}", self.job)))?;
         let state = parse_stored_state(&state)?;
         match state {
             JobState::Scheduled | JobState::Queued | JobState::Waiting => {}
@@ -67,6 +68,9 @@ impl Operation for MoveJob {
         let aging = ctx.settings.get(queue.as_str()).aging_ms;
         ctx.db
             .execute(MOVE_JOB, &params![queue.as_str(), aging, self.job])?;
+        if keyed {
+            crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+        }
         if state.is_finished() {
             let mut again = Requeue {
                 job: self.job,

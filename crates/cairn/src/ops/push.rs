@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
-use crate::names::{DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey};
+use crate::names::{ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
@@ -64,7 +64,25 @@ pub struct Push {
     pub debounce: Option<Debounce>,
     /// At most one job per key per period, whatever became of the earlier one (see [`Throttle`]).
     pub throttle: Option<Throttle>,
+    /// The job's concurrency key, and maybe its own limit (see [`Concurrency`]).
+    pub concurrency: Option<Concurrency>,
 }
+
+/// A job's concurrency group. Jobs with a key take turns by key when workers claim them, so that a key with a
+/// million ready jobs delays another key's job by at most one claim per worker; and at most `limit` jobs of one
+/// key run at once (the job's own limit, else its queue's limit per key, else none), across all workers and
+/// nodes. Claims pass over a key at its limit without blocking the jobs behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Concurrency {
+    /// The key, such as `customer:42`. Keys are per queue.
+    pub key: String,
+    /// The most jobs of this key that may run at once when this job is next to start, instead of the queue's
+    /// limit per key; 1 to [`MAX_KEY_CONCURRENCY`].
+    pub limit: Option<u32>,
+}
+
+/// The highest limit a concurrency key may have.
+pub const MAX_KEY_CONCURRENCY: u32 = 1_000_000;
 
 /// Unique for a period: a push whose key a job created less than `period` ago holds (in one of `states`, or in any
 /// state when `states` is empty) answers with that job (`existing: true`) and writes nothing. Unlike a unique key,
@@ -123,6 +141,7 @@ impl Push {
             time_zone: None,
             debounce: None,
             throttle: None,
+            concurrency: None,
         }
     }
 
@@ -236,6 +255,27 @@ impl Push {
         self
     }
 
+    /// Puts the job in the concurrency group `key`, under its queue's limit per key (see [`Concurrency`]).
+    pub fn concurrency_key(mut self, key: impl Into<String>) -> Self {
+        let limit = self.concurrency.take().and_then(|c| c.limit);
+        self.concurrency = Some(Concurrency {
+            key: key.into(),
+            limit,
+        });
+        self
+    }
+
+    /// Lets at most `limit` jobs of the job's concurrency key run at once when it is next to start, instead of its
+    /// queue's limit per key. Needs a key ([`Push::concurrency_key`]).
+    pub fn concurrency_limit(mut self, limit: u32) -> Self {
+        let key = self.concurrency.take().map(|c| c.key).unwrap_or_default();
+        self.concurrency = Some(Concurrency {
+            key,
+            limit: Some(limit),
+        });
+        self
+    }
+
     /// Debounces the job under `key`: it runs `delay` after the latest push with the key, at most `max_wait` after
     /// the first (see [`Debounce`]).
     pub fn debounce(mut self, key: impl Into<String>, delay: Duration, max_wait: Duration) -> Self {
@@ -292,6 +332,8 @@ pub(crate) struct ValidPush {
     debounce: Option<ValidDebounce>,
     /// The throttle key, its period in milliseconds, and the states that count (empty for any).
     throttle: Option<(ThrottleKey, i64, Vec<JobState>)>,
+    /// The concurrency key, and the job's own limit for it.
+    concurrency: Option<(ConcurrencyKey, Option<u32>)>,
 }
 
 /// A [`Debounce`] whose every field passed validation, in milliseconds.
@@ -386,6 +428,11 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         .map(|d| check_debounce(push, d))
         .transpose()?;
     let throttle = push.throttle.as_ref().map(check_throttle).transpose()?;
+    let concurrency = push
+        .concurrency
+        .as_ref()
+        .map(check_concurrency)
+        .transpose()?;
     let run_at = match &debounce {
         Some(d) => now_ms.saturating_add(d.delay_ms),
         None => run_at,
@@ -393,6 +440,7 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
     Ok(ValidPush {
         debounce,
         throttle,
+        concurrency,
         aging_ms: None,
         schedule,
         priority: push.priority,
@@ -414,6 +462,20 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         unique_key,
         tags,
     })
+}
+
+/// A concurrency key's own rules.
+fn check_concurrency(c: &Concurrency) -> Result<(ConcurrencyKey, Option<u32>)> {
+    let key = ConcurrencyKey::parse(c.key.as_str())?;
+    if let Some(limit) = c.limit
+        && !(1..=MAX_KEY_CONCURRENCY).contains(&limit)
+    {
+        return Err(Error::invalid(
+            "concurrency.limit",
+            format!("must be between 1 and {MAX_KEY_CONCURRENCY}, got {limit}"),
+        ));
+    }
+    Ok((key, c.limit))
 }
 
 /// A throttle's own rules.
@@ -499,7 +561,7 @@ macro_rules! insert_jobs_into {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at, timeout_ms, aging_ms)"
+         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit)"
     };
 }
 
@@ -512,13 +574,14 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
     "RETURNING id",
     concat!(
         insert_jobs_into!(),
-        " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21 \
+        " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
+         c22, c23 \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::json[], $5::bigint[], $6::bigint[], $7::bigint[], \
          $8::bigint[], $9::bigint[], $10::double precision[], $11::bigint[], $12::double precision[], \
          $13::bigint[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[], \
-         $20::bigint[], $21::bigint[]) WITH ORDINALITY \
-         AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, ord) \
-         ORDER BY ord RETURNING id"
+         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[]) WITH ORDINALITY \
+         AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
+         c22, c23, ord) ORDER BY ord RETURNING id"
     ),
 );
 
@@ -539,6 +602,9 @@ pub(crate) fn insert_plain_many<V: Borrow<ValidPush>>(
     assert_eq!(ids.len(), valid.len(), "one id per inserted row");
     let mut out = Vec::with_capacity(valid.len());
     for ((v, state), id) in valid.iter().zip(states).zip(ids) {
+        if v.concurrency.is_some() {
+            crate::ops::claim_keys::mark_keyed(ctx, v.queue.as_str())?;
+        }
         if state == JobState::Queued {
             ctx.ready.mark(v.queue.as_str());
         }
@@ -561,12 +627,13 @@ pub(crate) fn insert_plain_texts() -> (String, String) {
 /// One job, [`COLUMNS_PER_JOB`] values in the order of [`job_values`].
 const INSERT_JOB: Sql = Sql::both(concat!(
     insert_jobs_into!(),
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
+     $22, $23) \
      RETURNING id"
 ));
 
 /// The values one job binds in INSERT_JOB and INSERT_PLAIN.
-const COLUMNS_PER_JOB: usize = 21;
+const COLUMNS_PER_JOB: usize = 23;
 
 /// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs_into!`].
 fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
@@ -594,6 +661,12 @@ fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: Jo
         valid.run_at.to_value(),
         valid.timeout_ms.to_value(),
         valid.aging_ms.to_value(),
+        valid
+            .concurrency
+            .as_ref()
+            .map(|(k, _)| k.as_str())
+            .to_value(),
+        valid.concurrency.as_ref().and_then(|(_, l)| *l).to_value(),
     ]);
 }
 
@@ -824,6 +897,9 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     }
     if let Some((key, _, _)) = &valid.throttle {
         ctx.db.execute(MARK_THROTTLED, &params![key.as_str(), id])?;
+    }
+    if valid.concurrency.is_some() {
+        crate::ops::claim_keys::mark_keyed(ctx, valid.queue.as_str())?;
     }
     if let Some(d) = &valid.debounce {
         let until = ctx.now_ms.saturating_add(d.max_wait_ms);

@@ -78,6 +78,47 @@ impl Operation for LimitQueue {
     }
 }
 
+/// Sets or removes a queue's limit per concurrency key: at most `limit` of its jobs with one key run at once,
+/// across all workers and nodes, unless a job carries its own limit (see [`crate::Concurrency`]). Claims pass
+/// over a key at its limit and take the jobs behind it. Lowering it takes nothing away from what runs now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitKeys {
+    /// The queue.
+    pub queue: String,
+    /// The most jobs of one key that may run at once; `None` for no limit.
+    pub limit: Option<u32>,
+}
+
+const SET_KEY_CONCURRENCY: Sql = Sql::both(
+    "INSERT INTO queues (name, key_concurrency) VALUES ($1, $2) \
+     ON CONFLICT (name) DO UPDATE SET key_concurrency = excluded.key_concurrency",
+);
+
+impl Operation for LimitKeys {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let queue = QueueName::parse(self.queue.as_str())?;
+        if let Some(limit) = self.limit
+            && !(1..=crate::ops::push::MAX_KEY_CONCURRENCY).contains(&limit)
+        {
+            return Err(crate::error::Error::invalid(
+                "limit",
+                format!(
+                    "must be between 1 and {}, got {limit}",
+                    crate::ops::push::MAX_KEY_CONCURRENCY
+                ),
+            ));
+        }
+        ctx.db
+            .execute(SET_KEY_CONCURRENCY, &params![queue.as_str(), self.limit])?;
+        ctx.settings.entry(queue.as_str()).key_concurrency = self.limit;
+        // A raised limit may let waiting workers in.
+        ctx.ready.mark(queue.as_str());
+        Ok(())
+    }
+}
+
 /// The queues' settings and the engine's options in force, as the writer keeps them in memory so that claims and
 /// pushes read no table: loaded when the writer starts, changed by the operations that change them in the same
 /// transaction, and loaded again after a transaction that rolled back.
@@ -90,13 +131,17 @@ pub(crate) struct SettingsCache {
     pub config: RuntimeConfig,
     /// When each worker was last seen, as last written (see [`crate::ops::workers::seen`]).
     pub seen: std::collections::HashMap<String, crate::ops::workers::LastSeen>,
+    /// Each keyed queue's last turn: the key it served last, or empty for its jobs without a key (see
+    /// `ops/claim_keys.rs`). In memory only: a restart starts the turns over.
+    pub turns: std::collections::HashMap<String, String>,
     /// Whether the current transaction changed a setting or an option: on PostgreSQL, the other nodes are told
     /// to load theirs again when it commits.
     pub changed: bool,
 }
 
-const ALL_SETTINGS: Sql =
-    Sql::both("SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues");
+const ALL_SETTINGS: Sql = Sql::both(
+    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms, key_concurrency, keyed FROM queues",
+);
 
 impl SettingsCache {
     pub fn load(db: &Db<'_>, defaults: &Defaults) -> Result<Self> {
@@ -108,6 +153,8 @@ impl SettingsCache {
                     concurrency: r.get(2)?,
                     rate: crate::ops::rate_limit::RateLimit::from_columns(r.get(3)?, r.get(4)?),
                     aging_ms: r.get(5)?,
+                    key_concurrency: r.get(6)?,
+                    keyed: r.get(7)?,
                 },
             ))
         })?;
@@ -116,6 +163,7 @@ impl SettingsCache {
             buckets: Default::default(),
             config: RuntimeConfig::load(db, defaults)?,
             seen: Default::default(),
+            turns: Default::default(),
             changed: false,
         })
     }
@@ -156,6 +204,10 @@ pub(crate) struct Settings {
     pub rate: Option<crate::ops::rate_limit::RateLimit>,
     /// Priority aging: one point per this many milliseconds of waiting (see [`crate::ops::aging`]).
     pub aging_ms: Option<i64>,
+    /// The most jobs of one concurrency key that may run at once, unless a job says otherwise.
+    pub key_concurrency: Option<u32>,
+    /// Whether the queue has held keyed jobs: its claims then walk them (`ops/claim_keys.rs`).
+    pub keyed: bool,
 }
 
 const IS_PAUSED: Sql = Sql::both("SELECT paused FROM queues WHERE name = $1");

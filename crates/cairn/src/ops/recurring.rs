@@ -160,6 +160,7 @@ fn template_to_json(push: &Push) -> Value {
         timeout,
         tags,
         unique_key,
+        concurrency,
         // Refused in a template by `SetRecurring::check`: the cron schedule times each run, and a run has no
         // parent, dependencies or schedule of its own.
         run_at: _,
@@ -188,6 +189,7 @@ fn template_to_json(push: &Push) -> Value {
         })),
         "tags": tags,
         "unique_key": unique_key,
+        "concurrency": concurrency.as_ref().map(|c| json!({"key": c.key, "limit": c.limit})),
     })
 }
 
@@ -221,6 +223,14 @@ fn template_from_json(text: &str) -> Result<Push> {
     // Absent from templates stored before it was kept: those runs have no limit, as they had.
     push.timeout = millis(&v["timeout_ms"]);
     push.unique_key = v["unique_key"].as_str().map(str::to_owned);
+    push.concurrency = v["concurrency"]["key"]
+        .as_str()
+        .map(|key| crate::ops::push::Concurrency {
+            key: key.to_owned(),
+            limit: v["concurrency"]["limit"]
+                .as_u64()
+                .and_then(|l| u32::try_from(l).ok()),
+        });
     if let Some(r) = v["retry"].as_object() {
         push.retry = Some(RetryPolicy {
             max_attempts: r["max_attempts"]

@@ -6,7 +6,9 @@ use crate::clock::from_millis;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 use crate::lease::Lease;
-use crate::names::{DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId};
+use crate::names::{
+    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId,
+};
 use crate::retry_policy::RetryPolicy;
 use crate::store::db::{Db, Row, Sql, params};
 
@@ -21,7 +23,8 @@ macro_rules! job_columns {
          (SELECT string_agg(tag, '\u{1f}' ORDER BY tag) FROM job_tags WHERE job_id = jobs.id), \
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
-          WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key"
+          WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
+          concurrency_key, concurrency_limit"
     };
 }
 #[allow(unused_imports)]
@@ -31,7 +34,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 35;
+pub(crate) const JOB_COLUMN_COUNT: usize = 37;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -110,6 +113,10 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
         throttle_key: row
             .get::<Option<String>>(34)?
             .map(ThrottleKey::from_trusted),
+        concurrency_key: row
+            .get::<Option<String>>(35)?
+            .map(ConcurrencyKey::from_trusted),
+        concurrency_limit: row.get(36)?,
         timeout: row.get::<Option<i64>>(31)?.map(millis),
         depends_on: row
             .get::<Option<String>>(30)?

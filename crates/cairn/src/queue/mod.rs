@@ -37,7 +37,7 @@ use crate::ops::failures::{FailureGroup, Unfail};
 use crate::ops::finish::{Finish, FinishAndTake, MAX_FINISH_MANY};
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
-use crate::ops::queues::{LimitQueue, PauseQueue, QueueStats, SettingsCache};
+use crate::ops::queues::{LimitKeys, LimitQueue, PauseQueue, QueueStats, SettingsCache};
 use crate::ops::rate_limit::{RateLimit, RateLimitQueue};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
@@ -670,6 +670,22 @@ impl Queue {
         self.write(LimitQueue {
             queue: queue.to_owned(),
             concurrency,
+        })
+        .await
+    }
+
+    /// Sets a queue's limit per concurrency key: at most `limit` of its jobs with one key run at once, across all
+    /// workers and nodes, unless a job carries its own limit (see [`Concurrency`](crate::Concurrency)); `None`
+    /// removes it. Claims pass over a key at its limit, and waiting workers get its next job as soon as one of its
+    /// jobs ends.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `limit` when it is 0 or above
+    /// [`MAX_KEY_CONCURRENCY`](crate::MAX_KEY_CONCURRENCY).
+    pub async fn limit_keys(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        self.write(LimitKeys {
+            queue: queue.to_owned(),
+            limit,
         })
         .await
     }

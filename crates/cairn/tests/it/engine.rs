@@ -7,6 +7,7 @@ pub mod harness {
 }
 
 mod claim;
+mod concurrency_keys;
 mod config;
 mod enqueue;
 mod leases;

@@ -38,7 +38,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (7, "enqueue_function".to_owned(), 1_000),
             (8, "recurring_overlap".to_owned(), 1_000),
             (9, "debounce".to_owned(), 1_000),
-            (10, "throttle".to_owned(), 1_000)
+            (10, "throttle".to_owned(), 1_000),
+            (11, "concurrency_keys".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -1009,4 +1010,125 @@ async fn a_claim_of_several_names_locks_only_what_it_takes() {
     })
     .join()
     .unwrap();
+}
+
+/// Eight workers on three nodes take and finish jobs of a few keys with a limit of 2, all at once: never more than
+/// two jobs of a key run. A worker counts a job as running from its claim's reply to just before it finishes it,
+/// an interval inside the one the database holds it running, so a count of three means three ran at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_limit_holds_for_eight_workers_on_three_nodes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicI64, Ordering};
+    const KEYS: usize = 3;
+    const PER_KEY: usize = 60;
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let first = two_nodes(&db, &clock).await;
+    first.limit_keys("k", Some(2)).await.unwrap();
+    let pushes = (0..KEYS * PER_KEY)
+        .map(|i| {
+            cairn::Push::new("job")
+                .queue("k")
+                .concurrency_key(format!("key-{}", i % KEYS))
+        })
+        .collect();
+    first.enqueue_batch(pushes).await.unwrap();
+    let nodes = [
+        first,
+        two_nodes(&db, &clock).await,
+        two_nodes(&db, &clock).await,
+    ];
+    let running: Arc<Vec<AtomicI64>> = Arc::new((0..KEYS).map(|_| AtomicI64::new(0)).collect());
+    let most: Arc<Vec<AtomicI64>> = Arc::new((0..KEYS).map(|_| AtomicI64::new(0)).collect());
+    let mut workers = Vec::new();
+    for w in 0..8 {
+        let node = nodes[w % 3].clone();
+        let (running, most) = (running.clone(), most.clone());
+        workers.push(tokio::spawn(async move {
+            let mut done = 0;
+            loop {
+                let claimed = node
+                    .dequeue(
+                        cairn::Dequeue::new(format!("w{w}"))
+                            .queue("k")
+                            .limit(2)
+                            .wait(std::time::Duration::from_millis(300)),
+                    )
+                    .await
+                    .unwrap();
+                if claimed.is_empty() {
+                    return done;
+                }
+                let slots: Vec<usize> = claimed
+                    .iter()
+                    .map(|c| {
+                        let key = c.job.concurrency_key.as_ref().unwrap().to_string();
+                        key.trim_start_matches("key-").parse::<usize>().unwrap()
+                    })
+                    .collect();
+                for &k in &slots {
+                    let now = running[k].fetch_add(1, Ordering::SeqCst) + 1;
+                    most[k].fetch_max(now, Ordering::SeqCst);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                for (c, &k) in claimed.iter().zip(&slots) {
+                    running[k].fetch_sub(1, Ordering::SeqCst);
+                    node.finish(&c.lease, None).await.unwrap();
+                    done += 1;
+                }
+            }
+        }));
+    }
+    let mut done = 0;
+    for worker in workers {
+        done += worker.await.unwrap();
+    }
+    assert_eq!(done, KEYS * PER_KEY, "every job ran once");
+    for k in 0..KEYS {
+        let most = most[k].load(Ordering::SeqCst);
+        assert!((1..=2).contains(&most), "key {k}: {most} ran at once");
+    }
+    for node in nodes {
+        node.close(std::time::Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_slot_freed_on_one_node_wakes_a_worker_waiting_on_another() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    a.limit_keys("x", Some(1)).await.unwrap();
+    for _ in 0..2 {
+        a.enqueue(cairn::Push::new("job").queue("x").concurrency_key("k"))
+            .await
+            .unwrap();
+    }
+    let b = two_nodes(&db, &clock).await;
+    let running = take(&a, "x", "a").await;
+    assert_eq!(running.len(), 1);
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.dequeue(
+                cairn::Dequeue::new("b")
+                    .queue("x")
+                    .wait(std::time::Duration::from_secs(30)),
+            )
+            .await
+            .unwrap()
+        })
+    };
+    b.settle().await.unwrap();
+    assert!(!waiting.is_finished(), "the key is at its limit");
+    a.finish(&running[0].lease, None).await.unwrap();
+    let claimed = tokio::time::timeout(std::time::Duration::from_secs(10), waiting)
+        .await
+        .expect("woken by the slot freed on the other node")
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }

@@ -400,6 +400,8 @@ async fn a_templates_job_carries_every_setting_to_its_runs() {
         .retry(retry)
         .lease_timeout(Duration::from_secs(45))
         .timeout(Duration::from_secs(300))
+        .concurrency_key("tenant:7")
+        .concurrency_limit(2)
         .tag("nightly")
         .tag("finance");
     t.queue.set_recurring(recurring).await.unwrap();
@@ -422,6 +424,8 @@ async fn a_templates_job_carries_every_setting_to_its_runs() {
     assert_eq!(job.retry, retry);
     assert_eq!(job.lease_timeout, Duration::from_secs(45));
     assert_eq!(job.timeout, Some(Duration::from_secs(300)));
+    assert_eq!(job.concurrency_key.as_ref().unwrap().as_str(), "tenant:7");
+    assert_eq!(job.concurrency_limit, Some(2));
     let tags: Vec<&str> = job.tags.iter().map(|t| t.as_str()).collect();
     assert_eq!(tags, ["finance", "nightly"]);
     assert_eq!(job.run_at, at(minutes(15)));

@@ -59,6 +59,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "throttle",
         include_str!("../../../migrations/postgres/0010_throttle.sql"),
     ),
+    (
+        11,
+        "concurrency_keys",
+        include_str!("../../../migrations/postgres/0011_concurrency_keys.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

@@ -96,6 +96,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "throttle",
         include_str!("../../../migrations/sqlite/0018_throttle.sql"),
     ),
+    (
+        19,
+        "concurrency_keys",
+        include_str!("../../../migrations/sqlite/0019_concurrency_keys.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

@@ -1,0 +1,419 @@
+//! Claims on a queue that holds keyed jobs (jobs with a concurrency key, [`crate::Concurrency`]): keys take turns,
+//! and a key at its limit is passed over without blocking the jobs behind it.
+//!
+//! A ready job is in one of two indexes (migration 0019): `jobs_ready` holds the jobs without a key in claim order;
+//! `jobs_ready_by_key` the keyed ones by level (`claim_key`: the priority, or the aged priority), then key, then
+//! age. A claim serves the best level first, whichever index holds it. At a level, the keys take turns in key order,
+//! starting after the key the queue served last (kept per queue in memory, [`SettingsCache::turns`]); the jobs
+//! without a key take one turn among them, before the first key. Each turn is one probe of the index ("the first
+//! job of the next key after this one"), so a key with a million ready jobs costs a turn what a key with one does,
+//! and another key's job waits at most one turn per key ahead of it.
+//!
+//! A key at its limit (its running jobs, counted on `jobs_running_by_key`, plus those this claim already took)
+//! costs one more probe and is passed over; there are never more such keys than running jobs. A level whose every
+//! key is at its limit is left for the next one.
+//!
+//! Name patterns and a priority are conditions on the probes here: a claim for some names on a keyed queue reads
+//! past the jobs of other names at its level, where one on a queue without keys reads only its names' jobs
+//! (`claim_names.rs`).
+//!
+//! On PostgreSQL a claim on a keyed queue holds the queue's row lock (as a limited queue's does), so that nodes
+//! count a key's running jobs one after another; the jobs chosen are then locked and leased as any claim's are.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::error::Result;
+use crate::names::QueueName;
+use crate::ops::WriteCtx;
+use crate::ops::claim::Claim;
+use crate::store::db::{Params, Sql, ToValue, Value, params};
+
+/// Marks `queue` as holding keyed jobs, once: from then on its claims look at keyed jobs too.
+pub(crate) fn mark_keyed(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
+    const SET_KEYED: Sql = Sql::both(
+        "INSERT INTO queues (name, keyed) VALUES ($1, TRUE) \
+         ON CONFLICT (name) DO UPDATE SET keyed = TRUE",
+    );
+    if ctx.settings.get(queue).keyed {
+        return Ok(());
+    }
+    ctx.db.execute(SET_KEYED, &params![queue])?;
+    ctx.settings.entry(queue).keyed = true;
+    Ok(())
+}
+
+/// How many jobs of `key` in `queue` run now.
+pub(crate) const RUNNING_WITH_KEY: Sql = Sql {
+    sqlite: "SELECT count(*) FROM jobs INDEXED BY jobs_running_by_key \
+             WHERE state = 'running' AND concurrency_key IS NOT NULL AND queue = $1 AND concurrency_key = $2",
+    postgres: "SELECT count(*) FROM jobs \
+               WHERE state = 'running' AND concurrency_key IS NOT NULL AND queue = $1 AND concurrency_key = $2",
+};
+
+/// Locks the chosen jobs that are still ready, skipping those another node is changing (PostgreSQL).
+const LOCK_CHOSEN: &str =
+    "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) AND state = 'queued' FOR UPDATE SKIP LOCKED";
+
+/// The statements of one claim's walk, with its name patterns and priority as conditions.
+struct Probes {
+    /// The best level at or above `$2` among keyed jobs.
+    level: String,
+    /// The first keyed job of the first key after `$3` at level `$2`: key, id, weight, own limit.
+    next_key: String,
+    /// Key `$3`'s job at level `$2` after the first `offset` (the last parameter): id, weight, own limit.
+    key_job: String,
+    /// The first jobs without a key, in claim order (the limit is the last parameter): id, weight, level.
+    unkeyed: String,
+    /// The filters' parameters, which follow each statement's own (before a trailing offset or limit).
+    filter_args: Vec<Value<'static>>,
+}
+
+impl Probes {
+    fn new(claim: &Claim, postgres: bool) -> Probes {
+        let (ready, by_key) = if postgres {
+            ("", "")
+        } else {
+            (" INDEXED BY jobs_ready", " INDEXED BY jobs_ready_by_key")
+        };
+        // Conditions numbered from `first`, in the order their parameters are given.
+        let filters = |first: usize| -> (String, usize) {
+            let mut n = first;
+            let mut text = String::new();
+            if !claim.names.is_empty() {
+                let terms: Vec<String> = claim
+                    .names
+                    .iter()
+                    .map(|_| {
+                        let term = if postgres {
+                            format!("cairn_glob(name, ${n})")
+                        } else {
+                            format!("name GLOB ${n}")
+                        };
+                        n += 1;
+                        term
+                    })
+                    .collect();
+                text.push_str(&format!(" AND ({})", terms.join(" OR ")));
+            }
+            if claim.priority().is_some() {
+                text.push_str(&format!(" AND priority = ${n}"));
+                n += 1;
+            }
+            (text, n)
+        };
+        let keyed = "state = 'queued' AND concurrency_key IS NOT NULL AND queue = $1";
+        let (f, _) = filters(3);
+        let level = format!(
+            "SELECT claim_key FROM jobs{by_key} WHERE {keyed} AND claim_key >= $2{f} ORDER BY claim_key LIMIT 1"
+        );
+        let (f, _) = filters(4);
+        let next_key = format!(
+            "SELECT concurrency_key, id, weight, concurrency_limit FROM jobs{by_key} WHERE {keyed} \
+             AND claim_key = $2 AND concurrency_key > $3{f} ORDER BY concurrency_key, run_at, id LIMIT 1"
+        );
+        let (f, offset) = filters(4);
+        let key_job = format!(
+            "SELECT id, weight, concurrency_limit FROM jobs{by_key} WHERE {keyed} \
+             AND claim_key = $2 AND concurrency_key = $3{f} ORDER BY run_at, id LIMIT 1 OFFSET 0 + ${offset}"
+        );
+        let (f, limit) = filters(2);
+        let unkeyed = format!(
+            "SELECT id, weight, claim_key FROM jobs{ready} WHERE state = 'queued' AND concurrency_key IS NULL \
+             AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
+        );
+        let mut filter_args: Vec<Value<'static>> = claim
+            .names
+            .iter()
+            .map(|n| n.pattern.as_str().to_owned().to_value())
+            .collect();
+        filter_args.extend(claim.priority().map(|p| p.to_value()));
+        Probes {
+            level,
+            next_key,
+            key_job,
+            unkeyed,
+            filter_args,
+        }
+    }
+}
+
+/// A keyed job the walk found.
+struct Found {
+    id: i64,
+    weight: u32,
+    /// The job's own limit for its key.
+    limit: Option<u32>,
+}
+
+/// One claim's walk over a keyed queue's ready jobs.
+struct Walk<'c, 'x> {
+    ctx: &'c mut WriteCtx<'x>,
+    probes: &'c Probes,
+    queue: &'c QueueName,
+    /// The queue's limit per key.
+    key_limit: Option<u32>,
+    /// Jobs this claim took of each key.
+    taken: HashMap<String, u32>,
+    /// Each key's running jobs, counted once per claim.
+    running: HashMap<String, u32>,
+}
+
+impl Walk<'_, '_> {
+    fn args<'a>(&'a self, own: Vec<Value<'a>>, last: Option<Value<'a>>) -> Vec<Value<'a>> {
+        let mut args = own;
+        args.extend(self.probes.filter_args.iter().cloned());
+        args.extend(last);
+        args
+    }
+
+    /// The best keyed level at or above `floor`.
+    fn level(&self, floor: i64) -> Result<Option<i64>> {
+        let args = self.args(vec![self.queue.as_str().to_value(), floor.to_value()], None);
+        self.ctx
+            .db
+            .query_row(Sql::both(&self.probes.level), &Params(args), |r| r.get(0))
+    }
+
+    /// Whether one more job of `key`, whose next job's own limit is `own`, may start.
+    fn has_room(&mut self, key: &str, own: Option<u32>) -> Result<bool> {
+        let Some(limit) = own.or(self.key_limit) else {
+            return Ok(true);
+        };
+        let running = match self.running.get(key) {
+            Some(&n) => n,
+            None => {
+                let n: i64 = self.ctx.db.query_one(
+                    RUNNING_WITH_KEY,
+                    &params![self.queue.as_str(), key],
+                    |r| r.get(0),
+                )?;
+                let n = u32::try_from(n).unwrap_or(u32::MAX);
+                self.running.insert(key.to_owned(), n);
+                n
+            }
+        };
+        let taken = self.taken.get(key).copied().unwrap_or(0);
+        Ok(running.saturating_add(taken) < limit)
+    }
+
+    /// The next job of the first key after `after` (and at most `upto`) at `level` that has one this claim has not
+    /// taken and room for it.
+    fn next_key(
+        &mut self,
+        level: i64,
+        after: &str,
+        upto: Option<&str>,
+    ) -> Result<Option<(String, Found)>> {
+        let mut after = after.to_owned();
+        loop {
+            let args = self.args(
+                vec![
+                    self.queue.as_str().to_value(),
+                    level.to_value(),
+                    after.as_str().to_value(),
+                ],
+                None,
+            );
+            let head =
+                self.ctx
+                    .db
+                    .query_row(Sql::both(&self.probes.next_key), &Params(args), |r| {
+                        Ok((
+                            r.get::<String>(0)?,
+                            Found {
+                                id: r.get(1)?,
+                                weight: r.get(2)?,
+                                limit: r.get(3)?,
+                            },
+                        ))
+                    })?;
+            let Some((key, head)) = head else {
+                return Ok(None);
+            };
+            if upto.is_some_and(|upto| key.as_str() > upto) {
+                return Ok(None);
+            }
+            let taken = self.taken.get(&key).copied().unwrap_or(0);
+            let job = if taken == 0 {
+                Some(head)
+            } else {
+                self.key_job(level, &key, taken)?
+            };
+            if let Some(job) = job
+                && self.has_room(&key, job.limit)?
+            {
+                return Ok(Some((key, job)));
+            }
+            after = key;
+        }
+    }
+
+    /// Key `key`'s job at `level` after the first `skip`.
+    fn key_job(&self, level: i64, key: &str, skip: u32) -> Result<Option<Found>> {
+        let args = self.args(
+            vec![
+                self.queue.as_str().to_value(),
+                level.to_value(),
+                key.to_value(),
+            ],
+            Some(skip.to_value()),
+        );
+        self.ctx
+            .db
+            .query_row(Sql::both(&self.probes.key_job), &Params(args), |r| {
+                Ok(Found {
+                    id: r.get(0)?,
+                    weight: r.get(1)?,
+                    limit: r.get(2)?,
+                })
+            })
+    }
+}
+
+/// What the next turn at a level gives.
+enum Turn {
+    Unkeyed,
+    Key(String, Found),
+}
+
+/// The ready jobs of keyed `queue` that `claim` takes, at most `limit`, in the order it hands them out: (id,
+/// weight). On PostgreSQL they are locked.
+pub(crate) fn candidates(
+    claim: &Claim,
+    ctx: &mut WriteCtx<'_>,
+    queue: &QueueName,
+    limit: u32,
+) -> Result<Vec<(i64, u32)>> {
+    let probes = Probes::new(claim, ctx.db.is_postgres());
+    let key_limit = ctx.settings.get(queue.as_str()).key_concurrency;
+    let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
+    let mut unkeyed: VecDeque<(i64, u32, i64)> = {
+        let mut args = vec![queue.as_str().to_value()];
+        args.extend(probes.filter_args.iter().cloned());
+        args.push(limit.to_value());
+        ctx.db
+            .query(Sql::both(&probes.unkeyed), &Params(args), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .into()
+    };
+    let mut walk = Walk {
+        ctx,
+        probes: &probes,
+        queue,
+        key_limit,
+        taken: HashMap::new(),
+        running: HashMap::new(),
+    };
+    let mut picked: Vec<(i64, u32)> = Vec::new();
+    // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
+    let floor = match (
+        claim.priority(),
+        walk.ctx.settings.get(queue.as_str()).aging_ms,
+    ) {
+        (Some(priority), None) => -i64::from(priority),
+        _ => i64::MIN,
+    };
+    let mut level = walk.level(floor)?;
+    while picked.len() < limit as usize {
+        let unkeyed_level = unkeyed.front().map(|&(_, _, level)| level);
+        let Some(at) = level else {
+            // No keyed job left with room: the rest in claim order.
+            match unkeyed.pop_front() {
+                Some((id, weight, _)) => picked.push((id, weight)),
+                None => break,
+            }
+            continue;
+        };
+        if unkeyed_level.is_some_and(|u| u < at) {
+            let (id, weight, _) = unkeyed.pop_front().expect("a front");
+            picked.push((id, weight));
+            continue;
+        }
+        match next_turn(&mut walk, at, last.as_deref(), unkeyed_level == Some(at))? {
+            Some(Turn::Unkeyed) => {
+                let (id, weight, _) = unkeyed.pop_front().expect("a front");
+                picked.push((id, weight));
+                last = Some(String::new());
+            }
+            Some(Turn::Key(key, job)) => {
+                picked.push((job.id, job.weight));
+                *walk.taken.entry(key.clone()).or_default() += 1;
+                last = Some(key);
+            }
+            None => level = walk.level(at.saturating_add(1))?,
+        }
+    }
+    if let Some(last) = last {
+        walk.ctx
+            .settings
+            .turns
+            .insert(queue.as_str().to_owned(), last);
+    }
+    if walk.ctx.db.is_postgres() && !picked.is_empty() {
+        let ids: Vec<Value<'_>> = picked.iter().map(|&(id, _)| id.to_value()).collect();
+        let locked: std::collections::HashSet<i64> = walk
+            .ctx
+            .db
+            .query_arrays(LOCK_CHOSEN, Vec::new(), vec![ids], |r| r.get(0))?
+            .into_iter()
+            .collect();
+        picked.retain(|(id, _)| locked.contains(id));
+    }
+    Ok(picked)
+}
+
+/// The next turn at `level`, after `last` (the key served last; empty for the jobs without a key; `None` when the
+/// queue has served none), or `None` when no key at the level has room and there are no jobs without a key there.
+/// The order of turns: the jobs without a key (when `unkeyed` has some at this level), then each key in order.
+fn next_turn(
+    walk: &mut Walk<'_, '_>,
+    level: i64,
+    last: Option<&str>,
+    unkeyed: bool,
+) -> Result<Option<Turn>> {
+    if unkeyed && last.is_none() {
+        return Ok(Some(Turn::Unkeyed));
+    }
+    let after = last.unwrap_or("");
+    if let Some((key, job)) = walk.next_key(level, after, None)? {
+        return Ok(Some(Turn::Key(key, job)));
+    }
+    // Past the last key: the turn comes round to the jobs without a key, then to the keys up to where it started.
+    if unkeyed {
+        return Ok(Some(Turn::Unkeyed));
+    }
+    if !after.is_empty()
+        && let Some((key, job)) = walk.next_key(level, "", Some(after))?
+    {
+        return Ok(Some(Turn::Key(key, job)));
+    }
+    Ok(None)
+}
+
+/// The walk's statements, for a claim of any job and for one with names and a priority, and the others here, as
+/// (SQLite's text, PostgreSQL's text): for the tests that prepare every statement on the real schema.
+pub(crate) fn sample_statements() -> Vec<(String, String)> {
+    let claims = [
+        crate::Dequeue::new("w"),
+        crate::Dequeue::new("w")
+            .name("mail.*")
+            .name("pdf")
+            .priority(1),
+    ];
+    let mut all = Vec::new();
+    for dequeue in claims {
+        let claim = dequeue.validate().expect("a valid dequeue");
+        let (sqlite, postgres) = (Probes::new(&claim, false), Probes::new(&claim, true));
+        all.push((sqlite.level, postgres.level));
+        all.push((sqlite.next_key, postgres.next_key));
+        all.push((sqlite.key_job, postgres.key_job));
+        all.push((sqlite.unkeyed, postgres.unkeyed));
+    }
+    all.push((
+        RUNNING_WITH_KEY.sqlite.to_owned(),
+        RUNNING_WITH_KEY.postgres.to_owned(),
+    ));
+    all.push((String::new(), LOCK_CHOSEN.to_owned()));
+    all
+}
