@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cairn::{FailureGroup, QueueStats, Unfail};
+use cairn::{FailureGroup, KeyStats, QueueStats, Unfail};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +44,55 @@ pub struct QueueStatsBody {
     pub completed: u64,
     /// Cancelled jobs (until retention deletes them).
     pub cancelled: u64,
+    /// The most jobs of one concurrency key that may run at once, unless a job carries its own limit.
+    #[serde(default)]
+    pub key_concurrency: Option<u32>,
+    /// Ready jobs whose concurrency key is at its limit: they wait for a job of their key to end.
+    #[serde(default)]
+    pub waiting_on_keys: u64,
+    /// The concurrency keys with the most running jobs, then the most ready ones (at most 10).
+    #[serde(default)]
+    pub top_keys: Vec<KeyStatsBody>,
+}
+
+/// One concurrency key of a queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct KeyStatsBody {
+    /// The key.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::ConcurrencyKey))]
+    pub key: String,
+    /// Its jobs leased to a worker.
+    pub running: u64,
+    /// Its jobs ready to be taken.
+    pub queued: u64,
+    /// The most of its jobs that may run at once, if limited.
+    pub limit: Option<u32>,
+    /// Whether it is at its limit: its ready jobs wait for one of its jobs to end.
+    pub full: bool,
+}
+
+impl From<&KeyStats> for KeyStatsBody {
+    fn from(k: &KeyStats) -> Self {
+        KeyStatsBody {
+            key: k.key.clone(),
+            running: k.running,
+            queued: k.queued,
+            limit: k.limit,
+            full: k.is_full(),
+        }
+    }
+}
+
+impl From<KeyStatsBody> for KeyStats {
+    fn from(b: KeyStatsBody) -> Self {
+        KeyStats {
+            key: b.key,
+            running: b.running,
+            queued: b.queued,
+            limit: b.limit,
+        }
+    }
 }
 
 impl From<&QueueStats> for QueueStatsBody {
@@ -62,6 +111,9 @@ impl From<&QueueStats> for QueueStatsBody {
             failed: s.failed,
             completed: s.completed,
             cancelled: s.cancelled,
+            key_concurrency: s.key_concurrency,
+            waiting_on_keys: s.waiting_on_keys,
+            top_keys: s.top_keys.iter().map(KeyStatsBody::from).collect(),
         }
     }
 }
@@ -82,6 +134,9 @@ impl From<QueueStatsBody> for QueueStats {
             failed: b.failed,
             completed: b.completed,
             cancelled: b.cancelled,
+            key_concurrency: b.key_concurrency,
+            waiting_on_keys: b.waiting_on_keys,
+            top_keys: b.top_keys.into_iter().map(KeyStats::from).collect(),
         }
     }
 }
@@ -105,6 +160,17 @@ pub struct ConcurrencyRequest {
         schema(minimum = 1, format = "uint32", maximum = 4_294_967_295_u32)
     )]
     pub concurrency: Option<u32>,
+}
+
+/// Set or remove a queue's limit per concurrency key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct KeyConcurrencyRequest {
+    /// The most of the queue's jobs with one key that may run at once across all workers and nodes, unless a job
+    /// carries its own limit; `null` removes the limit.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
+    pub limit: Option<u32>,
 }
 
 /// Set or remove a queue's rate limit.

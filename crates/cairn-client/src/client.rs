@@ -22,10 +22,11 @@ use cairn_api::{
     ConfigEntryBody, ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody,
     EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
     FinishManyBody, FinishManyRequest, FinishRequest, FinishResult, HealthBody, HeartbeatRequest,
-    JobBody, JobPageBody, LeaseExpiryBody, LeaseRequest, PeekBody, PushBatchRequest, PushRequest,
-    QueueListBody, RateLimitBody, RateRequest, RecurringBody, RecurringListBody, RecurringRequest,
-    RetryRequest, SetConfigRequest, StateBody, StatsBody, UnfailBody, UnfailRequest, UpdateRequest,
-    UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
+    JobBody, JobPageBody, KeyConcurrencyRequest, LeaseExpiryBody, LeaseRequest, PeekBody,
+    PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest, RecurringBody,
+    RecurringListBody, RecurringRequest, RetryRequest, SetConfigRequest, StateBody, StatsBody,
+    UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
+    WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
@@ -566,6 +567,19 @@ impl Client {
         self.post::<_, EmptyBody>(
             &format!("/v1/queues/{}/concurrency", queue_segment(queue)?),
             &ConcurrencyRequest { concurrency },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Sets or removes a queue's limit per concurrency key; see [`cairn::Queue::limit_keys`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn limit_keys(&self, queue: &str, limit: Option<u32>) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/queues/{}/key-concurrency", queue_segment(queue)?),
+            &KeyConcurrencyRequest { limit },
         )
         .await
         .map(drop)

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::{JobId, RetryPolicy};
-use cairn_api::{DebounceBody, EnqueuedBody, PushRequest, ThrottleBody};
+use cairn_api::{ConcurrencyBody, DebounceBody, EnqueuedBody, PushRequest, ThrottleBody};
 use clap::Args;
 use jiff::Timestamp;
 
@@ -92,6 +92,14 @@ pub struct JobSettings {
     /// The longest one attempt may run, heartbeats or not (at most a day); then the job is retried.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     pub timeout: Option<Duration>,
+    /// The job's concurrency key, such as `customer:42`: keyed jobs take turns by key, and at most the queue's
+    /// limit per key (`cairn queue key-limit`) run at once.
+    #[arg(long, value_name = "KEY")]
+    pub concurrency_key: Option<String>,
+    /// With `--concurrency-key`: at most this many jobs of the key run at once when this job is next, instead of
+    /// the queue's limit per key.
+    #[arg(long, value_name = "N", requires = "concurrency_key")]
+    pub concurrency_limit: Option<u32>,
 }
 
 impl JobSettings {
@@ -110,6 +118,10 @@ impl JobSettings {
             lease_timeout_ms: self.lease_timeout.map(args::millis),
             timeout_ms: self.timeout.map(args::millis),
             tags: self.tags.clone(),
+            concurrency: self.concurrency_key.clone().map(|key| ConcurrencyBody {
+                key,
+                limit: self.concurrency_limit,
+            }),
             ..PushRequest::default()
         })
     }

@@ -1,5 +1,5 @@
-//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue pause|resume|peek|limit|rate|aging
-//! QUEUE`.
+//! `cairn queues` (every queue with its jobs counted by state) and `cairn queue
+//! pause|resume|peek|limit|key-limit|keys|rate|aging QUEUE`.
 //! Failure groups and unfail are in `failures`.
 
 use anyhow::Context as _;
@@ -41,6 +41,12 @@ pub enum QueueCommand {
     Peek(PeekArgs),
     /// Limit how many of a queue's jobs run at once across all workers (`--off` removes the limit).
     Limit(LimitArgs),
+    /// Limit how many of a queue's jobs with one concurrency key run at once across all workers and nodes, unless
+    /// a job carries its own limit (`--off` removes the limit).
+    KeyLimit(KeyLimitArgs),
+    /// Show a queue's concurrency keys with the most running jobs, and how many ready jobs wait on a key at its
+    /// limit.
+    Keys(QueueNameArgs),
     /// Limit how many of a queue's jobs start per period across all workers (`--off` removes the limit).
     Rate(RateArgs),
     /// Let a queue's ready jobs gain one priority point per DURATION of waiting, so that a steady stream of
@@ -99,6 +105,41 @@ pub struct LimitArgs {
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// `cairn queue key-limit` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct KeyLimitArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// The most of its jobs with one key that may run at once.
+    #[arg(required_unless_present = "off", conflicts_with = "off")]
+    pub limit: Option<u32>,
+    /// Remove the limit.
+    #[arg(long)]
+    pub off: bool,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl KeyLimitArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let limit = if self.off { None } else { self.limit };
+        self.common
+            .client()?
+            .limit_keys(&self.queue, limit)
+            .await
+            .with_context(|| format!("limiting the keys of queue {:?}", self.queue))?;
+        output::outcome(self.common.json, &EmptyBody {}, || match limit {
+            Some(n) => format!(
+                "queue {}: at most {n} running at once per concurrency key",
+                self.queue
+            ),
+            None => format!("queue {}: no limit per concurrency key", self.queue),
+        })?;
+        Ok(Code::Success)
+    }
 }
 
 /// `cairn queue rate` arguments.
@@ -221,6 +262,8 @@ impl QueueArgs {
             QueueCommand::Resume(args) => args.pause(false).await,
             QueueCommand::Peek(args) => args.run().await,
             QueueCommand::Limit(args) => args.run().await,
+            QueueCommand::KeyLimit(args) => args.run().await,
+            QueueCommand::Keys(args) => args.keys().await,
             QueueCommand::Rate(args) => args.run().await,
             QueueCommand::Aging(args) => args.run().await,
         }
@@ -241,6 +284,32 @@ impl QueueNameArgs {
             .with_context(|| format!("{doing} queue {:?}", self.queue))?;
         output::outcome(self.common.json, &EmptyBody {}, || {
             format!("queue {}: {done}", self.queue)
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+impl QueueNameArgs {
+    /// Prints the queue's top concurrency keys (with `--json`, its `QueueStatsBody`).
+    async fn keys(self) -> anyhow::Result<Code> {
+        let body = self
+            .common
+            .client()?
+            .queue_stats_body()
+            .await
+            .context("listing the queues")?;
+        let queue = body
+            .queues
+            .into_iter()
+            .find(|q| q.queue == self.queue)
+            .unwrap_or_else(|| QueueStatsBody {
+                queue: self.queue.clone(),
+                ..QueueStatsBody::default()
+            });
+        output::emit(&if self.common.json {
+            output::json(&queue)
+        } else {
+            render_keys(&queue)
         })?;
         Ok(Code::Success)
     }
@@ -305,6 +374,9 @@ fn settings(q: &QueueStatsBody) -> String {
     if let Some(n) = q.concurrency {
         parts.push(format!("concurrency={n}"));
     }
+    if let Some(n) = q.key_concurrency {
+        parts.push(format!("per-key={n}"));
+    }
     if let Some(rate) = q.rate_limit {
         let per = crate::duration::format(std::time::Duration::from_millis(rate.per_ms));
         parts.push(format!("rate={}/{per}", rate.jobs));
@@ -318,6 +390,32 @@ fn settings(q: &QueueStatsBody) -> String {
     } else {
         parts.join(" ")
     }
+}
+
+/// The human form of `cairn queue keys`: the top keys, and the ready jobs that wait on a full one.
+fn render_keys(q: &QueueStatsBody) -> String {
+    if q.top_keys.is_empty() {
+        return format!(
+            "queue {}: no running or ready job has a concurrency key\n",
+            q.queue
+        );
+    }
+    let mut table = Table::new(&["KEY", "RUNNING", "QUEUED", "LIMIT", "FULL"]);
+    for k in &q.top_keys {
+        table.row(vec![
+            k.key.clone(),
+            k.running.to_string(),
+            k.queued.to_string(),
+            k.limit.map_or_else(|| "-".to_owned(), |n| n.to_string()),
+            if k.full { "yes" } else { "no" }.to_owned(),
+        ]);
+    }
+    let mut text = table.render("");
+    text.push_str(&format!(
+        "{} ready jobs wait on a key at its limit\n",
+        q.waiting_on_keys
+    ));
+    text
 }
 
 /// The human form of `cairn queue peek`: the jobs in claim order, or a line saying there are none.

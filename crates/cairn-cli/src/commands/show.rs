@@ -71,6 +71,15 @@ pub fn render(job: &JobBody) -> String {
         .add_some("unique_key", job.unique_key.as_ref())
         .add_some("debounce_key", job.debounce_key.as_ref())
         .add_some("throttle_key", job.throttle_key.as_ref())
+        .add_some(
+            "concurrency_key",
+            job.concurrency_key
+                .as_ref()
+                .map(|key| match job.concurrency_limit {
+                    Some(limit) => format!("{key} (at most {limit} at once)"),
+                    None => key.clone(),
+                }),
+        )
         .add_some("tags", (!job.tags.is_empty()).then(|| job.tags.join(", ")))
         .add_some("tracked", job.tracked.then_some("yes"))
         .add_some("parent", job.parent)

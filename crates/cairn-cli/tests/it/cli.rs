@@ -259,6 +259,52 @@ fn a_throttled_push_from_the_shell_answers_with_the_job_of_its_period() {
 }
 
 #[test]
+fn concurrency_keys_from_the_shell_limit_a_key_and_show_where_it_stands() {
+    let server = TestServer::spawn();
+    assert_eq!(
+        ok(&server.cairn(&["queue", "key-limit", "mail", "1"], None)),
+        "queue mail: at most 1 running at once per concurrency key\n"
+    );
+    let push = || {
+        let out = server.cairn(
+            &[
+                "push",
+                "send",
+                "--queue",
+                "mail",
+                "--concurrency-key",
+                "customer:42",
+            ],
+            None,
+        );
+        ok(&out).trim().to_owned()
+    };
+    let first = push();
+    push();
+    ok(&server.cairn(&["get", "*", "--queue", "mail", "--limit", "5"], None));
+    assert_eq!(
+        ok(&server.cairn(&["queue", "keys", "mail"], None)),
+        "\
+KEY          RUNNING  QUEUED  LIMIT  FULL
+customer:42  1        1       1      yes
+1 ready jobs wait on a key at its limit
+"
+    );
+    assert!(
+        ok(&server.cairn(&["queues"], None)).contains("per-key=1"),
+        "the queue's settings show the limit"
+    );
+    let shown = ok(&server.cairn(&["show", &first], None));
+    assert!(shown.contains("customer:42"), "{shown}");
+    let refused = server.cairn(&["queue", "key-limit", "mail", "0"], None);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert_eq!(
+        ok(&server.cairn(&["queue", "key-limit", "mail", "--off"], None)),
+        "queue mail: no limit per concurrency key\n"
+    );
+}
+
+#[test]
 fn names_and_data_go_in_and_come_out_as_written() {
     let server = TestServer::spawn();
     // Bedrock's worker manager puts parameters in the name; the data's keys are not in alphabetical order.

@@ -395,6 +395,72 @@ async fn a_throttle_over_http_counts_the_states_it_names() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrency_keys_over_http_limit_a_key_and_show_in_the_queue() {
+    let server = TestServer::spawn();
+    let (status, set) = post(&server, "/v1/queues/mail/key-concurrency", r#"{"limit":1}"#).await;
+    assert_eq!(status, 200, "{set}");
+    for _ in 0..2 {
+        let body = r#"{"name":"send","queue":"mail","concurrency":{"key":"customer:42"}}"#;
+        let (status, pushed) = post(&server, "/v1/jobs", body).await;
+        assert_eq!(status, 201, "{pushed}");
+    }
+    let (status, own) = post(
+        &server,
+        "/v1/jobs",
+        r#"{"name":"send","queue":"mail","concurrency":{"key":"customer:7","limit":3}}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{own}");
+    let (status, taken) = post(
+        &server,
+        "/v1/dequeue",
+        r#"{"worker":"w","queues":["mail"],"limit":10}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{taken}");
+    let mut keys: Vec<&str> = taken["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["job"]["concurrency_key"].as_str().unwrap())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["customer:42", "customer:7"], "{taken}");
+    let (status, queues) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/queues", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mail = &queues["queues"][0];
+    assert_eq!(mail["key_concurrency"], 1, "{mail}");
+    assert_eq!(mail["waiting_on_keys"], 1, "{mail}");
+    assert_eq!(
+        mail["top_keys"][0],
+        json!({"key": "customer:42", "running": 1, "queued": 1, "limit": 1, "full": true})
+    );
+    for (path, body, field) in [
+        ("/v1/queues/mail/key-concurrency", r#"{"limit":0}"#, "limit"),
+        (
+            "/v1/jobs",
+            r#"{"name":"x","concurrency":{"key":"k","limit":0}}"#,
+            "concurrency.limit",
+        ),
+        (
+            "/v1/jobs",
+            r#"{"name":"x","concurrency":{"key":""}}"#,
+            "concurrency.key",
+        ),
+    ] {
+        let (status, refused) = post(&server, path, body).await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["field"], field, "{refused}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn errors_are_json_with_kind_field_message_and_one_status_per_kind() {
     let server = TestServer::spawn_with(&["--max-body", "2048"]);
     let url = server.url().to_owned();

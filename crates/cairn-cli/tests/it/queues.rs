@@ -164,6 +164,7 @@ work   no      1          1       1        1        0        1       1          
             failed: 1,
             completed: 1,
             cancelled: 1,
+            ..QueueStatsBody::default()
         }
     );
     assert_eq!(listed.queues[0].priority_aging_ms, Some(60_000));

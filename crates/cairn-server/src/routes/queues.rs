@@ -7,7 +7,8 @@ use axum::Json;
 use axum::extract::State;
 use cairn_api::{
     AgingRequest, ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody,
-    JobBody, PeekBody, QueueListBody, QueueStatsBody, RateRequest, UnfailBody, UnfailRequest,
+    JobBody, KeyConcurrencyRequest, PeekBody, QueueListBody, QueueStatsBody, RateRequest,
+    UnfailBody, UnfailRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -80,6 +81,24 @@ pub async fn set_concurrency(
     JsonBody(request): JsonBody<ConcurrencyRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.limit_queue(&queue, request.concurrency).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Sets or removes a queue's limit per concurrency key: at most that many of its jobs with one key run at once,
+/// across all workers and nodes, unless a job carries its own limit. Claims pass over a key at its limit.
+#[utoipa::path(post, path = "/v1/queues/{queue}/key-concurrency", tag = "queues", request_body = KeyConcurrencyRequest,
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Set", body = EmptyBody),
+        (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+        WriteWithBodyErrors,
+    ))]
+pub async fn set_key_concurrency(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+    JsonBody(request): JsonBody<KeyConcurrencyRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state.queue.limit_keys(&queue, request.limit).await?;
     Ok(Json(EmptyBody {}))
 }
 

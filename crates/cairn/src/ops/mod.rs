@@ -78,7 +78,7 @@ pub mod public {
         Concurrency, Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_KEY_CONCURRENCY,
         MAX_THROTTLE, Push, PushBatch, Throttle,
     };
-    pub use super::queues::{LimitKeys, LimitQueue, PauseQueue, QueueStats};
+    pub use super::queues::{KeyStats, LimitKeys, LimitQueue, PauseQueue, QueueStats, TOP_KEYS};
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{
         MissedSlots, Overlap, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,

@@ -264,6 +264,36 @@ pub struct QueueStats {
     pub completed: u64,
     /// Cancelled jobs (until retention deletes them).
     pub cancelled: u64,
+    /// The most jobs of one concurrency key that may run at once, unless a job says otherwise.
+    pub key_concurrency: Option<u32>,
+    /// Ready jobs whose key is at its limit: they wait for a job of their key to end.
+    pub waiting_on_keys: u64,
+    /// The concurrency keys with the most running jobs, then the most ready ones: at most [`TOP_KEYS`].
+    pub top_keys: Vec<KeyStats>,
+}
+
+/// How many concurrency keys [`QueueStats::top_keys`] shows.
+pub const TOP_KEYS: usize = 10;
+
+/// One concurrency key of a queue: its running and ready jobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyStats {
+    /// The key.
+    pub key: String,
+    /// Its jobs leased to a worker.
+    pub running: u64,
+    /// Its jobs ready to be taken.
+    pub queued: u64,
+    /// The most of its jobs that may run at once (its next job's own limit, else the queue's), if limited.
+    pub limit: Option<u32>,
+}
+
+impl KeyStats {
+    /// Whether the key is at its limit: its ready jobs wait for one of its jobs to end.
+    pub fn is_full(&self) -> bool {
+        self.limit
+            .is_some_and(|limit| self.running >= u64::from(limit))
+    }
 }
 
 pub(crate) const COUNT_BY_STATE: Sql = Sql::both(
@@ -271,8 +301,18 @@ pub(crate) const COUNT_BY_STATE: Sql = Sql::both(
      GROUP BY queue, state, lease_expires_at <= $1",
 );
 
-const PAUSED_QUEUES: Sql =
-    Sql::both("SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms FROM queues");
+const PAUSED_QUEUES: Sql = Sql::both(
+    "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms, key_concurrency FROM queues",
+);
+
+/// Each concurrency key's running and ready jobs, with the smallest limit its ready jobs carry.
+const KEY_COUNTS: Sql = Sql::both(
+    "SELECT queue, concurrency_key, \
+     sum(CASE WHEN state = 'running' THEN 1 ELSE 0 END), sum(CASE WHEN state = 'queued' THEN 1 ELSE 0 END), \
+     min(CASE WHEN state = 'queued' THEN concurrency_limit END) \
+     FROM jobs WHERE concurrency_key IS NOT NULL AND (state = 'running' OR state = 'queued') \
+     GROUP BY queue, concurrency_key",
+);
 
 /// Every queue that has jobs or settings, by name, with its counts at `now_ms`. This reads every job: it is for
 /// operators and dashboards, not for a hot path.
@@ -316,7 +356,34 @@ pub(crate) fn queue_stats(db: &Db<'_>, now_ms: i64) -> Result<Vec<QueueStats>> {
             .get::<Option<i64>>(5)?
             .and_then(|ms| u64::try_from(ms).ok())
             .map(std::time::Duration::from_millis);
+        entry.key_concurrency = row.get(6)?;
         Ok(())
     })?;
+    let keys = db.query(KEY_COUNTS, &Params::NONE, |row| {
+        Ok((
+            row.get::<String>(0)?,
+            KeyStats {
+                key: row.get(1)?,
+                running: row.get::<i64>(2)?.max(0) as u64,
+                queued: row.get::<i64>(3)?.max(0) as u64,
+                limit: row.get(4)?,
+            },
+        ))
+    })?;
+    for (queue, mut key) in keys {
+        let Some(s) = stats.get_mut(&queue) else {
+            continue;
+        };
+        key.limit = key.limit.or(s.key_concurrency);
+        if key.is_full() {
+            s.waiting_on_keys += key.queued;
+        }
+        s.top_keys.push(key);
+    }
+    for s in stats.values_mut() {
+        s.top_keys
+            .sort_by(|a, b| (b.running, b.queued, &a.key).cmp(&(a.running, a.queued, &b.key)));
+        s.top_keys.truncate(TOP_KEYS);
+    }
     Ok(stats.into_values().collect())
 }

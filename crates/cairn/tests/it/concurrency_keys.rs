@@ -42,6 +42,16 @@ async fn a_key_at_its_limit_is_passed_over_and_its_next_job_wakes_a_waiting_work
         "two of each key, b's not blocked"
     );
     assert!(t.take("w2").await.is_none(), "both keys are at their limit");
+    // The queue shows its keys: both at their limit, and a's three ready jobs waiting on it.
+    let stats = t.queue.queue_stats().await.unwrap();
+    assert_eq!(stats[0].key_concurrency, Some(2));
+    assert_eq!(stats[0].waiting_on_keys, 3);
+    let top: Vec<(&str, u64, u64, bool)> = stats[0]
+        .top_keys
+        .iter()
+        .map(|k| (k.key.as_str(), k.running, k.queued, k.is_full()))
+        .collect();
+    assert_eq!(top, [("a", 2, 3, true), ("b", 2, 0, true)]);
     // A worker waiting on the full key gets its next job the moment one of its jobs ends.
     let queue = t.queue.clone();
     let waiter = tokio::spawn(async move {
