@@ -21,6 +21,8 @@ pub const MAX_JOBS: u64 = 10_000_000;
 pub const MAX_BATCH_SIZE: usize = 10_000;
 /// The most idle connections; loopback has about 28,000 ephemeral ports per server address by default anyway.
 pub const MAX_CONNECTIONS: usize = 100_000;
+/// The most concurrency keys the workers scenario spreads its jobs over.
+pub const MAX_KEYS: u64 = 1_000_000;
 /// The most wake-up samples.
 pub const MAX_SAMPLES: usize = 1_000_000;
 /// The longest sustained run: a week. Its samples are kept in memory (a few hundred bytes each).
@@ -78,6 +80,10 @@ pub struct BenchArgs {
     /// Jobs per enqueue call in the batch and workers scenarios.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub batch_size: usize,
+    /// Spread the workers scenario's jobs over N concurrency keys (`key-0` …, each job the next key in turn), so
+    /// that its claims take turns by key: compared with a run without it, what turns cost.
+    #[arg(long, value_name = "N")]
+    pub keys: Option<u64>,
     /// Wake-ups measured by the wakeup scenario.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub samples: usize,
@@ -175,6 +181,8 @@ pub struct Settings {
     pub in_flight: usize,
     /// `--batch-size`.
     pub batch_size: usize,
+    /// `--keys`.
+    pub keys: Option<u64>,
     /// `--samples`.
     pub samples: usize,
     /// `--connections`.
@@ -246,6 +254,15 @@ impl BenchArgs {
             })?;
             check_pid(pid)?;
         }
+        if let Some(keys) = self.keys {
+            check_range("--keys", keys, 1, MAX_KEYS)?;
+            if !scenarios.contains(&Scenario::Workers) {
+                return Err(invalid(
+                    "--keys",
+                    "spreads the workers scenario's jobs over keys, so it needs --scenario workers",
+                ));
+            }
+        }
         let sustained = scenarios
             .contains(&Scenario::Sustained)
             .then(|| self.plan())
@@ -258,6 +275,7 @@ impl BenchArgs {
             clients: self.clients,
             in_flight: self.in_flight,
             batch_size: self.batch_size,
+            keys: self.keys,
             samples: self.samples,
             connections: self.connections,
             server_pid: self.server_pid,
@@ -446,6 +464,24 @@ mod tests {
             "--connections",
             "--connections: must be between 1 and 100000, got 0",
         );
+    }
+
+    #[test]
+    fn keys_spread_the_workers_scenario_and_nothing_else() {
+        check_refused(
+            &["--keys", "10"],
+            "--keys",
+            "--keys: spreads the workers scenario's jobs over keys, so it needs --scenario workers",
+        );
+        check_refused(
+            &["--scenario", "workers", "--keys", "0"],
+            "--keys",
+            "--keys: must be between 1 and 1000000, got 0",
+        );
+        let settings = parse(&["--scenario", "workers", "--keys", "1000"])
+            .validate()
+            .unwrap();
+        assert_eq!(settings.keys, Some(1000));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 use super::report::{ScenarioReport, human};
 use super::stats::Samples;
 use super::target::Target;
-use super::{drain, job, progress};
+use super::{drain, keyed_job, progress};
 
 /// The queue this scenario uses.
 pub const QUEUE: &str = "bench-batch";
@@ -46,6 +46,7 @@ pub async fn run<T: Target>(
                 batch_size as u64,
                 next.clone(),
                 Some(bar.clone()),
+                None,
             ));
         }
     }
@@ -79,7 +80,8 @@ pub async fn run<T: Target>(
 }
 
 /// One client: takes the next `batch_size` job numbers until `total` are taken, enqueueing each batch into `queue`
-/// in one call (and counting it on `bar`, if any). Returns the latency of each call.
+/// in one call (and counting it on `bar`, if any), the jobs spread over `keys` concurrency keys if given. Returns
+/// the latency of each call.
 pub(super) async fn enqueue_batches<T: Target>(
     target: T,
     queue: &'static str,
@@ -87,6 +89,7 @@ pub(super) async fn enqueue_batches<T: Target>(
     batch_size: u64,
     next: Arc<AtomicU64>,
     bar: Option<ProgressBar>,
+    keys: Option<u64>,
 ) -> cairn::Result<Samples> {
     let mut samples = Samples::default();
     loop {
@@ -95,7 +98,7 @@ pub(super) async fn enqueue_batches<T: Target>(
             return Ok(samples);
         }
         let last = (first + batch_size).min(total);
-        let jobs = (first..last).map(|i| job(queue, i)).collect();
+        let jobs = (first..last).map(|i| keyed_job(queue, i, keys)).collect();
         let t = Instant::now();
         target.enqueue_batch(jobs).await?;
         samples.record("enqueue_batch", t.elapsed());

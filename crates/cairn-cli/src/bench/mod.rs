@@ -220,7 +220,15 @@ async fn run_scenarios<T: Target + cairn::Backend>(
             }
             Scenario::Workers => {
                 let (jobs, size) = (settings.jobs, settings.batch_size);
-                workers::run(clients, settings.in_flight, jobs, size, over_http).await
+                workers::run(
+                    clients,
+                    settings.in_flight,
+                    jobs,
+                    size,
+                    settings.keys,
+                    over_http,
+                )
+                .await
             }
             Scenario::Wakeup => {
                 wakeup::run(&handles[0], &handles[1], settings.samples, over_http).await
@@ -245,6 +253,14 @@ async fn run_scenarios<T: Target + cairn::Backend>(
 /// The job every scenario pushes: a no-op with a little data, as in the engine's `cargo bench`.
 fn job(queue: &str, i: u64) -> Push {
     Push::new("bench.noop").queue(queue).data(json!({ "i": i }))
+}
+
+/// Job `i` for `queue`, with concurrency key `key-{i % keys}` when the jobs are spread over keys.
+fn keyed_job(queue: &str, i: u64, keys: Option<u64>) -> Push {
+    match keys {
+        Some(keys) => job(queue, i).concurrency_key(format!("key-{}", i % keys)),
+        None => job(queue, i),
+    }
 }
 
 /// The scenarios and the settings that shape them, in words.

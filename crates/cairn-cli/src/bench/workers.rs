@@ -36,6 +36,7 @@ pub async fn run<T: Target + Backend>(
     slots: usize,
     jobs: u64,
     batch_size: usize,
+    keys: Option<u64>,
     over_http: bool,
 ) -> anyhow::Result<ScenarioReport> {
     let leftovers = drain::drain(handles, QUEUE).await?;
@@ -77,6 +78,7 @@ pub async fn run<T: Target + Backend>(
             batch_size as u64,
             next.clone(),
             None,
+            keys,
         ));
     }
     let mut samples = Samples::default();
@@ -100,12 +102,15 @@ pub async fn run<T: Target + Backend>(
     );
 
     let clients = handles.len();
+    let spread = keys
+        .map(|keys| format!(", the jobs spread over {keys} concurrency keys taking turns"))
+        .unwrap_or_default();
     Ok(ScenarioReport::new(
         "workers",
         format!(
             "{clients} producers enqueueing {batch_size} jobs per call, and {clients} cairn::Workers of {slots} \
              slots running a handler that does nothing (each takes as many jobs per dequeue as it has free slots, \
-             and finishes those that end together in one call)"
+             and finishes those that end together in one call){spread}"
         ),
         finished,
         elapsed,

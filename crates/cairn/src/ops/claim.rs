@@ -493,12 +493,10 @@ impl Claim {
         if settings.paused {
             return Ok(0);
         }
-        if ctx.db.is_postgres()
-            && (settings.concurrency.is_some() || settings.rate.is_some() || settings.keyed)
-        {
-            // Nodes take turns on a limited or keyed queue: the row's lock makes the next node count the running
-            // jobs (of each key) and read the bucket after this claim commits. The bucket in memory is what the
-            // row says.
+        if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
+            // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
+            // and read the bucket after this claim commits. The bucket in memory is what the row says. (A claim
+            // that meets a key with a limit takes the same lock then: `ops/claim_keys.rs`.)
             let stored = ctx
                 .db
                 .query_row(LOCK_LIMITED_QUEUE, &params![queue.as_str()], |r| {

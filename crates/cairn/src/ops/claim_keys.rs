@@ -17,8 +17,11 @@
 //! past the jobs of other names at its level, where one on a queue without keys reads only its names' jobs
 //! (`claim_names.rs`).
 //!
-//! On PostgreSQL a claim on a keyed queue holds the queue's row lock (as a limited queue's does), so that nodes
-//! count a key's running jobs one after another; the jobs chosen are then locked and leased as any claim's are.
+//! On PostgreSQL, where each statement is a round trip, a claim reads the best keyed level and the first jobs
+//! without a key in one statement, and the next keys' first jobs (with their running counts) a batch at a time; the
+//! jobs are locked as they are read, skipping those other nodes hold. A claim that meets a key with a limit takes
+//! the queue's row lock (as a limited queue's claims do) before it counts, so that nodes count a key's running jobs
+//! one after another; keys without a limit need no count and no lock.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -42,6 +45,9 @@ pub(crate) fn mark_keyed(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
     Ok(())
 }
 
+/// Locks a keyed queue's row (PostgreSQL): see [`Walk::has_room`].
+const LOCK_QUEUE: Sql = Sql::postgres_only("SELECT 1 FROM queues WHERE name = $1 FOR UPDATE");
+
 /// How many jobs of `key` in `queue` run now.
 pub(crate) const RUNNING_WITH_KEY: Sql = Sql {
     sqlite: "SELECT count(*) FROM jobs INDEXED BY jobs_running_by_key \
@@ -49,10 +55,6 @@ pub(crate) const RUNNING_WITH_KEY: Sql = Sql {
     postgres: "SELECT count(*) FROM jobs \
                WHERE state = 'running' AND concurrency_key IS NOT NULL AND queue = $1 AND concurrency_key = $2",
 };
-
-/// Locks the chosen jobs that are still ready, skipping those another node is changing (PostgreSQL).
-const LOCK_CHOSEN: &str =
-    "SELECT id FROM jobs WHERE id = ANY($1::bigint[]) AND state = 'queued' FOR UPDATE SKIP LOCKED";
 
 /// The statements of one claim's walk, with its name patterns and priority as conditions.
 struct Probes {
@@ -62,8 +64,14 @@ struct Probes {
     next_key: String,
     /// Key `$3`'s job at level `$2` after the first `offset` (the last parameter): id, weight, own limit.
     key_job: String,
-    /// The first jobs without a key, in claim order (the limit is the last parameter): id, weight, level.
+    /// The first jobs without a key, in claim order (the limit is the last parameter): id, weight, level, run_at.
     unkeyed: String,
+    /// On PostgreSQL, [`Self::level`] from `$2` and [`Self::unkeyed`] in one statement (their filters from `$3`,
+    /// then the limit): level, then id, weight, level of each job without a key (none: one row of nulls).
+    start: Option<String>,
+    /// On PostgreSQL, the first job of each of the next keys after `$3` at level `$2`, as many keys as the last
+    /// parameter says, in key order: key, id, weight, own limit, the key's running jobs.
+    heads: Option<String>,
     /// The filters' parameters, which follow each statement's own (before a trailing offset or limit).
     filter_args: Vec<Value<'static>>,
 }
@@ -112,15 +120,55 @@ impl Probes {
              AND claim_key = $2 AND concurrency_key > $3{f} ORDER BY concurrency_key, run_at, id LIMIT 1"
         );
         let (f, offset) = filters(4);
+        // On PostgreSQL every job the walk may take is locked as it is read, skipping those other nodes hold.
+        let lock = if postgres {
+            " FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        };
         let key_job = format!(
             "SELECT id, weight, concurrency_limit FROM jobs{by_key} WHERE {keyed} \
-             AND claim_key = $2 AND concurrency_key = $3{f} ORDER BY run_at, id LIMIT 1 OFFSET 0 + ${offset}"
+             AND claim_key = $2 AND concurrency_key = $3{f} ORDER BY run_at, id LIMIT 1 OFFSET 0 + ${offset}{lock}"
         );
-        let (f, limit) = filters(2);
-        let unkeyed = format!(
-            "SELECT id, weight, claim_key FROM jobs{ready} WHERE state = 'queued' AND concurrency_key IS NULL \
-             AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
-        );
+        let unkeyed_from = |first: usize| {
+            let (f, limit) = filters(first);
+            format!(
+                "SELECT id, weight, claim_key, run_at FROM jobs{ready} WHERE state = 'queued' \
+                 AND concurrency_key IS NULL \
+                 AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{lock}"
+            )
+        };
+        let unkeyed = unkeyed_from(2);
+        // PostgreSQL's first round trip: the best keyed level and the first jobs without a key, together.
+        let start = postgres.then(|| {
+            format!(
+                "SELECT l.level, u.id, u.weight, u.claim_key FROM (SELECT ({level}) AS level) AS l \
+                 LEFT JOIN LATERAL ({unkeyed}) AS u ON TRUE ORDER BY u.claim_key, u.run_at, u.id",
+                unkeyed = unkeyed_from(3)
+            )
+        });
+        let heads = postgres.then(|| {
+            let (f, m) = filters(4);
+            let step = |start: &str| {
+                format!(
+                    "SELECT concurrency_key FROM jobs WHERE {keyed} AND claim_key = $2 \
+                     AND concurrency_key > {start}{f} ORDER BY concurrency_key LIMIT 1"
+                )
+            };
+            format!(
+                "WITH RECURSIVE steps (k, n) AS (SELECT ({first}), 1 \
+                 UNION ALL SELECT ({following}), s.n + 1 FROM steps AS s WHERE s.k IS NOT NULL AND s.n < ${m}) \
+                 SELECT s.k, h.id, h.weight, h.concurrency_limit, \
+                 (SELECT count(*) FROM jobs AS r WHERE r.state = 'running' AND r.concurrency_key IS NOT NULL \
+                  AND r.queue = $1 AND r.concurrency_key = s.k) \
+                 FROM steps AS s CROSS JOIN LATERAL (SELECT id, weight, concurrency_limit FROM jobs \
+                 WHERE {keyed} AND claim_key = $2 AND concurrency_key = s.k{f} ORDER BY run_at, id LIMIT 1{lock}) \
+                 AS h \
+                 WHERE s.k IS NOT NULL ORDER BY s.n",
+                first = step("$3"),
+                following = step("s.k"),
+            )
+        });
         let mut filter_args: Vec<Value<'static>> = claim
             .names
             .iter()
@@ -132,6 +180,8 @@ impl Probes {
             next_key,
             key_job,
             unkeyed,
+            start,
+            heads,
             filter_args,
         }
     }
@@ -145,6 +195,25 @@ struct Found {
     limit: Option<u32>,
 }
 
+/// The [`Found`] in a row's columns from `first`: id, weight, own limit.
+fn found(r: &crate::store::db::Row<'_>, first: usize) -> Result<Found> {
+    Ok(Found {
+        id: r.get(first)?,
+        weight: r.get(first + 1)?,
+        limit: r.get(first + 2)?,
+    })
+}
+
+/// A batch of the next keys at a level, with their first jobs (PostgreSQL's walk).
+struct Ahead {
+    level: i64,
+    /// The key the batch continues after.
+    after: String,
+    keys: VecDeque<(String, Found)>,
+    /// Whether the batch reached the last key at the level.
+    complete: bool,
+}
+
 /// One claim's walk over a keyed queue's ready jobs.
 struct Walk<'c, 'x> {
     ctx: &'c mut WriteCtx<'x>,
@@ -156,6 +225,12 @@ struct Walk<'c, 'x> {
     taken: HashMap<String, u32>,
     /// Each key's running jobs, counted once per claim.
     running: HashMap<String, u32>,
+    /// How many more jobs the claim wants.
+    want: u32,
+    /// PostgreSQL's batch of the next keys.
+    ahead: Option<Ahead>,
+    /// Whether this claim holds the queue's row lock (PostgreSQL).
+    locked: bool,
 }
 
 impl Walk<'_, '_> {
@@ -179,6 +254,15 @@ impl Walk<'_, '_> {
         let Some(limit) = own.or(self.key_limit) else {
             return Ok(true);
         };
+        if self.ctx.db.is_postgres() && !self.locked {
+            // Nodes count a key's running jobs one after another: the queue's row lock, held to the commit, makes
+            // the next node count after this claim's jobs are running. Counts read before it may be stale.
+            self.ctx
+                .db
+                .query(LOCK_QUEUE, &params![self.queue.as_str()], |_| Ok(()))?;
+            self.locked = true;
+            self.running.clear();
+        }
         let running = match self.running.get(key) {
             Some(&n) => n,
             None => {
@@ -206,28 +290,7 @@ impl Walk<'_, '_> {
     ) -> Result<Option<(String, Found)>> {
         let mut after = after.to_owned();
         loop {
-            let args = self.args(
-                vec![
-                    self.queue.as_str().to_value(),
-                    level.to_value(),
-                    after.as_str().to_value(),
-                ],
-                None,
-            );
-            let head =
-                self.ctx
-                    .db
-                    .query_row(Sql::both(&self.probes.next_key), &Params(args), |r| {
-                        Ok((
-                            r.get::<String>(0)?,
-                            Found {
-                                id: r.get(1)?,
-                                weight: r.get(2)?,
-                                limit: r.get(3)?,
-                            },
-                        ))
-                    })?;
-            let Some((key, head)) = head else {
+            let Some((key, head)) = self.head_after(level, &after)? else {
                 return Ok(None);
             };
             if upto.is_some_and(|upto| key.as_str() > upto) {
@@ -248,6 +311,76 @@ impl Walk<'_, '_> {
         }
     }
 
+    /// The first key after `after` at `level`, and its first job. On PostgreSQL, where each statement is a round
+    /// trip, the next keys' first jobs (and running counts) come a batch at a time ([`Probes::heads`]), as many as
+    /// the claim still wants; the batch is used while the walk goes on from where it ends.
+    fn head_after(&mut self, level: i64, after: &str) -> Result<Option<(String, Found)>> {
+        let Some(heads) = &self.probes.heads else {
+            let args = self.args(
+                vec![
+                    self.queue.as_str().to_value(),
+                    level.to_value(),
+                    after.to_value(),
+                ],
+                None,
+            );
+            return self
+                .ctx
+                .db
+                .query_row(Sql::both(&self.probes.next_key), &Params(args), |r| {
+                    Ok((r.get::<String>(0)?, found(r, 1)?))
+                });
+        };
+        let current = self
+            .ahead
+            .as_ref()
+            .is_some_and(|a| a.level == level && a.after == after);
+        if !current {
+            let args = self.args(
+                vec![
+                    self.queue.as_str().to_value(),
+                    level.to_value(),
+                    after.to_value(),
+                ],
+                Some(self.want.max(1).to_value()),
+            );
+            let rows = self.ctx.db.query(Sql::both(heads), &Params(args), |r| {
+                Ok((r.get::<String>(0)?, found(r, 1)?, r.get::<i64>(4)?))
+            })?;
+            let complete = rows.len() < self.want.max(1) as usize;
+            let mut keys = VecDeque::with_capacity(rows.len());
+            for (key, head, running) in rows {
+                // Counts read under the queue's lock hold; those read before it are read again.
+                if self.locked {
+                    self.running
+                        .entry(key.clone())
+                        .or_insert_with(|| u32::try_from(running).unwrap_or(u32::MAX));
+                }
+                keys.push_back((key, head));
+            }
+            self.ahead = Some(Ahead {
+                level,
+                after: after.to_owned(),
+                keys,
+                complete,
+            });
+        }
+        let ahead = self.ahead.as_mut().expect("just filled");
+        match ahead.keys.pop_front() {
+            Some((key, head)) => {
+                ahead.after.clone_from(&key);
+                Ok(Some((key, head)))
+            }
+            None if ahead.complete => Ok(None),
+            None => {
+                // The batch ran out before the keys did: the next one starts where it ended.
+                let resume = ahead.after.clone();
+                self.ahead = None;
+                self.head_after(level, &resume)
+            }
+        }
+    }
+
     /// Key `key`'s job at `level` after the first `skip`.
     fn key_job(&self, level: i64, key: &str, skip: u32) -> Result<Option<Found>> {
         let args = self.args(
@@ -261,11 +394,7 @@ impl Walk<'_, '_> {
         self.ctx
             .db
             .query_row(Sql::both(&self.probes.key_job), &Params(args), |r| {
-                Ok(Found {
-                    id: r.get(0)?,
-                    weight: r.get(1)?,
-                    limit: r.get(2)?,
-                })
+                found(r, 0)
             })
     }
 }
@@ -287,15 +416,50 @@ pub(crate) fn candidates(
     let probes = Probes::new(claim, ctx.db.is_postgres());
     let key_limit = ctx.settings.get(queue.as_str()).key_concurrency;
     let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
-    let mut unkeyed: VecDeque<(i64, u32, i64)> = {
-        let mut args = vec![queue.as_str().to_value()];
-        args.extend(probes.filter_args.iter().cloned());
-        args.push(limit.to_value());
-        ctx.db
-            .query(Sql::both(&probes.unkeyed), &Params(args), |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })?
-            .into()
+    // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
+    let floor = match (claim.priority(), ctx.settings.get(queue.as_str()).aging_ms) {
+        (Some(priority), None) => -i64::from(priority),
+        _ => i64::MIN,
+    };
+    let (mut unkeyed, mut level): (VecDeque<(i64, u32, i64)>, Option<i64>) = match &probes.start {
+        Some(start) => {
+            let mut args = vec![queue.as_str().to_value(), floor.to_value()];
+            args.extend(probes.filter_args.iter().cloned());
+            args.push(limit.to_value());
+            let rows = ctx.db.query(Sql::both(start), &Params(args), |r| {
+                Ok((
+                    r.get::<Option<i64>>(0)?,
+                    r.get::<Option<i64>>(1)?,
+                    r.get::<Option<u32>>(2)?,
+                    r.get::<Option<i64>>(3)?,
+                ))
+            })?;
+            let level = rows.first().and_then(|row| row.0);
+            let unkeyed = rows
+                .into_iter()
+                .filter_map(|(_, id, weight, at)| Some((id?, weight?, at?)))
+                .collect();
+            (unkeyed, level)
+        }
+        None => {
+            let mut args = vec![queue.as_str().to_value()];
+            args.extend(probes.filter_args.iter().cloned());
+            args.push(limit.to_value());
+            let unkeyed = ctx
+                .db
+                .query(Sql::both(&probes.unkeyed), &Params(args), |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                })?
+                .into();
+            let args = [queue.as_str().to_value(), floor.to_value()]
+                .into_iter()
+                .chain(probes.filter_args.iter().cloned())
+                .collect();
+            let level = ctx
+                .db
+                .query_row(Sql::both(&probes.level), &Params(args), |r| r.get(0))?;
+            (unkeyed, level)
+        }
     };
     let mut walk = Walk {
         ctx,
@@ -304,18 +468,13 @@ pub(crate) fn candidates(
         key_limit,
         taken: HashMap::new(),
         running: HashMap::new(),
+        want: limit,
+        ahead: None,
+        locked: false,
     };
     let mut picked: Vec<(i64, u32)> = Vec::new();
-    // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
-    let floor = match (
-        claim.priority(),
-        walk.ctx.settings.get(queue.as_str()).aging_ms,
-    ) {
-        (Some(priority), None) => -i64::from(priority),
-        _ => i64::MIN,
-    };
-    let mut level = walk.level(floor)?;
     while picked.len() < limit as usize {
+        walk.want = limit - picked.len() as u32;
         let unkeyed_level = unkeyed.front().map(|&(_, _, level)| level);
         let Some(at) = level else {
             // No keyed job left with room: the rest in claim order.
@@ -349,16 +508,6 @@ pub(crate) fn candidates(
             .settings
             .turns
             .insert(queue.as_str().to_owned(), last);
-    }
-    if walk.ctx.db.is_postgres() && !picked.is_empty() {
-        let ids: Vec<Value<'_>> = picked.iter().map(|&(id, _)| id.to_value()).collect();
-        let locked: std::collections::HashSet<i64> = walk
-            .ctx
-            .db
-            .query_arrays(LOCK_CHOSEN, Vec::new(), vec![ids], |r| r.get(0))?
-            .into_iter()
-            .collect();
-        picked.retain(|(id, _)| locked.contains(id));
     }
     Ok(picked)
 }
@@ -409,11 +558,13 @@ pub(crate) fn sample_statements() -> Vec<(String, String)> {
         all.push((sqlite.next_key, postgres.next_key));
         all.push((sqlite.key_job, postgres.key_job));
         all.push((sqlite.unkeyed, postgres.unkeyed));
+        all.push((String::new(), postgres.heads.unwrap_or_default()));
+        all.push((String::new(), postgres.start.unwrap_or_default()));
     }
+    all.push((String::new(), LOCK_QUEUE.postgres.to_owned()));
     all.push((
         RUNNING_WITH_KEY.sqlite.to_owned(),
         RUNNING_WITH_KEY.postgres.to_owned(),
     ));
-    all.push((String::new(), LOCK_CHOSEN.to_owned()));
     all
 }
