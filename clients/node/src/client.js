@@ -19,7 +19,8 @@ export function millis(seconds, field) {
  * Durations are seconds (`delay`, `leaseTimeout`, `timeout`); `runAt` is an RFC 3339 time; `retry` the whole policy.
  * `debounce: {key, delay, maxWait}`: a push whose key a pending job holds lands in that job, which then runs `delay`
  * after the latest push and no later than `maxWait` after the first. `throttle: {key, period}`: one job per key per
- * period, whatever became of it. Both answer with the job they landed in (`existing`).
+ * period, whatever became of it. Both answer with the job they landed in (`existing`). `concurrencyKey`: keyed jobs
+ * take turns by key, and at most the queue's limit per key run at once (`concurrencyLimit`: this job's own limit).
  */
 export function push(name, data, options = {}) {
   const body = { name };
@@ -39,6 +40,10 @@ export function push(name, data, options = {}) {
   if (options.throttle != null) {
     const { key, period } = options.throttle;
     body.throttle = { key, period_ms: millis(period, "throttle.period") };
+  }
+  if (options.concurrencyKey != null || options.concurrencyLimit != null) {
+    body.concurrency = { key: options.concurrencyKey ?? null };
+    if (options.concurrencyLimit != null) body.concurrency.limit = options.concurrencyLimit;
   }
   return body;
 }

@@ -64,6 +64,10 @@ export interface PushOptions {
   debounce?: { key: string; delay: number; maxWait: number };
   /** One job per key per `period` seconds, whatever became of it. */
   throttle?: { key: string; period: number };
+  /** Keyed jobs take turns by key, and at most the queue's limit per key run at once. */
+  concurrencyKey?: string;
+  /** At most this many jobs of the key run at once when this one is next, instead of the queue's limit per key. */
+  concurrencyLimit?: number;
 }
 
 export interface DequeueOptions {

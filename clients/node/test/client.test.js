@@ -33,6 +33,21 @@ test("a batch goes in whole or not at all, its error naming the bad job", async 
   assert.equal((await client.dequeue("w", { queues: ["batch"], limit: 10 })).length, 1, "the refused batch added nothing");
 });
 
+test("a concurrency key limits its jobs and shows on them", async () => {
+  const client = new Client(server.url);
+  for (const n of [1, 2, 3]) {
+    await client.enqueue("report", { n }, { queue: "reports", concurrencyKey: "customer:42", concurrencyLimit: 2 });
+  }
+  const taken = await client.dequeue("w", { queues: ["reports"], limit: 10 });
+  assert.equal(taken.length, 2);
+  assert.deepEqual([taken[0].job.concurrency_key, taken[0].job.concurrency_limit], ["customer:42", 2]);
+  await assert.rejects(client.enqueue("x", null, { concurrencyKey: "k", concurrencyLimit: 0 }), (e) => {
+    assert.ok(e instanceof InvalidInput);
+    assert.equal(e.field, "concurrency.limit");
+    return true;
+  });
+});
+
 test("debounced and throttled pushes land in one job", async () => {
   const client = new Client(server.url);
   const debounce = { key: "customer:42", delay: 30, maxWait: 300 };

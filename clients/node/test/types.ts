@@ -8,6 +8,7 @@ async function example(): Promise<WorkerReport> {
   await client.enqueueBatch([push("a"), push("b", { n: 1 }, { priority: 5, leaseTimeout: 60 })]);
   await client.enqueue("reindex", { n: 1 }, { debounce: { key: "customer:42", delay: 30, maxWait: 300 } });
   await client.enqueue("welcome", null, { throttle: { key: "welcome:ada", period: 86400 } });
+  await client.enqueue("report", null, { concurrencyKey: "customer:42", concurrencyLimit: 2 });
   const claimed: ClaimedJob[] = await client.dequeue("w", { queues: ["mail"], names: ["email.*"], limit: 8, wait: 30 });
   for (const { job, lease } of claimed) {
     const expiry: string = await client.heartbeat(lease, { done: 0.5 });

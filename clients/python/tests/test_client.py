@@ -48,6 +48,19 @@ def test_debounced_and_throttled_pushes_land_in_one_job(server):
         assert refused.value.field == "debounce.delay_ms"
 
 
+def test_a_concurrency_key_limits_its_jobs_and_shows_on_them(server):
+    with Client(server.url) as client:
+        for n in range(3):
+            client.enqueue("report", {"n": n}, queue="reports", concurrency_key="customer:42", concurrency_limit=2)
+        taken = client.dequeue("w", queues=["reports"], limit=10)
+        assert len(taken) == 2
+        assert {c.job.raw["concurrency_key"] for c in taken} == {"customer:42"}
+        assert taken[0].job.raw["concurrency_limit"] == 2
+        with pytest.raises(cairn.InvalidInput) as refused:
+            client.enqueue("x", concurrency_key="k", concurrency_limit=0)
+        assert refused.value.field == "concurrency.limit"
+
+
 def test_a_batch_goes_in_whole_or_not_at_all(server):
     with Client(server.url) as client:
         done = client.enqueue_batch([push("a", {"n": 1}), push("b", delay=60)])

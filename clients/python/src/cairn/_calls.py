@@ -51,13 +51,17 @@ def push(
     schedule: Optional[str] = None,
     debounce: Optional[Tuple[str, Seconds, Seconds]] = None,
     throttle: Optional[Tuple[str, Seconds]] = None,
+    concurrency_key: Optional[str] = None,
+    concurrency_limit: Optional[int] = None,
 ) -> Dict[str, Any]:
     """A job to enqueue, as `Client.enqueue_batch` takes them; the server validates every field and names a bad
     one. `run_at` is an RFC 3339 time; `schedule` a Bedrock repeat or a cron expression; `retry` the whole policy
     (`max_attempts`, `initial_delay_ms`, `multiplier`, `max_delay_ms`, `jitter`), the queue's default when absent.
     `debounce=(key, delay, max_wait)`: a push whose key a pending job holds lands in that job, which then runs
     `delay` after the latest push and no later than `max_wait` after the first. `throttle=(key, period)`: one job
-    per key per period, whatever became of it. Both answer with the job they landed in (`existing`)."""
+    per key per period, whatever became of it. Both answer with the job they landed in (`existing`).
+    `concurrency_key`: keyed jobs take turns by key, and at most the queue's limit per key run at once
+    (`concurrency_limit`: this job's own limit instead)."""
     body: Dict[str, Any] = {"name": name}
     if data is not None:
         body["data"] = data
@@ -90,6 +94,11 @@ def push(
     if throttle is not None:
         key, period = throttle
         body["throttle"] = {"key": key, "period_ms": millis(period, "throttle.period")}
+    if concurrency_key is not None or concurrency_limit is not None:
+        concurrency: Dict[str, Any] = {"key": concurrency_key}
+        if concurrency_limit is not None:
+            concurrency["limit"] = concurrency_limit
+        body["concurrency"] = concurrency
     return body
 
 
