@@ -111,6 +111,19 @@ async fn assert_no_page_errors(browser: &Browser, page: &str) {
     assert!(errors.is_empty(), "errors on {page}: {errors:#?}");
 }
 
+/// Opens job `id`'s page and returns the text of its details, once they are that job's.
+async fn job_details(browser: &Browser, server: &TestServer, id: JobId) -> String {
+    open(browser, server, &format!("jobs/{id}")).await;
+    let script = format!(
+        "const title = document.querySelector('#job h1')?.innerText ?? ''; \
+         return title.startsWith('#{id} ') ? document.querySelector('dl.details')?.innerText : null"
+    );
+    let details = browser
+        .wait_for(&format!("job {id}'s details"), &script)
+        .await;
+    details.as_str().expect("text").to_owned()
+}
+
 /// A queue's settings and counts, over HTTP.
 async fn queue_body(client: &Client, queue: &str) -> Value {
     let body = client.queue_stats_body().await.unwrap();
@@ -196,6 +209,99 @@ async fn every_page_loads_without_errors() {
         )
         .await;
     assert_no_page_errors(&browser, "the second visits").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_concurrency_key_shows_on_the_queues_page_and_jobs_show_their_keys() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    client.limit_keys("tenants", Some(1)).await.unwrap();
+    let keyed = |key: &str| Push::new("sync").queue("tenants").concurrency_key(key);
+    let first = client.enqueue(keyed("customer:42")).await.unwrap().id;
+    let second = client.enqueue(keyed("customer:42")).await.unwrap().id;
+    let taken = client.dequeue(take("w", "tenants", 1)).await.unwrap();
+    assert_eq!(taken.len(), 1);
+    let waiting = if taken[0].lease.job == first {
+        second
+    } else {
+        first
+    };
+    // Pushed after the take, so that the take had only customer:42's jobs to choose from. Its key is markup, which
+    // the page must show as text.
+    let own = client
+        .enqueue(keyed("<b>vip</b>").concurrency_limit(3))
+        .await
+        .unwrap()
+        .id;
+    // What the server says, so that a failure below is the dashboard's.
+    let body = queue_body(&client, "tenants").await;
+    assert_eq!(body["key_concurrency"], json!(1));
+    assert_eq!(body["waiting_on_keys"], json!(1));
+    assert_eq!(
+        body["top_keys"],
+        json!([
+            {"key": "customer:42", "running": 1, "queued": 1, "limit": 1, "full": true},
+            {"key": "<b>vip</b>", "running": 0, "queued": 1, "limit": 3, "full": false},
+        ])
+    );
+
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "queues").await;
+    browser
+        .wait_for(
+            "the queue's limit per key among its limits",
+            "return document.querySelector('tr[data-queue=\"tenants\"] td[data-label=\"Limits\"]')\
+             ?.innerText.includes('1 per key')",
+        )
+        .await;
+    let keys = browser
+        .wait_for(
+            "the queue's keys",
+            "const rows = [...document.querySelectorAll('[data-keys-queue=\"tenants\"] tr[data-key]')]\
+               .map(r => [...r.cells].map(c => c.innerText.trim())); \
+             return rows.length ? rows : null",
+        )
+        .await;
+    assert_eq!(
+        keys,
+        json!([
+            ["customer:42", "1", "1", "1", "full"],
+            ["<b>vip</b>", "0", "1", "3", "no"],
+        ])
+    );
+    let note = browser
+        .execute(
+            "return document.querySelector('[data-keys-queue=\"tenants\"] [data-waiting-on-keys]')?.innerText",
+            json!([]),
+        )
+        .await;
+    assert_eq!(note, json!("1 ready job waits on a key at its limit"));
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('#key-list b').length",
+                json!([])
+            )
+            .await,
+        json!(0),
+        "a key was read as markup"
+    );
+    browser.screenshot("queues-keys").await;
+
+    let details = job_details(&browser, &server, waiting).await;
+    assert!(
+        details.contains("Concurrency key\ncustomer:42"),
+        "{details}"
+    );
+    assert!(!details.contains("Concurrency limit"), "{details}");
+    let details = job_details(&browser, &server, own).await;
+    assert!(details.contains("Concurrency key\n<b>vip</b>"), "{details}");
+    assert!(
+        details.contains("Concurrency limit\n3 of its key at once"),
+        "{details}"
+    );
+    assert_no_page_errors(&browser, "the queues and job pages with keys").await;
     browser.close().await;
 }
 

@@ -100,6 +100,8 @@ function details(job) {
     ["Unique key", job.unique_key],
     ["Debounce key", job.debounce_key],
     ["Throttle key", job.throttle_key],
+    ["Concurrency key", job.concurrency_key],
+    ["Concurrency limit", job.concurrency_limit ? `${job.concurrency_limit} of its key at once (its own)` : null],
     ["Tags", job.tags.length ? job.tags.map((tag) => h("a", { class: "chip", href: `#/jobs?tag=${encodeURIComponent(tag)}` }, tag)) : null],
     ["Parent", job.parent ? link(job.parent) : null],
     ["Children", h("a", { href: `#/jobs?parent=${job.id}` }, "list")],

@@ -1,5 +1,6 @@
 // The queues page, the dashboard's home: every queue with its jobs counted by state, its limits and a pause or
-// resume button; totals across queues; and, below, the failure groups and workers at a glance.
+// resume button; totals across queues; the concurrency keys of the queues that have some; and, below, the failure
+// groups and workers at a glance.
 
 import { get, post, segment } from "../api.js";
 import { h, fill, table, redraw } from "../dom.js";
@@ -9,16 +10,20 @@ import { workerTable } from "./workers.js";
 
 /** The counts of `GET /v1/queues`, in the order a job lives through them. */
 export const COUNTED = ["scheduled", "waiting", "queued", "running", "stalled", "failed", "completed", "cancelled"];
+/** How many concurrency keys `GET /v1/queues` lists per queue at most. */
+const TOP_KEYS = 10;
 
 export function mount(root, _params, ctx) {
   const totals = h("div", { class: "tiles", id: "totals" });
   const queues = h("div", { id: "queue-list" });
+  const keys = h("div", { id: "key-list" });
   const failures = h("div", { id: "failure-list" });
   const workers = h("div", { id: "worker-list" });
   fill(root,
     h("h1", {}, "Queues"),
     totals,
     queues,
+    keys,
     h("div", { class: "columns" },
       h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/failures" }, "Failure groups")), failures),
       h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/workers" }, "Workers")), workers)));
@@ -27,6 +32,7 @@ export function mount(root, _params, ctx) {
       const [q, f, w] = await Promise.all([get("/v1/queues"), get("/v1/failures"), get("/v1/workers")]);
       redraw(totals, q, () => totalTiles(q.queues));
       redraw(queues, q, () => queueTable(q.queues, ctx));
+      redraw(keys, q, () => keyPanels(q.queues));
       redraw(failures, f, () => failureTable(f.groups, ctx));
       redraw(workers, w, () => workerTable(w.workers));
     },
@@ -74,9 +80,44 @@ function queueTable(queues, ctx) {
 function limits(q) {
   const parts = [];
   if (q.concurrency !== null) parts.push(`${q.concurrency} at once`);
+  if (q.key_concurrency) parts.push(`${q.key_concurrency} per key`);
   if (q.rate_limit) parts.push(`${q.rate_limit.jobs} per ${duration(q.rate_limit.per_ms)}`);
   if (q.priority_aging_ms) parts.push(`aging +1 per ${duration(q.priority_aging_ms)}`);
   return parts.length ? parts.join(", ") : h("span", { class: "muted" }, "none");
+}
+
+/** A panel per queue whose jobs have concurrency keys: its top keys, and the ready jobs that wait on a full one. */
+function keyPanels(queues) {
+  const keyed = queues.filter((q) => q.top_keys.length > 0);
+  if (keyed.length === 0) return null;
+  return h("div", { class: "columns" }, keyed.map((q) =>
+    h("section", { class: "panel keys", "data-keys-queue": q.queue },
+      h("h2", {}, "Concurrency keys · ", h("a", { href: `#/jobs?queue=${encodeURIComponent(q.queue)}` }, q.queue)),
+      keyTable(q.top_keys),
+      h("p", { class: q.waiting_on_keys > 0 ? "hint warn" : "hint", "data-waiting-on-keys": q.waiting_on_keys },
+        `${count(q.waiting_on_keys)} ready ${q.waiting_on_keys === 1 ? "job waits" : "jobs wait"} on a key at its limit`,
+        q.top_keys.length >= TOP_KEYS ? ` (the ${TOP_KEYS} keys with the most running, then ready, jobs shown)` : null))));
+}
+
+function keyTable(keys) {
+  const columns = [
+    { label: "Key", class: "name" },
+    { label: "Running", class: "num" },
+    { label: "Queued", class: "num" },
+    { label: "Limit", class: "num" },
+    { label: "Full" },
+  ];
+  const rows = keys.map((k) => ({
+    attributes: { "data-key": k.key, "data-full": String(k.full) },
+    cells: [
+      h("code", {}, k.key),
+      count(k.running),
+      count(k.queued),
+      k.limit === null ? h("span", { class: "muted" }, "none") : count(k.limit),
+      k.full ? h("span", { class: "badge full" }, "full") : h("span", { class: "muted" }, "no"),
+    ],
+  }));
+  return table(columns, rows, { class: "stack keys" });
 }
 
 function pauseButton(q, ctx) {
