@@ -70,6 +70,13 @@ pub struct KeyStatsBody {
     pub limit: Option<u32>,
     /// Whether it is at its limit: its ready jobs wait for one of its jobs to end.
     pub full: bool,
+    /// Jobs it takes per turn.
+    #[serde(default = "one")]
+    pub weight: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 impl From<&KeyStats> for KeyStatsBody {
@@ -80,6 +87,7 @@ impl From<&KeyStats> for KeyStatsBody {
             queued: k.queued,
             limit: k.limit,
             full: k.is_full(),
+            weight: k.weight,
         }
     }
 }
@@ -91,6 +99,7 @@ impl From<KeyStatsBody> for KeyStats {
             running: b.running,
             queued: b.queued,
             limit: b.limit,
+            weight: b.weight,
         }
     }
 }
@@ -171,6 +180,19 @@ pub struct KeyConcurrencyRequest {
     /// carries its own limit; `null` removes the limit.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1_000_000))]
     pub limit: Option<u32>,
+}
+
+/// Set or remove a concurrency key's weight in a queue: jobs it takes per turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct KeyWeightRequest {
+    /// The key.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::ConcurrencyKey))]
+    pub key: String,
+    /// Jobs it takes per turn where other keys take one; `null` goes back to 1.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
+    pub weight: Option<u32>,
 }
 
 /// Set or remove a queue's rate limit.

@@ -22,10 +22,10 @@ use cairn_api::{
     ConfigEntryBody, ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody,
     EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
     FinishManyBody, FinishManyRequest, FinishRequest, FinishResult, HealthBody, HeartbeatRequest,
-    JobBody, JobPageBody, KeyConcurrencyRequest, LeaseExpiryBody, LeaseRequest, PeekBody,
-    PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest, RecurringBody,
-    RecurringListBody, RecurringRequest, RetryRequest, SetConfigRequest, StateBody, StatsBody,
-    UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
+    JobBody, JobPageBody, KeyConcurrencyRequest, KeyWeightRequest, LeaseExpiryBody, LeaseRequest,
+    PeekBody, PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest,
+    RecurringBody, RecurringListBody, RecurringRequest, RetryRequest, SetConfigRequest, StateBody,
+    StatsBody, UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
     WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
@@ -580,6 +580,22 @@ impl Client {
         self.post::<_, EmptyBody>(
             &format!("/v1/queues/{}/key-concurrency", queue_segment(queue)?),
             &KeyConcurrencyRequest { limit },
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Sets or removes a concurrency key's weight in a queue; see [`cairn::Queue::weigh_key`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn weigh_key(&self, queue: &str, key: &str, weight: Option<u32>) -> Result<()> {
+        self.post::<_, EmptyBody>(
+            &format!("/v1/queues/{}/key-weight", queue_segment(queue)?),
+            &KeyWeightRequest {
+                key: key.to_owned(),
+                weight,
+            },
         )
         .await
         .map(drop)

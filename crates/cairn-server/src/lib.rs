@@ -76,6 +76,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(queues::resume))
         .routes(routes!(queues::set_concurrency))
         .routes(routes!(queues::set_key_concurrency))
+        .routes(routes!(queues::set_key_weight))
         .routes(routes!(queues::set_rate))
         .routes(routes!(queues::set_aging))
         .routes(routes!(queues::peek))

@@ -1,5 +1,5 @@
 //! `cairn queues` (every queue with its jobs counted by state) and `cairn queue
-//! pause|resume|peek|limit|key-limit|keys|rate|aging QUEUE`.
+//! pause|resume|peek|limit|key-limit|key-weight|keys|rate|aging QUEUE`.
 //! Failure groups and unfail are in `failures`.
 
 use anyhow::Context as _;
@@ -44,6 +44,8 @@ pub enum QueueCommand {
     /// Limit how many of a queue's jobs with one concurrency key run at once across all workers and nodes, unless
     /// a job carries its own limit (`--off` removes the limit).
     KeyLimit(KeyLimitArgs),
+    /// Let a concurrency key take up to N jobs per turn where the others take one (`--off`: back to 1).
+    KeyWeight(KeyWeightArgs),
     /// Show a queue's concurrency keys with the most running jobs, and how many ready jobs wait on a key at its
     /// limit.
     Keys(QueueNameArgs),
@@ -137,6 +139,44 @@ impl KeyLimitArgs {
                 self.queue
             ),
             None => format!("queue {}: no limit per concurrency key", self.queue),
+        })?;
+        Ok(Code::Success)
+    }
+}
+
+/// `cairn queue key-weight` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct KeyWeightArgs {
+    /// The queue's name.
+    pub queue: String,
+    /// The concurrency key.
+    pub key: String,
+    /// Jobs it takes per turn (1 to 1000).
+    #[arg(required_unless_present = "off", conflicts_with = "off")]
+    pub weight: Option<u32>,
+    /// Back to one job per turn.
+    #[arg(long)]
+    pub off: bool,
+    /// The server, and `--json`.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl KeyWeightArgs {
+    async fn run(self) -> anyhow::Result<Code> {
+        let weight = if self.off { None } else { self.weight };
+        self.common
+            .client()?
+            .weigh_key(&self.queue, &self.key, weight)
+            .await
+            .with_context(|| format!("weighing key {:?} of queue {:?}", self.key, self.queue))?;
+        output::outcome(self.common.json, &EmptyBody {}, || {
+            format!(
+                "queue {}: key {} takes {} job(s) per turn",
+                self.queue,
+                self.key,
+                weight.unwrap_or(1)
+            )
         })?;
         Ok(Code::Success)
     }
@@ -263,6 +303,7 @@ impl QueueArgs {
             QueueCommand::Peek(args) => args.run().await,
             QueueCommand::Limit(args) => args.run().await,
             QueueCommand::KeyLimit(args) => args.run().await,
+            QueueCommand::KeyWeight(args) => args.run().await,
             QueueCommand::Keys(args) => args.keys().await,
             QueueCommand::Rate(args) => args.run().await,
             QueueCommand::Aging(args) => args.run().await,
@@ -400,7 +441,7 @@ fn render_keys(q: &QueueStatsBody) -> String {
             q.queue
         );
     }
-    let mut table = Table::new(&["KEY", "RUNNING", "QUEUED", "LIMIT", "FULL"]);
+    let mut table = Table::new(&["KEY", "RUNNING", "QUEUED", "LIMIT", "FULL", "WEIGHT"]);
     for k in &q.top_keys {
         table.row(vec![
             k.key.clone(),
@@ -408,6 +449,7 @@ fn render_keys(q: &QueueStatsBody) -> String {
             k.queued.to_string(),
             k.limit.map_or_else(|| "-".to_owned(), |n| n.to_string()),
             if k.full { "yes" } else { "no" }.to_owned(),
+            k.weight.to_string(),
         ]);
     }
     let mut text = table.render("");

@@ -283,10 +283,14 @@ fn concurrency_keys_from_the_shell_limit_a_key_and_show_where_it_stands() {
     push();
     ok(&server.cairn(&["get", "*", "--queue", "mail", "--limit", "5"], None));
     assert_eq!(
+        ok(&server.cairn(&["queue", "key-weight", "mail", "customer:42", "2"], None)),
+        "queue mail: key customer:42 takes 2 job(s) per turn\n"
+    );
+    assert_eq!(
         ok(&server.cairn(&["queue", "keys", "mail"], None)),
         "\
-KEY          RUNNING  QUEUED  LIMIT  FULL
-customer:42  1        1       1      yes
+KEY          RUNNING  QUEUED  LIMIT  FULL  WEIGHT
+customer:42  1        1       1      yes   2
 1 ready jobs wait on a key at its limit
 "
     );

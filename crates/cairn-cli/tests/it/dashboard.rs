@@ -217,6 +217,10 @@ async fn a_full_concurrency_key_shows_on_the_queues_page_and_jobs_show_their_key
     let server = TestServer::spawn();
     let client = server.client();
     client.limit_keys("tenants", Some(1)).await.unwrap();
+    client
+        .weigh_key("tenants", "customer:42", Some(2))
+        .await
+        .unwrap();
     let keyed = |key: &str| Push::new("sync").queue("tenants").concurrency_key(key);
     let first = client.enqueue(keyed("customer:42")).await.unwrap().id;
     let second = client.enqueue(keyed("customer:42")).await.unwrap().id;
@@ -241,8 +245,8 @@ async fn a_full_concurrency_key_shows_on_the_queues_page_and_jobs_show_their_key
     assert_eq!(
         body["top_keys"],
         json!([
-            {"key": "customer:42", "running": 1, "queued": 1, "limit": 1, "full": true},
-            {"key": "<b>vip</b>", "running": 0, "queued": 1, "limit": 3, "full": false},
+            {"key": "customer:42", "running": 1, "queued": 1, "limit": 1, "full": true, "weight": 2},
+            {"key": "<b>vip</b>", "running": 0, "queued": 1, "limit": 3, "full": false, "weight": 1},
         ])
     );
 
@@ -266,8 +270,8 @@ async fn a_full_concurrency_key_shows_on_the_queues_page_and_jobs_show_their_key
     assert_eq!(
         keys,
         json!([
-            ["customer:42", "1", "1", "1", "full"],
-            ["<b>vip</b>", "0", "1", "3", "no"],
+            ["customer:42", "1", "1", "1", "full", "2"],
+            ["<b>vip</b>", "0", "1", "3", "no", "1"],
         ])
     );
     let note = browser

@@ -439,10 +439,15 @@ async fn concurrency_keys_over_http_limit_a_key_and_show_in_the_queue() {
     assert_eq!(mail["waiting_on_keys"], 1, "{mail}");
     assert_eq!(
         mail["top_keys"][0],
-        json!({"key": "customer:42", "running": 1, "queued": 1, "limit": 1, "full": true})
+        json!({"key": "customer:42", "running": 1, "queued": 1, "limit": 1, "full": true, "weight": 1})
     );
     for (path, body, field) in [
         ("/v1/queues/mail/key-concurrency", r#"{"limit":0}"#, "limit"),
+        (
+            "/v1/queues/mail/key-weight",
+            r#"{"key":"customer:42","weight":0}"#,
+            "weight",
+        ),
         (
             "/v1/jobs",
             r#"{"name":"x","concurrency":{"key":"k","limit":0}}"#,

@@ -7,8 +7,8 @@ use axum::Json;
 use axum::extract::State;
 use cairn_api::{
     AgingRequest, ConcurrencyRequest, EmptyBody, ErrorBody, FailureGroupBody, FailureGroupListBody,
-    JobBody, KeyConcurrencyRequest, PeekBody, QueueListBody, QueueStatsBody, RateRequest,
-    UnfailBody, UnfailRequest,
+    JobBody, KeyConcurrencyRequest, KeyWeightRequest, PeekBody, QueueListBody, QueueStatsBody,
+    RateRequest, UnfailBody, UnfailRequest,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -99,6 +99,27 @@ pub async fn set_key_concurrency(
     JsonBody(request): JsonBody<KeyConcurrencyRequest>,
 ) -> ApiResult<Json<EmptyBody>> {
     state.queue.limit_keys(&queue, request.limit).await?;
+    Ok(Json(EmptyBody {}))
+}
+
+/// Sets or removes a concurrency key's weight in a queue: a key of weight N takes up to N jobs per turn where the
+/// others take one.
+#[utoipa::path(post, path = "/v1/queues/{queue}/key-weight", tag = "queues", request_body = KeyWeightRequest,
+    params(("queue" = cairn_api::rules::QueueName, Path, description = "The queue's name")),
+    responses(
+        (status = 200, description = "Set", body = EmptyBody),
+        (status = 400, description = "A bad queue name, key or weight", body = ErrorBody),
+        WriteWithBodyErrors,
+    ))]
+pub async fn set_key_weight(
+    State(state): State<AppState>,
+    QueuePath(queue): QueuePath,
+    JsonBody(request): JsonBody<KeyWeightRequest>,
+) -> ApiResult<Json<EmptyBody>> {
+    state
+        .queue
+        .weigh_key(&queue, &request.key, request.weight)
+        .await?;
     Ok(Json(EmptyBody {}))
 }
 

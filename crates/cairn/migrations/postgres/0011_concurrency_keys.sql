@@ -11,3 +11,10 @@ CREATE INDEX jobs_ready_by_key ON jobs (queue, claim_key, concurrency_key, run_a
     WHERE state = 'queued' AND concurrency_key IS NOT NULL;
 CREATE INDEX jobs_running_by_key ON jobs (queue, concurrency_key)
     WHERE state = 'running' AND concurrency_key IS NOT NULL;
+
+CREATE TABLE concurrency_key_weights (
+    queue  TEXT   NOT NULL,
+    key    TEXT   COLLATE "C" NOT NULL,
+    weight BIGINT NOT NULL,
+    PRIMARY KEY (queue, key)
+);

@@ -17,3 +17,11 @@ CREATE INDEX jobs_ready_by_key ON jobs (queue, claim_key, concurrency_key, run_a
 -- A key's running jobs, counted when a claim meets the key.
 CREATE INDEX jobs_running_by_key ON jobs (queue, concurrency_key)
     WHERE state = 'running' AND concurrency_key IS NOT NULL;
+
+-- Weighted turns: a key of weight N takes up to N jobs per turn (1 when absent).
+CREATE TABLE concurrency_key_weights (
+    queue  TEXT    NOT NULL,
+    key    TEXT    NOT NULL,
+    weight INTEGER NOT NULL,
+    PRIMARY KEY (queue, key)
+);

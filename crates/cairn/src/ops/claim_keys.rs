@@ -4,8 +4,9 @@
 //! A ready job is in one of two indexes (migration 0019): `jobs_ready` holds the jobs without a key in claim order;
 //! `jobs_ready_by_key` the keyed ones by level (`claim_key`: the priority, or the aged priority), then key, then
 //! age. A claim serves the best level first, whichever index holds it. At a level, the keys take turns in key order,
-//! starting after the key the queue served last (kept per queue in memory, [`SettingsCache::turns`]); the jobs
-//! without a key take one turn among them, before the first key. Each turn is one probe of the index ("the first
+//! starting after the key the queue served last (kept per queue in memory, `SettingsCache::turns`); the jobs
+//! without a key take one turn among them, before the first key. A key of weight N ([`crate::WeighKey`]) keeps its
+//! turn for up to N jobs. Each turn is one probe of the index ("the first
 //! job of the next key after this one"), so a key with a million ready jobs costs a turn what a key with one does,
 //! and another key's job waits at most one turn per key ahead of it.
 //!
@@ -223,6 +224,9 @@ struct Walk<'c, 'x> {
     key_limit: Option<u32>,
     /// Jobs this claim took of each key.
     taken: HashMap<String, u32>,
+    /// Jobs this claim took of each key at each level: where the key's next job at that level is in the index (the
+    /// jobs taken are still there until they are leased).
+    taken_at: HashMap<(i64, String), u32>,
     /// Each key's running jobs, counted once per claim.
     running: HashMap<String, u32>,
     /// How many more jobs the claim wants.
@@ -296,7 +300,7 @@ impl Walk<'_, '_> {
             if upto.is_some_and(|upto| key.as_str() > upto) {
                 return Ok(None);
             }
-            let taken = self.taken.get(&key).copied().unwrap_or(0);
+            let taken = self.taken_at(level, &key);
             let job = if taken == 0 {
                 Some(head)
             } else {
@@ -379,6 +383,20 @@ impl Walk<'_, '_> {
                 self.head_after(level, &resume)
             }
         }
+    }
+
+    /// How many jobs of `key` at `level` this claim took.
+    fn taken_at(&self, level: i64, key: &str) -> u32 {
+        self.taken_at
+            .get(&(level, key.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Notes a job of `key` at `level` as taken.
+    fn take(&mut self, level: i64, key: &str) {
+        *self.taken.entry(key.to_owned()).or_default() += 1;
+        *self.taken_at.entry((level, key.to_owned())).or_default() += 1;
     }
 
     /// Key `key`'s job at `level` after the first `skip`.
@@ -467,6 +485,7 @@ pub(crate) fn candidates(
         queue,
         key_limit,
         taken: HashMap::new(),
+        taken_at: HashMap::new(),
         running: HashMap::new(),
         want: limit,
         ahead: None,
@@ -489,16 +508,21 @@ pub(crate) fn candidates(
             picked.push((id, weight));
             continue;
         }
-        match next_turn(&mut walk, at, last.as_deref(), unkeyed_level == Some(at))? {
+        let previous = last.as_ref().map(|(key, used)| (key.as_str(), *used));
+        match next_turn(&mut walk, at, previous, unkeyed_level == Some(at))? {
             Some(Turn::Unkeyed) => {
                 let (id, weight, _) = unkeyed.pop_front().expect("a front");
                 picked.push((id, weight));
-                last = Some(String::new());
+                last = Some((String::new(), 1));
             }
             Some(Turn::Key(key, job)) => {
                 picked.push((job.id, job.weight));
-                *walk.taken.entry(key.clone()).or_default() += 1;
-                last = Some(key);
+                walk.take(at, &key);
+                let used = match &last {
+                    Some((previous, used)) if *previous == key => used + 1,
+                    _ => 1,
+                };
+                last = Some((key, used));
             }
             None => level = walk.level(at.saturating_add(1))?,
         }
@@ -512,19 +536,28 @@ pub(crate) fn candidates(
     Ok(picked)
 }
 
-/// The next turn at `level`, after `last` (the key served last; empty for the jobs without a key; `None` when the
-/// queue has served none), or `None` when no key at the level has room and there are no jobs without a key there.
-/// The order of turns: the jobs without a key (when `unkeyed` has some at this level), then each key in order.
+/// The next turn at `level`, after `last` (the key served last, empty for the jobs without a key, and how many
+/// jobs its turn gave; `None` when the queue has served none), or `None` when no key at the level has room and there
+/// are no jobs without a key there. The order of turns: the jobs without a key (when `unkeyed` has some at this
+/// level), then each key in order; a key of weight N keeps its turn for up to N jobs.
 fn next_turn(
     walk: &mut Walk<'_, '_>,
     level: i64,
-    last: Option<&str>,
+    last: Option<(&str, u32)>,
     unkeyed: bool,
 ) -> Result<Option<Turn>> {
     if unkeyed && last.is_none() {
         return Ok(Some(Turn::Unkeyed));
     }
-    let after = last.unwrap_or("");
+    if let Some((key, used)) = last
+        && !key.is_empty()
+        && used < walk.ctx.settings.key_weight(walk.queue.as_str(), key)
+        && let Some(job) = walk.key_job(level, key, walk.taken_at(level, key))?
+        && walk.has_room(key, job.limit)?
+    {
+        return Ok(Some(Turn::Key(key.to_owned(), job)));
+    }
+    let after = last.map_or("", |(key, _)| key);
     if let Some((key, job)) = walk.next_key(level, after, None)? {
         return Ok(Some(Turn::Key(key, job)));
     }

@@ -78,7 +78,9 @@ pub mod public {
         Concurrency, Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_KEY_CONCURRENCY,
         MAX_THROTTLE, Push, PushBatch, Throttle,
     };
-    pub use super::queues::{KeyStats, LimitKeys, LimitQueue, PauseQueue, QueueStats, TOP_KEYS};
+    pub use super::queues::{
+        KeyStats, LimitKeys, LimitQueue, MAX_KEY_WEIGHT, PauseQueue, QueueStats, TOP_KEYS, WeighKey,
+    };
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{
         MissedSlots, Overlap, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,
@@ -116,6 +118,7 @@ crate::request::written_requests!(
     queues::LimitKeys => (),
     queues::LimitQueue => (),
     queues::PauseQueue => (),
+    queues::WeighKey => (),
     rate_limit::RateLimitQueue => (),
     recurring::RemoveRecurring => (),
     recurring::SetRecurring => recurring::RecurringInfo,

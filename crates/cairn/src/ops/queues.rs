@@ -119,6 +119,67 @@ impl Operation for LimitKeys {
     }
 }
 
+/// The largest weight a concurrency key may have.
+pub const MAX_KEY_WEIGHT: u32 = 1000;
+
+/// Sets or removes a concurrency key's weight in a queue: a key of weight N takes up to N jobs per turn where the
+/// others take one, so that among ready jobs of one priority it gets N times their share while it has jobs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeighKey {
+    /// The queue.
+    pub queue: String,
+    /// The key.
+    pub key: String,
+    /// Jobs per turn, 1 to [`MAX_KEY_WEIGHT`]; `None` for 1, the default.
+    pub weight: Option<u32>,
+}
+
+const SET_KEY_WEIGHT: Sql = Sql::both(
+    "INSERT INTO concurrency_key_weights (queue, key, weight) VALUES ($1, $2, $3) \
+     ON CONFLICT (queue, key) DO UPDATE SET weight = excluded.weight",
+);
+const REMOVE_KEY_WEIGHT: Sql =
+    Sql::both("DELETE FROM concurrency_key_weights WHERE queue = $1 AND key = $2");
+
+impl Operation for WeighKey {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        let queue = QueueName::parse(self.queue.as_str())?;
+        let key =
+            crate::names::ConcurrencyKey::parse(self.key.as_str()).map_err(|e| e.renamed("key"))?;
+        match self.weight {
+            Some(weight) if !(1..=MAX_KEY_WEIGHT).contains(&weight) => {
+                return Err(crate::error::Error::invalid(
+                    "weight",
+                    format!("must be between 1 and {MAX_KEY_WEIGHT}, got {weight}"),
+                ));
+            }
+            Some(weight) => {
+                ctx.db.execute(
+                    SET_KEY_WEIGHT,
+                    &params![queue.as_str(), key.as_str(), weight],
+                )?;
+                ctx.settings
+                    .key_weights
+                    .entry(queue.as_str().to_owned())
+                    .or_default()
+                    .insert(key.as_str().to_owned(), weight);
+            }
+            None => {
+                ctx.db
+                    .execute(REMOVE_KEY_WEIGHT, &params![queue.as_str(), key.as_str()])?;
+                if let Some(weights) = ctx.settings.key_weights.get_mut(queue.as_str()) {
+                    weights.remove(key.as_str());
+                }
+            }
+        }
+        // The other nodes load the weights again.
+        ctx.settings.changed = true;
+        Ok(())
+    }
+}
+
 /// The queues' settings and the engine's options in force, as the writer keeps them in memory so that claims and
 /// pushes read no table: loaded when the writer starts, changed by the operations that change them in the same
 /// transaction, and loaded again after a transaction that rolled back.
@@ -131,13 +192,17 @@ pub(crate) struct SettingsCache {
     pub config: RuntimeConfig,
     /// When each worker was last seen, as last written (see [`crate::ops::workers::seen`]).
     pub seen: std::collections::HashMap<String, crate::ops::workers::LastSeen>,
-    /// Each keyed queue's last turn: the key it served last, or empty for its jobs without a key (see
-    /// `ops/claim_keys.rs`). In memory only: a restart starts the turns over.
-    pub turns: std::collections::HashMap<String, String>,
+    /// Each keyed queue's last turn: the key it served last (empty for its jobs without a key), and how many jobs
+    /// that turn has given (see `ops/claim_keys.rs`). In memory only: a restart starts the turns over.
+    pub turns: std::collections::HashMap<String, (String, u32)>,
+    /// The weights of concurrency keys that have one, by queue then key (1 for the others).
+    pub key_weights: std::collections::HashMap<String, std::collections::HashMap<String, u32>>,
     /// Whether the current transaction changed a setting or an option: on PostgreSQL, the other nodes are told
     /// to load theirs again when it commits.
     pub changed: bool,
 }
+
+const ALL_KEY_WEIGHTS: Sql = Sql::both("SELECT queue, key, weight FROM concurrency_key_weights");
 
 const ALL_SETTINGS: Sql = Sql::both(
     "SELECT name, paused, concurrency, rate_jobs, rate_period_ms, aging_ms, key_concurrency, keyed FROM queues",
@@ -158,7 +223,15 @@ impl SettingsCache {
                 },
             ))
         })?;
+        let mut key_weights: std::collections::HashMap<_, std::collections::HashMap<_, _>> =
+            Default::default();
+        for (queue, key, weight) in db.query(ALL_KEY_WEIGHTS, &Params::NONE, |r| {
+            Ok((r.get::<String>(0)?, r.get::<String>(1)?, r.get::<u32>(2)?))
+        })? {
+            key_weights.entry(queue).or_default().insert(key, weight);
+        }
         Ok(SettingsCache {
+            key_weights,
             queues: queues.into_iter().collect(),
             buckets: Default::default(),
             config: RuntimeConfig::load(db, defaults)?,
@@ -172,6 +245,7 @@ impl SettingsCache {
     pub fn reload(&mut self, db: &Db<'_>) -> Result<()> {
         let fresh = SettingsCache::load(db, self.config.defaults())?;
         self.queues = fresh.queues;
+        self.key_weights = fresh.key_weights;
         self.config = fresh.config;
         // What a rolled-back transaction wrote of workers did not happen: read it again when needed.
         self.seen.clear();
@@ -184,6 +258,15 @@ impl SettingsCache {
             .iter()
             .filter_map(|(queue, s)| s.rate.map(|rate| (queue.clone(), rate)))
             .collect()
+    }
+
+    /// The weight of concurrency key `key` in `queue`: jobs per turn.
+    pub fn key_weight(&self, queue: &str, key: &str) -> u32 {
+        self.key_weights
+            .get(queue)
+            .and_then(|weights| weights.get(key))
+            .copied()
+            .unwrap_or(1)
     }
 
     pub fn get(&self, queue: &str) -> Settings {
@@ -286,6 +369,8 @@ pub struct KeyStats {
     pub queued: u64,
     /// The most of its jobs that may run at once (its next job's own limit, else the queue's), if limited.
     pub limit: Option<u32>,
+    /// Jobs it takes per turn (see [`WeighKey`]).
+    pub weight: u32,
 }
 
 impl KeyStats {
@@ -367,13 +452,24 @@ pub(crate) fn queue_stats(db: &Db<'_>, now_ms: i64) -> Result<Vec<QueueStats>> {
                 running: row.get::<i64>(2)?.max(0) as u64,
                 queued: row.get::<i64>(3)?.max(0) as u64,
                 limit: row.get(4)?,
+                weight: 1,
             },
         ))
     })?;
+    let weights: std::collections::HashMap<(String, String), u32> = db
+        .query(ALL_KEY_WEIGHTS, &Params::NONE, |r| {
+            Ok(((r.get(0)?, r.get(1)?), r.get(2)?))
+        })?
+        .into_iter()
+        .collect();
     for (queue, mut key) in keys {
         let Some(s) = stats.get_mut(&queue) else {
             continue;
         };
+        key.weight = weights
+            .get(&(queue.clone(), key.key.clone()))
+            .copied()
+            .unwrap_or(1);
         key.limit = key.limit.or(s.key_concurrency);
         if key.is_full() {
             s.waiting_on_keys += key.queued;

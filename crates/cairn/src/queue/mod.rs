@@ -690,6 +690,21 @@ impl Queue {
         .await
     }
 
+    /// Sets or removes a concurrency key's weight in a queue: a key of weight N takes up to N jobs per turn where
+    /// the others take one (see [`WeighKey`](crate::WeighKey)); `None` goes back to 1.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `key` or `weight` (1 to
+    /// [`MAX_KEY_WEIGHT`](crate::MAX_KEY_WEIGHT)).
+    pub async fn weigh_key(&self, queue: &str, key: &str, weight: Option<u32>) -> Result<()> {
+        self.write(crate::ops::queues::WeighKey {
+            queue: queue.to_owned(),
+            key: key.to_owned(),
+            weight,
+        })
+        .await
+    }
+
     /// Sets a queue's rate limit: at most `rate.jobs` of its jobs start per `rate.per`, across all workers; `None`
     /// removes it. Waiting workers get a job as soon as the limit allows.
     ///

@@ -294,3 +294,53 @@ async fn a_keyed_job_moved_to_another_queue_is_claimed_there_under_its_limit() {
     assert_eq!(by_state[&JobState::Queued], 1);
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_weighted_key_takes_as_many_jobs_per_turn_as_its_weight() {
+    let t = TestQueue::new().await;
+    t.queue.weigh_key("default", "gold", Some(3)).await.unwrap();
+    let mut pushes: Vec<Push> = (0..6).map(|i| keyed(&format!("g{i}"), "gold")).collect();
+    pushes.extend((0..6).map(|i| keyed(&format!("s{i}"), "silver")));
+    t.push_batch(pushes).await;
+    let mut order = Vec::new();
+    for _ in 0..8 {
+        order.extend(keys(&t.take("w").await.into_iter().collect::<Vec<_>>()));
+    }
+    // Three of gold's for every one of silver's, one claim at a time.
+    let gold = order.iter().filter(|k| *k == "gold").count();
+    assert_eq!(gold, 6, "{order:?}");
+    // And within one claim of many.
+    let t2 = TestQueue::new().await;
+    t2.queue
+        .weigh_key("default", "gold", Some(3))
+        .await
+        .unwrap();
+    let mut pushes: Vec<Push> = (0..6).map(|i| keyed(&format!("g{i}"), "gold")).collect();
+    pushes.extend((0..6).map(|i| keyed(&format!("s{i}"), "silver")));
+    t2.push_batch(pushes).await;
+    let got = t2.queue.dequeue(Dequeue::new("w").limit(4)).await.unwrap();
+    let mut got = keys(&got);
+    got.sort();
+    assert_eq!(got, ["gold", "gold", "gold", "silver"]);
+    let stats = t2.queue.queue_stats().await.unwrap();
+    let gold = stats[0].top_keys.iter().find(|k| k.key == "gold").unwrap();
+    assert_eq!(gold.weight, 3);
+    // Back to one each.
+    t2.queue.weigh_key("default", "gold", None).await.unwrap();
+    let got = t2.queue.dequeue(Dequeue::new("w").limit(2)).await.unwrap();
+    let mut got = keys(&got);
+    got.sort();
+    assert_eq!(got, ["gold", "silver"]);
+    for (weight, field) in [(Some(0), "weight"), (Some(1001), "weight")] {
+        let err = t
+            .queue
+            .weigh_key("default", "gold", weight)
+            .await
+            .unwrap_err();
+        assert_eq!(err.field(), Some(field));
+    }
+    let err = t.queue.weigh_key("default", "", Some(2)).await.unwrap_err();
+    assert_eq!(err.field(), Some("key"));
+    t.close().await;
+    t2.close().await;
+}

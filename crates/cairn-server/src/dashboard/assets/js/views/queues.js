@@ -106,6 +106,7 @@ function keyTable(keys) {
     { label: "Queued", class: "num" },
     { label: "Limit", class: "num" },
     { label: "Full" },
+    { label: "Weight", class: "num" },
   ];
   const rows = keys.map((k) => ({
     attributes: { "data-key": k.key, "data-full": String(k.full) },
@@ -115,6 +116,7 @@ function keyTable(keys) {
       count(k.queued),
       k.limit === null ? h("span", { class: "muted" }, "none") : count(k.limit),
       k.full ? h("span", { class: "badge full" }, "full") : h("span", { class: "muted" }, "no"),
+      count(k.weight ?? 1),
     ],
   }));
   return table(columns, rows, { class: "stack keys" });
