@@ -226,7 +226,7 @@ struct Walk<'c, 'x> {
     taken: HashMap<String, u32>,
     /// Jobs this claim took of each key at each level: where the key's next job at that level is in the index (the
     /// jobs taken are still there until they are leased).
-    taken_at: HashMap<(i64, String), u32>,
+    taken_at: HashMap<i64, HashMap<String, u32>>,
     /// Each key's running jobs, counted once per claim.
     running: HashMap<String, u32>,
     /// How many more jobs the claim wants.
@@ -388,7 +388,8 @@ impl Walk<'_, '_> {
     /// How many jobs of `key` at `level` this claim took.
     fn taken_at(&self, level: i64, key: &str) -> u32 {
         self.taken_at
-            .get(&(level, key.to_owned()))
+            .get(&level)
+            .and_then(|taken| taken.get(key))
             .copied()
             .unwrap_or(0)
     }
@@ -396,7 +397,12 @@ impl Walk<'_, '_> {
     /// Notes a job of `key` at `level` as taken.
     fn take(&mut self, level: i64, key: &str) {
         *self.taken.entry(key.to_owned()).or_default() += 1;
-        *self.taken_at.entry((level, key.to_owned())).or_default() += 1;
+        *self
+            .taken_at
+            .entry(level)
+            .or_default()
+            .entry(key.to_owned())
+            .or_default() += 1;
     }
 
     /// Key `key`'s job at `level` after the first `skip`.
