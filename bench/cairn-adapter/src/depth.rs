@@ -18,7 +18,7 @@ pub async fn poll(queue: Queue, meter: Arc<Meter>, stop: Arc<AtomicBool>) {
     let query = SqlQuery {
         timeout: Duration::from_secs(2),
         ..SqlQuery::new(format!(
-            "SELECT count(*) FROM jobs WHERE queue = '{QUEUE}' AND state = 'queued'"
+            "SELECT count(*) FROM jobs WHERE queue = '{QUEUE}' AND state = 'queued' AND concurrency_key IS NULL"
         ))
     };
     let mut failing = false;

@@ -54,6 +54,12 @@ impl Operation for AgeQueue {
                 format!("must be between {MIN_AGING_STEP:?} and {MAX_AGING_STEP:?}, got {every:?}"),
             ));
         }
+        if self.every.is_some() && ctx.settings.get(queue.as_str()).keyed {
+            return Err(Error::invalid_state(format!(
+                "queue {queue} has jobs with concurrency keys, which take turns by priority level; priority aging \
+                 makes every job a level of its own, so the two do not go together"
+            )));
+        }
         let aging = self.every.map(duration_millis);
         ctx.db.execute(SET_AGING, &params![queue.as_str(), aging])?;
         ctx.db.execute(AGE_JOBS, &params![aging, queue.as_str()])?;

@@ -661,6 +661,7 @@ impl Claim {
         for job in &claimed {
             took(ctx, job.job.queue.as_str())?;
         }
+        crate::ops::claim_keys::record_turns(ctx, &claimed);
         Ok(claimed)
     }
 

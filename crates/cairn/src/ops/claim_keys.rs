@@ -33,13 +33,24 @@ use crate::ops::claim::Claim;
 use crate::store::db::{Params, Sql, ToValue, Value, params};
 
 /// Marks `queue` as holding keyed jobs, once: from then on its claims look at keyed jobs too.
+///
+/// # Errors
+/// [`crate::ErrorKind::InvalidState`] when the queue has priority aging: keys take turns among the jobs of one
+/// level, and aging makes every job a level of its own.
 pub(crate) fn mark_keyed(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
     const SET_KEYED: Sql = Sql::both(
         "INSERT INTO queues (name, keyed) VALUES ($1, TRUE) \
          ON CONFLICT (name) DO UPDATE SET keyed = TRUE",
     );
-    if ctx.settings.get(queue).keyed {
+    let settings = ctx.settings.get(queue);
+    if settings.keyed {
         return Ok(());
+    }
+    if settings.aging_ms.is_some() {
+        return Err(crate::error::Error::invalid_state(format!(
+            "concurrency: queue {queue} has priority aging, and jobs with concurrency keys take turns by priority \
+             level, which aging makes one per job; turn aging off (cairn queue aging {queue} --off) to use keys"
+        )));
     }
     ctx.db.execute(SET_KEYED, &params![queue])?;
     ctx.settings.entry(queue).keyed = true;
@@ -61,9 +72,9 @@ pub(crate) const RUNNING_WITH_KEY: Sql = Sql {
 struct Probes {
     /// The best level at or above `$2` among keyed jobs.
     level: String,
-    /// The first keyed job of the first key after `$3` at level `$2`: key, id, weight, own limit.
+    /// The first keyed job of the first key after `$3` at level `$2`: key, then the job ([`found`]).
     next_key: String,
-    /// Key `$3`'s job at level `$2` after the first `offset` (the last parameter): id, weight, own limit.
+    /// Key `$3`'s first job at level `$2` after (`run_at`, `id`) = (`$4`, `$5`) ([`found`]).
     key_job: String,
     /// The first jobs without a key, in claim order (the limit is the last parameter): id, weight, level, run_at.
     unkeyed: String,
@@ -71,14 +82,16 @@ struct Probes {
     /// then the limit): level, then id, weight, level of each job without a key (none: one row of nulls).
     start: Option<String>,
     /// On PostgreSQL, the first job of each of the next keys after `$3` at level `$2`, as many keys as the last
-    /// parameter says, in key order: key, id, weight, own limit, the key's running jobs.
+    /// parameter says, in key order: key, the job ([`found`]; nulls when every job of the key there is locked by
+    /// another node), the key's running jobs.
     heads: Option<String>,
     /// The filters' parameters, which follow each statement's own (before a trailing offset or limit).
     filter_args: Vec<Value<'static>>,
 }
 
 impl Probes {
-    fn new(claim: &Claim, postgres: bool) -> Probes {
+    /// The statements for `claim` on a queue with priority aging (`aging`) or without.
+    fn new(claim: &Claim, postgres: bool, aging: bool) -> Probes {
         let (ready, by_key) = if postgres {
             ("", "")
         } else {
@@ -105,6 +118,10 @@ impl Probes {
                 text.push_str(&format!(" AND ({})", terms.join(" OR ")));
             }
             if claim.priority().is_some() {
+                // Without aging the level is minus the priority: one level of the indexes, not a filter on all.
+                if !aging {
+                    text.push_str(&format!(" AND claim_key = -CAST(${n} AS BIGINT)"));
+                }
                 text.push_str(&format!(" AND priority = ${n}"));
                 n += 1;
             }
@@ -117,19 +134,21 @@ impl Probes {
         );
         let (f, _) = filters(4);
         let next_key = format!(
-            "SELECT concurrency_key, id, weight, concurrency_limit FROM jobs{by_key} WHERE {keyed} \
+            "SELECT concurrency_key, {FOUND} FROM jobs{by_key} WHERE {keyed} \
              AND claim_key = $2 AND concurrency_key > $3{f} ORDER BY concurrency_key, run_at, id LIMIT 1"
         );
-        let (f, offset) = filters(4);
+        let (f, _) = filters(6);
         // On PostgreSQL every job the walk may take is locked as it is read, skipping those other nodes hold.
         let lock = if postgres {
             " FOR UPDATE SKIP LOCKED"
         } else {
             ""
         };
+        // After the last job the claim took of the key, not at an offset: another node's locks, skipped, would
+        // move an offset.
         let key_job = format!(
-            "SELECT id, weight, concurrency_limit FROM jobs{by_key} WHERE {keyed} \
-             AND claim_key = $2 AND concurrency_key = $3{f} ORDER BY run_at, id LIMIT 1 OFFSET 0 + ${offset}{lock}"
+            "SELECT {FOUND} FROM jobs{by_key} WHERE {keyed} AND claim_key = $2 AND concurrency_key = $3 \
+             AND (run_at, id) > ($4, $5){f} ORDER BY run_at, id LIMIT 1{lock}"
         );
         let unkeyed_from = |first: usize| {
             let (f, limit) = filters(first);
@@ -159,12 +178,12 @@ impl Probes {
             format!(
                 "WITH RECURSIVE steps (k, n) AS (SELECT ({first}), 1 \
                  UNION ALL SELECT ({following}), s.n + 1 FROM steps AS s WHERE s.k IS NOT NULL AND s.n < ${m}) \
-                 SELECT s.k, h.id, h.weight, h.concurrency_limit, \
+                 SELECT s.k, h.id, h.weight, h.concurrency_limit, h.run_at, \
                  (SELECT count(*) FROM jobs AS r WHERE r.state = 'running' AND r.concurrency_key IS NOT NULL \
                   AND r.queue = $1 AND r.concurrency_key = s.k) \
-                 FROM steps AS s CROSS JOIN LATERAL (SELECT id, weight, concurrency_limit FROM jobs \
+                 FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
                  WHERE {keyed} AND claim_key = $2 AND concurrency_key = s.k{f} ORDER BY run_at, id LIMIT 1{lock}) \
-                 AS h \
+                 AS h ON TRUE \
                  WHERE s.k IS NOT NULL ORDER BY s.n",
                 first = step("$3"),
                 following = step("s.k"),
@@ -194,14 +213,19 @@ struct Found {
     weight: u32,
     /// The job's own limit for its key.
     limit: Option<u32>,
+    run_at: i64,
 }
 
-/// The [`Found`] in a row's columns from `first`: id, weight, own limit.
+/// The columns of a [`Found`].
+const FOUND: &str = "id, weight, concurrency_limit, run_at";
+
+/// The [`Found`] in a row's columns from `first` ([`FOUND`]).
 fn found(r: &crate::store::db::Row<'_>, first: usize) -> Result<Found> {
     Ok(Found {
         id: r.get(first)?,
         weight: r.get(first + 1)?,
         limit: r.get(first + 2)?,
+        run_at: r.get(first + 3)?,
     })
 }
 
@@ -213,6 +237,8 @@ struct Ahead {
     keys: VecDeque<(String, Found)>,
     /// Whether the batch reached the last key at the level.
     complete: bool,
+    /// The last key the batch stepped to, with a job or not: the next batch starts after it.
+    last_step: Option<String>,
 }
 
 /// One claim's walk over a keyed queue's ready jobs.
@@ -224,9 +250,9 @@ struct Walk<'c, 'x> {
     key_limit: Option<u32>,
     /// Jobs this claim took of each key.
     taken: HashMap<String, u32>,
-    /// Jobs this claim took of each key at each level: where the key's next job at that level is in the index (the
-    /// jobs taken are still there until they are leased).
-    taken_at: HashMap<i64, HashMap<String, u32>>,
+    /// The last job (`run_at`, `id`) this claim took of each key at each level: the key's next job there comes
+    /// after it (the jobs taken stay in the index until they are leased).
+    taken_at: HashMap<i64, HashMap<String, (i64, i64)>>,
     /// Each key's running jobs, counted once per claim.
     running: HashMap<String, u32>,
     /// How many more jobs the claim wants.
@@ -300,11 +326,9 @@ impl Walk<'_, '_> {
             if upto.is_some_and(|upto| key.as_str() > upto) {
                 return Ok(None);
             }
-            let taken = self.taken_at(level, &key);
-            let job = if taken == 0 {
-                Some(head)
-            } else {
-                self.key_job(level, &key, taken)?
+            let job = match self.taken_at(level, &key) {
+                None => Some(head),
+                Some(after) => self.key_job(level, &key, after)?,
             };
             if let Some(job) = job
                 && self.has_room(&key, job.limit)?
@@ -349,11 +373,19 @@ impl Walk<'_, '_> {
                 Some(self.want.max(1).to_value()),
             );
             let rows = self.ctx.db.query(Sql::both(heads), &Params(args), |r| {
-                Ok((r.get::<String>(0)?, found(r, 1)?, r.get::<i64>(4)?))
+                // A key whose jobs at the level other nodes hold all is a step with no job.
+                let head = match r.get::<Option<i64>>(1)? {
+                    Some(_) => Some(found(r, 1)?),
+                    None => None,
+                };
+                Ok((r.get::<String>(0)?, head, r.get::<i64>(5)?))
             })?;
             let complete = rows.len() < self.want.max(1) as usize;
             let mut keys = VecDeque::with_capacity(rows.len());
+            let mut last_step = None;
             for (key, head, running) in rows {
+                last_step = Some(key.clone());
+                let Some(head) = head else { continue };
                 // Counts read under the queue's lock hold; those read before it are read again.
                 if self.locked {
                     self.running
@@ -367,6 +399,7 @@ impl Walk<'_, '_> {
                 after: after.to_owned(),
                 keys,
                 complete,
+                last_step,
             });
         }
         let ahead = self.ahead.as_mut().expect("just filled");
@@ -378,42 +411,44 @@ impl Walk<'_, '_> {
             None if ahead.complete => Ok(None),
             None => {
                 // The batch ran out before the keys did: the next one starts where it ended.
-                let resume = ahead.after.clone();
+                let resume = ahead
+                    .last_step
+                    .clone()
+                    .unwrap_or_else(|| ahead.after.clone());
                 self.ahead = None;
                 self.head_after(level, &resume)
             }
         }
     }
 
-    /// How many jobs of `key` at `level` this claim took.
-    fn taken_at(&self, level: i64, key: &str) -> u32 {
+    /// The last job of `key` at `level` this claim took: (`run_at`, `id`).
+    fn taken_at(&self, level: i64, key: &str) -> Option<(i64, i64)> {
         self.taken_at
             .get(&level)
             .and_then(|taken| taken.get(key))
             .copied()
-            .unwrap_or(0)
     }
 
-    /// Notes a job of `key` at `level` as taken.
-    fn take(&mut self, level: i64, key: &str) {
+    /// Notes `job` of `key` at `level` as taken.
+    fn take(&mut self, level: i64, key: &str, job: &Found) {
         *self.taken.entry(key.to_owned()).or_default() += 1;
-        *self
-            .taken_at
+        self.taken_at
             .entry(level)
             .or_default()
-            .entry(key.to_owned())
-            .or_default() += 1;
+            .insert(key.to_owned(), (job.run_at, job.id));
     }
 
-    /// Key `key`'s job at `level` after the first `skip`.
-    fn key_job(&self, level: i64, key: &str, skip: u32) -> Result<Option<Found>> {
+    /// Key `key`'s first job at `level` after (`run_at`, `id`) = `after`.
+    fn key_job(&self, level: i64, key: &str, after: (i64, i64)) -> Result<Option<Found>> {
         let args = self.args(
             vec![
                 self.queue.as_str().to_value(),
                 level.to_value(),
                 key.to_value(),
+                after.0.to_value(),
+                after.1.to_value(),
             ],
-            Some(skip.to_value()),
+            None,
         );
         self.ctx
             .db
@@ -437,7 +472,8 @@ pub(crate) fn candidates(
     queue: &QueueName,
     limit: u32,
 ) -> Result<Vec<(i64, u32)>> {
-    let probes = Probes::new(claim, ctx.db.is_postgres());
+    let aging = ctx.settings.get(queue.as_str()).aging_ms.is_some();
+    let probes = Probes::new(claim, ctx.db.is_postgres(), aging);
     let key_limit = ctx.settings.get(queue.as_str()).key_concurrency;
     let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
     // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
@@ -523,7 +559,7 @@ pub(crate) fn candidates(
             }
             Some(Turn::Key(key, job)) => {
                 picked.push((job.id, job.weight));
-                walk.take(at, &key);
+                walk.take(at, &key, &job);
                 let used = match &last {
                     Some((previous, used)) if *previous == key => used + 1,
                     _ => 1,
@@ -533,13 +569,40 @@ pub(crate) fn candidates(
             None => level = walk.level(at.saturating_add(1))?,
         }
     }
-    if let Some(last) = last {
-        walk.ctx
-            .settings
-            .turns
-            .insert(queue.as_str().to_owned(), last);
-    }
+    // The turn goes on from what the claim hands out, which a weight budget or other queues may cut short:
+    // `record_turns`, once the jobs are leased.
     Ok(picked)
+}
+
+/// Moves each keyed queue's turn on past the jobs a claim handed out (`claimed`, in the order it handed them out):
+/// the key it served last, and how many jobs in a row that key's turn has given, counting the turn's jobs from
+/// earlier claims when this claim gave only that key's.
+pub(crate) fn record_turns(ctx: &mut WriteCtx<'_>, claimed: &[crate::ops::claim::ClaimedJob]) {
+    let mut by_queue: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in claimed {
+        let queue = c.job.queue.as_str();
+        if !ctx.settings.get(queue).keyed {
+            continue;
+        }
+        let key = c.job.concurrency_key.as_ref().map_or("", |k| k.as_str());
+        match by_queue.iter_mut().find(|(q, _)| *q == queue) {
+            Some((_, keys)) => keys.push(key),
+            None => by_queue.push((queue, vec![key])),
+        }
+    }
+    for (queue, keys) in by_queue {
+        let last = *keys.last().expect("a queue is listed with a job");
+        let tail = keys.iter().rev().take_while(|k| **k == last).count() as u32;
+        let used = match ctx.settings.turns.get(queue) {
+            Some((previous, used)) if tail as usize == keys.len() && previous == last => {
+                used + tail
+            }
+            _ => tail,
+        };
+        ctx.settings
+            .turns
+            .insert(queue.to_owned(), (last.to_owned(), used));
+    }
 }
 
 /// The next turn at `level`, after `last` (the key served last, empty for the jobs without a key, and how many
@@ -558,7 +621,11 @@ fn next_turn(
     if let Some((key, used)) = last
         && !key.is_empty()
         && used < walk.ctx.settings.key_weight(walk.queue.as_str(), key)
-        && let Some(job) = walk.key_job(level, key, walk.taken_at(level, key))?
+        && let Some(job) = walk.key_job(
+            level,
+            key,
+            walk.taken_at(level, key).unwrap_or((i64::MIN, i64::MIN)),
+        )?
         && walk.has_room(key, job.limit)?
     {
         return Ok(Some(Turn::Key(key.to_owned(), job)));
@@ -592,7 +659,10 @@ pub(crate) fn sample_statements() -> Vec<(String, String)> {
     let mut all = Vec::new();
     for dequeue in claims {
         let claim = dequeue.validate().expect("a valid dequeue");
-        let (sqlite, postgres) = (Probes::new(&claim, false), Probes::new(&claim, true));
+        let (sqlite, postgres) = (
+            Probes::new(&claim, false, false),
+            Probes::new(&claim, true, false),
+        );
         all.push((sqlite.level, postgres.level));
         all.push((sqlite.next_key, postgres.next_key));
         all.push((sqlite.key_job, postgres.key_job));

@@ -134,7 +134,7 @@ pub(crate) fn sqlite_select_one_name(with_priority: bool, aging: bool) -> String
     let limit = 3 + usize::from(with_priority);
     format!(
         "SELECT id, weight, claim_key, run_at FROM jobs INDEXED BY jobs_ready_by_name \
-         WHERE state = 'queued' AND queue = $1 AND name = $2{priority} \
+         WHERE state = 'queued' AND concurrency_key IS NULL AND queue = $1 AND name = $2{priority} \
          ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}"
     )
 }
@@ -390,7 +390,7 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
     let limit = param();
     let probe = |columns: &str, name: &str, take: &str, lock: &str| {
         format!(
-            "SELECT {columns} FROM jobs WHERE state = 'queued' AND queue = $1 \
+            "SELECT {columns} FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL AND queue = $1 \
              AND name COLLATE \"C\" = {name}{priority} \
              ORDER BY name COLLATE \"C\", claim_key, run_at, id LIMIT {take}{lock}"
         )

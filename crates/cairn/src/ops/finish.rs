@@ -284,9 +284,11 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
     })
 }
 
+/// Returns whether the job has a concurrency key, which its next queue must then know of.
 pub(crate) const GO_ON: Sql = Sql::both(
     "UPDATE jobs SET state = $1, queue = $2, run_at = $3, slot_at = $3, \
-     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4 WHERE id = $5",
+     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4 WHERE id = $5 \
+     RETURNING concurrency_key IS NOT NULL",
 );
 
 /// The step finished: the job goes on in its next queue. It waits for its new dependencies, and for the children
@@ -303,7 +305,7 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
     } else {
         JobState::Scheduled
     };
-    ctx.db.execute(
+    let keyed: bool = ctx.db.query_one(
         GO_ON,
         &params![
             state.as_str(),
@@ -312,7 +314,11 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
             ctx.settings.get(next.queue.as_str()).aging_ms,
             held.id.0
         ],
+        |r| r.get(0),
     )?;
+    if keyed {
+        crate::ops::claim_keys::mark_keyed(ctx, next.queue.as_str())?;
+    }
     if state == JobState::Queued {
         ctx.ready.mark(next.queue.as_str());
     }

@@ -110,6 +110,8 @@ impl Operation for LimitKeys {
                 ),
             ));
         }
+        // A limit per key is for keyed jobs: the queue's claims look at them from now on.
+        crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
         ctx.db
             .execute(SET_KEY_CONCURRENCY, &params![queue.as_str(), self.limit])?;
         ctx.settings.entry(queue.as_str()).key_concurrency = self.limit;
@@ -148,13 +150,16 @@ impl Operation for WeighKey {
         let queue = QueueName::parse(self.queue.as_str())?;
         let key =
             crate::names::ConcurrencyKey::parse(self.key.as_str()).map_err(|e| e.renamed("key"))?;
+        if let Some(weight) = self.weight
+            && !(1..=MAX_KEY_WEIGHT).contains(&weight)
+        {
+            return Err(crate::error::Error::invalid(
+                "weight",
+                format!("must be between 1 and {MAX_KEY_WEIGHT}, got {weight}"),
+            ));
+        }
+        crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
         match self.weight {
-            Some(weight) if !(1..=MAX_KEY_WEIGHT).contains(&weight) => {
-                return Err(crate::error::Error::invalid(
-                    "weight",
-                    format!("must be between 1 and {MAX_KEY_WEIGHT}, got {weight}"),
-                ));
-            }
             Some(weight) => {
                 ctx.db.execute(
                     SET_KEY_WEIGHT,
@@ -367,7 +372,8 @@ pub struct KeyStats {
     pub running: u64,
     /// Its jobs ready to be taken.
     pub queued: u64,
-    /// The most of its jobs that may run at once (its next job's own limit, else the queue's), if limited.
+    /// The most of its jobs that may run at once, if limited: the smallest own limit among its ready jobs, else the
+    /// queue's limit per key.
     pub limit: Option<u32>,
     /// Jobs it takes per turn (see [`WeighKey`]).
     pub weight: u32,

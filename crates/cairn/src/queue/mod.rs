@@ -330,6 +330,17 @@ impl Queue {
             rotation: &mut rotation,
             settings: &mut settings,
         };
+        // The writer learns that a queue holds keyed jobs when it marks it; it cannot learn it from this connection.
+        if push.concurrency.is_some() && !ctx.settings.get(push.queue.as_str()).keyed {
+            return Err(Error::invalid(
+                "concurrency",
+                format!(
+                    "queue {:?} has held no job with a concurrency key yet: push its first keyed job with \
+                     Queue::enqueue, or set its limit per key (Queue::limit_keys), before enqueue_in",
+                    push.queue
+                ),
+            ));
+        }
         let enqueued = crate::ops::push::insert(push, &mut ctx)?;
         ctx.events.flush(&ctx.db, None)?;
         Ok(enqueued)
@@ -680,7 +691,7 @@ impl Queue {
     /// jobs ends.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `limit` when it is 0 or above
+    /// [`ErrorKind::InvalidInput`] on `limit` when it is 0 or above
     /// [`MAX_KEY_CONCURRENCY`](crate::MAX_KEY_CONCURRENCY).
     pub async fn limit_keys(&self, queue: &str, limit: Option<u32>) -> Result<()> {
         self.write(LimitKeys {
@@ -694,7 +705,7 @@ impl Queue {
     /// the others take one (see [`WeighKey`](crate::WeighKey)); `None` goes back to 1.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `key` or `weight` (1 to
+    /// [`ErrorKind::InvalidInput`] on `key` or `weight` (1 to
     /// [`MAX_KEY_WEIGHT`](crate::MAX_KEY_WEIGHT)).
     pub async fn weigh_key(&self, queue: &str, key: &str, weight: Option<u32>) -> Result<()> {
         self.write(crate::ops::queues::WeighKey {

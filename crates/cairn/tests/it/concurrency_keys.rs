@@ -344,3 +344,117 @@ async fn a_weighted_key_takes_as_many_jobs_per_turn_as_its_weight() {
     t.close().await;
     t2.close().await;
 }
+
+#[tokio::test]
+async fn a_keyed_job_going_on_to_another_queue_is_claimed_there_under_its_limit() {
+    let t = TestQueue::new().await;
+    t.queue.limit_keys("next", Some(1)).await.unwrap();
+    t.push_batch(vec![keyed("step", "k"), keyed("step", "k")])
+        .await;
+    // Both first steps run (the default queue has no limit), and both go on to `next`.
+    let steps = t.queue.dequeue(Dequeue::new("w").limit(2)).await.unwrap();
+    assert_eq!(steps.len(), 2);
+    for step in &steps {
+        t.queue
+            .finish_with(cairn::Finish {
+                next: Some(cairn::Continue {
+                    queue: "fresh".into(),
+                    delay: None,
+                    depends_on: Vec::new(),
+                }),
+                ..cairn::Finish::new(&step.lease)
+            })
+            .await
+            .unwrap();
+    }
+    // `fresh` never held a keyed job before: its claims find them, by name too, under the key's turn.
+    let got = t
+        .queue
+        .dequeue(Dequeue::new("w").queue("fresh").name("step").limit(10))
+        .await
+        .unwrap();
+    assert_eq!(keys(&got), ["k", "k"]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_claims_weight_budget_does_not_cost_the_key_after_it_its_turn() {
+    let t = TestQueue::new().await;
+    let mut pushes: Vec<Push> = (0..4)
+        .map(|i| keyed(&format!("a{i}"), "a").weight(3))
+        .collect();
+    pushes.extend((0..4).map(|i| keyed(&format!("b{i}"), "b").weight(2)));
+    t.push_batch(pushes).await;
+    let mut order = Vec::new();
+    for _ in 0..4 {
+        // Each claim picks a's job then b's, and the budget of 4 cuts b's: b's turn is still to come.
+        let got = t
+            .queue
+            .dequeue(Dequeue::new("w").limit(10).max_weight(4))
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 1);
+        order.extend(keys(&got));
+        t.queue.finish(&got[0].lease, None).await.unwrap();
+    }
+    assert_eq!(order, ["a", "b", "a", "b"]);
+    t.close().await;
+}
+
+#[tokio::test]
+async fn keys_and_priority_aging_do_not_go_together_and_each_says_why() {
+    let t = TestQueue::new().await;
+    t.queue
+        .age_queue("aged", Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let err = t
+        .queue
+        .enqueue(keyed("x", "k").queue("aged"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    assert!(err.to_string().contains("priority aging"), "{err}");
+    let err = t.queue.limit_keys("aged", Some(2)).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    t.push_batch(vec![keyed("y", "k")]).await;
+    let err = t
+        .queue
+        .age_queue("default", Some(Duration::from_secs(60)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidState);
+    assert!(err.to_string().contains("concurrency keys"), "{err}");
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_claim_of_one_priority_keeps_to_that_level_on_a_keyed_queue() {
+    let t = TestQueue::new().await;
+    t.queue.limit_keys("default", Some(1)).await.unwrap();
+    let mut pushes = vec![
+        keyed("high-1", "a").priority(5),
+        keyed("high-2", "a").priority(5),
+    ];
+    pushes.extend((0..50).map(|i| keyed(&format!("low{i}"), "b")));
+    pushes.push(Push::new("plain-low"));
+    t.push_batch(pushes).await;
+    let high = t
+        .queue
+        .dequeue(Dequeue::new("w").priority(5).limit(10))
+        .await
+        .unwrap();
+    let names: Vec<String> = high.iter().map(|c| c.job.name.to_string()).collect();
+    assert_eq!(
+        names,
+        ["high-1"],
+        "a is at its limit; nothing of another priority"
+    );
+    let none = t
+        .queue
+        .dequeue(Dequeue::new("w").priority(5).limit(10))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    t.close().await;
+}

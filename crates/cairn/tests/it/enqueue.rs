@@ -247,6 +247,12 @@ async fn enqueue_in_the_applications_transaction_exists_only_if_it_commits() {
     tx.execute("INSERT INTO orders (id) VALUES (1)", [])
         .unwrap();
     t.queue.enqueue_in(&tx, &Push::new("order.ship")).unwrap();
+    // A queue's first keyed job goes through the writer, which must learn that the queue has keys.
+    let err = t
+        .queue
+        .enqueue_in(&tx, &Push::new("order.ship").concurrency_key("customer:1"))
+        .unwrap_err();
+    assert_eq!(err.field(), Some("concurrency"), "{err}");
     tx.rollback().unwrap();
     assert_eq!(
         count_jobs(&t).await,
