@@ -795,6 +795,8 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/queues",
             "/v1/queues/{queue}/aging",
             "/v1/queues/{queue}/concurrency",
+            "/v1/queues/{queue}/key-concurrency",
+            "/v1/queues/{queue}/key-weight",
             "/v1/queues/{queue}/pause",
             "/v1/queues/{queue}/peek",
             "/v1/queues/{queue}/rate",
