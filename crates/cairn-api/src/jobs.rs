@@ -394,7 +394,10 @@ impl Route for MoveJob {
     const ERRORS: &'static [(u16, &'static str)] = &[
         (400, "Bad input, naming the field"),
         (404, "No such job"),
-        (409, "The job is running"),
+        (
+            409,
+            "The job is running, or it has a concurrency key and the queue has priority aging",
+        ),
     ];
     type Body = MoveRequest;
     type Answer = EmptyBody;

@@ -25,7 +25,7 @@ use crate::state::AppState;
         (status = 201, description = "Enqueued", body = EnqueuedBody),
         (status = 200, description = "A live job holds the unique key, or the debounced push landed in the pending job of its key; this is that job", body = EnqueuedBody),
         (status = 400, description = "Bad input, naming the field (a parent or dependency that does not exist among them)", body = ErrorBody),
-        (status = 409, description = "The parent cannot have children now: it is neither running nor waiting for its children", body = ErrorBody),
+        (status = 409, description = "The parent cannot have children now: it is neither running nor waiting for its children; or a job with a concurrency key for a queue with priority aging", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn enqueue(
@@ -46,7 +46,7 @@ pub async fn enqueue(
     responses(
         (status = 200, description = "Every job, in request order", body = EnqueuedBatchBody),
         (status = 400, description = "Bad input, naming the job and field (a parent or dependency that does not exist among them)", body = ErrorBody),
-        (status = 409, description = "A job's parent cannot have children now: it is neither running nor waiting for its children", body = ErrorBody),
+        (status = 409, description = "A job's parent cannot have children now: it is neither running nor waiting for its children; or a job with a concurrency key for a queue with priority aging", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn enqueue_batch(

@@ -211,7 +211,7 @@ pub async fn update(
     responses(
         (status = 200, description = "Completed, or moved on to its next queue", body = EmptyBody),
         (status = 400, description = "Bad input, naming the field (such as `next.queue`)", body = ErrorBody),
-        (status = 409, description = "The lease was lost, or a next dependency was cancelled or would make a cycle", body = ErrorBody),
+        (status = 409, description = "The lease was lost, or a next dependency was cancelled or would make a cycle, or a job with a concurrency key would go on to a queue with priority aging", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn finish(

@@ -91,6 +91,7 @@ pub async fn set_concurrency(
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+        (status = 409, description = "The queue has priority aging, which concurrency keys do not go with", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn set_key_concurrency(
@@ -109,6 +110,7 @@ pub async fn set_key_concurrency(
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name, key or weight", body = ErrorBody),
+        (status = 409, description = "The queue has priority aging, which concurrency keys do not go with", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn set_key_weight(
@@ -150,6 +152,7 @@ pub async fn set_rate(
     responses(
         (status = 200, description = "Set", body = EmptyBody),
         (status = 400, description = "A bad queue name or step", body = ErrorBody),
+        (status = 409, description = "The queue has jobs with concurrency keys, which priority aging does not go with", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn set_aging(
@@ -225,6 +228,7 @@ pub async fn list_failures(State(state): State<AppState>) -> ApiResult<Json<Fail
     responses(
         (status = 200, description = "How many jobs went back", body = UnfailBody),
         (status = 400, description = "A bad queue name or limit", body = ErrorBody),
+        (status = 409, description = "A job with a concurrency key would go to a queue with priority aging", body = ErrorBody),
         WriteWithBodyErrors,
     ))]
 pub async fn unfail(
