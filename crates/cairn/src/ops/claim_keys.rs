@@ -78,9 +78,12 @@ struct Probes {
     key_job: String,
     /// The first jobs without a key, in claim order (the limit is the last parameter): id, weight, level, run_at.
     unkeyed: String,
-    /// On PostgreSQL, [`Self::level`] from `$2` and [`Self::unkeyed`] in one statement (their filters from `$3`,
-    /// then the limit): level, then id, weight, level of each job without a key (none: one row of nulls).
-    start: Option<String>,
+    /// On PostgreSQL, a claim's first round trip: [`Self::level`] from `$2`, [`Self::unkeyed`], and the first batch
+    /// of [`Self::heads`] at that level after key `$3` (filters from `$4`, then the limit of jobs without a key, then
+    /// the batch's size). Rows of three kinds, in this order: 0, the level; 1, a job without a key (level, id,
+    /// weight, run_at); 2, a key's step (its number, its job: id, weight, own limit, run_at, or nulls; the key;
+    /// its running jobs).
+    first: Option<String>,
     /// On PostgreSQL, the first job of each of the next keys after `$3` at level `$2`, as many keys as the last
     /// parameter says, in key order: key, the job ([`found`]; nulls when every job of the key there is locked by
     /// another node), the key's running jobs.
@@ -159,34 +162,56 @@ impl Probes {
             )
         };
         let unkeyed = unkeyed_from(2);
-        // PostgreSQL's first round trip: the best keyed level and the first jobs without a key, together.
-        let start = postgres.then(|| {
-            format!(
-                "SELECT l.level, u.id, u.weight, u.claim_key FROM (SELECT ({level}) AS level) AS l \
-                 LEFT JOIN LATERAL ({unkeyed}) AS u ON TRUE ORDER BY u.claim_key, u.run_at, u.id",
-                unkeyed = unkeyed_from(3)
-            )
-        });
-        let heads = postgres.then(|| {
-            let (f, m) = filters(4);
+        // The steps from key to key at a level (`$2`, or the level a statement found), after `$3`, as many as
+        // parameter `$m` says, with each key's first job there and its running jobs.
+        let steps = |f: &str, level: &str, m: usize| {
             let step = |start: &str| {
                 format!(
-                    "SELECT concurrency_key FROM jobs WHERE {keyed} AND claim_key = $2 \
+                    "SELECT concurrency_key FROM jobs WHERE {keyed} AND claim_key = {level} \
                      AND concurrency_key > {start}{f} ORDER BY concurrency_key LIMIT 1"
                 )
             };
+            (
+                format!(
+                    "steps (k, n) AS (SELECT ({first}), 1 \
+                     UNION ALL SELECT ({following}), s.n + 1 FROM steps AS s WHERE s.k IS NOT NULL AND s.n < ${m})",
+                    first = step("$3"),
+                    following = step("s.k"),
+                ),
+                format!(
+                    "(SELECT count(*) FROM jobs AS r WHERE r.state = 'running' AND r.concurrency_key IS NOT NULL \
+                      AND r.queue = $1 AND r.concurrency_key = s.k) \
+                     FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
+                     WHERE {keyed} AND claim_key = {level} AND concurrency_key = s.k{f} ORDER BY run_at, id \
+                     LIMIT 1{lock}) AS h ON TRUE WHERE s.k IS NOT NULL"
+                ),
+            )
+        };
+        let heads = postgres.then(|| {
+            let (f, m) = filters(4);
+            let (with, rest) = steps(&f, "$2", m);
             format!(
-                "WITH RECURSIVE steps (k, n) AS (SELECT ({first}), 1 \
-                 UNION ALL SELECT ({following}), s.n + 1 FROM steps AS s WHERE s.k IS NOT NULL AND s.n < ${m}) \
-                 SELECT s.k, h.id, h.weight, h.concurrency_limit, h.run_at, \
-                 (SELECT count(*) FROM jobs AS r WHERE r.state = 'running' AND r.concurrency_key IS NOT NULL \
-                  AND r.queue = $1 AND r.concurrency_key = s.k) \
-                 FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
-                 WHERE {keyed} AND claim_key = $2 AND concurrency_key = s.k{f} ORDER BY run_at, id LIMIT 1{lock}) \
-                 AS h ON TRUE \
-                 WHERE s.k IS NOT NULL ORDER BY s.n",
-                first = step("$3"),
-                following = step("s.k"),
+                "WITH RECURSIVE {with} SELECT s.k, h.id, h.weight, h.concurrency_limit, h.run_at, {rest} \
+                 ORDER BY s.n"
+            )
+        });
+        let first = postgres.then(|| {
+            let (f, limit) = filters(4);
+            let level = format!(
+                "SELECT claim_key FROM jobs WHERE {keyed} AND claim_key >= $2{f} ORDER BY claim_key LIMIT 1"
+            );
+            let unkeyed = format!(
+                "SELECT id, weight, claim_key, run_at FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL \
+                 AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{lock}"
+            );
+            let (with, rest) = steps(&f, "(SELECT level FROM lvl)", limit + 1);
+            format!(
+                "WITH RECURSIVE lvl (level) AS (SELECT ({level})), u AS MATERIALIZED ({unkeyed}), {with} \
+                 SELECT 0 AS kind, level AS ord, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, \
+                 NULL::text, NULL::bigint FROM lvl \
+                 UNION ALL SELECT 1, claim_key, id, weight, NULL, run_at, NULL, NULL FROM u \
+                 UNION ALL SELECT 2, s.n, h.id, h.weight, h.concurrency_limit, h.run_at, s.k, {rest} \
+                 ORDER BY 1, 2, 6, 3"
             )
         });
         let mut filter_args: Vec<Value<'static>> = claim
@@ -200,7 +225,7 @@ impl Probes {
             next_key,
             key_job,
             unkeyed,
-            start,
+            first,
             heads,
             filter_args,
         }
@@ -475,30 +500,67 @@ pub(crate) fn candidates(
     let aging = ctx.settings.get(queue.as_str()).aging_ms.is_some();
     let probes = Probes::new(claim, ctx.db.is_postgres(), aging);
     let key_limit = ctx.settings.get(queue.as_str()).key_concurrency;
-    let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
     // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
     let floor = match (claim.priority(), ctx.settings.get(queue.as_str()).aging_ms) {
         (Some(priority), None) => -i64::from(priority),
         _ => i64::MIN,
     };
-    let (mut unkeyed, mut level): (VecDeque<(i64, u32, i64)>, Option<i64>) = match &probes.start {
-        Some(start) => {
-            let mut args = vec![queue.as_str().to_value(), floor.to_value()];
+    // Where the turn stands: the key the queue served last, and how many jobs its turn gave.
+    let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
+    let after = last.as_ref().map_or(String::new(), |(key, _)| key.clone());
+    let mut ahead = None;
+    let (mut unkeyed, mut level): (VecDeque<(i64, u32, i64)>, Option<i64>) = match &probes.first {
+        Some(first) => {
+            let mut args = vec![
+                queue.as_str().to_value(),
+                floor.to_value(),
+                after.as_str().to_value(),
+            ];
             args.extend(probes.filter_args.iter().cloned());
             args.push(limit.to_value());
-            let rows = ctx.db.query(Sql::both(start), &Params(args), |r| {
+            args.push(limit.to_value());
+            let rows = ctx.db.query(Sql::both(first), &Params(args), |r| {
+                let kind: i32 = r.get(0)?;
+                let head = match (kind, r.get::<Option<i64>>(2)?) {
+                    (1 | 2, Some(_)) => Some(found(r, 2)?),
+                    _ => None,
+                };
                 Ok((
-                    r.get::<Option<i64>>(0)?,
+                    kind,
                     r.get::<Option<i64>>(1)?,
-                    r.get::<Option<u32>>(2)?,
-                    r.get::<Option<i64>>(3)?,
+                    head,
+                    r.get::<Option<String>>(6)?,
+                    r.get::<Option<i64>>(7)?,
                 ))
             })?;
-            let level = rows.first().and_then(|row| row.0);
-            let unkeyed = rows
-                .into_iter()
-                .filter_map(|(_, id, weight, at)| Some((id?, weight?, at?)))
-                .collect();
+            let mut level = None;
+            let mut unkeyed = VecDeque::new();
+            let mut keys = VecDeque::new();
+            let (mut steps, mut last_step) = (0, None);
+            for (kind, ord, head, key, _running) in rows {
+                match (kind, head, key) {
+                    (0, _, _) => level = ord,
+                    (1, Some(job), _) => unkeyed.push_back((job.id, job.weight, ord.unwrap_or(0))),
+                    (2, head, Some(key)) => {
+                        steps += 1;
+                        last_step = Some(key.clone());
+                        // Running counts read before the claim takes the queue's lock are read again under it.
+                        if let Some(job) = head {
+                            keys.push_back((key, job));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(level) = level {
+                ahead = Some(Ahead {
+                    level,
+                    after: after.clone(),
+                    keys,
+                    complete: steps < limit.max(1) as usize,
+                    last_step,
+                });
+            }
             (unkeyed, level)
         }
         None => {
@@ -530,7 +592,7 @@ pub(crate) fn candidates(
         taken_at: HashMap::new(),
         running: HashMap::new(),
         want: limit,
-        ahead: None,
+        ahead,
         locked: false,
     };
     let mut picked: Vec<(i64, u32)> = Vec::new();
@@ -668,7 +730,7 @@ pub(crate) fn sample_statements() -> Vec<(String, String)> {
         all.push((sqlite.key_job, postgres.key_job));
         all.push((sqlite.unkeyed, postgres.unkeyed));
         all.push((String::new(), postgres.heads.unwrap_or_default()));
-        all.push((String::new(), postgres.start.unwrap_or_default()));
+        all.push((String::new(), postgres.first.unwrap_or_default()));
     }
     all.push((String::new(), LOCK_QUEUE.postgres.to_owned()));
     all.push((
