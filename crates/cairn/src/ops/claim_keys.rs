@@ -2,27 +2,29 @@
 //! and a key at its limit is passed over without blocking the jobs behind it.
 //!
 //! A ready job is in one of two indexes (migration 0019): `jobs_ready` holds the jobs without a key in claim order;
-//! `jobs_ready_by_key` the keyed ones by level (`claim_key`: the priority, or the aged priority), then key, then
-//! age. A claim serves the best level first, whichever index holds it. At a level, the keys take turns in key order,
-//! starting after the key the queue served last (kept per queue in memory, `SettingsCache::turns`); the jobs
-//! without a key take one turn among them, before the first key. A key of weight N ([`crate::WeighKey`]) keeps its
-//! turn for up to N jobs. Each turn is one probe of the index ("the first
-//! job of the next key after this one"), so a key with a million ready jobs costs a turn what a key with one does,
-//! and another key's job waits at most one turn per key ahead of it.
+//! `jobs_ready_by_key` the keyed ones by level (`claim_key`, minus the priority: keys and priority aging refuse
+//! each other), then key, then age. A claim serves the best level first, whichever index holds it. At a level, the
+//! keys take turns in key order, starting after the key the queue served last (kept per queue in memory,
+//! `SettingsCache::turns`, and moved on by [`record_turns`] from the jobs a claim handed out); the jobs without a
+//! key take one turn among them, before the first key. A key of weight N ([`crate::WeighKey`]) keeps its turn for
+//! up to N jobs. Each turn is one probe of the index ("the first job of the next key after this one"), so a key with
+//! a million ready jobs costs a turn what a key with one does, and another key's job waits at most one turn per key
+//! ahead of it.
 //!
 //! A key at its limit (its running jobs, counted on `jobs_running_by_key`, plus those this claim already took)
 //! costs one more probe and is passed over; there are never more such keys than running jobs. A level whose every
 //! key is at its limit is left for the next one.
 //!
 //! Name patterns and a priority are conditions on the probes here: a claim for some names on a keyed queue reads
-//! past the jobs of other names at its level, where one on a queue without keys reads only its names' jobs
-//! (`claim_names.rs`).
+//! the jobs of other names on its way, where one on a queue without keys reads only its names' jobs
+//! (`claim_names.rs`); a claim of one priority reads only that level.
 //!
-//! On PostgreSQL, where each statement is a round trip, a claim reads the best keyed level and the first jobs
-//! without a key in one statement, and the next keys' first jobs (with their running counts) a batch at a time; the
-//! jobs are locked as they are read, skipping those other nodes hold. A claim that meets a key with a limit takes
-//! the queue's row lock (as a limited queue's claims do) before it counts, so that nodes count a key's running jobs
-//! one after another; keys without a limit need no count and no lock.
+//! On PostgreSQL, where each statement is a round trip, a claim's first statement brings the best keyed level, the
+//! first jobs without a key, and the first batch of keys at that level with their first jobs and running counts;
+//! further keys come a batch at a time. The jobs are locked as they are read, skipping those other nodes hold. A
+//! claim that meets a key with a limit takes the queue's row lock (as a limited queue's claims do) before it
+//! counts, so that nodes count a key's running jobs one after another; keys without a limit need no count and no
+//! lock.
 
 use std::collections::{HashMap, VecDeque};
 
