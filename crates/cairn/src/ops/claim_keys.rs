@@ -166,7 +166,7 @@ impl Probes {
         let unkeyed = unkeyed_from(2);
         // The steps from key to key at a level (`$2`, or the level a statement found), after `$3`, as many as
         // parameter `$m` says, with each key's first job there and its running jobs.
-        let steps = |f: &str, level: &str, m: usize| {
+        let steps = |f: &str, level: &str, m: usize, count: bool| {
             let step = |start: &str| {
                 format!(
                     "SELECT concurrency_key FROM jobs WHERE {keyed} AND claim_key = {level} \
@@ -181,17 +181,21 @@ impl Probes {
                     following = step("s.k"),
                 ),
                 format!(
-                    "(SELECT count(*) FROM jobs AS r WHERE r.state = 'running' AND r.concurrency_key IS NOT NULL \
-                      AND r.queue = $1 AND r.concurrency_key = s.k) \
-                     FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
+                    "{running} FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
                      WHERE {keyed} AND claim_key = {level} AND concurrency_key = s.k{f} ORDER BY run_at, id \
-                     LIMIT 1{lock}) AS h ON TRUE WHERE s.k IS NOT NULL"
+                     LIMIT 1{lock}) AS h ON TRUE WHERE s.k IS NOT NULL",
+                    running = if count {
+                        "(SELECT count(*) FROM jobs AS r WHERE r.state = 'running' \
+                         AND r.concurrency_key IS NOT NULL AND r.queue = $1 AND r.concurrency_key = s.k)"
+                    } else {
+                        "NULL::bigint"
+                    },
                 ),
             )
         };
         let heads = postgres.then(|| {
             let (f, m) = filters(4);
-            let (with, rest) = steps(&f, "$2", m);
+            let (with, rest) = steps(&f, "$2", m, true);
             format!(
                 "WITH RECURSIVE {with} SELECT s.k, h.id, h.weight, h.concurrency_limit, h.run_at, {rest} \
                  ORDER BY s.n"
@@ -206,7 +210,8 @@ impl Probes {
                 "SELECT id, weight, claim_key, run_at FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL \
                  AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{lock}"
             );
-            let (with, rest) = steps(&f, "(SELECT level FROM lvl)", limit + 1);
+            // No running counts: they would be read before the queue's lock, and read again under it.
+            let (with, rest) = steps(&f, "(SELECT level FROM lvl)", limit + 1, false);
             format!(
                 "WITH RECURSIVE lvl (level) AS (SELECT ({level})), u AS MATERIALIZED ({unkeyed}), {with} \
                  SELECT 0 AS kind, level AS ord, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, \
