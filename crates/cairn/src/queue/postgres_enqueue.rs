@@ -23,10 +23,13 @@ impl Queue {
     /// (`SELECT cairn_enqueue('email.send', '{"to": "…"}', '{"queue": "mail"}')`). A job with `parent`,
     /// `depends_on`, `schedule`, `debounce` or `throttle` is refused: push those through [`Queue::enqueue`].
     ///
+    /// A concurrency key is taken: the job gets it, and its queue is marked as holding keyed jobs (the nodes load
+    /// their settings again when `tx` commits).
+    ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] naming the bad field (the transaction is then aborted, as after any failed
     /// statement: roll it back, or use a savepoint); [`ErrorKind::InvalidState`] on a queue on SQLite (see
-    /// [`Queue::enqueue_in`]); storage errors from `tx`.
+    /// [`Queue::enqueue_in`]), or for a keyed job in a queue with priority aging; storage errors from `tx`.
     pub fn enqueue_in_postgres(
         &self,
         tx: &mut postgres::Transaction<'_>,
@@ -122,6 +125,9 @@ fn sql_options(push: &Push) -> Value {
     if let Some(zone) = &push.time_zone {
         put("time_zone", json!(zone));
     }
+    if let Some(c) = &push.concurrency {
+        put("concurrency", json!({ "key": c.key, "limit": c.limit }));
+    }
     Value::Object(options)
 }
 
@@ -132,6 +138,11 @@ fn reported(e: postgres::Error) -> Error {
         && let Some(field) = db.column()
     {
         return Error::invalid_reported(field.to_owned(), db.message().to_owned());
+    }
+    if let Some(db) = e.as_db_error()
+        && *db.code() == postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE
+    {
+        return Error::invalid_state(db.message().to_owned());
     }
     Error::storage("enqueueing in the application's transaction", e)
 }
