@@ -661,7 +661,14 @@ impl Claim {
         for job in &claimed {
             took(ctx, job.job.queue.as_str())?;
         }
-        crate::ops::claim_keys::record_turns(ctx, &claimed);
+        // A claim of queues without keys (most) does not look at each job it took.
+        if self
+            .queues
+            .iter()
+            .any(|queue| ctx.settings.get(queue.as_str()).keyed)
+        {
+            crate::ops::claim_keys::record_turns(ctx, &claimed);
+        }
         Ok(claimed)
     }
 

@@ -111,7 +111,9 @@ impl Operation for LimitKeys {
             ));
         }
         // A limit per key is for keyed jobs: the queue's claims look at them from now on.
-        crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+        if self.limit.is_some() {
+            crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+        }
         ctx.db
             .execute(SET_KEY_CONCURRENCY, &params![queue.as_str(), self.limit])?;
         ctx.settings.entry(queue.as_str()).key_concurrency = self.limit;
@@ -158,7 +160,9 @@ impl Operation for WeighKey {
                 format!("must be between 1 and {MAX_KEY_WEIGHT}, got {weight}"),
             ));
         }
-        crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+        if self.weight.is_some() {
+            crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+        }
         match self.weight {
             Some(weight) => {
                 ctx.db.execute(
