@@ -74,11 +74,13 @@ pub(crate) const RUNNING_WITH_KEY: Sql = Sql {
 struct Probes {
     /// The best level at or above `$2` among keyed jobs.
     level: String,
-    /// The first keyed job of the first key after `$3` at level `$2`: key, then the job ([`found`]).
+    /// SQLite's step: the first keyed job of the first key after `$3` at level `$2`: key, then the job ([`found`])
+    /// (PostgreSQL steps a batch at a time, [`Self::heads`]).
     next_key: String,
     /// Key `$3`'s first job at level `$2` after (`run_at`, `id`) = (`$4`, `$5`) ([`found`]).
     key_job: String,
-    /// The first jobs without a key, in claim order (the limit is the last parameter): id, weight, level, run_at.
+    /// SQLite's first jobs without a key, in claim order (the limit is the last parameter): id, weight, level,
+    /// run_at (PostgreSQL reads them in [`Self::first`]).
     unkeyed: String,
     /// On PostgreSQL, a claim's first round trip: [`Self::level`] from `$2`, [`Self::unkeyed`], and the first batch
     /// of [`Self::heads`] at that level after key `$3` (filters from `$4`, then the limit of jobs without a key, then
