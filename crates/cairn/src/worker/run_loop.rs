@@ -86,6 +86,14 @@ pub(crate) async fn run(
             && in_flight < settings.min_concurrency
             && finishing.len() < unanswered_finishes(settings.max_concurrency)
         {
+            if !tasks.is_empty() {
+                // Jobs that end together end in the same turn of the runtime, one task after another: let their
+                // slots free before asking, so that one request takes jobs for all of them rather than one each.
+                tokio::task::yield_now().await;
+                while let Some(done) = tasks.try_join_next() {
+                    job_done(&mut report, &mut in_flight, &mut finishing, done);
+                }
+            }
             let (queue, request) = (
                 queue.clone(),
                 request(&settings, settings.max_concurrency - in_flight),

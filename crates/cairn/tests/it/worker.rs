@@ -415,12 +415,25 @@ async fn jobs_ending_together_finish_each_with_its_own_result() {
     t.close().await;
 }
 
-/// A queue whose finishes wait until the test lets them through, to see what a worker does meanwhile.
+/// A queue whose finishes wait until the test lets them through, to see what a worker does meanwhile, and which
+/// notes how many jobs each request for jobs asked for.
 #[derive(Clone)]
 struct HeldFinishes {
     queue: cairn::Queue,
     /// Finishes wait for a read lock; the test holds the write lock to hold them.
     gate: Arc<tokio::sync::RwLock<()>>,
+    /// The `limit` of each dequeue, in order.
+    asked: Arc<std::sync::Mutex<Vec<u32>>>,
+}
+
+impl HeldFinishes {
+    fn new(queue: &cairn::Queue) -> HeldFinishes {
+        HeldFinishes {
+            queue: queue.clone(),
+            gate: Arc::default(),
+            asked: Arc::default(),
+        }
+    }
 }
 
 impl cairn::Backend for HeldFinishes {
@@ -428,6 +441,7 @@ impl cairn::Backend for HeldFinishes {
         &self,
         request: cairn::Dequeue,
     ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::ClaimedJob>>> {
+        self.asked.lock().unwrap().push(request.limit);
         Box::pin(self.queue.dequeue(request))
     }
     fn heartbeat<'a>(
@@ -502,10 +516,7 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
     let ids = t
         .push_batch((0..40).map(|_| Push::new("work")).collect())
         .await;
-    let backend = HeldFinishes {
-        queue: t.queue.clone(),
-        gate: Arc::default(),
-    };
+    let backend = HeldFinishes::new(&t.queue);
     let held = backend.gate.clone().write_owned().await;
     let ran = Arc::new(AtomicU32::new(0));
     let counter = ran.clone();
@@ -548,6 +559,54 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
     }
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!((report.finished, report.lost), (40, 0));
+    t.close().await;
+}
+
+/// Jobs that end together free their slots before the worker asks for more: one request takes jobs for all of
+/// them, rather than one request per job.
+#[tokio::test]
+async fn jobs_that_end_together_are_replaced_in_one_request() {
+    let t = TestQueue::new().await;
+    t.push_batch((0..12).map(|_| Push::new("held")).collect())
+        .await;
+    let backend = HeldFinishes::new(&t.queue);
+    let started = Arc::new(AtomicU32::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (counter, permits) = (started.clone(), gate.clone());
+    let worker = Worker::builder(&backend, "w")
+        .max_concurrency(4)
+        .handler("held", move |_| {
+            let (counter, permits) = (counter.clone(), permits.clone());
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                permits
+                    .acquire()
+                    .await
+                    .expect("the gate stays open")
+                    .forget();
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    eventually("four jobs start", || async {
+        started.load(Ordering::SeqCst) == 4
+    })
+    .await;
+    // The four running jobs end at once.
+    gate.add_permits(4);
+    eventually("four more start", || async {
+        started.load(Ordering::SeqCst) == 8
+    })
+    .await;
+    let asked = backend.asked.lock().unwrap().clone();
+    assert_eq!(
+        &asked[..2],
+        [4, 4],
+        "the four slots refilled by one request: {asked:?}"
+    );
+    gate.add_permits(100);
+    worker.stop(Duration::from_secs(5)).await.unwrap();
     t.close().await;
 }
 
