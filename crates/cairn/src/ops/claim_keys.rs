@@ -112,8 +112,13 @@ impl Probes {
                 let terms: Vec<String> = claim
                     .names
                     .iter()
-                    .map(|_| {
-                        let term = if postgres {
+                    .map(|name| {
+                        // A pattern that matches one name (a worker's handlers are such) is compared as it is:
+                        // PostgreSQL's `cairn_glob` is a function call per row, and these filters run on every
+                        // key's jobs the walk reads.
+                        let term = if name.pattern.literal().is_some() {
+                            format!("name = ${n}")
+                        } else if postgres {
                             format!("cairn_glob(name, ${n})")
                         } else {
                             format!("name GLOB ${n}")
@@ -226,7 +231,12 @@ impl Probes {
         let mut filter_args: Vec<Value<'static>> = claim
             .names
             .iter()
-            .map(|n| n.pattern.as_str().to_owned().to_value())
+            .map(|n| {
+                n.pattern
+                    .literal()
+                    .unwrap_or_else(|| n.pattern.as_str().to_owned())
+                    .to_value()
+            })
             .collect();
         filter_args.extend(claim.priority().map(|p| p.to_value()));
         Probes {

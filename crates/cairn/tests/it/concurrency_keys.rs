@@ -215,6 +215,37 @@ async fn a_claim_for_some_names_and_one_priority_keeps_to_them_on_a_keyed_queue(
     t.close().await;
 }
 
+/// A pattern that matches one name (as a worker's handlers ask, GLOB's characters escaped) is compared as that name.
+#[tokio::test]
+async fn a_claim_for_exact_names_on_a_keyed_queue_takes_those_names_only() {
+    let t = TestQueue::new().await;
+    t.push_batch(vec![
+        keyed("odd*name", "a"),
+        keyed("oddXname", "b"),
+        keyed("mail.send", "c"),
+        keyed("mail.digest", "d"),
+        Push::new("mail.send"),
+    ])
+    .await;
+    let got = t
+        .queue
+        .dequeue(
+            Dequeue::new("w")
+                .name("odd[*]name")
+                .name("mail.send")
+                .limit(10),
+        )
+        .await
+        .unwrap();
+    let mut names: Vec<String> = got.iter().map(|c| c.job.name.to_string()).collect();
+    names.sort();
+    assert_eq!(names, ["mail.send", "mail.send", "odd*name"]);
+    let mut keys = keys(&got);
+    keys.sort();
+    assert_eq!(keys, ["-", "a", "c"]);
+    t.close().await;
+}
+
 #[tokio::test]
 async fn a_weight_budget_stops_a_claim_on_a_keyed_queue() {
     let t = TestQueue::new().await;
