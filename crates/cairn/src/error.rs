@@ -29,7 +29,8 @@ pub enum ErrorKind {
     /// A Cairn server refused the request's credentials (from the HTTP client).
     Unauthorized,
     /// Try again shortly: the database could not be reached within a bound (a PostgreSQL restart, a link that
-    /// went silent, a statement that ran out of time), or, from the HTTP client, a Cairn server could not be reached
+    /// went silent, a statement that ran out of time), PostgreSQL aborted the transaction for a conflict with
+    /// another node's (a deadlock), or, from the HTTP client, a Cairn server could not be reached
     /// or did not answer as one. A request that failed this way may or may not have been applied if it failed
     /// while committing; pushes with a unique key are safe to send again.
     Unavailable,
@@ -268,7 +269,8 @@ fn storage_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
 
 /// PostgreSQL's errors that pass with time: the session closed or could not be opened (a restart, a link that
 /// went silent and was cut by keepalives or the user timeout), the server shutting down or starting, out of
-/// connections, a statement past its time bound; and a full disk.
+/// connections, a statement past its time bound, a transaction aborted for a conflict with another node's (a
+/// deadlock, or a serialization failure: done again, it goes through); and a full disk.
 #[cfg(feature = "postgres")]
 fn postgres_error_kind(e: &postgres::Error) -> ErrorKind {
     use postgres::error::SqlState;
@@ -286,6 +288,8 @@ fn postgres_error_kind(e: &postgres::Error) -> ErrorKind {
                     SqlState::QUERY_CANCELED,
                     SqlState::TOO_MANY_CONNECTIONS,
                     SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,
+                    SqlState::T_R_DEADLOCK_DETECTED,
+                    SqlState::T_R_SERIALIZATION_FAILURE,
                 ]
                 .contains(code) =>
         {
@@ -340,5 +344,42 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
         assert_eq!(e.field(), Some("priority"));
         assert_eq!(e.to_string(), "priority: must be an integer, got \"high\"");
+    }
+
+    /// Two sessions that lock two rows in opposite orders: PostgreSQL aborts one, and that is worth trying again.
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_deadlock_on_postgresql_is_a_failure_that_passes() {
+        use std::sync::{Arc, Barrier};
+
+        let db = crate::test_support::TestDatabase::new();
+        let url = db.url.clone();
+        std::thread::spawn(move || {
+            let mut setup = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            setup
+                .batch_execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1), (2)")
+                .unwrap();
+            let both_hold_one = Arc::new(Barrier::new(2));
+            let lock_in_order = |first: i32, second: i32| {
+                let (url, barrier) = (url.clone(), both_hold_one.clone());
+                std::thread::spawn(move || {
+                    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                    let mut tx = client.transaction().unwrap();
+                    tx.execute("UPDATE t SET id = id WHERE id = $1", &[&first])
+                        .unwrap();
+                    barrier.wait();
+                    let second = tx.execute("UPDATE t SET id = id WHERE id = $1", &[&second]);
+                    second.and_then(|_| tx.commit())
+                })
+            };
+            let (a, b) = (lock_in_order(1, 2), lock_in_order(2, 1));
+            let results = [a.join().unwrap(), b.join().unwrap()];
+            let aborted: Vec<&postgres::Error> =
+                results.iter().filter_map(|r| r.as_ref().err()).collect();
+            assert_eq!(aborted.len(), 1, "{results:?}");
+            assert_eq!(postgres_error_kind(aborted[0]), ErrorKind::Unavailable);
+        })
+        .join()
+        .unwrap();
     }
 }
