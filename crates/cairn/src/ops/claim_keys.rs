@@ -86,7 +86,7 @@ struct Probes {
     /// of [`Self::heads`] at that level after key `$3` (filters from `$4`, then the limit of jobs without a key, then
     /// the batch's size). Rows of three kinds, in this order: 0, the level; 1, a job without a key (level, id,
     /// weight, run_at); 2, a key's step (its number, its job: id, weight, own limit, run_at, or nulls; the key;
-    /// its running jobs).
+    /// its running jobs, when the claim holds the queue's lock already, else null).
     first: Option<String>,
     /// On PostgreSQL, the first job of each of the next keys after `$3` at level `$2`, as many keys as the last
     /// parameter says, in key order: key, the job ([`found`]; nulls when every job of the key there is locked by
@@ -97,8 +97,9 @@ struct Probes {
 }
 
 impl Probes {
-    /// The statements for `claim` on a queue with priority aging (`aging`) or without.
-    fn new(claim: &Claim, postgres: bool, aging: bool) -> Probes {
+    /// The statements for `claim` on a queue with priority aging (`aging`) or without; `locked` when a claim on
+    /// PostgreSQL holds the queue's row lock before its first statement (see [`candidates`]).
+    fn new(claim: &Claim, postgres: bool, aging: bool, locked: bool) -> Probes {
         let (ready, by_key) = if postgres {
             ("", "")
         } else {
@@ -217,8 +218,8 @@ impl Probes {
                 "SELECT id, weight, claim_key, run_at FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL \
                  AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{lock}"
             );
-            // No running counts: they would be read before the queue's lock, and read again under it.
-            let (with, rest) = steps(&f, "(SELECT level FROM lvl)", limit + 1, false);
+            // Running counts only under the queue's lock: read before it, they would be read again under it.
+            let (with, rest) = steps(&f, "(SELECT level FROM lvl)", limit + 1, locked);
             format!(
                 "WITH RECURSIVE lvl (level) AS (SELECT ({level})), u AS MATERIALIZED ({unkeyed}), {with} \
                  SELECT 0 AS kind, level AS ord, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, \
@@ -517,8 +518,16 @@ pub(crate) fn candidates(
     limit: u32,
 ) -> Result<Vec<(i64, u32)>> {
     let aging = ctx.settings.get(queue.as_str()).aging_ms.is_some();
-    let probes = Probes::new(claim, ctx.db.is_postgres(), aging);
     let key_limit = ctx.settings.get(queue.as_str()).key_concurrency;
+    // With a limit for every key, the claim counts under the queue's row lock in any case: on PostgreSQL it takes
+    // it before any job's, in the order the queue's other writers do (`LimitKeys`, `PauseQueue`), and reads the
+    // first keys' running counts with their jobs. A claim that meets only jobs' own limits takes it when it does.
+    let locked = ctx.db.is_postgres() && key_limit.is_some();
+    if locked {
+        ctx.db
+            .query(LOCK_QUEUE, &params![queue.as_str()], |_| Ok(()))?;
+    }
+    let probes = Probes::new(claim, ctx.db.is_postgres(), aging, locked);
     // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
     let floor = match (claim.priority(), ctx.settings.get(queue.as_str()).aging_ms) {
         (Some(priority), None) => -i64::from(priority),
@@ -528,6 +537,7 @@ pub(crate) fn candidates(
     let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
     let after = last.as_ref().map_or(String::new(), |(key, _)| key.clone());
     let mut ahead = None;
+    let mut running = HashMap::new();
     let (mut unkeyed, mut level): (VecDeque<(i64, u32, i64)>, Option<i64>) = match &probes.first {
         Some(first) => {
             let mut args = vec![
@@ -556,14 +566,16 @@ pub(crate) fn candidates(
             let mut unkeyed = VecDeque::new();
             let mut keys = VecDeque::new();
             let (mut steps, mut last_step) = (0, None);
-            for (kind, ord, head, key, _running) in rows {
+            for (kind, ord, head, key, count) in rows {
                 match (kind, head, key) {
                     (0, _, _) => level = ord,
                     (1, Some(job), _) => unkeyed.push_back((job.id, job.weight, ord.unwrap_or(0))),
                     (2, head, Some(key)) => {
                         steps += 1;
                         last_step = Some(key.clone());
-                        // Running counts read before the claim takes the queue's lock are read again under it.
+                        if let Some(count) = count {
+                            running.insert(key.clone(), u32::try_from(count).unwrap_or(u32::MAX));
+                        }
                         if let Some(job) = head {
                             keys.push_back((key, job));
                         }
@@ -609,10 +621,10 @@ pub(crate) fn candidates(
         key_limit,
         taken: HashMap::new(),
         taken_at: HashMap::new(),
-        running: HashMap::new(),
+        running,
         want: limit,
         ahead,
-        locked: false,
+        locked,
     };
     let mut picked: Vec<(i64, u32)> = Vec::new();
     while picked.len() < limit as usize {
@@ -741,8 +753,8 @@ pub(crate) fn sample_statements() -> Vec<(String, String)> {
     for dequeue in claims {
         let claim = dequeue.validate().expect("a valid dequeue");
         let (sqlite, postgres) = (
-            Probes::new(&claim, false, false),
-            Probes::new(&claim, true, false),
+            Probes::new(&claim, false, false, false),
+            Probes::new(&claim, true, false, false),
         );
         all.push((sqlite.level, postgres.level));
         all.push((sqlite.next_key, postgres.next_key));
@@ -750,6 +762,8 @@ pub(crate) fn sample_statements() -> Vec<(String, String)> {
         all.push((sqlite.unkeyed, postgres.unkeyed));
         all.push((String::new(), postgres.heads.unwrap_or_default()));
         all.push((String::new(), postgres.first.unwrap_or_default()));
+        let locked = Probes::new(&claim, true, false, true);
+        all.push((String::new(), locked.first.unwrap_or_default()));
     }
     all.push((String::new(), LOCK_QUEUE.postgres.to_owned()));
     all.push((
