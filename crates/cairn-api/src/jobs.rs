@@ -35,10 +35,13 @@ pub struct JobBody {
     pub name: String,
     /// `scheduled`, `queued`, `waiting`, `running`, `completed`, `failed` or `cancelled`.
     pub state: String,
-    /// Its data: the input, the last checkpoint, or the result.
+    /// Its data: the input, the last checkpoint, or what a finish replaced it with.
     pub data: Value,
     /// The last progress reported.
     pub progress: Option<Value>,
+    /// The result its last completed run finished with, kept apart from its data.
+    #[serde(default)]
+    pub result: Option<Value>,
     /// Higher runs first.
     pub priority: i32,
     /// Its share of a worker's concurrency.
@@ -113,6 +116,7 @@ impl From<&Job> for JobBody {
             state: j.state.as_str().to_owned(),
             data: j.data.clone(),
             progress: j.progress.clone(),
+            result: j.result.clone(),
             priority: j.priority,
             weight: j.weight,
             run_at: j.run_at,
@@ -162,6 +166,7 @@ impl JobBody {
                     outcome: a.outcome.as_deref().and_then(AttemptOutcome::parse),
                     error: a.error.clone(),
                     usage: a.usage.map(RunUsage::from),
+                    result: a.result.clone(),
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
@@ -172,6 +177,7 @@ impl JobBody {
             state: self.state.parse::<JobState>().map_err(malformed)?,
             data: self.data.clone(),
             progress: self.progress.clone(),
+            result: self.result.clone(),
             priority: self.priority,
             weight: self.weight,
             run_at: self.run_at,
@@ -254,6 +260,9 @@ pub struct AttemptBody {
     pub error: Option<String>,
     /// What its process used, when the worker measured it.
     pub usage: Option<UsageBody>,
+    /// The result a completed attempt finished with.
+    #[serde(default)]
+    pub result: Option<Value>,
 }
 
 impl From<&Attempt> for AttemptBody {
@@ -266,6 +275,7 @@ impl From<&Attempt> for AttemptBody {
             outcome: a.outcome.map(|o| o.as_str().to_owned()),
             error: a.error.clone(),
             usage: a.usage.map(UsageBody::from),
+            result: a.result.clone(),
         }
     }
 }

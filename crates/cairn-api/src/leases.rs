@@ -265,7 +265,11 @@ pub struct FinishRequest {
     /// The lease's token.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
-    /// The job's result, replacing its data.
+    /// What the job produced, kept apart from its data as the job's `result` (and with this attempt in its
+    /// history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The job's new data, replacing its input: what a recurring job's next run starts from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
     /// What the attempt's process used, kept in the history.
@@ -303,7 +307,11 @@ pub struct FinishItem {
     /// The lease's token.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::LeaseToken))]
     pub token: String,
-    /// The job's result, replacing its data.
+    /// What the job produced, kept apart from its data as the job's `result` (and with this attempt in its
+    /// history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The job's new data, replacing its input: what a recurring job's next run starts from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
     /// What the attempt's process used, kept in the history.

@@ -308,6 +308,7 @@ impl Client {
             &format!("/v1/jobs/{}/finish", finish.job),
             &FinishRequest {
                 token: finish.token.to_string(),
+                result: finish.result,
                 data: finish.data,
                 usage: finish.usage.map(UsageBody::from),
                 next: finish.next.as_ref().map(ContinueBody::from),
@@ -1097,6 +1098,7 @@ fn finish_items(finishes: Vec<Finish>) -> Vec<FinishItem> {
         .map(|finish| FinishItem {
             id: finish.job.0,
             token: finish.token.to_string(),
+            result: finish.result,
             data: finish.data,
             usage: finish.usage.map(UsageBody::from),
             next: finish.next.as_ref().map(ContinueBody::from),

@@ -176,6 +176,8 @@ pub struct Attempt {
     pub error: Option<String>,
     /// What the attempt's process used, when its worker measured it (the `cairn work` manager does).
     pub usage: Option<RunUsage>,
+    /// The result a completed attempt finished with, if it gave one.
+    pub result: Option<Value>,
 }
 
 /// What one attempt's process used, as measured by its worker.
@@ -204,6 +206,9 @@ pub struct Job {
     pub data: Value,
     /// What the running (or last) attempt reported with heartbeat or update, if anything.
     pub progress: Option<Value>,
+    /// The result its last completed run finished with, if it gave one: apart from its data (see
+    /// [`Finish::result`](crate::Finish::result)).
+    pub result: Option<Value>,
     /// Higher runs first.
     pub priority: i32,
     /// How much of a worker's concurrency it uses.

@@ -66,7 +66,12 @@ pub struct FinishArgs {
     /// The job and its lease.
     #[command(flatten)]
     pub lease: LeaseArgs,
-    /// The job's result, replacing its data: JSON text, `@FILE`, or `-` for stdin.
+    /// What the job produced, kept apart from its data (`cairn show` and `cairn wait` print it): JSON text, `@FILE`,
+    /// or `-` for stdin.
+    #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
+    pub result: Option<JsonInput>,
+    /// The job's new data, replacing its input (what a recurring job's next run starts from): JSON text, `@FILE`,
+    /// or `-` for stdin.
     #[arg(long, value_name = "JSON|@FILE|-", value_parser = JsonInput::parse)]
     pub data: Option<JsonInput>,
     /// Complete only this step: the job goes on in this queue, with fresh attempts and the data it finished with.
@@ -207,7 +212,22 @@ impl FinishArgs {
         let said = next
             .as_ref()
             .map_or_else(|| "completed".to_owned(), goes_on);
+        if matches!(
+            (&self.result, &self.data),
+            (Some(JsonInput::Stdin), Some(JsonInput::Stdin))
+        ) {
+            return Err(crate::commands::args::invalid(
+                "--data",
+                "only one of --result and --data can read stdin (`-`)",
+            )
+            .into());
+        }
         let finish = Finish {
+            result: self
+                .result
+                .as_ref()
+                .map(|r| r.read("--result"))
+                .transpose()?,
             data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
             next,
             ..Finish::new(&self.lease.lease())

@@ -88,6 +88,7 @@ pub fn render(job: &JobBody) -> String {
         .add_some("error", job.error.as_ref())
         .add_some("failure_group", job.failure_group.as_ref())
         .add("data", output::compact(&job.data))
+        .add_some("result", job.result.as_ref().map(output::compact))
         .add_some("progress", job.progress.as_ref().map(output::compact));
     if job.history.is_empty() {
         fields.add("history", "none");

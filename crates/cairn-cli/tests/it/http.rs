@@ -367,7 +367,11 @@ async fn the_embedded_worker_api_runs_unchanged_against_the_server() {
     let mut results: Vec<i64> = done
         .jobs
         .iter()
-        .map(|j| j.data["doubled"].as_i64().unwrap())
+        .map(|j| {
+            j.result.as_ref().expect("a result")["doubled"]
+                .as_i64()
+                .unwrap()
+        })
         .collect();
     results.sort();
     assert_eq!(results, [0, 2, 4, 6, 8]);

@@ -95,6 +95,7 @@ pub async fn finish_many(
         let lease = lease(id, &item.token).map_err(|e| e.nested_under(&at, "token"))?;
         ids.push(item.id);
         finishes.push(Finish {
+            result: item.result,
             data: item.data,
             usage: item.usage.map(RunUsage::from),
             next: item.next.map(Continue::from),
@@ -224,6 +225,7 @@ pub async fn finish(
     state
         .queue
         .finish_with(Finish {
+            result: request.result,
             data: request.data,
             usage: request.usage.map(RunUsage::from),
             next: request.next.map(Continue::from),

@@ -40,14 +40,15 @@ impl Writer {
             close,
             ..
         } = batch;
-        let (deliveries, next_due, commit_error) = match outcome {
-            Ok(plan) => {
+        let (deliveries, next_due, commit_error, ended) = match outcome {
+            Ok(mut plan) => {
                 self.pause_until = None;
                 self.metrics.add(&plan.totals);
                 self.apply_timed_updates(&plan.timed, now_ms);
                 self.count_ended(plan.totals.ended(), now_ms);
+                let ended = std::mem::take(&mut plan.totals.ended_jobs);
                 let deliveries = self.hand_over(plan.served, dequeues, plan.claims);
-                (deliveries, Some(plan.next_due), None)
+                (deliveries, Some(plan.next_due), None, ended)
             }
             Err(e) => {
                 match e.kind() {
@@ -60,10 +61,10 @@ impl Writer {
                 }
                 self.pause_until = Some(std::time::Instant::now() + PAUSE_AFTER_FAILURE);
                 let deliveries = dequeues.into_iter().map(|w| (w, Err(e.clone()))).collect();
-                (deliveries, None, Some(e))
+                (deliveries, None, Some(e), Vec::new())
             }
         };
-        self.reply(ops, deliveries, durable, commit_error.as_ref());
+        self.reply(ops, deliveries, durable, commit_error.as_ref(), ended);
         self.expire_waiters();
         self.schedule_next(next_due, now_ms);
         close
@@ -86,19 +87,23 @@ impl Writer {
                     batch.tick = true;
                 }
                 Command::GiveBack(leases) => self.to_release.extend(leases),
+                // Ended on another node, committed there: the waits here read the jobs again.
+                Command::JobsEnded(jobs) => self.job_watch.wake(&jobs),
                 Command::Close(ack) => batch.close = Some(ack),
             }
         }
         batch
     }
 
-    /// Sends the replies of a batch's operations and dequeues, with `commit_error` if it did not commit.
+    /// Sends the replies of a batch's operations and dequeues, with `commit_error` if it did not commit, and wakes
+    /// the waits for the jobs it `ended`: with the durable replies, once the batch is on disk.
     fn reply(
         &self,
         ops: Vec<Box<dyn ErasedOp>>,
         deliveries: Vec<(Waiter, Claimed)>,
         durable: bool,
         commit_error: Option<&Error>,
+        ended: Vec<i64>,
     ) {
         // Claims and heartbeats answer at commit: if a power loss rolled them back, the job is simply not leased
         // and the token its worker holds matches nothing. Only durable operations wait for the fsync, so a
@@ -111,13 +116,17 @@ impl Writer {
         };
         let (returned, wake) = (self.returned.clone(), self.wake.clone());
         deliver(quick_ops, deliveries, commit_error, &returned, &wake);
-        if !durable_ops.is_empty() {
+        if durable_ops.is_empty() {
+            self.job_watch.wake(&ended);
+        } else {
             let syncer = self
                 .syncer
                 .as_ref()
                 .expect("durable replies only with a syncer");
+            let job_watch = self.job_watch.clone();
             syncer.after_sync(Box::new(move |sync_error: Option<&Error>| {
                 deliver(durable_ops, Vec::new(), sync_error, &returned, &wake);
+                job_watch.wake(&ended);
             }));
         }
     }

@@ -37,6 +37,8 @@ pub(crate) enum Command {
     /// Another node changed a queue's settings or an option (PostgreSQL): load them again, and try every parked
     /// dequeue.
     ReloadSettings,
+    /// Another node ended these jobs, which some wait on this node waits for (PostgreSQL): wake those waits.
+    JobsEnded(Vec<i64>),
     /// Give these claims back: their dequeue's caller stopped waiting after they were sent.
     GiveBack(Vec<Lease>),
     /// Finish the current batch, answer waiting dequeues with no job, and stop.
@@ -51,6 +53,7 @@ impl From<Notice> for Command {
             Notice::Ready(queues) => Command::Ready(queues),
             Notice::SettingsChanged => Command::ReloadSettings,
             Notice::MayHaveMissed => Command::Tick,
+            Notice::JobsEnded(jobs) => Command::JobsEnded(jobs),
         }
     }
 }

@@ -38,6 +38,7 @@ use crate::store::writer_db::WriterDb;
 mod batch;
 mod command;
 mod isolation;
+mod job_watch;
 mod parked;
 mod timed;
 
@@ -45,6 +46,7 @@ pub(crate) use timed::{Drain, Lead};
 mod transaction;
 
 pub(crate) use command::{Command, ErasedOp, Pending, Waiter};
+pub(crate) use job_watch::JobWatch;
 
 /// Everything the writer thread owns.
 pub(crate) struct Writer {
@@ -81,6 +83,8 @@ pub(crate) struct Writer {
     pub pause_until: Option<Instant>,
     /// The counters and histograms kept in memory, added to after each commit.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Who waits for jobs to end: woken after each commit that ended jobs (once durable, for a durable batch).
+    pub job_watch: Arc<JobWatch>,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
     /// Whether this writer leads the timed work: always on SQLite; on PostgreSQL, for a term it renews.
@@ -196,7 +200,11 @@ impl Writer {
                 Command::Dequeue(waiter) => {
                     let _ = waiter.reply.send(Err(closed.clone()));
                 }
-                Command::Tick | Command::Timer | Command::Ready(_) | Command::ReloadSettings => {}
+                Command::Tick
+                | Command::Timer
+                | Command::Ready(_)
+                | Command::ReloadSettings
+                | Command::JobsEnded(_) => {}
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => {
                     let _ = ack.send(());

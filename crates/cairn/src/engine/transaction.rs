@@ -203,6 +203,7 @@ fn commit(
             &ctx.db,
             ready_here.iter().map(String::as_str),
             changed,
+            &totals.ended_jobs,
         )
         .map_err(Failure::Storage)?;
     }

@@ -355,7 +355,19 @@ impl EventLog {
             UPSERT_HISTOGRAMS.execute(db, histogram_rows)?;
             UPSERT_WORKER_HOURS.execute(db, worker_rows)?;
         }
+        let ended_jobs = self
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    ActivityKind::Finished | ActivityKind::Failed | ActivityKind::Cancelled
+                )
+            })
+            .filter_map(|e| e.job)
+            .collect();
         let totals = BatchTotals {
+            ended_jobs,
             jobs: per_job
                 .into_iter()
                 .map(|((queue, name), t)| ((queue.to_owned(), name.to_owned()), t))
@@ -463,6 +475,9 @@ impl Counts {
 #[derive(Debug, Default)]
 pub(crate) struct BatchTotals {
     pub jobs: HashMap<(String, String), JobTotals>,
+    /// The jobs it completed, failed or cancelled (some may run again: a recurring job, a step that went on), for
+    /// whoever waits for them to end.
+    pub ended_jobs: Vec<i64>,
 }
 
 impl BatchTotals {

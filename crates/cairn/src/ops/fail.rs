@@ -70,8 +70,11 @@ impl Operation for Fail {
             ctx,
             &held,
             AttemptOutcome::Failed,
-            Some(message),
-            self.usage.as_ref(),
+            crate::ops::Ending {
+                error: Some(message),
+                usage: self.usage.as_ref(),
+                result: None,
+            },
         )?;
         let detail = format!("{}: {message}", self.group);
         ctx.events.attempt_ended(

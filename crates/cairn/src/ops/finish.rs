@@ -45,14 +45,17 @@ pub struct FinishAndTake {
     pub taken: crate::Result<Vec<crate::ClaimedJob>>,
 }
 
-/// Marks the job completed, optionally replacing its data with a result.
+/// Marks the job completed, optionally with a result, or replacing its data.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finish {
     /// The job.
     pub job: JobId,
     /// The lease's fencing token.
     pub token: i64,
-    /// The job's final data, replacing its input.
+    /// What the job produced: kept apart from its data, as the job's [`result`](crate::Job::result) and with this
+    /// attempt in its history, until a later run finishes with another.
+    pub result: Option<Value>,
+    /// The job's final data, replacing its input (and what a recurring job's next run starts from).
     pub data: Option<Value>,
     /// What the attempt's process used, if the worker measured it; kept in the job's history.
     pub usage: Option<RunUsage>,
@@ -66,6 +69,7 @@ impl Finish {
         Finish {
             job: lease.job,
             token: lease.token,
+            result: None,
             data: None,
             usage: None,
             next: None,
@@ -74,11 +78,11 @@ impl Finish {
 }
 
 /// Completes the job if the lease is held, returning the attempt's details for its history row.
-/// `$1` now, `$2` the final data, `$3` the job, `$4` the lease's token.
+/// `$1` now, `$2` the final data, `$3` the result, `$4` the job, `$5` the lease's token.
 pub(crate) const COMPLETE_JOB: Sql = Sql::both(concat!(
-    "UPDATE jobs SET state = 'completed', finished_at = $1, data = COALESCE($2, data), \
+    "UPDATE jobs SET state = 'completed', finished_at = $1, data = COALESCE($2, data), result = $3, \
      lease_token = NULL, lease_expires_at = NULL, error = NULL WHERE ",
-    lease_is_held!("$3", "$4", "$1"),
+    lease_is_held!("$4", "$5", "$1"),
     " RETURNING ",
     held_job_columns!()
 ));
@@ -92,6 +96,11 @@ impl Operation for Finish {
             .as_ref()
             .map(|d| encode_json("data", d, ctx.limits()))
             .transpose()?;
+        let result = self
+            .result
+            .as_ref()
+            .map(|r| encode_json("result", r, ctx.limits()))
+            .transpose()?;
         let next = self
             .next
             .as_ref()
@@ -101,7 +110,7 @@ impl Operation for Finish {
             .db
             .query_row(
                 COMPLETE_JOB,
-                &params![ctx.now_ms, data, self.job.0, self.token],
+                &params![ctx.now_ms, data, result.as_deref(), self.job.0, self.token],
                 held_job_from_row,
             )?
             .ok_or_else(|| lease_refusal(ctx, self.job, self.token))?;
@@ -109,8 +118,11 @@ impl Operation for Finish {
             ctx,
             &held,
             AttemptOutcome::Completed,
-            None,
-            self.usage.as_ref(),
+            crate::ops::Ending {
+                error: None,
+                usage: self.usage.as_ref(),
+                result: result.as_deref(),
+            },
         )?;
         // The job's service time counts only when it is done: not when it goes on, or waits for its children.
         let finished = |ctx: &mut WriteCtx<'_>, done: bool| {
@@ -146,24 +158,26 @@ impl Operation for Finish {
 /// or refuse one at a time. PostgreSQL only (a data-modifying `WITH`): the finishes are its arrays.
 ///
 /// Arrays, one value per finish: `$1` the job, `$2` the lease's token, `$3` its final data, `$4` now, `$5` run time,
-/// `$6` CPU time, `$7` peak memory.
+/// `$6` CPU time, `$7` peak memory, `$8` its result.
 static COMPLETE_PLAIN: MultiRow = MultiRow::postgres_only(
-    7,
+    8,
     concat!(
         "WITH done AS (UPDATE jobs SET state = 'completed', finished_at = v.v_now, \
-         data = COALESCE(v.v_data, jobs.data), lease_token = NULL, lease_expires_at = NULL, error = NULL \
+         data = COALESCE(v.v_data, jobs.data), result = v.v_result, lease_token = NULL, lease_expires_at = NULL, \
+         error = NULL \
          FROM unnest($1::bigint[], $2::bigint[], $3::json[], $4::bigint[], $5::bigint[], $6::bigint[], \
-         $7::bigint[]) AS v (v_id, v_token, v_data, v_now, v_run_ms, v_cpu_ms, v_peak_memory) \
+         $7::bigint[], $8::json[]) AS v (v_id, v_token, v_data, v_now, v_run_ms, v_cpu_ms, v_peak_memory, v_result) \
          WHERE jobs.id = v.v_id AND ",
         is_running!("jobs"),
         " AND jobs.lease_token = v.v_token AND jobs.lease_expires_at > v.v_now AND jobs.parent_id IS NULL \
          AND jobs.has_children = FALSE AND jobs.has_dependents = FALSE AND jobs.schedule IS NULL RETURNING ",
         held_job_columns!(),
-        ", v.v_token, v.v_now, v.v_run_ms, v.v_cpu_ms, v.v_peak_memory), \
+        ", v.v_token, v.v_now, v.v_run_ms, v.v_cpu_ms, v.v_peak_memory, v.v_result), \
          ended AS (INSERT INTO job_attempts \
-         (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory) \
+         (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory, \
+         result) \
          SELECT id, claims, attempt, worker, attempt_started_at, v_now, 'completed', NULL, v_run_ms, v_cpu_ms, \
-         v_peak_memory FROM done) \
+         v_peak_memory, v_result FROM done) \
          SELECT ",
         held_job_columns!(),
         ", v_token FROM done"
@@ -175,32 +189,39 @@ pub(crate) fn complete_plain_text() -> &'static str {
     COMPLETE_PLAIN.postgres()
 }
 
-/// A plain finish, checked: the job, its lease's token, its final data as JSON, and what the attempt used.
+/// A plain finish, checked: the job, its lease's token, its final data and result as JSON, and what the attempt
+/// used.
 pub(crate) struct PlainFinish<'a> {
     pub job: JobId,
     pub token: i64,
     pub data: Option<String>,
+    pub result: Option<String>,
     pub usage: Option<&'a RunUsage>,
 }
 
 impl Finish {
-    /// The finish as [`complete_plain_many`] takes it, if it may go that way (no next step), once its data is
-    /// checked.
+    /// The finish as [`complete_plain_many`] takes it, if it may go that way (no next step), once its data and
+    /// result are checked.
     pub(crate) fn plain(&self, ctx: &WriteCtx<'_>) -> Option<Result<PlainFinish<'_>>> {
         if self.next.is_some() {
             return None;
         }
-        let data = self
-            .data
-            .as_ref()
-            .map(|d| encode_json("data", d, ctx.limits()))
-            .transpose();
-        Some(data.map(|data| PlainFinish {
-            job: self.job,
-            token: self.token,
-            data,
-            usage: self.usage.as_ref(),
-        }))
+        let json = |field: &'static str, value: &Option<Value>| {
+            value
+                .as_ref()
+                .map(|v| encode_json(field, v, ctx.limits()))
+                .transpose()
+        };
+        let checked = json("data", &self.data).and_then(|data| {
+            Ok(PlainFinish {
+                job: self.job,
+                token: self.token,
+                data,
+                result: json("result", &self.result)?,
+                usage: self.usage.as_ref(),
+            })
+        });
+        Some(checked)
     }
 }
 
@@ -209,7 +230,7 @@ pub(crate) fn complete_plain_many(
     finishes: &[PlainFinish<'_>],
     ctx: &mut WriteCtx<'_>,
 ) -> Result<Vec<bool>> {
-    let mut values = Vec::with_capacity(finishes.len() * 7);
+    let mut values = Vec::with_capacity(finishes.len() * 8);
     for f in finishes {
         values.extend([
             f.job.to_value(),
@@ -221,6 +242,7 @@ pub(crate) fn complete_plain_many(
             f.usage
                 .map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
                 .to_value(),
+            f.result.as_deref().to_value(),
         ]);
     }
     let completed = COMPLETE_PLAIN.query(&ctx.db, values, |row| {

@@ -55,6 +55,7 @@ pub(crate) mod tags;
 pub(crate) mod track;
 pub(crate) mod update;
 pub(crate) mod waiting;
+pub(crate) mod watch;
 pub(crate) mod workers;
 
 /// The operations' public types, which `lib.rs` re-exports: an operation added here is in the crate's API.
@@ -378,18 +379,32 @@ pub(crate) fn held_job(ctx: &WriteCtx<'_>, job: JobId, token: i64) -> Result<Hel
 
 const INSERT_ENDED_ATTEMPT: Sql = Sql::both(
     "INSERT INTO job_attempts \
-     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+     (job_id, claim, attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory, \
+     result) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
 );
+
+/// What an attempt ended with, for its row in the job's history: the error, what its process used, and (for a
+/// completed one) its result as JSON.
+#[derive(Default)]
+pub(crate) struct Ending<'a> {
+    pub error: Option<&'a str>,
+    pub usage: Option<&'a RunUsage>,
+    pub result: Option<&'a str>,
+}
 
 /// Records how the held attempt ended in the job's history.
 pub(crate) fn end_attempt(
     ctx: &mut WriteCtx<'_>,
     held: &HeldJob,
     outcome: AttemptOutcome,
-    error: Option<&str>,
-    usage: Option<&RunUsage>,
+    ending: Ending<'_>,
 ) -> Result<()> {
+    let Ending {
+        error,
+        usage,
+        result,
+    } = ending;
     ctx.db.execute(
         INSERT_ENDED_ATTEMPT,
         &params![
@@ -403,7 +418,8 @@ pub(crate) fn end_attempt(
             error,
             usage.map(|u| duration_millis(u.run_time)),
             usage.map(|u| duration_millis(u.cpu_time)),
-            usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX))
+            usage.map(|u| i64::try_from(u.peak_memory).unwrap_or(i64::MAX)),
+            result
         ],
     )?;
     // A queue at its concurrency limit, or a key at its own, has room again: workers waiting on it look again.
@@ -540,7 +556,16 @@ pub(crate) fn retry_or_fail(
     run_at_ms: Option<i64>,
     usage: Option<&RunUsage>,
 ) -> Result<JobState> {
-    end_attempt(ctx, held, outcome, Some(error), usage)?;
+    end_attempt(
+        ctx,
+        held,
+        outcome,
+        Ending {
+            error: Some(error),
+            usage,
+            result: None,
+        },
+    )?;
     run_did_not_finish(ctx, held)?;
     // The worker ended the attempt itself (not a lost lease or a crash): its run time counts.
     let by_worker = outcome == AttemptOutcome::Retried;

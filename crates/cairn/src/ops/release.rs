@@ -33,7 +33,12 @@ impl Operation for Release {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let held = held_job(ctx, self.job, self.token)?;
-        end_attempt(ctx, &held, AttemptOutcome::Released, None, None)?;
+        end_attempt(
+            ctx,
+            &held,
+            AttemptOutcome::Released,
+            crate::ops::Ending::default(),
+        )?;
         ctx.events.job(
             ctx.now_ms,
             crate::ops::events::ActivityKind::Released,

@@ -77,7 +77,15 @@ impl Operation for Requeue {
         if state == JobState::Running
             && let Some(held) = running_job(ctx, self.job)?
         {
-            end_attempt(ctx, &held, AttemptOutcome::Requeued, Some("requeued"), None)?;
+            end_attempt(
+                ctx,
+                &held,
+                AttemptOutcome::Requeued,
+                crate::ops::Ending {
+                    error: Some("requeued"),
+                    ..Default::default()
+                },
+            )?;
             run_did_not_finish(ctx, &held)?;
         }
         let run_at = self.run_at.map_or(ctx.now_ms, to_millis);

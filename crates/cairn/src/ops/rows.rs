@@ -24,7 +24,7 @@ macro_rules! job_columns {
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
-          concurrency_key, concurrency_limit"
+          concurrency_key, concurrency_limit, result"
     };
 }
 #[allow(unused_imports)]
@@ -34,7 +34,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 37;
+pub(crate) const JOB_COLUMN_COUNT: usize = 38;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -62,6 +62,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
     let state: String = row.get(3)?;
     let data: String = row.get(4)?;
     let progress: Option<String> = row.get(5)?;
+    let result: Option<String> = row.get(37)?;
     let tags: Option<String> = row.get(25)?;
     let state = state.parse::<JobState>().map_err(|_| {
         Error::new(
@@ -81,6 +82,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
         state,
         data: parse_json(&data)?,
         progress: progress.as_deref().map(parse_json).transpose()?,
+        result: result.as_deref().map(parse_json).transpose()?,
         priority: row.get(6)?,
         weight: row.get(7)?,
         run_at: from_millis(row.get(8)?),
@@ -149,11 +151,12 @@ pub(crate) fn load_job_with_history(db: &Db<'_>, id: JobId) -> Result<Job> {
     let (mut job, attempt_started_at) =
         load_job(db, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
     const SELECT_HISTORY: Sql = Sql::both(
-        "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory \
+        "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory, result \
          FROM job_attempts WHERE job_id = $1 ORDER BY claim",
     );
     job.history = db.query(SELECT_HISTORY, &params![id], |row| {
         let outcome: String = row.get(4)?;
+        let result: Option<String> = row.get(9)?;
         Ok(Attempt {
             number: row.get(0)?,
             worker: WorkerId::from_trusted(row.get(1)?),
@@ -162,6 +165,7 @@ pub(crate) fn load_job_with_history(db: &Db<'_>, id: JobId) -> Result<Job> {
             outcome: AttemptOutcome::parse(&outcome),
             error: row.get(5)?,
             usage: usage_from_row(row.get(6)?, row.get(7)?, row.get(8)?),
+            result: result.as_deref().map(parse_json).transpose()?,
         })
     })?;
     if let (JobState::Running, Some(worker)) = (job.state, &job.worker) {
@@ -174,6 +178,7 @@ pub(crate) fn load_job_with_history(db: &Db<'_>, id: JobId) -> Result<Job> {
             outcome: None,
             error: None,
             usage: None,
+            result: None,
         });
     }
     Ok(job)

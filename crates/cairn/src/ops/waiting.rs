@@ -219,7 +219,15 @@ pub(crate) fn cancel_jobs(
         {
             let error = reason.as_deref().unwrap_or("cancelled");
             // The children its run created are live children: the cascade below cancels them.
-            end_attempt(ctx, &held, AttemptOutcome::Cancelled, Some(error), None)?;
+            end_attempt(
+                ctx,
+                &held,
+                AttemptOutcome::Cancelled,
+                crate::ops::Ending {
+                    error: Some(error),
+                    ..Default::default()
+                },
+            )?;
         }
         ctx.db
             .execute(CANCEL_ONE, &params![ctx.now_ms, reason.as_deref(), id])?;

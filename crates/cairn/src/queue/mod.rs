@@ -84,6 +84,8 @@ struct Inner {
     defaults: Defaults,
     /// Counters and histograms since the queue opened.
     metrics: Arc<crate::metrics::Metrics>,
+    /// Who waits for jobs to end ([`Queue::wait`]), woken by the writer.
+    job_watch: Arc<crate::engine::JobWatch>,
     /// Turns for read-only SQL queries, so that they cannot take every blocking thread.
     sql_turns: tokio::sync::Semaphore,
     /// The SQLite file, or the PostgreSQL URL without its password.
@@ -171,6 +173,7 @@ impl Queue {
         let clock = options.clock.clone();
         let (commands, rx) = mpsc::channel();
         let metrics = Arc::new(crate::metrics::Metrics::default());
+        let job_watch = Arc::new(crate::engine::JobWatch::default());
         let wake = commands.clone();
         let postgres = opened.readers.is_postgres();
         let writer = Writer {
@@ -194,6 +197,7 @@ impl Queue {
             last_batch_at: to_millis(clock.now()),
             pause_until: None,
             metrics: metrics.clone(),
+            job_watch: job_watch.clone(),
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
             lead: if postgres {
@@ -213,6 +217,7 @@ impl Queue {
             clock: clock.clone(),
             defaults,
             metrics,
+            job_watch,
             sql_turns: tokio::sync::Semaphore::new(crate::sql::CONCURRENT_QUERIES),
             path: opened.location,
             closed: AtomicBool::new(false),
@@ -995,6 +1000,77 @@ impl Queue {
             .readers
             .read(move |conn| rows::load_job_with_history(conn, job))
             .await
+    }
+
+    /// Waits until the job ends (completed, failed or cancelled), at most `timeout`, and returns it as
+    /// [`Queue::get`] does: with its [`result`](Job::result) or its error, and its history. At the timeout it
+    /// returns the job as it stands, whose state then says it has not ended. No polling: the commit that ends the
+    /// job wakes the wait (once durable), on PostgreSQL whichever node ends it.
+    ///
+    /// A recurring job's run ending does not end the job, which is scheduled again: a wait for it returns at the
+    /// timeout.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`] if there is no such job (or it was deleted meanwhile); [`ErrorKind::InvalidInput`]
+    /// (field `wait`) for a timeout over [`MAX_WAIT`](crate::MAX_WAIT); storage errors.
+    pub async fn wait(&self, job: JobId, timeout: Duration) -> Result<Job> {
+        if timeout > crate::ops::claim::MAX_WAIT {
+            return Err(Error::invalid(
+                "wait",
+                format!(
+                    "must be at most {:?}, got {timeout:?}",
+                    crate::ops::claim::MAX_WAIT
+                ),
+            ));
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let watch = self.inner.job_watch.watch(job.0);
+        // On PostgreSQL another node may end the job: the wait is registered in the database too, until a minute
+        // past its time (a node that stops without taking it back leaves it that long).
+        let registered = self.inner.readers.is_postgres().then(|| {
+            let until = to_millis(self.inner.clock.now()) + timeout.as_millis() as i64 + 60_000;
+            crate::ops::watch::WatchJob {
+                job,
+                until_ms: until,
+            }
+        });
+        let until_ms = registered.as_ref().map(|r| r.until_ms);
+        let waited = async {
+            let mut register = registered;
+            loop {
+                let woken = watch.notify.notified();
+                tokio::pin!(woken);
+                // Enabled before the job is read: an end committed after the read wakes it.
+                woken.as_mut().enable();
+                if let Some(op) = register.take() {
+                    match self.write(op).await? {
+                        None => return Err(Error::not_found(format!("job {job}"))),
+                        Some(state) if state.is_live() => {}
+                        Some(_) => return self.get(job).await,
+                    }
+                } else {
+                    let current = self.get(job).await?;
+                    if current.state.is_finished() || tokio::time::Instant::now() >= deadline {
+                        return Ok(current);
+                    }
+                }
+                tokio::select! {
+                    () = &mut woken => {}
+                    () = tokio::time::sleep_until(deadline) => return self.get(job).await,
+                }
+            }
+        }
+        .await;
+        if let Some(until_ms) = until_ms {
+            // Taken back in the writer's next batch; the caller does not wait for it.
+            let queue = self.clone();
+            tokio::spawn(async move {
+                let _ = queue
+                    .write(crate::ops::watch::UnwatchJob { job, until_ms })
+                    .await;
+            });
+        }
+        waited
     }
 
     /// The lease a running job is held under, token included; `None` when it is not running.

@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
 use crate::lease::Lease;
 use crate::ops::finish::Finish;
 use crate::worker::backend::Backend;
+use crate::worker::context::Ending;
 use crate::worker::patient::{Patience, is_passing, patiently};
 
 /// The most finishes one call carries.
@@ -21,7 +21,7 @@ const MAX_PER_CALL: usize = 100;
 /// A finish waiting for the completer, with where its answer goes.
 struct Pending {
     lease: Lease,
-    data: Option<Value>,
+    ending: Ending,
     reply: oneshot::Sender<Result<()>>,
 }
 
@@ -39,17 +39,13 @@ impl Completer {
         Completer { tx }
     }
 
-    /// Hands over the job's finish, to go as [`Backend::finish`] would, in one call with whatever other finishes
-    /// are waiting; the answer comes on the receiver.
-    pub fn send(
-        &self,
-        lease: &Lease,
-        data: Option<Value>,
-    ) -> Result<oneshot::Receiver<Result<()>>> {
+    /// Hands over the job's finish (with the result and data its handler set), to go in one call with whatever
+    /// other finishes are waiting; the answer comes on the receiver.
+    pub fn send(&self, lease: &Lease, ending: Ending) -> Result<oneshot::Receiver<Result<()>>> {
         let (reply, answer) = oneshot::channel();
         let pending = Pending {
             lease: lease.clone(),
-            data,
+            ending,
             reply,
         };
         self.tx.send(pending).map_err(|_| Error::closed())?;
@@ -70,17 +66,26 @@ async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pendi
                 Err(_) => break,
             }
         }
-        if batch.len() == 1 {
-            let Pending { lease, data, reply } = batch.pop().expect("one finish");
-            let finished =
-                patiently("finishing a job", || queue.finish(&lease, data.clone())).await;
+        if let [only] = batch.as_slice()
+            && only.ending.result.is_none()
+        {
+            let Pending {
+                lease,
+                ending,
+                reply,
+            } = batch.pop().expect("one finish");
+            let finished = patiently("finishing a job", || {
+                queue.finish(&lease, ending.data.clone())
+            })
+            .await;
             let _ = reply.send(finished);
             continue;
         }
         let finishes: Vec<Finish> = batch
             .iter_mut()
             .map(|p| Finish {
-                data: p.data.take(),
+                result: p.ending.result.take(),
+                data: p.ending.data.take(),
                 ..Finish::new(&p.lease)
             })
             .collect();

@@ -16,7 +16,15 @@ pub struct JobContext {
     backend: Arc<dyn Backend>,
     job: Arc<Job>,
     lease: Lease,
-    result: Arc<Mutex<Option<Value>>>,
+    /// What the job finishes with when the handler returns `Ok`: its result, and data replacing its input.
+    ending: Arc<Mutex<Ending>>,
+}
+
+/// What a handler set for its job's finish.
+#[derive(Default)]
+pub(crate) struct Ending {
+    pub result: Option<Value>,
+    pub data: Option<Value>,
 }
 
 impl JobContext {
@@ -25,7 +33,7 @@ impl JobContext {
             backend,
             job: Arc::new(job),
             lease,
-            result: Arc::new(Mutex::new(None)),
+            ending: Arc::default(),
         }
     }
 
@@ -78,16 +86,26 @@ impl JobContext {
         self.backend.update(&self.lease, progress).await
     }
 
-    /// Sets the data the job is finished with, replacing its input, when the handler returns `Ok`.
-    pub fn set_result(&self, data: Value) {
-        *self.result.lock().expect("result lock is never poisoned") = Some(data);
+    /// Sets the job's result, when the handler returns `Ok`: what it produced, kept apart from its data (see
+    /// [`Finish::result`](crate::Finish::result)), for whoever waits for the job or reads it later.
+    pub fn set_result(&self, result: Value) {
+        self.ending().result = Some(result);
     }
 
-    pub(crate) fn take_result(&self) -> Option<Value> {
-        self.result
+    /// Sets the data the job is finished with, replacing its input, when the handler returns `Ok`: what a
+    /// recurring job's next run starts from.
+    pub fn set_data(&self, data: Value) {
+        self.ending().data = Some(data);
+    }
+
+    fn ending(&self) -> std::sync::MutexGuard<'_, Ending> {
+        self.ending
             .lock()
-            .expect("result lock is never poisoned")
-            .take()
+            .expect("the ending's lock is never poisoned")
+    }
+
+    pub(crate) fn take_ending(&self) -> Ending {
+        std::mem::take(&mut *self.ending())
     }
 }
 

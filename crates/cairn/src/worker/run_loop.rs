@@ -312,7 +312,7 @@ async fn run_job(
     let (result, ended) = match outcome {
         Ok(Ok(())) => {
             // Done: the finish goes with others (see `Completer`), and the slot is free meanwhile.
-            let sent = completer.send(&lease, ctx.take_result());
+            let sent = completer.send(&lease, ctx.take_ending());
             running
                 .lock()
                 .expect("running lock is never poisoned")

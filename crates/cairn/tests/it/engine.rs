@@ -17,5 +17,6 @@ mod recurring;
 mod sql;
 mod state_machine;
 mod stats;
+mod wait;
 mod worker;
 mod workflow;

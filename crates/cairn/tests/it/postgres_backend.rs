@@ -39,7 +39,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (8, "recurring_overlap".to_owned(), 1_000),
             (9, "debounce".to_owned(), 1_000),
             (10, "throttle".to_owned(), 1_000),
-            (11, "concurrency_keys".to_owned(), 1_000)
+            (11, "concurrency_keys".to_owned(), 1_000),
+            (12, "results".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -525,6 +526,81 @@ async fn a_queue_resumed_on_one_node_wakes_a_worker_waiting_on_another() {
     // Node b hears of it (settings, then the queue made ready) and serves its waiting worker.
     let claimed = waiting.await.unwrap();
     assert_eq!(claimed.len(), 1);
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
+
+/// A wait on one node answers when another node ends the job: with its result, as soon as that commit lands
+/// (bounded here by a tenth of the wait's own time, which it would otherwise run out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_on_one_node_returns_when_another_node_finishes_the_job() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let b = two_nodes(&db, &clock).await;
+    let mut waits = Vec::new();
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let id = a
+            .enqueue(cairn::Push::new("render").data(serde_json::json!({ "i": i })))
+            .await
+            .unwrap()
+            .id;
+        ids.push(id);
+        let b = b.clone();
+        waits.push(tokio::spawn(async move {
+            b.wait(id, std::time::Duration::from_secs(60)).await
+        }));
+    }
+    b.settle().await.unwrap();
+    assert!(waits.iter().all(|w| !w.is_finished()));
+    // Node a ends them: one completed with a result, one failed, one cancelled.
+    let claimed = take(&a, "default", "a").await;
+    let by_id = |id| claimed.iter().find(|c| c.job.id == id).unwrap();
+    a.finish_with(cairn::Finish {
+        result: Some(serde_json::json!({"pages": 3})),
+        ..cairn::Finish::new(&by_id(ids[0]).lease)
+    })
+    .await
+    .unwrap();
+    a.fail(&by_id(ids[1]).lease, "broken", "no template")
+        .await
+        .unwrap();
+    a.release(&by_id(ids[2]).lease).await.unwrap();
+    a.cancel(ids[2]).await.unwrap();
+    let mut ended = Vec::new();
+    for wait in waits {
+        let job = tokio::time::timeout(std::time::Duration::from_secs(6), wait)
+            .await
+            .expect("node b heard that node a ended the job")
+            .unwrap()
+            .unwrap();
+        ended.push((job.state, job.result));
+    }
+    assert_eq!(
+        ended,
+        [
+            (
+                cairn::JobState::Completed,
+                Some(serde_json::json!({"pages": 3}))
+            ),
+            (cairn::JobState::Failed, None),
+            (cairn::JobState::Cancelled, None),
+        ]
+    );
+    // Each wait took its registration back.
+    b.settle().await.unwrap();
+    let url = db.url.clone();
+    let left = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .query_one("SELECT count(*) FROM cairn_job_waits", &[])
+            .unwrap()
+            .get::<_, i64>(0)
+    })
+    .await
+    .unwrap();
+    assert_eq!(left, 0);
     b.close(std::time::Duration::from_secs(10)).await.unwrap();
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }

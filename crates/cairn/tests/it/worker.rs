@@ -61,6 +61,7 @@ async fn handler_outcomes_map_to_finish_retry_and_fail() {
         .handler("ok", |job| async move {
             let n = job.data()["n"].as_i64().unwrap();
             job.set_result(json!({"squared": n * n}));
+            job.set_data(json!({"n": n, "seen": true}));
             Ok(())
         })
         .handler("flaky", |job| async move {
@@ -96,7 +97,14 @@ async fn handler_outcomes_map_to_finish_retry_and_fail() {
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!((report.finished, report.retried, report.failed), (2, 3, 1));
 
-    assert_eq!(t.queue.get(ok).await.unwrap().data, json!({"squared": 4}));
+    // The result is kept apart from the data, which the handler replaced too; the attempt keeps the result.
+    let ok = t.queue.get(ok).await.unwrap();
+    assert_eq!(ok.result, Some(json!({"squared": 4})));
+    assert_eq!(ok.data, json!({"n": 2, "seen": true}));
+    assert_eq!(
+        ok.history.last().unwrap().result,
+        Some(json!({"squared": 4}))
+    );
     let flaky = t.queue.get(flaky).await.unwrap();
     assert_eq!(flaky.history[0].error.as_deref(), Some("first time fails"));
     let bad = t.queue.get(bad).await.unwrap();
@@ -404,10 +412,9 @@ async fn jobs_ending_together_finish_each_with_its_own_result() {
             state_of(t, *id).await == JobState::Completed
         })
         .await;
-        assert_eq!(
-            t.queue.get(*id).await.unwrap().data,
-            json!({ "double": i * 2 })
-        );
+        let job = t.queue.get(*id).await.unwrap();
+        assert_eq!(job.result, Some(json!({ "double": i * 2 })));
+        assert_eq!(job.data, json!({ "i": i }));
     }
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!((report.finished, report.lost), (39, 1));

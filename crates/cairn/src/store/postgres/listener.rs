@@ -11,7 +11,7 @@ use postgres::fallible_iterator::FallibleIterator;
 
 use crate::store::location::redacted;
 use crate::store::postgres::connect::connect;
-use crate::store::postgres::notify::{READY_CHANNEL, SETTINGS_CHANNEL};
+use crate::store::postgres::notify::{JOB_ENDED_CHANNEL, READY_CHANNEL, SETTINGS_CHANNEL};
 
 /// How often the listener looks whether the queue closed, while nothing arrives.
 const STOP_CHECK: Duration = Duration::from_millis(250);
@@ -26,6 +26,8 @@ pub(crate) enum Notice {
     Ready(Vec<String>),
     /// Another node changed a queue's settings or an option: load them again.
     SettingsChanged,
+    /// Another node ended these jobs, which a wait on some node waits for.
+    JobsEnded(Vec<i64>),
     /// Notifications may have been missed (at start, or while the listening session was down): look at every
     /// queue again.
     MayHaveMissed,
@@ -50,7 +52,7 @@ fn listen<C: From<Notice>>(url: &str, node: &str, writer: &Sender<C>, stop: &Ato
         let mut client = match connect(url, "cairn listener").and_then(|mut client| {
             client
                 .batch_execute(&format!(
-                    "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}"
+                    "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}; LISTEN {JOB_ENDED_CHANNEL}"
                 ))
                 .map_err(|e| crate::Error::storage("listening for other nodes", e))?;
             Ok(client)
@@ -98,6 +100,15 @@ fn listen<C: From<Notice>>(url: &str, node: &str, writer: &Sender<C>, stop: &Ato
 
 /// What a notification asks of this node's writer; nothing for its own.
 fn notice_for(channel: &str, payload: &str, node: &str) -> Option<Notice> {
+    if channel == JOB_ENDED_CHANNEL {
+        // This node's own too: its waits are woken by the writer after its commits, but a wait registered in the
+        // same batch as the end reads the job again at no cost.
+        let jobs = payload
+            .split(',')
+            .filter_map(|id| id.parse().ok())
+            .collect();
+        return Some(Notice::JobsEnded(jobs));
+    }
     let mut lines = payload.split('\n');
     if lines.next() == Some(node) {
         return None;

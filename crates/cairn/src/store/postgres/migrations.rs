@@ -64,6 +64,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "concurrency_keys",
         include_str!("../../../migrations/postgres/0011_concurrency_keys.sql"),
     ),
+    (
+        12,
+        "results",
+        include_str!("../../../migrations/postgres/0012_results.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

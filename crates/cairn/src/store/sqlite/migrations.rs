@@ -101,6 +101,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "concurrency_keys",
         include_str!("../../../migrations/sqlite/0019_concurrency_keys.sql"),
     ),
+    (
+        20,
+        "results",
+        include_str!("../../../migrations/sqlite/0020_results.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

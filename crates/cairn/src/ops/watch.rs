@@ -1,0 +1,80 @@
+//! [`WatchJob`] and [`UnwatchJob`]: a wait for a job to end ([`Queue::wait`](crate::Queue::wait)), registered in
+//! the database on PostgreSQL so that the node that ends the job tells the node that waits (`cairn_job_waits`, read
+//! by `store/postgres/notify.rs`). SQLite has one process, whose writer wakes its waits itself.
+
+use crate::error::Result;
+use crate::job::{JobId, JobState};
+use crate::ops::{Operation, WriteCtx};
+use crate::store::db::{Sql, params};
+
+/// Registers a wait for `job` until `until_ms` and reads the job's state (`None`: no such job).
+///
+/// On PostgreSQL the state is read `FOR SHARE`, after the wait's row is written, in the same transaction. So either
+/// a transaction that ends the job committed before the read (which waits for it, and sees the end), or it ends the
+/// job after this one commits and finds the wait's row when it looks for waits: a wait never misses an end.
+pub(crate) struct WatchJob {
+    pub job: JobId,
+    pub until_ms: i64,
+}
+
+const PRUNE_WAITS: Sql = Sql::postgres_only("DELETE FROM cairn_job_waits WHERE until_ms < $1");
+const INSERT_WAIT: Sql =
+    Sql::postgres_only("INSERT INTO cairn_job_waits (job_id, until_ms) VALUES ($1, $2)");
+const JOB_STATE: Sql = Sql {
+    sqlite: "SELECT state FROM jobs WHERE id = $1",
+    postgres: "SELECT state FROM jobs WHERE id = $1 FOR SHARE",
+};
+
+impl Operation for WatchJob {
+    type Output = Option<JobState>;
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Option<JobState>> {
+        if ctx.db.is_postgres() {
+            // The waits of a node that stopped without taking them back, past their time.
+            ctx.db.execute(PRUNE_WAITS, &params![ctx.now_ms])?;
+            ctx.db
+                .execute(INSERT_WAIT, &params![self.job, self.until_ms])?;
+        }
+        let state: Option<String> = ctx
+            .db
+            .query_row(JOB_STATE, &params![self.job], |r| r.get(0))?;
+        Ok(state.and_then(|s| s.parse().ok()))
+    }
+}
+
+/// Takes back a wait [`WatchJob`] registered (PostgreSQL; nothing on SQLite).
+pub(crate) struct UnwatchJob {
+    pub job: JobId,
+    pub until_ms: i64,
+}
+
+const DELETE_WAIT: Sql =
+    Sql::postgres_only("DELETE FROM cairn_job_waits WHERE job_id = $1 AND until_ms = $2");
+
+impl Operation for UnwatchJob {
+    type Output = ();
+
+    fn is_durable(&self) -> bool {
+        false
+    }
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        if ctx.db.is_postgres() {
+            ctx.db
+                .execute(DELETE_WAIT, &params![self.job, self.until_ms])?;
+        }
+        Ok(())
+    }
+}
+
+/// The statements here, as (SQLite's text, PostgreSQL's text), for the tests that prepare every statement.
+pub(crate) fn statements() -> Vec<(String, String)> {
+    [PRUNE_WAITS, INSERT_WAIT, JOB_STATE, DELETE_WAIT]
+        .iter()
+        .map(|s| (s.sqlite.to_owned(), s.postgres.to_owned()))
+        .collect()
+}
