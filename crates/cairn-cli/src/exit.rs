@@ -24,6 +24,10 @@ pub enum Code {
     Unauthorized = 6,
     /// `cairn get` found no job before its wait ended.
     NoJob = 7,
+    /// `cairn wait`: the job failed or was cancelled.
+    Ended = 8,
+    /// `cairn wait`: the job had not ended when the wait ran out.
+    StillLive = 9,
 }
 
 impl From<Code> for ExitCode {

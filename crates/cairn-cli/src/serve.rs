@@ -65,7 +65,8 @@ pub struct ServeArgs {
     /// The largest job data, in bytes [default: 1 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_data: Option<usize>,
-    /// The longest a dequeue may wait for a job [default: 60s].
+    /// The longest one request may wait: a dequeue for a job, or `GET /v1/jobs/{id}?wait_ms=` for a job to end
+    /// [default: 60s].
     #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub max_wait: Option<Duration>,
     /// The largest request body, in bytes [default: 16 MiB].

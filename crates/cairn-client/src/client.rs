@@ -1004,6 +1004,42 @@ impl Client {
             .await
     }
 
+    /// Waits until the job ends (completed, failed or cancelled), at most `timeout`, and returns it with its
+    /// result or error; at the timeout, as it stands. See [`cairn::Queue::wait`].
+    ///
+    /// # Errors
+    /// As [`Client::get`].
+    pub async fn wait(&self, job: JobId, timeout: Duration) -> Result<Job> {
+        self.wait_body(job, timeout).await?.to_job()
+    }
+
+    /// [`Client::wait`], the job in its wire form. The server caps one request's wait (60 s by default): a longer
+    /// wait asks again until the job ends or `timeout` (at most [`cairn::MAX_WAIT`]) runs out.
+    ///
+    /// # Errors
+    /// As [`Client::wait`].
+    pub async fn wait_body(&self, job: JobId, timeout: Duration) -> Result<JobBody> {
+        let deadline = tokio::time::Instant::now() + timeout.min(cairn::MAX_WAIT);
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let body: JobBody = self
+                .call::<(), _>(
+                    Method::GET,
+                    &format!("/v1/jobs/{job}?wait_ms={}", left.as_millis()),
+                    None,
+                    left.saturating_add(LONG_POLL_MARGIN),
+                )
+                .await?;
+            let ended = body
+                .state
+                .parse::<cairn::JobState>()
+                .is_ok_and(|s| s.is_finished());
+            if ended || tokio::time::Instant::now() >= deadline {
+                return Ok(body);
+            }
+        }
+    }
+
     /// A page of jobs; see [`cairn::Queue::list`].
     ///
     /// # Errors

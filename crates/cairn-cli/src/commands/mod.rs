@@ -41,6 +41,7 @@ mod sql;
 mod stats;
 mod tag;
 mod track;
+mod wait;
 mod workers;
 
 use clap::Subcommand;
@@ -63,6 +64,7 @@ pub use sql::SqlArgs;
 pub use stats::{ActivityArgs, StatsArgs};
 pub use tag::TagArgs;
 pub use track::TrackArgs;
+pub use wait::WaitArgs;
 pub use workers::WorkersArgs;
 
 /// The exit codes, as every client command's `--help` ends.
@@ -75,7 +77,9 @@ Exit codes:
   4  conflict: the lease was lost, or the job's state does not allow it
   5  the server could not be reached, or is shutting down
   6  the server refused the token
-  7  no job was ready before the wait ended (cairn get)";
+  7  no job was ready before the wait ended (cairn get)
+  8  the job failed or was cancelled (cairn wait)
+  9  the job had not ended when the wait ran out (cairn wait)";
 
 /// Client commands against a running server (`--server`, `CAIRN_SERVER`).
 #[derive(Debug, Clone, Subcommand)]
@@ -89,6 +93,9 @@ pub enum ClientCommand {
     /// Show one job with its history.
     #[command(after_long_help = EXIT_CODES)]
     Show(ShowArgs),
+    /// Wait for a job to end, then show it with its result or error; the exit code says how it ended.
+    #[command(after_long_help = EXIT_CODES)]
+    Wait(WaitArgs),
     /// List jobs, newest first.
     #[command(after_long_help = EXIT_CODES)]
     List(ListArgs),
@@ -206,6 +213,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Unfail(args) => args.run().await,
         ClientCommand::Get(args) => args.run().await,
         ClientCommand::Show(args) => args.run().await,
+        ClientCommand::Wait(args) => args.run().await,
         ClientCommand::List(args) => args.run().await,
         ClientCommand::Update(args) => args.run().await,
         ClientCommand::Heartbeat(args) => args.run().await,

@@ -958,3 +958,72 @@ fn bench_sustained_runs_embedded_and_refuses_a_used_database() {
         );
     }
 }
+
+/// `cairn wait` answers when the job ends, over a real long-held request, and its exit code says how it ended:
+/// 0 completed (with the result `cairn finish --result` gave, apart from the data), 8 failed or cancelled, 9 still
+/// live when the wait ran out.
+#[test]
+fn wait_prints_the_job_once_it_ends_and_says_how_in_its_exit_code() {
+    let server = TestServer::spawn();
+    ok(&server.cairn(&["push", "render", "--data", r#"{"page": 1}"#], None));
+    ok(&server.cairn(&["push", "breaks"], None));
+
+    let timed_out = server.cairn(&["wait", "1", "--timeout", "100ms"], None);
+    assert_eq!(timed_out.status.code(), Some(9), "{}", stderr(&timed_out));
+    assert!(
+        stdout(&timed_out).contains("state: queued"),
+        "{}",
+        stdout(&timed_out)
+    );
+
+    // A wait already under way when the job completes.
+    let mut waiting = Command::new(cairn_binary());
+    waiting
+        .args(["wait", "1", "--timeout", "60s", "--json"])
+        .env("CAIRN_SERVER", server.url())
+        .env_remove("CAIRN_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let waiting = waiting.spawn().unwrap();
+    let got = ok(&server.cairn(&["get", "render", "--worker", "w1"], None));
+    let token = lease_token(&got);
+    let result = r#"{"pages": 12}"#;
+    let finish = ["finish", "1", "--lease", &token, "--result", result];
+    assert_eq!(ok(&server.cairn(&finish, None)), "job 1: completed\n");
+    let out = waiting.wait_with_output().unwrap();
+    let job: JobBody = ok_json(&out);
+    assert_eq!(
+        (job.state.as_str(), job.result, job.data),
+        (
+            "completed",
+            Some(serde_json::json!({"pages": 12})),
+            serde_json::json!({"page": 1})
+        )
+    );
+    let shown = ok(&server.cairn(&["show", "1"], None));
+    assert!(shown.contains(r#"result: {"pages":12}"#), "{shown}");
+
+    let got = ok(&server.cairn(&["get", "breaks", "--worker", "w1"], None));
+    let token = lease_token(&got);
+    let fail = [
+        "fail",
+        "2",
+        "--lease",
+        &token,
+        "--group",
+        "bad",
+        "--message",
+        "no page",
+    ];
+    ok(&server.cairn(&fail, None));
+    let failed = server.cairn(&["wait", "2"], None);
+    assert_eq!(failed.status.code(), Some(8), "{}", stderr(&failed));
+    assert!(
+        stdout(&failed).contains("error: no page"),
+        "{}",
+        stdout(&failed)
+    );
+
+    let missing = server.cairn(&["wait", "999", "--timeout", "1s"], None);
+    assert_eq!(missing.status.code(), Some(3), "{}", stderr(&missing));
+}

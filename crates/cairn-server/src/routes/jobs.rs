@@ -10,6 +10,7 @@ use cairn_api::{
     PushRequest,
 };
 use serde::Deserialize;
+use std::time::Duration;
 use utoipa::IntoParams;
 
 use crate::body::JsonBody;
@@ -72,19 +73,51 @@ pub async fn enqueue_batch(
 
 /// A job with its history.
 #[utoipa::path(get, path = "/v1/jobs/{id}", tag = "jobs",
-    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
+    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id"), GetParams),
     responses(
-        (status = 200, description = "The job", body = JobBody),
+        (status = 200, description = "The job; with `wait_ms`, once it ended (its state completed, failed or \
+            cancelled, with its result or error) or as it stands when the wait ran out", body = JobBody),
         (status = 404, description = "No such job", body = ErrorBody),
-        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
+        (status = 400, description = "A bad id (not a positive integer) or `wait_ms`", body = ErrorBody),
         ReadErrors,
     ))]
 pub async fn get_job(
     State(state): State<AppState>,
     JobPath(id): JobPath,
+    QueryParams(params): QueryParams<GetParams>,
 ) -> ApiResult<Json<JobBody>> {
-    let job = state.queue.get(id).await?;
+    let wait = params
+        .wait_ms
+        .as_deref()
+        .map(|text| {
+            text.parse::<u64>().map_err(|_| {
+                ApiError::invalid(
+                    "wait_ms",
+                    format!("must be a whole number of milliseconds, got {text:?}"),
+                )
+            })
+        })
+        .transpose()?;
+    let job = match wait {
+        None | Some(0) => state.queue.get(id).await?,
+        // Capped as a dequeue's long poll is: the caller asks again.
+        Some(ms) => {
+            let wait = Duration::from_millis(ms).min(state.config.max_wait);
+            state.queue.wait(id, wait).await?
+        }
+    };
     Ok(Json(JobBody::from(&job)))
+}
+
+/// How to read one job.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct GetParams {
+    /// Wait up to this long (ms; the server caps it as it caps a dequeue's wait, 60 s by default) for the job to end,
+    /// and answer the moment it does. Absent or 0: answer at once.
+    #[param(value_type = u64, required = false, minimum = 0)]
+    wait_ms: Option<String>,
 }
 
 /// Filters for listing jobs.

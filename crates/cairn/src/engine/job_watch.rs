@@ -3,7 +3,7 @@
 //! another node says it ended one (`cairn_job_ended`). A woken waiter reads the job again: "ended" is only a hint.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -14,6 +14,8 @@ pub(crate) struct JobWatch {
     watched: Mutex<HashMap<i64, (Arc<Notify>, usize)>>,
     /// How many waits there are: a commit with none to wake costs one atomic load.
     waits: AtomicUsize,
+    /// Set when the writer stops: every wait ends.
+    closed: AtomicBool,
 }
 
 /// One wait for a job, registered until dropped.
@@ -51,6 +53,18 @@ impl JobWatch {
                 notify.notify_waiters();
             }
         }
+    }
+
+    /// The writer stopped: wakes every wait, and [`JobWatch::is_closed`] tells them why.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        for (notify, _) in self.lock().values() {
+            notify.notify_waiters();
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, (Arc<Notify>, usize)>> {

@@ -186,6 +186,7 @@ impl Writer {
         for waiter in self.parked.drain(..) {
             let _ = waiter.reply.send(Ok(Vec::new()));
         }
+        self.job_watch.close();
         let closed = Error::closed();
         while let Ok(command) = self.rx.try_recv() {
             match command {

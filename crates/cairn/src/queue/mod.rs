@@ -1012,7 +1012,8 @@ impl Queue {
     ///
     /// # Errors
     /// [`ErrorKind::NotFound`] if there is no such job (or it was deleted meanwhile); [`ErrorKind::InvalidInput`]
-    /// (field `wait`) for a timeout over [`MAX_WAIT`](crate::MAX_WAIT); storage errors.
+    /// (field `wait`) for a timeout over [`MAX_WAIT`](crate::MAX_WAIT); [`ErrorKind::Closed`] once the queue
+    /// closes, which ends every wait; storage errors.
     pub async fn wait(&self, job: JobId, timeout: Duration) -> Result<Job> {
         if timeout > crate::ops::claim::MAX_WAIT {
             return Err(Error::invalid(
@@ -1042,6 +1043,9 @@ impl Queue {
                 tokio::pin!(woken);
                 // Enabled before the job is read: an end committed after the read wakes it.
                 woken.as_mut().enable();
+                if self.inner.job_watch.is_closed() {
+                    return Err(Error::closed());
+                }
                 if let Some(op) = register.take() {
                     match self.write(op).await? {
                         None => return Err(Error::not_found(format!("job {job}"))),

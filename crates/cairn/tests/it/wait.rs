@@ -138,3 +138,21 @@ async fn an_oversized_result_is_refused_naming_the_field() {
     assert_eq!(job.state, JobState::Running);
     t.close().await;
 }
+
+#[tokio::test]
+async fn closing_the_queue_ends_every_wait() {
+    let t = TestQueue::new().await;
+    let id = t.push("never").await;
+    let waiting = {
+        let queue = t.queue.clone();
+        tokio::spawn(async move { queue.wait(id, Duration::from_secs(60)).await })
+    };
+    assert!(still_waiting(&waiting).await);
+    t.close().await;
+    let err = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the wait ended with the queue")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed, "{err}");
+}
