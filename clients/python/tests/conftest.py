@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import pytest
 
@@ -23,15 +23,16 @@ def cairn_binary() -> str:
 
 
 class Server:
-    """A running `cairn serve`; `url` is its HTTP address."""
+    """A running `cairn serve` (with `flags` besides the usual ones); `url` is its HTTP address."""
 
-    def __init__(self, directory: Path, token: Optional[str] = None) -> None:
+    def __init__(self, directory: Path, token: Optional[str] = None, flags: Sequence[str] = ()) -> None:
         env = {k: v for k, v in os.environ.items() if k not in ("CAIRN_TOKEN", "CAIRN_CONFIG")}
         env["CAIRN_LOG"] = "warn"
         args = [cairn_binary(), "serve", "--db", str(directory / "cairn.db"), "--http", "127.0.0.1:0"]
         args += ["--bedrock", "off"]
         if token:
             args += ["--token", token]
+        args += list(flags)
         self.process = subprocess.Popen(args, cwd=directory, env=env, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         # The first line says where it listens.

@@ -10,7 +10,9 @@ from datetime import timedelta
 import pytest
 
 import cairn
-from cairn import AsyncClient, Client, push
+from cairn import AsyncClient, Client, Finish, push
+
+from conftest import Server
 
 
 def test_a_job_goes_in_and_reads_back(server):
@@ -121,6 +123,88 @@ def test_finish_many_answers_each_job_and_finish_and_take_brings_the_next(server
         assert [client.get(i).state for i in ids] == ["completed", "completed", "running", "running"]
 
 
+def test_a_finish_keeps_its_result_apart_from_the_data(server):
+    with Client(server.url) as client:
+        ids = [client.enqueue("render", {"n": i}).id for i in range(4)]
+        claimed = {c.job.id: c.lease for c in client.dequeue("w", limit=4)}
+        client.finish(claimed[ids[0]], result={"pages": 12})
+        client.finish(claimed[ids[1]], {"n": "replaced"}, result={"pages": 3})
+        assert client.finish_many([Finish(claimed[ids[2]], result=["many"])]) == [None]
+        answer = client.finish_and_take([Finish(claimed[ids[3]], data={"n": "new"}, result="took")], "w")
+        assert answer.errors == [None] and answer.taken == []
+        jobs = [client.get(i) for i in ids]
+        assert [(j.state, j.data, j.result) for j in jobs] == [
+            ("completed", {"n": 0}, {"pages": 12}),
+            ("completed", {"n": "replaced"}, {"pages": 3}),
+            ("completed", {"n": 2}, ["many"]),
+            ("completed", {"n": "new"}, "took"),
+        ]
+        assert jobs[0].raw["history"][-1]["result"] == {"pages": 12}, "the attempt keeps its own"
+
+
+def test_wait_answers_the_moment_another_request_finishes_the_job(server):
+    with Client(server.url) as client:
+        pushed = client.enqueue("render", {"n": 1})
+        [claimed] = client.dequeue("w")
+        waited = {}
+
+        def wait() -> None:
+            with Client(server.url) as waiter:
+                waited["job"] = waiter.wait(pushed.id, 30)
+                waited["at"] = time.monotonic()
+
+        waiting = threading.Thread(target=wait)
+        waiting.start()
+        time.sleep(0.5)
+        assert waiting.is_alive(), "the wait holds while the job runs"
+        finished_at = time.monotonic()
+        client.finish(claimed.lease, result={"pages": 12})
+        waiting.join(20)
+        assert not waiting.is_alive()
+        job = waited["job"]
+        assert (job.id, job.state, job.result, job.data) == (pushed.id, "completed", {"pages": 12}, {"n": 1})
+        assert waited["at"] - finished_at < 5, "it answered when the job ended, not at its timeout"
+
+
+def test_a_wait_on_a_job_that_stays_queued_returns_it_at_the_timeout(server):
+    with Client(server.url) as client:
+        pushed = client.enqueue("later")
+        started = time.monotonic()
+        job = client.wait(pushed.id, timedelta(seconds=1))
+        elapsed = time.monotonic() - started
+        assert (job.id, job.state, job.result) == (pushed.id, "queued", None)
+        assert 0.9 <= elapsed < 5, elapsed
+        with pytest.raises(cairn.NotFound):
+            client.wait(999_999, 1)
+        with pytest.raises(cairn.InvalidInput) as refused:
+            client.wait(pushed.id, -1)
+        assert refused.value.field == "timeout"
+
+
+def test_a_wait_longer_than_the_servers_cap_asks_again(tmp_path):
+    capped = Server(tmp_path, flags=["--max-wait", "1s"])
+    try:
+        with Client(capped.url) as client:
+            pushed = client.enqueue("later")
+            started = time.monotonic()
+            assert client.wait(pushed.id, 2.5).state == "queued"
+            elapsed = time.monotonic() - started
+            assert 2.4 <= elapsed < 10, f"three requests of at most 1 s each, not one: {elapsed}"
+            [claimed] = client.dequeue("w")
+
+            def finish() -> None:
+                with Client(capped.url) as other:
+                    other.finish(claimed.lease, result="late")
+
+            threading.Timer(1.5, finish).start()
+            started = time.monotonic()
+            job = client.wait(pushed.id, 30)
+            assert (job.state, job.result) == ("completed", "late")
+            assert time.monotonic() - started < 10
+    finally:
+        capped.stop()
+
+
 def test_a_long_poll_returns_when_a_job_arrives(server):
     with Client(server.url) as client:
         threading.Timer(0.3, lambda: Client(server.url).enqueue("late")).start()
@@ -169,3 +253,19 @@ async def test_the_async_client_does_the_same(server):
         assert (await client.get(pushed.id)).data == {"n": 2}
         with pytest.raises(cairn.LeaseLost):
             await client.heartbeat(claimed.lease)
+
+
+async def test_the_async_wait_answers_when_the_job_ends_or_at_its_timeout(server):
+    async with AsyncClient(server.url) as client:
+        pushed = await client.enqueue("render", {"n": 1})
+        [claimed] = await client.dequeue("w")
+        waiting = asyncio.create_task(client.wait(pushed.id, 30))
+        await asyncio.sleep(0.5)
+        assert not waiting.done(), "the wait holds while the job runs"
+        await client.finish(claimed.lease, result={"pages": 12})
+        job = await asyncio.wait_for(waiting, 5)
+        assert (job.state, job.result, job.data) == ("completed", {"pages": 12}, {"n": 1})
+        queued = await client.enqueue("later")
+        started = time.monotonic()
+        job = await client.wait(queued.id, 1)
+        assert job.state == "queued" and 0.9 <= time.monotonic() - started < 5

@@ -36,7 +36,7 @@ def start(worker):
     return stop, asyncio.create_task(worker.run_async(stop))
 
 
-async def test_handlers_by_name_and_glob_run_their_jobs_and_save_results(server):
+async def test_handlers_by_name_and_glob_run_their_jobs_and_keep_their_results(server):
     async with AsyncClient(server.url) as client:
         names = ["resize", "resize", "email.send", "email.bounce", "resize[1]", "other"]
         ids = [e.id for e in await client.enqueue_batch([push(n, {"n": i}) for i, n in enumerate(names)])]
@@ -58,9 +58,34 @@ async def test_handlers_by_name_and_glob_run_their_jobs_and_save_results(server)
         report = await running
         assert (report.finished, report.retried, report.failed, report.lost) == (5, 0, 0, 0)
         assert await states(client, ids) == ["completed"] * 5 + ["queued"]
-        assert (await client.get(ids[0])).data == {"resized": 0}
-        assert (await client.get(ids[3])).data == {"mailed": "email.bounce"}
-        assert (await client.get(ids[4])).data == {"n": 4}, "None keeps the data"
+        [resized, mailed, none] = [await client.get(i) for i in (ids[0], ids[3], ids[4])]
+        assert (resized.result, resized.data) == ({"resized": 0}, {"n": 0}), "the result is kept apart from the data"
+        assert (mailed.result, mailed.data) == ({"mailed": "email.bounce"}, {"n": 3})
+        assert (none.result, none.data) == (None, {"n": 4}), "None is no result"
+        assert resized.raw["history"][-1]["result"] == {"resized": 0}
+
+
+async def test_set_data_replaces_the_data_and_the_return_value_stays_the_result(server):
+    async with AsyncClient(server.url) as client:
+        sync_job, async_job = [(await client.enqueue(n, {"step": 1})).id for n in ("sync", "async")]
+        worker = Worker(server.url, "py-data", wait=1)
+
+        @worker.handler("sync")
+        def on_a_thread(job):
+            job.set_data({"step": job.data["step"] + 1})
+            return {"did": "sync"}
+
+        @worker.handler("async")
+        async def on_the_loop(job):
+            job.set_data({"step": 10})
+
+        stop, running = start(worker)
+        await eventually("both completed", lambda: _count(client, [sync_job, async_job], "completed", 2))
+        stop.set()
+        assert (await running).finished == 2
+        [a, b] = [await client.get(i) for i in (sync_job, async_job)]
+        assert (a.data, a.result) == ({"step": 2}, {"did": "sync"})
+        assert (b.data, b.result) == ({"step": 10}, None)
 
 
 async def _count(client, ids, state, n):
@@ -69,7 +94,8 @@ async def _count(client, ids, state, n):
 
 async def test_exceptions_and_results_that_are_not_json_retry_or_fail_the_job_with_their_text(server):
     async with AsyncClient(server.url) as client:
-        later, bad, boom, odd = [(await client.enqueue(n)).id for n in ("later", "bad", "boom", "not-json")]
+        names = ("later", "bad", "boom", "not-json", "nan-data")
+        later, bad, boom, odd, nan = [(await client.enqueue(n)).id for n in names]
         worker = Worker(server.url, "py-2", wait=1)
 
         @worker.handler("later")
@@ -85,18 +111,21 @@ async def test_exceptions_and_results_that_are_not_json_retry_or_fail_the_job_wi
             raise ValueError("boom")
 
         worker.handler("not-json", lambda job: object())
+        worker.handler("nan-data", lambda job: job.set_data({"x": float("nan")}))
 
         stop, running = start(worker)
-        await eventually("all four handled", lambda: _handled(client, [later, bad, boom, odd]))
+        await eventually("all five handled", lambda: _handled(client, [later, bad, boom, odd, nan]))
         stop.set()
         report = await running
-        assert (report.retried, report.failed) == (3, 1)
+        assert (report.retried, report.failed, report.finished) == (4, 1, 0)
         [a, b, c] = [await client.get(i) for i in (later, bad, boom)]
         assert (a.state, a.error) == ("scheduled", "rate limited")
         assert (b.state, b.error, b.raw["failure_group"]) == ("failed", "cannot parse", "bad-input")
         assert (c.state, c.error) == ("scheduled", "ValueError: boom")
         d = await client.get(odd)
         assert d.state == "scheduled" and d.error.startswith("the handler's result is not JSON: "), d.error
+        e = await client.get(nan)
+        assert e.state == "scheduled" and e.error.startswith("the handler's data is not JSON: "), e.error
 
 
 async def _handled(client, ids):
@@ -134,7 +163,7 @@ async def test_heartbeats_keep_a_job_longer_than_its_lease(server):
         stop.set()
         report = await running
         done = await client.get(job)
-        assert (done.attempt, done.data, report.finished) == (1, {"ok": True}, 1)
+        assert (done.attempt, done.result, report.finished) == (1, {"ok": True}, 1)
 
 
 async def test_a_lost_lease_drops_the_handlers_result(server):
@@ -159,7 +188,7 @@ async def test_a_lost_lease_drops_the_handlers_result(server):
         report = await running
         assert report.lost == 1 and report.finished == 0
         cancelled = await client.get(job)
-        assert cancelled.state == "cancelled" and cancelled.data == {}
+        assert (cancelled.state, cancelled.data, cancelled.result) == ("cancelled", {}, None)
 
 
 WORKER_SCRIPT = """
@@ -227,8 +256,9 @@ async def test_sigkill_mid_job_loses_nothing_and_the_dead_workers_finish_is_refu
         stop.set()
         await running
         done = await client.get(job)
-        assert (done.data, done.attempt) == ({"again": True}, 2)
+        assert (done.result, done.attempt) == ({"again": True}, 2)
         stale = cairn.Lease(job=lease["job"], token=lease["token"], worker="py-process", expires_at="")
         with pytest.raises(cairn.LeaseLost):
-            await client.finish(stale, {"late": True})
-        assert (await client.get(job)).data == {"again": True}
+            await client.finish(stale, {"late": True}, result={"late": True})
+        late = await client.get(job)
+        assert (late.result, late.data) == ({"again": True}, {"seconds": 3600})

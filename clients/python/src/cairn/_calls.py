@@ -3,6 +3,8 @@ send them, so the two cannot drift apart."""
 
 from __future__ import annotations
 
+import math
+import time
 from datetime import timedelta
 from urllib.parse import quote
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -15,6 +17,10 @@ Seconds = Union[float, int, timedelta]
 
 # How much longer than a long poll's wait the HTTP request may take before it counts as lost.
 LONG_POLL_MARGIN = 10.0
+# The longest wait for a job, as the Rust client's (a day); the server caps each request's part of it.
+MAX_WAIT = 24 * 3600.0
+# The states a job ends in: a wait for it is over.
+ENDED = frozenset(("completed", "failed", "cancelled"))
 
 
 class Call(NamedTuple):
@@ -130,18 +136,37 @@ def _none(_: Any) -> None:
     return None
 
 
-Finishing = Union[Lease, Tuple[Lease, Any]]
-"""A job to finish: its lease, or its lease and the result that replaces its data."""
+class Finish(NamedTuple):
+    """A job to finish with what it produced: `result`, kept apart from its data, and `data`, which replaces its
+    input (what a recurring job's next run starts from); None leaves each out."""
+
+    lease: Lease
+    data: Any = None
+    result: Any = None
+
+
+Finishing = Union[Lease, Tuple[Lease, Any], Finish]
+"""A job to finish: its lease, its lease and the data that replaces its input, or a `Finish`."""
+
+
+def _finish_fields(body: Dict[str, Any], data: Any, result: Any) -> Dict[str, Any]:
+    if result is not None:
+        body["result"] = result
+    if data is not None:
+        body["data"] = data
+    return body
 
 
 def _finish_items(finishes: Iterable[Finishing]) -> List[Dict[str, Any]]:
     items = []
     for finish in finishes:
-        lease, data = finish if isinstance(finish, tuple) else (finish, None)
-        item: Dict[str, Any] = {"id": lease.job, "token": lease.token}
-        if data is not None:
-            item["data"] = data
-        items.append(item)
+        if isinstance(finish, Finish):
+            lease, data, result = finish
+        elif isinstance(finish, tuple):
+            (lease, data), result = finish, None
+        else:
+            lease, data, result = finish, None, None
+        items.append(_finish_fields({"id": lease.job, "token": lease.token}, data, result))
     return items
 
 
@@ -149,6 +174,24 @@ def _finish_errors(body: Any) -> List[Optional[CairnError]]:
     return [
         None if r.get("error") is None else error_from_body(r["error"], 200) for r in body.get("results", [])
     ]
+
+
+class Waiting:
+    """A wait for a job to end, as the Rust client's `Client::wait`: each request asks the server to wait for what is
+    left (it caps one request at its --max-wait), until the job has ended or the timeout has run out."""
+
+    def __init__(self, job: int, timeout: Seconds) -> None:
+        self.job = int(job)
+        self.deadline = time.monotonic() + min(millis(timeout, "timeout") / 1000, MAX_WAIT)
+
+    def call(self) -> Call:
+        # Rounded up: a request that answers at its wait's end finds the deadline passed, rather than asking again.
+        wait_ms = math.ceil(max(self.deadline - time.monotonic(), 0.0) * 1000)
+        path = f"/v1/jobs/{self.job}?wait_ms={wait_ms}"
+        return Call("GET", path, None, Job.from_body, wait_ms / 1000 + LONG_POLL_MARGIN)
+
+    def over(self, job: Job) -> bool:
+        return job.state in ENDED or time.monotonic() >= self.deadline
 
 
 class Calls:
@@ -201,10 +244,8 @@ class Calls:
         return Call("POST", f"/v1/jobs/{lease.job}/heartbeat", body, lambda b: b["lease_expires_at"])
 
     @staticmethod
-    def finish(lease: Lease, data: Any) -> Call:
-        body: Dict[str, Any] = {"token": lease.token}
-        if data is not None:
-            body["data"] = data
+    def finish(lease: Lease, data: Any, result: Any = None) -> Call:
+        body = _finish_fields({"token": lease.token}, data, result)
         return Call("POST", f"/v1/jobs/{lease.job}/finish", body, _none)
 
     @staticmethod

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import httpx
 
-from ._calls import Call, Calls, Finishing, Seconds, push
+from ._calls import Call, Calls, Finishing, Seconds, Waiting, push
 from ._errors import CairnError, Unavailable, error_from_body
 from ._types import ClaimedJob, Enqueued, FinishAndTake, Job, Lease
 
@@ -114,6 +114,16 @@ class Client:
         """The job, as it is now."""
         return self._send(Calls.get(job))
 
+    def wait(self, job: int, timeout: Seconds) -> Job:
+        """Waits until the job ends (completed, failed or cancelled), at most `timeout`, and returns it with its result
+        or error; at the timeout, as it stands (check its `state`). The server answers the moment the job ends; a wait
+        longer than its --max-wait (60 s by default) asks again."""
+        waiting = Waiting(job, timeout)
+        while True:
+            found = self._send(waiting.call())
+            if waiting.over(found):
+                return found
+
     def cancel(self, job: int) -> None:
         """Cancels a job that has not finished; its worker, if any, is refused from then on."""
         self._send(Calls.cancel(job))
@@ -140,12 +150,14 @@ class Client:
         """Extends the lease; returns its new expiry."""
         return self._send(Calls.heartbeat(lease, progress))
 
-    def finish(self, lease: Lease, data: Any = None) -> None:
-        """Completes the job, replacing its data with `data` when given."""
-        self._send(Calls.finish(lease, data))
+    def finish(self, lease: Lease, data: Any = None, *, result: Any = None) -> None:
+        """Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its
+        data with `data` when given."""
+        self._send(Calls.finish(lease, data, result))
 
     def finish_many(self, finishes: Iterable[Finishing]) -> List[Optional[CairnError]]:
-        """Completes many jobs in one request; each one's error (None when done), in order."""
+        """Completes many jobs in one request (leases, `(lease, data)` pairs, or `Finish(lease, data=…, result=…)`);
+        each one's error (None when done), in order."""
         return self._send(Calls.finish_many(finishes))
 
     def finish_and_take(
@@ -217,6 +229,13 @@ class AsyncClient:
     async def get(self, job: int) -> Job:
         return await self._send(Calls.get(job))
 
+    async def wait(self, job: int, timeout: Seconds) -> Job:
+        waiting = Waiting(job, timeout)
+        while True:
+            found = await self._send(waiting.call())
+            if waiting.over(found):
+                return found
+
     async def cancel(self, job: int) -> None:
         await self._send(Calls.cancel(job))
 
@@ -238,8 +257,8 @@ class AsyncClient:
     async def heartbeat(self, lease: Lease, progress: Any = None) -> str:
         return await self._send(Calls.heartbeat(lease, progress))
 
-    async def finish(self, lease: Lease, data: Any = None) -> None:
-        await self._send(Calls.finish(lease, data))
+    async def finish(self, lease: Lease, data: Any = None, *, result: Any = None) -> None:
+        await self._send(Calls.finish(lease, data, result))
 
     async def finish_many(self, finishes: Iterable[Finishing]) -> List[Optional[CairnError]]:
         return await self._send(Calls.finish_many(finishes))

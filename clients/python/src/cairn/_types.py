@@ -21,7 +21,8 @@ class Enqueued:
 
 @dataclass(frozen=True)
 class Job:
-    """A job as the server shows it. The fields most code needs are attributes; `raw` holds every field."""
+    """A job as the server shows it. The fields most code needs are attributes; `raw` holds every field (its
+    `history` gives each attempt's own `result`)."""
 
     id: int
     queue: str
@@ -33,6 +34,8 @@ class Job:
     run_at: str
     error: Optional[str]
     raw: Dict[str, Any] = field(repr=False, compare=False)
+    # What its last completed run produced, kept apart from its data; None when it has none.
+    result: Any = None
 
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Job":
@@ -47,6 +50,7 @@ class Job:
             run_at=body.get("run_at", ""),
             error=body.get("error"),
             raw=body,
+            result=body.get("result"),
         )
 
 

@@ -9,7 +9,8 @@ or taken back after the lease expired) stops reporting: what the handler returns
 says it stopped.
 
 Handlers may be plain functions (run on a thread of the default executor) or `async def` functions (run on the
-worker's event loop); either takes a `JobContext` and returns the job's result (its new data), or None to keep it.
+worker's event loop); either takes a `JobContext` and returns the job's result (None for none), which the job keeps
+apart from its data. `JobContext.set_data` replaces the data (what a recurring job's next run starts from).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 
-from ._calls import Seconds, millis
+from ._calls import Finish, Seconds, millis
 from ._client import AsyncClient
 from ._errors import CairnError, InvalidInput, LeaseLost
 from ._types import ClaimedJob, Job, Lease
@@ -62,11 +63,17 @@ class JobContext:
         self.job: Job = claimed.job
         self.lease: Lease = claimed.lease
         self.lost = False
+        self._new_data: Any = None
 
     @property
     def data(self) -> Any:
         """The job's data."""
         return self.job.data
+
+    def set_data(self, data: Any) -> None:
+        """Replaces the job's data with `data` when the handler returns (None: keeps it): what a recurring job's next
+        run starts from. What the handler returns is the job's result, kept apart."""
+        self._new_data = data
 
 
 Handler = Callable[[JobContext], Union[Any, Awaitable[Any]]]
@@ -121,7 +128,7 @@ class Worker:
     >>> worker = Worker("http://127.0.0.1:6670", "resizer-1", max_concurrency=8)
     >>> @worker.handler("image.resize")
     ... def resize(job):
-    ...     return {"url": make_thumbnail(job.data["url"])}
+    ...     return {"url": make_thumbnail(job.data["url"])}   # the job's result
     >>> worker.run()   # until SIGTERM or SIGINT
     """
 
@@ -225,7 +232,7 @@ class _Run:
         self.slot_freed = asyncio.Event()
         # Finishes no request carries yet. The loop takes them with its next request for jobs; the finisher sends
         # them alone only while the loop waits (a long poll, or no room) or at the end.
-        self.finishes: Deque[Tuple[Lease, Any]] = deque()
+        self.finishes: Deque[Finish] = deque()
         self.finish_ready = asyncio.Event()
         self.loop_waiting = False
         # After a request that carried finishes failed: the finisher sends them, patiently.
@@ -344,15 +351,19 @@ class _Run:
             await self.failed(claimed, e)
             return
         self.free(weight)
-        if result is not None:
+        finish = Finish(claimed.lease, data=ctx._new_data, result=result)
+        for what, value in (("result", finish.result), ("data", finish.data)):
+            if value is None:
+                continue
             try:
-                json.dumps(result)
+                # As the request will carry it: a NaN is no more JSON than an object is.
+                json.dumps(value, allow_nan=False)
             except (TypeError, ValueError) as e:
-                error = f"the handler's result is not JSON: {e}"
+                error = f"the handler's {what} is not JSON: {e}"
                 await self.record(claimed, self.client.retry(claimed.lease, error), "retried")
                 return
         self.unanswered += 1
-        self.finishes.append((claimed.lease, result))
+        self.finishes.append(finish)
         # The loop carries it with its next request; the finisher sends it only while the loop cannot.
         if self.loop_waiting or self.send_alone or self.closing:
             self.finish_ready.set()
@@ -419,9 +430,9 @@ class _Run:
             self.patterns, self.patterns_for = self.worker._patterns(), handlers
         return self.patterns
 
-    def waiting_finishes(self) -> List[Tuple[Lease, Any]]:
+    def waiting_finishes(self) -> List[Finish]:
         """The finishes no request carries yet, at most a request's worth."""
-        batch: List[Tuple[Lease, Any]] = []
+        batch: List[Finish] = []
         while len(batch) < MAX_PER_CALL and self.finishes:
             batch.append(self.finishes.popleft())
         return batch
@@ -432,7 +443,7 @@ class _Run:
         if waiting and self.finishes:
             self.finish_ready.set()
 
-    async def finish_and_take(self, batch: List[Tuple[Lease, Any]], room: int) -> List[ClaimedJob]:
+    async def finish_and_take(self, batch: List[Finish], room: int) -> List[ClaimedJob]:
         """Sends `batch` with a request for up to `room` jobs (which does not wait); the jobs taken."""
         try:
             answer = await self.client.finish_and_take(
@@ -476,7 +487,7 @@ class _Run:
             if self.closing and not self.finishes:
                 return
 
-    async def finish_batch(self, batch: List[Tuple[Lease, Any]]) -> None:
+    async def finish_batch(self, batch: List[Finish]) -> None:
         delay = 0.1
         while True:
             try:
