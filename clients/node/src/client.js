@@ -5,6 +5,10 @@ import { CairnError, InvalidInput, Unavailable, errorFromBody } from "./errors.j
 export const DEFAULT_URL = "http://127.0.0.1:6670";
 // How much longer than a long poll's wait the request may take before it counts as lost (ms).
 const LONG_POLL_MARGIN_MS = 10_000;
+// The longest wait for a job, as the Rust client's (a day, ms); the server caps each request's part of it.
+const MAX_WAIT_MS = 24 * 3600 * 1000;
+// The states a job ends in: a wait for it is over.
+const ENDED = new Set(["completed", "failed", "cancelled"]);
 
 /** Whole milliseconds of a duration in seconds, refusing a negative one as the server would. */
 export function millis(seconds, field) {
@@ -57,12 +61,16 @@ function dequeueBody(worker, { queues = [], names = [], limit = 1, wait = null, 
   return body;
 }
 
+function finishFields(body, data, result) {
+  if (result !== undefined && result !== null) body.result = result;
+  if (data !== undefined && data !== null) body.data = data;
+  return body;
+}
+
 function finishItems(finishes) {
   return finishes.map((f) => {
-    const { lease, data } = f.lease ? f : { lease: f, data: undefined };
-    const item = { id: lease.job, token: lease.token };
-    if (data !== undefined && data !== null) item.data = data;
-    return item;
+    const { lease, data, result } = f.lease ? f : { lease: f };
+    return finishFields({ id: lease.job, token: lease.token }, data, result);
   });
 }
 
@@ -134,6 +142,21 @@ export class Client {
     return this.#send("GET", `/v1/jobs/${Number(id)}`);
   }
 
+  /**
+   * Waits until the job ends (completed, failed or cancelled), at most `timeout` seconds, and resolves to it with its
+   * result or error; at the timeout, as it stands (check its `state`). The server answers the moment the job ends; a
+   * wait longer than its --max-wait (60 s by default) asks again, as the Rust client's `Client::wait` does.
+   */
+  async wait(id, timeout) {
+    const deadline = performance.now() + Math.min(millis(timeout, "timeout"), MAX_WAIT_MS);
+    for (;;) {
+      // Rounded up: a request that answers at its wait's end finds the deadline passed, rather than asking again.
+      const waitMs = Math.ceil(Math.max(deadline - performance.now(), 0));
+      const job = await this.#send("GET", `/v1/jobs/${Number(id)}?wait_ms=${waitMs}`, null, waitMs + LONG_POLL_MARGIN_MS);
+      if (ENDED.has(job.state) || performance.now() >= deadline) return job;
+    }
+  }
+
   /** Cancels a job that has not finished; its worker, if any, is refused from then on. */
   async cancel(id) {
     await this.#send("POST", `/v1/jobs/${Number(id)}/cancel`);
@@ -161,14 +184,18 @@ export class Client {
     return (await this.#send("POST", `/v1/jobs/${lease.job}/heartbeat`, body)).lease_expires_at;
   }
 
-  /** Completes the job, replacing its data with `data` when given. */
-  async finish(lease, data = null) {
-    const body = { token: lease.token };
-    if (data !== null && data !== undefined) body.data = data;
-    await this.#send("POST", `/v1/jobs/${lease.job}/finish`, body);
+  /**
+   * Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its data with
+   * `data` when given.
+   */
+  async finish(lease, data = null, { result = null } = {}) {
+    await this.#send("POST", `/v1/jobs/${lease.job}/finish`, finishFields({ token: lease.token }, data, result));
   }
 
-  /** Completes many jobs (leases, or `{lease, data}`) in one request; each one's error (null when done), in order. */
+  /**
+   * Completes many jobs (leases, or `{lease, data, result}`) in one request; each one's error (null when done), in
+   * order.
+   */
   async finishMany(finishes) {
     return finishErrors(await this.#send("POST", "/v1/finish", { jobs: finishItems(finishes) }));
   }

@@ -17,6 +17,8 @@ export interface Job {
   name: string;
   state: string;
   data: unknown;
+  /** What its last completed run produced, kept apart from its data; null when none (each attempt in `history` has its own). */
+  result: unknown;
   priority: number;
   weight: number;
   attempt: number;
@@ -81,7 +83,8 @@ export interface DequeueOptions {
   signal?: AbortSignal;
 }
 
-export type Finishing = Lease | { lease: Lease; data?: unknown };
+/** A job to finish: its lease, or its lease with its `result` and the `data` that replaces its input. */
+export type Finishing = Lease | { lease: Lease; data?: unknown; result?: unknown };
 
 export function push(name: string, data?: unknown, options?: PushOptions): Record<string, unknown>;
 
@@ -91,11 +94,13 @@ export class Client {
   enqueue(name: string, data?: unknown, options?: PushOptions): Promise<Enqueued>;
   enqueueBatch(jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
   get(id: number): Promise<Job>;
+  /** The job once it ended (completed, failed or cancelled), or as it stands after `timeout` seconds. */
+  wait(id: number, timeout: number): Promise<Job>;
   cancel(id: number): Promise<void>;
   queues(): Promise<Record<string, unknown>[]>;
   dequeue(worker: string, options?: DequeueOptions): Promise<ClaimedJob[]>;
   heartbeat(lease: Lease, progress?: unknown): Promise<string>;
-  finish(lease: Lease, data?: unknown): Promise<void>;
+  finish(lease: Lease, data?: unknown, options?: { result?: unknown }): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
   finishAndTake(
     finishes: Finishing[],
@@ -130,8 +135,17 @@ export class FailJob extends Error {
   group: string;
 }
 
-/** What a handler returns becomes the job's data; undefined or null keeps it. */
-export type Handler = (job: Job, context: { lease: Lease; signal: AbortSignal }) => unknown | Promise<unknown>;
+/** What a handler gets besides the job. */
+export interface JobContext {
+  lease: Lease;
+  /** Aborted when the lease is lost, or when the worker stops and gives the job back. */
+  signal: AbortSignal;
+  /** Replaces the job's data when the handler returns (what a recurring job's next run starts from); null keeps it. */
+  setData(data: unknown): void;
+}
+
+/** What a handler returns becomes the job's result, kept apart from its data; undefined or null is none. */
+export type Handler = (job: Job, context: JobContext) => unknown | Promise<unknown>;
 
 export interface WorkerReport {
   finished: number;

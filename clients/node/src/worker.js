@@ -2,7 +2,8 @@
 //
 // It takes as many jobs per request as it has free slots (a long poll when none is ready), extends each running job's
 // lease every third of its timeout, and reports the jobs that ended with its next request for jobs
-// (`POST /v1/finish` with `take`): one round trip for both. A slot is free once its handler settles. A handler that
+// (`POST /v1/finish` with `take`): one round trip for both. A slot is free once its handler settles. What a handler
+// returns is the job's result, kept apart from its data, which the context's `setData` replaces. A handler that
 // throws `RetryLater` or anything else has the job retried with the error's text; `FailJob` fails it for good. A lost
 // lease aborts the handler's `signal` and drops what it returns. `stop()` (or SIGTERM with `run()`) takes no more
 // jobs, lets running ones finish until the deadline, gives back the rest, and says the worker stopped.
@@ -81,7 +82,10 @@ export class Worker {
     this.stopping = null;
   }
 
-  /** Registers `fn(job, {lease, signal})` for jobs named exactly `name`. */
+  /**
+   * Registers `fn(job, {lease, signal, setData})` for jobs named exactly `name`. What it returns is the job's result
+   * (undefined or null: none); `setData(value)` replaces the job's data (what a recurring job's next run starts from).
+   */
   handler(name, fn) {
     this.exact.set(name, fn);
     return this;
@@ -230,9 +234,14 @@ class Run {
       return this.record(this.client.release(claimed.lease), "released");
     }
     let result;
+    let data;
     let failure = null;
+    const setData = (value) => {
+      data = value;
+    };
+    const context = { lease: claimed.lease, signal: entry.abort.signal, setData };
     try {
-      result = await handler(claimed.job, { lease: claimed.lease, signal: entry.abort.signal });
+      result = await handler(claimed.job, context);
     } catch (e) {
       failure = e;
     }
@@ -243,15 +252,16 @@ class Run {
     }
     if (entry.givenBack) return;
     if (failure) return this.failed(claimed, failure);
-    if (result !== undefined && result !== null) {
+    for (const [what, value] of [["result", result], ["data", data]]) {
+      if (value === undefined || value === null) continue;
       try {
-        JSON.stringify(result);
+        JSON.stringify(value);
       } catch (e) {
-        return this.record(this.client.retry(claimed.lease, `the handler's result is not JSON: ${e.message}`), "retried");
+        return this.record(this.client.retry(claimed.lease, `the handler's ${what} is not JSON: ${e.message}`), "retried");
       }
     }
     this.unanswered += 1;
-    this.finishes.push({ lease: claimed.lease, data: result });
+    this.finishes.push({ lease: claimed.lease, data, result });
     const wake = this.wakeFinisher;
     if (this.loopWaiting || this.closing) wake?.();
   }

@@ -1,6 +1,7 @@
 // The client against a real server: each call's effect, and errors that name the field and the rule.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 
 import { Client, InvalidInput, LeaseLost, NotFound, Unauthorized, Unavailable, push } from "../src/index.js";
 import { startServer } from "./server.js";
@@ -106,6 +107,79 @@ test("finishMany answers each job, and finishAndTake brings the next ones", asyn
   assert.deepEqual(answer.errors, [null]);
   assert.equal(answer.takeError, null);
   assert.deepEqual(answer.taken.map((c) => c.job.id).sort((a, b) => a - b), ids.slice(2));
+});
+
+test("a finish keeps its result apart from the data", async () => {
+  const client = new Client(server.url);
+  const ids = [];
+  for (let i = 0; i < 4; i++) ids.push((await client.enqueue("render", { n: i }, { queue: "results" })).id);
+  const claimed = new Map((await client.dequeue("w", { queues: ["results"], limit: 4 })).map((c) => [c.job.id, c.lease]));
+  await client.finish(claimed.get(ids[0]), null, { result: { pages: 12 } });
+  await client.finish(claimed.get(ids[1]), { n: "replaced" }, { result: { pages: 3 } });
+  assert.deepEqual(await client.finishMany([{ lease: claimed.get(ids[2]), result: ["many"] }]), [null]);
+  const answer = await client.finishAndTake([{ lease: claimed.get(ids[3]), data: { n: "new" }, result: "took" }], "w", { queues: ["results"] });
+  assert.deepEqual([answer.errors, answer.taken], [[null], []]);
+  const jobs = await Promise.all(ids.map((id) => client.get(id)));
+  assert.deepEqual(
+    jobs.map((j) => [j.state, j.data, j.result]),
+    [
+      ["completed", { n: 0 }, { pages: 12 }],
+      ["completed", { n: "replaced" }, { pages: 3 }],
+      ["completed", { n: 2 }, ["many"]],
+      ["completed", { n: "new" }, "took"],
+    ],
+  );
+  assert.deepEqual(jobs[0].history.at(-1).result, { pages: 12 }, "the attempt keeps its own");
+});
+
+test("wait answers the moment another request finishes the job", async () => {
+  const client = new Client(server.url);
+  const { id } = await client.enqueue("render", { n: 1 }, { queue: "wait" });
+  const [claimed] = await client.dequeue("w", { queues: ["wait"] });
+  let answeredAt = null;
+  const waiting = new Client(server.url).wait(id, 30).then((job) => {
+    answeredAt = Date.now();
+    return job;
+  });
+  await sleep(500);
+  assert.equal(answeredAt, null, "the wait holds while the job runs");
+  const finishedAt = Date.now();
+  await client.finish(claimed.lease, null, { result: { pages: 12 } });
+  const job = await waiting;
+  assert.deepEqual([job.id, job.state, job.result, job.data], [id, "completed", { pages: 12 }, { n: 1 }]);
+  assert.ok(answeredAt - finishedAt < 5000, "it answered when the job ended, not at its timeout");
+});
+
+test("a wait on a job that stays queued answers with it at its timeout", async () => {
+  const client = new Client(server.url);
+  const { id } = await client.enqueue("later", null, { queue: "wait-queued" });
+  const started = Date.now();
+  const job = await client.wait(id, 1);
+  const elapsed = Date.now() - started;
+  assert.deepEqual([job.id, job.state, job.result], [id, "queued", null]);
+  assert.ok(elapsed >= 900 && elapsed < 5000, `${elapsed} ms`);
+  await assert.rejects(client.wait(999_999, 1), NotFound);
+  await assert.rejects(client.wait(id, -1), (e) => e instanceof InvalidInput && e.field === "timeout");
+});
+
+test("a wait longer than the server's cap asks again", async () => {
+  const capped = await startServer({ flags: ["--max-wait", "1s"] });
+  try {
+    const client = new Client(capped.url);
+    const { id } = await client.enqueue("later");
+    let started = Date.now();
+    assert.equal((await client.wait(id, 2.5)).state, "queued");
+    const elapsed = Date.now() - started;
+    assert.ok(elapsed >= 2400 && elapsed < 10_000, `three requests of at most 1 s each, not one: ${elapsed} ms`);
+    const [claimed] = await client.dequeue("w");
+    setTimeout(() => new Client(capped.url).finish(claimed.lease, null, { result: "late" }), 1500);
+    started = Date.now();
+    const job = await client.wait(id, 30);
+    assert.deepEqual([job.state, job.result], ["completed", "late"]);
+    assert.ok(Date.now() - started < 10_000);
+  } finally {
+    await capped.stop();
+  }
 });
 
 test("a long poll answers when a job arrives", async () => {

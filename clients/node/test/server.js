@@ -15,11 +15,12 @@ export function cairnBinary() {
   return path;
 }
 
-/** Starts a server; resolves to `{url, dir, stop()}` once it listens. */
-export async function startServer({ token = null } = {}) {
+/** Starts a server (with `flags` besides the usual ones); resolves to `{url, dir, stop()}` once it listens. */
+export async function startServer({ token = null, flags = [] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "cairn-node-"));
   const args = ["serve", "--db", join(dir, "cairn.db"), "--http", "127.0.0.1:0", "--bedrock", "off"];
   if (token) args.push("--token", token);
+  args.push(...flags);
   const env = { ...process.env, CAIRN_LOG: "warn" };
   delete env.CAIRN_TOKEN;
   delete env.CAIRN_CONFIG;

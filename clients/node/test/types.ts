@@ -1,6 +1,6 @@
 // Compiled (never run) by `tsc --noEmit` in scripts/test-node: the declarations in src/index.d.ts hold together and
 // describe the calls as the tests and the README make them.
-import { Client, FailJob, LeaseLost, RetryLater, Worker, push, type ClaimedJob, type WorkerReport } from "../src/index.js";
+import { Client, FailJob, LeaseLost, RetryLater, Worker, push, type ClaimedJob, type Job, type JobContext, type WorkerReport } from "../src/index.js";
 
 async function example(): Promise<WorkerReport> {
   const client = new Client("http://127.0.0.1:6670", { token: "s3cret-token-of-16+", timeout: 10 });
@@ -12,14 +12,18 @@ async function example(): Promise<WorkerReport> {
   const claimed: ClaimedJob[] = await client.dequeue("w", { queues: ["mail"], names: ["email.*"], limit: 8, wait: 30 });
   for (const { job, lease } of claimed) {
     const expiry: string = await client.heartbeat(lease, { done: 0.5 });
-    await client.finish(lease, { ok: expiry, id, state, existing, name: job.name });
+    await client.finish(lease, { ok: expiry, id, state, existing, name: job.name }, { result: [job.result] });
   }
-  const errors = await client.finishMany(claimed.map((c) => ({ lease: c.lease, data: 1 })));
+  await client.finish(claimed[0].lease, null, { result: { pages: 12 } });
+  const errors = await client.finishMany(claimed.map((c) => ({ lease: c.lease, data: 1, result: "r" })));
   if (errors[0] instanceof LeaseLost && errors[0].field === null) await client.cancel(claimed[0].job.id);
   const { taken, takeError } = await client.finishAndTake([claimed[0].lease], "w", { limit: 2 });
   if (takeError === null) await client.retry(taken[0].lease, "later", { delay: 5 });
+  const waited: Job = await client.wait(id, 60);
+  if (waited.state === "completed") console.log(waited.result);
   const worker = new Worker("http://127.0.0.1:6670", "w", { queues: ["mail"], maxConcurrency: 8, logger: console })
     .handler("email.send", async (job, { signal, lease }) => (signal.aborted ? null : { to: job.data, token: lease.token }))
+    .handler("email.count", (job, { setData }: JobContext) => setData({ seen: job.data }))
     .globHandler("email.*", () => {
       throw Math.random() > 0.5 ? new RetryLater("later", { delay: 60 }) : new FailJob("bad-input", "no");
     });

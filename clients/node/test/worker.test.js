@@ -23,7 +23,7 @@ const quiet = { warn() {}, error() {} };
 const states = (ids) => Promise.all(ids.map(async (id) => (await client.get(id)).state));
 const count = async (ids, state) => (await states(ids)).filter((s) => s === state).length;
 
-test("handlers by name and GLOB run their jobs and save their results", async () => {
+test("handlers by name and GLOB run their jobs and keep their results", async () => {
   const names = ["resize", "resize", "email.send", "email.bounce", "resize[1]", "other"];
   const ids = (await client.enqueueBatch(names.map((n, i) => push(n, { n: i }, { queue: "q1" })))).map((e) => e.id);
   const worker = new Worker(server.url, "node-1", { queues: ["q1"], wait: 1 })
@@ -36,14 +36,34 @@ test("handlers by name and GLOB run their jobs and save their results", async ()
   const report = await running;
   assert.deepEqual([report.finished, report.retried, report.failed, report.lost], [5, 0, 0, 0]);
   assert.deepEqual(await states(ids), [...Array(5).fill("completed"), "queued"]);
-  assert.deepEqual((await client.get(ids[0])).data, { resized: 0 });
-  assert.deepEqual((await client.get(ids[3])).data, { mailed: "email.bounce" });
-  assert.deepEqual((await client.get(ids[4])).data, { n: 4 }, "undefined keeps the data");
+  const [resized, mailed, none] = await Promise.all([ids[0], ids[3], ids[4]].map((id) => client.get(id)));
+  assert.deepEqual([resized.result, resized.data], [{ resized: 0 }, { n: 0 }], "the result is kept apart from the data");
+  assert.deepEqual([mailed.result, mailed.data], [{ mailed: "email.bounce" }, { n: 3 }]);
+  assert.deepEqual([none.result, none.data], [null, { n: 4 }], "undefined is no result");
+  assert.deepEqual(resized.history.at(-1).result, { resized: 0 });
+});
+
+test("setData replaces the data, and the return value stays the result", async () => {
+  const ids = [];
+  for (const name of ["next", "only-data"]) ids.push((await client.enqueue(name, { step: 1 }, { queue: "q-data" })).id);
+  const worker = new Worker(server.url, "node-data", { queues: ["q-data"], wait: 1 })
+    .handler("next", async (job, { setData }) => {
+      setData({ step: job.data.step + 1 });
+      return { did: "next" };
+    })
+    .handler("only-data", (job, { setData }) => setData({ step: 10 }));
+  const running = worker.start();
+  await eventually("both completed", async () => (await count(ids, "completed")) === 2);
+  worker.stop();
+  assert.equal((await running).finished, 2);
+  const [a, b] = await Promise.all(ids.map((id) => client.get(id)));
+  assert.deepEqual([a.data, a.result], [{ step: 2 }, { did: "next" }]);
+  assert.deepEqual([b.data, b.result], [{ step: 10 }, null]);
 });
 
 test("thrown errors retry or fail the job with their text", async () => {
   const ids = [];
-  for (const name of ["later", "bad", "boom", "not-json"]) ids.push((await client.enqueue(name, null, { queue: "q2" })).id);
+  for (const name of ["later", "bad", "boom", "not-json", "not-json-data"]) ids.push((await client.enqueue(name, null, { queue: "q2" })).id);
   const circular = {};
   circular.self = circular;
   const worker = new Worker(server.url, "node-2", { queues: ["q2"], wait: 1, logger: quiet })
@@ -56,17 +76,19 @@ test("thrown errors retry or fail the job with their text", async () => {
     .handler("boom", async () => {
       throw new TypeError("boom");
     })
-    .handler("not-json", () => circular);
+    .handler("not-json", () => circular)
+    .handler("not-json-data", (job, { setData }) => setData({ n: 1n }));
   const running = worker.start();
-  await eventually("all four handled", async () => (await states(ids)).every((s) => s !== "queued" && s !== "running"));
+  await eventually("all five handled", async () => (await states(ids)).every((s) => s !== "queued" && s !== "running"));
   worker.stop();
   const report = await running;
-  assert.deepEqual([report.retried, report.failed], [3, 1]);
-  const [a, b, c, d] = await Promise.all(ids.map((id) => client.get(id)));
+  assert.deepEqual([report.retried, report.failed, report.finished], [4, 1, 0]);
+  const [a, b, c, d, e] = await Promise.all(ids.map((id) => client.get(id)));
   assert.deepEqual([a.state, a.error], ["scheduled", "rate limited"]);
   assert.deepEqual([b.state, b.error, b.failure_group], ["failed", "cannot parse", "bad-input"]);
   assert.deepEqual([c.state, c.error], ["scheduled", "TypeError: boom"]);
   assert.match(d.error, /^the handler's result is not JSON: /);
+  assert.match(e.error, /^the handler's data is not JSON: /);
 });
 
 test("no more than maxConcurrency run at once", async () => {
@@ -96,7 +118,7 @@ test("heartbeats keep a job longer than its lease", async () => {
   worker.stop();
   const report = await running;
   const done = await client.get(id);
-  assert.deepEqual([done.attempt, done.data, report.finished], [1, { ok: true }, 1]);
+  assert.deepEqual([done.attempt, done.result, report.finished], [1, { ok: true }, 1]);
 });
 
 test("a lost lease aborts the handler's signal and drops its result", async () => {
@@ -118,7 +140,7 @@ test("a lost lease aborts the handler's signal and drops its result", async () =
   const report = await running;
   assert.deepEqual([report.lost, report.finished], [1, 0]);
   const cancelled = await client.get(id);
-  assert.deepEqual([cancelled.state, cancelled.data], ["cancelled", {}]);
+  assert.deepEqual([cancelled.state, cancelled.data, cancelled.result], ["cancelled", {}, null]);
 });
 
 const WORKER_SCRIPT = `
@@ -175,7 +197,8 @@ test("SIGKILL mid-job loses nothing, and the dead worker's late finish is refuse
   survivor.stop();
   await running;
   const done = await client.get(id);
-  assert.deepEqual([done.data, done.attempt], [{ again: true }, 2]);
-  await assert.rejects(client.finish(lease, { late: true }), LeaseLost);
-  assert.deepEqual((await client.get(id)).data, { again: true });
+  assert.deepEqual([done.result, done.attempt], [{ again: true }, 2]);
+  await assert.rejects(client.finish(lease, { late: true }, { result: { late: true } }), LeaseLost);
+  const late = await client.get(id);
+  assert.deepEqual([late.result, late.data], [{ again: true }, { seconds: 3600 }]);
 });
