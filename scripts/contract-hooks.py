@@ -51,6 +51,9 @@ UNSAYABLE = {
     "depends_on": "no dependencies in a recurring template, and jobs that exist",
     # A finish's `take` is a dequeue that never waits (it reuses the dequeue's schema, which may wait).
     "take.wait_ms": "no wait in a finish's take",
+    # Neither id all zeros (the pattern says the rest; the description says this), and none in a recurring
+    # template (which reuses the push's schema).
+    "trace_parent": "ids not all zeros, and no trace context in a recurring template",
 }
 
 

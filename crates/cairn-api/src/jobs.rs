@@ -71,6 +71,9 @@ pub struct JobBody {
     /// Its own limit for its key, instead of its queue's, if it has one.
     #[serde(default)]
     pub concurrency_limit: Option<u32>,
+    /// The W3C trace context it was pushed with (`traceparent`), which its worker runs it in.
+    #[serde(default)]
+    pub trace_parent: Option<String>,
     /// Its tags.
     pub tags: Vec<String>,
     /// The job that created it.
@@ -129,6 +132,7 @@ impl From<&Job> for JobBody {
             throttle_key: j.throttle_key.as_ref().map(|k| k.to_string()),
             concurrency_key: j.concurrency_key.as_ref().map(|k| k.to_string()),
             concurrency_limit: j.concurrency_limit,
+            trace_parent: j.trace_parent.as_ref().map(|t| t.to_string()),
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
             awaits_parent: j.awaits_parent,
@@ -210,6 +214,12 @@ impl JobBody {
                 .transpose()
                 .map_err(malformed)?,
             concurrency_limit: self.concurrency_limit,
+            trace_parent: self
+                .trace_parent
+                .as_deref()
+                .map(cairn::TraceParent::parse)
+                .transpose()
+                .map_err(malformed)?,
             tags: self
                 .tags
                 .iter()

@@ -94,6 +94,12 @@ pub struct PushRequest {
     /// job's own `limit`) run at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<ConcurrencyBody>,
+    /// The W3C trace context of the request that pushes the job (a `traceparent`), which its worker runs the job
+    /// in. `POST /v1/jobs` takes the request's own `traceparent` header when this is absent. Not in a recurring
+    /// template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::TraceParent>))]
+    pub trace_parent: Option<String>,
 }
 
 /// A push's concurrency key, and maybe its own limit.
@@ -210,6 +216,7 @@ impl From<PushRequest> for Push {
             key: c.key,
             limit: c.limit,
         });
+        push.trace_parent = r.trace_parent;
         push
     }
 }
@@ -247,6 +254,7 @@ impl From<&Push> for PushRequest {
                 key: c.key.clone(),
                 limit: c.limit,
             }),
+            trace_parent: p.trace_parent.clone(),
         }
     }
 }

@@ -143,6 +143,17 @@ rule!(
 );
 
 rule!(
+    /// A W3C trace context of version 00.
+    TraceParent => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some("^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"))
+        .description(Some(
+            "A W3C `traceparent` of version 00: `00-`, the trace id (32 lowercase hex digits), `-`, the parent \
+             span's id (16), `-`, the flags (2). Neither id may be all zeros.",
+        ))
+);
+
+rule!(
     /// A failure group, as a failing worker names it.
     FailureGroup => ObjectBuilder::new()
         .schema_type(Type::String)
@@ -310,6 +321,30 @@ mod tests {
         assert!(fits::<QueueName>(&long) && cairn::QueueName::parse(long.as_str()).is_ok());
         let longer = "q".repeat(129);
         assert!(!fits::<QueueName>(&longer) && cairn::QueueName::parse(longer.as_str()).is_err());
+    }
+
+    /// The pattern holds a trace context to the engine's rules, but for ids of all zeros, which its description
+    /// names instead (a pattern without look-ahead cannot).
+    #[test]
+    fn the_trace_context_schema_holds_to_the_engines_rules() {
+        let good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        for value in [
+            good.to_owned(),
+            good.to_uppercase(),
+            good.replacen("00-", "01-", 1),
+            format!("{good}-x"),
+            good[..54].to_owned(),
+            "00-4bf92f35-00f067aa0ba902b7-01".to_owned(),
+            String::new(),
+        ] {
+            assert_eq!(
+                fits::<TraceParent>(&value),
+                cairn::TraceParent::parse(value.as_str()).is_ok(),
+                "{value:?}"
+            );
+        }
+        let zeros = format!("00-{}-00f067aa0ba902b7-01", "0".repeat(32));
+        assert!(fits::<TraceParent>(&zeros) && cairn::TraceParent::parse(zeros).is_err());
     }
 
     #[test]

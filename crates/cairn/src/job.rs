@@ -233,6 +233,8 @@ pub struct Job {
     pub concurrency_key: Option<ConcurrencyKey>,
     /// Its own limit for its key, instead of its queue's, if it has one.
     pub concurrency_limit: Option<u32>,
+    /// The W3C trace context it was pushed with, if any: its worker runs it as part of that trace.
+    pub trace_parent: Option<crate::names::TraceParent>,
     /// Its tags, sorted.
     pub tags: Vec<Tag>,
     /// Its parent job, if any.

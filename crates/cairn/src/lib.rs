@@ -60,7 +60,7 @@ pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use names::{
     ConcurrencyKey, DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, ThrottleKey,
-    UniqueKey, WorkerId,
+    TraceParent, UniqueKey, WorkerId,
 };
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};

@@ -139,6 +139,60 @@ text_id!(
 );
 
 text_id!(
+    /// A W3C trace context (`traceparent`) of version 00, as the request that pushed a job carried it:
+    /// `00-{trace id, 32 lowercase hex digits}-{parent id, 16}-{flags, 2}`, neither id all zeros. The job keeps it,
+    /// and its worker runs the job as part of that trace.
+    TraceParent, "trace_parent", 55, check_trace_parent
+);
+
+fn check_trace_parent(value: &str) -> Result<()> {
+    let hex = |part: &str, len: usize| {
+        part.len() == len
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    let parts: Vec<&str> = value.split('-').collect();
+    let well_formed = matches!(
+        parts.as_slice(),
+        ["00", trace, parent, flags] if hex(trace, 32) && hex(parent, 16) && hex(flags, 2)
+    );
+    if !well_formed {
+        return Err(Error::invalid(
+            "trace_parent",
+            format!(
+                "must be a W3C traceparent of version 00 (00-<32 hex digits>-<16 hex digits>-<2 hex digits>, \
+                 lowercase), got {value:?}"
+            ),
+        ));
+    }
+    if parts[1].bytes().all(|b| b == b'0') || parts[2].bytes().all(|b| b == b'0') {
+        return Err(Error::invalid(
+            "trace_parent",
+            format!("must not have an all-zero trace or parent id, got {value:?}"),
+        ));
+    }
+    Ok(())
+}
+
+impl TraceParent {
+    /// The trace's id: 32 hex digits.
+    pub fn trace_id(&self) -> &str {
+        &self.0[3..35]
+    }
+
+    /// The id of the span that pushed the job (the parent of the worker's): 16 hex digits.
+    pub fn parent_id(&self) -> &str {
+        &self.0[36..52]
+    }
+
+    /// Whether the trace is sampled (bit 0 of the flags).
+    pub fn sampled(&self) -> bool {
+        u8::from_str_radix(&self.0[53..55], 16).is_ok_and(|flags| flags & 1 == 1)
+    }
+}
+
+text_id!(
     /// A pattern over job names with SQLite's GLOB syntax: `*` any run of characters, `?` one character, `[abc]`,
     /// `[a-z]` and `[^abc]` one character from (or not from) a set. Matching is case-sensitive.
     /// At most 1,024 bytes, so that any job name fits once escaped by [`NamePattern::exact`].

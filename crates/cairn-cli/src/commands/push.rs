@@ -60,6 +60,11 @@ pub struct PushArgs {
     /// With `--throttle`: how long after a job was created its key refuses another (`1h`, `24h`).
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "throttle")]
     pub throttle_period: Option<Duration>,
+    /// The W3C trace context the job runs in (`00-<trace id>-<span id>-<flags>`). When absent, a valid one in the
+    /// `TRACEPARENT` environment variable, so that a command `cairn work` runs pushes its follow-up jobs in its own
+    /// job's trace (an invalid one there is ignored, as W3C asks of a receiver).
+    #[arg(long, value_name = "TRACEPARENT")]
+    pub trace_parent: Option<String>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -150,6 +155,11 @@ impl PushArgs {
                 key,
                 period_ms: self.throttle_period.map_or(0, args::millis),
                 states: Vec::new(),
+            }),
+            trace_parent: self.trace_parent.clone().or_else(|| {
+                std::env::var("TRACEPARENT")
+                    .ok()
+                    .filter(|v| cairn::TraceParent::parse(v.as_str()).is_ok())
             }),
             ..self.settings.request(&self.name)?
         })

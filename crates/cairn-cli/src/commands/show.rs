@@ -87,6 +87,7 @@ pub fn render(job: &JobBody) -> String {
         .add_some("schedule", job.schedule.as_ref().map(|s| schedule(s, job)))
         .add_some("error", job.error.as_ref())
         .add_some("failure_group", job.failure_group.as_ref())
+        .add_some("trace_parent", job.trace_parent.as_ref())
         .add("data", output::compact(&job.data))
         .add_some("result", job.result.as_ref().map(output::compact))
         .add_some("progress", job.progress.as_ref().map(output::compact));

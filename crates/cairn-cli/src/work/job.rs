@@ -148,6 +148,10 @@ fn spec<'a>(command: &'a JobCommand, job: &Job, lease: &Lease) -> Spec<'a> {
     if let Some(token) = &command.token {
         env.push(("CAIRN_TOKEN", token.clone()));
     }
+    // The trace the job was pushed in, in the environment variable OpenTelemetry's SDKs read a parent context from.
+    if let Some(parent) = &job.trace_parent {
+        env.push(("TRACEPARENT", parent.to_string()));
+    }
     Spec {
         argv: &command.argv,
         env,

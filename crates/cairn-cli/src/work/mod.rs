@@ -63,7 +63,8 @@ pub struct WorkArgs {
     pub client: ClientArgs,
     /// The command to run for each job, after `--`. It gets the job's data as JSON on stdin and `CAIRN_JOB_ID`,
     /// `CAIRN_JOB_NAME`, `CAIRN_JOB_QUEUE`, `CAIRN_JOB_ATTEMPT`, `CAIRN_LEASE_TOKEN` and `CAIRN_SERVER` (and
-    /// `CAIRN_TOKEN` when the manager has one) in its environment.
+    /// `CAIRN_TOKEN` when the manager has one, `TRACEPARENT` when the job was pushed with a trace context) in its
+    /// environment.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }

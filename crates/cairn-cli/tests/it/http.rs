@@ -1666,3 +1666,76 @@ async fn cairn_serve_guards_both_ports_with_one_budget_and_its_timeouts() {
         .expect("closed to make room");
     assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
 }
+
+/// A push's `trace_parent` is held to W3C's rules, naming the field; a request's `traceparent` header that breaks
+/// them is ignored (as W3C asks of a receiver), and one that keeps them goes to the jobs of a batch without their
+/// own; a recurring template refuses one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_context_in_the_body_is_checked_and_one_in_the_header_is_taken_when_valid() {
+    let server = TestServer::spawn();
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let (status, refused) = post(
+        &server,
+        "/v1/jobs",
+        r#"{"name": "x", "trace_parent": "00-abc"}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, &refused["error"]["field"]),
+        (400, &json!("trace_parent")),
+        "{refused}"
+    );
+    let with_header = |header: &'static str, path: &'static str, body: &'static str| {
+        let url = format!("{}{path}", server.url());
+        async move {
+            let answer = reqwest::Client::new()
+                .post(url)
+                .header("traceparent", header)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status().as_u16();
+            let body: Value = serde_json::from_str(&answer.text().await.unwrap()).unwrap();
+            (status, body)
+        }
+    };
+    let (status, ignored) = with_header("not-a-trace", "/v1/jobs", r#"{"name": "x"}"#).await;
+    assert_eq!(status, 201, "{ignored}");
+    let job = server
+        .client()
+        .get_body(JobId(ignored["id"].as_i64().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(job.trace_parent, None);
+    let own = r#"{"jobs": [{"name": "a"}, {"name": "b", "trace_parent": "00-11111111111111111111111111111111-2222222222222222-00"}]}"#;
+    let (status, batch) = with_header(trace, "/v1/jobs/batch", own).await;
+    assert_eq!(status, 200, "{batch}");
+    let mut parents = Vec::new();
+    for job in batch["jobs"].as_array().unwrap() {
+        let id = JobId(job["id"].as_i64().unwrap());
+        parents.push(server.client().get_body(id).await.unwrap().trace_parent);
+    }
+    assert_eq!(
+        parents,
+        [
+            Some(trace.to_owned()),
+            Some("00-11111111111111111111111111111111-2222222222222222-00".to_owned())
+        ]
+    );
+    let template = format!(
+        r#"{{"cron": "0 * * * *", "job": {{"name": "hourly", "trace_parent": "{trace}"}}}}"#
+    );
+    let (status, refused) = raw(
+        reqwest::Method::PUT,
+        format!("{}/v1/recurring/hourly", server.url()),
+        None,
+        Some(&template),
+    )
+    .await;
+    assert_eq!(
+        (status, &refused["error"]["field"]),
+        (400, &json!("job.trace_parent")),
+        "{refused}"
+    );
+}

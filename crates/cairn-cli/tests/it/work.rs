@@ -568,3 +568,55 @@ fn bad_arguments_are_refused_naming_the_flag() {
         "--server",
     );
 }
+
+/// A job pushed over HTTP in a trace (the request's W3C `traceparent` header) runs its command with `TRACEPARENT`
+/// set to it, and a `cairn push` in that command puts its job in the same trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_pushed_over_http_reaches_the_command_and_the_jobs_it_pushes() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let answer = reqwest::Client::new()
+        .post(format!("{}/v1/jobs", server.url()))
+        .header("traceparent", trace)
+        .body(r#"{"name": "report.build"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 201);
+    let body: serde_json::Value = serde_json::from_str(&answer.text().await.unwrap()).unwrap();
+    let id = JobId(body["id"].as_i64().unwrap());
+    let script = format!(
+        "echo \"$TRACEPARENT\" > trace.txt; {} push report.mail",
+        super::harness::cairn_binary()
+    );
+    let manager = Manager::start(
+        &server,
+        &[
+            "report.build",
+            "--exit-when-idle",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    let ended = manager.wait().await;
+    assert_eq!(ended.code, Some(0), "{}", ended.stderr);
+    let seen = std::fs::read_to_string(server.dir().join("trace.txt")).unwrap();
+    assert_eq!(seen.trim(), trace);
+    assert_eq!(get(&client, id).await.state, JobState::Completed);
+    let follow_up = client
+        .list(cairn::JobFilter {
+            name: Some("report.mail".into()),
+            ..cairn::JobFilter::default()
+        })
+        .await
+        .unwrap();
+    let parents: Vec<Option<String>> = follow_up
+        .jobs
+        .iter()
+        .map(|j| j.trace_parent.as_ref().map(|t| t.to_string()))
+        .collect();
+    assert_eq!(parents, [Some(trace.to_owned())]);
+}

@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use cairn::{JobFilter, JobState, Push};
 use cairn_api::{
     EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody, PushBatchRequest,
@@ -31,9 +31,13 @@ use crate::state::AppState;
     ))]
 pub async fn enqueue(
     State(state): State<AppState>,
+    headers: HeaderMap,
     JsonBody(push): JsonBody<PushRequest>,
 ) -> ApiResult<(StatusCode, Json<EnqueuedBody>)> {
-    let enqueued = state.queue.enqueue(Push::from(push)).await?;
+    let enqueued = state
+        .queue
+        .enqueue(in_trace(Push::from(push), &headers))
+        .await?;
     let status = if enqueued.existing {
         StatusCode::OK
     } else {
@@ -52,6 +56,7 @@ pub async fn enqueue(
     ))]
 pub async fn enqueue_batch(
     State(state): State<AppState>,
+    headers: HeaderMap,
     JsonBody(batch): JsonBody<PushBatchRequest>,
 ) -> ApiResult<Json<EnqueuedBatchBody>> {
     let max = state.config.max_batch_jobs;
@@ -64,11 +69,29 @@ pub async fn enqueue_batch(
             ),
         ));
     }
-    let jobs = batch.jobs.into_iter().map(Push::from).collect();
+    let jobs = batch
+        .jobs
+        .into_iter()
+        .map(|push| in_trace(Push::from(push), &headers))
+        .collect();
     let enqueued = state.queue.enqueue_batch(jobs).await?;
     Ok(Json(EnqueuedBatchBody {
         jobs: enqueued.into_iter().map(EnqueuedBody::from).collect(),
     }))
+}
+
+/// A push without a trace context of its own takes the request's (its W3C `traceparent` header), so that a caller
+/// whose HTTP client propagates traces needs to do nothing more. A header that is not a valid `traceparent` is
+/// ignored, as W3C asks of a receiver; a `trace_parent` in the body is held to the rules.
+fn in_trace(mut push: Push, headers: &HeaderMap) -> Push {
+    if push.trace_parent.is_none() {
+        push.trace_parent = headers
+            .get("traceparent")
+            .and_then(|value| value.to_str().ok())
+            .filter(|value| cairn::TraceParent::parse(*value).is_ok())
+            .map(str::to_owned);
+    }
+    push
 }
 
 /// A job with its history.

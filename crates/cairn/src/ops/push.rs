@@ -11,7 +11,9 @@ use serde_json::Value;
 use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
-use crate::names::{ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey};
+use crate::names::{
+    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, TraceParent, UniqueKey,
+};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
@@ -66,6 +68,9 @@ pub struct Push {
     pub throttle: Option<Throttle>,
     /// The job's concurrency key, and maybe its own limit (see [`Concurrency`]).
     pub concurrency: Option<Concurrency>,
+    /// The W3C trace context of the request that pushed the job (`traceparent`, version 00; see
+    /// [`TraceParent`](crate::TraceParent)): the job keeps it, and its worker runs the job as part of that trace.
+    pub trace_parent: Option<String>,
 }
 
 /// A job's concurrency group. Jobs with a key take turns by key when workers claim them, so that a key with a
@@ -142,6 +147,7 @@ impl Push {
             debounce: None,
             throttle: None,
             concurrency: None,
+            trace_parent: None,
         }
     }
 
@@ -276,6 +282,12 @@ impl Push {
         self
     }
 
+    /// Runs the job as part of the trace of W3C trace context `traceparent` (see [`Push::trace_parent`]).
+    pub fn trace_parent(mut self, traceparent: impl Into<String>) -> Self {
+        self.trace_parent = Some(traceparent.into());
+        self
+    }
+
     /// Debounces the job under `key`: it runs `delay` after the latest push with the key, at most `max_wait` after
     /// the first (see [`Debounce`]).
     pub fn debounce(mut self, key: impl Into<String>, delay: Duration, max_wait: Duration) -> Self {
@@ -334,6 +346,7 @@ pub(crate) struct ValidPush {
     throttle: Option<(ThrottleKey, i64, Vec<JobState>)>,
     /// The concurrency key, and the job's own limit for it.
     concurrency: Option<(ConcurrencyKey, Option<u32>)>,
+    trace_parent: Option<TraceParent>,
 }
 
 /// A [`Debounce`] whose every field passed validation, in milliseconds.
@@ -433,6 +446,12 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         .as_ref()
         .map(check_concurrency)
         .transpose()?;
+    // Last, as the schema's `cairn_push` checks it (migration 0013).
+    let trace_parent = push
+        .trace_parent
+        .as_deref()
+        .map(TraceParent::parse)
+        .transpose()?;
     let run_at = match &debounce {
         Some(d) => now_ms.saturating_add(d.delay_ms),
         None => run_at,
@@ -441,6 +460,7 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         debounce,
         throttle,
         concurrency,
+        trace_parent,
         aging_ms: None,
         schedule,
         priority: push.priority,
@@ -561,7 +581,7 @@ macro_rules! insert_jobs_into {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit)"
+         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit, trace_parent)"
     };
 }
 
@@ -575,13 +595,13 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
     concat!(
         insert_jobs_into!(),
         " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
-         c22, c23 \
+         c22, c23, c24 \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::json[], $5::bigint[], $6::bigint[], $7::bigint[], \
          $8::bigint[], $9::bigint[], $10::double precision[], $11::bigint[], $12::double precision[], \
          $13::bigint[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[], \
-         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[]) WITH ORDINALITY \
+         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[], $24::text[]) WITH ORDINALITY \
          AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
-         c22, c23, ord) ORDER BY ord RETURNING id"
+         c22, c23, c24, ord) ORDER BY ord RETURNING id"
     ),
 );
 
@@ -628,12 +648,12 @@ pub(crate) fn insert_plain_texts() -> (String, String) {
 const INSERT_JOB: Sql = Sql::both(concat!(
     insert_jobs_into!(),
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
-     $22, $23) \
+     $22, $23, $24) \
      RETURNING id"
 ));
 
 /// The values one job binds in INSERT_JOB and INSERT_PLAIN.
-const COLUMNS_PER_JOB: usize = 23;
+const COLUMNS_PER_JOB: usize = 24;
 
 /// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs_into!`].
 fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
@@ -667,6 +687,7 @@ fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: Jo
             .map(|(k, _)| k.as_str())
             .to_value(),
         valid.concurrency.as_ref().and_then(|(_, l)| *l).to_value(),
+        valid.trace_parent.as_ref().map(|t| t.as_str()).to_value(),
     ]);
 }
 

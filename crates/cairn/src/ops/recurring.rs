@@ -110,7 +110,7 @@ pub struct Recurring {
     /// What to do at a slot when the previous run is still live.
     pub overlap: Overlap,
     /// The job to create at each slot. Its `run_at`, `delay`, `parent`, `depends_on`, `schedule`, `debounce` and
-    /// `throttle` must be unset: the slot times each run. A `unique_key` makes a slot add nothing while a live job
+    /// `throttle` must be unset: the slot times each run; and its `trace_parent`: each run is a trace of its own. A `unique_key` makes a slot add nothing while a live job
     /// holds the key.
     pub job: Push,
 }
@@ -171,6 +171,8 @@ fn template_to_json(push: &Push) -> Value {
         time_zone: _,
         debounce: _,
         throttle: _,
+        // Refused too: each run is a trace of its own, not a part of the request that set the template.
+        trace_parent: _,
     } = push;
     json!({
         "queue": queue,
@@ -281,6 +283,12 @@ impl SetRecurring {
             return Err(Error::invalid(
                 field,
                 "must be unset in a recurring template: its cron schedule times each run",
+            ));
+        }
+        if job.trace_parent.is_some() {
+            return Err(Error::invalid(
+                "job.trace_parent",
+                "must be unset in a recurring template: each run is a trace of its own",
             ));
         }
         check(job, now_ms, limits)?;

@@ -7,7 +7,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 use crate::lease::Lease;
 use crate::names::{
-    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId,
+    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, TraceParent, UniqueKey,
+    WorkerId,
 };
 use crate::retry_policy::RetryPolicy;
 use crate::store::db::{Db, Row, Sql, params};
@@ -24,7 +25,7 @@ macro_rules! job_columns {
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
-          concurrency_key, concurrency_limit, result"
+          concurrency_key, concurrency_limit, result, trace_parent"
     };
 }
 #[allow(unused_imports)]
@@ -34,7 +35,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 38;
+pub(crate) const JOB_COLUMN_COUNT: usize = 39;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -119,6 +120,9 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
             .get::<Option<String>>(35)?
             .map(ConcurrencyKey::from_trusted),
         concurrency_limit: row.get(36)?,
+        trace_parent: row
+            .get::<Option<String>>(38)?
+            .map(TraceParent::from_trusted),
         timeout: row.get::<Option<i64>>(31)?.map(millis),
         depends_on: row
             .get::<Option<String>>(30)?

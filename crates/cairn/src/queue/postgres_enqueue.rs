@@ -128,6 +128,9 @@ fn sql_options(push: &Push) -> Value {
     if let Some(c) = &push.concurrency {
         put("concurrency", json!({ "key": c.key, "limit": c.limit }));
     }
+    if let Some(trace) = &push.trace_parent {
+        put("trace_parent", json!(trace));
+    }
     Value::Object(options)
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
+use tracing::Instrument;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobId;
@@ -293,7 +294,8 @@ async fn run_job(
         .expect("only jobs with a handler are taken");
     let every = (job.lease_timeout / 3).max(Duration::from_millis(50));
     let ctx = JobContext::new(queue.clone(), job, lease.clone());
-    let mut handler_task = AbortOnDrop(tokio::spawn(handler(ctx.clone())));
+    let span = job_span(ctx.job());
+    let mut handler_task = AbortOnDrop(tokio::spawn(handler(ctx.clone()).instrument(span)));
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     let outcome = loop {
         tokio::select! {
@@ -352,6 +354,29 @@ async fn run_job(
         .expect("running lock is never poisoned")
         .remove(&lease.job);
     (weight, Outcome::Ended(recorded(lease.job, result, ended)))
+}
+
+/// The span a job's handler runs in: `cairn.job`, with the job's id, name, queue and attempt, and, when it was
+/// pushed with a W3C trace context, that trace's id and the pushing span's id (`trace_id`, `parent_id`, and
+/// `traceparent` whole), so that logs and traces of the handler join the request that enqueued the job. With an
+/// OpenTelemetry layer, an application makes the span a child of that context from these fields.
+fn job_span(job: &crate::job::Job) -> tracing::Span {
+    let span = tracing::info_span!(
+        "cairn.job",
+        job = job.id.0,
+        name = job.name.as_str(),
+        queue = job.queue.as_str(),
+        attempt = job.attempt,
+        trace_id = tracing::field::Empty,
+        parent_id = tracing::field::Empty,
+        traceparent = tracing::field::Empty,
+    );
+    if let Some(parent) = &job.trace_parent {
+        span.record("trace_id", parent.trace_id());
+        span.record("parent_id", parent.parent_id());
+        span.record("traceparent", parent.as_str());
+    }
+    span
 }
 
 /// How a job ended once its outcome was recorded (`result`): as meant, or lost.

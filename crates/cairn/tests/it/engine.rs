@@ -17,6 +17,7 @@ mod recurring;
 mod sql;
 mod state_machine;
 mod stats;
+mod trace;
 mod wait;
 mod worker;
 mod workflow;

@@ -40,7 +40,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (9, "debounce".to_owned(), 1_000),
             (10, "throttle".to_owned(), 1_000),
             (11, "concurrency_keys".to_owned(), 1_000),
-            (12, "results".to_owned(), 1_000)
+            (12, "results".to_owned(), 1_000),
+            (13, "trace_context".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.

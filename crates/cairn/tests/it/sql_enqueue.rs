@@ -440,14 +440,24 @@ fn job() -> impl Strategy<Value = Push> {
     );
     let data_len = mostly(vec![0usize, 20, 52], vec![53]);
     let concurrency = mostly(vec![0u8, 1, 2], vec![3, 4, 5]);
+    let trace = mostly(vec![0u8, 1], vec![2, 3, 4, 5]);
     (
         (queue, name, priority, weight, timing),
-        (lease, timeout, retry, unique, tags, data_len, concurrency),
+        (
+            lease,
+            timeout,
+            retry,
+            unique,
+            tags,
+            data_len,
+            concurrency,
+            trace,
+        ),
     )
         .prop_map(
             |(
                 (queue, name, priority, weight, timing),
-                (lease, timeout, retry, unique, tags, data_len, concurrency),
+                (lease, timeout, retry, unique, tags, data_len, concurrency, trace),
             )| {
                 let mut push = Push::new(name)
                     .queue(queue)
@@ -499,6 +509,15 @@ fn job() -> impl Strategy<Value = Push> {
                     5 => key("k", Some(1_000_001)),
                     _ => None,
                 };
+                let valid_trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+                push.trace_parent = match trace {
+                    1 => Some(valid_trace.to_owned()),
+                    2 => Some(valid_trace.to_uppercase()),
+                    3 => Some(valid_trace.replacen("00-", "01-", 1)),
+                    4 => Some(format!("00-{}-00f067aa0ba902b7-01", "0".repeat(32))),
+                    5 => Some("00-4bf92f35-00f067aa0ba902b7-01".to_owned()),
+                    _ => None,
+                };
                 // {"s":"…"} is 8 bytes of JSON around the string: 52 and 53 bytes straddle the 60-byte limit.
                 push.data = serde_json::json!({ "s": "x".repeat(data_len) });
                 push
@@ -509,7 +528,7 @@ fn job() -> impl Strategy<Value = Push> {
 /// What a stored job is, as far as a push decides it (its id, and times that follow the clock, left out).
 const STORED: &str = "SELECT queue, name, state, data::text, priority, weight, run_at - created_at, run_at, \
      slot_at = run_at, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
-     lease_timeout_ms, timeout_ms, aging_ms, concurrency_key, concurrency_limit, \
+     lease_timeout_ms, timeout_ms, aging_ms, concurrency_key, concurrency_limit, trace_parent, \
      coalesce((SELECT string_agg(tag, ',' ORDER BY tag) FROM job_tags \
      WHERE job_id = jobs.id), ''), (SELECT count(*) FROM activity WHERE job_id = jobs.id AND event = 'added') \
      FROM jobs WHERE id = $1";

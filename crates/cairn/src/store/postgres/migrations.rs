@@ -69,6 +69,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "results",
         include_str!("../../../migrations/postgres/0012_results.sql"),
     ),
+    (
+        13,
+        "trace_context",
+        include_str!("../../../migrations/postgres/0013_trace_context.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

@@ -106,6 +106,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "results",
         include_str!("../../../migrations/sqlite/0020_results.sql"),
     ),
+    (
+        21,
+        "trace_context",
+        include_str!("../../../migrations/sqlite/0021_trace_context.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
