@@ -184,7 +184,11 @@ class Run {
           })
           .then((jobs) => ({ jobs }), (error) => ({ error }));
         this.setWaiting(false);
-        if (this.stopSignal.aborted) break;
+        if (this.stopSignal.aborted) {
+          // The answer came as the worker stopped: the jobs it brought go back rather than wait out their leases.
+          for (const job of outcome.jobs ?? []) await this.record(this.client.release(job.lease), "released");
+          break;
+        }
         if (outcome.error) {
           if (!(outcome.error instanceof CairnError)) throw outcome.error;
           this.log.error(`worker ${this.worker.id}: taking jobs failed (${outcome.error.message}); trying again in a second`);
