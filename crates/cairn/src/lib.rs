@@ -211,11 +211,6 @@ pub mod __private {
         all.extend(claim_names::SQLITE_NAME_STEPS.map(owned));
         all.extend(claim_keys::sample_statements());
         all.extend(watch::statements());
-        #[cfg(feature = "postgres")]
-        all.push((
-            String::new(),
-            crate::store::postgres::notify::notify_ended_text().to_owned(),
-        ));
         all.push((String::new(), bulk_claim::lease_chosen_sql()));
         let select = claim::select_ready_jobs(&[NameShape::Exact], true, false);
         all.push((

@@ -203,7 +203,6 @@ fn commit(
             &ctx.db,
             ready_here.iter().map(String::as_str),
             changed,
-            &totals.ended_jobs,
         )
         .map_err(Failure::Storage)?;
     }

@@ -343,19 +343,7 @@ impl EventLog {
                 attempts.to_value(),
             ]);
         }
-        if per_node.is_some() {
-            let mut columns = crate::store::db::columns(7, activity_values(&self.events));
-            columns.extend(crate::store::db::columns(23, minute_rows));
-            columns.extend(crate::store::db::columns(7, histogram_rows));
-            columns.extend(crate::store::db::columns(6, worker_rows));
-            db.query_arrays(FLUSH_ON_POSTGRES, Vec::new(), columns, |_| Ok(()))?;
-        } else {
-            INSERT_ACTIVITY.execute(db, activity_values(&self.events))?;
-            UPSERT_MINUTES.execute(db, minute_rows)?;
-            UPSERT_HISTOGRAMS.execute(db, histogram_rows)?;
-            UPSERT_WORKER_HOURS.execute(db, worker_rows)?;
-        }
-        let ended_jobs = self
+        let ended_jobs: Vec<i64> = self
             .events
             .iter()
             .filter(|e| {
@@ -366,6 +354,21 @@ impl EventLog {
             })
             .filter_map(|e| e.job)
             .collect();
+        if per_node.is_some() {
+            let mut columns = crate::store::db::columns(7, activity_values(&self.events));
+            columns.extend(crate::store::db::columns(23, minute_rows));
+            columns.extend(crate::store::db::columns(7, histogram_rows));
+            columns.extend(crate::store::db::columns(6, worker_rows));
+            // The same statement tells the nodes that wait for any of the jobs this batch ended (see
+            // `ops/watch.rs`): a notification only when someone waits.
+            columns.push(ended_jobs.iter().map(|id| id.to_value()).collect());
+            db.query_arrays(FLUSH_ON_POSTGRES, Vec::new(), columns, |_| Ok(()))?;
+        } else {
+            INSERT_ACTIVITY.execute(db, activity_values(&self.events))?;
+            UPSERT_MINUTES.execute(db, minute_rows)?;
+            UPSERT_HISTOGRAMS.execute(db, histogram_rows)?;
+            UPSERT_WORKER_HOURS.execute(db, worker_rows)?;
+        }
         let totals = BatchTotals {
             ended_jobs,
             jobs: per_job
@@ -691,7 +694,8 @@ pub(crate) const FLUSH_ON_POSTGRES: &str = concat!(
        SELECT * FROM unnest($38::bigint[], $39::text[], $40::text[], $41::bigint[], $42::bigint[], $43::bigint[]) \
        ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
        busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts) \
-     SELECT 1"
+     SELECT pg_notify('cairn_job_ended', string_agg(DISTINCT CAST(job_id AS TEXT), ',')) FROM cairn_job_waits \
+     WHERE job_id = ANY($44::bigint[]) HAVING count(*) > 0"
 );
 
 /// Adds to the histograms' buckets on SQLite, many at once (the keys of one batch are distinct).

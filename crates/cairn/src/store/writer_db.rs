@@ -124,26 +124,23 @@ impl WriterDb {
         }
     }
 
-    /// In a PostgreSQL batch about to commit: tells the other nodes which queues gained ready jobs, whether
-    /// settings changed, and which of the jobs it `ended` someone waits for. PostgreSQL delivers the notifications
-    /// when (and only if) the transaction commits.
+    /// In a PostgreSQL batch about to commit: tells the other nodes which queues gained ready jobs, and whether
+    /// settings changed. PostgreSQL delivers the notifications when (and only if) the transaction commits.
     pub fn notify<'q>(
         node: &str,
         db: &Db<'_>,
         ready: impl Iterator<Item = &'q str>,
         settings_changed: bool,
-        ended: &[i64],
     ) -> Result<()> {
         if !db.is_postgres() {
             return Ok(());
         }
         #[cfg(feature = "postgres")]
-        return notify::notify(node, db, ready, settings_changed, ended);
+        return notify::notify(node, db, ready, settings_changed);
         #[cfg(not(feature = "postgres"))]
         unreachable!(
-            "only PostgreSQL has other nodes to tell ({node}, {settings_changed}, {}, {})",
-            ready.count(),
-            ended.len()
+            "only PostgreSQL has other nodes to tell ({node}, {settings_changed}, {})",
+            ready.count()
         )
     }
 

@@ -2,7 +2,7 @@
 //! delivers the notifications when (and only if) the transaction commits; each node's `listener` hears them.
 
 use crate::error::Result;
-use crate::store::db::{Db, Sql, ToValue, params};
+use crate::store::db::{Db, Sql, params};
 
 /// The channel on which a commit that made jobs ready tells the other nodes which queues: the payload is the
 /// node's name, then one queue per line.
@@ -13,37 +13,19 @@ pub(crate) const READY_CHANNEL: &str = "cairn_ready";
 pub(crate) const SETTINGS_CHANNEL: &str = "cairn_settings";
 
 /// The channel on which a commit that ended jobs some node waits for ([`crate::Queue::wait`]) says which: the
-/// payload is their ids, separated by commas.
+/// payload is their ids, separated by commas. The activity's flush sends it (`ops/events.rs`), in its statement.
 pub(crate) const JOB_ENDED_CHANNEL: &str = "cairn_job_ended";
-
-/// Tells the nodes that wait for any of `ended` (the jobs this batch completed, failed or cancelled, as the waits
-/// registered in `cairn_job_waits` say) that they ended: one statement, and a notification only when someone waits.
-const NOTIFY_ENDED: &str = "SELECT pg_notify('cairn_job_ended', string_agg(DISTINCT CAST(job_id AS TEXT), ',')) \
-     FROM cairn_job_waits WHERE job_id = ANY($1::bigint[]) HAVING count(*) > 0";
-
-/// [`NOTIFY_ENDED`]'s text, for the tests that prepare every statement.
-pub(crate) fn notify_ended_text() -> &'static str {
-    NOTIFY_ENDED
-}
 
 /// PostgreSQL's limit on a notification's payload is 8000 bytes; a larger set of queues goes in several.
 const MAX_PAYLOAD: usize = 7000;
 
-/// In a batch about to commit: tells the other nodes which queues gained ready jobs, whether settings changed, and
-/// which of the jobs it `ended` someone waits for.
+/// In a batch about to commit: tells the other nodes which queues gained ready jobs, and whether settings changed.
 pub(crate) fn notify<'q>(
     node: &str,
     db: &Db<'_>,
     ready: impl Iterator<Item = &'q str>,
     settings_changed: bool,
-    ended: &[i64],
 ) -> Result<()> {
-    if !ended.is_empty() {
-        // At most a batch's worth of ids; a waited job's id is a handful of bytes, far below the payload's limit
-        // for any batch that ends fewer than about a thousand waited jobs at once.
-        let ids = ended.iter().map(|id| id.to_value()).collect();
-        db.query_arrays(NOTIFY_ENDED, Vec::new(), vec![ids], |_| Ok(()))?;
-    }
     // Settings first: PostgreSQL delivers a transaction's notifications in order, so another node loads the
     // settings (a queue resumed, a limit raised) before it serves the queues this commit made ready.
     if settings_changed {
