@@ -69,7 +69,7 @@ pub struct Push {
     /// The job's concurrency key, and maybe its own limit (see [`Concurrency`]).
     pub concurrency: Option<Concurrency>,
     /// The W3C trace context of the request that pushed the job (`traceparent`, version 00; see
-    /// [`TraceParent`](crate::TraceParent)): the job keeps it, and its worker runs the job as part of that trace.
+    /// [`TraceParent`]): the job keeps it, and its worker runs the job as part of that trace.
     pub trace_parent: Option<String>,
 }
 

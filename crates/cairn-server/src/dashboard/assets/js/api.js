@@ -85,3 +85,8 @@ export function get(path, query) {
 export function post(path, body = {}) {
   return request("POST", path, body);
 }
+
+/** `DELETE path` (`delete` is taken by the language). */
+export function del(path) {
+  return request("DELETE", path);
+}

@@ -48,10 +48,12 @@ function notify(message, { ok = false, source = "action" } = {}) {
 /** What views get: ways to act, to move, and to refresh now. */
 const ctx = {
   /**
-   * Runs an action (a POST): with the token dialog first if the server wants one, then a refresh. Its result or
-   * its error shows in the notice line; the button is disabled meanwhile.
+   * Runs an action (a POST or DELETE): with the token dialog first if the server wants one, then a refresh, or with
+   * `then` a move to that address (the result's notice goes along). Its result or its error shows in the notice
+   * line; the button is disabled meanwhile. After a refusal (the job moved on since the page last looked, say) the
+   * view is refreshed too, so that it shows what is true now beside the API's error.
    */
-  async act(action, describe, button) {
+  async act(action, describe, button, { then } = {}) {
     if (button) button.disabled = true;
     try {
       let result;
@@ -62,10 +64,17 @@ const ctx = {
         await askForToken(token() !== null);
         result = await action();
       }
-      notify(typeof describe === "function" ? describe(result) : describe, { ok: true });
-      await poller.now();
+      const message = typeof describe === "function" ? describe(result) : describe;
+      if (then && location.hash !== then) {
+        notify(message, { ok: true, source: "carried" });
+        location.hash = then;
+      } else {
+        notify(message, { ok: true });
+        await poller.now();
+      }
     } catch (error) {
       notify(error);
+      if (error.status >= 400 && error.status < 500) await poller.now();
     } finally {
       if (button) button.disabled = false;
     }
@@ -115,7 +124,9 @@ function show() {
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.view === section);
   }
-  if (notice.dataset.source === "action") notice.hidden = true;
+  // The result of the action that led here stays; any other action's notice was about the view left.
+  if (notice.dataset.source === "carried") notice.dataset.source = "action";
+  else if (notice.dataset.source === "action") notice.hidden = true;
   current = { root, instance: VIEWS[route.view].mount(root, route.params, ctx) };
   poller.start(current.instance.interval);
 }

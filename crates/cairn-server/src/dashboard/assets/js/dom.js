@@ -66,3 +66,26 @@ export function redraw(region, data, render) {
   fill(region, render());
   region.dataset.key = key;
 }
+
+/**
+ * Asks before an action that cannot be undone: a modal dialog with `question`, what follows in `detail`, and two
+ * buttons. Resolves true when `yes` was chosen; `no`, Escape or closing it otherwise resolve false. The safe answer
+ * has the focus, so that Enter keeps things as they are.
+ */
+export function confirmDialog({ question, detail, yes, no = "Keep it" }) {
+  return new Promise((resolve) => {
+    const dialog = h("dialog", { id: "confirm-dialog", class: "confirm" },
+      h("form", { method: "dialog" },
+        h("h2", {}, question),
+        detail ? h("p", {}, detail) : null,
+        h("div", { class: "dialog-buttons" },
+          h("button", { type: "submit", value: "no", autofocus: true }, no),
+          h("button", { type: "submit", value: "yes", class: "danger primary" }, yes))));
+    dialog.addEventListener("close", () => {
+      dialog.remove();
+      resolve(dialog.returnValue === "yes");
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
+}

@@ -1,19 +1,32 @@
-// One job's whole story: its details and data, the history of its attempts with their errors, and its activity log
-// (where the server keeps one); with the actions that fit its state.
+// One job's whole story: its details, data and result, its trace, the history of its attempts with their errors and
+// results, and its activity log (where the server keeps one); with the actions that fit its state.
 
-import { get, post, segment } from "../api.js";
-import { h, fill, table, redraw, errorBox, badge } from "../dom.js";
-import { duration, json, timeElement } from "../format.js";
+import { del, get, post, segment } from "../api.js";
+import { h, fill, table, redraw, errorBox, badge, confirmDialog } from "../dom.js";
+import { duration, json, timeElement, when } from "../format.js";
 
+/** The states of a job that has not ended. */
 const LIVE = ["scheduled", "queued", "waiting", "running"];
-/** The states a job may be moved to another queue in: any but running (one that ended runs again there). */
-const MOVABLE = ["scheduled", "queued", "waiting", "completed", "failed", "cancelled"];
+/** The states each action takes, as the API holds them (it answers 409 otherwise); delete and track take any. */
+const ALLOWED = {
+  // A failed job cancelled leaves its failure group; a completed one cannot be cancelled.
+  cancel: [...LIVE, "failed"],
+  requeue: ["completed", "failed", "cancelled"],
+  priority: LIVE,
+  reschedule: ["scheduled", "queued"],
+  // Any but running, which stays in the queue its worker took it from; one that ended runs again there.
+  move: ["scheduled", "queued", "waiting", "completed", "failed", "cancelled"],
+};
+/** A result longer than this shows folded in the history of attempts. */
+const SHORT_RESULT = 120;
 
 export function mount(root, params, ctx) {
-  const summary = h("div", { id: "job" });
+  const head = h("div", { id: "job-head" });
+  const changes = h("div", { id: "job-changes" });
+  const body = h("div", { id: "job-body" });
   const history = h("section", { id: "history" });
   const activity = h("section", { id: "activity" });
-  fill(root, summary, history, activity);
+  fill(root, h("div", { id: "job" }, head, changes, body), history, activity);
   let activityMissing = false;
   return {
     async refresh() {
@@ -22,12 +35,15 @@ export function mount(root, params, ctx) {
         job = await get(`/v1/jobs/${segment(params.id)}`);
       } catch (error) {
         if (error.kind !== "not_found" && error.kind !== "invalid_input") throw error;
-        redraw(summary, { error: error.message }, () => [h("h1", {}, `Job ${params.id}`), errorBox(error, { id: "job-error" })]);
-        fill(history);
-        fill(activity);
+        redraw(head, { error: error.message }, () => [h("h1", {}, `Job ${params.id}`), errorBox(error, { id: "job-error" })]);
+        for (const region of [changes, body, history, activity]) empty(region);
         return;
       }
-      redraw(summary, job, () => jobSummary(job, ctx));
+      // Apart, so that a poll that brings a running job's new lease leaves the buttons and forms alone.
+      redraw(head, { id: job.id, name: job.name, state: job.state, tracked: job.tracked }, () => jobHead(job, ctx));
+      redraw(changes, { id: job.id, state: job.state, priority: job.priority, queue: job.queue, run_at: job.run_at },
+        () => changeForms(job, ctx));
+      redraw(body, job, () => jobBody(job));
       redraw(history, job.history, () => [h("h2", {}, "Attempts"), attemptTable(job.history)]);
       if (activityMissing) return;
       try {
@@ -42,48 +58,139 @@ export function mount(root, params, ctx) {
   };
 }
 
-function jobSummary(job, ctx) {
-  const act = (action, label, path, body) => h("button", {
+/** Empties a region that `redraw` fills, so that it draws again whatever comes next. */
+function empty(region) {
+  fill(region);
+  delete region.dataset.key;
+}
+
+/** The job's name and state, with the buttons that act on it as a whole. */
+function jobHead(job, ctx) {
+  const path = `/v1/jobs/${job.id}`;
+  /** A button that runs `request` (after `confirm`'s question, if any), saying `describe` when it is done. */
+  const button = (action, label, request, describe, { confirm, then, danger } = {}) => h("button", {
     type: "button",
+    class: danger ? "danger" : null,
     "data-action": action,
-    onclick: (event) => ctx.act(() => post(`/v1/jobs/${job.id}/${path}`, body), `job #${job.id}: ${label.toLowerCase()} done`, event.currentTarget),
+    onclick: async (event) => {
+      const target = event.currentTarget;
+      if (confirm && !(await confirmDialog(confirm))) return;
+      ctx.act(request, describe, target, { then });
+    },
   }, label);
+  const allowed = (action) => ALLOWED[action].includes(job.state);
+  // What a cancel brings, which a delete of a job that has not ended brings too.
+  const cascade = "its live children and the jobs that wait for it are cancelled too";
+  const cancelled = { failed: "It leaves its failure group", running: "Its worker is refused from then on" }[job.state]
+    ?? "It will not run";
+  const deleted = LIVE.includes(job.state) || job.state === "failed"
+    ? ` It is cancelled first: ${job.state === "running" ? "its worker is refused from then on, and " : ""}${cascade}.`
+    : "";
   const actions = [
-    LIVE.includes(job.state) ? act("cancel", "Cancel", "cancel") : act("requeue", "Run again", "requeue", {}),
-    job.tracked ? act("untrack", "Untrack", "untrack") : act("track", "Track", "track"),
-    MOVABLE.includes(job.state) ? moveForm(job, ctx) : null,
+    allowed("requeue") ? button("requeue", "Run again", () => post(`${path}/requeue`, {}),
+      (answer) => `job #${job.id}: runs again (${answer.state})`) : null,
+    job.tracked
+      ? button("untrack", "Untrack", () => post(`${path}/untrack`), `job #${job.id}: untracked`)
+      : button("track", "Track", () => post(`${path}/track`), `job #${job.id}: tracked`),
+    allowed("cancel") ? button("cancel", "Cancel…", () => post(`${path}/cancel`), `job #${job.id}: cancelled`, {
+      danger: true,
+      confirm: {
+        question: `Cancel job #${job.id}?`,
+        detail: `${cancelled}, and ${cascade}. Run again brings it back.`,
+        yes: "Cancel the job",
+      },
+    }) : null,
+    button("delete", "Delete…", () => del(path), `job #${job.id}: deleted`, {
+      danger: true,
+      then: "#/jobs",
+      confirm: {
+        question: `Delete job #${job.id}?`,
+        detail: `It goes for good, with its history.${deleted}`,
+        yes: "Delete the job",
+      },
+    }),
   ];
+  return h("div", { class: "title-row", "data-state": job.state },
+    h("h1", {}, `#${job.id} `, h("span", { class: "job-name" }, job.name), " ", badge(job.state)),
+    h("div", { class: "actions" }, actions));
+}
+
+/** The forms that change one thing about the job: its priority, its time, its queue, as its state allows. */
+function changeForms(job, ctx) {
+  const allowed = (action) => ALLOWED[action].includes(job.state);
+  const forms = [
+    allowed("priority") ? priorityForm(job, ctx) : null,
+    allowed("reschedule") ? rescheduleForm(job, ctx) : null,
+    allowed("move") ? moveForm(job, ctx) : null,
+  ].filter(Boolean);
+  return forms.length ? h("div", { class: "changes" }, forms) : null;
+}
+
+/** A form of one field and a button; `submit(button)` runs when it is sent. */
+function changeForm(id, action, label, input, buttonLabel, submit) {
+  const button = h("button", { type: "submit", "data-action": action }, buttonLabel);
+  const form = h("form", { class: "change", id }, h("label", {}, label, input), button);
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit(button);
+  });
+  return form;
+}
+
+function priorityForm(job, ctx) {
+  const input = h("input", { type: "number", name: "priority", value: job.priority, step: 1, required: true });
+  return changeForm("priority-job", "priority", "Priority", input, "Set", (button) => {
+    const priority = Number(input.value);
+    ctx.act(() => post(`/v1/jobs/${job.id}/priority`, { priority }), `job #${job.id}: priority set to ${priority}`, button);
+  });
+}
+
+/** A new time for a job that is not running yet, in this browser's time zone, to the minute. */
+function rescheduleForm(job, ctx) {
+  const input = h("input", { type: "datetime-local", name: "run_at", value: localMinute(job.run_at), required: true });
+  return changeForm("reschedule-job", "reschedule", "Run at", input, "Reschedule", (button) => {
+    const runAt = new Date(input.value).toISOString();
+    ctx.act(() => post(`/v1/jobs/${job.id}/reschedule`, { run_at: runAt }),
+      (answer) => `job #${job.id}: runs at ${when(runAt)} (${answer.state})`, button);
+  });
+}
+
+/** Moving a job that is not running to another queue: the queue's name, then Move. */
+function moveForm(job, ctx) {
+  const input = h("input", {
+    name: "queue", placeholder: "queue", "aria-label": "Move to queue", autocomplete: "off", spellcheck: "false", required: true,
+  });
+  return changeForm("move-job", "move", "Queue", input, "Move", (button) => {
+    const queue = input.value.trim();
+    ctx.act(() => post(`/v1/jobs/${job.id}/move`, { queue }), `job #${job.id}: moved to queue ${queue}`, button);
+  });
+}
+
+/** `iso` as a `datetime-local` input's value: this browser's local time, to the minute. */
+function localMinute(iso) {
+  const date = new Date(iso);
+  const two = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${two(date.getMonth() + 1)}-${two(date.getDate())}T${two(date.getHours())}:${two(date.getMinutes())}`;
+}
+
+function jobBody(job) {
+  const hasResult = job.result !== null && job.result !== undefined;
   return [
-    h("div", { class: "title-row" },
-      h("h1", {}, `#${job.id} `, h("span", { class: "job-name" }, job.name), " ", badge(job.state)),
-      h("div", { class: "actions" }, actions)),
     job.error ? h("section", { class: "job-error" },
       h("h2", {}, "Error", job.failure_group ? [" · ", h("a", { href: `#/jobs?${new URLSearchParams({ state: "failed", failure_group: job.failure_group })}` }, job.failure_group)] : null),
       h("pre", { class: "error" }, job.error)) : null,
     h("div", { class: "columns" },
       h("section", { class: "panel" }, h("h2", {}, "Details"), details(job)),
-      h("section", { class: "panel" }, h("h2", {}, "Data"), h("pre", { class: "data" }, json(job.data)),
-        job.progress !== null ? [h("h3", {}, "Progress"), h("pre", { class: "data" }, json(job.progress))] : null)),
+      h("div", {},
+        hasResult ? h("section", { class: "panel", id: "job-result" }, h("h2", {}, "Result"), h("pre", { class: "data" }, json(job.result))) : null,
+        h("section", { class: "panel", id: "job-data" }, h("h2", {}, "Data"), h("pre", { class: "data" }, json(job.data)),
+          job.progress !== null ? [h("h3", {}, "Progress"), h("pre", { class: "data" }, json(job.progress))] : null))),
   ];
-}
-
-/** Moving a job that has not started to another queue: the queue's name, then Move. */
-function moveForm(job, ctx) {
-  const input = h("input", {
-    name: "queue", placeholder: "queue", "aria-label": "Move to queue", autocomplete: "off", spellcheck: "false", required: true,
-  });
-  const button = h("button", { type: "submit", "data-action": "move" }, "Move");
-  const form = h("form", { class: "move", id: "move-job" }, input, button);
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const queue = input.value.trim();
-    ctx.act(() => post(`/v1/jobs/${job.id}/move`, { queue }), `job #${job.id}: moved to queue ${queue}`, button);
-  });
-  return form;
 }
 
 function details(job) {
   const link = (id) => h("a", { href: `#/jobs/${id}` }, `#${id}`);
+  const trace = traceParts(job.trace_parent);
   const rows = [
     ["Queue", h("a", { href: `#/jobs?queue=${encodeURIComponent(job.queue)}` }, job.queue)],
     ["Priority", String(job.priority)],
@@ -102,6 +209,10 @@ function details(job) {
     ["Throttle key", job.throttle_key],
     ["Concurrency key", job.concurrency_key],
     ["Concurrency limit", job.concurrency_limit ? `${job.concurrency_limit} of its key at once (its own)` : null],
+    ["Trace id", trace ? h("code", { class: "trace-id" }, trace.traceId) : null],
+    ["Trace parent", job.trace_parent
+      ? [h("code", { class: "trace-parent" }, job.trace_parent), trace ? h("span", { class: "muted" }, trace.sampled ? " (sampled)" : " (not sampled)") : null]
+      : null],
     ["Tags", job.tags.length ? job.tags.map((tag) => h("a", { class: "chip", href: `#/jobs?tag=${encodeURIComponent(tag)}` }, tag)) : null],
     ["Parent", job.parent ? link(job.parent) : null],
     ["Children", h("a", { href: `#/jobs?parent=${job.id}` }, "list")],
@@ -113,6 +224,12 @@ function details(job) {
     .map(([label, value]) => [h("dt", {}, label), h("dd", {}, value)]));
 }
 
+/** A W3C `traceparent` of version 00 in its parts, or null for none (or a form this page does not know). */
+function traceParts(value) {
+  const match = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(value ?? "");
+  return match ? { traceId: match[1], parentId: match[2], sampled: (parseInt(match[3], 16) & 1) === 1 } : null;
+}
+
 function attemptTable(attempts) {
   if (attempts.length === 0) return h("p", { class: "empty" }, "No attempt yet.");
   const columns = [
@@ -122,6 +239,7 @@ function attemptTable(attempts) {
     { label: "Took", class: "num" },
     { label: "Outcome" },
     { label: "Error", class: "wide" },
+    { label: "Result", class: "wide" },
     { label: "Used" },
   ];
   const rows = attempts.map((a) => ({
@@ -133,10 +251,21 @@ function attemptTable(attempts) {
       a.finished_at ? duration(Date.parse(a.finished_at) - Date.parse(a.started_at)) : "running",
       a.outcome ? badge(a.outcome) : badge("running"),
       a.error ? h("code", { class: "error" }, a.error) : "",
+      attemptResult(a.result),
       a.usage ? `${duration(a.usage.cpu_ms)} CPU, ${(a.usage.peak_memory / 1048576).toFixed(1)} MiB` : "",
     ],
   }));
   return table(columns, rows, { class: "stack attempts" });
+}
+
+/** An attempt's result on one line, or folded when it is long (the job's last one shows in full above). */
+function attemptResult(result) {
+  if (result === null || result === undefined) return "";
+  const text = JSON.stringify(result);
+  if (text.length <= SHORT_RESULT) return h("code", { class: "result" }, text);
+  return h("details", { class: "result" },
+    h("summary", {}, h("code", {}, `${text.slice(0, SHORT_RESULT)}…`)),
+    h("pre", { class: "data" }, json(result)));
 }
 
 function eventTable(log) {
