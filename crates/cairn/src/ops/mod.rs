@@ -22,6 +22,7 @@ use crate::store::db::{Db, Row, Sql, params};
 
 pub(crate) mod aging;
 pub(crate) mod bulk;
+pub(crate) mod bulk_action;
 pub(crate) mod bulk_claim;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
@@ -61,6 +62,7 @@ pub(crate) mod workers;
 /// The operations' public types, which `lib.rs` re-exports: an operation added here is in the crate's API.
 pub mod public {
     pub use super::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
+    pub use super::bulk_action::{BulkAction, BulkOutcome, BulkSelection, MAX_BULK_IDS};
     pub use super::cancel::Cancel;
     pub use super::checkpoint::Checkpoint;
     pub use super::claim::{

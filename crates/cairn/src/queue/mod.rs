@@ -1100,6 +1100,60 @@ impl Queue {
         self.inner.readers.read(move |conn| filter.run(conn)).await
     }
 
+    /// Runs `action` over the jobs `selection` names: every job a filter lists when the call starts, or a list of
+    /// ids. A chunk of jobs per transaction, each job as its own operation would treat it: one whose state the
+    /// action does not apply to (or that is gone) is skipped and counted, and the others go on. Jobs done before a
+    /// failure stay done.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming `queue` (a move's) or `ids` (more than
+    /// [`MAX_BULK_IDS`](crate::MAX_BULK_IDS)) before anything is done; storage errors, and what a filter's own
+    /// fields break, as [`Queue::list`].
+    pub async fn bulk(
+        &self,
+        action: crate::BulkAction,
+        selection: crate::BulkSelection,
+    ) -> Result<crate::BulkOutcome> {
+        use crate::ops::bulk_action::{BULK_CHUNK, BulkChunk, check};
+        check(&action, &selection)?;
+        let mut total = crate::BulkOutcome::default();
+        let run = |jobs: Vec<JobId>| {
+            let chunk = BulkChunk {
+                action: action.clone(),
+                jobs,
+            };
+            self.write(chunk)
+        };
+        match selection {
+            crate::BulkSelection::Ids(ids) => {
+                for jobs in ids.chunks(BULK_CHUNK) {
+                    add(&mut total, run(jobs.to_vec()).await?);
+                }
+            }
+            crate::BulkSelection::Filter(filter) => {
+                // Newest first, a page at a time from where the last one ended: jobs created meanwhile have higher
+                // ids, and are not reached.
+                let mut page_filter = JobFilter {
+                    before: None,
+                    limit: crate::query::MAX_PAGE,
+                    ..filter
+                };
+                loop {
+                    let page = self.list(page_filter.clone()).await?;
+                    let ids: Vec<JobId> = page.jobs.iter().map(|j| j.id).collect();
+                    for jobs in ids.chunks(BULK_CHUNK) {
+                        add(&mut total, run(jobs.to_vec()).await?);
+                    }
+                    match page.next {
+                        Some(next) => page_filter.before = Some(next),
+                        None => break,
+                    }
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// Returns once the writer has run a batch sent after this call: every operation sent before it has committed,
     /// and the timed work due by the queue's clock (promotion, lease expiry, template slots, retention) has run.
     ///
@@ -1252,4 +1306,11 @@ impl Request for Dequeue {
     fn run_on(self, queue: &Queue) -> crate::worker::BoxFuture<'_, Result<Vec<ClaimedJob>>> {
         Box::pin(queue.dequeue(self))
     }
+}
+
+/// Adds a chunk's counts to a bulk action's.
+fn add(total: &mut crate::BulkOutcome, chunk: crate::BulkOutcome) {
+    total.matched += chunk.matched;
+    total.done += chunk.done;
+    total.skipped += chunk.skipped;
 }
