@@ -714,3 +714,151 @@ impl Route for SetData {
         })
     }
 }
+
+/// One action over many jobs (`POST /v1/jobs/bulk`): those of `filter`, or the `ids` listed (exactly one of the
+/// two). A chunk of jobs per transaction; a job the action does not apply to is skipped and counted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BulkRequest {
+    /// `cancel` (jobs that have not completed), `delete` (any job, a live one cancelled first), `retry` (run again
+    /// the jobs that failed, were cancelled or completed) or `move` (jobs that are not running, to `queue`).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(cancel|delete|retry|move)$"))]
+    pub action: String,
+    /// With `move`: the queue the jobs go to (and only with `move`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::QueueName>))]
+    pub queue: Option<String>,
+    /// These jobs, at most 10,000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<crate::rules::JobId>>, max_items = 10000))]
+    pub ids: Option<Vec<i64>>,
+    /// Every job this filter lists when the action starts (as `GET /v1/jobs` filters them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<BulkFilterBody>,
+}
+
+/// The jobs a bulk action acts on, as `GET /v1/jobs`'s filters choose them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BulkFilterBody {
+    /// Only jobs in this queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::QueueName>))]
+    pub queue: Option<String>,
+    /// Only jobs in this state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::JobStateName>))]
+    pub state: Option<String>,
+    /// Only jobs whose name matches this GLOB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::NamePattern>))]
+    pub name: Option<String>,
+    /// Only jobs with this tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::Tag>))]
+    pub tag: Option<String>,
+    /// Only the failed jobs of this failure group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_group: Option<String>,
+    /// Only the children of this job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::JobId>))]
+    pub parent: Option<i64>,
+    /// Only tracked jobs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tracked: bool,
+}
+
+/// What a bulk action did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BulkBody {
+    /// The jobs it selected.
+    pub matched: u64,
+    /// Those it acted on.
+    pub done: u64,
+    /// Those it left as they were: gone, or in a state the action does not apply to.
+    pub skipped: u64,
+}
+
+impl From<cairn::BulkOutcome> for BulkBody {
+    fn from(o: cairn::BulkOutcome) -> Self {
+        BulkBody {
+            matched: o.matched,
+            done: o.done,
+            skipped: o.skipped,
+        }
+    }
+}
+
+impl BulkRequest {
+    /// The engine's action and selection.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming `action`, `queue`, `ids`, `filter` or a filter's field.
+    pub fn into_bulk(self) -> Result<(cairn::BulkAction, cairn::BulkSelection), Error> {
+        let action = match (self.action.as_str(), self.queue) {
+            ("move", Some(queue)) => cairn::BulkAction::Move { queue },
+            ("move", None) => return Err(crate::route::invalid("queue", "is required with move")),
+            (_, Some(_)) => return Err(crate::route::invalid("queue", "applies only to move")),
+            ("cancel", None) => cairn::BulkAction::Cancel,
+            ("delete", None) => cairn::BulkAction::Delete,
+            ("retry", None) => cairn::BulkAction::Retry,
+            (other, None) => {
+                return Err(crate::route::invalid(
+                    "action",
+                    format!("must be cancel, delete, retry or move, got {other:?}"),
+                ));
+            }
+        };
+        let selection = match (self.ids, self.filter) {
+            (Some(ids), None) => {
+                let ids = ids
+                    .into_iter()
+                    .map(|id| {
+                        if id > 0 {
+                            Ok(JobId(id))
+                        } else {
+                            Err(crate::route::invalid(
+                                "ids",
+                                format!("must be positive, got {id}"),
+                            ))
+                        }
+                    })
+                    .collect::<Result<Vec<_>, Error>>()?;
+                cairn::BulkSelection::Ids(ids)
+            }
+            (None, Some(f)) => cairn::BulkSelection::Filter(cairn::JobFilter {
+                queue: f.queue,
+                state: f
+                    .state
+                    .map(|s| {
+                        s.parse::<JobState>().map_err(|_| {
+                            crate::route::invalid(
+                                "filter.state",
+                                format!(
+                                    "must be a job state (queued, running, failed, …), got {s:?}"
+                                ),
+                            )
+                        })
+                    })
+                    .transpose()?,
+                name: f.name,
+                tag: f.tag,
+                failure_group: f.failure_group,
+                parent: f.parent.map(JobId),
+                tracked: f.tracked,
+                ..cairn::JobFilter::default()
+            }),
+            _ => {
+                return Err(crate::route::invalid(
+                    "ids",
+                    "give exactly one of ids and filter",
+                ));
+            }
+        };
+        Ok((action, selection))
+    }
+}

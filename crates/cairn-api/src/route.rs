@@ -191,7 +191,7 @@ impl Jobs for cairn::Queue {
 }
 
 /// A bad path parameter, as the engine names a bad field.
-fn invalid(field: &str, rule: impl std::fmt::Display) -> Error {
+pub(crate) fn invalid(field: &str, rule: impl std::fmt::Display) -> Error {
     Error::from_parts(
         ErrorKind::InvalidInput,
         Some(field.to_owned()),

@@ -215,6 +215,56 @@ impl Client {
         body.jobs.iter().map(EnqueuedBody::to_enqueued).collect()
     }
 
+    /// Runs one action over many jobs; see [`cairn::Queue::bulk`]. The request lasts as long as the action, a
+    /// chunk of jobs per transaction: up to ten minutes here.
+    ///
+    /// # Errors
+    /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
+    pub async fn bulk(
+        &self,
+        action: cairn::BulkAction,
+        selection: cairn::BulkSelection,
+    ) -> Result<cairn::BulkOutcome> {
+        let (action, queue) = match action {
+            cairn::BulkAction::Move { queue } => ("move", Some(queue)),
+            other => (other.as_str(), None),
+        };
+        let (ids, filter) = match selection {
+            cairn::BulkSelection::Ids(ids) => (Some(ids.iter().map(|id| id.0).collect()), None),
+            cairn::BulkSelection::Filter(f) => (
+                None,
+                Some(cairn_api::BulkFilterBody {
+                    queue: f.queue,
+                    state: f.state.map(|s| s.as_str().to_owned()),
+                    name: f.name,
+                    tag: f.tag,
+                    failure_group: f.failure_group,
+                    parent: f.parent.map(|p| p.0),
+                    tracked: f.tracked,
+                }),
+            ),
+        };
+        let request = cairn_api::BulkRequest {
+            action: action.to_owned(),
+            queue,
+            ids,
+            filter,
+        };
+        let body: cairn_api::BulkBody = self
+            .call(
+                Method::POST,
+                "/v1/jobs/bulk",
+                Some(&request),
+                Duration::from_secs(600),
+            )
+            .await?;
+        Ok(cairn::BulkOutcome {
+            matched: body.matched,
+            done: body.done,
+            skipped: body.skipped,
+        })
+    }
+
     /// Takes ready jobs, waiting (a long poll) as the request says; see [`cairn::Queue::dequeue`].
     ///
     /// # Errors

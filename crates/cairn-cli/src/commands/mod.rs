@@ -25,6 +25,7 @@
 //! | 7 | `cairn get` found no job before its wait ended |
 
 mod args;
+mod bulk;
 mod config;
 mod deps;
 mod failures;
@@ -49,6 +50,7 @@ use clap::Subcommand;
 use crate::exit::Code;
 
 pub use args::{CommonArgs, JsonInput, LeaseArgs};
+pub use bulk::BulkArgs;
 pub use config::{ConfigArgs, ConfigCommand};
 pub use deps::DepsArgs;
 pub use failures::{FailuresArgs, UnfailArgs};
@@ -96,6 +98,9 @@ pub enum ClientCommand {
     /// Wait for a job to end, then show it with its result or error; the exit code says how it ended.
     #[command(after_long_help = EXIT_CODES)]
     Wait(WaitArgs),
+    /// Cancel, delete, retry or move every job a filter lists (`cairn list`'s filters), or the ids given.
+    #[command(after_long_help = EXIT_CODES)]
+    Bulk(BulkArgs),
     /// List jobs, newest first.
     #[command(after_long_help = EXIT_CODES)]
     List(ListArgs),
@@ -214,6 +219,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Get(args) => args.run().await,
         ClientCommand::Show(args) => args.run().await,
         ClientCommand::Wait(args) => args.run().await,
+        ClientCommand::Bulk(args) => args.run().await,
         ClientCommand::List(args) => args.run().await,
         ClientCommand::Update(args) => args.run().await,
         ClientCommand::Heartbeat(args) => args.run().await,

@@ -1027,3 +1027,42 @@ fn wait_prints_the_job_once_it_ends_and_says_how_in_its_exit_code() {
     let missing = server.cairn(&["wait", "999", "--timeout", "1s"], None);
     assert_eq!(missing.status.code(), Some(3), "{}", stderr(&missing));
 }
+
+/// `cairn bulk` runs one action over a filter's jobs or the ids given, and says how many it did and skipped.
+#[test]
+fn bulk_acts_on_a_filter_or_ids_and_counts_what_it_did() {
+    let server = TestServer::spawn();
+    for _ in 0..5 {
+        ok(&server.cairn(&["push", "send", "--queue", "mail"], None));
+    }
+    ok(&server.cairn(&["push", "render", "--queue", "pdf"], None));
+    assert_eq!(
+        ok(&server.cairn(&["bulk", "cancel", "--queue", "mail"], None)),
+        "cancel: 5 of 5 jobs (0 skipped: gone, or in a state cancel does not apply to)\n"
+    );
+    let moved: cairn_api::BulkBody = ok_json(&server.cairn(
+        &["bulk", "move", "--to", "later", "--ids", "1,2,6", "--json"],
+        None,
+    ));
+    assert_eq!((moved.matched, moved.done, moved.skipped), (3, 3, 0));
+    // The cancelled jobs moved (1 and 2) run again in their new queue; the other three are still cancelled.
+    let retried = ok(&server.cairn(&["bulk", "retry", "--state", "cancelled"], None));
+    assert!(retried.starts_with("retry: 3 of 3 jobs"), "{retried}");
+    let page: JobPageBody = ok_json(&server.cairn(&["list", "--queue", "later", "--json"], None));
+    assert_eq!(page.jobs.len(), 3);
+    assert!(page.jobs.iter().all(|j| j.state == "queued"), "{page:?}");
+
+    let everything = server.cairn(&["bulk", "delete"], None);
+    assert_eq!(everything.status.code(), Some(2), "{}", stderr(&everything));
+    assert!(
+        stderr(&everything).contains("--all"),
+        "{}",
+        stderr(&everything)
+    );
+    let no_queue = server.cairn(&["bulk", "move", "--queue", "mail"], None);
+    assert_eq!(no_queue.status.code(), Some(2), "{}", stderr(&no_queue));
+    assert_eq!(
+        ok(&server.cairn(&["bulk", "delete", "--all"], None)),
+        "delete: 6 of 6 jobs (0 skipped: gone, or in a state delete does not apply to)\n"
+    );
+}

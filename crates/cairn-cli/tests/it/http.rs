@@ -1739,3 +1739,43 @@ async fn a_trace_context_in_the_body_is_checked_and_one_in_the_header_is_taken_w
         "{refused}"
     );
 }
+
+/// `POST /v1/jobs/bulk` names the field a bad request breaks, before doing anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_bulk_request_names_its_field() {
+    let server = TestServer::spawn();
+    post(&server, "/v1/jobs", r#"{"name": "x"}"#).await;
+    for (body, field) in [
+        (r#"{"action": "explode", "ids": [1]}"#, "action"),
+        (r#"{"action": "move", "ids": [1]}"#, "queue"),
+        (r#"{"action": "cancel", "queue": "q", "ids": [1]}"#, "queue"),
+        (r#"{"action": "cancel"}"#, "ids"),
+        (r#"{"action": "cancel", "ids": [1], "filter": {}}"#, "ids"),
+        (r#"{"action": "cancel", "ids": [0]}"#, "ids"),
+        (
+            r#"{"action": "cancel", "filter": {"state": "gone"}}"#,
+            "filter.state",
+        ),
+        (
+            r#"{"action": "move", "queue": "no spaces", "ids": [1]}"#,
+            "queue",
+        ),
+    ] {
+        let (status, answer) = post(&server, "/v1/jobs/bulk", body).await;
+        assert_eq!(
+            (status, &answer["error"]["field"]),
+            (400, &json!(field)),
+            "{body}: {answer}"
+        );
+    }
+    let (status, answer) = post(
+        &server,
+        "/v1/jobs/bulk",
+        r#"{"action": "cancel", "filter": {}}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, &answer),
+        (200, &json!({"matched": 1, "done": 1, "skipped": 0}))
+    );
+}

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use cairn::{JobFilter, JobState, Push};
 use cairn_api::{
-    EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody, PushBatchRequest,
-    PushRequest,
+    BulkBody, BulkRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
+    JobPageBody, PushBatchRequest, PushRequest,
 };
 use serde::Deserialize;
 use std::time::Duration;
@@ -78,6 +78,23 @@ pub async fn enqueue_batch(
     Ok(Json(EnqueuedBatchBody {
         jobs: enqueued.into_iter().map(EnqueuedBody::from).collect(),
     }))
+}
+
+/// One action over many jobs: those of a filter when it starts, or a list of ids; a chunk per transaction, each job
+/// by its own operation's rules, the ones it does not apply to skipped and counted.
+#[utoipa::path(post, path = "/v1/jobs/bulk", tag = "jobs", request_body = BulkRequest,
+    responses(
+        (status = 200, description = "What it did: the jobs matched, done and skipped", body = BulkBody),
+        (status = 400, description = "Bad input, naming the field (an unknown action, a move without a queue, both or neither of ids and filter)", body = ErrorBody),
+        WriteWithBodyErrors,
+    ))]
+pub async fn bulk(
+    State(state): State<AppState>,
+    JsonBody(request): JsonBody<BulkRequest>,
+) -> ApiResult<Json<BulkBody>> {
+    let (action, selection) = request.into_bulk()?;
+    let outcome = state.queue.bulk(action, selection).await?;
+    Ok(Json(outcome.into()))
 }
 
 /// A push without a trace context of its own takes the request's (its W3C `traceparent` header), so that a caller
