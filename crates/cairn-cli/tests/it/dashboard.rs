@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cairn::{Dequeue, JobId, JobState, Push};
+use cairn::{Dequeue, ErrorKind, JobId, JobState, Push};
 use cairn_client::Client;
 use serde_json::{Value, json};
 
@@ -416,8 +416,254 @@ async fn a_queue_is_paused_and_resumed_from_the_queues_page() {
     browser.close().await;
 }
 
+/// The text of the notice line once it shows an error (`ok` false) or a result (`ok` true) that contains `part`.
+async fn notice(browser: &Browser, ok: bool, part: &str) -> String {
+    let script = format!(
+        "const n = document.querySelector('#notice:not([hidden])'); \
+         return n && n.classList.contains('ok') === {ok} && n.innerText.includes({part:?}) ? n.innerText : null"
+    );
+    let what = format!(
+        "{} saying {part:?} in the notice line",
+        if ok { "a result" } else { "an error" }
+    );
+    let text = browser.wait_for(&what, &script).await;
+    text.as_str().expect("text").to_owned()
+}
+
+/// Waits until job `id`'s page shows it in `state`.
+async fn wait_state(browser: &Browser, id: JobId, state: &str) {
+    browser
+        .wait_for(
+            &format!("job {id} shown {state}"),
+            &format!(
+                "return document.querySelector('#job h1')?.innerText.startsWith('#{id} ') \
+                 && document.querySelector('#job h1 .badge')?.innerText === '{state}'"
+            ),
+        )
+        .await;
+}
+
+/// The `data-action`s of the buttons and forms job `id`'s page offers, in order.
+async fn offered(browser: &Browser) -> Value {
+    browser
+        .execute(
+            "return [...document.querySelectorAll('#job [data-action]')].map(e => e.dataset.action)",
+            json!([]),
+        )
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_is_moved_to_another_queue_from_its_page() {
+async fn a_jobs_page_shows_its_result_and_trace_context() {
+    const TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(
+            Push::new("report.export")
+                .queue("reports")
+                .data(json!({"month": "2026-10"}))
+                .trace_parent(TRACE),
+        )
+        .await
+        .unwrap()
+        .id;
+    // A first attempt that retries (no result), then one that finishes with a result; the result holds markup, which
+    // the page must show as text.
+    let first = client.dequeue(take("w", "reports", 1)).await.unwrap();
+    let retried = client
+        .retry(&first[0].lease, "disk full", Some(Duration::ZERO))
+        .await
+        .unwrap();
+    assert_eq!(retried, JobState::Queued);
+    let second = client.dequeue(take("w", "reports", 1)).await.unwrap();
+    let result = json!({"pages": 12, "file": "<b>october</b>.pdf"});
+    client
+        .finish_with(cairn::Finish {
+            result: Some(result.clone()),
+            ..cairn::Finish::new(&second[0].lease)
+        })
+        .await
+        .unwrap();
+    // What the server says, so that a failure below is the dashboard's.
+    let body = serde_json::to_value(client.get_body(id).await.unwrap()).unwrap();
+    assert_eq!(body["result"], result);
+    assert_eq!(body["trace_parent"], json!(TRACE));
+    assert_eq!(body["history"][0]["result"], Value::Null);
+    assert_eq!(body["history"][1]["result"], result);
+
+    let browser = Browser::start(Viewport::Desktop).await;
+    let details = job_details(&browser, &server, id).await;
+    assert!(
+        details.contains("Trace id\n4bf92f3577b34da6a3ce929d0e0e4736"),
+        "{details}"
+    );
+    assert!(
+        details.contains(&format!("Trace parent\n{TRACE} (sampled)")),
+        "{details}"
+    );
+    let shown = browser
+        .wait_for(
+            "the job's result",
+            "return document.querySelector('#job-result pre')?.innerText",
+        )
+        .await;
+    let shown: Value = serde_json::from_str(shown.as_str().unwrap()).expect("the result as JSON");
+    assert_eq!(shown, result);
+    let data = browser
+        .execute(
+            "return document.querySelector('#job-data pre')?.innerText",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        serde_json::from_str::<Value>(data.as_str().unwrap()).unwrap(),
+        json!({"month": "2026-10"}),
+        "the data, apart from the result"
+    );
+    let results = browser
+        .wait_for(
+            "each attempt's result in the history",
+            "const rows = [...document.querySelectorAll('#history tr[data-attempt]')]\
+               .map(r => r.querySelector('td[data-label=\"Result\"]').innerText); \
+             return rows.length === 2 ? rows : null",
+        )
+        .await;
+    assert_eq!(results[0], json!(""), "the retried attempt has no result");
+    assert_eq!(
+        serde_json::from_str::<Value>(results[1].as_str().unwrap()).unwrap(),
+        result
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('#job b, #history b').length",
+                json!([])
+            )
+            .await,
+        json!(0),
+        "the result was read as markup"
+    );
+    browser.screenshot("job-result").await;
+
+    // A job without either shows neither.
+    let plain = client.enqueue(Push::new("plain")).await.unwrap().id;
+    let details = job_details(&browser, &server, plain).await;
+    assert!(!details.contains("Trace"), "{details}");
+    assert_eq!(
+        browser
+            .execute("return document.querySelector('#job-result')", json!([]))
+            .await,
+        Value::Null
+    );
+    assert_no_page_errors(&browser, "the job pages with and without a result").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_job_is_cancelled_then_deleted_from_its_page_each_after_asking() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap()
+        .id;
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, &format!("jobs/{id}")).await;
+    wait_state(&browser, id, "queued").await;
+    assert_eq!(
+        offered(&browser).await,
+        json!([
+            "track",
+            "cancel",
+            "delete",
+            "priority",
+            "reschedule",
+            "move"
+        ])
+    );
+
+    // Asked, and kept: nothing happens.
+    browser.click("button[data-action=\"cancel\"]").await;
+    let question = browser
+        .wait_for(
+            "the question before cancelling",
+            "return document.querySelector('#confirm-dialog[open]')?.innerText",
+        )
+        .await;
+    assert!(
+        question
+            .as_str()
+            .unwrap()
+            .contains(&format!("Cancel job #{id}?")),
+        "{question}"
+    );
+    browser.screenshot("job-cancel-question").await;
+    browser.click("#confirm-dialog button[value=no]").await;
+    browser
+        .wait_for(
+            "the question gone",
+            "return document.querySelector('#confirm-dialog') === null",
+        )
+        .await;
+    assert_eq!(client.get(id).await.unwrap().state, JobState::Queued);
+
+    // Asked, and confirmed.
+    browser.click("button[data-action=\"cancel\"]").await;
+    browser
+        .click("#confirm-dialog[open] button[value=yes]")
+        .await;
+    eventually(DEADLINE, "the job cancelled", || async {
+        client.get(id).await.unwrap().state == JobState::Cancelled
+    })
+    .await;
+    notice(&browser, true, &format!("job #{id}: cancelled")).await;
+    wait_state(&browser, id, "cancelled").await;
+    assert_eq!(
+        offered(&browser).await,
+        json!(["requeue", "track", "delete", "move"]),
+        "a cancelled job can run again, be moved or deleted, not cancelled"
+    );
+
+    // Deleted, after asking: the page goes back to the list, saying so.
+    browser.click("button[data-action=\"delete\"]").await;
+    let question = browser
+        .wait_for(
+            "the question before deleting",
+            "return document.querySelector('#confirm-dialog[open]')?.innerText",
+        )
+        .await;
+    assert!(
+        question
+            .as_str()
+            .unwrap()
+            .contains(&format!("Delete job #{id}?")),
+        "{question}"
+    );
+    browser
+        .click("#confirm-dialog[open] button[value=yes]")
+        .await;
+    eventually(DEADLINE, "the job deleted", || async {
+        client
+            .get(id)
+            .await
+            .is_err_and(|e| e.kind() == ErrorKind::NotFound)
+    })
+    .await;
+    browser
+        .wait_for(
+            "the jobs list",
+            "return location.hash === '#/jobs' && document.querySelector('.view[data-view=\"jobs\"][data-loaded=\"true\"]') !== null",
+        )
+        .await;
+    notice(&browser, true, &format!("job #{id}: deleted")).await;
+    assert_no_page_errors(&browser, "cancelling and deleting a job").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_priority_time_and_queue_are_changed_from_its_page() {
     let server = TestServer::spawn();
     let client = server.client();
     let id = client
@@ -428,22 +674,29 @@ async fn a_job_is_moved_to_another_queue_from_its_page() {
     let browser = Browser::start(Viewport::Desktop).await;
     open(&browser, &server, &format!("jobs/{id}")).await;
 
+    browser
+        .type_into("#priority-job input[name=priority]", "7")
+        .await;
+    browser.click("#priority-job button[type=submit]").await;
+    eventually(DEADLINE, "the priority changed", || async {
+        client.get(id).await.unwrap().priority == 7
+    })
+    .await;
+    notice(&browser, true, "priority set to 7").await;
+    browser
+        .wait_for(
+            "the new priority in the details",
+            "return document.querySelector('dl.details')?.innerText.includes('Priority\\n7')",
+        )
+        .await;
+
     // A name the engine refuses: its error shows, naming the field, and nothing moves.
     browser
         .type_into("#move-job input[name=queue]", &"q".repeat(300))
         .await;
     browser.click("#move-job button[type=submit]").await;
-    let message = browser
-        .wait_for(
-            "the API's error in the notice line",
-            "const n = document.querySelector('.notice:not([hidden])'); return n && !n.classList.contains('ok') ? n.innerText : null",
-        )
-        .await;
-    let message = message.as_str().unwrap();
-    assert!(
-        message.contains("invalid_input") && message.contains("field: queue"),
-        "{message}"
-    );
+    let message = notice(&browser, false, "invalid_input").await;
+    assert!(message.contains("field: queue"), "{message}");
     assert_eq!(client.get(id).await.unwrap().queue.as_str(), "reports");
 
     browser
@@ -460,15 +713,123 @@ async fn a_job_is_moved_to_another_queue_from_its_page() {
             "return document.querySelector('#job a[href=\"#/jobs?queue=urgent\"]') !== null",
         )
         .await;
-    // A running job has no move: it stays in the queue its worker took it from.
-    client.dequeue(take("w", "urgent", 1)).await.unwrap();
-    browser
-        .wait_for(
-            "the running job without a move form",
-            "return document.querySelector('#job') !== null && document.querySelector('#move-job') === null",
+
+    // Rescheduled to a later time (in the browser's time zone, as the form reads it): scheduled.
+    let later = browser
+        .execute(
+            "const input = document.querySelector('#reschedule-job input[name=run_at]'); \
+             input.value = '2030-01-02T03:04'; \
+             return new Date(input.value).toISOString()",
+            json!([]),
         )
         .await;
+    let later: jiff::Timestamp = later.as_str().unwrap().parse().unwrap();
+    browser.click("#reschedule-job button[type=submit]").await;
+    eventually(DEADLINE, "the job rescheduled", || async {
+        let job = client.get(id).await.unwrap();
+        job.state == JobState::Scheduled && job.run_at == later
+    })
+    .await;
+    wait_state(&browser, id, "scheduled").await;
+    notice(&browser, true, "(scheduled)").await;
+
+    // Running: it can change priority, not time or queue.
+    client.reschedule(id, jiff::Timestamp::now()).await.unwrap();
+    client.dequeue(take("w", "urgent", 1)).await.unwrap();
+    wait_state(&browser, id, "running").await;
+    assert_eq!(
+        offered(&browser).await,
+        json!(["track", "cancel", "delete", "priority"])
+    );
     assert_no_page_errors(&browser, "job").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_action_shows_the_apis_error_and_the_job_as_it_is() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("report.daily").queue("reports"))
+        .await
+        .unwrap()
+        .id;
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, &format!("jobs/{id}")).await;
+    wait_state(&browser, id, "queued").await;
+
+    // The page stops polling as in a hidden tab, once the poll under way (if any) is over, so that it still shows
+    // the job queued when a worker takes it.
+    browser
+        .execute(
+            "Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); \
+             document.getElementById('live').dataset.state = 'probe'",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_for(
+            "the poller to stop",
+            "return document.getElementById('live').dataset.state === 'paused'",
+        )
+        .await;
+    client.dequeue(take("w", "reports", 1)).await.unwrap();
+    browser
+        .execute(
+            "document.querySelector('#reschedule-job input[name=run_at]').value = '2030-01-02T03:04'",
+            json!([]),
+        )
+        .await;
+    browser.click("#reschedule-job button[type=submit]").await;
+    let message = notice(&browser, false, "invalid_state").await;
+    assert!(
+        message.contains(&format!(
+            "job {id} is running; only scheduled and queued jobs can be rescheduled"
+        )),
+        "{message}"
+    );
+    // The page looks again: the job is running, and offers no reschedule.
+    wait_state(&browser, id, "running").await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('#reschedule-job')",
+                json!([])
+            )
+            .await,
+        Value::Null
+    );
+    assert_eq!(client.get(id).await.unwrap().state, JobState::Running);
+    browser.screenshot("job-refused").await;
+    // Visible again (the next page is the same document: only its address's `#` part changes).
+    browser
+        .execute(
+            "delete document.hidden; document.dispatchEvent(new Event('visibilitychange'))",
+            json!([]),
+        )
+        .await;
+
+    // A refusal the page cannot foresee: running again a job whose unique key a new job holds.
+    let key = |name: &str| {
+        Push::new(name)
+            .queue("exports")
+            .unique_key("export:2026-10")
+    };
+    let done = client.enqueue(key("export")).await.unwrap().id;
+    let taken = client.dequeue(take("w", "exports", 1)).await.unwrap();
+    client.finish(&taken[0].lease, None).await.unwrap();
+    let holder = client.enqueue(key("export")).await.unwrap();
+    assert!(!holder.existing);
+    open(&browser, &server, &format!("jobs/{done}")).await;
+    wait_state(&browser, done, "completed").await;
+    browser.click("button[data-action=\"requeue\"]").await;
+    let message = notice(&browser, false, "invalid_state").await;
+    assert!(
+        message.contains(&format!("job {} holds the unique key", holder.id)),
+        "{message}"
+    );
+    assert_eq!(client.get(done).await.unwrap().state, JobState::Completed);
+    assert_no_page_errors(&browser, "refused actions").await;
     browser.close().await;
 }
 
