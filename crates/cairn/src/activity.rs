@@ -83,6 +83,47 @@ pub(crate) const RECENT: Sql = Sql::both(
      AND at >= $4 AND at < $5 ORDER BY id DESC LIMIT 0 + $6",
 );
 
+/// The events after `after`, oldest first, at most `limit`: where the event stream reads on from (`$1`, `$2`).
+pub(crate) const AFTER: Sql = Sql::both(
+    "SELECT id, at, event, job_id, queue, name, worker, detail FROM activity WHERE id > $1 ORDER BY id \
+     LIMIT 0 + $2",
+);
+
+/// The newest event's id, 0 for an empty log.
+pub(crate) const NEWEST: Sql = Sql::both("SELECT coalesce(max(id), 0) FROM activity");
+
+/// The events after `after`, oldest first, at most `limit`.
+pub(crate) fn after(db: &Db<'_>, after: i64, limit: u32) -> Result<Vec<ActivityEvent>> {
+    db.query(AFTER, &params![after, i64::from(limit)], event_from_row)
+}
+
+/// The newest event's id, 0 for an empty log.
+pub(crate) fn newest(db: &Db<'_>) -> Result<i64> {
+    db.query_one(NEWEST, &params![], |r| r.get(0))
+}
+
+/// One row of `activity`, as the statements here select it.
+fn event_from_row(r: &crate::store::db::Row<'_>) -> Result<ActivityEvent> {
+    let kind: String = r.get(2)?;
+    // A kind this version does not know was written by a newer Cairn: an error, not a guess.
+    let kind = ActivityKind::parse(&kind).ok_or_else(|| {
+        Error::new(
+            crate::ErrorKind::Storage,
+            format!("the activity log holds an unknown event {kind:?}"),
+        )
+    })?;
+    Ok(ActivityEvent {
+        id: r.get(0)?,
+        at: from_millis(r.get(1)?),
+        kind,
+        job: r.get::<Option<i64>>(3)?.map(JobId),
+        queue: r.get(4)?,
+        name: r.get(5)?,
+        worker: r.get(6)?,
+        detail: r.get(7)?,
+    })
+}
+
 /// Lists events as `filter` says.
 pub(crate) fn list(db: &Db<'_>, filter: &ActivityFilter) -> Result<ActivityPage> {
     let limit = match filter.limit {
@@ -121,26 +162,7 @@ pub(crate) fn list(db: &Db<'_>, filter: &ActivityFilter) -> Result<ActivityPage>
     if let Some(job) = filter.job {
         params.0.insert(0, job.to_value());
     }
-    let mut events = db.query(sql, &params, |r| {
-        let kind: String = r.get(2)?;
-        // A kind this version does not know was written by a newer Cairn: an error, not a guess.
-        let kind = ActivityKind::parse(&kind).ok_or_else(|| {
-            Error::new(
-                crate::ErrorKind::Storage,
-                format!("the activity log holds an unknown event {kind:?}"),
-            )
-        })?;
-        Ok(ActivityEvent {
-            id: r.get(0)?,
-            at: from_millis(r.get(1)?),
-            kind,
-            job: r.get::<Option<i64>>(3)?.map(JobId),
-            queue: r.get(4)?,
-            name: r.get(5)?,
-            worker: r.get(6)?,
-            detail: r.get(7)?,
-        })
-    })?;
+    let mut events = db.query(sql, &params, event_from_row)?;
     let next_before = if events.len() > limit as usize {
         events.truncate(limit as usize);
         events.last().map(|e| e.id)

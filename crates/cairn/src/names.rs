@@ -266,6 +266,15 @@ impl NamePattern {
         prefix
     }
 
+    /// Whether `name` matches, as SQLite's GLOB decides (case-sensitive; `*` any run of characters, `?` one, `[…]`
+    /// one of a set, with ranges, `^` negating, and a `]` first a member), for matching in memory what the
+    /// database's claims match in SQL.
+    pub fn matches(&self, name: &str) -> bool {
+        let pattern: Vec<char> = self.0.chars().collect();
+        let name: Vec<char> = name.chars().collect();
+        glob(&pattern, &name)
+    }
+
     /// The pattern that matches `name` and nothing else: GLOB's `*`, `?` and `[` each stand in a set of their own
     /// (`a?b` becomes `a[?]b`). A `]` outside a set is already itself.
     pub fn exact(name: &JobName) -> Self {
@@ -282,6 +291,69 @@ impl NamePattern {
         }
         NamePattern(pattern)
     }
+}
+
+/// GLOB's match of `name` against `pattern`: a `*` tries each place it could end (the last `*` seen is the only
+/// one to go back to, as in SQLite's own matcher, which keeps this linear in practice).
+fn glob(pattern: &[char], name: &[char]) -> bool {
+    let (mut p, mut n) = (0, 0);
+    // Where the last `*` was, and the name's position it was tried at.
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        let step = match pattern.get(p) {
+            Some('*') => {
+                star = Some((p, n));
+                p += 1;
+                continue;
+            }
+            Some('?') => Some(p + 1),
+            Some('[') => set(pattern, p, name[n]),
+            Some(c) if *c == name[n] => Some(p + 1),
+            _ => None,
+        };
+        match (step, star) {
+            (Some(next), _) => {
+                p = next;
+                n += 1;
+            }
+            (None, Some((at, tried))) => {
+                // The `*` takes one more character.
+                p = at + 1;
+                n = tried + 1;
+                star = Some((at, tried + 1));
+            }
+            (None, None) => return false,
+        }
+    }
+    pattern[p..].iter().all(|c| *c == '*')
+}
+
+/// The set opening at `pattern[open]` (`[`): where the pattern goes on if it holds `c`, or `None`. An unclosed set
+/// matches nothing (patterns are checked to close them).
+fn set(pattern: &[char], open: usize, c: char) -> Option<usize> {
+    let mut i = open + 1;
+    let negated = pattern.get(i) == Some(&'^');
+    if negated {
+        i += 1;
+    }
+    let mut found = false;
+    let mut first = true;
+    loop {
+        let member = *pattern.get(i)?;
+        if member == ']' && !first {
+            break;
+        }
+        first = false;
+        if pattern.get(i + 1) == Some(&'-') && pattern.get(i + 2).is_some_and(|end| *end != ']') {
+            let end = pattern[i + 2];
+            found |= member <= c && c <= end;
+            i += 3;
+        } else {
+            found |= member == c;
+            i += 1;
+        }
+    }
+    (found != negated).then_some(i + 1)
 }
 
 /// Rejects GLOBs that SQLite would accept but that can never match what the user meant: an unclosed `[`.
@@ -318,6 +390,34 @@ fn validate_glob(pattern: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The matcher in memory agrees with SQLite's GLOB, on patterns and names over a small alphabet (so that they
+    /// meet often) with GLOB's own characters.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn matching_in_memory_agrees_with_sqlites_glob() {
+        use proptest::prelude::*;
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let pattern = proptest::collection::vec(
+            prop::sample::select(vec![
+                "a", "b", "-", "*", "?", "[a]", "[^b]", "[a-b]", "[]a]", "[b-]", "é",
+            ]),
+            0..6,
+        )
+        .prop_map(|parts| parts.concat());
+        let name = proptest::collection::vec(
+            prop::sample::select(vec!['a', 'b', '-', ']', 'é', 'c']),
+            0..6,
+        )
+        .prop_map(|chars| chars.into_iter().collect::<String>());
+        proptest!(ProptestConfig::with_cases(3000), |(pattern in pattern, name in name)| {
+            let Ok(parsed) = NamePattern::parse(pattern.as_str()) else { return Ok(()) };
+            let sqlite: bool = conn
+                .query_row("SELECT ?1 GLOB ?2", rusqlite::params![name, pattern], |r| r.get(0))
+                .unwrap();
+            prop_assert_eq!(parsed.matches(&name), sqlite, "{} GLOB {}", name, pattern);
+        });
+    }
 
     fn check(result: Result<impl fmt::Debug>, expected: &str) {
         match result {

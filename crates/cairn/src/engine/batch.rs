@@ -46,7 +46,10 @@ impl Writer {
                 self.metrics.add(&plan.totals);
                 self.apply_timed_updates(&plan.timed, now_ms);
                 self.count_ended(plan.totals.ended(), now_ms);
-                let ended = std::mem::take(&mut plan.totals.ended_jobs);
+                let ended = Ended {
+                    jobs: std::mem::take(&mut plan.totals.ended_jobs),
+                    wrote_events: plan.totals.wrote_events,
+                };
                 let deliveries = self.hand_over(plan.served, dequeues, plan.claims);
                 (deliveries, Some(plan.next_due), None, ended)
             }
@@ -61,7 +64,7 @@ impl Writer {
                 }
                 self.pause_until = Some(std::time::Instant::now() + PAUSE_AFTER_FAILURE);
                 let deliveries = dequeues.into_iter().map(|w| (w, Err(e.clone()))).collect();
-                (deliveries, None, Some(e), Vec::new())
+                (deliveries, None, Some(e), Ended::default())
             }
         };
         self.reply(ops, deliveries, durable, commit_error.as_ref(), ended);
@@ -95,15 +98,15 @@ impl Writer {
         batch
     }
 
-    /// Sends the replies of a batch's operations and dequeues, with `commit_error` if it did not commit, and wakes
-    /// the waits for the jobs it `ended`: with the durable replies, once the batch is on disk.
+    /// Sends the replies of a batch's operations and dequeues, with `commit_error` if it did not commit, and tells
+    /// the waits for the jobs it `ended` and the event stream: with the durable replies, once the batch is on disk.
     fn reply(
         &self,
         ops: Vec<Box<dyn ErasedOp>>,
         deliveries: Vec<(Waiter, Claimed)>,
         durable: bool,
         commit_error: Option<&Error>,
-        ended: Vec<i64>,
+        ended: Ended,
     ) {
         // Claims and heartbeats answer at commit: if a power loss rolled them back, the job is simply not leased
         // and the token its worker holds matches nothing. Only durable operations wait for the fsync, so a
@@ -116,17 +119,23 @@ impl Writer {
         };
         let (returned, wake) = (self.returned.clone(), self.wake.clone());
         deliver(quick_ops, deliveries, commit_error, &returned, &wake);
+        let (job_watch, tail) = (self.job_watch.clone(), self.tail.clone());
+        let tell = move || {
+            job_watch.wake(&ended.jobs);
+            if ended.wrote_events {
+                tail.ring();
+            }
+        };
         if durable_ops.is_empty() {
-            self.job_watch.wake(&ended);
+            tell();
         } else {
             let syncer = self
                 .syncer
                 .as_ref()
                 .expect("durable replies only with a syncer");
-            let job_watch = self.job_watch.clone();
             syncer.after_sync(Box::new(move |sync_error: Option<&Error>| {
                 deliver(durable_ops, Vec::new(), sync_error, &returned, &wake);
-                job_watch.wake(&ended);
+                tell();
             }));
         }
     }
@@ -161,4 +170,12 @@ fn deliver(
             .extend(undelivered);
         let _ = wake.send(Command::Tick);
     }
+}
+
+/// What a committed batch tells after its replies: the jobs it ended (for their waits), and whether it wrote
+/// events (for the event stream).
+#[derive(Default)]
+struct Ended {
+    jobs: Vec<i64>,
+    wrote_events: bool,
 }

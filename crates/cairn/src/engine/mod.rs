@@ -85,6 +85,8 @@ pub(crate) struct Writer {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Who waits for jobs to end: woken after each commit that ended jobs (once durable, for a durable batch).
     pub job_watch: Arc<JobWatch>,
+    /// The event stream's tail, rung after each commit that wrote events (once durable).
+    pub tail: Arc<crate::event_stream::Tail>,
     /// Claims nobody received, to give back in the next batch.
     pub to_release: Vec<Lease>,
     /// Whether this writer leads the timed work: always on SQLite; on PostgreSQL, for a term it renews.
@@ -187,6 +189,7 @@ impl Writer {
             let _ = waiter.reply.send(Ok(Vec::new()));
         }
         self.job_watch.close();
+        self.tail.close();
         let closed = Error::closed();
         while let Ok(command) = self.rx.try_recv() {
             match command {

@@ -370,6 +370,7 @@ impl EventLog {
             UPSERT_WORKER_HOURS.execute(db, worker_rows)?;
         }
         let totals = BatchTotals {
+            wrote_events: !self.events.is_empty(),
             ended_jobs,
             jobs: per_job
                 .into_iter()
@@ -481,6 +482,8 @@ pub(crate) struct BatchTotals {
     /// The jobs it completed, failed or cancelled (some may run again: a recurring job, a step that went on), for
     /// whoever waits for them to end.
     pub ended_jobs: Vec<i64>,
+    /// Whether it wrote events to the activity log, for the event stream.
+    pub wrote_events: bool,
 }
 
 impl BatchTotals {

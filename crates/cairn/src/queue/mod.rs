@@ -86,6 +86,8 @@ struct Inner {
     metrics: Arc<crate::metrics::Metrics>,
     /// Who waits for jobs to end ([`Queue::wait`]), woken by the writer.
     job_watch: Arc<crate::engine::JobWatch>,
+    /// The event stream's tail ([`Queue::events`]).
+    tail: Arc<crate::event_stream::Tail>,
     /// Turns for read-only SQL queries, so that they cannot take every blocking thread.
     sql_turns: tokio::sync::Semaphore,
     /// The SQLite file, or the PostgreSQL URL without its password.
@@ -174,6 +176,7 @@ impl Queue {
         let (commands, rx) = mpsc::channel();
         let metrics = Arc::new(crate::metrics::Metrics::default());
         let job_watch = Arc::new(crate::engine::JobWatch::default());
+        let tail = crate::event_stream::Tail::new();
         let wake = commands.clone();
         let postgres = opened.readers.is_postgres();
         let writer = Writer {
@@ -198,6 +201,7 @@ impl Queue {
             pause_until: None,
             metrics: metrics.clone(),
             job_watch: job_watch.clone(),
+            tail: tail.clone(),
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
             lead: if postgres {
@@ -218,6 +222,7 @@ impl Queue {
             defaults,
             metrics,
             job_watch,
+            tail,
             sql_turns: tokio::sync::Semaphore::new(crate::sql::CONCURRENT_QUERIES),
             path: opened.location,
             closed: AtomicBool::new(false),
@@ -1075,6 +1080,31 @@ impl Queue {
             });
         }
         waited
+    }
+
+    /// Follows the activity log as it is written: each event the filter lets through, in the log's order, from the
+    /// next one committed (`EventsFrom::Now`) or from the one after an id (`EventsFrom::After`, to resume: every
+    /// event still retained after it, then on). No polling on SQLite; on PostgreSQL other nodes' events are looked
+    /// for every quarter of a second while someone follows. See [`Events`](crate::Events).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming `name` for a bad GLOB; [`ErrorKind::Closed`] after close; storage errors.
+    pub async fn events(
+        &self,
+        from: crate::EventsFrom,
+        filter: crate::EventFilter,
+    ) -> Result<crate::Events> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(Error::closed());
+        }
+        let log = Arc::downgrade(&self.inner.readers);
+        crate::event_stream::start(
+            &self.inner.tail,
+            log.clone(),
+            self.inner.readers.is_postgres(),
+        )
+        .await?;
+        crate::Events::new(self.inner.tail.clone(), log, from, filter).await
     }
 
     /// The lease a running job is held under, token included; `None` when it is not running.

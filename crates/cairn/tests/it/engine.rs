@@ -11,6 +11,7 @@ mod claim;
 mod concurrency_keys;
 mod config;
 mod enqueue;
+mod events;
 mod leases;
 mod lifecycle;
 mod queue_control;

@@ -1,0 +1,151 @@
+//! The event stream: the activity log's events as they are committed, in order, resumable from an id.
+
+use std::time::Duration;
+
+use cairn::{ActivityEvent, ActivityKind, ErrorKind, EventFilter, Events, EventsFrom, Push};
+
+use super::harness::TestQueue;
+
+/// The next event, or a failure after ten seconds.
+async fn next(events: &mut Events) -> ActivityEvent {
+    tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event within ten seconds")
+        .unwrap()
+}
+
+/// Whether no event comes for a moment.
+async fn quiet(events: &mut Events) -> bool {
+    tokio::time::timeout(Duration::from_millis(300), events.next())
+        .await
+        .is_err()
+}
+
+/// A consumer gone during a burst of 1,000 transitions resumes from the last event it saw and gets exactly the
+/// ones it missed, in order, then the live ones.
+#[tokio::test]
+async fn a_subscription_resumed_after_a_burst_gets_exactly_what_it_missed() {
+    let t = TestQueue::new().await;
+    let mut events = t
+        .queue
+        .events(EventsFrom::Now, EventFilter::default())
+        .await
+        .unwrap();
+    let first = t.push("before").await;
+    let seen = next(&mut events).await;
+    assert_eq!((seen.kind, seen.job), (ActivityKind::Added, Some(first)));
+    let resume_at = events.position();
+    drop(events);
+
+    let burst = t
+        .push_batch((0..1_000).map(|_| Push::new("burst")).collect())
+        .await;
+    let mut resumed = t
+        .queue
+        .events(EventsFrom::After(resume_at), EventFilter::default())
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut last_id = resume_at;
+    for _ in 0..1_000 {
+        let e = next(&mut resumed).await;
+        assert!(e.id > last_id, "in order: {} after {last_id}", e.id);
+        last_id = e.id;
+        assert_eq!(e.kind, ActivityKind::Added);
+        got.push(e.job.unwrap());
+    }
+    assert_eq!(got, burst);
+    assert!(quiet(&mut resumed).await, "nothing more than the burst");
+    let live = t.push("after").await;
+    assert_eq!(next(&mut resumed).await.job, Some(live));
+    t.close().await;
+}
+
+#[tokio::test]
+async fn a_subscription_gets_only_what_its_filter_lets_through() {
+    let t = TestQueue::new().await;
+    let mut mail = t
+        .queue
+        .events(
+            EventsFrom::Now,
+            EventFilter {
+                queue: Some("mail".into()),
+                name: Some("email.*".into()),
+                kinds: vec![ActivityKind::Added, ActivityKind::Cancelled],
+                ..EventFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    t.queue
+        .enqueue(Push::new("email.send").queue("other"))
+        .await
+        .unwrap();
+    t.queue
+        .enqueue(Push::new("pdf.render").queue("mail"))
+        .await
+        .unwrap();
+    let wanted = t
+        .queue
+        .enqueue(Push::new("email.send").queue("mail"))
+        .await
+        .unwrap()
+        .id;
+    t.queue.cancel(wanted).await.unwrap();
+    let added = next(&mut mail).await;
+    assert_eq!((added.kind, added.job), (ActivityKind::Added, Some(wanted)));
+    let cancelled = next(&mut mail).await;
+    assert_eq!(
+        (cancelled.kind, cancelled.job),
+        (ActivityKind::Cancelled, Some(wanted))
+    );
+    assert!(quiet(&mut mail).await);
+    let mut one = t
+        .queue
+        .events(
+            EventsFrom::After(0),
+            EventFilter {
+                job: Some(wanted),
+                ..EventFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(next(&mut one).await.kind, ActivityKind::Added);
+    assert_eq!(next(&mut one).await.kind, ActivityKind::Cancelled);
+    let err = t
+        .queue
+        .events(
+            EventsFrom::Now,
+            EventFilter {
+                name: Some("[unclosed".into()),
+                ..EventFilter::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.field()),
+        (ErrorKind::InvalidInput, Some("name"))
+    );
+    t.close().await;
+}
+
+#[tokio::test]
+async fn closing_the_queue_ends_every_subscription() {
+    let t = TestQueue::new().await;
+    let mut events = t
+        .queue
+        .events(EventsFrom::Now, EventFilter::default())
+        .await
+        .unwrap();
+    let waiting = tokio::spawn(async move { events.next().await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    t.close().await;
+    let err = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the subscription ended with the queue")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed);
+}
