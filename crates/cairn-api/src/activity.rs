@@ -31,6 +31,35 @@ pub struct ActivityEventBody {
     pub detail: Option<String>,
 }
 
+impl ActivityEventBody {
+    /// The engine's event.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] naming `event` for a kind this client does not know (a newer server's).
+    pub fn to_event(&self) -> Result<ActivityEvent, Error> {
+        let kind = cairn::ActivityKind::parse(&self.event).ok_or_else(|| {
+            Error::from_parts(
+                ErrorKind::Unavailable,
+                Some("event".into()),
+                format!(
+                    "the server sent an event this client does not know: {:?}",
+                    self.event
+                ),
+            )
+        })?;
+        Ok(ActivityEvent {
+            id: self.id,
+            at: self.at,
+            kind,
+            job: self.job.map(JobId),
+            queue: self.queue.clone(),
+            name: self.name.clone(),
+            worker: self.worker.clone(),
+            detail: self.detail.clone(),
+        })
+    }
+}
+
 impl From<&ActivityEvent> for ActivityEventBody {
     fn from(e: &ActivityEvent) -> Self {
         ActivityEventBody {
@@ -74,28 +103,7 @@ impl ActivityPageBody {
         let events = self
             .events
             .iter()
-            .map(|e| {
-                let kind = cairn::ActivityKind::parse(&e.event).ok_or_else(|| {
-                    Error::from_parts(
-                        ErrorKind::Unavailable,
-                        Some("event".into()),
-                        format!(
-                            "the server sent an event this client does not know: {:?}",
-                            e.event
-                        ),
-                    )
-                })?;
-                Ok(ActivityEvent {
-                    id: e.id,
-                    at: e.at,
-                    kind,
-                    job: e.job.map(JobId),
-                    queue: e.queue.clone(),
-                    name: e.name.clone(),
-                    worker: e.worker.clone(),
-                    detail: e.detail.clone(),
-                })
-            })
+            .map(ActivityEventBody::to_event)
             .collect::<cairn::Result<_>>()?;
         Ok(ActivityPage {
             events,

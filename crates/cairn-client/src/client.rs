@@ -1234,3 +1234,182 @@ mod tests {
         assert_eq!(encode_query_value("a b&c"), "a%20b%26c");
     }
 }
+
+/// A subscription to a server's event stream (`GET /v1/events`); see [`Client::events`]. It reconnects by itself
+/// when the connection drops, resuming after the last event it gave (`Last-Event-ID`), so that a consumer misses
+/// nothing still retained.
+#[derive(Debug)]
+pub struct ClientEvents {
+    client: Client,
+    /// The path and query, without `after`.
+    path: String,
+    /// Where a new connection resumes: the last event given, or where the stream started.
+    from: cairn::EventsFrom,
+    response: Option<reqwest::Response>,
+    /// Bytes received and not yet parsed into an event.
+    pending: String,
+}
+
+/// The most bytes of one event the client holds before giving up on the stream (a server's event is a small JSON
+/// object).
+const MAX_EVENT_BYTES: usize = 1 << 20;
+
+impl Client {
+    /// Follows the server's event stream: each event the filter lets through, in the log's order, from the next
+    /// one committed or after an id; see [`cairn::Queue::events`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming a bad filter field (from the server), [`ErrorKind::Unavailable`] when it
+    /// cannot be reached.
+    pub async fn events(
+        &self,
+        from: cairn::EventsFrom,
+        filter: cairn::EventFilter,
+    ) -> Result<ClientEvents> {
+        let mut query = Vec::new();
+        if let Some(queue) = &filter.queue {
+            query.push(format!("queue={}", encode_query_value(queue)));
+        }
+        if let Some(name) = &filter.name {
+            query.push(format!("name={}", encode_query_value(name)));
+        }
+        if let Some(job) = filter.job {
+            query.push(format!("job={job}"));
+        }
+        if !filter.kinds.is_empty() {
+            let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
+            query.push(format!("kinds={}", encode_query_value(&kinds.join(","))));
+        }
+        let path = if query.is_empty() {
+            "/v1/events".to_owned()
+        } else {
+            format!("/v1/events?{}", query.join("&"))
+        };
+        let mut events = ClientEvents {
+            client: self.clone(),
+            path,
+            from,
+            response: None,
+            pending: String::new(),
+        };
+        events.connect().await?;
+        Ok(events)
+    }
+}
+
+impl ClientEvents {
+    /// The id of the last event given: where a new subscription would resume.
+    pub fn position(&self) -> Option<i64> {
+        match self.from {
+            cairn::EventsFrom::After(id) => Some(id),
+            cairn::EventsFrom::Now => None,
+        }
+    }
+
+    async fn connect(&mut self) -> Result<()> {
+        let url = format!("{}{}", self.client.base, self.path);
+        // No timeout for the whole response: it does not end. Keep-alive comments come every 15 s.
+        let mut request = self.client.http.get(&url);
+        if let Some(token) = &self.client.token {
+            request = request.bearer_auth(token);
+        }
+        if let cairn::EventsFrom::After(id) = self.from {
+            request = request.header("Last-Event-ID", id.to_string());
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| unreachable_server(&url, e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let bytes = response.bytes().await.unwrap_or_default();
+            return Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
+                Ok(body) => body.into_error(),
+                Err(_) => Error::from_parts(
+                    ErrorKind::Unavailable,
+                    None,
+                    format!("{url} answered {status}, not as a Cairn server"),
+                ),
+            });
+        }
+        self.pending.clear();
+        self.response = Some(response);
+        Ok(())
+    }
+
+    /// The next event, waiting as long as it takes. A dropped connection is made again (after a second, then
+    /// longer, up to ten), resuming after the last event given.
+    ///
+    /// # Errors
+    /// What the server refuses on a new connection (a bad filter, a refused token); an event it sends that this
+    /// client cannot read.
+    pub async fn next(&mut self) -> Result<cairn::ActivityEvent> {
+        let mut backoff = Duration::from_secs(1);
+        loop {
+            if let Some(event) = self.parse_one()? {
+                return Ok(event);
+            }
+            let chunk = match self.response.as_mut() {
+                Some(response) => response.chunk().await,
+                None => Ok(None),
+            };
+            match chunk {
+                Ok(Some(bytes)) => {
+                    self.pending.push_str(&String::from_utf8_lossy(&bytes));
+                    if self.pending.len() > MAX_EVENT_BYTES {
+                        return Err(Error::from_parts(
+                            ErrorKind::Unavailable,
+                            None,
+                            "the event stream sent more than a megabyte without ending an event",
+                        ));
+                    }
+                }
+                // The stream ended (the server stopped) or broke: again, from the last event given.
+                Ok(None) | Err(_) => {
+                    self.response = None;
+                    loop {
+                        match self.connect().await {
+                            Ok(()) => break,
+                            Err(e) if e.kind() == ErrorKind::Unavailable => {
+                                tracing::debug!(error = %e, "the event stream is down; connecting again");
+                                tokio::time::sleep(backoff).await;
+                                backoff = (backoff * 2).min(Duration::from_secs(10));
+                            }
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes the first whole event out of what was received: its `data` line, as JSON (comments and other fields
+    /// are skipped; the event's id is in its data).
+    fn parse_one(&mut self) -> Result<Option<cairn::ActivityEvent>> {
+        loop {
+            let Some(end) = self.pending.find("\n\n") else {
+                return Ok(None);
+            };
+            let block: String = self.pending.drain(..end + 2).collect();
+            let data: Vec<&str> = block
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            if data.is_empty() {
+                continue;
+            }
+            let body: cairn_api::ActivityEventBody = serde_json::from_str(&data.join("\n"))
+                .map_err(|e| {
+                    Error::with_source(
+                        ErrorKind::Unavailable,
+                        "the event stream sent an event that is not Cairn's",
+                        e,
+                    )
+                })?;
+            let event = body.to_event()?;
+            self.from = cairn::EventsFrom::After(event.id);
+            return Ok(Some(event));
+        }
+    }
+}

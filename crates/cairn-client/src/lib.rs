@@ -28,4 +28,4 @@ pub struct ReadmeDoctests;
 mod client;
 
 pub use cairn_api::{Jobs, Route};
-pub use client::Client;
+pub use client::{Client, ClientEvents};

@@ -53,6 +53,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::enqueue, jobs::list_jobs))
         .routes(routes!(jobs::enqueue_batch))
         .routes(routes!(jobs::bulk))
+        .routes(routes!(routes::events::events))
         .routes(routes!(jobs::get_job, jobs::delete))
         .routes(routes!(jobs::cancel))
         .routes(routes!(jobs::track))

@@ -28,6 +28,7 @@ mod args;
 mod bulk;
 mod config;
 mod deps;
+mod events;
 mod failures;
 mod get;
 mod lease;
@@ -53,6 +54,7 @@ pub use args::{CommonArgs, JsonInput, LeaseArgs};
 pub use bulk::BulkArgs;
 pub use config::{ConfigArgs, ConfigCommand};
 pub use deps::DepsArgs;
+pub use events::EventsArgs;
 pub use failures::{FailuresArgs, UnfailArgs};
 pub use get::GetArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
@@ -186,6 +188,9 @@ pub enum ClientCommand {
     /// The activity log, newest first: every job and worker transition, by job, worker, queue and time.
     #[command(after_long_help = EXIT_CODES)]
     Activity(ActivityArgs),
+    /// Follow the event stream: each job and worker transition as it is committed, resumable with --after.
+    #[command(after_long_help = EXIT_CODES)]
+    Events(EventsArgs),
     /// Run one read-only SQL statement over the server's database: the tables, or the views `cairn_jobs`,
     /// `cairn_attempts`, `cairn_activity`, `cairn_stats_minute`, `cairn_stats_hour`, `cairn_workers`.
     #[command(after_long_help = EXIT_CODES)]
@@ -206,6 +211,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Config(args) => args.run().await,
         ClientCommand::Stats(args) => args.run().await,
         ClientCommand::Activity(args) => args.run().await,
+        ClientCommand::Events(args) => args.run().await,
         ClientCommand::Sql(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Tag(args) => args.run().await,

@@ -1066,3 +1066,32 @@ fn bulk_acts_on_a_filter_or_ids_and_counts_what_it_did() {
         "delete: 6 of 6 jobs (0 skipped: gone, or in a state delete does not apply to)\n"
     );
 }
+
+/// `cairn events --follow` prints each event as it is committed, a line each, and `--after` resumes.
+#[test]
+fn events_follow_prints_each_event_as_it_comes() {
+    use std::io::BufRead;
+    let server = TestServer::spawn();
+    ok(&server.cairn(&["push", "first"], None));
+    let mut follow = Command::new(cairn_binary())
+        .args(["events", "--follow", "--after", "0", "--kind", "added"])
+        .env("CAIRN_SERVER", server.url())
+        .env_remove("CAIRN_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.contains("added") && first.contains("first"),
+        "{first}"
+    );
+    ok(&server.cairn(&["push", "second"], None));
+    let second = lines.next().unwrap().unwrap();
+    assert!(
+        second.contains("added") && second.contains("second"),
+        "{second}"
+    );
+    follow.kill().unwrap();
+    follow.wait().unwrap();
+}

@@ -1779,3 +1779,61 @@ async fn a_bad_bulk_request_names_its_field() {
         (200, &json!({"matched": 1, "done": 1, "skipped": 0}))
     );
 }
+
+/// The next event of a server's stream, or a failure after ten seconds.
+async fn next(events: &mut cairn_client::ClientEvents) -> cairn::ActivityEvent {
+    tokio::time::timeout(Duration::from_secs(10), events.next())
+        .await
+        .expect("an event within ten seconds")
+        .unwrap()
+}
+
+/// The event stream over HTTP (Server-Sent Events): a consumer gone during a burst of 1,000 transitions resumes
+/// with `Last-Event-ID` and gets exactly the ones it missed, in order, then the live ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_consumer_resumes_with_last_event_id_and_gets_exactly_what_it_missed() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let mut events = client
+        .events(cairn::EventsFrom::Now, cairn::EventFilter::default())
+        .await
+        .unwrap();
+    let first = client.enqueue(Push::new("before")).await.unwrap().id;
+    assert_eq!(next(&mut events).await.job, Some(first));
+    let resume_at = events.position().unwrap();
+    drop(events);
+    let burst: Vec<JobId> = client
+        .enqueue_batch((0..1_000).map(|_| Push::new("burst")).collect())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    let mut resumed = client
+        .events(
+            cairn::EventsFrom::After(resume_at),
+            cairn::EventFilter::default(),
+        )
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    let mut last = resume_at;
+    for _ in 0..1_000 {
+        let e = next(&mut resumed).await;
+        assert!(e.id > last, "in order: {} after {last}", e.id);
+        last = e.id;
+        got.push(e.job.unwrap());
+    }
+    assert_eq!(got, burst);
+    let live = client.enqueue(Push::new("after")).await.unwrap().id;
+    assert_eq!(next(&mut resumed).await.job, Some(live));
+    // A bad filter is refused naming its field, before any stream.
+    let (status, refused) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/events?kinds=added,exploded", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!((status, &refused["error"]["field"]), (400, &json!("kinds")));
+}

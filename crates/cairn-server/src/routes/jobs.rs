@@ -143,7 +143,11 @@ pub async fn get_job(
         // Capped as a dequeue's long poll is: the caller asks again.
         Some(ms) => {
             let wait = Duration::from_millis(ms).min(state.config.max_wait);
-            state.queue.wait(id, wait).await?
+            // A stopping server answers with the job as it stands, as it answers a long poll with no job.
+            tokio::select! {
+                job = state.queue.wait(id, wait) => job?,
+                () = state.shutdown.cancelled() => state.queue.get(id).await?,
+            }
         }
     };
     Ok(Json(JobBody::from(&job)))

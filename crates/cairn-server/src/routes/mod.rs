@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod declared;
+pub mod events;
 pub mod health;
 pub mod jobs;
 pub mod leases;
