@@ -225,3 +225,45 @@ mod tests {
         assert!(e.to_string().contains("reading "), "{e}");
     }
 }
+
+/// The filters of `cairn list` and `cairn bulk`: which jobs.
+#[derive(Debug, Clone, clap::Args)]
+pub struct JobFilterArgs {
+    /// Only jobs in this queue.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Only jobs in this state.
+    #[arg(long, value_parser = state())]
+    pub state: Option<cairn::JobState>,
+    /// Only jobs whose name matches this GLOB, such as `email.*`.
+    #[arg(long, value_name = "GLOB")]
+    pub name: Option<String>,
+    /// Only jobs with this tag.
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Only the failed jobs of this failure group (`cairn failures` lists the groups).
+    #[arg(long, value_name = "GROUP")]
+    pub failure_group: Option<String>,
+    /// Only tracked jobs (`cairn track`), whatever their state.
+    #[arg(long)]
+    pub tracked: bool,
+    /// Only the children of this job.
+    #[arg(long, value_name = "ID", value_parser = job_id)]
+    pub parent: Option<cairn::JobId>,
+}
+
+impl JobFilterArgs {
+    /// The filter, with the default page.
+    pub fn filter(&self) -> cairn::JobFilter {
+        cairn::JobFilter {
+            queue: self.queue.clone(),
+            state: self.state,
+            name: self.name.clone(),
+            tag: self.tag.clone(),
+            failure_group: self.failure_group.clone(),
+            tracked: self.tracked,
+            parent: self.parent,
+            ..cairn::JobFilter::default()
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //! cancel, delete, retry or move. Prints how many jobs it matched, acted on and skipped.
 
 use anyhow::Context as _;
-use cairn::{BulkAction, BulkSelection, JobFilter, JobId, JobState};
+use cairn::{BulkAction, BulkSelection, JobFilter, JobId};
 use cairn_api::BulkBody;
 use clap::{Args, ValueEnum};
 
@@ -35,27 +35,9 @@ pub struct BulkArgs {
     /// These jobs (instead of a filter); repeat, or separate with commas.
     #[arg(long, value_name = "ID", value_parser = args::job_id, value_delimiter = ',')]
     pub ids: Vec<JobId>,
-    /// Only jobs in this queue.
-    #[arg(long)]
-    pub queue: Option<String>,
-    /// Only jobs in this state.
-    #[arg(long, value_parser = args::state())]
-    pub state: Option<JobState>,
-    /// Only jobs whose name matches this GLOB, such as `email.*`.
-    #[arg(long, value_name = "GLOB")]
-    pub name: Option<String>,
-    /// Only jobs with this tag.
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// Only the failed jobs of this failure group (`cairn failures` lists the groups).
-    #[arg(long, value_name = "GROUP")]
-    pub failure_group: Option<String>,
-    /// Only tracked jobs (`cairn track`).
-    #[arg(long)]
-    pub tracked: bool,
-    /// Only the children of this job.
-    #[arg(long, value_name = "ID", value_parser = args::job_id)]
-    pub parent: Option<JobId>,
+    /// Which jobs.
+    #[command(flatten)]
+    pub filter: args::JobFilterArgs,
     /// Act on every job of the server when no filter and no `--ids` are given (without it, that is refused).
     #[arg(long)]
     pub all: bool,
@@ -80,16 +62,7 @@ impl BulkArgs {
             (Action::Delete, None) => BulkAction::Delete,
             (Action::Retry, None) => BulkAction::Retry,
         };
-        let filter = JobFilter {
-            queue: self.queue.clone(),
-            state: self.state,
-            name: self.name.clone(),
-            tag: self.tag.clone(),
-            failure_group: self.failure_group.clone(),
-            tracked: self.tracked,
-            parent: self.parent,
-            ..JobFilter::default()
-        };
+        let filter = self.filter.filter();
         let filtered = filter != JobFilter::default();
         let selection = match (self.ids.is_empty(), filtered) {
             (false, false) => BulkSelection::Ids(self.ids.clone()),

@@ -2,7 +2,7 @@
 //! is one.
 
 use anyhow::Context as _;
-use cairn::{JobFilter, JobId, JobState};
+use cairn::{JobFilter, JobId};
 use cairn_api::JobPageBody;
 use clap::Args;
 
@@ -13,27 +13,9 @@ use crate::exit::Code;
 /// `cairn list` arguments.
 #[derive(Debug, Clone, Args)]
 pub struct ListArgs {
-    /// Only jobs in this queue.
-    #[arg(long)]
-    pub queue: Option<String>,
-    /// Only jobs in this state.
-    #[arg(long, value_parser = args::state())]
-    pub state: Option<JobState>,
-    /// Only jobs whose name matches this GLOB, such as `email.*`.
-    #[arg(long, value_name = "GLOB")]
-    pub name: Option<String>,
-    /// Only jobs with this tag.
-    #[arg(long)]
-    pub tag: Option<String>,
-    /// Only the failed jobs of this failure group (`cairn failures` lists the groups).
-    #[arg(long, value_name = "GROUP")]
-    pub failure_group: Option<String>,
-    /// Only tracked jobs (`cairn track`), whatever their state.
-    #[arg(long)]
-    pub tracked: bool,
-    /// Only the children of this job.
-    #[arg(long, value_name = "ID", value_parser = args::job_id)]
-    pub parent: Option<JobId>,
+    /// Which jobs.
+    #[command(flatten)]
+    pub filter: args::JobFilterArgs,
     /// At most this many jobs (1 to 1000).
     #[arg(long, value_name = "N", default_value_t = JobFilter::default().limit)]
     pub limit: u32,
@@ -52,15 +34,9 @@ impl ListArgs {
     /// Bad input, or the server's refusal.
     pub async fn run(self) -> anyhow::Result<Code> {
         let filter = JobFilter {
-            queue: self.queue.clone(),
-            state: self.state,
-            name: self.name.clone(),
-            tag: self.tag.clone(),
-            failure_group: self.failure_group.clone(),
-            tracked: self.tracked,
-            parent: self.parent,
             before: self.before,
             limit: self.limit,
+            ..self.filter.filter()
         };
         let page = self
             .common
