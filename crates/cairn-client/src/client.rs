@@ -1246,9 +1246,13 @@ pub struct ClientEvents {
     /// Where a new connection resumes: the last event given, or where the stream started.
     from: cairn::EventsFrom,
     response: Option<reqwest::Response>,
-    /// Bytes received and not yet parsed into an event.
-    pending: String,
+    /// Bytes received and not yet parsed into an event (an event may arrive split anywhere, within a character too).
+    pending: Vec<u8>,
 }
+
+/// How long a connection may stay silent before it counts as broken: three of the server's keep-alive comments
+/// (one every 15 s), so that a link that went silent is found and made again.
+const SILENT_STREAM: Duration = Duration::from_secs(45);
 
 /// The most bytes of one event the client holds before giving up on the stream (a server's event is a small JSON
 /// object).
@@ -1285,12 +1289,26 @@ impl Client {
         } else {
             format!("/v1/events?{}", query.join("&"))
         };
+        // "Now" is where the log stands: so that a connection made again before any event resumes from there, not
+        // from a later now.
+        let from = match from {
+            cairn::EventsFrom::Now => {
+                let newest = self
+                    .activity_body(&ActivityFilter {
+                        limit: 1,
+                        ..ActivityFilter::default()
+                    })
+                    .await?;
+                cairn::EventsFrom::After(newest.events.first().map_or(0, |e| e.id))
+            }
+            from => from,
+        };
         let mut events = ClientEvents {
             client: self.clone(),
             path,
             from,
             response: None,
-            pending: String::new(),
+            pending: Vec::new(),
         };
         events.connect().await?;
         Ok(events)
@@ -1350,13 +1368,18 @@ impl ClientEvents {
                 return Ok(event);
             }
             let chunk = match self.response.as_mut() {
-                Some(response) => response.chunk().await,
+                Some(response) => tokio::time::timeout(SILENT_STREAM, response.chunk())
+                    .await
+                    .unwrap_or(Ok(None)),
                 None => Ok(None),
             };
             match chunk {
                 Ok(Some(bytes)) => {
-                    self.pending.push_str(&String::from_utf8_lossy(&bytes));
+                    self.pending.extend_from_slice(&bytes);
                     if self.pending.len() > MAX_EVENT_BYTES {
+                        // Not a stream of Cairn's events: the next call connects again.
+                        self.pending.clear();
+                        self.response = None;
                         return Err(Error::from_parts(
                             ErrorKind::Unavailable,
                             None,
@@ -1364,7 +1387,7 @@ impl ClientEvents {
                         ));
                     }
                 }
-                // The stream ended (the server stopped) or broke: again, from the last event given.
+                // The stream ended (the server stopped), broke, or went silent: again, from the last event given.
                 Ok(None) | Err(_) => {
                     self.response = None;
                     loop {
@@ -1387,10 +1410,11 @@ impl ClientEvents {
     /// are skipped; the event's id is in its data).
     fn parse_one(&mut self) -> Result<Option<cairn::ActivityEvent>> {
         loop {
-            let Some(end) = self.pending.find("\n\n") else {
+            let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") else {
                 return Ok(None);
             };
-            let block: String = self.pending.drain(..end + 2).collect();
+            let bytes: Vec<u8> = self.pending.drain(..end + 2).collect();
+            let block = String::from_utf8_lossy(&bytes);
             let data: Vec<&str> = block
                 .lines()
                 .filter_map(|line| line.strip_prefix("data:"))

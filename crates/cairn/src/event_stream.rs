@@ -38,6 +38,9 @@ const CHANNEL: usize = 4096;
 /// Events one read of the log brings.
 const READ: u32 = 1000;
 
+/// How far below the newest id the tail starts after nobody listened: ids that transactions still open may hold.
+const IN_FLIGHT: i64 = 1000;
+
 /// Where a subscription starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventsFrom {
@@ -158,29 +161,51 @@ impl LogReader for Weak<crate::store::readers::Readers> {
     }
 }
 
-/// Starts the tail's task once (on the caller's runtime), from the newest event at that moment.
+/// Starts the tail's task once (on the caller's runtime), from the newest event at that moment. Started again by the
+/// next subscription if that runtime shuts down under it.
 pub(crate) async fn start(tail: &Arc<Tail>, log: impl LogReader, postgres: bool) -> Result<()> {
     if tail.started.swap(true, Ordering::SeqCst) {
         return Ok(());
     }
+    // Listening before the log is read: a commit between the two rings a bell this task hears.
+    let mut bell = tail.bell.subscribe();
     match log.newest().await {
-        Ok(id) => tail.handed.store(id, Ordering::SeqCst),
+        Ok(id) => {
+            tail.handed.fetch_max(id, Ordering::SeqCst);
+        }
         Err(e) => {
             tail.started.store(false, Ordering::SeqCst);
             return Err(e);
         }
     }
-    tokio::spawn(follow(tail.clone(), log, postgres));
+    bell.mark_changed();
+    tokio::spawn(follow(Running(tail.clone()), bell, log, postgres));
     Ok(())
+}
+
+/// The tail's task while it runs: dropped with it (also by a runtime shutting down), it lets the next
+/// subscription start another.
+struct Running(Arc<Tail>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.started.store(false, Ordering::SeqCst);
+    }
 }
 
 /// The tail's task: while someone listens, reads the log on at each ring of the writer's bell (and on PostgreSQL,
 /// every [`FOLLOW_OTHER_NODES`]) and hands the events out in order. Ends when the queue closes.
-async fn follow(t: Arc<Tail>, log: impl LogReader, postgres: bool) {
-    let mut bell = t.bell.subscribe();
+async fn follow(
+    running: Running,
+    mut bell: watch::Receiver<u64>,
+    log: impl LogReader,
+    postgres: bool,
+) {
+    let t = &running.0;
     let mut closed = t.closed.subscribe();
-    // The first id missing, and since when: the events after it wait (see the module's documentation).
-    let mut gap: Option<(i64, tokio::time::Instant)> = None;
+    // The ids found missing, as ranges (first, last, when first seen): the events after one wait for it until
+    // `GAP_GRACE` after it was first seen (see the module's documentation).
+    let mut gaps: Vec<(i64, i64, tokio::time::Instant)> = Vec::new();
     loop {
         if *closed.borrow() {
             return;
@@ -190,16 +215,18 @@ async fn follow(t: Arc<Tail>, log: impl LogReader, postgres: bool) {
                 () = t.listener.notified() => {}
                 _ = closed.changed() => {}
             }
-            // Nobody listened meanwhile: the tail goes on from the newest event, and a subscription that wants
-            // older ones reads them from the log.
+            // Nobody listened meanwhile: the tail goes on from near the newest event (a subscription that wants
+            // older ones reads them from the log), short of it by as many ids as transactions still open may hold,
+            // which the gaps then wait for.
             if let Ok(newest) = log.newest().await {
-                t.handed.fetch_max(newest, Ordering::SeqCst);
+                t.handed
+                    .fetch_max(newest.saturating_sub(IN_FLIGHT), Ordering::SeqCst);
             }
-            gap = None;
+            gaps.clear();
             continue;
         }
         let poll = async {
-            if postgres || gap.is_some() {
+            if postgres || !gaps.is_empty() {
                 tokio::time::sleep(FOLLOW_OTHER_NODES).await;
             } else {
                 std::future::pending::<()>().await;
@@ -221,26 +248,39 @@ async fn follow(t: Arc<Tail>, log: impl LogReader, postgres: bool) {
                 }
             };
             let full = events.len() == READ as usize;
+            let now = tokio::time::Instant::now();
+            // Every range missing among what was read, with when it was first seen.
+            let mut expected = from + 1;
+            for event in &events {
+                if event.id > expected {
+                    let (first, last) = (expected, event.id - 1);
+                    if !gaps.iter().any(|&(f, l, _)| f == first && l == last) {
+                        gaps.push((first, last, now));
+                    }
+                }
+                expected = event.id + 1;
+            }
             let mut handed = from;
+            let mut waiting = false;
             for event in events {
-                if event.id != handed + 1 {
-                    let since = match gap {
-                        Some((id, since)) if id == handed + 1 => since,
-                        _ => tokio::time::Instant::now(),
-                    };
-                    gap = Some((handed + 1, since));
-                    if since.elapsed() < GAP_GRACE {
+                if event.id > handed + 1 {
+                    // A range missing: held back until it fills, or until it has been missing long enough to
+                    // have rolled back.
+                    let young = gaps.iter().any(|&(f, l, seen)| {
+                        f <= handed + 1 && handed + 1 <= l && seen.elapsed() < GAP_GRACE
+                    });
+                    if young {
+                        waiting = true;
                         break;
                     }
-                    // Held back long enough: the missing ids rolled back.
                 }
-                gap = None;
                 handed = event.id;
                 t.handed.store(handed, Ordering::SeqCst);
                 // No receiver left is not an error: the next subscription starts from `handed`.
                 let _ = t.events.send(Arc::new(event));
             }
-            if !full || gap.is_some() {
+            gaps.retain(|&(_, last, _)| last > handed);
+            if !full || waiting {
                 break;
             }
         }

@@ -206,8 +206,8 @@ pub struct Job {
     pub data: Value,
     /// What the running (or last) attempt reported with heartbeat or update, if anything.
     pub progress: Option<Value>,
-    /// The result its last completed run finished with, if it gave one: apart from its data (see
-    /// [`Finish::result`](crate::Finish::result)).
+    /// The result its last finish gave, if it gave one: apart from its data (see
+    /// [`Finish::result`](crate::Finish::result)). A run that finished without one leaves none.
     pub result: Option<Value>,
     /// Higher runs first.
     pub priority: i32,

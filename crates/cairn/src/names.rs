@@ -343,8 +343,13 @@ fn set(pattern: &[char], open: usize, c: char) -> Option<usize> {
         if member == ']' && !first {
             break;
         }
+        // As SQLite reads a set: a `]` first is a member, and cannot start a range.
+        let can_start_range = !(first && member == ']');
         first = false;
-        if pattern.get(i + 1) == Some(&'-') && pattern.get(i + 2).is_some_and(|end| *end != ']') {
+        if can_start_range
+            && pattern.get(i + 1) == Some(&'-')
+            && pattern.get(i + 2).is_some_and(|end| *end != ']')
+        {
             let end = pattern[i + 2];
             found |= member <= c && c <= end;
             i += 3;
@@ -400,13 +405,14 @@ mod tests {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         let pattern = proptest::collection::vec(
             prop::sample::select(vec![
-                "a", "b", "-", "*", "?", "[a]", "[^b]", "[a-b]", "[]a]", "[b-]", "é",
+                "a", "b", "-", "*", "?", "[a]", "[^b]", "[a-b]", "[]a]", "[b-]", "é", "[]-a]",
+                "[^]-b]", "[a-]",
             ]),
             0..6,
         )
         .prop_map(|parts| parts.concat());
         let name = proptest::collection::vec(
-            prop::sample::select(vec!['a', 'b', '-', ']', 'é', 'c']),
+            prop::sample::select(vec!['a', 'b', '-', ']', 'é', 'c', '_']),
             0..6,
         )
         .prop_map(|chars| chars.into_iter().collect::<String>());

@@ -101,7 +101,8 @@ pub async fn bulk(
 /// whose HTTP client propagates traces needs to do nothing more. A header that is not a valid `traceparent` is
 /// ignored, as W3C asks of a receiver; a `trace_parent` in the body is held to the rules.
 fn in_trace(mut push: Push, headers: &HeaderMap) -> Push {
-    if push.trace_parent.is_none() {
+    // A recurring job's runs are each a trace of their own.
+    if push.trace_parent.is_none() && push.schedule.is_none() {
         push.trace_parent = headers
             .get("traceparent")
             .and_then(|value| value.to_str().ok())
@@ -130,12 +131,17 @@ pub async fn get_job(
         .wait_ms
         .as_deref()
         .map(|text| {
-            text.parse::<u64>().map_err(|_| {
-                ApiError::invalid(
-                    "wait_ms",
-                    format!("must be a whole number of milliseconds, got {text:?}"),
-                )
-            })
+            text.parse::<u64>()
+                .ok()
+                .filter(|ms| *ms <= 86_400_000)
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        "wait_ms",
+                        format!(
+                            "must be a whole number of milliseconds up to a day (86400000), got {text:?}"
+                        ),
+                    )
+                })
         })
         .transpose()?;
     let job = match wait {
@@ -158,9 +164,9 @@ pub async fn get_job(
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct GetParams {
-    /// Wait up to this long (ms; the server caps it as it caps a dequeue's wait, 60 s by default) for the job to end,
-    /// and answer the moment it does. Absent or 0: answer at once.
-    #[param(value_type = u64, required = false, minimum = 0)]
+    /// Wait up to this long (ms, at most a day; the server caps it as it caps a dequeue's wait, 60 s by default) for
+    /// the job to end, and answer the moment it does. Absent or 0: answer at once.
+    #[param(value_type = u64, required = false, minimum = 0, maximum = 86_400_000)]
     wait_ms: Option<String>,
 }
 

@@ -47,12 +47,12 @@ BEGIN
         opts := opts - 'concurrency' - 'trace_parent';
     END IF;
     SELECT p.id, p.state, p.existing INTO id, state, existing FROM cairn_push_without_key(name, data, opts) AS p;
-    IF t IS NOT NULL AND jsonb_typeof(t) <> 'null' THEN
-        v_trace := cairn_check_trace_parent(t);
-    END IF;
     IF c IS NULL OR jsonb_typeof(c) = 'null' THEN
-        IF v_trace IS NOT NULL AND NOT existing THEN
-            UPDATE jobs SET trace_parent = v_trace WHERE jobs.id = cairn_push.id;
+        IF t IS NOT NULL AND jsonb_typeof(t) <> 'null' THEN
+            v_trace := cairn_check_trace_parent(t);
+            IF NOT existing THEN
+                UPDATE jobs SET trace_parent = v_trace WHERE jobs.id = cairn_push.id;
+            END IF;
         END IF;
         RETURN;
     END IF;
@@ -68,6 +68,9 @@ BEGIN
     v_limit := cairn_option_integer(c -> 'limit', 'concurrency.limit', 0, 4294967295);
     IF v_limit < 1 OR v_limit > 1000000 THEN
         PERFORM cairn_invalid('concurrency.limit', format('must be between 1 and 1000000, got %s', v_limit));
+    END IF;
+    IF t IS NOT NULL AND jsonb_typeof(t) <> 'null' THEN
+        v_trace := cairn_check_trace_parent(t);
     END IF;
     IF existing THEN
         -- The live job that holds the unique key is the answer, as it is.

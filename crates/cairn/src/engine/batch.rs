@@ -81,7 +81,14 @@ impl Writer {
                 Command::Op(op) => batch.ops.push(op),
                 Command::Ops(many) => batch.ops.extend(many),
                 Command::Dequeue(waiter) => batch.dequeues.push(waiter),
-                Command::Tick => batch.tick = true,
+                Command::Tick => {
+                    batch.tick = true;
+                    // Another connection committed (the application's own transaction), or notifications from
+                    // other nodes may have been lost: what they did is committed already. The waits read their
+                    // jobs again, and the event stream reads the log on.
+                    self.job_watch.wake_all();
+                    self.tail.ring();
+                }
                 Command::Timer => batch.timer = true,
                 Command::Ready(queues) => batch.elsewhere.extend(queues),
                 Command::ReloadSettings => {

@@ -55,6 +55,16 @@ impl JobWatch {
         }
     }
 
+    /// Wakes every wait (notifications of ended jobs may have been missed).
+    pub fn wake_all(&self) {
+        if self.waits.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for (notify, _) in self.lock().values() {
+            notify.notify_waiters();
+        }
+    }
+
     /// The writer stopped: wakes every wait, and [`JobWatch::is_closed`] tells them why.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);

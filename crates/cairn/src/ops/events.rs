@@ -697,8 +697,8 @@ pub(crate) const FLUSH_ON_POSTGRES: &str = concat!(
        SELECT * FROM unnest($38::bigint[], $39::text[], $40::text[], $41::bigint[], $42::bigint[], $43::bigint[]) \
        ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
        busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts) \
-     SELECT pg_notify('cairn_job_ended', string_agg(DISTINCT CAST(job_id AS TEXT), ',')) FROM cairn_job_waits \
-     WHERE job_id = ANY($44::bigint[]) HAVING count(*) > 0"
+     SELECT pg_notify('cairn_job_ended', CAST(w.job_id AS TEXT)) \
+     FROM (SELECT DISTINCT job_id FROM cairn_job_waits WHERE job_id = ANY($44::bigint[])) AS w"
 );
 
 /// Adds to the histograms' buckets on SQLite, many at once (the keys of one batch are distinct).

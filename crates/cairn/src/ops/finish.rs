@@ -52,8 +52,8 @@ pub struct Finish {
     pub job: JobId,
     /// The lease's fencing token.
     pub token: i64,
-    /// What the job produced: kept apart from its data, as the job's [`result`](crate::Job::result) and with this
-    /// attempt in its history, until a later run finishes with another.
+    /// What the job produced: kept apart from its data, as the job's [`result`](crate::Job::result) (until its
+    /// next finish, which sets its own, or none) and with this attempt in its history.
     pub result: Option<Value>,
     /// The job's final data, replacing its input (and what a recurring job's next run starts from).
     pub data: Option<Value>,

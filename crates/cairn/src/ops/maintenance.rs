@@ -390,10 +390,12 @@ fn prune_jobs(
     Ok((jobs, count_cutoff, last))
 }
 
-/// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff.
+/// The oldest activity rows are the lowest ids: look at those, and delete the ones past the cutoff. The newest row
+/// always stays: on SQLite a new row's id is the largest plus one, so an emptied log would hand out ids again from
+/// 1, behind where the event stream's readers stand.
 pub(crate) const PRUNE_ACTIVITY: Sql = Sql::both(
     "DELETE FROM activity WHERE id IN (SELECT id FROM activity ORDER BY id LIMIT 5000) \
-     AND at < $1",
+     AND at < $1 AND id < (SELECT max(id) FROM activity)",
 );
 
 /// The activity rows past the newest `$1`, oldest first, a bounded number at a time. Ids grow with time, so the

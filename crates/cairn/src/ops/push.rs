@@ -452,6 +452,12 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         .as_deref()
         .map(TraceParent::parse)
         .transpose()?;
+    if trace_parent.is_some() && push.schedule.is_some() {
+        return Err(Error::invalid(
+            "trace_parent",
+            "cannot be combined with schedule: each run of a recurring job is a trace of its own",
+        ));
+    }
     let run_at = match &debounce {
         Some(d) => now_ms.saturating_add(d.delay_ms),
         None => run_at,

@@ -58,6 +58,16 @@ async fn a_bad_trace_context_is_refused_naming_the_field() {
             "{bad}: {err}"
         );
     }
+    // A recurring job's runs are each a trace of their own.
+    let err = t
+        .queue
+        .enqueue(Push::new("hourly").schedule("0 * * * *").trace_parent(TRACE))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.kind(), err.field()),
+        (ErrorKind::InvalidInput, Some("trace_parent"))
+    );
     t.close().await;
 }
 

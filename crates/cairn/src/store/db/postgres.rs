@@ -76,7 +76,9 @@ pub(crate) enum Access {
 impl Access {
     fn begin(self) -> &'static str {
         match self {
-            Access::Write => "BEGIN",
+            // Read committed, whatever the database's default: each statement sees what committed before it, which
+            // the writer's claims and the waits' registration (`ops/watch.rs`) rely on.
+            Access::Write => "BEGIN ISOLATION LEVEL READ COMMITTED",
             Access::Read => "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
         }
     }

@@ -12,8 +12,8 @@ pub(crate) const READY_CHANNEL: &str = "cairn_ready";
 /// theirs again; the payload is the node's name.
 pub(crate) const SETTINGS_CHANNEL: &str = "cairn_settings";
 
-/// The channel on which a commit that ended jobs some node waits for ([`crate::Queue::wait`]) says which: the
-/// payload is their ids, separated by commas. The activity's flush sends it (`ops/events.rs`), in its statement.
+/// The channel on which a commit that ended jobs some node waits for ([`crate::Queue::wait`]) says which: one
+/// notification per job, its id the payload. The activity's flush sends them (`ops/events.rs`), in its statement.
 pub(crate) const JOB_ENDED_CHANNEL: &str = "cairn_job_ended";
 
 /// PostgreSQL's limit on a notification's payload is 8000 bytes; a larger set of queues goes in several.
