@@ -267,7 +267,7 @@ async fn follow(
                     // A range missing: held back until it fills, or until it has been missing long enough to
                     // have rolled back.
                     let young = gaps.iter().any(|&(f, l, seen)| {
-                        f <= handed + 1 && handed + 1 <= l && seen.elapsed() < GAP_GRACE
+                        f <= handed + 1 && handed < l && seen.elapsed() < GAP_GRACE
                     });
                     if young {
                         waiting = true;

@@ -61,7 +61,11 @@ async fn a_bad_trace_context_is_refused_naming_the_field() {
     // A recurring job's runs are each a trace of their own.
     let err = t
         .queue
-        .enqueue(Push::new("hourly").schedule("0 * * * *").trace_parent(TRACE))
+        .enqueue(
+            Push::new("hourly")
+                .schedule("0 * * * *")
+                .trace_parent(TRACE),
+        )
         .await
         .unwrap_err();
     assert_eq!(
