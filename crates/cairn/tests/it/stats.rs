@@ -339,12 +339,14 @@ async fn old_activity_and_statistics_are_pruned_by_age() {
     t.advance(secs(2 * 3600));
     t.queue.settle().await.unwrap();
     let page = t.queue.activity(ActivityFilter::default()).await.unwrap();
-    assert!(
-        page.events
-            .iter()
-            .all(|e| e.kind == ActivityKind::WorkerLost),
-        "{page:?}"
-    );
+    // The old events are gone but the newest of them, which retention always keeps (on SQLite a new event's id is
+    // the largest plus one: an emptied log would hand ids out again); the worker's loss came after the pass.
+    let old: Vec<_> = page
+        .events
+        .iter()
+        .filter(|e| e.kind != ActivityKind::WorkerLost)
+        .collect();
+    assert!(old.len() <= 1, "{page:?}");
     let week = t
         .queue
         .stats(StatsQuery {
