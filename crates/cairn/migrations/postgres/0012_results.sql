@@ -8,6 +8,7 @@ ALTER TABLE job_attempts ADD COLUMN result json;
 -- jobs looks up only their ids here.
 CREATE TABLE cairn_job_waits (
     job_id   BIGINT NOT NULL,
+    waiter   BIGINT NOT NULL, -- a token of the wait's own: each wait takes back its row, not another's
     until_ms BIGINT NOT NULL
 );
 CREATE INDEX cairn_job_waits_by_job ON cairn_job_waits (job_id);

@@ -7,7 +7,8 @@ use crate::job::{JobId, JobState};
 use crate::ops::{Operation, WriteCtx};
 use crate::store::db::{Sql, params};
 
-/// Registers a wait for `job` until `until_ms` and reads the job's state (`None`: no such job).
+/// Registers a wait for `job` until `until_ms` and reads the job's state (`None`: no such job), with the wait's own
+/// token, which [`UnwatchJob`] takes it back with.
 ///
 /// On PostgreSQL the state is read `FOR SHARE`, after the wait's row is written, in the same transaction. So either
 /// a transaction that ends the job committed before the read (which waits for it, and sees the end), or it ends the
@@ -18,42 +19,46 @@ pub(crate) struct WatchJob {
 }
 
 const PRUNE_WAITS: Sql = Sql::postgres_only("DELETE FROM cairn_job_waits WHERE until_ms < $1");
-const INSERT_WAIT: Sql =
-    Sql::postgres_only("INSERT INTO cairn_job_waits (job_id, until_ms) VALUES ($1, $2)");
+const INSERT_WAIT: Sql = Sql::postgres_only(
+    "INSERT INTO cairn_job_waits (job_id, waiter, until_ms) VALUES ($1, $2, $3)",
+);
 const JOB_STATE: Sql = Sql {
     sqlite: "SELECT state FROM jobs WHERE id = $1",
     postgres: "SELECT state FROM jobs WHERE id = $1 FOR SHARE",
 };
 
 impl Operation for WatchJob {
-    type Output = Option<JobState>;
+    type Output = Option<(JobState, i64)>;
 
     fn is_durable(&self) -> bool {
         false
     }
 
-    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Option<JobState>> {
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Option<(JobState, i64)>> {
+        let waiter = ctx.tokens.next_token();
         if ctx.db.is_postgres() {
             // The waits of a node that stopped without taking them back, past their time.
             ctx.db.execute(PRUNE_WAITS, &params![ctx.now_ms])?;
             ctx.db
-                .execute(INSERT_WAIT, &params![self.job, self.until_ms])?;
+                .execute(INSERT_WAIT, &params![self.job, waiter, self.until_ms])?;
         }
         let state: Option<String> = ctx
             .db
             .query_row(JOB_STATE, &params![self.job], |r| r.get(0))?;
-        Ok(state.and_then(|s| s.parse().ok()))
+        Ok(state
+            .and_then(|s| s.parse().ok())
+            .map(|state| (state, waiter)))
     }
 }
 
-/// Takes back a wait [`WatchJob`] registered (PostgreSQL; nothing on SQLite).
+/// Takes back a wait [`WatchJob`] registered, by its token (PostgreSQL; nothing on SQLite).
 pub(crate) struct UnwatchJob {
     pub job: JobId,
-    pub until_ms: i64,
+    pub waiter: i64,
 }
 
 const DELETE_WAIT: Sql =
-    Sql::postgres_only("DELETE FROM cairn_job_waits WHERE job_id = $1 AND until_ms = $2");
+    Sql::postgres_only("DELETE FROM cairn_job_waits WHERE job_id = $1 AND waiter = $2");
 
 impl Operation for UnwatchJob {
     type Output = ();
@@ -65,7 +70,7 @@ impl Operation for UnwatchJob {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         if ctx.db.is_postgres() {
             ctx.db
-                .execute(DELETE_WAIT, &params![self.job, self.until_ms])?;
+                .execute(DELETE_WAIT, &params![self.job, self.waiter])?;
         }
         Ok(())
     }

@@ -1040,7 +1040,12 @@ impl Queue {
                 until_ms: until,
             }
         });
-        let until_ms = registered.as_ref().map(|r| r.until_ms);
+        // Takes the registration back however the wait ends, a caller that stops waiting (a client gone) included.
+        let mut unwatch = Unwatch {
+            queue: self,
+            job,
+            waiter: None,
+        };
         let waited = async {
             let mut register = registered;
             loop {
@@ -1052,9 +1057,11 @@ impl Queue {
                     return Err(Error::closed());
                 }
                 if let Some(op) = register.take() {
-                    match self.write(op).await? {
+                    let registered = self.write(op).await?;
+                    unwatch.waiter = registered.map(|(_, waiter)| waiter);
+                    match registered {
                         None => return Err(Error::not_found(format!("job {job}"))),
-                        Some(state) if state.is_live() => {}
+                        Some((state, _)) if state.is_live() => {}
                         Some(_) => return self.get(job).await,
                     }
                 } else {
@@ -1070,15 +1077,7 @@ impl Queue {
             }
         }
         .await;
-        if let Some(until_ms) = until_ms {
-            // Taken back in the writer's next batch; the caller does not wait for it.
-            let queue = self.clone();
-            tokio::spawn(async move {
-                let _ = queue
-                    .write(crate::ops::watch::UnwatchJob { job, until_ms })
-                    .await;
-            });
-        }
+        drop(unwatch);
         waited
     }
 
@@ -1343,4 +1342,27 @@ fn add(total: &mut crate::BulkOutcome, chunk: crate::BulkOutcome) {
     total.matched += chunk.matched;
     total.done += chunk.done;
     total.skipped += chunk.skipped;
+}
+
+/// A wait's registration on PostgreSQL, taken back when the wait ends, however it ends: in the writer's next batch,
+/// which the caller does not wait for.
+struct Unwatch<'q> {
+    queue: &'q Queue,
+    job: JobId,
+    waiter: Option<i64>,
+}
+
+impl Drop for Unwatch<'_> {
+    fn drop(&mut self) {
+        let (Some(waiter), Ok(runtime)) = (self.waiter, tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let (queue, job) = (self.queue.clone(), self.job);
+        runtime.spawn(async move {
+            let _ = queue
+                .write(crate::ops::watch::UnwatchJob { job, waiter })
+                .await;
+        });
+    }
 }

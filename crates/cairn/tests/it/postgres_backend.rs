@@ -606,6 +606,54 @@ async fn a_wait_on_one_node_returns_when_another_node_finishes_the_job() {
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
 
+/// A wait whose caller stops waiting (a client gone) takes its registration back, and only its own: another wait
+/// for the same job, registered at the same moment, stays registered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_given_up_takes_back_its_own_registration_only() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let id = a.enqueue(cairn::Push::new("long")).await.unwrap().id;
+    let wait = |queue: cairn::Queue| {
+        tokio::spawn(async move { queue.wait(id, std::time::Duration::from_secs(60)).await })
+    };
+    let (given_up, kept) = (wait(a.clone()), wait(a.clone()));
+    let url = db.url.clone();
+    let registered = move || {
+        let url = url.clone();
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                client
+                    .query_one("SELECT count(*) FROM cairn_job_waits", &[])
+                    .unwrap()
+                    .get::<_, i64>(0)
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while registered().await < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "both waits registered"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    given_up.abort();
+    let _ = given_up.await;
+    a.settle().await.unwrap();
+    a.settle().await.unwrap();
+    assert_eq!(registered().await, 1);
+    a.cancel(id).await.unwrap();
+    let job = kept.await.unwrap().unwrap();
+    assert_eq!(job.state, cairn::JobState::Cancelled);
+    a.settle().await.unwrap();
+    assert_eq!(registered().await, 0);
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
+
 /// Two nodes writing at once: a subscription on one gets every event of both, in the log's order, none missing
 /// (ids commit out of order across nodes; the stream holds back past one it has not seen yet).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
