@@ -139,19 +139,7 @@ impl Client {
                 )
             });
         }
-        Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
-            Ok(body) => body.into_error(),
-            Err(_) if status == StatusCode::UNAUTHORIZED => Error::from_parts(
-                ErrorKind::Unauthorized,
-                None,
-                format!("{url} refused the request: {status}"),
-            ),
-            Err(_) => Error::from_parts(
-                ErrorKind::Unavailable,
-                None,
-                format!("{url} answered {status}, not as a Cairn server"),
-            ),
-        })
+        Err(refusal(&url, status, &bytes))
     }
 
     /// Runs a request declared as a [`Route`]: one call, to the route's path with its body. Also
@@ -1137,6 +1125,23 @@ impl Client {
     }
 }
 
+/// A server's answer of `status` (not a success) to a request to `url`: its error body, or what the status says.
+fn refusal(url: &str, status: StatusCode, bytes: &[u8]) -> Error {
+    match serde_json::from_slice::<ErrorBody>(bytes) {
+        Ok(body) => body.into_error(),
+        Err(_) if status == StatusCode::UNAUTHORIZED => Error::from_parts(
+            ErrorKind::Unauthorized,
+            None,
+            format!("{url} refused the request: {status}"),
+        ),
+        Err(_) => Error::from_parts(
+            ErrorKind::Unavailable,
+            None,
+            format!("{url} answered {status}, not as a Cairn server"),
+        ),
+    }
+}
+
 fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
     let what = if e.is_timeout() {
         "timed out"
@@ -1341,14 +1346,7 @@ impl ClientEvents {
         let status = response.status();
         if !status.is_success() {
             let bytes = response.bytes().await.unwrap_or_default();
-            return Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
-                Ok(body) => body.into_error(),
-                Err(_) => Error::from_parts(
-                    ErrorKind::Unavailable,
-                    None,
-                    format!("{url} answered {status}, not as a Cairn server"),
-                ),
-            });
+            return Err(refusal(&url, status, &bytes));
         }
         self.pending.clear();
         self.response = Some(response);

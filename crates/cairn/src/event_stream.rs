@@ -138,38 +138,30 @@ impl Tail {
     }
 }
 
-/// Reads the log for the tail.
-pub(crate) trait LogReader: Send + Sync + 'static {
-    /// The events after `id`, oldest first, at most [`READ`].
-    fn after(
-        &self,
-        id: i64,
-    ) -> impl std::future::Future<Output = Result<Vec<ActivityEvent>>> + Send;
-    /// The newest event's id.
-    fn newest(&self) -> impl std::future::Future<Output = Result<i64>> + Send;
+/// The readers the tail and the subscriptions read the log with; gone once the queue is.
+type Log = Weak<crate::store::readers::Readers>;
+
+/// The events after `id`, oldest first, at most [`READ`].
+async fn read_after(log: &Log, id: i64) -> Result<Vec<ActivityEvent>> {
+    let readers = log.upgrade().ok_or_else(Error::closed)?;
+    readers.read(move |db| after(db, id, READ)).await
 }
 
-impl LogReader for Weak<crate::store::readers::Readers> {
-    async fn after(&self, id: i64) -> Result<Vec<ActivityEvent>> {
-        let readers = self.upgrade().ok_or_else(Error::closed)?;
-        readers.read(move |db| after(db, id, READ)).await
-    }
-
-    async fn newest(&self) -> Result<i64> {
-        let readers = self.upgrade().ok_or_else(Error::closed)?;
-        readers.read(newest).await
-    }
+/// The newest event's id.
+async fn read_newest(log: &Log) -> Result<i64> {
+    let readers = log.upgrade().ok_or_else(Error::closed)?;
+    readers.read(newest).await
 }
 
 /// Starts the tail's task once (on the caller's runtime), from the newest event at that moment. Started again by the
 /// next subscription if that runtime shuts down under it.
-pub(crate) async fn start(tail: &Arc<Tail>, log: impl LogReader, postgres: bool) -> Result<()> {
+pub(crate) async fn start(tail: &Arc<Tail>, log: Log, postgres: bool) -> Result<()> {
     if tail.started.swap(true, Ordering::SeqCst) {
         return Ok(());
     }
     // Listening before the log is read: a commit between the two rings a bell this task hears.
     let mut bell = tail.bell.subscribe();
-    match log.newest().await {
+    match read_newest(&log).await {
         Ok(id) => {
             tail.handed.fetch_max(id, Ordering::SeqCst);
         }
@@ -195,12 +187,7 @@ impl Drop for Running {
 
 /// The tail's task: while someone listens, reads the log on at each ring of the writer's bell (and on PostgreSQL,
 /// every [`FOLLOW_OTHER_NODES`]) and hands the events out in order. Ends when the queue closes.
-async fn follow(
-    running: Running,
-    mut bell: watch::Receiver<u64>,
-    log: impl LogReader,
-    postgres: bool,
-) {
+async fn follow(running: Running, mut bell: watch::Receiver<u64>, log: Log, postgres: bool) {
     let t = &running.0;
     let mut closed = t.closed.subscribe();
     // The ids found missing, as ranges (first, last, when first seen): the events after one wait for it until
@@ -218,7 +205,7 @@ async fn follow(
             // Nobody listened meanwhile: the tail goes on from near the newest event (a subscription that wants
             // older ones reads them from the log), short of it by as many ids as transactions still open may hold,
             // which the gaps then wait for.
-            if let Ok(newest) = log.newest().await {
+            if let Ok(newest) = read_newest(&log).await {
                 t.handed
                     .fetch_max(newest.saturating_sub(IN_FLIGHT), Ordering::SeqCst);
             }
@@ -239,7 +226,7 @@ async fn follow(
         }
         loop {
             let from = t.handed.load(Ordering::SeqCst);
-            let events = match log.after(from).await {
+            let events = match read_after(&log, from).await {
                 Ok(events) => events,
                 Err(e) if e.kind() == crate::ErrorKind::Closed => return,
                 Err(e) => {
@@ -290,7 +277,7 @@ async fn follow(
 /// A subscription to the event stream; see [`Queue::events`](crate::Queue::events).
 pub struct Events {
     tail: Arc<Tail>,
-    log: Weak<crate::store::readers::Readers>,
+    log: Log,
     events: broadcast::Receiver<Arc<ActivityEvent>>,
     matcher: Matcher,
     /// The id of the last event this subscription went past (handed to the caller or filtered out).
@@ -312,7 +299,7 @@ impl std::fmt::Debug for Events {
 impl Events {
     pub(crate) async fn new(
         tail: Arc<Tail>,
-        log: Weak<crate::store::readers::Readers>,
+        log: Log,
         from: EventsFrom,
         filter: EventFilter,
     ) -> Result<Events> {
@@ -322,7 +309,7 @@ impl Events {
         let closed = tail.closed.subscribe();
         tail.listener.notify_one();
         let last = match from {
-            EventsFrom::Now => LogReader::newest(&log).await?,
+            EventsFrom::Now => read_newest(&log).await?,
             EventsFrom::After(id) => id,
         };
         Ok(Events {
@@ -388,8 +375,7 @@ impl Events {
     /// gaps that fill).
     async fn catch_up(&mut self) -> Result<()> {
         let upto = self.tail.handed.load(Ordering::SeqCst);
-        let log = self.log.clone();
-        let events = LogReader::after(&log, self.last).await?;
+        let events = read_after(&self.log, self.last).await?;
         self.backlog
             .extend(events.into_iter().take_while(|e| e.id <= upto));
         if self.backlog.is_empty() {
