@@ -74,6 +74,9 @@ pub struct JobBody {
     /// The W3C trace context it was pushed with (`traceparent`), which its worker runs it in.
     #[serde(default)]
     pub trace_parent: Option<String>,
+    /// The batch it belongs to, if any.
+    #[serde(default)]
+    pub batch: Option<i64>,
     /// Its tags.
     pub tags: Vec<String>,
     /// The job that created it.
@@ -133,6 +136,7 @@ impl From<&Job> for JobBody {
             concurrency_key: j.concurrency_key.as_ref().map(|k| k.to_string()),
             concurrency_limit: j.concurrency_limit,
             trace_parent: j.trace_parent.as_ref().map(|t| t.to_string()),
+            batch: j.batch.map(|b| b.0),
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
             awaits_parent: j.awaits_parent,
@@ -220,6 +224,7 @@ impl JobBody {
                 .map(cairn::TraceParent::parse)
                 .transpose()
                 .map_err(malformed)?,
+            batch: self.batch.map(cairn::BatchId),
             tags: self
                 .tags
                 .iter()
@@ -769,6 +774,10 @@ pub struct BulkFilterBody {
     /// Only tracked jobs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tracked: bool,
+    /// Only the jobs of this batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::BatchId>))]
+    pub batch: Option<i64>,
 }
 
 /// What a bulk action did.
@@ -849,6 +858,7 @@ impl BulkRequest {
                 tag: f.tag,
                 failure_group: f.failure_group,
                 parent: f.parent.map(JobId),
+                batch: f.batch.map(cairn::BatchId),
                 tracked: f.tracked,
                 ..cairn::JobFilter::default()
             }),

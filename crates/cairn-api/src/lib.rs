@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod activity;
+mod batches;
 mod config;
 mod empty;
 mod errors;
@@ -32,6 +33,7 @@ mod stats;
 mod workers;
 
 pub use activity::*;
+pub use batches::*;
 pub use config::*;
 pub use empty::*;
 pub use errors::*;

@@ -100,6 +100,11 @@ pub struct PushRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::TraceParent>))]
     pub trace_parent: Option<String>,
+    /// The batch the job joins, which must not have completed (see `POST /v1/batches`). Not with `schedule`,
+    /// `unique_key`, `debounce` or `throttle`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::BatchId>))]
+    pub batch: Option<i64>,
 }
 
 /// A push's concurrency key, and maybe its own limit.
@@ -217,6 +222,7 @@ impl From<PushRequest> for Push {
             limit: c.limit,
         });
         push.trace_parent = r.trace_parent;
+        push.batch = r.batch.map(cairn::BatchId);
         push
     }
 }
@@ -255,6 +261,7 @@ impl From<&Push> for PushRequest {
                 limit: c.limit,
             }),
             trace_parent: p.trace_parent.clone(),
+            batch: p.batch.map(|b| b.0),
         }
     }
 }

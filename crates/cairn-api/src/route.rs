@@ -171,6 +171,7 @@ pub trait RouteVisitor {
 /// Gives `visitor` every route declared in this crate, resource by resource.
 pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::jobs::visit_job_routes(visitor);
+    crate::batches::visit_batch_routes(visitor);
 }
 
 /// Where requests run: an embedded [`cairn::Queue`], or a server through `cairn_client::Client`. Code written

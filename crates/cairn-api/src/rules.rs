@@ -56,6 +56,15 @@ rule!(
 );
 
 rule!(
+    /// A batch's id: a positive integer.
+    BatchId => ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(1))
+        .description(Some("A batch's id: a positive integer"))
+);
+
+rule!(
     /// A lease token as the server gave it: a decimal integer of 64 bits.
     LeaseToken => ObjectBuilder::new()
         .schema_type(Type::String)

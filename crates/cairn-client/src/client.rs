@@ -229,6 +229,7 @@ impl Client {
                     failure_group: f.failure_group,
                     parent: f.parent.map(|p| p.0),
                     tracked: f.tracked,
+                    batch: f.batch.map(|b| b.0),
                 }),
             ),
         };
@@ -1025,6 +1026,73 @@ impl Client {
             .await
     }
 
+    /// Creates a batch of jobs with callbacks; see [`cairn::Queue::create_batch`].
+    ///
+    /// # Errors
+    /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
+    pub async fn create_batch(&self, batch: cairn::CreateBatch) -> Result<cairn::BatchCreated> {
+        cairn_api::Jobs::run(self, batch).await
+    }
+
+    /// A batch and its progress; see [`cairn::Queue::batch`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn batch(&self, id: cairn::BatchId) -> Result<cairn::Batch> {
+        self.batch_body(id).await?.to_batch()
+    }
+
+    /// A batch, in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::batch`].
+    pub async fn batch_body(&self, id: cairn::BatchId) -> Result<cairn_api::BatchBody> {
+        self.call::<(), _>(
+            Method::GET,
+            &format!("/v1/batches/{id}"),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+    }
+
+    /// Batches, newest first; see [`cairn::Queue::batches`].
+    ///
+    /// # Errors
+    /// As the embedded queue.
+    pub async fn batches(&self, filter: cairn::BatchFilter) -> Result<Vec<cairn::Batch>> {
+        self.batches_body(&filter)
+            .await?
+            .batches
+            .iter()
+            .map(cairn_api::BatchBody::to_batch)
+            .collect()
+    }
+
+    /// A page of batches, in its wire form.
+    ///
+    /// # Errors
+    /// As [`Client::batches`].
+    pub async fn batches_body(
+        &self,
+        filter: &cairn::BatchFilter,
+    ) -> Result<cairn_api::BatchListBody> {
+        let mut query = vec![format!("limit={}", filter.limit)];
+        if let Some(state) = filter.state {
+            query.push(format!("state={}", state.as_str()));
+        }
+        if let Some(before) = filter.before {
+            query.push(format!("before={before}"));
+        }
+        self.call::<(), _>(
+            Method::GET,
+            &format!("/v1/batches?{}", query.join("&")),
+            None,
+            CALL_TIMEOUT,
+        )
+        .await
+    }
+
     /// A job with its history; see [`cairn::Queue::get`].
     ///
     /// # Errors
@@ -1115,6 +1183,8 @@ impl Client {
         add("parent", parent.as_deref());
         add("failure_group", filter.failure_group.as_deref());
         add("tracked", filter.tracked.then_some("true"));
+        let batch = filter.batch.map(|b| b.0.to_string());
+        add("batch", batch.as_deref());
         self.call::<(), _>(
             Method::GET,
             &format!("/v1/jobs?{}", query.join("&")),

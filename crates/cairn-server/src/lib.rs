@@ -53,6 +53,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(jobs::enqueue, jobs::list_jobs))
         .routes(routes!(jobs::enqueue_batch))
         .routes(routes!(jobs::bulk))
+        .routes(routes!(routes::batches::list_batches))
+        .routes(routes!(routes::batches::get_batch))
         .routes(routes!(routes::events::events))
         .routes(routes!(jobs::get_job, jobs::delete))
         .routes(routes!(jobs::cancel))

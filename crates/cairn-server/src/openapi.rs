@@ -41,6 +41,7 @@ use utoipa::{IntoResponses, OpenApi, ToSchema};
         (name = "jobs", description = "Enqueue, read and manage jobs"),
         (name = "workers", description = "Take jobs and report on them under a lease; the workers the queue has seen"),
         (name = "queues", description = "Operate queues: counts by state, pause and resume, peek; failure groups and unfail"),
+        (name = "batches", description = "Groups of jobs with callbacks when every job has ended or completed"),
         (name = "recurring", description = "Cron templates that create a job at every slot"),
         (name = "config", description = "The engine's options, read and changed at run time"),
         (name = "stats", description = "Statistics, worker utilization, the activity log, Prometheus metrics"),

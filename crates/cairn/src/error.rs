@@ -130,21 +130,27 @@ impl Error {
 
     /// Places the error at a position in a batch: field `jobs[3].name`, message `jobs[3].name: must not be empty`
     /// (the same paths the server's body decoder gives).
-    pub(crate) fn in_batch(mut self, index: usize) -> Self {
+    pub(crate) fn in_batch(self, index: usize) -> Self {
+        self.within(&format!("jobs[{index}]"))
+    }
+
+    /// Places the error inside `path`: field `name` becomes `path.name`, and the message says so; an error
+    /// without a field is prefixed with `path: `.
+    pub(crate) fn within(mut self, path: &str) -> Self {
         match self.field.take() {
             Some(field) => {
-                let path = format!("jobs[{index}].{field}");
+                let full = format!("{path}.{field}");
                 let rule = self
                     .message
                     .strip_prefix(field.as_ref())
                     .unwrap_or(&self.message);
                 self.message = match rule.strip_prefix(": ") {
-                    Some(rule) => format!("{path}: {rule}"),
-                    None => format!("jobs[{index}]: {}", self.message),
+                    Some(rule) => format!("{full}: {rule}"),
+                    None => format!("{path}: {}", self.message),
                 };
-                self.field = Some(Cow::Owned(path));
+                self.field = Some(Cow::Owned(full));
             }
-            None => self.message = format!("jobs[{index}]: {}", self.message),
+            None => self.message = format!("{path}: {}", self.message),
         }
         self
     }

@@ -235,6 +235,8 @@ pub struct Job {
     pub concurrency_limit: Option<u32>,
     /// The W3C trace context it was pushed with, if any: its worker runs it as part of that trace.
     pub trace_parent: Option<crate::names::TraceParent>,
+    /// The batch it belongs to, if any (see [`CreateBatch`](crate::CreateBatch)).
+    pub batch: Option<crate::BatchId>,
     /// Its tags, sorted.
     pub tags: Vec<Tag>,
     /// Its parent job, if any.

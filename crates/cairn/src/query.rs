@@ -27,6 +27,8 @@ pub struct JobFilter {
     /// Only the children of this job: how a parent that runs again finds its children, their states and their
     /// data (a finishing child may replace its data with a result).
     pub parent: Option<JobId>,
+    /// Only the jobs of this batch.
+    pub batch: Option<crate::BatchId>,
     /// Only jobs with a lower id than this: pass the previous page's `next` to get the following page.
     pub before: Option<JobId>,
     /// At most this many jobs, 1 to [`MAX_PAGE`]; 100 by default.
@@ -43,6 +45,7 @@ impl Default for JobFilter {
             tracked: false,
             failure_group: None,
             parent: None,
+            batch: None,
             before: None,
             limit: 100,
         }
@@ -123,6 +126,10 @@ impl JobFilter {
         if let Some(parent) = self.parent {
             let n = w.param(parent.0.to_value());
             w.both(format!(" AND parent_id = ${n}"));
+        }
+        if let Some(batch) = self.batch {
+            let n = w.param(batch.0.to_value());
+            w.both(format!(" AND batch_id = ${n}"));
         }
         if let Some(before) = self.before {
             let n = w.param(before.0.to_value());

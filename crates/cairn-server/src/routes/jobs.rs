@@ -196,6 +196,9 @@ pub struct ListParams {
     /// Only the children of this job.
     #[param(value_type = cairn_api::rules::JobId, required = false)]
     parent: Option<String>,
+    /// Only the jobs of this batch.
+    #[param(value_type = cairn_api::rules::BatchId, required = false)]
+    batch: Option<String>,
     /// Only jobs older than this id (the `next` of the previous page).
     #[param(value_type = cairn_api::rules::JobId, required = false)]
     before: Option<String>,
@@ -235,6 +238,20 @@ pub async fn list_jobs(
             .parent
             .as_deref()
             .map(|text| id_param("parent", text))
+            .transpose()?,
+        batch: params
+            .batch
+            .as_deref()
+            .map(|text| {
+                id_param("batch", text)
+                    .map(|id| cairn::BatchId(id.0))
+                    .map_err(|_| {
+                        ApiError::invalid(
+                            "batch",
+                            format!("must be a batch id (a positive integer), got {text:?}"),
+                        )
+                    })
+            })
             .transpose()?,
         ..JobFilter::default()
     };

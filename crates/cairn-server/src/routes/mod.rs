@@ -4,6 +4,7 @@
 //! `health`. Each handler parses its input, builds
 //! the engine's operation, and converts the answer; validation is the engine's.
 
+pub mod batches;
 pub mod config;
 pub mod declared;
 pub mod events;

@@ -4,6 +4,7 @@
 //! operations, the new dequeues, the parked dequeues that the batch's ready jobs can serve, and one commit.
 
 use crate::error::Result;
+use crate::ops::batches;
 use crate::ops::bulk::{self, Bulk};
 use crate::ops::claim::Claim;
 use crate::ops::events::{BatchTotals, EventLog};
@@ -110,6 +111,9 @@ impl Writer {
         apply_ops(&mut ctx, &mut batch.ops, isolation)?;
         let new_claims: Vec<&Claim> = batch.dequeues.iter().map(|waiter| &waiter.claim).collect();
         let claims = claim_all(&mut ctx, &new_claims, isolation, false)?;
+        // Batches that ended here get their callbacks in this commit, before the parked dequeues are served (they
+        // may take them) and the other nodes are told of ready queues.
+        batches::make_due_callbacks(&mut ctx).map_err(Failure::Storage)?;
 
         // Queues that gained ready jobs here are told to the other nodes (on PostgreSQL); those another node told
         // about are not told back.

@@ -21,6 +21,7 @@ use crate::schedule::repeat::RunTimes;
 use crate::store::db::{Db, Row, Sql, params};
 
 pub(crate) mod aging;
+pub(crate) mod batches;
 pub(crate) mod bulk;
 pub(crate) mod bulk_action;
 pub(crate) mod bulk_claim;
@@ -52,6 +53,7 @@ pub(crate) mod rows;
 pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod set_schedule;
+pub(crate) mod stored_push;
 pub(crate) mod tags;
 pub(crate) mod track;
 pub(crate) mod update;
@@ -62,6 +64,10 @@ pub(crate) mod workers;
 /// The operations' public types, which `lib.rs` re-exports: an operation added here is in the crate's API.
 pub mod public {
     pub use super::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
+    pub use super::batches::{
+        AddToBatch, Batch, BatchCallback, BatchCreated, BatchFilter, BatchId, BatchState,
+        CloseBatch, CreateBatch, MAX_BATCH_DESCRIPTION, MAX_CALLBACK_FAILED_IDS,
+    };
     pub use super::bulk_action::{BulkAction, BulkOutcome, BulkSelection, MAX_BULK_IDS};
     pub use super::cancel::Cancel;
     pub use super::checkpoint::Checkpoint;
@@ -106,6 +112,9 @@ pub mod public {
 // Every operation the writer applies answers `Queue::run` with its output (see `request.rs`).
 crate::request::written_requests!(
     aging::AgeQueue => (),
+    batches::AddToBatch => Vec<push::Enqueued>,
+    batches::CloseBatch => batches::Batch,
+    batches::CreateBatch => batches::BatchCreated,
     cancel::Cancel => (),
     checkpoint::Checkpoint => jiff::Timestamp,
     config::SetConfig => config::ConfigEntry,

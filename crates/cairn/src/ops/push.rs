@@ -14,6 +14,7 @@ use crate::job::{JobId, JobState};
 use crate::names::{
     ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, TraceParent, UniqueKey,
 };
+use crate::ops::batches::{self, BatchId};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
@@ -71,6 +72,10 @@ pub struct Push {
     /// The W3C trace context of the request that pushed the job (`traceparent`, version 00; see
     /// [`TraceParent`]): the job keeps it, and its worker runs the job as part of that trace.
     pub trace_parent: Option<String>,
+    /// The batch the job joins (see [`CreateBatch`](crate::CreateBatch)), which must not have completed. Cannot be
+    /// combined with `schedule`, `unique_key`, `debounce` or `throttle`: a job of a batch is one run, made by this
+    /// push.
+    pub batch: Option<BatchId>,
 }
 
 /// A job's concurrency group. Jobs with a key take turns by key when workers claim them, so that a key with a
@@ -148,6 +153,7 @@ impl Push {
             throttle: None,
             concurrency: None,
             trace_parent: None,
+            batch: None,
         }
     }
 
@@ -288,6 +294,12 @@ impl Push {
         self
     }
 
+    /// Adds the job to `batch`.
+    pub fn batch(mut self, batch: BatchId) -> Self {
+        self.batch = Some(batch);
+        self
+    }
+
     /// Debounces the job under `key`: it runs `delay` after the latest push with the key, at most `max_wait` after
     /// the first (see [`Debounce`]).
     pub fn debounce(mut self, key: impl Into<String>, delay: Duration, max_wait: Duration) -> Self {
@@ -347,6 +359,7 @@ pub(crate) struct ValidPush {
     /// The concurrency key, and the job's own limit for it.
     concurrency: Option<(ConcurrencyKey, Option<u32>)>,
     trace_parent: Option<TraceParent>,
+    batch: Option<BatchId>,
 }
 
 /// A [`Debounce`] whose every field passed validation, in milliseconds.
@@ -356,10 +369,81 @@ struct ValidDebounce {
     max_wait_ms: i64,
 }
 
+/// A job of a batch is one run, made by its push: it cannot be recurring, or land in another job.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) naming `schedule`, `unique_key`, `debounce` or
+/// `throttle`.
+pub(crate) fn check_batch_job(push: &Push) -> Result<()> {
+    let alone = [
+        ("schedule", push.schedule.is_some()),
+        ("unique_key", push.unique_key.is_some()),
+        ("debounce", push.debounce.is_some()),
+        ("throttle", push.throttle.is_some()),
+    ];
+    match alone.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(Error::invalid(
+            field,
+            "cannot be combined with batch: a job of a batch is one run, made by its push",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Validates one push: [`check`], the queue's aging, and that its batch takes jobs.
 pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
+    let valid = validate_alone(push, ctx)?;
+    if let Some(batch) = valid.batch {
+        batches::check_takes_jobs(ctx, batch)?;
+    }
+    Ok(valid)
+}
+
+/// [`validate`] but for the batch, which a caller validating many pushes checks once for all.
+fn validate_alone(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     let mut valid = check(push, ctx.now_ms, ctx.limits())?;
     valid.aging_ms = ctx.settings.get(valid.queue.as_str()).aging_ms;
     Ok(valid)
+}
+
+/// Validates many pushes before anything is written, each batch they join checked once; errors name the push's
+/// position (`jobs[3].name`).
+pub(crate) fn validate_all(pushes: &[Push], ctx: &WriteCtx<'_>) -> Result<Vec<ValidPush>> {
+    let valid = pushes
+        .iter()
+        .enumerate()
+        .map(|(index, push)| validate_alone(push, ctx).map_err(|e| e.in_batch(index)))
+        .collect::<Result<Vec<_>>>()?;
+    let mut checked: Vec<BatchId> = Vec::new();
+    for (index, v) in valid.iter().enumerate() {
+        if let Some(batch) = v.batch
+            && !checked.contains(&batch)
+        {
+            batches::check_takes_jobs(ctx, batch).map_err(|e| e.in_batch(index))?;
+            checked.push(batch);
+        }
+    }
+    Ok(valid)
+}
+
+/// Inserts validated pushes in order, runs of plain ones in as few statements as [`insert_plain_many`] allows.
+pub(crate) fn insert_all(valid: &[ValidPush], ctx: &mut WriteCtx<'_>) -> Result<Vec<Enqueued>> {
+    let mut out = Vec::with_capacity(valid.len());
+    let mut rest = valid;
+    while !rest.is_empty() {
+        // A run of plain jobs goes in as few statements as INSERT_PLAIN allows: fewer statements is most of a
+        // batch's speed.
+        let plain = rest.iter().take_while(|v| v.is_plain()).count();
+        if plain > 1 {
+            out.extend(insert_plain_many(&rest[..plain], ctx)?);
+            rest = &rest[plain..];
+        } else {
+            let index = out.len();
+            out.push(insert_valid(&rest[0], ctx).map_err(|e| e.in_batch(index))?);
+            rest = &rest[1..];
+        }
+    }
+    Ok(out)
 }
 
 /// The checks of [`validate`] that need no transaction: every field against `limits` at `now_ms`. The queue's
@@ -458,6 +542,9 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
             "cannot be combined with schedule: each run of a recurring job is a trace of its own",
         ));
     }
+    if push.batch.is_some() {
+        check_batch_job(push)?;
+    }
     let run_at = match &debounce {
         Some(d) => now_ms.saturating_add(d.delay_ms),
         None => run_at,
@@ -467,6 +554,7 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         throttle,
         concurrency,
         trace_parent,
+        batch: push.batch,
         aging_ms: None,
         schedule,
         priority: push.priority,
@@ -587,7 +675,7 @@ macro_rules! insert_jobs_into {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit, trace_parent)"
+         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit, trace_parent, batch_id)"
     };
 }
 
@@ -601,13 +689,13 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
     concat!(
         insert_jobs_into!(),
         " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
-         c22, c23, c24 \
+         c22, c23, c24, c25 \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::json[], $5::bigint[], $6::bigint[], $7::bigint[], \
          $8::bigint[], $9::bigint[], $10::double precision[], $11::bigint[], $12::double precision[], \
          $13::bigint[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[], \
-         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[], $24::text[]) WITH ORDINALITY \
+         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[], $24::text[], $25::bigint[]) WITH ORDINALITY \
          AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
-         c22, c23, c24, ord) ORDER BY ord RETURNING id"
+         c22, c23, c24, c25, ord) ORDER BY ord RETURNING id"
     ),
 );
 
@@ -654,12 +742,12 @@ pub(crate) fn insert_plain_texts() -> (String, String) {
 const INSERT_JOB: Sql = Sql::both(concat!(
     insert_jobs_into!(),
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
-     $22, $23, $24) \
+     $22, $23, $24, $25) \
      RETURNING id"
 ));
 
 /// The values one job binds in INSERT_JOB and INSERT_PLAIN.
-const COLUMNS_PER_JOB: usize = 24;
+const COLUMNS_PER_JOB: usize = 25;
 
 /// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs_into!`].
 fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
@@ -694,10 +782,16 @@ fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: Jo
             .to_value(),
         valid.concurrency.as_ref().and_then(|(_, l)| *l).to_value(),
         valid.trace_parent.as_ref().map(|t| t.as_str()).to_value(),
+        valid.batch.map(|b| b.0).to_value(),
     ]);
 }
 
 impl ValidPush {
+    /// Makes the job one of `batch`'s (checked by its caller, [`CreateBatch`](crate::CreateBatch)).
+    pub(crate) fn join(&mut self, batch: BatchId) {
+        self.batch = Some(batch);
+    }
+
     /// Notes the new job in the activity log and the statistics.
     fn record_added(&self, ctx: &mut WriteCtx<'_>, id: JobId) {
         let job = JobRef {
@@ -986,27 +1080,7 @@ impl Operation for PushBatch {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Vec<Enqueued>> {
         // Everything is validated before anything is written, so a bad batch writes nothing.
-        let valid = self
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(index, push)| validate(push, ctx).map_err(|e| e.in_batch(index)))
-            .collect::<Result<Vec<_>>>()?;
-        let mut out = Vec::with_capacity(valid.len());
-        let mut rest = valid.as_slice();
-        while !rest.is_empty() {
-            // A run of plain jobs goes in as few statements as INSERT_PLAIN allows: fewer statements is most of a
-            // batch's speed.
-            let plain = rest.iter().take_while(|v| v.is_plain()).count();
-            if plain > 1 {
-                out.extend(insert_plain_many(&rest[..plain], ctx)?);
-                rest = &rest[plain..];
-            } else {
-                let index = out.len();
-                out.push(insert_valid(&rest[0], ctx).map_err(|e| e.in_batch(index))?);
-                rest = &rest[1..];
-            }
-        }
-        Ok(out)
+        let valid = validate_all(&self.jobs, ctx)?;
+        insert_all(&valid, ctx)
     }
 }

@@ -8,16 +8,15 @@ use std::time::Duration;
 
 use crate::store::db::{Db, Params, Sql, params};
 use jiff::Timestamp;
-use serde_json::{Value, json};
 
-use crate::clock::{duration_millis, from_millis, to_millis};
+use crate::clock::{from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::names::RecurringKey;
 use crate::ops::cancel::job_state;
-use crate::ops::push::{Push, check, insert};
+use crate::ops::push::{Push, insert};
+use crate::ops::stored_push;
 use crate::ops::{Limits, Operation, WriteCtx, in_savepoint, waiting};
-use crate::retry_policy::RetryPolicy;
 use crate::schedule::cron::Cron;
 
 /// What happens to slots that passed while nobody created their jobs (the queue was closed, or the clock jumped).
@@ -146,114 +145,6 @@ pub struct RemoveRecurring {
     pub key: String,
 }
 
-/// A template's job as stored. Every field of [`Push`] is named, so that a field added to a push must be given a
-/// place here (or a reason to stay out) before this compiles; [`template_from_json`] reads back each one stored.
-fn template_to_json(push: &Push) -> Value {
-    let Push {
-        queue,
-        name,
-        data,
-        priority,
-        weight,
-        retry,
-        lease_timeout,
-        timeout,
-        tags,
-        unique_key,
-        concurrency,
-        // Refused in a template by `SetRecurring::check`: the cron schedule times each run, and a run has no
-        // parent, dependencies or schedule of its own.
-        run_at: _,
-        delay: _,
-        parent: _,
-        depends_on: _,
-        schedule: _,
-        time_zone: _,
-        debounce: _,
-        throttle: _,
-        // Refused too: each run is a trace of its own, not a part of the request that set the template.
-        trace_parent: _,
-    } = push;
-    json!({
-        "queue": queue,
-        "name": name,
-        "data": data,
-        "priority": priority,
-        "weight": weight,
-        "lease_timeout_ms": lease_timeout.map(duration_millis),
-        "timeout_ms": timeout.map(duration_millis),
-        "retry": retry.map(|r| json!({
-            "max_attempts": r.max_attempts,
-            "initial_ms": duration_millis(r.initial_delay),
-            "multiplier": r.multiplier,
-            "max_ms": duration_millis(r.max_delay),
-            "jitter": r.jitter,
-        })),
-        "tags": tags,
-        "unique_key": unique_key,
-        "concurrency": concurrency.as_ref().map(|c| json!({"key": c.key, "limit": c.limit})),
-    })
-}
-
-fn template_from_json(text: &str) -> Result<Push> {
-    let broken = |what: &str| {
-        Error::new(
-            crate::ErrorKind::Storage,
-            format!("a stored recurring template has {what}"),
-        )
-    };
-    let v: Value = serde_json::from_str(text).map_err(|_| broken("invalid JSON"))?;
-    let text_of = |key: &str| {
-        v[key]
-            .as_str()
-            .map(str::to_owned)
-            .ok_or_else(|| broken(&format!("no {key}")))
-    };
-    let millis = |v: &Value| v.as_u64().map(Duration::from_millis);
-    let mut push = Push::new(text_of("name")?)
-        .queue(text_of("queue")?)
-        .data(v["data"].clone());
-    push.priority = v["priority"]
-        .as_i64()
-        .and_then(|p| i32::try_from(p).ok())
-        .unwrap_or(0);
-    push.weight = v["weight"]
-        .as_u64()
-        .and_then(|w| u32::try_from(w).ok())
-        .unwrap_or(1);
-    push.lease_timeout = millis(&v["lease_timeout_ms"]);
-    // Absent from templates stored before it was kept: those runs have no limit, as they had.
-    push.timeout = millis(&v["timeout_ms"]);
-    push.unique_key = v["unique_key"].as_str().map(str::to_owned);
-    push.concurrency = v["concurrency"]["key"]
-        .as_str()
-        .map(|key| crate::ops::push::Concurrency {
-            key: key.to_owned(),
-            limit: v["concurrency"]["limit"]
-                .as_u64()
-                .and_then(|l| u32::try_from(l).ok()),
-        });
-    if let Some(r) = v["retry"].as_object() {
-        push.retry = Some(RetryPolicy {
-            max_attempts: r["max_attempts"]
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1),
-            initial_delay: millis(&r["initial_ms"]).unwrap_or_default(),
-            multiplier: r["multiplier"].as_f64().unwrap_or(1.0),
-            max_delay: millis(&r["max_ms"]).unwrap_or_default(),
-            jitter: r["jitter"].as_f64().unwrap_or(0.0),
-        });
-    }
-    push.tags = v["tags"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t.as_str().map(str::to_owned))
-        .collect();
-    Ok(push)
-}
-
 const UPSERT_RECURRING: Sql = Sql::both(
     "INSERT INTO recurring \
      (key, cron, time_zone, missed, template, next_slot_at, created_at, overlap) \
@@ -269,29 +160,13 @@ impl SetRecurring {
         let r = &self.recurring;
         let key = RecurringKey::parse(r.key.as_str())?;
         let cron = Cron::parse(&r.cron, &r.time_zone)?;
-        let job = &r.job;
-        let timed_elsewhere = [
-            ("job.run_at", job.run_at.is_some()),
-            ("job.delay", job.delay.is_some()),
-            ("job.parent", job.parent.is_some()),
-            ("job.depends_on", !job.depends_on.is_empty()),
-            ("job.schedule", job.schedule.is_some()),
-            ("job.debounce", job.debounce.is_some()),
-            ("job.throttle", job.throttle.is_some()),
-        ];
-        if let Some((field, _)) = timed_elsewhere.iter().find(|(_, set)| *set) {
-            return Err(Error::invalid(
-                field,
-                "must be unset in a recurring template: its cron schedule times each run",
-            ));
-        }
-        if job.trace_parent.is_some() {
-            return Err(Error::invalid(
-                "job.trace_parent",
-                "must be unset in a recurring template: each run is a trace of its own",
-            ));
-        }
-        check(job, now_ms, limits)?;
+        stored_push::check(
+            &r.job,
+            "job",
+            "in a recurring template: its cron schedule makes each run",
+            now_ms,
+            limits,
+        )?;
         Ok((key, cron))
     }
 }
@@ -331,7 +206,7 @@ impl Operation for SetRecurring {
                 cron.as_str(),
                 cron.time_zone(),
                 r.missed.as_str(),
-                template_to_json(job).to_string(),
+                stored_push::to_json(job).to_string(),
                 next.map(to_millis),
                 ctx.now_ms,
                 r.overlap.as_str()
@@ -503,7 +378,7 @@ fn create_slots(
     overlap: Overlap,
     mut previous: Option<JobId>,
 ) -> Result<(usize, Option<JobId>)> {
-    let job = template_from_json(template)?;
+    let job = stored_push::from_json(template)?;
     let mut made = 0;
     let mut last = None;
     for slot in slots {
@@ -586,33 +461,4 @@ pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
             })
         },
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every field a template keeps comes back as it was set, none at its default.
-    #[test]
-    fn a_template_keeps_every_field_of_its_job() {
-        let job = Push::new("report.build")
-            .queue("reports")
-            .data(json!({"b": 1, "a": [true, null]}))
-            .priority(-7)
-            .weight(3)
-            .retry(RetryPolicy {
-                max_attempts: 9,
-                initial_delay: Duration::from_millis(1500),
-                multiplier: 1.5,
-                max_delay: Duration::from_secs(600),
-                jitter: 0.25,
-            })
-            .lease_timeout(Duration::from_secs(45))
-            .timeout(Duration::from_secs(300))
-            .tag("nightly")
-            .tag("finance")
-            .unique_key("report:nightly");
-        let stored = template_to_json(&job).to_string();
-        assert_eq!(template_from_json(&stored).unwrap(), job);
-    }
 }

@@ -25,7 +25,7 @@ macro_rules! job_columns {
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
-          concurrency_key, concurrency_limit, result, trace_parent"
+          concurrency_key, concurrency_limit, result, trace_parent, batch_id"
     };
 }
 #[allow(unused_imports)]
@@ -35,7 +35,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 39;
+pub(crate) const JOB_COLUMN_COUNT: usize = 40;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -123,6 +123,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
         trace_parent: row
             .get::<Option<String>>(38)?
             .map(TraceParent::from_trusted),
+        batch: row.get::<Option<i64>>(39)?.map(crate::BatchId),
         timeout: row.get::<Option<i64>>(31)?.map(millis),
         depends_on: row
             .get::<Option<String>>(30)?

@@ -26,6 +26,7 @@ use crate::job::{Job, JobId, JobState};
 use crate::lease::Lease;
 use crate::metrics::MetricsSnapshot;
 use crate::ops::aging::AgeQueue;
+use crate::ops::batches::{Batch, BatchCreated, BatchFilter, BatchId, CreateBatch};
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
 use crate::ops::claim::{Claim, ClaimedJob, Dequeue};
@@ -983,6 +984,39 @@ impl Queue {
             key: key.to_owned(),
         })
         .await
+    }
+
+    /// Creates a batch of jobs with callbacks (see [`CreateBatch`]): a group whose `on_complete` job is pushed
+    /// once every job has ended, and `on_success` once every job has completed. Not to be confused with
+    /// [`Queue::enqueue_batch`], many jobs in one transaction and nothing more.
+    ///
+    /// # Errors
+    /// As [`Queue::enqueue_batch`] for the jobs (named `jobs[i].…`); [`ErrorKind::InvalidInput`] naming
+    /// `description`, or a callback's field (`on_success.data`).
+    pub async fn create_batch(&self, batch: CreateBatch) -> Result<BatchCreated> {
+        self.write(batch).await
+    }
+
+    /// A batch and its progress.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotFound`].
+    pub async fn batch(&self, id: BatchId) -> Result<Batch> {
+        self.inner
+            .readers
+            .read(move |db| crate::ops::batches::load_batch(db, id))
+            .await
+    }
+
+    /// Batches, newest first (see [`BatchFilter`]).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming `limit`.
+    pub async fn batches(&self, filter: BatchFilter) -> Result<Vec<Batch>> {
+        self.inner
+            .readers
+            .read(move |db| crate::ops::batches::list_batches(db, &filter))
+            .await
     }
 
     /// The recurring templates, by key, with their next and last runs.

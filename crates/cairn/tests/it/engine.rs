@@ -6,6 +6,7 @@ pub mod harness {
     pub type TestQueue = crate::harness::TestQueueOn<{ is_postgres_module(module_path!()) }>;
 }
 
+mod batches;
 mod bulk;
 mod claim;
 mod concurrency_keys;

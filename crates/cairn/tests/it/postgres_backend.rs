@@ -41,7 +41,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (10, "throttle".to_owned(), 1_000),
             (11, "concurrency_keys".to_owned(), 1_000),
             (12, "results".to_owned(), 1_000),
-            (13, "trace_context".to_owned(), 1_000)
+            (13, "trace_context".to_owned(), 1_000),
+            (14, "batches".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -52,6 +53,7 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         "job_dependencies",
         "recurring",
         "queues",
+        "batches",
         "workers",
         "config",
         "activity",
@@ -753,6 +755,63 @@ async fn the_last_two_dependencies_ending_on_two_nodes_release_their_dependent()
             a.get(id).await.unwrap().state,
             cairn::JobState::Queued,
             "job {id} was released by the second of its dependencies to end"
+        );
+    }
+    b.close(std::time::Duration::from_secs(10)).await.unwrap();
+    a.close(std::time::Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_two_jobs_of_a_batch_ending_on_two_nodes_make_its_callback_once() {
+    let db = TestDatabase::new();
+    let clock = cairn::ManualClock::new(crate::harness::start_time());
+    let a = two_nodes(&db, &clock).await;
+    let b = two_nodes(&db, &clock).await;
+    const BATCHES: usize = 40;
+    let mut batches = Vec::new();
+    for i in 0..BATCHES {
+        let created = a
+            .create_batch(
+                cairn::CreateBatch::new(vec![
+                    cairn::Push::new("left").queue(format!("l{i}")),
+                    cairn::Push::new("right").queue(format!("r{i}")),
+                ])
+                .on_complete(cairn::Push::new("then").queue("callbacks")),
+            )
+            .await
+            .unwrap();
+        batches.push(created.batch);
+    }
+    // Each batch's two jobs end at the same moment, one on each node.
+    for i in 0..BATCHES {
+        let left = take(&a, &format!("l{i}"), "a").await.remove(0);
+        let right = take(&b, &format!("r{i}"), "b").await.remove(0);
+        let (done_a, done_b) =
+            tokio::join!(a.finish(&left.lease, None), b.finish(&right.lease, None));
+        done_a.unwrap();
+        done_b.unwrap();
+    }
+    let callbacks = a
+        .list(cairn::JobFilter {
+            queue: Some("callbacks".to_owned()),
+            limit: 1000,
+            ..cairn::JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs;
+    let mut made: Vec<i64> = callbacks
+        .iter()
+        .map(|job| job.data["batch"]["id"].as_i64().unwrap())
+        .collect();
+    made.sort_unstable();
+    let expected: Vec<i64> = batches.iter().map(|b| b.0).collect();
+    assert_eq!(made, expected, "one callback per batch");
+    for batch in batches {
+        let batch = b.batch(batch).await.unwrap();
+        assert_eq!(
+            (batch.state, batch.completed),
+            (cairn::BatchState::Completed, 2)
         );
     }
     b.close(std::time::Duration::from_secs(10)).await.unwrap();

@@ -660,11 +660,11 @@ async fn templates_are_validated_and_removable() {
                 "UTC",
                 Push::new("x").delay(Duration::from_secs(5)),
             ),
-            "job.delay: must be unset in a recurring template: its cron schedule times each run",
+            "job.delay: must be unset in a recurring template: its cron schedule makes each run",
         ),
         (
             bad("@daily", "UTC", Push::new("")),
-            "name: must not be empty",
+            "job.name: must not be empty",
         ),
     ];
     for (recurring, expected) in cases {

@@ -74,6 +74,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "trace_context",
         include_str!("../../../migrations/postgres/0013_trace_context.sql"),
     ),
+    (
+        14,
+        "batches",
+        include_str!("../../../migrations/postgres/0014_batches.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

@@ -111,6 +111,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "trace_context",
         include_str!("../../../migrations/sqlite/0021_trace_context.sql"),
     ),
+    (
+        22,
+        "batches",
+        include_str!("../../../migrations/sqlite/0022_batches.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

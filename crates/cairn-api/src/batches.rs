@@ -1,0 +1,357 @@
+//! Batches (`/v1/batches…`): a group of jobs with callbacks, pushed when every job has ended (`on_complete`) or
+//! completed (`on_success`). See `cairn::CreateBatch`.
+
+use cairn::{
+    AddToBatch, Batch, BatchCallback, BatchCreated, BatchId, BatchState, CloseBatch, CreateBatch,
+    Error, Push,
+};
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+#[cfg(feature = "openapi")]
+use utoipa::ToSchema;
+
+use crate::push::{EnqueuedBatchBody, EnqueuedBody, PushRequest};
+use crate::route::{Answer, Method, PathParam, PathParams, Route, RouteVisitor, invalid};
+use crate::{EmptyBody, malformed};
+
+/// The `{id}` of a batch's path.
+pub const BATCH_ID: PathParam = PathParam {
+    name: "id",
+    description: "The batch's id",
+    integer: true,
+};
+
+impl PathParams {
+    /// The batch of `{id}`.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::InvalidInput`] (field `id`) unless it is a positive integer.
+    pub fn batch(&self) -> Result<BatchId, Error> {
+        let text = self.text("id")?;
+        text.parse::<i64>()
+            .ok()
+            .filter(|id| *id > 0)
+            .map(BatchId)
+            .ok_or_else(|| invalid("id", format!("must be a positive integer, got {text:?}")))
+    }
+}
+
+/// A batch to create: its jobs, and the callbacks to push when it ends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CreateBatchRequest {
+    /// The jobs, in order, as `POST /v1/jobs` takes them (without `batch`). A batch may start empty.
+    #[serde(default)]
+    pub jobs: Vec<PushRequest>,
+    /// Pushed once every job has completed. Its data must be an object; it gets a member `batch` with the batch's
+    /// `id`, `description`, `total`, `completed`, `failed`, `cancelled` and `failed_ids` (the first 1,000 failed
+    /// jobs). Without `run_at`, `delay_ms`, `parent`, `depends_on`, `schedule`, `debounce`, `throttle`,
+    /// `trace_parent` or `batch`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_success: Option<PushRequest>,
+    /// Pushed once every job has completed, failed or been cancelled (a job deleted before it ended counts as
+    /// cancelled), with the same `batch` member and rules as `on_success`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_complete: Option<PushRequest>,
+    /// Hold the batch open: it does not complete until closed (`POST /v1/batches/{id}/close`), so jobs can be added
+    /// over time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
+    /// What the batch is, for people: at most 1,000 characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(max_length = 1000))]
+    pub description: Option<String>,
+}
+
+/// A new batch: its id, and its jobs in request order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BatchCreatedBody {
+    /// The batch's id.
+    pub id: i64,
+    /// One entry per job, in request order.
+    pub jobs: Vec<EnqueuedBody>,
+}
+
+impl Answer<BatchCreated> for BatchCreatedBody {
+    fn from_output(created: BatchCreated) -> Self {
+        BatchCreatedBody {
+            id: created.batch.0,
+            jobs: created.jobs.into_iter().map(EnqueuedBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<BatchCreated, Error> {
+        Ok(BatchCreated {
+            batch: BatchId(self.id),
+            jobs: self
+                .jobs
+                .iter()
+                .map(EnqueuedBody::to_enqueued)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// Jobs to add to a batch.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AddToBatchRequest {
+    /// The jobs, in order, as `POST /v1/jobs` takes them (`batch` unset, or this batch).
+    pub jobs: Vec<PushRequest>,
+}
+
+impl Answer<Vec<cairn::Enqueued>> for EnqueuedBatchBody {
+    fn from_output(jobs: Vec<cairn::Enqueued>) -> Self {
+        EnqueuedBatchBody {
+            jobs: jobs.into_iter().map(EnqueuedBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<cairn::Enqueued>, Error> {
+        self.jobs.iter().map(EnqueuedBody::to_enqueued).collect()
+    }
+}
+
+/// A batch's callback: the job it pushes, and the job it pushed once the batch reached its end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BatchCallbackBody {
+    /// The callback job's queue.
+    pub queue: String,
+    /// Its name.
+    pub name: String,
+    /// The job pushed, once it was.
+    pub job: Option<i64>,
+}
+
+/// A batch and its progress.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BatchBody {
+    /// The batch's id.
+    pub id: i64,
+    /// What it is, if it was described.
+    pub description: Option<String>,
+    /// `open` (it does not complete until closed), `running` (closed, with jobs to go) or `completed` (every job
+    /// ended; it stays so even if a failed job runs again).
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(open|running|completed)$"))]
+    pub state: String,
+    /// Jobs ever added.
+    pub total: u64,
+    /// Of them, those not yet completed, failed or cancelled.
+    pub pending: u64,
+    /// Those completed.
+    pub completed: u64,
+    /// Those failed.
+    pub failed: u64,
+    /// Those cancelled, or deleted before they ended.
+    pub cancelled: u64,
+    /// When it was created.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
+    pub created_at: Timestamp,
+    /// When every job first reached a final state, with the batch closed.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub completed_at: Option<Timestamp>,
+    /// When every job first completed, with the batch closed.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub succeeded_at: Option<Timestamp>,
+    /// The callback pushed when every job has completed.
+    pub on_success: Option<BatchCallbackBody>,
+    /// The callback pushed when every job has reached a final state.
+    pub on_complete: Option<BatchCallbackBody>,
+}
+
+impl From<&BatchCallback> for BatchCallbackBody {
+    fn from(c: &BatchCallback) -> Self {
+        BatchCallbackBody {
+            queue: c.queue.to_string(),
+            name: c.name.to_string(),
+            job: c.job.map(|j| j.0),
+        }
+    }
+}
+
+impl From<&Batch> for BatchBody {
+    fn from(b: &Batch) -> Self {
+        BatchBody {
+            id: b.id.0,
+            description: b.description.clone(),
+            state: b.state.as_str().to_owned(),
+            total: b.total,
+            pending: b.pending,
+            completed: b.completed,
+            failed: b.failed,
+            cancelled: b.cancelled,
+            created_at: b.created_at,
+            completed_at: b.completed_at,
+            succeeded_at: b.succeeded_at,
+            on_success: b.on_success.as_ref().map(BatchCallbackBody::from),
+            on_complete: b.on_complete.as_ref().map(BatchCallbackBody::from),
+        }
+    }
+}
+
+impl BatchBody {
+    /// The engine's batch.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::Unavailable`] for a body Cairn does not send.
+    pub fn to_batch(&self) -> Result<Batch, Error> {
+        let callback = |c: &Option<BatchCallbackBody>| -> Result<Option<BatchCallback>, Error> {
+            c.as_ref()
+                .map(|c| {
+                    Ok(BatchCallback {
+                        queue: cairn::QueueName::parse(&c.queue).map_err(malformed)?,
+                        name: cairn::JobName::parse(&c.name).map_err(malformed)?,
+                        job: c.job.map(cairn::JobId),
+                    })
+                })
+                .transpose()
+        };
+        Ok(Batch {
+            id: BatchId(self.id),
+            description: self.description.clone(),
+            state: BatchState::parse(&self.state).map_err(malformed)?,
+            total: self.total,
+            pending: self.pending,
+            completed: self.completed,
+            failed: self.failed,
+            cancelled: self.cancelled,
+            created_at: self.created_at,
+            completed_at: self.completed_at,
+            succeeded_at: self.succeeded_at,
+            on_success: callback(&self.on_success)?,
+            on_complete: callback(&self.on_complete)?,
+        })
+    }
+}
+
+impl Answer<Batch> for BatchBody {
+    fn from_output(batch: Batch) -> Self {
+        BatchBody::from(&batch)
+    }
+
+    fn into_output(self) -> Result<Batch, Error> {
+        self.to_batch()
+    }
+}
+
+/// A page of batches, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub struct BatchListBody {
+    /// The batches.
+    pub batches: Vec<BatchBody>,
+    /// Pass as `before` for the next page; absent on the last.
+    pub next: Option<i64>,
+}
+
+/// The batches' routes declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_batch_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<CreateBatch>();
+    visitor.visit::<AddToBatch>();
+    visitor.visit::<CloseBatch>();
+}
+
+impl Route for CreateBatch {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/batches";
+    const PARAMS: &'static [PathParam] = &[];
+    const TAG: &'static str = "batches";
+    const OPERATION_ID: &'static str = "create_batch";
+    const SUMMARY: &'static str = "Creates a batch of jobs, all or none, with callbacks: on_complete is pushed once \
+        every job has ended, on_success once every job has completed; each exactly once.";
+    const DONE: &'static str = "Created; the batch's id and its jobs";
+    const ERRORS: &'static [(u16, &'static str)] = &[(400, "Bad input, naming the field")];
+    type Body = CreateBatchRequest;
+    type Answer = BatchCreatedBody;
+
+    fn path(&self) -> String {
+        Self::PATH.to_owned()
+    }
+
+    fn body(&self) -> CreateBatchRequest {
+        CreateBatchRequest {
+            jobs: self.jobs.iter().map(PushRequest::from).collect(),
+            on_success: self.on_success.as_ref().map(PushRequest::from),
+            on_complete: self.on_complete.as_ref().map(PushRequest::from),
+            open: self.open,
+            description: self.description.clone(),
+        }
+    }
+
+    fn from_wire(_: &PathParams, body: CreateBatchRequest) -> Result<Self, Error> {
+        Ok(CreateBatch {
+            jobs: body.jobs.into_iter().map(Push::from).collect(),
+            on_success: body.on_success.map(Push::from),
+            on_complete: body.on_complete.map(Push::from),
+            open: body.open,
+            description: body.description,
+        })
+    }
+}
+
+impl Route for AddToBatch {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/batches/{id}/jobs";
+    const PARAMS: &'static [PathParam] = &[BATCH_ID];
+    const TAG: &'static str = "batches";
+    const OPERATION_ID: &'static str = "add_to_batch";
+    const SUMMARY: &'static str = "Adds jobs to a batch that has not completed, all or none.";
+    const DONE: &'static str = "Added; the jobs in request order";
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (400, "Bad input, naming the field"),
+        (404, "No such batch"),
+        (409, "The batch has completed"),
+    ];
+    type Body = AddToBatchRequest;
+    type Answer = EnqueuedBatchBody;
+
+    fn path(&self) -> String {
+        format!("/v1/batches/{}/jobs", self.batch)
+    }
+
+    fn body(&self) -> AddToBatchRequest {
+        AddToBatchRequest {
+            jobs: self.jobs.iter().map(PushRequest::from).collect(),
+        }
+    }
+
+    fn from_wire(path: &PathParams, body: AddToBatchRequest) -> Result<Self, Error> {
+        Ok(AddToBatch {
+            batch: path.batch()?,
+            jobs: body.jobs.into_iter().map(Push::from).collect(),
+        })
+    }
+}
+
+impl Route for CloseBatch {
+    const METHOD: Method = Method::Post;
+    const PATH: &'static str = "/v1/batches/{id}/close";
+    const PARAMS: &'static [PathParam] = &[BATCH_ID];
+    const TAG: &'static str = "batches";
+    const OPERATION_ID: &'static str = "close_batch";
+    const SUMMARY: &'static str = "Closes an open batch: it completes once every job has ended (at once if they \
+        all have). Closing a closed batch changes nothing.";
+    const DONE: &'static str = "Closed; the batch";
+    const ERRORS: &'static [(u16, &'static str)] = &[(404, "No such batch")];
+    type Body = EmptyBody;
+    type Answer = BatchBody;
+
+    fn path(&self) -> String {
+        format!("/v1/batches/{}/close", self.batch)
+    }
+
+    fn body(&self) -> EmptyBody {
+        EmptyBody {}
+    }
+
+    fn from_wire(path: &PathParams, _: EmptyBody) -> Result<Self, Error> {
+        Ok(CloseBatch {
+            batch: path.batch()?,
+        })
+    }
+}

@@ -1,0 +1,633 @@
+//! Batches: jobs pushed as a group, with callbacks. `on_complete` is pushed once every job of the batch has reached
+//! a final state (completed, failed or cancelled; a live job deleted counts as cancelled), `on_success` once every
+//! job has completed, which may come after `on_complete` when failed jobs are run again and then complete.
+//!
+//! The counts are the database's: triggers on `jobs` (SQLite 0022, PostgreSQL 0014) keep them, so every path that
+//! adds, ends, revives or deletes a job counts, those to come included; on PostgreSQL the update locks the batch's
+//! row, so of two nodes ending a batch's last two jobs at once, the second sees the first's count. A change that
+//! brings a closed batch to an end it has not reached before marks it `due`. Before each transaction commits, the
+//! writer makes the due callbacks and records the end ([`make_due_callbacks`]): a callback is committed with the
+//! job end that made it due, and made once, whatever node or crash comes after.
+//!
+//! A batch takes jobs until it has completed. An open batch does not complete, however its jobs end, until it is
+//! closed ([`CloseBatch`]): jobs may be added to it over time (a job of the batch may add more).
+
+use std::fmt;
+
+use jiff::Timestamp;
+use serde_json::{Value, json};
+
+use crate::clock::from_millis;
+use crate::error::{Error, Result};
+use crate::job::JobId;
+use crate::names::{JobName, QueueName};
+use crate::ops::push::{Enqueued, Push, check_batch_job, insert, insert_all, validate_all};
+use crate::ops::{Operation, WriteCtx, in_savepoint, stored_push};
+use crate::store::db::{Db, Params, Row, Sql, params};
+
+/// A batch's id, assigned by Cairn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BatchId(pub i64);
+
+impl fmt::Display for BatchId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The most characters a batch's description may have.
+pub const MAX_BATCH_DESCRIPTION: usize = 1000;
+
+/// The most ids of failed jobs a callback's data lists (the first, by id); `failed` counts them all.
+pub const MAX_CALLBACK_FAILED_IDS: usize = 1000;
+
+/// Creates a batch of jobs, with the callbacks to push when it ends. All of it is written, or (if anything is
+/// invalid) none of it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CreateBatch {
+    /// The jobs, in order; each must leave `batch` unset. A batch may start empty.
+    pub jobs: Vec<Push>,
+    /// Pushed once every job has completed. Its data, an object, gets a `batch` member: the batch's id,
+    /// description and counts, and the ids of failed jobs (see [`MAX_CALLBACK_FAILED_IDS`]).
+    pub on_success: Option<Push>,
+    /// Pushed once every job has completed, failed or been cancelled, with the same `batch` member.
+    pub on_complete: Option<Push>,
+    /// Holds the batch open: it does not complete until closed ([`CloseBatch`]), so jobs can be added over time.
+    pub open: bool,
+    /// What the batch is, for people: at most [`MAX_BATCH_DESCRIPTION`] characters.
+    pub description: Option<String>,
+}
+
+impl CreateBatch {
+    /// A batch of `jobs`, closed, without callbacks.
+    pub fn new(jobs: Vec<Push>) -> Self {
+        CreateBatch {
+            jobs,
+            ..CreateBatch::default()
+        }
+    }
+
+    /// Pushes `callback` once every job has completed.
+    pub fn on_success(mut self, callback: Push) -> Self {
+        self.on_success = Some(callback);
+        self
+    }
+
+    /// Pushes `callback` once every job has reached a final state.
+    pub fn on_complete(mut self, callback: Push) -> Self {
+        self.on_complete = Some(callback);
+        self
+    }
+
+    /// Holds the batch open until [`CloseBatch`].
+    pub fn open(mut self) -> Self {
+        self.open = true;
+        self
+    }
+
+    /// Describes the batch.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// A new batch: its id, and what became of each of its jobs, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchCreated {
+    /// The batch.
+    pub batch: BatchId,
+    /// Its jobs.
+    pub jobs: Vec<Enqueued>,
+}
+
+/// Adds jobs to a batch that has not completed, all or none. The same as pushing each with [`Push::batch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct AddToBatch {
+    /// The batch.
+    pub batch: BatchId,
+    /// The jobs; each must leave `batch` unset or name this batch.
+    pub jobs: Vec<Push>,
+}
+
+/// Closes an open batch: from now on it completes once every job has ended (at once, if they all have). Closing a
+/// closed batch changes nothing. Answers with the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CloseBatch {
+    /// The batch.
+    pub batch: BatchId,
+}
+
+/// Where a batch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BatchState {
+    /// Held open: it does not complete until closed.
+    Open,
+    /// Closed, with jobs still to end.
+    Running,
+    /// Every job has reached a final state (once completed, it stays so, even if a failed job runs again).
+    Completed,
+}
+
+impl BatchState {
+    /// The state's name: `open`, `running` or `completed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchState::Open => "open",
+            BatchState::Running => "running",
+            BatchState::Completed => "completed",
+        }
+    }
+
+    /// The state named `name`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `state` for another name.
+    pub fn parse(name: &str) -> Result<BatchState> {
+        match name {
+            "open" => Ok(BatchState::Open),
+            "running" => Ok(BatchState::Running),
+            "completed" => Ok(BatchState::Completed),
+            other => Err(Error::invalid(
+                "state",
+                format!("must be open, running or completed, got {other:?}"),
+            )),
+        }
+    }
+}
+
+/// A batch's callback: the job it pushes, and the job it pushed, once it has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchCallback {
+    /// The callback job's queue.
+    pub queue: QueueName,
+    /// Its name.
+    pub name: JobName,
+    /// The job pushed, once the batch reached the callback's end.
+    pub job: Option<JobId>,
+}
+
+/// A batch and its progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The batch's id.
+    pub id: BatchId,
+    /// What it is, if it was described.
+    pub description: Option<String>,
+    /// Where it stands.
+    pub state: BatchState,
+    /// Jobs ever added.
+    pub total: u64,
+    /// Of them, those not yet completed, failed or cancelled.
+    pub pending: u64,
+    /// Those completed.
+    pub completed: u64,
+    /// Those failed (their attempts ran out, or they were failed on purpose).
+    pub failed: u64,
+    /// Those cancelled, or deleted before they ended.
+    pub cancelled: u64,
+    /// When it was created.
+    pub created_at: Timestamp,
+    /// When every job first reached a final state, with the batch closed.
+    pub completed_at: Option<Timestamp>,
+    /// When every job first completed, with the batch closed.
+    pub succeeded_at: Option<Timestamp>,
+    /// The callback pushed when every job has completed.
+    pub on_success: Option<BatchCallback>,
+    /// The callback pushed when every job has reached a final state.
+    pub on_complete: Option<BatchCallback>,
+}
+
+/// Which batches to list, newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchFilter {
+    /// Only batches in this state.
+    pub state: Option<BatchState>,
+    /// Only batches with a lower id than this: the previous page's last id.
+    pub before: Option<BatchId>,
+    /// At most this many, 1 to [`MAX_PAGE`](crate::MAX_PAGE); 100 by default.
+    pub limit: u32,
+}
+
+impl Default for BatchFilter {
+    fn default() -> Self {
+        BatchFilter {
+            state: None,
+            before: None,
+            limit: 100,
+        }
+    }
+}
+
+const INSERT_BATCH: Sql = Sql::both(
+    "INSERT INTO batches (description, open, on_success, on_complete, created_at) VALUES ($1, TRUE, $2, $3, $4) \
+     RETURNING id",
+);
+
+/// Closes a batch, marking it due if its jobs have all ended (or all completed) and it has not acted on that yet.
+const CLOSE_BATCH: Sql = Sql::both(
+    "UPDATE batches SET open = FALSE, due = due \
+     OR (completed_at IS NULL AND completed + failed + cancelled = total) \
+     OR (succeeded_at IS NULL AND completed = total) \
+     WHERE id = $1 AND open",
+);
+
+/// Whether a batch exists and has completed; on PostgreSQL its row is locked until the transaction ends, so that it
+/// cannot complete on another node while jobs are added here.
+const SELECT_TAKES_JOBS: Sql = Sql {
+    sqlite: "SELECT completed_at FROM batches WHERE id = $1",
+    postgres: "SELECT completed_at FROM batches WHERE id = $1 FOR UPDATE",
+};
+
+/// Checks that `batch` takes jobs: it exists and has not completed.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `batch` when it does not exist;
+/// [`ErrorKind::InvalidState`](crate::ErrorKind::InvalidState) when it has completed.
+pub(crate) fn check_takes_jobs(ctx: &WriteCtx<'_>, batch: BatchId) -> Result<()> {
+    let row: Option<Option<i64>> = ctx
+        .db
+        .query_row(SELECT_TAKES_JOBS, &params![batch.0], |r| r.get(0))?;
+    match row {
+        None => Err(Error::invalid(
+            "batch",
+            format!("batch {batch} does not exist"),
+        )),
+        Some(Some(at)) => Err(Error::invalid_state(format!(
+            "batch {batch} completed at {}; it takes no more jobs",
+            from_millis(at)
+        ))),
+        Some(None) => Ok(()),
+    }
+}
+
+impl CreateBatch {
+    /// The description and callbacks, checked; the callbacks as stored.
+    fn check(&self, now_ms: i64, ctx: &WriteCtx<'_>) -> Result<(Option<String>, Option<String>)> {
+        if let Some(d) = &self.description {
+            let chars = d.chars().count();
+            if chars > MAX_BATCH_DESCRIPTION {
+                return Err(Error::invalid(
+                    "description",
+                    format!("must be at most {MAX_BATCH_DESCRIPTION} characters, got {chars}"),
+                ));
+            }
+        }
+        let stored = |push: &Option<Push>, field: &'static str| -> Result<Option<String>> {
+            push.as_ref()
+                .map(|push| {
+                    check_callback(push, field, now_ms, ctx)?;
+                    Ok(stored_push::to_json(push).to_string())
+                })
+                .transpose()
+        };
+        Ok((
+            stored(&self.on_success, "on_success")?,
+            stored(&self.on_complete, "on_complete")?,
+        ))
+    }
+}
+
+/// A callback must be a push to store (see [`stored_push::check`]) whose data is an object without a `batch`
+/// member, which the batch's counts take.
+fn check_callback(push: &Push, field: &'static str, now_ms: i64, ctx: &WriteCtx<'_>) -> Result<()> {
+    stored_push::check(
+        push,
+        field,
+        "in a batch's callback: the batch's end makes it",
+        now_ms,
+        ctx.limits(),
+    )?;
+    match push.data.as_object() {
+        Some(data) if data.contains_key("batch") => Err(Error::invalid(
+            "data",
+            "must not have a member named batch: the batch's counts go there",
+        )
+        .within(field)),
+        Some(_) => Ok(()),
+        None => Err(Error::invalid(
+            "data",
+            "must be a JSON object: the batch's counts go in its member named batch",
+        )
+        .within(field)),
+    }
+}
+
+impl Operation for CreateBatch {
+    type Output = BatchCreated;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<BatchCreated> {
+        for (index, job) in self.jobs.iter().enumerate() {
+            if job.batch.is_some() {
+                return Err(Error::invalid(
+                    "batch",
+                    "must be unset: the job joins the batch being created",
+                )
+                .in_batch(index));
+            }
+            check_batch_job(job).map_err(|e| e.in_batch(index))?;
+        }
+        let (on_success, on_complete) = self.check(ctx.now_ms, ctx)?;
+        let mut valid = validate_all(&self.jobs, ctx)?;
+        let batch = ctx.db.query_one(
+            INSERT_BATCH,
+            &params![
+                self.description.as_deref(),
+                on_success.as_deref(),
+                on_complete.as_deref(),
+                ctx.now_ms
+            ],
+            |r| r.get::<i64>(0).map(BatchId),
+        )?;
+        for v in &mut valid {
+            v.join(batch);
+        }
+        let jobs = insert_all(&valid, ctx)?;
+        if !self.open {
+            ctx.db.execute(CLOSE_BATCH, &params![batch.0])?;
+        }
+        Ok(BatchCreated { batch, jobs })
+    }
+}
+
+impl Operation for AddToBatch {
+    type Output = Vec<Enqueued>;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Vec<Enqueued>> {
+        let batch = self.batch;
+        if let Some(index) = self
+            .jobs
+            .iter()
+            .position(|j| j.batch.is_some_and(|b| b != batch))
+        {
+            return Err(Error::invalid(
+                "batch",
+                format!("must be unset or {batch}: the job joins batch {batch}"),
+            )
+            .in_batch(index));
+        }
+        // The batch is the path's, not a job's: a batch that does not exist is not found.
+        check_takes_jobs(ctx, batch).map_err(|e| match e.kind() {
+            crate::ErrorKind::InvalidInput => Error::not_found(format!("batch {batch}")),
+            _ => e,
+        })?;
+        let jobs: Vec<Push> = self
+            .jobs
+            .iter()
+            .map(|job| job.clone().batch(batch))
+            .collect();
+        let valid = validate_all(&jobs, ctx)?;
+        insert_all(&valid, ctx)
+    }
+}
+
+impl Operation for CloseBatch {
+    type Output = Batch;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Batch> {
+        ctx.db.execute(CLOSE_BATCH, &params![self.batch.0])?;
+        // The callbacks are made at the transaction's end: until then the batch reads as closed and running.
+        load_batch(&ctx.db, self.batch)
+    }
+}
+
+/// The batches the writer acts on at the end of a transaction. On PostgreSQL a batch another transaction holds is
+/// skipped: that transaction changed its counts, so it acts on it before it commits.
+const SELECT_DUE: Sql = Sql {
+    sqlite: "SELECT id, open, total, completed, failed, cancelled, on_success, on_complete, completed_at, \
+             succeeded_at, description FROM batches INDEXED BY batches_due WHERE due ORDER BY id LIMIT 100",
+    postgres: "SELECT id, open, total, completed, failed, cancelled, on_success, on_complete, completed_at, \
+               succeeded_at, description FROM batches WHERE due ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED",
+};
+
+/// A batch's end recorded, with the callbacks made. `$1` completed at, `$2` succeeded at, `$3` the `on_complete`
+/// job, `$4` the `on_success` job, `$5` the batch.
+const RECORD_END: Sql = Sql::both(
+    "UPDATE batches SET due = FALSE, completed_at = COALESCE(completed_at, $1), \
+     succeeded_at = COALESCE(succeeded_at, $2), complete_job = COALESCE(complete_job, $3), \
+     success_job = COALESCE(success_job, $4) WHERE id = $5",
+);
+
+/// The first failed jobs of a batch, by id.
+const SELECT_FAILED: Sql = Sql {
+    sqlite: "SELECT id FROM jobs INDEXED BY jobs_by_batch WHERE batch_id = $1 AND state = 'failed' ORDER BY id \
+             LIMIT $2",
+    postgres: "SELECT id FROM jobs WHERE batch_id = $1 AND state = 'failed' ORDER BY id LIMIT $2",
+};
+
+/// A due batch, as read.
+struct DueBatch {
+    id: BatchId,
+    open: bool,
+    total: i64,
+    completed: i64,
+    failed: i64,
+    cancelled: i64,
+    on_success: Option<String>,
+    on_complete: Option<String>,
+    completed_at: Option<i64>,
+    succeeded_at: Option<i64>,
+    description: Option<String>,
+}
+
+/// Makes the callbacks of the batches whose counts reached an end in this transaction (or were left due), and
+/// records each end. The writer runs it before every commit; it reads the head of an index that is empty but for
+/// those moments. Returns how many callbacks it made.
+pub(crate) fn make_due_callbacks(ctx: &mut WriteCtx<'_>) -> Result<usize> {
+    let due = ctx.db.query(SELECT_DUE, &Params::NONE, |r| {
+        Ok(DueBatch {
+            id: BatchId(r.get(0)?),
+            open: r.get(1)?,
+            total: r.get(2)?,
+            completed: r.get(3)?,
+            failed: r.get(4)?,
+            cancelled: r.get(5)?,
+            on_success: r.get(6)?,
+            on_complete: r.get(7)?,
+            completed_at: r.get(8)?,
+            succeeded_at: r.get(9)?,
+            description: r.get(10)?,
+        })
+    })?;
+    let mut made = 0;
+    for batch in due {
+        let ended = !batch.open && batch.completed + batch.failed + batch.cancelled == batch.total;
+        let succeeded = !batch.open && batch.completed == batch.total;
+        let completes = ended && batch.completed_at.is_none();
+        let succeeds = succeeded && batch.succeeded_at.is_none();
+        let mut complete_job = None;
+        let mut success_job = None;
+        if completes || succeeds {
+            let counts = counts_for_callback(ctx, &batch)?;
+            if completes && let Some(template) = &batch.on_complete {
+                complete_job = make_callback(ctx, batch.id, "on_complete", template, &counts);
+                made += usize::from(complete_job.is_some());
+            }
+            if succeeds && let Some(template) = &batch.on_success {
+                success_job = make_callback(ctx, batch.id, "on_success", template, &counts);
+                made += usize::from(success_job.is_some());
+            }
+        }
+        let at = |now: bool| now.then_some(ctx.now_ms);
+        ctx.db.execute(
+            RECORD_END,
+            &params![
+                at(completes),
+                at(succeeds),
+                complete_job.map(|j| j.0),
+                success_job.map(|j| j.0),
+                batch.id.0
+            ],
+        )?;
+    }
+    Ok(made)
+}
+
+/// The `batch` member a callback's data gets.
+fn counts_for_callback(ctx: &WriteCtx<'_>, batch: &DueBatch) -> Result<Value> {
+    let failed_ids: Vec<i64> = if batch.failed > 0 {
+        ctx.db.query(
+            SELECT_FAILED,
+            &params![batch.id.0, MAX_CALLBACK_FAILED_IDS as i64],
+            |r| r.get(0),
+        )?
+    } else {
+        Vec::new()
+    };
+    Ok(json!({
+        "id": batch.id.0,
+        "description": batch.description,
+        "total": batch.total,
+        "completed": batch.completed,
+        "failed": batch.failed,
+        "cancelled": batch.cancelled,
+        "failed_ids": failed_ids,
+    }))
+}
+
+/// Pushes one callback, in a savepoint of its own. One that cannot be made (its stored job no longer passes
+/// validation, or the counts make its data too large) is logged as an error and the batch's end recorded without
+/// it: a callback that can never be made must not hold up every later transaction.
+fn make_callback(
+    ctx: &mut WriteCtx<'_>,
+    batch: BatchId,
+    which: &'static str,
+    template: &str,
+    counts: &Value,
+) -> Option<JobId> {
+    let made = in_savepoint(ctx, |ctx| {
+        let mut push = stored_push::from_json(template)?;
+        if let Value::Object(data) = &mut push.data {
+            data.insert("batch".to_owned(), counts.clone());
+        }
+        insert(&push, ctx)
+    });
+    match made {
+        Ok(enqueued) => Some(enqueued.id),
+        Err(e) => {
+            tracing::error!(batch = batch.0, callback = which, error = %e, "a batch's callback could not be made; the batch's end is recorded without it");
+            None
+        }
+    }
+}
+
+/// The columns [`batch_from_row`] reads. A macro so that statements can `concat!` it.
+macro_rules! batch_columns {
+    () => {
+        "id, description, open, total, completed, failed, cancelled, created_at, completed_at, succeeded_at, \
+         on_success, on_complete, success_job, complete_job"
+    };
+}
+
+fn batch_from_row(r: &Row<'_>) -> Result<Batch> {
+    let callback = |template: Option<String>, job: Option<i64>| -> Result<Option<BatchCallback>> {
+        template
+            .map(|t| {
+                let push = stored_push::from_json(&t)?;
+                Ok(BatchCallback {
+                    queue: QueueName::from_trusted(push.queue),
+                    name: JobName::from_trusted(push.name),
+                    job: job.map(JobId),
+                })
+            })
+            .transpose()
+    };
+    let count = |i: usize| -> Result<u64> { Ok(r.get::<i64>(i)?.max(0) as u64) };
+    let (total, completed, failed, cancelled) = (count(3)?, count(4)?, count(5)?, count(6)?);
+    let open: bool = r.get(2)?;
+    let completed_at = r.get::<Option<i64>>(8)?.map(from_millis);
+    Ok(Batch {
+        id: BatchId(r.get(0)?),
+        description: r.get(1)?,
+        state: if open {
+            BatchState::Open
+        } else if completed_at.is_some() {
+            BatchState::Completed
+        } else {
+            BatchState::Running
+        },
+        total,
+        pending: total.saturating_sub(completed + failed + cancelled),
+        completed,
+        failed,
+        cancelled,
+        created_at: from_millis(r.get(7)?),
+        completed_at,
+        succeeded_at: r.get::<Option<i64>>(9)?.map(from_millis),
+        on_success: callback(r.get(10)?, r.get(12)?)?,
+        on_complete: callback(r.get(11)?, r.get(13)?)?,
+    })
+}
+
+const SELECT_BATCH: Sql = Sql::both(concat!(
+    "SELECT ",
+    batch_columns!(),
+    " FROM batches WHERE id = $1"
+));
+
+/// One batch.
+///
+/// # Errors
+/// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+pub(crate) fn load_batch(db: &Db<'_>, id: BatchId) -> Result<Batch> {
+    db.query_row(SELECT_BATCH, &params![id.0], batch_from_row)?
+        .ok_or_else(|| Error::not_found(format!("batch {id}")))
+}
+
+/// Batches by id, newest first. `$1` below this id, `$2` the state (0 any, 1 open, 2 running, 3 completed), `$3`
+/// at most this many.
+const LIST_BATCHES: Sql = Sql::both(concat!(
+    "SELECT ",
+    batch_columns!(),
+    " FROM batches WHERE id < $1 AND ($2 = 0 OR ($2 = 1 AND open) OR ($2 = 2 AND NOT open AND completed_at IS NULL) \
+     OR ($2 = 3 AND completed_at IS NOT NULL)) ORDER BY id DESC LIMIT $3"
+));
+
+/// The batches `filter` lists, newest first.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `limit` outside 1 to [`MAX_PAGE`](crate::MAX_PAGE).
+pub(crate) fn list_batches(db: &Db<'_>, filter: &BatchFilter) -> Result<Vec<Batch>> {
+    if !(1..=crate::MAX_PAGE).contains(&filter.limit) {
+        return Err(Error::invalid(
+            "limit",
+            format!(
+                "must be between 1 and {}, got {}",
+                crate::MAX_PAGE,
+                filter.limit
+            ),
+        ));
+    }
+    let state: i64 = match filter.state {
+        None => 0,
+        Some(BatchState::Open) => 1,
+        Some(BatchState::Running) => 2,
+        Some(BatchState::Completed) => 3,
+    };
+    let before = filter.before.map_or(i64::MAX, |b| b.0);
+    db.query(
+        LIST_BATCHES,
+        &params![before, state, i64::from(filter.limit)],
+        batch_from_row,
+    )
+}
