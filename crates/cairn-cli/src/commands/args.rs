@@ -144,7 +144,28 @@ impl JsonInput {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] naming `flag`, when the file or stdin cannot be read or the text is not JSON.
     pub fn read(&self, flag: &str) -> cairn::Result<Value> {
-        let (text, from) = match self {
+        let (text, from) = self.text_from(flag)?;
+        serde_json::from_str(&text).map_err(|e| {
+            let shown = if text.chars().count() > 60 {
+                format!("{}…", text.chars().take(60).collect::<String>())
+            } else {
+                text.clone()
+            };
+            invalid(flag, format!("must be JSON{from} ({e}), got {shown:?}"))
+        })
+    }
+
+    /// Reads the text as it is, for a caller that parses it itself (JSON lines, say).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming `flag`, when the file or stdin cannot be read.
+    pub fn text(&self, flag: &str) -> cairn::Result<String> {
+        self.text_from(flag).map(|(text, _)| text)
+    }
+
+    /// The text, and where it came from for errors (` in FILE`, ` on stdin`, or nothing when inline).
+    fn text_from(&self, flag: &str) -> cairn::Result<(String, String)> {
+        Ok(match self {
             JsonInput::Inline(text) => (text.clone(), String::new()),
             JsonInput::File(path) => (
                 std::fs::read_to_string(path)
@@ -156,14 +177,6 @@ impl JsonInput {
                     .map_err(|e| invalid(flag, format!("reading stdin: {e}")))?,
                 " on stdin".to_owned(),
             ),
-        };
-        serde_json::from_str(&text).map_err(|e| {
-            let shown = if text.chars().count() > 60 {
-                format!("{}…", text.chars().take(60).collect::<String>())
-            } else {
-                text.clone()
-            };
-            invalid(flag, format!("must be JSON{from} ({e}), got {shown:?}"))
         })
     }
 }
@@ -250,6 +263,9 @@ pub struct JobFilterArgs {
     /// Only the children of this job.
     #[arg(long, value_name = "ID", value_parser = job_id)]
     pub parent: Option<cairn::JobId>,
+    /// Only the jobs of this batch.
+    #[arg(long, value_name = "ID", value_parser = crate::commands::batch::batch_id)]
+    pub batch: Option<cairn::BatchId>,
 }
 
 impl JobFilterArgs {
@@ -263,6 +279,7 @@ impl JobFilterArgs {
             failure_group: self.failure_group.clone(),
             tracked: self.tracked,
             parent: self.parent,
+            batch: self.batch,
             ..cairn::JobFilter::default()
         }
     }

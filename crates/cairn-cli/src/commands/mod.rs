@@ -25,6 +25,7 @@
 //! | 7 | `cairn get` found no job before its wait ended |
 
 mod args;
+mod batch;
 mod bulk;
 mod config;
 mod deps;
@@ -51,6 +52,7 @@ use clap::Subcommand;
 use crate::exit::Code;
 
 pub use args::{CommonArgs, JsonInput, LeaseArgs};
+pub use batch::{BatchArgs, BatchCommand};
 pub use bulk::BulkArgs;
 pub use config::{ConfigArgs, ConfigCommand};
 pub use deps::DepsArgs;
@@ -174,6 +176,10 @@ pub enum ClientCommand {
     /// List the workers the server has seen, with when each was last seen, the jobs it holds, and which stalled.
     #[command(after_long_help = EXIT_CODES)]
     Workers(WorkersArgs),
+    /// Groups of jobs with callbacks, pushed once every job has ended or completed: `create`, `add`, `close`,
+    /// `show`, `list`.
+    #[command(after_long_help = EXIT_CODES)]
+    Batch(BatchArgs),
     /// Cron templates that create a job at every slot: `set`, `list`, `remove`.
     #[command(after_long_help = EXIT_CODES)]
     Recurring(RecurringArgs),
@@ -208,6 +214,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Requeue(args) => args.run().await,
         ClientCommand::SetData(args) => args.run().await,
         ClientCommand::Recurring(args) => args.run().await,
+        ClientCommand::Batch(args) => args.run().await,
         ClientCommand::Config(args) => args.run().await,
         ClientCommand::Stats(args) => args.run().await,
         ClientCommand::Activity(args) => args.run().await,

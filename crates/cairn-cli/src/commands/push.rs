@@ -65,6 +65,9 @@ pub struct PushArgs {
     /// job's trace (an invalid one there is ignored, as W3C asks of a receiver).
     #[arg(long, value_name = "TRACEPARENT")]
     pub trace_parent: Option<String>,
+    /// Add the job to this batch (`cairn batch create`), which must not have completed.
+    #[arg(long, value_name = "ID", value_parser = crate::commands::batch::batch_id)]
+    pub batch: Option<cairn::BatchId>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -156,6 +159,7 @@ impl PushArgs {
                 period_ms: self.throttle_period.map_or(0, args::millis),
                 states: Vec::new(),
             }),
+            batch: self.batch.map(|b| b.0),
             trace_parent: self.trace_parent.clone().or_else(|| {
                 std::env::var("TRACEPARENT")
                     .ok()

@@ -782,6 +782,110 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
     );
 }
 
+/// `cairn batch`: a batch created from JSON lines on stdin, with a callback whose data gets the counts; shown,
+/// listed, added to, its jobs listed and cancelled with the shared filter flags, then completed by its close.
+#[test]
+fn batches_are_created_shown_added_to_and_closed_from_the_shell() {
+    let server = TestServer::spawn();
+    let id = ok(&server.cairn(
+        &[
+            "batch",
+            "create",
+            "--jobs",
+            "-",
+            "--open",
+            "--description",
+            "nightly reports",
+            "--on-complete",
+            "reports.done",
+            "--on-complete-queue",
+            "callbacks",
+            "--on-complete-data",
+            r#"{"to":"ops"}"#,
+        ],
+        Some("{\"name\":\"report\",\"queue\":\"reports\"}\n\n{\"name\":\"report\",\"queue\":\"reports\"}\n"),
+    ));
+    assert_eq!(id, "1\n");
+    let pushed = ok(&server.cairn(
+        &["push", "report", "--queue", "reports", "--batch", "1"],
+        None,
+    ));
+    assert_eq!(pushed, "3\n");
+    assert_eq!(
+        ok(&server.cairn(
+            &["batch", "add", "1", "--jobs", r#"[{"name":"report"}]"#],
+            None
+        )),
+        "batch 1: 1 jobs added\n"
+    );
+    let shown = mask_times(&ok(&server.cairn(&["batch", "show", "1"], None)));
+    assert_eq!(
+        shown,
+        "id: 1\n\
+         description: nightly reports\n\
+         state: open\n\
+         jobs: 4 (4 pending, 0 completed, 0 failed, 0 cancelled)\n\
+         created_at: YYYY-MM-DDTHH:MM:SSZ\n\
+         on_complete: reports.done in callbacks: not yet\n"
+    );
+    let listed = mask_times(&ok(
+        &server.cairn(&["batch", "list", "--state", "open"], None)
+    ));
+    assert_eq!(
+        listed,
+        "ID  STATE  TOTAL  PENDING  COMPLETED  FAILED  CANCELLED  CREATED               DESCRIPTION\n\
+         1   open   4      4        0          0       0          YYYY-MM-DDTHH:MM:SSZ  nightly reports\n"
+    );
+    let jobs = ok(&server.cairn(&["list", "--batch", "1", "--json"], None));
+    let jobs: serde_json::Value = serde_json::from_str(&jobs).unwrap();
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 4);
+    ok(&server.cairn(&["bulk", "cancel", "--batch", "1"], None));
+    let closed = ok(&server.cairn(&["batch", "close", "1", "--json"], None));
+    let closed: serde_json::Value = serde_json::from_str(&closed).unwrap();
+    assert_eq!(closed["cancelled"], 4);
+    let shown = ok(&server.cairn(&["batch", "show", "1", "--json"], None));
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(shown["state"], "completed");
+    let callback = shown["on_complete"]["job"]
+        .as_i64()
+        .expect("the callback was made");
+    let job = ok(&server.cairn(&["show", &callback.to_string(), "--json"], None));
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    assert_eq!(job["data"]["to"], "ops");
+    assert_eq!(job["data"]["batch"]["cancelled"], 4);
+
+    check_error(
+        &server.cairn(
+            &["batch", "add", "1", "--jobs", r#"[{"name":"late"}]"#],
+            None,
+        ),
+        4,
+        "completed",
+    );
+    check_error(&server.cairn(&["batch", "show", "9"], None), 3, "not found");
+    check_error(
+        &server.cairn(
+            &[
+                "batch",
+                "create",
+                "--jobs",
+                "[{\"name\":\"x\",\"unique_key\":\"k\"}]",
+            ],
+            None,
+        ),
+        2,
+        "jobs[0].unique_key",
+    );
+    check_error(
+        &server.cairn(
+            &["batch", "create", "--jobs", "{\"name\":\"x\"}\nnot json"],
+            None,
+        ),
+        2,
+        "--jobs: line 2",
+    );
+}
+
 /// `cairn bench --scenario workers` moves every job through producers that enqueue in batches and workers that
 /// take several per dequeue and finish them in one call, then reports them all.
 #[test]

@@ -769,6 +769,10 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
         [
             "/metrics",
             "/v1/activity",
+            "/v1/batches",
+            "/v1/batches/{id}",
+            "/v1/batches/{id}/close",
+            "/v1/batches/{id}/jobs",
             "/v1/config",
             "/v1/config/{key}",
             "/v1/dequeue",
@@ -818,6 +822,45 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
     );
 
     // Real answers, checked against the schemas the document gives for them.
+    let (status, body) = post(
+        &server,
+        "/v1/batches",
+        r#"{"jobs":[{"name":"part"}],"on_complete":{"name":"done","data":{"to":"ops"}},"description":"d"}"#,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "post", "/v1/batches", status),
+        &body,
+        "create_batch",
+    );
+    let batch = body["id"].as_i64().unwrap();
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/batches/{batch}"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/batches/{id}", status),
+        &body,
+        "get_batch",
+    );
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{url}/v1/batches?state=running"),
+        None,
+        None,
+    )
+    .await;
+    check_schema(
+        &doc,
+        response_schema(&doc, "get", "/v1/batches", status),
+        &body,
+        "list_batches",
+    );
     let full = r#"{"name":"x","queue":"q","data":{"a":1},"priority":2,"weight":1,"delay_ms":0,
         "retry":{"max_attempts":3,"initial_delay_ms":10,"multiplier":2.0,"max_delay_ms":100,"jitter":0.0},
         "lease_timeout_ms":30000,"unique_key":"u","tags":["t"]}"#;
@@ -1838,4 +1881,142 @@ async fn an_sse_consumer_resumes_with_last_event_id_and_gets_exactly_what_it_mis
     )
     .await;
     assert_eq!((status, &refused["error"]["field"]), (400, &json!("kinds")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_over_http_name_bad_input_and_answer_each_status() {
+    let server = TestServer::spawn();
+    let url = server.url().to_owned();
+    let get = |path: String| raw(reqwest::Method::GET, format!("{url}{path}"), None, None);
+    let error = |(status, body): (u16, Value)| {
+        (
+            status,
+            body["error"]["field"].clone(),
+            body["error"]["kind"].clone(),
+        )
+    };
+    assert_eq!(
+        error(
+            post(
+                &server,
+                "/v1/batches",
+                r#"{"jobs":[{"name":"a"},{"name":"b","unique_key":"k"}]}"#
+            )
+            .await
+        ),
+        (400, json!("jobs[1].unique_key"), json!("invalid_input"))
+    );
+    assert_eq!(
+        error(
+            post(
+                &server,
+                "/v1/batches",
+                r#"{"on_success":{"name":"done","delay_ms":10}}"#
+            )
+            .await
+        ),
+        (400, json!("on_success.delay_ms"), json!("invalid_input"))
+    );
+    assert_eq!(
+        error(
+            post(
+                &server,
+                "/v1/batches",
+                r#"{"on_complete":{"name":"done","data":[1]}}"#
+            )
+            .await
+        ),
+        (400, json!("on_complete.data"), json!("invalid_input"))
+    );
+    assert_eq!(
+        error(post(&server, "/v1/batches", r#"{"jobs":[],"extra":1}"#).await),
+        (400, json!("extra"), json!("invalid_input"))
+    );
+    assert_eq!(
+        error(post(&server, "/v1/batches/77/jobs", r#"{"jobs":[{"name":"a"}]}"#).await),
+        (404, Value::Null, json!("not_found"))
+    );
+    assert_eq!(
+        error(post(&server, "/v1/batches/0/close", "{}").await),
+        (400, json!("id"), json!("invalid_input"))
+    );
+    assert_eq!(error(get("/v1/batches/77".to_owned()).await).0, 404);
+    assert_eq!(
+        error(get("/v1/batches?state=done".to_owned()).await),
+        (400, json!("state"), json!("invalid_input"))
+    );
+    assert_eq!(
+        error(post(&server, "/v1/jobs", r#"{"name":"a","batch":77}"#).await),
+        (400, json!("batch"), json!("invalid_input"))
+    );
+
+    // An open batch takes jobs by push and by its own route; closed with every job ended, it completes, and from
+    // then on refuses more.
+    let (status, created) = post(
+        &server,
+        "/v1/batches",
+        r#"{"open":true,"on_complete":{"name":"done"}}"#,
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    let batch = created["id"].as_i64().unwrap();
+    let (status, _) = post(
+        &server,
+        "/v1/jobs",
+        &format!(r#"{{"name":"part","batch":{batch}}}"#),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, added) = post(
+        &server,
+        &format!("/v1/batches/{batch}/jobs"),
+        r#"{"jobs":[{"name":"part"}]}"#,
+    )
+    .await;
+    assert_eq!((status, added["jobs"].as_array().unwrap().len()), (200, 1));
+    let (_, jobs) = get(format!("/v1/jobs?batch={batch}")).await;
+    let ids: Vec<i64> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    for id in &ids {
+        let (_, job) = get(format!("/v1/jobs/{id}")).await;
+        assert_eq!(job["batch"], json!(batch));
+    }
+    let (status, done) = post(
+        &server,
+        "/v1/jobs/bulk",
+        &format!(r#"{{"action":"cancel","filter":{{"batch":{batch}}}}}"#),
+    )
+    .await;
+    assert_eq!((status, done["done"].clone()), (200, json!(2)), "{done}");
+    let (_, open) = get(format!("/v1/batches/{batch}")).await;
+    assert_eq!(
+        (open["state"].clone(), open["cancelled"].clone()),
+        (json!("open"), json!(2))
+    );
+    let (status, closed) = post(&server, &format!("/v1/batches/{batch}/close"), "{}").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        closed["state"],
+        json!("running"),
+        "its callbacks are made as the close commits"
+    );
+    let (_, completed) = get(format!("/v1/batches/{batch}")).await;
+    assert_eq!(completed["state"], json!("completed"));
+    assert!(completed["on_complete"]["job"].is_i64(), "{completed}");
+    assert_eq!(
+        error(
+            post(
+                &server,
+                &format!("/v1/batches/{batch}/jobs"),
+                r#"{"jobs":[{"name":"late"}]}"#
+            )
+            .await
+        ),
+        (409, Value::Null, json!("invalid_state"))
+    );
 }

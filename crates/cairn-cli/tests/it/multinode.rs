@@ -1,12 +1,13 @@
 //! Several `cairn serve` processes on one PostgreSQL database (a database of its own on the cluster `scripts/test`
 //! starts): a job enqueued on one node wakes a worker waiting on another; a node killed with SIGKILL mid-load loses
 //! nothing acknowledged and its workers' jobs are taken by the others once their leases expire; no job is ever held
-//! by two workers at once; a recurring template's slot runs once, even when the node leading the timed work dies.
+//! by two workers at once; a recurring template's slot runs once, even when the node leading the timed work dies;
+//! a batch finished across the nodes makes its callbacks once, even when the node that ended it dies at once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cairn::{Dequeue, Job, JobId, MissedSlots, Push, Recurring};
+use cairn::{CreateBatch, Dequeue, Finish, Job, JobFilter, JobId, MissedSlots, Push, Recurring};
 use cairn_client::Client;
 
 use crate::harness::{TestDatabase, TestServer};
@@ -172,4 +173,111 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
         "every second between the first and the last slot has its job, once"
     );
     assert_never_held_twice(&jobs);
+}
+
+/// Takes and finishes jobs of `queue` through `client`, many to a request, until a wait finds none.
+async fn finish_all(client: Client, queue: &'static str, worker: String) -> usize {
+    let mut finished = 0;
+    loop {
+        let claimed = client
+            .dequeue(
+                Dequeue::new(worker.as_str())
+                    .queue(queue)
+                    .limit(25)
+                    .wait(Duration::from_millis(300)),
+            )
+            .await
+            .unwrap();
+        if claimed.is_empty() {
+            return finished;
+        }
+        let finishes = claimed.iter().map(|c| Finish::new(&c.lease)).collect();
+        for result in client.finish_many(finishes).await.unwrap() {
+            result.unwrap();
+            finished += 1;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_finished_across_nodes_makes_its_callbacks_once_even_when_the_last_node_dies() {
+    let database = TestDatabase::new();
+    let mut nodes = cluster(&database);
+    let clients: Vec<Client> = nodes.iter().map(TestServer::client).collect();
+    const JOBS: usize = 1000;
+    let created = clients[0]
+        .create_batch(
+            CreateBatch::new(
+                (0..JOBS)
+                    .map(|i| {
+                        Push::new("part")
+                            .queue("parts")
+                            .data(serde_json::json!({"i": i}))
+                    })
+                    .collect(),
+            )
+            .on_complete(Push::new("batch.complete").queue("callbacks"))
+            .on_success(Push::new("batch.success").queue("callbacks")),
+        )
+        .await
+        .unwrap();
+    // One job is kept aside on node 2, under a lease that outlasts the test; workers on all three nodes finish
+    // the other 999 at once.
+    let last = clients[2]
+        .dequeue(
+            Dequeue::new("last")
+                .queue("parts")
+                .lease_timeout(Duration::from_secs(600)),
+        )
+        .await
+        .unwrap()
+        .remove(0);
+    let workers: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, client)| tokio::spawn(finish_all(client.clone(), "parts", format!("w{i}"))))
+        .collect();
+    let mut finished = 0;
+    for worker in workers {
+        finished += worker.await.unwrap();
+    }
+    assert_eq!(finished, JOBS - 1);
+    let batch = clients[0].batch(created.batch).await.unwrap();
+    assert_eq!((batch.pending, batch.completed), (1, JOBS as u64 - 1));
+    assert!(
+        batch.on_complete.unwrap().job.is_none(),
+        "one job is still running"
+    );
+
+    // The last job's finish is acknowledged (committed), and its node dies at once.
+    clients[2].finish(&last.lease, None).await.unwrap();
+    nodes[2].kill();
+
+    let batch = clients[0].batch(created.batch).await.unwrap();
+    assert_eq!(batch.state, cairn::BatchState::Completed);
+    assert_eq!(batch.completed, JOBS as u64);
+    let callbacks = clients[1]
+        .list(JobFilter {
+            queue: Some("callbacks".to_owned()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs;
+    let mut names: Vec<&str> = callbacks.iter().map(|j| j.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        ["batch.complete", "batch.success"],
+        "each callback once"
+    );
+    assert!(batch.on_complete.unwrap().job.is_some());
+    for job in &callbacks {
+        assert_eq!(job.data["batch"]["completed"], serde_json::json!(JOBS));
+        assert_eq!(job.data["batch"]["failed_ids"], serde_json::json!([]));
+    }
+    // The two nodes still up go on: nothing more is made, and the callbacks are taken once.
+    let taken = finish_all(clients[0].clone(), "callbacks", "cb".to_owned()).await
+        + finish_all(clients[1].clone(), "callbacks", "cb".to_owned()).await;
+    assert_eq!(taken, 2);
 }
