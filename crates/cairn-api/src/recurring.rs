@@ -1,13 +1,18 @@
 //! Recurring templates: a cron schedule in a time zone, and the job it creates at each slot.
 
-use cairn::{Error, ErrorKind, MissedSlots, Overlap, Push, Recurring, RecurringInfo};
+use cairn::{
+    Enqueued, Error, ErrorKind, MissedSlots, Overlap, PauseRecurring, Push, Recurring,
+    RecurringInfo, ResumeRecurring, RunRecurring,
+};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
-use crate::push::PushRequest;
+use crate::EmptyBody;
+use crate::push::{EnqueuedBody, PushRequest};
+use crate::route::{Answer, Method, PathParam, PathParams, Route, RouteVisitor};
 
 /// A recurring template: at every slot of `cron` in `time_zone`, a job like `job` is created, due at the slot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,6 +114,9 @@ pub struct RecurringBody {
     /// What it does at a slot when the previous run is still live: `allow`, `skip` or `replace`.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::OverlapPolicy))]
     pub overlap: String,
+    /// Whether it is paused: it creates no job, and has no next run, until resumed.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 impl From<&RecurringInfo> for RecurringBody {
@@ -120,6 +128,7 @@ impl From<&RecurringInfo> for RecurringBody {
             next_run: info.next_run,
             last_run: info.last_run,
             overlap: info.overlap.as_str().to_owned(),
+            paused: info.paused,
         }
     }
 }
@@ -135,6 +144,7 @@ impl From<RecurringBody> for RecurringInfo {
             // A server that answers with a policy this client does not know: the default's behaviour is the
             // nearest thing to say.
             overlap: Overlap::parse(&body.overlap).unwrap_or_default(),
+            paused: body.paused,
         }
     }
 }
@@ -146,3 +156,110 @@ pub struct RecurringListBody {
     /// The templates.
     pub recurring: Vec<RecurringBody>,
 }
+
+/// The `{key}` of a recurring template's path.
+pub const RECURRING_KEY: PathParam = PathParam {
+    name: "key",
+    description: "The template's key",
+    integer: false,
+};
+
+/// The recurring templates' routes declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_recurring_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<PauseRecurring>();
+    visitor.visit::<ResumeRecurring>();
+    visitor.visit::<RunRecurring>();
+}
+
+impl Answer<RecurringInfo> for RecurringBody {
+    fn from_output(info: RecurringInfo) -> Self {
+        RecurringBody::from(&info)
+    }
+
+    fn into_output(self) -> Result<RecurringInfo, Error> {
+        Ok(RecurringInfo::from(self))
+    }
+}
+
+impl Answer<Enqueued> for EnqueuedBody {
+    fn from_output(enqueued: Enqueued) -> Self {
+        EnqueuedBody::from(enqueued)
+    }
+
+    fn into_output(self) -> Result<Enqueued, Error> {
+        self.to_enqueued()
+    }
+}
+
+/// Declares a route on one template, by its key, with an empty body.
+macro_rules! template_route {
+    ($op:ident, $suffix:literal, $operation_id:literal, $summary:literal, $done:literal, $answer:ty, $errors:expr) => {
+        impl Route for $op {
+            const METHOD: Method = Method::Post;
+            const PATH: &'static str = concat!("/v1/recurring/{key}/", $suffix);
+            const PARAMS: &'static [PathParam] = &[RECURRING_KEY];
+            const TAG: &'static str = "recurring";
+            const OPERATION_ID: &'static str = $operation_id;
+            const SUMMARY: &'static str = $summary;
+            const DONE: &'static str = $done;
+            const ERRORS: &'static [(u16, &'static str)] = $errors;
+            type Body = EmptyBody;
+            type Answer = $answer;
+
+            fn path(&self) -> String {
+                format!(
+                    concat!("/v1/recurring/{}/", $suffix),
+                    crate::percent_encode(&self.key)
+                )
+            }
+
+            fn body(&self) -> EmptyBody {
+                EmptyBody {}
+            }
+
+            fn from_wire(path: &PathParams, _: EmptyBody) -> Result<Self, Error> {
+                Ok($op {
+                    key: path.text("key")?.to_owned(),
+                })
+            }
+        }
+    };
+}
+
+template_route!(
+    PauseRecurring,
+    "pause",
+    "pause_recurring",
+    "Pauses a recurring template: it creates no job, and has no next run, until resumed.",
+    "Paused (or already paused); the template",
+    RecurringBody,
+    &[(404, "No such template")]
+);
+
+template_route!(
+    ResumeRecurring,
+    "resume",
+    "resume_recurring",
+    "Resumes a paused recurring template: its next slot counts from now (the slots it passed paused are not made \
+     up).",
+    "Resumed (or not paused); the template, with its next run",
+    RecurringBody,
+    &[(404, "No such template")]
+);
+
+template_route!(
+    RunRecurring,
+    "run",
+    "run_recurring",
+    "Creates a recurring template's job now, outside its schedule, as a slot would: its overlap policy and unique \
+     key hold.",
+    "Created; the job (existing: a live job holds the template's unique key, and this is that job)",
+    EnqueuedBody,
+    &[
+        (404, "No such template"),
+        (
+            409,
+            "Its previous run is still live and its overlap policy is skip"
+        ),
+    ]
+);

@@ -172,6 +172,7 @@ pub trait RouteVisitor {
 pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::jobs::visit_job_routes(visitor);
     crate::batches::visit_batch_routes(visitor);
+    crate::recurring::visit_recurring_routes(visitor);
 }
 
 /// Where requests run: an embedded [`cairn::Queue`], or a server through `cairn_client::Client`. Code written
@@ -189,6 +190,20 @@ impl Jobs for cairn::Queue {
     fn run<R: Route>(&self, request: R) -> impl Future<Output = Result<R::Output>> + Send {
         cairn::Queue::run(self, request)
     }
+}
+
+/// Percent-encodes a path segment or a query value: everything but the unreserved characters (`A-Z a-z 0-9 - . _
+/// ~`), so that a template's key or a queue's name holding `/`, `%` or `?` travels as itself.
+pub fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// A bad path parameter, as the engine names a bad field.

@@ -765,7 +765,10 @@ impl Client {
         }
         let body: UnfailBody = self
             .post(
-                &format!("/v1/failures/{}/unfail", encode_query_value(&unfail.group)),
+                &format!(
+                    "/v1/failures/{}/unfail",
+                    cairn_api::percent_encode(&unfail.group)
+                ),
                 &UnfailRequest::from(&unfail),
             )
             .await?;
@@ -780,7 +783,7 @@ impl Client {
         let mut path = format!("/v1/stats?period={}", query.period.as_str());
         for (name, value) in [("queue", &query.queue), ("name", &query.name)] {
             if let Some(value) = value {
-                path.push_str(&format!("&{name}={}", encode_query_value(value)));
+                path.push_str(&format!("&{name}={}", cairn_api::percent_encode(value)));
             }
         }
         self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
@@ -808,12 +811,15 @@ impl Client {
         }
         for (name, value) in [("worker", &filter.worker), ("queue", &filter.queue)] {
             if let Some(value) = value {
-                query.push(format!("{name}={}", encode_query_value(value)));
+                query.push(format!("{name}={}", cairn_api::percent_encode(value)));
             }
         }
         for (name, value) in [("since", filter.since), ("until", filter.until)] {
             if let Some(at) = value {
-                query.push(format!("{name}={}", encode_query_value(&at.to_string())));
+                query.push(format!(
+                    "{name}={}",
+                    cairn_api::percent_encode(&at.to_string())
+                ));
             }
         }
         if let Some(before) = filter.before {
@@ -883,7 +889,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn worker_stopped(&self, worker: &str) -> Result<()> {
-        let path = format!("/v1/workers/{}/stop", encode_query_value(worker));
+        let path = format!("/v1/workers/{}/stop", cairn_api::percent_encode(worker));
         self.post::<_, EmptyBody>(&path, &EmptyBody {})
             .await
             .map(drop)
@@ -981,7 +987,7 @@ impl Client {
     ) -> Result<RecurringBody> {
         self.call(
             Method::PUT,
-            &format!("/v1/recurring/{}", encode_query_value(key)),
+            &format!("/v1/recurring/{}", cairn_api::percent_encode(key)),
             Some(request),
             CALL_TIMEOUT,
         )
@@ -995,7 +1001,7 @@ impl Client {
     pub async fn remove_recurring(&self, key: &str) -> Result<()> {
         self.call::<(), EmptyBody>(
             Method::DELETE,
-            &format!("/v1/recurring/{}", encode_query_value(key)),
+            &format!("/v1/recurring/{}", cairn_api::percent_encode(key)),
             None,
             CALL_TIMEOUT,
         )
@@ -1170,7 +1176,7 @@ impl Client {
         let mut query = vec![format!("limit={}", filter.limit)];
         let mut add = |key: &str, value: Option<&str>| {
             if let Some(value) = value {
-                query.push(format!("{key}={}", encode_query_value(value)));
+                query.push(format!("{key}={}", cairn_api::percent_encode(value)));
             }
         };
         add("queue", filter.queue.as_deref());
@@ -1226,20 +1232,7 @@ fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
 /// A queue's name as a path segment: checked first, as the embedded queue does, since a path cannot carry every
 /// name the engine would refuse (an empty one, say).
 fn queue_segment(queue: &str) -> Result<String> {
-    Ok(encode_query_value(QueueName::parse(queue)?.as_str()))
-}
-
-/// Percent-encodes a query value or a path segment (everything but unreserved characters).
-fn encode_query_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    Ok(cairn_api::percent_encode(QueueName::parse(queue)?.as_str()))
 }
 
 cairn::impl_backend_by_inherent_methods!(Client);
@@ -1305,8 +1298,8 @@ mod tests {
 
     #[test]
     fn query_values_are_percent_encoded() {
-        assert_eq!(encode_query_value("email.*"), "email.%2A");
-        assert_eq!(encode_query_value("a b&c"), "a%20b%26c");
+        assert_eq!(cairn_api::percent_encode("email.*"), "email.%2A");
+        assert_eq!(cairn_api::percent_encode("a b&c"), "a%20b%26c");
     }
 }
 
@@ -1347,17 +1340,20 @@ impl Client {
     ) -> Result<ClientEvents> {
         let mut query = Vec::new();
         if let Some(queue) = &filter.queue {
-            query.push(format!("queue={}", encode_query_value(queue)));
+            query.push(format!("queue={}", cairn_api::percent_encode(queue)));
         }
         if let Some(name) = &filter.name {
-            query.push(format!("name={}", encode_query_value(name)));
+            query.push(format!("name={}", cairn_api::percent_encode(name)));
         }
         if let Some(job) = filter.job {
             query.push(format!("job={job}"));
         }
         if !filter.kinds.is_empty() {
             let kinds: Vec<&str> = filter.kinds.iter().map(|k| k.as_str()).collect();
-            query.push(format!("kinds={}", encode_query_value(&kinds.join(","))));
+            query.push(format!(
+                "kinds={}",
+                cairn_api::percent_encode(&kinds.join(","))
+            ));
         }
         let path = if query.is_empty() {
             "/v1/events".to_owned()

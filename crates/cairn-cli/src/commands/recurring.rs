@@ -1,8 +1,11 @@
-//! `cairn recurring set|list|remove`: cron templates that create a job at every slot, once per slot even across
+//! `cairn recurring set|list|remove|pause|resume|run`: cron templates that create a job at every slot, once per slot even across
 //! restarts of the server.
 
 use anyhow::Context as _;
-use cairn_api::{EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest};
+use cairn::{PauseRecurring, ResumeRecurring, RunRecurring};
+use cairn_api::{
+    EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest, Route as _,
+};
 use clap::{Args, Subcommand};
 
 use crate::commands::args::CommonArgs;
@@ -26,7 +29,14 @@ pub enum RecurringCommand {
     /// List the templates with their next and last runs.
     List(ListRecurringArgs),
     /// Remove a template; the jobs it already created stay.
-    Remove(RemoveRecurringArgs),
+    Remove(TemplateArgs),
+    /// Pause a template: it creates no job until resumed.
+    Pause(TemplateArgs),
+    /// Resume a paused template: its next slot counts from now (the slots it passed paused are not made up).
+    Resume(TemplateArgs),
+    /// Create a template's job now, outside its schedule, as a slot would (its overlap policy and unique key
+    /// hold); prints the job's id.
+    Run(TemplateArgs),
 }
 
 /// `cairn recurring set` arguments.
@@ -69,9 +79,9 @@ pub struct ListRecurringArgs {
     pub common: CommonArgs,
 }
 
-/// `cairn recurring remove` arguments.
+/// Arguments naming one template: `cairn recurring remove`, `pause`, `resume`, `run`.
 #[derive(Debug, Clone, Args)]
-pub struct RemoveRecurringArgs {
+pub struct TemplateArgs {
     /// The template's key.
     pub key: String,
     /// The server, and `--json`.
@@ -89,6 +99,9 @@ impl RecurringArgs {
             RecurringCommand::Set(args) => args.run().await,
             RecurringCommand::List(args) => args.run().await,
             RecurringCommand::Remove(args) => args.run().await,
+            RecurringCommand::Pause(args) => args.pause(true).await,
+            RecurringCommand::Resume(args) => args.pause(false).await,
+            RecurringCommand::Run(args) => args.run_now().await,
         }
     }
 }
@@ -138,7 +151,7 @@ impl ListRecurringArgs {
     }
 }
 
-impl RemoveRecurringArgs {
+impl TemplateArgs {
     async fn run(self) -> anyhow::Result<Code> {
         self.common
             .client()?
@@ -148,6 +161,44 @@ impl RemoveRecurringArgs {
         output::outcome(self.common.json, &EmptyBody {}, || {
             format!("recurring {}: removed", self.key)
         })?;
+        Ok(Code::Success)
+    }
+
+    async fn pause(self, paused: bool) -> anyhow::Result<Code> {
+        let key = self.key.clone();
+        let client = self.common.client()?;
+        let (body, what) = if paused {
+            let info = client.run(PauseRecurring { key: key.clone() }).await;
+            (info.map(PauseRecurring::answer), "pausing")
+        } else {
+            let info = client.run(ResumeRecurring { key: key.clone() }).await;
+            (info.map(ResumeRecurring::answer), "resuming")
+        };
+        let body = body.with_context(|| format!("{what} the recurring template {key:?}"))?;
+        output::outcome(self.common.json, &body, || match body.next_run {
+            _ if body.paused => format!("recurring {key}: paused"),
+            Some(next) => format!("recurring {key}: next run {}", output::time(next)),
+            None => format!("recurring {key}: no next run"),
+        })?;
+        Ok(Code::Success)
+    }
+
+    async fn run_now(self) -> anyhow::Result<Code> {
+        let key = self.key.clone();
+        let body = self
+            .common
+            .client()?
+            .run(RunRecurring { key: key.clone() })
+            .await
+            .map(RunRecurring::answer)
+            .with_context(|| format!("running the recurring template {key:?}"))?;
+        output::outcome(self.common.json, &body, || body.id.to_string())?;
+        if body.existing && !self.common.json {
+            eprintln!(
+                "note: a live job already held the template's unique key; {} is that job ({})",
+                body.id, body.state
+            );
+        }
         Ok(Code::Success)
     }
 }
@@ -172,6 +223,7 @@ fn render(body: &RecurringListBody) -> String {
         next_run,
         last_run,
         overlap,
+        paused,
     } in &body.recurring
     {
         let when = |at: &Option<jiff::Timestamp>| at.map_or_else(|| "-".to_owned(), output::time);
@@ -180,7 +232,11 @@ fn render(body: &RecurringListBody) -> String {
             cron.clone(),
             time_zone.clone(),
             overlap.clone(),
-            when(next_run),
+            if *paused {
+                "paused".to_owned()
+            } else {
+                when(next_run)
+            },
             when(last_run),
         ]);
     }

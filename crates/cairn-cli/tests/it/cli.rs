@@ -768,6 +768,30 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
          cleanup  */5 * * * *  UTC        skip     YYYY-MM-DDTHH:MM:SSZ  -\n"
     );
     assert_eq!(
+        ok(&server.cairn(&["recurring", "pause", "cleanup"], None)),
+        "recurring cleanup: paused\n"
+    );
+    let list = mask_times(&ok(&server.cairn(&["recurring", "list"], None)));
+    assert_eq!(
+        list,
+        "KEY      CRON         TIME ZONE  OVERLAP  NEXT RUN  LAST RUN\n\
+         cleanup  */5 * * * *  UTC        skip     paused    -\n"
+    );
+    let id = ok(&server.cairn(&["recurring", "run", "cleanup"], None));
+    let job = ok(&server.cairn(&["show", id.trim(), "--json"], None));
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    assert_eq!(job["state"], "queued");
+    check_error(
+        &server.cairn(&["recurring", "run", "cleanup"], None),
+        4,
+        "overlap policy is skip",
+    );
+    let resumed = ok(&server.cairn(&["recurring", "resume", "cleanup"], None));
+    assert!(
+        resumed.starts_with("recurring cleanup: next run 20"),
+        "{resumed}"
+    );
+    assert_eq!(
         ok(&server.cairn(&["recurring", "remove", "cleanup"], None)),
         "recurring cleanup: removed\n"
     );

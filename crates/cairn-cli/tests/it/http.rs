@@ -813,6 +813,9 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/queues/{queue}/resume",
             "/v1/recurring",
             "/v1/recurring/{key}",
+            "/v1/recurring/{key}/pause",
+            "/v1/recurring/{key}/resume",
+            "/v1/recurring/{key}/run",
             "/v1/sql",
             "/v1/stats",
             "/v1/stats/workers",
@@ -1432,6 +1435,38 @@ async fn recurring_templates_are_managed_over_http() {
     .await;
     assert_eq!(status, 400);
     assert_eq!(body["error"]["field"], "cron", "{body}");
+
+    // Paused, resumed and run by hand through the declared routes, the key's `/` travelling as itself.
+    let paused = client
+        .run(cairn::PauseRecurring {
+            key: "nightly/report".into(),
+        })
+        .await
+        .unwrap();
+    assert!(paused.paused && paused.next_run.is_none());
+    assert!(client.recurring().await.unwrap()[0].paused);
+    let run = client
+        .run(cairn::RunRecurring {
+            key: "nightly/report".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        client.get(run.id).await.unwrap().data,
+        json!({"kind": "full"})
+    );
+    let resumed = client
+        .run(cairn::ResumeRecurring {
+            key: "nightly/report".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(resumed.next_run, Some(next));
+    let (status, body) = post(&server, "/v1/recurring/nope/run", "{}").await;
+    assert_eq!(
+        (status, body["error"]["kind"].clone()),
+        (404, json!("not_found"))
+    );
 
     client.remove_recurring("nightly/report").await.unwrap();
     assert!(client.recurring().await.unwrap().is_empty());

@@ -92,7 +92,8 @@ pub mod public {
     };
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{
-        MissedSlots, Overlap, Recurring, RecurringInfo, RemoveRecurring, SetRecurring,
+        MissedSlots, Overlap, PauseRecurring, Recurring, RecurringInfo, RemoveRecurring,
+        ResumeRecurring, RunRecurring, SetRecurring,
     };
     pub use super::release::Release;
     pub use super::rename::Rename;
@@ -132,7 +133,10 @@ crate::request::written_requests!(
     queues::PauseQueue => (),
     queues::WeighKey => (),
     rate_limit::RateLimitQueue => (),
+    recurring::PauseRecurring => recurring::RecurringInfo,
     recurring::RemoveRecurring => (),
+    recurring::ResumeRecurring => recurring::RecurringInfo,
+    recurring::RunRecurring => push::Enqueued,
     recurring::SetRecurring => recurring::RecurringInfo,
     release::Release => (),
     rename::Rename => (),

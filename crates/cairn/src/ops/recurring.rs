@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::names::RecurringKey;
 use crate::ops::cancel::job_state;
-use crate::ops::push::{Push, insert};
+use crate::ops::push::{Enqueued, Push, insert};
 use crate::ops::stored_push;
 use crate::ops::{Limits, Operation, WriteCtx, in_savepoint, waiting};
 use crate::schedule::cron::Cron;
@@ -129,9 +129,11 @@ pub struct RecurringInfo {
     pub last_run: Option<Timestamp>,
     /// What it does at a slot when the previous run is still live.
     pub overlap: Overlap,
+    /// Whether it is paused: it creates no job, and has no next run, until resumed.
+    pub paused: bool,
 }
 
-/// Creates or replaces a recurring template. Its next slot counts from now.
+/// Creates or replaces a recurring template. Its next slot counts from now; a paused template stays paused.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetRecurring {
     /// The template.
@@ -178,25 +180,24 @@ impl Operation for SetRecurring {
         let (key, cron) = self.check(ctx.now_ms, ctx.limits())?;
         let r = &self.recurring;
         let job = &r.job;
-        let stored: Option<(String, String, Option<i64>, Option<i64>)> = ctx.db.query_row(
-            // Locked: the leader may be creating this template's slot (see `create_due_runs`).
-            Sql {
-                sqlite: "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = $1",
-                postgres: "SELECT cron, time_zone, next_slot_at, last_slot_at FROM recurring WHERE key = $1 \
-                           FOR UPDATE",
-            },
-            &params![key.as_str()],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-        )?;
+        // Locked: the leader may be creating this template's slot (see `create_due_runs`).
+        let stored = match stored_template(ctx, key.as_str()) {
+            Ok(stored) => Some(stored),
+            Err(e) if e.kind() == crate::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        let paused = stored.as_ref().is_some_and(|s| s.paused);
         let next = match stored {
+            // Paused: no next run until resumed.
+            Some(_) if paused => None,
             // The same schedule: a slot already due but not yet created stays due.
-            Some((c, z, pending, _)) if c == cron.as_str() && z == cron.time_zone() => {
-                pending.map(from_millis)
+            Some(s) if s.cron == cron.as_str() && s.zone == cron.time_zone() => {
+                s.next_slot.map(from_millis)
             }
             // A new schedule counts from now, and never from before the last slot created (the clock may be behind).
-            Some((_, _, _, last)) => {
-                cron.next_after(from_millis(last.map_or(ctx.now_ms, |l| l.max(ctx.now_ms))))
-            }
+            Some(s) => cron.next_after(from_millis(
+                s.last_slot.map_or(ctx.now_ms, |l| l.max(ctx.now_ms)),
+            )),
             None => cron.next_after(from_millis(ctx.now_ms)),
         };
         ctx.db.execute(
@@ -224,6 +225,7 @@ impl Operation for SetRecurring {
             next_run: next,
             last_run: last.map(from_millis),
             overlap: r.overlap,
+            paused,
         })
     }
 }
@@ -443,22 +445,180 @@ fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Time
     slot
 }
 
+/// The columns [`info_from_row`] reads. A macro so that statements can `concat!` it.
+macro_rules! info_columns {
+    () => {
+        "key, cron, time_zone, next_slot_at, last_slot_at, overlap, paused"
+    };
+}
+
+fn info_from_row(r: &crate::store::db::Row<'_>) -> Result<RecurringInfo> {
+    Ok(RecurringInfo {
+        key: r.get(0)?,
+        cron: r.get(1)?,
+        time_zone: r.get(2)?,
+        next_run: r.get::<Option<i64>>(3)?.map(from_millis),
+        last_run: r.get::<Option<i64>>(4)?.map(from_millis),
+        overlap: Overlap::parse(&r.get::<String>(5)?).unwrap_or_default(),
+        paused: r.get(6)?,
+    })
+}
+
 /// Lists the templates, by key.
 pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
     db.query(
-        Sql::both(
-            "SELECT key, cron, time_zone, next_slot_at, last_slot_at, overlap FROM recurring ORDER BY key",
-        ),
+        Sql::both(concat!(
+            "SELECT ",
+            info_columns!(),
+            " FROM recurring ORDER BY key"
+        )),
         &Params::NONE,
-        |r| {
-            Ok(RecurringInfo {
-                key: r.get(0)?,
-                cron: r.get(1)?,
-                time_zone: r.get(2)?,
-                next_run: r.get::<Option<i64>>(3)?.map(from_millis),
-                last_run: r.get::<Option<i64>>(4)?.map(from_millis),
-                overlap: Overlap::parse(&r.get::<String>(5)?).unwrap_or_default(),
-            })
-        },
+        info_from_row,
     )
+}
+
+/// One template as it stands.
+fn load_info(db: &Db<'_>, key: &str) -> Result<RecurringInfo> {
+    db.query_row(
+        Sql::both(concat!(
+            "SELECT ",
+            info_columns!(),
+            " FROM recurring WHERE key = $1"
+        )),
+        &params![key],
+        info_from_row,
+    )?
+    .ok_or_else(|| Error::not_found(format!("recurring template {key:?}")))
+}
+
+/// Pauses a recurring template: it creates no job, and has no next run, until resumed ([`ResumeRecurring`]).
+/// Pausing a paused template changes nothing. Answers with the template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PauseRecurring {
+    /// The template's key.
+    pub key: String,
+}
+
+/// Resumes a paused recurring template: its next slot counts from now, so the slots it passed paused are not made
+/// up. Resuming one that is not paused changes nothing. Answers with the template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeRecurring {
+    /// The template's key.
+    pub key: String,
+}
+
+/// Creates a template's job now, outside its schedule, as a slot would now: the template's overlap policy and unique
+/// key hold, and it becomes the previous run the next slot looks at. The schedule is untouched, paused or not.
+/// Answers with the job; `existing` when a live job holds the template's unique key (and that is the job).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRecurring {
+    /// The template's key.
+    pub key: String,
+}
+
+/// A template's row for setting, pausing or running it; locked on PostgreSQL, as the leader may be creating its slot.
+const SELECT_TEMPLATE: Sql = Sql {
+    sqlite: "SELECT cron, time_zone, template, overlap, last_job_id, last_slot_at, paused, next_slot_at \
+             FROM recurring WHERE key = $1",
+    postgres: "SELECT cron, time_zone, template, overlap, last_job_id, last_slot_at, paused, next_slot_at \
+               FROM recurring WHERE key = $1 FOR UPDATE",
+};
+
+/// A template as [`SELECT_TEMPLATE`] reads it.
+struct StoredTemplate {
+    cron: String,
+    zone: String,
+    template: String,
+    overlap: String,
+    last_job: Option<JobId>,
+    last_slot: Option<i64>,
+    paused: bool,
+    next_slot: Option<i64>,
+}
+
+fn stored_template(ctx: &WriteCtx<'_>, key: &str) -> Result<StoredTemplate> {
+    ctx.db
+        .query_row(SELECT_TEMPLATE, &params![key], |r| {
+            Ok(StoredTemplate {
+                cron: r.get(0)?,
+                zone: r.get(1)?,
+                template: r.get(2)?,
+                overlap: r.get(3)?,
+                last_job: r.get::<Option<i64>>(4)?.map(JobId),
+                last_slot: r.get(5)?,
+                paused: r.get(6)?,
+                next_slot: r.get(7)?,
+            })
+        })?
+        .ok_or_else(|| Error::not_found(format!("recurring template {key:?}")))
+}
+
+impl Operation for PauseRecurring {
+    type Output = RecurringInfo;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<RecurringInfo> {
+        set_paused(ctx, &self.key, true)
+    }
+}
+
+impl Operation for ResumeRecurring {
+    type Output = RecurringInfo;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<RecurringInfo> {
+        set_paused(ctx, &self.key, false)
+    }
+}
+
+/// Pauses or resumes a template, and answers with it.
+fn set_paused(ctx: &mut WriteCtx<'_>, key: &str, paused: bool) -> Result<RecurringInfo> {
+    let stored = stored_template(ctx, key)?;
+    if stored.paused != paused {
+        let next = if paused {
+            None
+        } else {
+            // From now, and never from before the last slot created (the clock may be behind).
+            let from = stored.last_slot.map_or(ctx.now_ms, |l| l.max(ctx.now_ms));
+            Cron::parse(&stored.cron, &stored.zone)?
+                .next_after(from_millis(from))
+                .map(to_millis)
+        };
+        ctx.db.execute(
+            Sql::both("UPDATE recurring SET paused = $1, next_slot_at = $2 WHERE key = $3"),
+            &params![paused, next, key],
+        )?;
+    }
+    load_info(&ctx.db, key)
+}
+
+impl Operation for RunRecurring {
+    type Output = Enqueued;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
+        let key = self.key.as_str();
+        let stored = stored_template(ctx, key)?;
+        let overlap = Overlap::parse(&stored.overlap).unwrap_or_default();
+        if let Some(previous) = stored.last_job
+            && overlap != Overlap::Allow
+            && is_live(ctx, previous)?
+        {
+            if overlap == Overlap::Skip {
+                return Err(Error::invalid_state(format!(
+                    "recurring template {key:?}: its previous run, job {previous}, is still live, and its overlap \
+                     policy is skip"
+                )));
+            }
+            let reason = format!("replaced by a run of recurring template {key:?} made by hand");
+            waiting::cancel_jobs(ctx, vec![(previous, Some(reason))])?;
+        }
+        let job = stored_push::from_json(&stored.template)?;
+        let now = from_millis(ctx.now_ms);
+        let enqueued = insert(&job.run_at(now), ctx)?;
+        if !enqueued.existing {
+            ctx.db.execute(
+                Sql::both("UPDATE recurring SET last_job_id = $1 WHERE key = $2"),
+                &params![enqueued.id, key],
+            )?;
+        }
+        Ok(enqueued)
+    }
 }

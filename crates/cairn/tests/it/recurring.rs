@@ -756,3 +756,119 @@ async fn re_setting_a_template_never_recreates_a_slot() {
     assert_eq!(runs_of(&t.queue, "tick").await, [at(hours(1))]);
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_paused_template_makes_no_run_and_resumes_from_now() {
+    let t = TestQueue::new().await;
+    let hourly = template("sync", "0 * * * *", cairn::MissedSlots::RunAll);
+    t.queue.set_recurring(hourly.clone()).await.unwrap();
+    let paused = t
+        .queue
+        .run(cairn::PauseRecurring { key: "sync".into() })
+        .await
+        .unwrap();
+    assert!(paused.paused);
+    assert_eq!(paused.next_run, None);
+    // Three slots pass while it is paused: none runs, and none is made up when it resumes.
+    t.advance(Duration::from_secs(3 * 3600 + 60));
+    t.queue.settle().await.unwrap();
+    assert!(runs_of(&t.queue, "sync").await.is_empty());
+    // Setting it again (a deploy, say) keeps it paused.
+    let set = t.queue.set_recurring(hourly).await.unwrap();
+    assert!(set.paused);
+    assert_eq!(set.next_run, None);
+    let resumed = t
+        .queue
+        .run(cairn::ResumeRecurring { key: "sync".into() })
+        .await
+        .unwrap();
+    assert!(!resumed.paused);
+    assert_eq!(resumed.next_run, Some(at(hours(4))));
+    t.queue.settle().await.unwrap();
+    assert!(runs_of(&t.queue, "sync").await.is_empty());
+    t.advance(Duration::from_secs(3600));
+    t.queue.settle().await.unwrap();
+    assert_eq!(runs_of(&t.queue, "sync").await, [at(hours(4))]);
+    // Resuming again changes nothing.
+    let again = t
+        .queue
+        .run(cairn::ResumeRecurring { key: "sync".into() })
+        .await
+        .unwrap();
+    assert_eq!(again.next_run, Some(at(hours(5))));
+    for missing in [
+        t.queue
+            .run(cairn::PauseRecurring { key: "nope".into() })
+            .await
+            .unwrap_err(),
+        t.queue
+            .run(cairn::ResumeRecurring { key: "nope".into() })
+            .await
+            .unwrap_err(),
+    ] {
+        assert_eq!(missing.kind(), ErrorKind::NotFound, "{missing}");
+    }
+    t.close().await;
+}
+
+#[tokio::test]
+async fn running_a_template_by_hand_makes_a_job_now_as_its_overlap_policy_allows() {
+    let t = TestQueue::new().await;
+    let mut daily = template("report", "0 4 * * *", cairn::MissedSlots::RunOnce);
+    daily.overlap = cairn::Overlap::Skip;
+    let info = t.queue.set_recurring(daily).await.unwrap();
+    let run = t
+        .queue
+        .run(cairn::RunRecurring {
+            key: "report".into(),
+        })
+        .await
+        .unwrap();
+    assert!(!run.existing);
+    let job = t.queue.get(run.id).await.unwrap();
+    assert_eq!(
+        (job.state, job.run_at, job.data),
+        (JobState::Queued, start_time(), json!({"from": "report"}))
+    );
+    // Its schedule is untouched.
+    let listed = t.queue.recurring().await.unwrap();
+    assert_eq!(listed[0].next_run, info.next_run);
+    // The run is live: under `skip`, another by hand is refused, and so is the next slot.
+    let refused = t
+        .queue
+        .run(cairn::RunRecurring {
+            key: "report".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidState, "{refused}");
+    t.advance(Duration::from_secs(5 * 3600));
+    t.queue.settle().await.unwrap();
+    assert_eq!(states_of(&t.queue, "report").await, [JobState::Queued]);
+    // Once it ended, a run by hand goes, paused or not.
+    let claimed = t.take("w").await.unwrap();
+    t.queue.finish(&claimed.lease, None).await.unwrap();
+    t.queue
+        .run(cairn::PauseRecurring {
+            key: "report".into(),
+        })
+        .await
+        .unwrap();
+    t.queue
+        .run(cairn::RunRecurring {
+            key: "report".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        states_of(&t.queue, "report").await,
+        [JobState::Completed, JobState::Queued]
+    );
+    let missing = t
+        .queue
+        .run(cairn::RunRecurring { key: "nope".into() })
+        .await
+        .unwrap_err();
+    assert_eq!(missing.kind(), ErrorKind::NotFound, "{missing}");
+    t.close().await;
+}

@@ -79,6 +79,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "batches",
         include_str!("../../../migrations/postgres/0014_batches.sql"),
     ),
+    (
+        15,
+        "recurring_pause",
+        include_str!("../../../migrations/postgres/0015_recurring_pause.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

@@ -116,6 +116,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "batches",
         include_str!("../../../migrations/sqlite/0022_batches.sql"),
     ),
+    (
+        23,
+        "recurring_pause",
+        include_str!("../../../migrations/sqlite/0023_recurring_pause.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
