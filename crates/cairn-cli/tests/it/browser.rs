@@ -182,10 +182,30 @@ impl Browser {
         .await
     }
 
+    /// Runs `script` in every page this session loads from now on, before the page's own scripts (Chromium's
+    /// `Page.addScriptToEvaluateOnNewDocument`, through chromedriver): to watch what the page does from its start.
+    pub async fn before_each_page(&self, script: &str) {
+        self.session_command(
+            reqwest::Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({
+                "cmd": "Page.addScriptToEvaluateOnNewDocument",
+                "params": { "source": script },
+            })),
+        )
+        .await;
+    }
+
     /// Polls `script` until it returns something truthy, and returns that; fails the test after [`DEADLINE`],
     /// showing what the page said.
     pub async fn wait_for(&self, what: &str, script: &str) -> Value {
-        let deadline = Instant::now() + DEADLINE;
+        self.wait_for_within(DEADLINE, what, script).await
+    }
+
+    /// As [`Browser::wait_for`], failing after `limit` instead: for what takes long by design (a backoff, a bulk
+    /// action over thousands of jobs on a busy machine).
+    pub async fn wait_for_within(&self, limit: Duration, what: &str, script: &str) -> Value {
+        let deadline = Instant::now() + limit;
         loop {
             let value = self.execute(script, json!([])).await;
             let truthy = !matches!(&value, Value::Null | Value::Bool(false))
@@ -199,7 +219,7 @@ impl Browser {
                     .execute("return document.body.innerText.slice(0, 2000)", json!([]))
                     .await;
                 panic!(
-                    "timed out after {DEADLINE:?} waiting for: {what}\npage errors: {:?}\npage text:\n{}",
+                    "timed out after {limit:?} waiting for: {what}\npage errors: {:?}\npage text:\n{}",
                     self.errors().await,
                     text.as_str().unwrap_or_default()
                 );

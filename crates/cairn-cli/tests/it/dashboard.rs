@@ -758,18 +758,18 @@ async fn a_refused_action_shows_the_apis_error_and_the_job_as_it_is() {
     open(&browser, &server, &format!("jobs/{id}")).await;
     wait_state(&browser, id, "queued").await;
 
-    // The page stops polling as in a hidden tab, once the poll under way (if any) is over, so that it still shows
-    // the job queued when a worker takes it.
+    // The page stops following the server as in a hidden tab (no stream, no timer), so that it still shows the job
+    // queued when a worker takes it.
     browser
         .execute(
             "Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); \
-             document.getElementById('live').dataset.state = 'probe'",
+             document.dispatchEvent(new Event('visibilitychange'))",
             json!([]),
         )
         .await;
     browser
         .wait_for(
-            "the poller to stop",
+            "the page to pause",
             "return document.getElementById('live').dataset.state === 'paused'",
         )
         .await;
@@ -997,4 +997,275 @@ async fn the_page_needs_no_token_and_the_api_still_does() {
         .await
         .unwrap();
     assert_eq!(missing.status().as_u16(), 404);
+}
+
+/// Watches the page's calls from its start: `probe.requests` lists each (`url`, and `lastEventId` sent); the event
+/// stream's body passes through a stream of the test's, which `probe.cut()` breaks (as a dropped connection) and
+/// `probe.end()` ends (as a server that stops); while `probe.refuse` is set, new connections to the stream fail.
+const PROBE: &str = r#"
+window.probe = { requests: [], streams: [], refuse: false };
+// Streams the page gave up on are errored already, and stay so.
+const each = (f) => probe.streams.splice(0).forEach((s) => { try { f(s); } catch {} });
+probe.cut = () => each((s) => s.error(new TypeError("cut by the test")));
+probe.end = () => each((s) => s.close());
+probe.refreshes = () => probe.requests.filter((r) => !r.url.startsWith("/v1/events")).length;
+probe.streamed = () => probe.requests.filter((r) => r.url.startsWith("/v1/events"));
+const passOn = window.fetch.bind(window);
+window.fetch = async (input, init = {}) => {
+  const url = String(input);
+  const headers = init.headers || {};
+  probe.requests.push({ url, lastEventId: headers["Last-Event-ID"] ?? null });
+  if (!url.startsWith("/v1/events")) return passOn(input, init);
+  if (probe.refuse) throw new TypeError("refused by the test");
+  const response = await passOn(input, init);
+  if (!response.ok) return response;
+  const reader = response.body.getReader();
+  const body = new ReadableStream({
+    start(controller) {
+      probe.streams.push({ error: (e) => controller.error(e), close: () => { controller.close(); reader.cancel(); } });
+    },
+    async pull(controller) {
+      const { value, done } = await reader.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
+};
+"#;
+
+/// Waits until the indicator in the bar says `state` (`live`, `polling`, `paused`, `error`).
+async fn wait_live_state(browser: &Browser, state: &str) {
+    browser
+        .wait_for_within(
+            Duration::from_secs(30),
+            &format!("the page {state}"),
+            &format!("return document.getElementById('live').dataset.state === '{state}'"),
+        )
+        .await;
+}
+
+/// Lets longer than the poll interval (3 s) pass in the page, with a timer of the page's own.
+async fn let_a_poll_interval_pass(browser: &Browser) {
+    browser
+        .execute(
+            "window.intervalOver = false; setTimeout(() => { window.intervalOver = true; }, 4500)",
+            json!([]),
+        )
+        .await;
+    browser
+        .wait_for(
+            "a poll interval to pass",
+            "return window.intervalOver === true",
+        )
+        .await;
+}
+
+/// Waits until job `id`'s row shows on the jobs list.
+async fn wait_row(browser: &Browser, id: JobId) {
+    browser
+        .wait_for(
+            &format!("job {id}'s row"),
+            &format!("return document.querySelector('tr[data-job-id=\"{id}\"]') !== null"),
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_follows_the_event_stream_with_no_timer_and_polls_while_it_is_down() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let browser = Browser::start(Viewport::Desktop).await;
+    browser.before_each_page(PROBE).await;
+    open(&browser, &server, "jobs").await;
+    wait_live_state(&browser, "live").await;
+
+    // Nothing happens: nothing is asked, though more than a poll interval passes.
+    browser
+        .execute("probe.requests.length = 0", json!([]))
+        .await;
+    let_a_poll_interval_pass(&browser).await;
+    assert_eq!(
+        browser.execute("return probe.requests", json!([])).await,
+        json!([]),
+        "a request while nothing happened and the stream was up"
+    );
+
+    // A job pushed: the stream says so, and the list shows it.
+    let first = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap()
+        .id;
+    wait_row(&browser, first).await;
+    assert!(
+        browser
+            .execute("return probe.refreshes()", json!([]))
+            .await
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(
+        browser
+            .execute("return probe.streamed().length", json!([]))
+            .await,
+        json!(0),
+        "the stream connected again"
+    );
+
+    // The stream breaks and cannot connect again: the page polls, and shows a job the stream could not tell of.
+    browser
+        .execute("probe.refuse = true; probe.cut()", json!([]))
+        .await;
+    wait_live_state(&browser, "polling").await;
+    let second = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap()
+        .id;
+    wait_row(&browser, second).await;
+
+    // Back: it resumes after the last event it had, the first job's push, and polls no more.
+    let log = client
+        .activity_body(&cairn::ActivityFilter {
+            job: Some(first),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let added = log
+        .events
+        .iter()
+        .find(|e| e.event == "added")
+        .expect("the first job's push in the log")
+        .id;
+    browser
+        .execute("probe.requests.length = 0; probe.refuse = false", json!([]))
+        .await;
+    wait_live_state(&browser, "live").await;
+    let streamed = browser.execute("return probe.streamed()", json!([])).await;
+    let last = streamed.as_array().unwrap().last().unwrap();
+    assert_eq!(last["lastEventId"], json!(added.to_string()), "{streamed}");
+    // The second job's push comes again, and the page refreshes for it once.
+    browser
+        .wait_for(
+            "a refresh after the stream connected again",
+            "const r = probe.requests; \
+             const i = r.findLastIndex((x) => x.url.startsWith('/v1/events')); \
+             return r.slice(i + 1).some((x) => x.url.startsWith('/v1/jobs'))",
+        )
+        .await;
+    browser
+        .execute("probe.requests.length = 0", json!([]))
+        .await;
+    let_a_poll_interval_pass(&browser).await;
+    assert_eq!(
+        browser.execute("return probe.requests", json!([])).await,
+        json!([]),
+        "polling went on once the stream was back"
+    );
+
+    // Hidden, the page asks nothing and follows nothing; shown again, it looks at once and resumes after the last
+    // event it had.
+    browser
+        .execute(
+            "Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); \
+             document.dispatchEvent(new Event('visibilitychange')); \
+             probe.requests.length = 0",
+            json!([]),
+        )
+        .await;
+    wait_live_state(&browser, "paused").await;
+    let hidden = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap()
+        .id;
+    let_a_poll_interval_pass(&browser).await;
+    assert_eq!(
+        browser.execute("return probe.requests", json!([])).await,
+        json!([]),
+        "a request from a hidden page"
+    );
+    browser
+        .execute(
+            "delete document.hidden; document.dispatchEvent(new Event('visibilitychange'))",
+            json!([]),
+        )
+        .await;
+    wait_row(&browser, hidden).await;
+    wait_live_state(&browser, "live").await;
+    let streamed = browser.execute("return probe.streamed()", json!([])).await;
+    assert_eq!(streamed.as_array().unwrap().len(), 1, "{streamed}");
+    assert!(
+        streamed[0]["lastEventId"].is_string(),
+        "resumed after an event: {streamed}"
+    );
+
+    // The server ends the stream (as when it stops): the page connects again after a second.
+    browser.execute("probe.end()", json!([])).await;
+    browser
+        .wait_for(
+            "a new connection to the stream",
+            "return probe.streamed().length > 0",
+        )
+        .await;
+    wait_live_state(&browser, "live").await;
+    let third = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap()
+        .id;
+    wait_row(&browser, third).await;
+    browser.screenshot("jobs-live").await;
+    assert_no_page_errors(&browser, "jobs, following the stream").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_streams_parser_reads_frames_split_anywhere() {
+    let server = TestServer::spawn();
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "queues").await;
+    // Every way of cutting the bytes in three gives the events of the whole: lines ended by CR LF, LF or CR alone,
+    // comments, multi-line data, an id that carries over, an event without data (none), a character of three bytes,
+    // and an event the stream ends in the middle of (dropped).
+    let checked = browser
+        .execute(
+            r#"
+            return import("/assets/js/live.js").then(({ SseParser }) => {
+              const text = ": keep-alive\r\nid: 7\r\nevent: added\r\ndata: {\"a\":1}\r\ndata:second\r\n\r\n"
+                + "id: 8\ndata: é€\n\n:another\n\nevent: nothing\n\n"
+                + "data\rdata:  two spaces\r\rid: 9\nevent: unfinished\ndata: x";
+              const bytes = new TextEncoder().encode(text);
+              const expected = [
+                { id: "7", event: "added", data: "{\"a\":1}\nsecond" },
+                { id: "8", event: "message", data: "é€" },
+                { id: "8", event: "message", data: "\n two spaces" },
+              ];
+              const whole = new SseParser().push(bytes);
+              if (JSON.stringify(whole) !== JSON.stringify(expected)) return `whole: ${JSON.stringify(whole)}`;
+              let cases = 0;
+              for (let i = 0; i <= bytes.length; i += 1) {
+                for (let j = i; j <= bytes.length; j += 1) {
+                  const parser = new SseParser();
+                  const got = [...parser.push(bytes.slice(0, i)), ...parser.push(bytes.slice(i, j)), ...parser.push(bytes.slice(j))];
+                  if (JSON.stringify(got) !== JSON.stringify(expected)) return `cut at ${i} and ${j}: ${JSON.stringify(got)}`;
+                  if (parser.lastId !== "9") return `cut at ${i} and ${j}: last id ${parser.lastId}`;
+                  cases += 1;
+                }
+              }
+              return cases;
+            });
+            "#,
+            json!([]),
+        )
+        .await;
+    assert!(checked.as_u64().is_some_and(|n| n > 1000), "{checked}");
+    assert_no_page_errors(&browser, "the parser's test").await;
+    browser.close().await;
 }

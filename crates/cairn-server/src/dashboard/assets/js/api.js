@@ -47,10 +47,16 @@ export function segment(value) {
   return encodeURIComponent(String(value));
 }
 
-async function request(method, path, body) {
-  const headers = { Accept: "application/json" };
+/** The headers of every call: what it accepts, and the token if one is saved. */
+function headersFor(accept) {
+  const headers = { Accept: accept };
   const saved = token();
   if (saved) headers.Authorization = `Bearer ${saved}`;
+  return headers;
+}
+
+async function request(method, path, body) {
+  const headers = headersFor("application/json");
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
   try {
@@ -63,6 +69,11 @@ async function request(method, path, body) {
   } catch (e) {
     throw new ApiError(0, "unavailable", null, `the server did not answer (${e.message})`);
   }
+  return answer(method, path, response);
+}
+
+/** The body of a response as JSON, or its error as an `ApiError`. */
+async function answer(method, path, response) {
   const text = await response.text();
   let parsed = null;
   try {
@@ -89,4 +100,30 @@ export function post(path, body = {}) {
 /** `DELETE path` (`delete` is taken by the language). */
 export function del(path) {
   return request("DELETE", path);
+}
+
+/**
+ * Opens a stream of Server-Sent Events (`GET path`, with the token, which `EventSource` cannot send): resolves with
+ * the response once the server accepted it, its body still to read; an error answer is an `ApiError` as for any call.
+ * `lastId`, when given, is sent as `Last-Event-ID` to resume after that event.
+ */
+export async function openStream(path, query, { lastId = null, signal } = {}) {
+  const headers = headersFor("text/event-stream");
+  if (lastId) headers["Last-Event-ID"] = lastId;
+  const url = withQuery(path, query);
+  let response;
+  try {
+    response = await fetch(url, { headers, cache: "no-store", signal });
+  } catch (e) {
+    if (signal && signal.aborted) throw e;
+    throw new ApiError(0, "unavailable", null, `the server did not answer (${e.message})`);
+  }
+  // An error answer throws as for any call.
+  if (!response.ok) await answer("GET", url, response);
+  const type = response.headers.get("Content-Type") || "";
+  if (!type.startsWith("text/event-stream")) {
+    response.body?.cancel();
+    throw new ApiError(response.status, "unavailable", null, `GET ${url}: not an event stream (${type || "no content type"})`);
+  }
+  return response;
 }

@@ -1,8 +1,9 @@
-// The dashboard's shell: which view the address shows (`#/jobs?state=failed`, `#/jobs/42`, …), the poller that keeps
-// it live, the notice line for errors and results, and the token dialog when the API answers 401.
+// The dashboard's shell: which view the address shows (`#/jobs?state=failed`, `#/jobs/42`, …), what keeps it live
+// (the event stream, or polling while the stream is down), the notice line for errors and results, and the token
+// dialog when the API answers 401.
 
 import { ApiError, get, token } from "./api.js";
-import { Poller } from "./live.js";
+import { Live } from "./live.js";
 import { askForToken, setUpForget } from "./token.js";
 import { fill, h } from "./dom.js";
 import * as queues from "./views/queues.js";
@@ -30,7 +31,7 @@ function parseRoute(hash) {
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
-const live = document.getElementById("live");
+const indicator = document.getElementById("live");
 let current = null;
 let version = null;
 
@@ -70,50 +71,57 @@ const ctx = {
         location.hash = then;
       } else {
         notify(message, { ok: true });
-        await poller.now();
+        await live.now();
       }
     } catch (error) {
       notify(error);
-      if (error.status >= 400 && error.status < 500) await poller.now();
+      if (error.status >= 400 && error.status < 500) await live.now();
     } finally {
       if (button) button.disabled = false;
     }
   },
   go(hash) {
-    if (location.hash === hash) poller.now();
+    if (location.hash === hash) live.now();
     else location.hash = hash;
   },
-  refreshNow: () => poller.now(),
+  refreshNow: () => live.now(),
 };
 
-async function refresh() {
-  const mine = current;
-  if (!mine) return;
+/** A view's refresh, for the events given (or null: all of it), with what the shell adds around it. */
+async function refresh(mine, events) {
   if (version === null) {
     const health = await get("/v1/health");
     version = health.version;
     document.getElementById("version").textContent = `Cairn ${version}`;
   }
-  await mine.instance.refresh();
+  await mine.instance.refresh(events);
   if (current === mine) {
     mine.root.dataset.loaded = "true";
     if (notice.dataset.source === "poll") notice.hidden = true;
   }
 }
 
+/** What the indicator in the bar says, and its tooltip. */
+const STATES = {
+  live: ["live", "Following the server's events: the page changes as the jobs do"],
+  polling: ["polling", "The server's event stream is not up: refreshing every few seconds while it reconnects"],
+  paused: ["paused", "Paused while this tab is hidden"],
+  error: ["offline", "The server did not answer the last refresh"],
+};
+
 function stateChanged(state, error) {
-  live.dataset.state = state;
-  live.textContent = state === "error" ? "offline" : state;
+  indicator.dataset.state = state;
+  [indicator.textContent, indicator.title] = STATES[state];
   if (state !== "error") return;
   if (error.kind === "unauthorized") {
-    poller.stop();
-    askForToken(token() !== null).then(() => poller.start(current.instance.interval));
+    live.stop();
+    askForToken(token() !== null).then(() => live.start());
     return;
   }
   notify(error, { source: "poll" });
 }
 
-const poller = new Poller(refresh, stateChanged);
+const live = new Live(stateChanged);
 
 function show() {
   const route = parseRoute(location.hash);
@@ -127,13 +135,21 @@ function show() {
   // The result of the action that led here stays; any other action's notice was about the view left.
   if (notice.dataset.source === "carried") notice.dataset.source = "action";
   else if (notice.dataset.source === "action") notice.hidden = true;
-  current = { root, instance: VIEWS[route.view].mount(root, route.params, ctx) };
-  poller.start(current.instance.interval);
+  const mine = { root };
+  mine.instance = VIEWS[route.view].mount(root, route.params, ctx);
+  current = mine;
+  live.show({
+    refresh: (events) => refresh(mine, events),
+    interval: mine.instance.interval,
+    gap: mine.instance.gap,
+    follow: mine.instance.follow,
+    concerns: mine.instance.concerns,
+  });
 }
 
 setUpForget(() => {
   version = null;
-  poller.start(current.instance.interval);
+  live.start();
 });
 window.addEventListener("hashchange", show);
 show();

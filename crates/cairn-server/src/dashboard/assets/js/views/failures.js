@@ -5,6 +5,9 @@ import { get, post, segment } from "../api.js";
 import { h, fill, table, redraw } from "../dom.js";
 import { count, timeElement } from "../format.js";
 
+/** The events that change failure groups: a job failed, or left its group (retried, run again, cancelled, deleted). */
+export const FAILURE_EVENTS = ["failed", "unfailed", "requeued", "cancelled"];
+
 export function mount(root, _params, ctx) {
   const list = h("div", { id: "failure-list" });
   fill(root,
@@ -13,6 +16,7 @@ export function mount(root, _params, ctx) {
       "Retrying a group puts all of its jobs back in their queues with fresh attempts; their history is kept."),
     list);
   return {
+    follow: { kinds: FAILURE_EVENTS.join(",") },
     async refresh() {
       const body = await get("/v1/failures");
       redraw(list, body, () => failureTable(body.groups, ctx));

@@ -29,6 +29,8 @@ export function mount(root, params, ctx) {
   fill(root, h("div", { id: "job" }, head, changes, body), history, activity);
   let activityMissing = false;
   return {
+    // This job's events only: each changes it, its history or its activity.
+    follow: { job: params.id },
     async refresh() {
       let job;
       try {

@@ -18,6 +18,9 @@ export function mount(root, params, ctx) {
   const form = searchForm(params, ctx);
   fill(root, h("h1", {}, "Jobs"), stateTabs(params), form, linkedFilters(params), results);
   return {
+    // Only the jobs the list could show: the stream filters by queue and name as the list does.
+    follow: { queue: params.queue, name: params.name },
+    concerns: (event) => event.job !== null && event.job !== undefined,
     async refresh() {
       let page;
       try {

@@ -5,8 +5,8 @@
 import { get, post, segment } from "../api.js";
 import { h, fill, table, redraw } from "../dom.js";
 import { count, duration } from "../format.js";
-import { failureTable } from "./failures.js";
-import { workerTable } from "./workers.js";
+import { FAILURE_EVENTS, failureTable } from "./failures.js";
+import { WORKER_EVENTS, workerTable } from "./workers.js";
 
 /** The counts of `GET /v1/queues`, in the order a job lives through them. */
 export const COUNTED = ["scheduled", "waiting", "queued", "running", "stalled", "failed", "completed", "cancelled"];
@@ -28,13 +28,22 @@ export function mount(root, _params, ctx) {
       h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/failures" }, "Failure groups")), failures),
       h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/workers" }, "Workers")), workers)));
   return {
-    async refresh() {
-      const [q, f, w] = await Promise.all([get("/v1/queues"), get("/v1/failures"), get("/v1/workers")]);
-      redraw(totals, q, () => totalTiles(q.queues));
-      redraw(queues, q, () => queueTable(q.queues, ctx));
-      redraw(keys, q, () => keyPanels(q.queues));
-      redraw(failures, f, () => failureTable(f.groups, ctx));
-      redraw(workers, w, () => workerTable(w.workers));
+    // Every event: each job's changes the counts. A refresh for events asks only for the parts they change.
+    async refresh(events) {
+      const changes = (kinds) => events === null || events.some((e) => kinds.includes(e.event));
+      const ask = (wanted, path) => (wanted ? get(path) : null);
+      const [q, f, w] = await Promise.all([
+        ask(events === null || events.some((e) => e.job !== null && e.job !== undefined), "/v1/queues"),
+        ask(changes(FAILURE_EVENTS), "/v1/failures"),
+        ask(changes(WORKER_EVENTS), "/v1/workers"),
+      ]);
+      if (q) {
+        redraw(totals, q, () => totalTiles(q.queues));
+        redraw(queues, q, () => queueTable(q.queues, ctx));
+        redraw(keys, q, () => keyPanels(q.queues));
+      }
+      if (f) redraw(failures, f, () => failureTable(f.groups, ctx));
+      if (w) redraw(workers, w, () => workerTable(w.workers));
     },
   };
 }

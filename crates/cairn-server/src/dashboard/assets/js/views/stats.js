@@ -21,8 +21,11 @@ export function mount(root, params, ctx) {
   const form = filterForm(params, period, ctx);
   fill(root, h("h1", {}, "Graphs"), periodTabs(params, period), form, content);
   return {
-    // The numbers move slowly (one-minute buckets at the finest): no need to ask every three seconds.
+    // The numbers move slowly (one-minute buckets at the finest): no need to ask more than every ten seconds, on a
+    // timer or for events.
     interval: 10000,
+    gap: 10000,
+    follow: { queue: params.queue, name: params.name },
     async refresh() {
       const query = { period, queue: params.queue, name: params.name };
       let stats;

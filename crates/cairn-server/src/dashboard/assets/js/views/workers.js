@@ -5,12 +5,22 @@ import { get } from "../api.js";
 import { h, fill, table, redraw } from "../dom.js";
 import { percent, timeElement, count } from "../format.js";
 
+/**
+ * The events that change the workers' list: one came, stopped or was lost, or took or let go of a job (a job cancelled
+ * or lost on its worker included).
+ */
+export const WORKER_EVENTS = [
+  "worker_started", "worker_stopped", "worker_lost",
+  "started", "finished", "retried", "failed", "released", "heartbeat_lost", "cancelled",
+];
+
 export function mount(root) {
   const list = h("div", { id: "worker-list" });
   const note = h("p", { class: "hint" });
   fill(root, h("h1", {}, "Workers"), list, note);
   let statsMissing = false;
   return {
+    follow: { kinds: WORKER_EVENTS.join(",") },
     async refresh() {
       const body = await get("/v1/workers");
       let usage = null;
