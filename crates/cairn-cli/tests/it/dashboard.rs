@@ -1269,3 +1269,228 @@ async fn the_event_streams_parser_reads_frames_split_anywhere() {
     assert_no_page_errors(&browser, "the parser's test").await;
     browser.close().await;
 }
+
+/// A queue's count of jobs in `state`, over HTTP (0 for a queue not listed).
+async fn queue_count(client: &Client, queue: &str, state: &str) -> u64 {
+    let body = client.queue_stats_body().await.unwrap();
+    body.queues
+        .into_iter()
+        .find(|q| q.queue == queue)
+        .map(|q| serde_json::to_value(q).unwrap()[state].as_u64().unwrap())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_job_of_a_filter_is_cancelled_in_one_bulk_action() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    for _ in 0..10 {
+        let batch = (0..1000)
+            .map(|i| {
+                Push::new("export.row")
+                    .queue("exports")
+                    .data(json!({ "row": i }))
+            })
+            .collect();
+        client.enqueue_batch(batch).await.unwrap();
+    }
+    for _ in 0..2 {
+        client
+            .enqueue(Push::new("email.send").queue("email"))
+            .await
+            .unwrap();
+    }
+    let browser = Browser::start(Viewport::Desktop).await;
+    browser.before_each_page(PROBE).await;
+    open(&browser, &server, "jobs?queue=exports&state=queued").await;
+    wait_live_state(&browser, "live").await;
+
+    // The page's 50, then every job of the filter.
+    browser.click("#bulk-page").await;
+    browser
+        .wait_for(
+            "the page's jobs selected",
+            "return document.querySelectorAll('input[data-pick]:checked').length === 50 \
+             && document.querySelector('#bulk-count').innerText === '50 selected'",
+        )
+        .await;
+    let offer = browser
+        .wait_for(
+            "the offer to select all 10,000",
+            "const b = document.querySelector('#bulk-all'); \
+             return b.checkVisibility() && b.innerText.includes('10,000') ? b.innerText : null",
+        )
+        .await;
+    assert_eq!(offer, json!("Select all 10,000 jobs matching this filter"));
+    browser.click("#bulk-all").await;
+    browser
+        .wait_for(
+            "all of them selected",
+            "return document.querySelector('#bulk-count').innerText === 'All 10,000 jobs matching this filter are selected.'",
+        )
+        .await;
+    browser.screenshot("jobs-bulk-all").await;
+
+    browser.click("button[data-bulk=cancel]").await;
+    let question = browser
+        .wait_for(
+            "the question before cancelling",
+            "return document.querySelector('#confirm-dialog[open]')?.innerText",
+        )
+        .await;
+    let question = question.as_str().unwrap();
+    assert!(
+        question.contains("Cancel all 10,000 jobs matching this filter?"),
+        "{question}"
+    );
+    assert!(
+        question.contains("The filter: state queued, queue exports."),
+        "{question}"
+    );
+    browser.screenshot("jobs-bulk-question").await;
+    browser
+        .execute("probe.requests.length = 0", json!([]))
+        .await;
+    browser
+        .click("#confirm-dialog[open] button[value=yes]")
+        .await;
+    browser
+        .wait_for_within(
+            Duration::from_secs(120),
+            "the count the server answered",
+            "return document.querySelector('#notice.ok:not([hidden])')?.innerText.includes('Cancelled 10,000 jobs')",
+        )
+        .await;
+    let bulk = browser
+        .execute(
+            "return probe.requests.filter((r) => r.url === '/v1/jobs/bulk').length",
+            json!([]),
+        )
+        .await;
+    assert_eq!(bulk, json!(1), "one call for the whole filter");
+    assert_eq!(queue_count(&client, "exports", "cancelled").await, 10_000);
+    assert_eq!(queue_count(&client, "exports", "queued").await, 0);
+    assert_eq!(
+        queue_count(&client, "email", "queued").await,
+        2,
+        "another queue's jobs"
+    );
+    browser
+        .wait_for(
+            "the emptied list, nothing selected",
+            "return document.querySelector('#job-list')?.innerText.includes('No jobs match') \
+             && !document.querySelector('#bulk').checkVisibility()",
+        )
+        .await;
+    browser.screenshot("jobs-bulk-done").await;
+    assert_no_page_errors(&browser, "a bulk cancel").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selected_jobs_only_are_moved_and_cancelled_on_a_phone() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let push = Push::new("email.send")
+            .queue("mail")
+            .data(json!({ "n": i }));
+        ids.push(client.enqueue(push).await.unwrap().id);
+    }
+    // The oldest one completes.
+    let taken = client.dequeue(take("w", "mail", 1)).await.unwrap();
+    assert_eq!(taken[0].lease.job, ids[0]);
+    client.finish(&taken[0].lease, None).await.unwrap();
+    let browser = Browser::start(Viewport::Phone).await;
+    open(&browser, &server, "jobs?queue=mail").await;
+    for id in &ids {
+        wait_row(&browser, *id).await;
+    }
+    let pick = |id: JobId| format!("input[data-pick=\"{id}\"]");
+
+    // Two of them, moved.
+    browser.click(&pick(ids[1])).await;
+    browser.click(&pick(ids[2])).await;
+    browser
+        .wait_for(
+            "two selected",
+            "return document.querySelector('#bulk-count').innerText === '2 selected'",
+        )
+        .await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('#bulk-all').checkVisibility()",
+                json!([])
+            )
+            .await,
+        json!(false),
+        "no offer to select more than the page holds"
+    );
+    browser
+        .type_into("#bulk-move input[name=queue]", "later")
+        .await;
+    browser.screenshot("phone-jobs-bulk").await;
+    browser.click("#bulk-move button[type=submit]").await;
+    notice(&browser, true, "Moved 2 jobs to queue later").await;
+    for (i, id) in ids.iter().enumerate() {
+        let queue = client.get(*id).await.unwrap().queue;
+        let expected = if i == 1 || i == 2 { "later" } else { "mail" };
+        assert_eq!(queue.as_str(), expected, "job {id}");
+    }
+    browser
+        .wait_for(
+            "the moved jobs gone from the list, nothing selected",
+            &format!(
+                "return document.querySelector('{}') === null && document.querySelector('#bulk-count').innerText === ''",
+                pick(ids[1])
+            ),
+        )
+        .await;
+
+    // The completed one and a queued one, cancelled after asking: the completed one is skipped.
+    browser.click(&pick(ids[0])).await;
+    browser.click(&pick(ids[3])).await;
+    browser.click("button[data-bulk=cancel]").await;
+    let question = browser
+        .wait_for(
+            "the question before cancelling",
+            "return document.querySelector('#confirm-dialog[open]')?.innerText",
+        )
+        .await;
+    assert!(
+        question
+            .as_str()
+            .unwrap()
+            .contains("Cancel 2 selected jobs?"),
+        "{question}"
+    );
+    browser
+        .click("#confirm-dialog[open] button[value=yes]")
+        .await;
+    let said = notice(&browser, true, "Cancelled 1 job").await;
+    assert!(said.contains("skipped 1 job"), "{said}");
+    let state = |i: usize| {
+        let client = client.clone();
+        let id = ids[i];
+        async move { client.get(id).await.unwrap().state }
+    };
+    assert_eq!(state(0).await, JobState::Completed);
+    assert_eq!(state(3).await, JobState::Cancelled);
+    for i in [4, 5] {
+        assert_eq!(state(i).await, JobState::Queued, "job {}", ids[i]);
+    }
+    let sizes = browser
+        .execute(
+            "return [window.innerWidth, document.documentElement.scrollWidth]",
+            json!([]),
+        )
+        .await;
+    assert!(
+        sizes[1].as_u64() <= sizes[0].as_u64(),
+        "wider than the phone: {sizes}"
+    );
+    assert_no_page_errors(&browser, "bulk actions on a phone").await;
+    browser.close().await;
+}

@@ -52,7 +52,7 @@ const ctx = {
    * Runs an action (a POST or DELETE): with the token dialog first if the server wants one, then a refresh, or with
    * `then` a move to that address (the result's notice goes along). Its result or its error shows in the notice
    * line; the button is disabled meanwhile. After a refusal (the job moved on since the page last looked, say) the
-   * view is refreshed too, so that it shows what is true now beside the API's error.
+   * view is refreshed too, so that it shows what is true now beside the API's error. Resolves to whether it worked.
    */
   async act(action, describe, button, { then } = {}) {
     if (button) button.disabled = true;
@@ -73,9 +73,11 @@ const ctx = {
         notify(message, { ok: true });
         await live.now();
       }
+      return true;
     } catch (error) {
       notify(error);
       if (error.status >= 400 && error.status < 500) await live.now();
+      return false;
     } finally {
       if (button) button.disabled = false;
     }

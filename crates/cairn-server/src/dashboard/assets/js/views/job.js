@@ -7,8 +7,11 @@ import { duration, json, timeElement, when } from "../format.js";
 
 /** The states of a job that has not ended. */
 const LIVE = ["scheduled", "queued", "waiting", "running"];
-/** The states each action takes, as the API holds them (it answers 409 otherwise); delete and track take any. */
-const ALLOWED = {
+/**
+ * The states each action takes, as the API holds them (it answers 409 otherwise, and a bulk action skips the
+ * others); delete and track take any.
+ */
+export const ALLOWED = {
   // A failed job cancelled leaves its failure group; a completed one cannot be cancelled.
   cancel: [...LIVE, "failed"],
   requeue: ["completed", "failed", "cancelled"],
