@@ -1494,3 +1494,78 @@ async fn selected_jobs_only_are_moved_and_cancelled_on_a_phone() {
     assert_no_page_errors(&browser, "bulk actions on a phone").await;
     browser.close().await;
 }
+
+/// The axis labels of every chart on the page that stick out of their chart, as `label: how` (none: an empty list).
+const LABELS_OUTSIDE: &str = "
+    const out = [];
+    for (const chart of document.querySelectorAll('svg.chart')) {
+      const width = chart.viewBox.baseVal.width;
+      for (const text of chart.querySelectorAll('text.axis')) {
+        const box = text.getBBox();
+        if (box.x < 0 || box.x + box.width > width) out.push(`${text.textContent}: ${box.x} to ${box.x + box.width} of ${width}`);
+      }
+    }
+    return out;";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graph_labels_fit_with_waits_of_a_year_and_more() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    // Jobs that were due 472 days and 5 hours ago, and 3 days ago, taken now: waits the axes must label.
+    let now = jiff::Timestamp::now();
+    for hours in [472 * 24 + 5, 72] {
+        let due = now - jiff::SignedDuration::from_hours(hours);
+        client
+            .enqueue(Push::new("report.yearly").queue("reports").run_at(due))
+            .await
+            .unwrap();
+    }
+    for taken in client.dequeue(take("w", "reports", 2)).await.unwrap() {
+        client.finish(&taken.lease, None).await.unwrap();
+    }
+    for (viewport, name) in [
+        (Viewport::Desktop, "stats"),
+        (Viewport::Phone, "phone-stats"),
+    ] {
+        let browser = Browser::start(viewport).await;
+        open(&browser, &server, "stats").await;
+        let top = browser
+            .wait_for(
+                "the wait-time chart's axis",
+                "const chart = document.querySelector('svg.chart[aria-label=\"wait time\"]'); \
+                 const labels = chart ? [...chart.querySelectorAll('text.axis')].map((t) => t.textContent) : []; \
+                 return labels.includes('500 d') ? labels : null",
+            )
+            .await;
+        assert!(
+            !top.to_string().contains(" h\""),
+            "one unit on the axis: {top}"
+        );
+        for (chart, shot) in [
+            ("wait time", "waits"),
+            ("Wait time distribution", "histograms"),
+        ] {
+            browser
+                .execute(
+                    &format!("document.querySelector('svg.chart[aria-label=\"{chart}\"]').scrollIntoView()"),
+                    json!([]),
+                )
+                .await;
+            browser.screenshot(&format!("{name}-{shot}")).await;
+        }
+        let outside = browser.execute(LABELS_OUTSIDE, json!([])).await;
+        assert_eq!(outside, json!([]), "labels outside their chart ({name})");
+        let histogram = browser
+            .execute(
+                "return [...document.querySelectorAll('svg.chart[aria-label=\"Wait time distribution\"] text.axis')].map((t) => t.textContent)",
+                json!([]),
+            )
+            .await;
+        assert!(
+            histogram.to_string().contains(" d\""),
+            "a bucket of days under the histogram: {histogram}"
+        );
+        assert_no_page_errors(&browser, name).await;
+        browser.close().await;
+    }
+}

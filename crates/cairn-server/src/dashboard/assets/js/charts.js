@@ -1,10 +1,18 @@
 // Charts drawn as inline SVG, with no library: bars over time (stacked, with an optional line), lines over time,
 // histograms, and horizontal meters. Each function takes plain numbers and returns an <svg> sized in real pixels
-// for the width it is given; colours come from the stylesheet through the classes `s-KEY`.
+// for the width it is given; colours come from the stylesheet through the classes `s-KEY`. Axis labels are short
+// (one unit: `500 d`, `20K`) and measured: the gutter left of the plot is as wide as its widest label, and labels
+// under it keep apart and inside the chart, at any width.
+
+import { compactCount, compactDuration, inUnit, unitFor } from "./format.js";
 
 const NS = "http://www.w3.org/2000/svg";
 const HEIGHT = 200;
-const MARGIN = { top: 10, right: 12, bottom: 24, left: 56 };
+const MARGIN = { top: 10, right: 12, bottom: 24 };
+/** The axis labels' font size, as the stylesheet sets it for `.chart .axis`. */
+const AXIS_FONT_PX = 11;
+/** Between a y label and the plot; around each x label. */
+const LABEL_GAP = 6;
 
 /** An SVG element with attributes and children (strings become text). */
 export function svg(tag, attributes = {}, ...children) {
@@ -27,31 +35,62 @@ export function niceMax(max) {
   return step * power;
 }
 
-/** An empty chart: the root, and the plotting area's box. */
-function frame(width, label) {
+let measuring = null;
+
+/** How wide `text` is in pixels at the axis labels' size, in the page's font. */
+export function textWidth(text) {
+  if (measuring === null) {
+    measuring = document.createElement("canvas").getContext("2d") ?? false;
+    if (measuring) measuring.font = `${AXIS_FONT_PX}px ${getComputedStyle(document.documentElement).fontFamily}`;
+  }
+  // Without a canvas: about what a digit takes, on the wide side.
+  return measuring ? measuring.measureText(text).width : text.length * AXIS_FONT_PX * 0.62;
+}
+
+/**
+ * A y axis from 0 to at least `max`: its ticks (`{ value, label }`, 0 first) at round numbers, quarters of a 2 and
+ * fifths of a 1 or 5 times a power of ten. Durations (`kind` "duration", in milliseconds) count in the one unit that
+ * keeps labels short, their top round in that unit (`500 d`, not `472 d 5 h`).
+ */
+export function axisTicks(max, kind = "count") {
+  const [unit, size] = kind === "duration" ? unitFor(max) : [null, 1];
+  const top = niceMax(max / size);
+  const mantissa = Math.round(top / 10 ** Math.floor(Math.log10(top)));
+  const steps = mantissa === 2 ? 4 : 5;
+  const ticks = [];
+  for (let i = 0; i <= steps; i += 1) {
+    // Rounded, so that 0.1 + 0.2 steps print as 0.3.
+    const value = Number(((top * i) / steps).toPrecision(12));
+    ticks.push({ value: value * size, label: unit ? inUnit(value, unit) : compactCount(value) });
+  }
+  return ticks;
+}
+
+/** An empty chart: the root, and the plotting area's box, its left gutter as wide as the y axis's widest label. */
+function frame(width, label, ticks) {
+  const left = Math.ceil(Math.max(0, ...ticks.map((t) => textWidth(t.label)))) + LABEL_GAP + 4;
   const plot = {
-    left: MARGIN.left,
+    left,
     top: MARGIN.top,
-    width: Math.max(10, width - MARGIN.left - MARGIN.right),
+    width: Math.max(10, width - left - MARGIN.right),
     height: HEIGHT - MARGIN.top - MARGIN.bottom,
   };
   plot.bottom = plot.top + plot.height;
+  plot.right = plot.left + plot.width;
   const root = svg("svg", {
     class: "chart", width, height: HEIGHT, viewBox: `0 0 ${width} ${HEIGHT}`, role: "img", "aria-label": label,
   });
   return { root, plot };
 }
 
-/** Horizontal grid lines and their labels, for values from 0 to `max`. Returns the value → y function. */
-function yAxis(root, plot, max, format) {
-  const y = (value) => plot.bottom - (value / max) * plot.height;
-  // `max` is 1, 2 or 5 times a power of ten: quarters of a 2 and fifths of the others are round numbers.
-  const steps = String(max).startsWith("2") ? 4 : 5;
-  for (let i = 0; i <= steps; i += 1) {
-    const value = (max * i) / steps;
+/** Horizontal grid lines and their labels, at `ticks` (from `axisTicks`). Returns the value → y function. */
+function yAxis(root, plot, ticks) {
+  const top = ticks[ticks.length - 1].value;
+  const y = (value) => plot.bottom - (value / top) * plot.height;
+  for (const tick of ticks) {
     root.append(
-      svg("line", { class: "grid", x1: plot.left, x2: plot.left + plot.width, y1: y(value), y2: y(value) }),
-      svg("text", { class: "axis", x: plot.left - 6, y: y(value) + 4, "text-anchor": "end" }, format(value)),
+      svg("line", { class: "grid", x1: plot.left, x2: plot.right, y1: y(tick.value), y2: y(tick.value) }),
+      svg("text", { class: "axis", x: plot.left - LABEL_GAP, y: y(tick.value) + 4, "text-anchor": "end" }, tick.label),
     );
   }
   return y;
@@ -59,17 +98,23 @@ function yAxis(root, plot, max, format) {
 
 /**
  * Labels under the plot for `count` evenly spaced slots: those for which `label(i)` gives text (null: no label
- * there), each at least `minGap` pixels from the last. Returns a slot's width.
+ * there), each clear of the last by a gap and moved in where it would stick out of the chart. Returns a slot's
+ * width.
  */
-function xAxis(root, plot, count, label, minGap = 64) {
+function xAxis(root, plot, count, label, chartWidth) {
   const band = plot.width / count;
-  let last = -Infinity;
+  let lastRight = -Infinity;
   for (let i = 0; i < count; i += 1) {
-    const x = plot.left + band * (i + 0.5);
-    const text = x - last >= minGap ? label(i) : null;
+    const centre = plot.left + band * (i + 0.5);
+    // Not even asked for a label where none could fit.
+    if (centre - lastRight < LABEL_GAP * 2) continue;
+    const text = label(i);
     if (text === null) continue;
+    const half = textWidth(text) / 2;
+    const x = Math.min(Math.max(centre, half + 1), chartWidth - half - 1);
+    if (x - half < lastRight + LABEL_GAP * 2) continue;
     root.append(svg("text", { class: "axis", x, y: plot.bottom + 16, "text-anchor": "middle" }, text));
-    last = x;
+    lastRight = x + half;
   }
   return band;
 }
@@ -90,11 +135,12 @@ function emptyNote(root, plot, text) {
  * @param {(i: number) => string} o.label bucket i in full, for its tooltip
  */
 export function stackedBars({ width, series, stacks, line, tick, label, format = String, title }) {
-  const { root, plot } = frame(width, title);
   const total = (point) => stacks.reduce((sum, s) => sum + (point[s.key] || 0), 0);
   const highest = Math.max(0, ...series.map((p) => Math.max(total(p), line ? p[line.key] || 0 : 0)));
-  const y = yAxis(root, plot, niceMax(Math.max(highest, 5)), format);
-  const band = xAxis(root, plot, series.length, tick);
+  const ticks = axisTicks(Math.max(highest, 5));
+  const { root, plot } = frame(width, title, ticks);
+  const y = yAxis(root, plot, ticks);
+  const band = xAxis(root, plot, series.length, tick, width);
   const barWidth = Math.max(1, band * 0.72);
   series.forEach((point, i) => {
     const x = plot.left + band * i + (band - barWidth) / 2;
@@ -136,14 +182,16 @@ function path(values, plot, band, y, cls) {
 }
 
 /**
- * Lines over time buckets; null values leave gaps (no job in that bucket). `tick` and `label` as for `stackedBars`.
+ * Lines over time buckets; null values leave gaps (no job in that bucket). `tick` and `label` as for `stackedBars`;
+ * `axis` "duration" for values in milliseconds.
  * @param {{key: string, label: string}[]} o.lines
  */
-export function lines({ width, series, lines: drawn, tick, label, format = String, title }) {
-  const { root, plot } = frame(width, title);
+export function lines({ width, series, lines: drawn, tick, label, format = String, title, axis = "count" }) {
   const values = drawn.flatMap((l) => series.map((p) => p[l.key])).filter((v) => v !== null && v !== undefined);
-  const y = yAxis(root, plot, niceMax(Math.max(0, ...values)), format);
-  const band = xAxis(root, plot, series.length, tick);
+  const ticks = axisTicks(Math.max(5, ...values), axis);
+  const { root, plot } = frame(width, title, ticks);
+  const y = yAxis(root, plot, ticks);
+  const band = xAxis(root, plot, series.length, tick, width);
   for (const l of drawn) {
     root.append(path(series.map((p) => p[l.key]), plot, band, y, `line s-${l.key}`));
     const missing = (i) => series[i] === undefined || series[i][l.key] === null || series[i][l.key] === undefined;
@@ -161,17 +209,19 @@ export function lines({ width, series, lines: drawn, tick, label, format = Strin
 }
 
 /**
- * A histogram of durations: one bar per non-empty bucket, in order.
+ * A histogram of durations: one bar per non-empty bucket, in order, labelled under it by where it starts.
+ * `format` writes a duration in full, for the tooltips.
  * @param {{from_ms: number, to_ms: number, count: number}[]} o.buckets
  */
 export function histogram({ width, buckets, format, title, cls = "s-histogram" }) {
-  const { root, plot } = frame(width, title);
-  const y = yAxis(root, plot, niceMax(Math.max(5, ...buckets.map((b) => b.count))), (v) => String(Math.round(v)));
+  const ticks = axisTicks(Math.max(5, ...buckets.map((b) => b.count)));
+  const { root, plot } = frame(width, title, ticks);
+  const y = yAxis(root, plot, ticks);
   if (buckets.length === 0) {
     emptyNote(root, plot, "no jobs in this period");
     return root;
   }
-  const band = xAxis(root, plot, buckets.length, (i) => format(buckets[i].from_ms), 72);
+  const band = xAxis(root, plot, buckets.length, (i) => compactDuration(buckets[i].from_ms), width);
   const barWidth = Math.max(1, band * 0.8);
   buckets.forEach((bucket, i) => {
     const x = plot.left + band * i + (band - barWidth) / 2;

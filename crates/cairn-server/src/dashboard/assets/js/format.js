@@ -25,6 +25,40 @@ export function duration(ms) {
   return parts.join(" ");
 }
 
+/** The units a duration may be counted in, smallest first. */
+export const UNITS = [["ms", 1], ["s", 1000], ["min", 60000], ["h", 3600000], ["d", 86400000]];
+
+/** The largest unit of which `ms` makes at least one (milliseconds for less than a second). */
+export function unitFor(ms) {
+  return UNITS.reduce((chosen, unit) => (Math.abs(ms) >= unit[1] ? unit : chosen), UNITS[0]);
+}
+
+const short = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/**
+ * A duration in one unit, short enough for a chart's axis: `850 ms`, `4.2 min`, `472 d` (where `duration` says
+ * `472 d 5 h`): a decimal below ten of the unit, whole numbers above.
+ */
+export function compactDuration(ms) {
+  if (ms === null || ms === undefined || Number.isNaN(ms)) return "–";
+  if (ms === 0) return "0";
+  const [name, size] = unitFor(ms);
+  const value = ms / size;
+  return `${short.format(Math.abs(value) < 10 ? value : Math.round(value))} ${name}`;
+}
+
+/** `value` of `unit` (a name of `UNITS`) on an axis: `0.5 h`, `500 d`. */
+export function inUnit(value, unit) {
+  return value === 0 ? "0" : `${short.format(value)} ${unit}`;
+}
+
+const compact = new Intl.NumberFormat(undefined, { notation: "compact", maximumFractionDigits: 1 });
+
+/** A count on an axis: in full up to 9,999, then `10K`, `1.5M`. */
+export function compactCount(n) {
+  return Math.abs(n) < 10000 ? integer.format(n) : compact.format(n);
+}
+
 export function percent(fraction) {
   return fraction === null || fraction === undefined ? "–" : `${Math.round(fraction * 100)} %`;
 }
