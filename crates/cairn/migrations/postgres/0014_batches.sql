@@ -25,6 +25,7 @@ CREATE INDEX jobs_by_batch ON jobs (batch_id, id) WHERE batch_id IS NOT NULL;
 -- The counts, kept by the database as on SQLite: an added job, a job moving into or out of a final state, a live
 -- job deleted (counted as cancelled). The batch's row is locked by the update until the transaction ends, so that
 -- of two nodes ending a batch's last two jobs at once, the second sees the first's count and only it sets `due`.
+-- A batch made due raises a notice, which tells the session's writer to make its callbacks before it commits.
 CREATE FUNCTION cairn_count_batch_job() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
@@ -33,6 +34,7 @@ DECLARE
     d_completed bigint := 0;
     d_failed    bigint := 0;
     d_cancelled bigint := 0;
+    is_due      boolean;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         batch := NEW.batch_id;
@@ -58,7 +60,12 @@ BEGIN
             (b.completed_at IS NULL AND b.completed + b.failed + b.cancelled
                 + d_completed + d_failed + d_cancelled = b.total + d_total)
             OR (b.succeeded_at IS NULL AND b.completed + d_completed = b.total + d_total)))
-    WHERE b.id = batch;
+    WHERE b.id = batch
+    RETURNING b.due INTO is_due;
+    -- The writer looks for due batches only after this notice (ops/batches.rs), not after every statement.
+    IF is_due THEN
+        RAISE NOTICE 'cairn: a batch is due';
+    END IF;
     RETURN NULL;
 END $$;
 

@@ -113,7 +113,7 @@ impl Writer {
         let claims = claim_all(&mut ctx, &new_claims, isolation, false)?;
         // Batches that ended here get their callbacks in this commit, before the parked dequeues are served (they
         // may take them) and the other nodes are told of ready queues.
-        batches::make_due_callbacks(&mut ctx).map_err(Failure::Storage)?;
+        batches::make_due_callbacks(&mut ctx, pass).map_err(Failure::Storage)?;
 
         // Queues that gained ready jobs here are told to the other nodes (on PostgreSQL); those another node told
         // about are not told back.

@@ -229,8 +229,19 @@ const CLOSE_BATCH: Sql = Sql::both(
     "UPDATE batches SET open = FALSE, due = due \
      OR (completed_at IS NULL AND completed + failed + cancelled = total) \
      OR (succeeded_at IS NULL AND completed = total) \
-     WHERE id = $1 AND open",
+     WHERE id = $1 AND open RETURNING due",
 );
+
+/// Closes `batch` if it is open; one that is due now has its callbacks made before the transaction commits.
+fn close(ctx: &WriteCtx<'_>, batch: BatchId) -> Result<()> {
+    let due: Option<bool> = ctx
+        .db
+        .query_row(CLOSE_BATCH, &params![batch.0], |r| r.get(0))?;
+    if due == Some(true) {
+        ctx.db.note_batch_due();
+    }
+    Ok(())
+}
 
 /// Whether a batch exists and has completed; on PostgreSQL its row is locked until the transaction ends, so that it
 /// cannot complete on another node while jobs are added here.
@@ -344,7 +355,7 @@ impl Operation for CreateBatch {
         }
         let jobs = insert_all(&valid, ctx)?;
         if !self.open {
-            ctx.db.execute(CLOSE_BATCH, &params![batch.0])?;
+            close(ctx, batch)?;
         }
         Ok(BatchCreated { batch, jobs })
     }
@@ -385,7 +396,7 @@ impl Operation for CloseBatch {
     type Output = Batch;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Batch> {
-        ctx.db.execute(CLOSE_BATCH, &params![self.batch.0])?;
+        close(ctx, self.batch)?;
         // The callbacks are made at the transaction's end: until then the batch reads as closed and running.
         load_batch(&ctx.db, self.batch)
     }
@@ -430,10 +441,18 @@ struct DueBatch {
     description: Option<String>,
 }
 
+/// The most due batches one transaction acts on; the rest are left for the next.
+const DUE_PER_TRANSACTION: usize = 100;
+
 /// Makes the callbacks of the batches whose counts reached an end in this transaction (or were left due), and
-/// records each end. The writer runs it before every commit; it reads the head of an index that is empty but for
-/// those moments. Returns how many callbacks it made.
-pub(crate) fn make_due_callbacks(ctx: &mut WriteCtx<'_>) -> Result<usize> {
+/// records each end. The writer runs it before every commit: on SQLite it reads the head of an index that is empty
+/// but for those moments; on PostgreSQL it looks only when the transaction made a batch due (the trigger's notice)
+/// or when `always` (the writer's periodic pass, for a batch left due by a transaction that could not act on it).
+/// Returns how many callbacks it made.
+pub(crate) fn make_due_callbacks(ctx: &mut WriteCtx<'_>, always: bool) -> Result<usize> {
+    if !ctx.db.take_batch_due() && !always {
+        return Ok(0);
+    }
     let due = ctx.db.query(SELECT_DUE, &Params::NONE, |r| {
         Ok(DueBatch {
             id: BatchId(r.get(0)?),
@@ -449,6 +468,10 @@ pub(crate) fn make_due_callbacks(ctx: &mut WriteCtx<'_>) -> Result<usize> {
             description: r.get(10)?,
         })
     })?;
+    if due.len() == DUE_PER_TRANSACTION {
+        // More may wait: the next transaction looks again.
+        ctx.db.note_batch_due();
+    }
     let mut made = 0;
     for batch in due {
         let ended = !batch.open && batch.completed + batch.failed + batch.cancelled == batch.total;

@@ -101,6 +101,28 @@ impl Db<'_> {
         }
     }
 
+    /// Whether a batch may have become due since the last time this was asked, so that the writer looks for its
+    /// callbacks (`ops/batches.rs`). SQLite always says yes: its look is a read of an empty index, a few
+    /// microseconds. PostgreSQL says what the batch trigger's notice said, sparing every transaction a round trip.
+    pub fn take_batch_due(&self) -> bool {
+        match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(_) => true,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(pg) => pg.bounded.take_batch_due(),
+        }
+    }
+
+    /// Notes that a batch is due, for the writer's next look (see [`Db::take_batch_due`]).
+    pub fn note_batch_due(&self) {
+        #[cfg(feature = "postgres")]
+        if let Db::Postgres(pg) = self {
+            pg.bounded.note_batch_due();
+        }
+    }
+
     /// Runs a statement without parameters or results (`SAVEPOINT`, `RELEASE`, …).
     pub fn batch(&self, sql: Sql<'_>) -> Result<()> {
         let text = sql.text_for(self.is_postgres())?;

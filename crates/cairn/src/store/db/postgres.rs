@@ -13,7 +13,7 @@ use crate::store::postgres::session::{Bounded, Session};
 /// statements (`BEGIN`, `COMMIT`, `ROLLBACK` when dropped uncommitted), so that beginning is a call like any other.
 pub(crate) struct PgTransaction<'a> {
     client: &'a tokio_postgres::Client,
-    bounded: Bounded<'a>,
+    pub(super) bounded: Bounded<'a>,
     prepared: &'a RefCell<PreparedStatements>,
     /// Whether it still has to be committed or rolled back.
     open: Cell<bool>,

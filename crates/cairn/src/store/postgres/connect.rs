@@ -119,7 +119,8 @@ pub(crate) fn session_settings() -> String {
 }
 
 /// Opens the writer's session: a [`Session`] with the planner held to the plans the writer's statements are
-/// written for, index lookups and ordered walks of an index joined by nested loops.
+/// written for, index lookups and ordered walks of an index joined by nested loops; and told notices, whatever the
+/// database's default, since the batch trigger's notice is how the writer learns that a batch is due.
 ///
 /// Why: the writer's statements find jobs by key (`UPDATE … FROM (VALUES …)` by id) or walk one partial index in
 /// order and stop (a claim's `ORDER BY claim_key, run_at, id LIMIT n FOR UPDATE SKIP LOCKED`). PostgreSQL picks
@@ -135,6 +136,6 @@ pub(crate) fn connect_writer(url: &str) -> Result<Session> {
         url,
         "cairn writer",
         "SET enable_seqscan TO off; SET enable_bitmapscan TO off; \
-         SET enable_hashjoin TO off; SET enable_mergejoin TO off",
+         SET enable_hashjoin TO off; SET enable_mergejoin TO off; SET client_min_messages TO notice",
     )
 }

@@ -10,9 +10,12 @@
 
 use std::cell::Cell;
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
+use tokio_postgres::AsyncMessage;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::location::redacted;
@@ -24,12 +27,19 @@ use crate::store::postgres::connect::{
 /// statement on a live server reports the server's error, and a silent peer this one.
 pub(crate) const CALL_TIMEOUT: Duration = STATEMENT_TIMEOUT.saturating_add(Duration::from_secs(1));
 
+/// The notice the schema's batch trigger raises when a batch's counts reach an end (migration 0014).
+const BATCH_DUE_NOTICE: &str = "cairn: a batch is due";
+
 /// A session: its client, the runtime that drives its connection, and whether it broke.
 pub(crate) struct Session {
     runtime: Runtime,
     client: tokio_postgres::Client,
     /// Set when a call ran out of time: the protocol may be anywhere mid-message, so the session is done.
     broken: Cell<bool>,
+    /// Set when a statement made a batch due (the trigger's notice): the writer makes its callbacks before the
+    /// commit. A notice comes before the answer of the statement that raised it, so it is set when that call
+    /// returns.
+    batch_due: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -40,12 +50,28 @@ impl Session {
             .enable_all()
             .build()
             .map_err(|e| Error::storage("starting a PostgreSQL session's runtime", e))?;
+        let batch_due = Arc::new(AtomicBool::new(false));
+        let due = batch_due.clone();
         let connecting = async {
-            let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+            let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
             // Driven whenever the calling thread waits on a call: a current-thread runtime runs its tasks then.
             tokio::spawn(async move {
-                if let Err(e) = connection.await {
-                    tracing::debug!(error = %e, "a PostgreSQL session ended");
+                loop {
+                    match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+                        Some(Ok(AsyncMessage::Notice(notice))) => {
+                            if notice.message() == BATCH_DUE_NOTICE {
+                                due.store(true, Ordering::Relaxed);
+                            } else {
+                                tracing::debug!(notice = notice.message(), "PostgreSQL said");
+                            }
+                        }
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => {
+                            tracing::debug!(error = %e, "a PostgreSQL session ended");
+                            break;
+                        }
+                        None => break,
+                    }
                 }
             });
             Ok::<_, tokio_postgres::Error>(client)
@@ -75,6 +101,7 @@ impl Session {
             runtime,
             client,
             broken: Cell::new(false),
+            batch_due,
         };
         let settings = format!("{}; {extra}", session_settings());
         let settings = settings.trim_end_matches("; ");
@@ -96,6 +123,7 @@ impl Session {
             Bounded {
                 runtime: &self.runtime,
                 broken: &self.broken,
+                batch_due: &self.batch_due,
             },
         )
     }
@@ -109,6 +137,7 @@ impl Session {
         Bounded {
             runtime: &self.runtime,
             broken: &self.broken,
+            batch_due: &self.batch_due,
         }
         .call(call, failed)
     }
@@ -120,9 +149,20 @@ impl Session {
 pub(crate) struct Bounded<'a> {
     runtime: &'a Runtime,
     broken: &'a Cell<bool>,
+    batch_due: &'a AtomicBool,
 }
 
 impl Bounded<'_> {
+    /// Whether a statement made a batch due since the last time this was asked (see [`Session`]).
+    pub fn take_batch_due(&self) -> bool {
+        self.batch_due.swap(false, Ordering::Relaxed)
+    }
+
+    /// Notes that a batch is due, for a statement that made it so without the trigger.
+    pub fn note_batch_due(&self) {
+        self.batch_due.store(true, Ordering::Relaxed);
+    }
+
     /// Whether a call ran out of time on this session.
     pub fn is_broken(&self) -> bool {
         self.broken.get()
