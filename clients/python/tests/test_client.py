@@ -236,11 +236,29 @@ def test_a_token_is_sent_and_a_missing_one_refused(guarded_server):
         assert client.enqueue("x").state == "queued"
 
 
+async def test_the_async_client_sends_its_token_too(guarded_server):
+    async with AsyncClient(guarded_server.url) as anonymous:
+        with pytest.raises(cairn.Unauthorized):
+            await anonymous.enqueue("x")
+    async with AsyncClient(guarded_server.url, token="s3cret-token-of-16+") as client:
+        assert (await client.enqueue("x")).state == "queued"
+
+
 def test_a_server_out_of_reach_is_unavailable():
     with Client("http://127.0.0.1:9", timeout=2) as client:
         with pytest.raises(cairn.Unavailable) as unreachable:
             client.enqueue("x")
         assert unreachable.value.status is None
+
+
+async def test_a_server_out_of_reach_is_unavailable_to_the_async_client_too():
+    async with AsyncClient("http://127.0.0.1:9", timeout=2) as client:
+        with pytest.raises(cairn.Unavailable) as unreachable:
+            await client.enqueue("x")
+        assert unreachable.value.status is None
+    with pytest.raises(cairn.InvalidInput) as refused:
+        AsyncClient("ftp://127.0.0.1:9")
+    assert refused.value.field == "url"
 
 
 async def test_the_async_client_does_the_same(server):
