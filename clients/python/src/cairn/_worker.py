@@ -2,7 +2,9 @@
 
 It takes as many jobs per request as it has free slots (a long poll when none is ready), heartbeats each job while
 its handler runs, and reports the jobs that end together in one request. A handler's slot is free once it
-returns: its finish goes meanwhile, with others'. A handler that raises `RetryLater` or any other exception has the
+returns: its finish goes meanwhile, with others', one request at a time, and the worker takes its next jobs without
+waiting for the answer (a finish waits for the server's fsync; a take does not), while fewer than its slots' worth
+(and at least 32) wait for theirs. A handler that raises `RetryLater` or any other exception has the
 job retried with the exception's text as the error; `FailJob` fails it for good. A lost lease (the job cancelled,
 or taken back after the lease expired) stops reporting: what the handler returns is dropped. On SIGTERM or SIGINT
 (`run`) or `stop()`, it takes no more jobs, lets running ones finish until the deadline, gives back the rest, and
@@ -230,13 +232,9 @@ class _Run:
         self.weight = 0
         self.jobs: Dict[asyncio.Task[None], ClaimedJob] = {}
         self.slot_freed = asyncio.Event()
-        # Finishes no request carries yet. The loop takes them with its next request for jobs; the finisher sends
-        # them alone only while the loop waits (a long poll, or no room) or at the end.
+        # Finishes no request carries yet: the finisher sends those waiting together, one request at a time.
         self.finishes: Deque[Finish] = deque()
         self.finish_ready = asyncio.Event()
-        self.loop_waiting = False
-        # After a request that carried finishes failed: the finisher sends them, patiently.
-        self.send_alone = False
         self.closing = False
         self.unanswered = 0
         self.heartbeats: Dict[int, _Heartbeat] = {}
@@ -260,41 +258,31 @@ class _Run:
             if room <= 0 or self.unanswered >= bound:
                 self.slot_freed.clear()
                 freed = asyncio.create_task(self.slot_freed.wait())
-                # Waiting for a slot, the loop carries the finishes of the jobs that free it; waiting for answers,
-                # it cannot.
-                self.waiting(room > 0)
                 await asyncio.wait({freed, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                self.waiting(False)
                 freed.cancel()
                 continue
-            pending = self.waiting_finishes()
-            if pending:
-                # The finishes waiting go with the request for the next jobs: one round trip for both.
-                claimed = await self.finish_and_take(pending, room)
-            else:
-                fetch = asyncio.create_task(
-                    self.client.dequeue(
-                        self.worker.id,
-                        queues=self.worker.queues,
-                        names=self.names(),
-                        limit=room,
-                        max_weight=room,
-                        wait=self.worker.wait,
-                    )
+            # The finishes go on their own meanwhile: a take never waits for them to be durable, as a finish does.
+            fetch = asyncio.create_task(
+                self.client.dequeue(
+                    self.worker.id,
+                    queues=self.worker.queues,
+                    names=self.names(),
+                    limit=room,
+                    max_weight=room,
+                    wait=self.worker.wait,
                 )
-                self.waiting(True)
-                await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                self.waiting(False)
-                if not fetch.done():
-                    # Stopping: the server gives back a job it claimed for a request that went away.
-                    fetch.cancel()
-                    break
-                try:
-                    claimed = fetch.result()
-                except CairnError as e:
-                    log.error("worker %s: taking jobs failed (%s); trying again in a second", self.worker.id, e)
-                    await asyncio.wait({stopping}, timeout=1.0)
-                    continue
+            )
+            await asyncio.wait({fetch, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not fetch.done():
+                # Stopping: the server gives back a job it claimed for a request that went away.
+                fetch.cancel()
+                break
+            try:
+                claimed = fetch.result()
+            except CairnError as e:
+                log.error("worker %s: taking jobs failed (%s); trying again in a second", self.worker.id, e)
+                await asyncio.wait({stopping}, timeout=1.0)
+                continue
             for job in claimed:
                 self.start(job)
         stopping.cancel()
@@ -364,9 +352,7 @@ class _Run:
                 return
         self.unanswered += 1
         self.finishes.append(finish)
-        # The loop carries it with its next request; the finisher sends it only while the loop cannot.
-        if self.loop_waiting or self.send_alone or self.closing:
-            self.finish_ready.set()
+        self.finish_ready.set()
 
     async def failed(self, claimed: ClaimedJob, error: Exception) -> None:
         """Reports a handler's exception: a retry, or a failure for `FailJob`."""
@@ -437,35 +423,6 @@ class _Run:
             batch.append(self.finishes.popleft())
         return batch
 
-    def waiting(self, waiting: bool) -> None:
-        """The loop starts or stops waiting; finishes that came meanwhile are the finisher's to send."""
-        self.loop_waiting = waiting
-        if waiting and self.finishes:
-            self.finish_ready.set()
-
-    async def finish_and_take(self, batch: List[Finish], room: int) -> List[ClaimedJob]:
-        """Sends `batch` with a request for up to `room` jobs (which does not wait); the jobs taken."""
-        try:
-            answer = await self.client.finish_and_take(
-                batch,
-                self.worker.id,
-                queues=self.worker.queues,
-                names=self.names(),
-                limit=room,
-                max_weight=room,
-            )
-        except CairnError as e:
-            # Nothing is known of the finishes: the finisher sends them again, patiently.
-            log.warning("worker %s: finishing and taking jobs failed (%s)", self.worker.id, e)
-            self.finishes.extendleft(reversed(batch))
-            self.send_alone = True
-            self.finish_ready.set()
-            return []
-        self.count_finished(answer.errors)
-        if answer.take_error is not None:
-            log.error("worker %s: taking jobs failed (%s)", self.worker.id, answer.take_error)
-        return answer.taken
-
     def count_finished(self, errors: List[Optional[Exception]]) -> None:
         for error in errors:
             if error is None:
@@ -481,9 +438,8 @@ class _Run:
             self.finish_ready.clear()
             # Jobs that end together end in the same turn of the loop: let them all hand in their finishes.
             await asyncio.sleep(0)
-            while self.finishes and (self.loop_waiting or self.closing or self.send_alone):
+            while self.finishes:
                 await self.finish_batch(self.waiting_finishes())
-            self.send_alone = False
             if self.closing and not self.finishes:
                 return
 
