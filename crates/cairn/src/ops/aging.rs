@@ -64,6 +64,11 @@ impl Operation for AgeQueue {
         ctx.db.execute(SET_AGING, &params![queue.as_str(), aging])?;
         ctx.db.execute(AGE_JOBS, &params![aging, queue.as_str()])?;
         ctx.settings.entry(queue.as_str()).aging_ms = aging;
+        let detail = match self.every {
+            Some(every) => format!("aging one point per {every:?}"),
+            None => "no aging".to_owned(),
+        };
+        crate::ops::queue_changed(ctx, queue.as_str(), &detail);
         Ok(())
     }
 }

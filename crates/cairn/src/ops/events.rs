@@ -44,6 +44,20 @@ pub enum ActivityKind {
     WorkerStopped,
     /// A worker gave no sign of life for [`WORKER_LOST_AFTER`].
     WorkerLost,
+    /// Someone moved it to another queue (`detail` says from which); the event names the queue it is in now.
+    Moved,
+    /// Someone moved its run to another time (`detail` says to when).
+    Rescheduled,
+    /// Someone changed its priority (`detail` says to what).
+    Prioritized,
+    /// Someone deleted it (a live one is cancelled first, and has that event too).
+    Deleted,
+    /// Someone changed a queue's settings: paused or resumed it, or set a limit, rate or aging (`detail` says
+    /// what). Names the queue, no job.
+    QueueChanged,
+    /// Scheduled jobs of a queue came due and are ready (one row per queue and pass; `detail` says how many).
+    /// Names the queue, no job.
+    Promoted,
 }
 
 /// A worker that gives no sign of life (a dequeue, even a waiting one, or a heartbeat) for this long counts as
@@ -53,7 +67,7 @@ pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_sec
 
 impl ActivityKind {
     /// Every kind.
-    pub const ALL: [ActivityKind; 14] = [
+    pub const ALL: [ActivityKind; 20] = [
         ActivityKind::Added,
         ActivityKind::Debounced,
         ActivityKind::Started,
@@ -68,6 +82,12 @@ impl ActivityKind {
         ActivityKind::WorkerStarted,
         ActivityKind::WorkerStopped,
         ActivityKind::WorkerLost,
+        ActivityKind::Moved,
+        ActivityKind::Rescheduled,
+        ActivityKind::Prioritized,
+        ActivityKind::Deleted,
+        ActivityKind::QueueChanged,
+        ActivityKind::Promoted,
     ];
 
     /// The name as stored and shown.
@@ -87,6 +107,12 @@ impl ActivityKind {
             ActivityKind::WorkerStarted => "worker_started",
             ActivityKind::WorkerStopped => "worker_stopped",
             ActivityKind::WorkerLost => "worker_lost",
+            ActivityKind::Moved => "moved",
+            ActivityKind::Rescheduled => "rescheduled",
+            ActivityKind::Prioritized => "prioritized",
+            ActivityKind::Deleted => "deleted",
+            ActivityKind::QueueChanged => "queue_changed",
+            ActivityKind::Promoted => "promoted",
         }
     }
 

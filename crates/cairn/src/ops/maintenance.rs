@@ -32,8 +32,20 @@ pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
         .query(PROMOTE_DUE_JOBS, &params![ctx.now_ms], |row| {
             row.get::<String>(0)
         })?;
+    let mut per_queue: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for queue in &queues {
+        *per_queue.entry(queue.as_str()).or_default() += 1;
+    }
+    for (queue, count) in per_queue {
         ctx.ready.mark(queue);
+        let detail = format!("{count} jobs due");
+        ctx.events.other(
+            ctx.now_ms,
+            crate::ops::events::ActivityKind::Promoted,
+            Some(queue),
+            None,
+            Some(&detail),
+        );
     }
     Ok(queues.len())
 }

@@ -267,6 +267,42 @@ pub(crate) fn parse_stored_state(state: &str) -> Result<JobState> {
     })
 }
 
+/// A job's queue and name, for an event about a change that loaded neither.
+const SELECT_JOB_REF: Sql = Sql::both("SELECT queue, name FROM jobs WHERE id = $1");
+
+/// Records `kind` for job `id` as it stands now (its queue and name read back), with `detail`: the changes made
+/// from outside a lease, which load nothing else of the job. A job that is gone records nothing.
+pub(crate) fn job_changed(
+    ctx: &mut WriteCtx<'_>,
+    id: JobId,
+    kind: ActivityKind,
+    detail: Option<&str>,
+) -> Result<()> {
+    let job: Option<(String, String)> = ctx.db.query_row(SELECT_JOB_REF, &params![id.0], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })?;
+    if let Some((queue, name)) = job {
+        let job = events::JobRef {
+            id: id.0,
+            queue: &queue,
+            name: &name,
+        };
+        ctx.events.job(ctx.now_ms, kind, job, None, detail);
+    }
+    Ok(())
+}
+
+/// Records that someone changed `queue`'s settings, as `detail` says.
+pub(crate) fn queue_changed(ctx: &mut WriteCtx<'_>, queue: &str, detail: &str) {
+    ctx.events.other(
+        ctx.now_ms,
+        ActivityKind::QueueChanged,
+        Some(queue),
+        None,
+        Some(detail),
+    );
+}
+
 /// Checks that job data fits the size limit and returns it as JSON text.
 pub(crate) fn encode_json(
     field: &'static str,

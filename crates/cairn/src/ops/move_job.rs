@@ -3,8 +3,9 @@
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::names::QueueName;
+use crate::ops::events::ActivityKind;
 use crate::ops::requeue::Requeue;
-use crate::ops::{Operation, WriteCtx, parse_stored_state};
+use crate::ops::{Operation, WriteCtx, job_changed, parse_stored_state};
 use crate::store::db::{Sql, params};
 
 /// Moves a job that is not running to another queue. One that has not started (scheduled, queued or waiting) moves
@@ -68,6 +69,8 @@ impl Operation for MoveJob {
         let aging = ctx.settings.get(queue.as_str()).aging_ms;
         ctx.db
             .execute(MOVE_JOB, &params![queue.as_str(), aging, self.job])?;
+        let detail = format!("from {from}");
+        job_changed(ctx, self.job, ActivityKind::Moved, Some(&detail))?;
         if keyed {
             crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
         }

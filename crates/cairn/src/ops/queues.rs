@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::job::JobState;
 use crate::names::QueueName;
 use crate::ops::config::{Defaults, RuntimeConfig};
-use crate::ops::{Operation, WriteCtx, parse_stored_state};
+use crate::ops::{Operation, WriteCtx, parse_stored_state, queue_changed};
 
 /// Pauses or resumes a queue. A paused queue's jobs stay where they are: they are enqueued, scheduled, finished,
 /// cancelled as usual, but no worker is handed one until the queue is resumed. Resuming hands them at once to
@@ -38,6 +38,11 @@ impl Operation for PauseQueue {
         if !self.paused {
             ctx.ready.mark(queue.as_str());
         }
+        queue_changed(
+            ctx,
+            queue.as_str(),
+            if self.paused { "paused" } else { "resumed" },
+        );
         Ok(())
     }
 }
@@ -74,6 +79,11 @@ impl Operation for LimitQueue {
         ctx.settings.entry(queue.as_str()).concurrency = self.concurrency;
         // A raised limit may let waiting workers in.
         ctx.ready.mark(queue.as_str());
+        let detail = match self.concurrency {
+            Some(n) => format!("concurrency {n}"),
+            None => "no concurrency limit".to_owned(),
+        };
+        queue_changed(ctx, queue.as_str(), &detail);
         Ok(())
     }
 }
@@ -119,6 +129,11 @@ impl Operation for LimitKeys {
         ctx.settings.entry(queue.as_str()).key_concurrency = self.limit;
         // A raised limit may let waiting workers in.
         ctx.ready.mark(queue.as_str());
+        let detail = match self.limit {
+            Some(n) => format!("concurrency per key {n}"),
+            None => "no concurrency limit per key".to_owned(),
+        };
+        queue_changed(ctx, queue.as_str(), &detail);
         Ok(())
     }
 }

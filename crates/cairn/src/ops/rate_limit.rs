@@ -94,6 +94,11 @@ impl Operation for RateLimitQueue {
         ctx.settings.entry(queue.as_str()).rate = self.rate;
         ctx.settings.buckets.forget(queue.as_str());
         ctx.ready.mark(queue.as_str());
+        let detail = match self.rate {
+            Some(rate) => format!("rate {} per {:?}", rate.jobs, rate.per),
+            None => "no rate limit".to_owned(),
+        };
+        crate::ops::queue_changed(ctx, queue.as_str(), &detail);
         Ok(())
     }
 }

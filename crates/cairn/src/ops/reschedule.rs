@@ -7,7 +7,8 @@ use crate::clock::to_millis;
 use crate::error::{Error, Result};
 use crate::job::{JobId, JobState};
 use crate::ops::cancel::job_state;
-use crate::ops::{Operation, WriteCtx, requeue};
+use crate::ops::events::ActivityKind;
+use crate::ops::{Operation, WriteCtx, job_changed, requeue};
 
 /// Sets when a scheduled or queued job runs: a time in the past or now makes it ready at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,9 @@ impl Operation for Reschedule {
         let queue: String = ctx
             .db
             .query_one(SELECT_QUEUE, &params![self.job.0], |r| r.get(0))?;
-        requeue(ctx, self.job, &queue, to_millis(self.run_at), None)
+        let state = requeue(ctx, self.job, &queue, to_millis(self.run_at), None)?;
+        let detail = format!("run at {}", self.run_at);
+        job_changed(ctx, self.job, ActivityKind::Rescheduled, Some(&detail))?;
+        Ok(state)
     }
 }

@@ -5,7 +5,8 @@ use crate::store::db::{Sql, params};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::ops::cancel::job_state;
-use crate::ops::{Operation, WriteCtx};
+use crate::ops::events::ActivityKind;
+use crate::ops::{Operation, WriteCtx, job_changed};
 
 /// Changes the priority of a job that has not finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +32,7 @@ impl Operation for SetPriority {
         }
         ctx.db
             .execute(SET_PRIORITY, &params![self.priority, self.job.0])?;
-        Ok(())
+        let detail = format!("priority {}", self.priority);
+        job_changed(ctx, self.job, ActivityKind::Prioritized, Some(&detail))
     }
 }

@@ -340,11 +340,12 @@ async fn old_activity_and_statistics_are_pruned_by_age() {
     t.queue.settle().await.unwrap();
     let page = t.queue.activity(ActivityFilter::default()).await.unwrap();
     // The old events are gone but the newest of them, which retention always keeps (on SQLite a new event's id is
-    // the largest plus one: an emptied log would hand ids out again); the worker's loss came after the pass.
+    // the largest plus one: an emptied log would hand ids out again); the worker's loss, and the retried jobs coming
+    // due, came with the pass.
     let old: Vec<_> = page
         .events
         .iter()
-        .filter(|e| e.kind != ActivityKind::WorkerLost)
+        .filter(|e| !matches!(e.kind, ActivityKind::WorkerLost | ActivityKind::Promoted))
         .collect();
     assert!(old.len() <= 1, "{page:?}");
     let week = t
@@ -501,5 +502,99 @@ async fn busy_time_is_shared_among_the_hours_an_attempt_ran_in() {
         )
         .await;
     assert_eq!(rows, [vec![30 * 60_000, 0], vec![20 * 60_000, 1]]);
+    t.close().await;
+}
+
+/// The changes made from outside a lease are in the log (and so in the event stream): a job moved, rescheduled,
+/// given another priority and deleted; a queue paused, resumed and limited; scheduled jobs coming due, once per
+/// queue and pass.
+#[tokio::test]
+async fn changes_made_from_outside_are_in_the_activity_log() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(
+            Push::new("report")
+                .queue("slow")
+                .delay(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap()
+        .id;
+    t.queue.set_priority(id, 5).await.unwrap();
+    t.queue
+        .reschedule(id, t.clock_now() + jiff::SignedDuration::from_secs(30))
+        .await
+        .unwrap();
+    t.queue.run(cairn::MoveJob::new(id, "fast")).await.unwrap();
+    for _ in 0..2 {
+        t.queue
+            .enqueue(
+                Push::new("later")
+                    .queue("fast")
+                    .delay(Duration::from_secs(10)),
+            )
+            .await
+            .unwrap();
+    }
+    t.queue.pause_queue("fast", true).await.unwrap();
+    t.queue.pause_queue("fast", false).await.unwrap();
+    t.queue.limit_queue("fast", Some(3)).await.unwrap();
+    t.advance(Duration::from_secs(40));
+    t.queue.settle().await.unwrap();
+    t.queue.delete(id).await.unwrap();
+
+    let mut page = t
+        .queue
+        .activity(ActivityFilter {
+            limit: 100,
+            ..ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events;
+    page.reverse();
+    let changes: Vec<(ActivityKind, Option<i64>, Option<String>, Option<String>)> = page
+        .into_iter()
+        .filter(|e| e.kind != ActivityKind::Added)
+        .map(|e| (e.kind, e.job.map(|j| j.0), e.queue, e.detail))
+        .collect();
+    let job = |kind, queue: &str, detail: &str| {
+        (
+            kind,
+            Some(id.0),
+            Some(queue.to_owned()),
+            Some(detail.to_owned()),
+        )
+    };
+    let queue = |kind, detail: &str| (kind, None, Some("fast".to_owned()), Some(detail.to_owned()));
+    assert_eq!(
+        changes,
+        [
+            job(ActivityKind::Prioritized, "slow", "priority 5"),
+            job(
+                ActivityKind::Rescheduled,
+                "slow",
+                "run at 2026-01-01T00:00:30Z"
+            ),
+            job(ActivityKind::Moved, "fast", "from slow"),
+            queue(ActivityKind::QueueChanged, "paused"),
+            queue(ActivityKind::QueueChanged, "resumed"),
+            queue(ActivityKind::QueueChanged, "concurrency 3"),
+            queue(ActivityKind::Promoted, "3 jobs due"),
+            (
+                ActivityKind::Cancelled,
+                Some(id.0),
+                Some("fast".to_owned()),
+                Some("deleted".to_owned())
+            ),
+            (
+                ActivityKind::Deleted,
+                Some(id.0),
+                Some("fast".to_owned()),
+                None
+            ),
+        ]
+    );
     t.close().await;
 }
