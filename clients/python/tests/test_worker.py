@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -151,6 +152,21 @@ async def test_no_more_than_max_concurrency_run_at_once(server):
         stop.set()
         await running
         assert most == 3, "three slots, all of them used"
+
+
+async def test_plain_function_handlers_fill_every_slot_too(server):
+    # More slots than the default executor has threads (at most 32): each handler waits until all have started.
+    slots = 33
+    async with AsyncClient(server.url) as client:
+        ids = [e.id for e in await client.enqueue_batch([push("blocking") for _ in range(slots)])]
+        worker = Worker(server.url, "py-3b", max_concurrency=slots, wait=1)
+        together = threading.Barrier(slots, timeout=10)
+        worker.handler("blocking", lambda job: together.wait() and None)
+        stop, running = start(worker)
+        await eventually("all of them completed", lambda: _count(client, ids, "completed", slots))
+        stop.set()
+        report = await running
+        assert report.finished == slots and report.retried == 0
 
 
 async def test_heartbeats_keep_a_job_longer_than_its_lease(server):

@@ -10,20 +10,23 @@ or taken back after the lease expired) stops reporting: what the handler returns
 (`run`) or `stop()`, it takes no more jobs, lets running ones finish until the deadline, gives back the rest, and
 says it stopped.
 
-Handlers may be plain functions (run on a thread of the default executor) or `async def` functions (run on the
-worker's event loop); either takes a `JobContext` and returns the job's result (None for none), which the job keeps
+Handlers may be plain functions (run on threads of the worker's own, as many as its slots) or `async def` functions
+(run on the worker's event loop); either takes a `JobContext` and returns the job's result (None for none), which the job keeps
 apart from its data. `JobContext.set_data` replaces the data (what a recurring job's next run starts from).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
 import logging
 import re
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Pattern, Sequence, Tuple, Union
@@ -244,6 +247,9 @@ class _Run:
         # The names asked for, computed again only when handlers are added while running.
         self.patterns: List[str] = []
         self.patterns_for = -1
+        # Threads for plain-function handlers, one per slot at most, made as they are needed: the default executor
+        # has no more than 32 (cores + 4), fewer than a worker's slots may be.
+        self.threads: Optional[ThreadPoolExecutor] = None
 
     async def run(self) -> WorkerReport:
         finisher = asyncio.create_task(self.finish_loop())
@@ -288,6 +294,9 @@ class _Run:
         stopping.cancel()
         await self.drain()
         heartbeater.cancel()
+        if self.threads is not None:
+            # A handler still running past the deadline goes on (a thread cannot be stopped); its job was given back.
+            self.threads.shutdown(wait=False)
         self.closing = True
         self.finish_ready.set()
         await finisher
@@ -325,7 +334,7 @@ class _Run:
                     result = await handler(ctx)
                 else:
                     # A thread cannot be stopped: on a lost lease, what it returns is dropped.
-                    result = await asyncio.to_thread(handler, ctx)
+                    result = await self.on_thread(handler, ctx)
             finally:
                 self.heartbeats.pop(claimed.job.id, None)
         except asyncio.CancelledError:
@@ -353,6 +362,14 @@ class _Run:
         self.unanswered += 1
         self.finishes.append(finish)
         self.finish_ready.set()
+
+    def on_thread(self, handler: Handler, ctx: JobContext) -> "asyncio.Future[Any]":
+        """Runs a plain-function handler on one of the worker's threads, in a copy of this context (as
+        `asyncio.to_thread` does)."""
+        if self.threads is None:
+            self.threads = ThreadPoolExecutor(self.worker.max_concurrency, thread_name_prefix=f"cairn-{self.worker.id}")
+        call = functools.partial(contextvars.copy_context().run, handler, ctx)
+        return asyncio.get_running_loop().run_in_executor(self.threads, call)
 
     async def failed(self, claimed: ClaimedJob, error: Exception) -> None:
         """Reports a handler's exception: a retry, or a failure for `FailJob`."""
