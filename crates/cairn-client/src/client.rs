@@ -1313,6 +1313,8 @@ pub struct ClientEvents {
     path: String,
     /// Where a new connection resumes: the last event given, or where the stream started.
     from: cairn::EventsFrom,
+    /// The server's notice that the stream resumed past events the log no longer holds, until taken.
+    missed: Option<cairn::EventsMissed>,
     response: Option<reqwest::Response>,
     /// Bytes received and not yet parsed into an event (an event may arrive split anywhere, within a character too).
     pending: Vec<u8>,
@@ -1380,6 +1382,7 @@ impl Client {
             from,
             response: None,
             pending: Vec::new(),
+            missed: None,
         };
         events.connect().await?;
         Ok(events)
@@ -1470,8 +1473,14 @@ impl ClientEvents {
         }
     }
 
+    /// The server's notice, once, that the stream resumed past events the log no longer holds (pruned by its
+    /// retention while this client was away): it went on from the oldest one kept.
+    pub fn missed(&mut self) -> Option<cairn::EventsMissed> {
+        self.missed.take()
+    }
+
     /// Takes the first whole event out of what was received: its `data` line, as JSON (comments and other fields
-    /// are skipped; the event's id is in its data).
+    /// are skipped; the event's id is in its data). A `missed` notice is kept for [`ClientEvents::missed`].
     fn parse_one(&mut self) -> Result<Option<cairn::ActivityEvent>> {
         loop {
             let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") else {
@@ -1485,6 +1494,21 @@ impl ClientEvents {
                 .map(|d| d.strip_prefix(' ').unwrap_or(d))
                 .collect();
             if data.is_empty() {
+                continue;
+            }
+            let named = |name: &str| {
+                block
+                    .lines()
+                    .any(|line| line.strip_prefix("event:").map(str::trim) == Some(name))
+            };
+            if named("missed") {
+                let notice: serde_json::Value =
+                    serde_json::from_str(&data.join("\n")).unwrap_or_default();
+                if let (Some(after), Some(oldest)) =
+                    (notice["after"].as_i64(), notice["oldest"].as_i64())
+                {
+                    self.missed = Some(cairn::EventsMissed { after, oldest });
+                }
                 continue;
             }
             let body: cairn_api::ActivityEventBody = serde_json::from_str(&data.join("\n"))

@@ -89,6 +89,14 @@ pub(crate) const AFTER: Sql = Sql::both(
      LIMIT 0 + $2",
 );
 
+/// The oldest event still retained, if any.
+pub(crate) const OLDEST: Sql = Sql::both("SELECT min(id) FROM activity");
+
+/// The oldest event's id still retained, `None` for an empty log.
+pub(crate) fn oldest(db: &Db<'_>) -> Result<Option<i64>> {
+    db.query_one(OLDEST, &params![], |r| r.get(0))
+}
+
 /// The newest event's id, 0 for an empty log.
 pub(crate) const NEWEST: Sql = Sql::both("SELECT coalesce(max(id), 0) FROM activity");
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, broadcast, watch};
 
-use crate::activity::{ActivityEvent, after, newest};
+use crate::activity::{ActivityEvent, after, newest, oldest};
 use crate::error::{Error, Result};
 use crate::job::JobId;
 use crate::names::NamePattern;
@@ -48,6 +48,16 @@ pub enum EventsFrom {
     Now,
     /// With the event after this id (an SSE client's `Last-Event-ID`): every event still retained after it.
     After(i64),
+}
+
+/// A resumed subscription's position was before the oldest event the log still holds: the events between may have
+/// been pruned by retention (or never committed), and the subscription goes on from `oldest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventsMissed {
+    /// Where the subscription asked to resume after.
+    pub after: i64,
+    /// The oldest event still retained, the first it gets.
+    pub oldest: i64,
 }
 
 /// Which events a subscription gets. Filters combine with AND; the default gets every event.
@@ -145,6 +155,12 @@ type Log = Weak<crate::store::readers::Readers>;
 async fn read_after(log: &Log, id: i64) -> Result<Vec<ActivityEvent>> {
     let readers = log.upgrade().ok_or_else(Error::closed)?;
     readers.read(move |db| after(db, id, READ)).await
+}
+
+/// The oldest event's id still retained.
+async fn read_oldest(log: &Log) -> Result<Option<i64>> {
+    let readers = log.upgrade().ok_or_else(Error::closed)?;
+    readers.read(oldest).await
 }
 
 /// The newest event's id.
@@ -285,6 +301,7 @@ pub struct Events {
     /// Events read from the log to catch up, oldest first.
     backlog: VecDeque<ActivityEvent>,
     closed: watch::Receiver<bool>,
+    missed: Option<EventsMissed>,
 }
 
 impl std::fmt::Debug for Events {
@@ -308,9 +325,15 @@ impl Events {
         let events = tail.events.subscribe();
         let closed = tail.closed.subscribe();
         tail.listener.notify_one();
-        let last = match from {
-            EventsFrom::Now => read_newest(&log).await?,
-            EventsFrom::After(id) => id,
+        let (last, missed) = match from {
+            EventsFrom::Now => (read_newest(&log).await?, None),
+            EventsFrom::After(id) => {
+                let missed = read_oldest(&log)
+                    .await?
+                    .filter(|oldest| *oldest > id.saturating_add(1))
+                    .map(|oldest| EventsMissed { after: id, oldest });
+                (id, missed)
+            }
         };
         Ok(Events {
             tail,
@@ -320,7 +343,13 @@ impl Events {
             last,
             backlog: VecDeque::new(),
             closed,
+            missed,
         })
+    }
+
+    /// Whether a resumed subscription starts past events the log no longer holds (see [`EventsMissed`]).
+    pub fn missed(&self) -> Option<EventsMissed> {
+        self.missed
     }
 
     /// The id of the last event this subscription went past: where a new one would resume.

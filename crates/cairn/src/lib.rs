@@ -56,7 +56,9 @@ mod worker;
 pub use activity::{ActivityEvent, ActivityFilter, ActivityPage, MAX_ACTIVITY_PAGE};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorKind, Result};
-pub use event_stream::{EventFilter, Events, EventsFrom, FOLLOW_OTHER_NODES, GAP_GRACE};
+pub use event_stream::{
+    EventFilter, Events, EventsFrom, EventsMissed, FOLLOW_OTHER_NODES, GAP_GRACE,
+};
 pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};

@@ -68,6 +68,16 @@ impl EventsArgs {
                 event = events.next() => event.context("following the event stream")?,
                 _ = tokio::signal::ctrl_c() => return Ok(Code::Success),
             };
+            if let Some(missed) = events.missed() {
+                // To the person: stdout stays one event per line.
+                eprintln!(
+                    "note: the server no longer keeps the events after {} up to {} (its retention pruned them); \
+                     going on from {}",
+                    missed.after,
+                    missed.oldest - 1,
+                    missed.oldest
+                );
+            }
             let body = ActivityEventBody::from(&event);
             let line = if self.common.json {
                 output::json(&body)

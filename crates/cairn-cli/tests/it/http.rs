@@ -1918,6 +1918,55 @@ async fn an_sse_consumer_resumes_with_last_event_id_and_gets_exactly_what_it_mis
     assert_eq!((status, &refused["error"]["field"]), (400, &json!("kinds")));
 }
 
+/// A consumer that resumes from an event the server's log no longer holds gets a `missed` notice (with no id, so its
+/// `Last-Event-ID` stays), then the oldest event kept; `cairn events` says so on stderr.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_consumer_resuming_past_pruned_events_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cairn.db");
+    let server = TestServer::spawn_on_file(&path, &[]);
+    let client = server.client();
+    for _ in 0..5 {
+        client.enqueue(Push::new("old")).await.unwrap();
+    }
+    // Retention's work, done by hand: the oldest three events go.
+    let conn = cairn::rusqlite::Connection::open(&path).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    conn.execute("DELETE FROM activity WHERE id <= 3", [])
+        .unwrap();
+    drop(conn);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/activity?limit=1000", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let oldest = body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .min()
+        .unwrap();
+    assert_eq!(oldest, 4);
+    let mut resumed = client
+        .events(cairn::EventsFrom::After(1), cairn::EventFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(next(&mut resumed).await.id, 4);
+    assert_eq!(
+        resumed.missed(),
+        Some(cairn::EventsMissed {
+            after: 1,
+            oldest: 4
+        })
+    );
+    assert_eq!(resumed.missed(), None, "told once");
+    assert_eq!(resumed.position(), Some(4));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_over_http_name_bad_input_and_answer_each_status() {
     let server = TestServer::spawn();

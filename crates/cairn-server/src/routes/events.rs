@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use cairn::{ActivityKind, EventFilter, EventsFrom};
 use cairn_api::{ActivityEventBody, ErrorBody};
-use futures_util::Stream;
+use futures_util::{Stream, StreamExt as _};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -49,7 +49,7 @@ pub struct EventParams {
 /// `Last-Event-ID`), its kind as the event's name, and its body as JSON.
 #[utoipa::path(get, path = "/v1/events", tag = "stats", params(EventParams),
     responses(
-        (status = 200, description = "A stream of events that does not end (`text/event-stream`): `id: <id>`, `event: <kind>`, `data: <the event as GET /v1/activity shows it>`, and a comment line now and then to keep the connection", content_type = "text/event-stream", body = ActivityEventBody),
+        (status = 200, description = "A stream of events that does not end (`text/event-stream`): `id: <id>`, `event: <kind>`, `data: <the event as GET /v1/activity shows it>`, and a comment line now and then to keep the connection. A resumed stream whose start is older than the oldest event the log keeps begins with `event: missed`, `data: {\"after\": <where it asked to resume>, \"oldest\": <the first event it gets>}`, without an id: the events between were pruned", content_type = "text/event-stream", body = ActivityEventBody),
         (status = 400, description = "A bad filter or start", body = ErrorBody),
         ReadErrors,
     ))]
@@ -103,6 +103,13 @@ pub async fn events(
         kinds,
     };
     let subscription = state.queue.events(from, filter).await?;
+    // First, if the resume point is older than what the log keeps, say so: an event without an id, so that a
+    // client's Last-Event-ID stays where it was.
+    let missed = subscription.missed().map(|m| {
+        Ok(Event::default()
+            .event("missed")
+            .data(format!(r#"{{"after":{},"oldest":{}}}"#, m.after, m.oldest)))
+    });
     let stopping = state.shutdown.clone();
     let stream = futures_util::stream::unfold(subscription, move |mut subscription| {
         let stopping = stopping.clone();
@@ -121,5 +128,6 @@ pub async fn events(
             Some((Ok(sse), subscription))
         }
     });
+    let stream = futures_util::stream::iter(missed).chain(stream);
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }

@@ -149,3 +149,64 @@ async fn closing_the_queue_ends_every_subscription() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Closed);
 }
+
+/// A subscription that resumes before the oldest event the log still holds (retention pruned the rest) is told so,
+/// and goes on from the oldest one kept; one that resumes within the log is not.
+#[tokio::test]
+async fn a_subscription_resumed_past_pruned_events_is_told_it_missed_them() {
+    let t = TestQueue::new().await;
+    let first = t.push("old").await;
+    for _ in 0..3 {
+        t.push("old").await;
+    }
+    t.queue
+        .set_config(
+            cairn::ConfigKey::ActivityMaxAge,
+            cairn::ConfigValue::Duration(Duration::from_secs(600)),
+        )
+        .await
+        .unwrap();
+    t.advance(Duration::from_secs(3600));
+    t.queue.settle().await.unwrap();
+    let kept = t
+        .queue
+        .activity(cairn::ActivityFilter::default())
+        .await
+        .unwrap()
+        .events;
+    let oldest = kept.iter().map(|e| e.id).min().unwrap();
+    let fresh = t.push("new").await;
+    let mut resumed = t
+        .queue
+        .events(EventsFrom::After(1), EventFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        resumed.missed(),
+        Some(cairn::EventsMissed { after: 1, oldest }),
+        "the job {first}'s events are gone"
+    );
+    // It goes on from what is kept.
+    let mut got = Vec::new();
+    loop {
+        let e = next(&mut resumed).await;
+        got.push(e.id);
+        if e.job == Some(fresh) {
+            break;
+        }
+    }
+    assert_eq!(got[0], oldest);
+    let within = t
+        .queue
+        .events(EventsFrom::After(oldest - 1), EventFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(within.missed(), None);
+    let now = t
+        .queue
+        .events(EventsFrom::Now, EventFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(now.missed(), None);
+    t.close().await;
+}
