@@ -12,6 +12,8 @@ mod builder;
 mod completer;
 mod context;
 mod job_error;
+#[cfg(feature = "opentelemetry")]
+mod otel;
 mod patient;
 mod run_loop;
 

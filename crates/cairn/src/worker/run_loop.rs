@@ -358,8 +358,8 @@ async fn run_job(
 
 /// The span a job's handler runs in: `cairn.job`, with the job's id, name, queue and attempt, and, when it was
 /// pushed with a W3C trace context, that trace's id and the pushing span's id (`trace_id`, `parent_id`, and
-/// `traceparent` whole), so that logs and traces of the handler join the request that enqueued the job. With an
-/// OpenTelemetry layer, an application makes the span a child of that context from these fields.
+/// `traceparent` whole), so that logs and traces of the handler join the request that enqueued the job. With the
+/// `opentelemetry` feature and a `tracing-opentelemetry` layer, the span is a child of that context.
 fn job_span(job: &crate::job::Job) -> tracing::Span {
     let span = tracing::info_span!(
         "cairn.job",
@@ -375,6 +375,8 @@ fn job_span(job: &crate::job::Job) -> tracing::Span {
         span.record("trace_id", parent.trace_id());
         span.record("parent_id", parent.parent_id());
         span.record("traceparent", parent.as_str());
+        #[cfg(feature = "opentelemetry")]
+        super::otel::follow(&span, parent);
     }
     span
 }

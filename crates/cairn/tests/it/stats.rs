@@ -554,7 +554,9 @@ async fn changes_made_from_outside_are_in_the_activity_log() {
         .unwrap()
         .events;
     page.reverse();
-    let changes: Vec<(ActivityKind, Option<i64>, Option<String>, Option<String>)> = page
+    // Each change as (kind, job, queue, detail).
+    type Change = (ActivityKind, Option<i64>, Option<String>, Option<String>);
+    let changes: Vec<Change> = page
         .into_iter()
         .filter(|e| e.kind != ActivityKind::Added)
         .map(|e| (e.kind, e.job.map(|j| j.0), e.queue, e.detail))

@@ -162,3 +162,65 @@ async fn a_worker_runs_a_traced_job_in_a_span_of_its_trace() {
     assert_eq!(field("name"), Some("traced"));
     t.close().await;
 }
+
+/// With the `opentelemetry` feature (the tests build with it) and a `tracing-opentelemetry` layer, the handler's
+/// span is in the pushed trace: its OpenTelemetry context carries the pushed trace's id, under the pushing span.
+#[tokio::test]
+async fn a_handlers_span_is_a_child_of_the_pushed_trace_in_opentelemetry() {
+    use opentelemetry::trace::TraceContextExt as _;
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+    let _default = tracing::subscriber::set_default(
+        tracing_subscriber::registry().with(tracing_opentelemetry::layer()),
+    );
+    let t = TestQueue::new().await;
+    let traced = t
+        .queue
+        .enqueue(Push::new("traced").trace_parent(TRACE))
+        .await
+        .unwrap()
+        .id;
+    let untraced = t.queue.enqueue(Push::new("plain")).await.unwrap().id;
+    let contexts: Arc<Mutex<Vec<(String, String, bool)>>> = Arc::default();
+    let seen = contexts.clone();
+    let handler = move |_| {
+        let seen = seen.clone();
+        async move {
+            let cx = tracing::Span::current().context();
+            let span = cx.span();
+            let sc = span.span_context();
+            seen.lock().unwrap().push((
+                sc.trace_id().to_string(),
+                sc.span_id().to_string(),
+                sc.is_sampled(),
+            ));
+            Ok(())
+        }
+    };
+    let worker = Worker::builder(&t.queue, "w")
+        .handler("traced", handler.clone())
+        .handler("plain", handler)
+        .start()
+        .unwrap();
+    for id in [traced, untraced] {
+        let job = t.queue.wait(id, Duration::from_secs(10)).await.unwrap();
+        assert_eq!(job.state, JobState::Completed);
+    }
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    let contexts = contexts.lock().unwrap().clone();
+    assert!(
+        contexts.contains(&(
+            "4bf92f3577b34da6a3ce929d0e0e4736".to_owned(),
+            "00f067aa0ba902b7".to_owned(),
+            true
+        )),
+        "the traced job's span is under the pushing span: {contexts:?}"
+    );
+    assert!(
+        contexts
+            .iter()
+            .any(|(trace, _, _)| trace == "00000000000000000000000000000000"),
+        "the job pushed without a trace is in none: {contexts:?}"
+    );
+    t.close().await;
+}
