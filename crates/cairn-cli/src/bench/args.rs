@@ -84,6 +84,10 @@ pub struct BenchArgs {
     /// that its claims take turns by key: compared with a run without it, what turns cost.
     #[arg(long, value_name = "N")]
     pub keys: Option<u64>,
+    /// Push each enqueue call of the workers scenario as a batch (`cairn batch`) whose on_complete callback goes to
+    /// the queue `bench-callbacks`: compared with a run without it, what a batch's counting and callback cost.
+    #[arg(long)]
+    pub batch_groups: bool,
     /// Wake-ups measured by the wakeup scenario.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub samples: usize,
@@ -183,6 +187,8 @@ pub struct Settings {
     pub batch_size: usize,
     /// `--keys`.
     pub keys: Option<u64>,
+    /// `--batch-groups`.
+    pub batch_groups: bool,
     /// `--samples`.
     pub samples: usize,
     /// `--connections`.
@@ -276,6 +282,7 @@ impl BenchArgs {
             in_flight: self.in_flight,
             batch_size: self.batch_size,
             keys: self.keys,
+            batch_groups: self.batch_groups,
             samples: self.samples,
             connections: self.connections,
             server_pid: self.server_pid,

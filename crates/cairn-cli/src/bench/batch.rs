@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::Context;
+use cairn::{CreateBatch, Push};
 use indicatif::ProgressBar;
 use tokio::task::JoinSet;
 
@@ -46,7 +47,7 @@ pub async fn run<T: Target>(
                 batch_size as u64,
                 next.clone(),
                 Some(bar.clone()),
-                None,
+                Shape::default(),
             ));
         }
     }
@@ -79,9 +80,20 @@ pub async fn run<T: Target>(
     Ok(report)
 }
 
+/// What the jobs a producer pushes are: spread over concurrency keys, and pushed as batches with a callback.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Shape {
+    /// Spread over this many concurrency keys.
+    pub keys: Option<u64>,
+    /// Each call's jobs a batch (`cairn batch`) whose `on_complete` goes to [`CALLBACKS`].
+    pub batch_groups: bool,
+}
+
+/// The queue the batches' callbacks go to, which no bench worker takes from.
+pub(super) const CALLBACKS: &str = "bench-callbacks";
+
 /// One client: takes the next `batch_size` job numbers until `total` are taken, enqueueing each batch into `queue`
-/// in one call (and counting it on `bar`, if any), the jobs spread over `keys` concurrency keys if given. Returns
-/// the latency of each call.
+/// in one call (and counting it on `bar`, if any), shaped as `shape` says. Returns the latency of each call.
 pub(super) async fn enqueue_batches<T: Target>(
     target: T,
     queue: &'static str,
@@ -89,7 +101,7 @@ pub(super) async fn enqueue_batches<T: Target>(
     batch_size: u64,
     next: Arc<AtomicU64>,
     bar: Option<ProgressBar>,
-    keys: Option<u64>,
+    shape: Shape,
 ) -> cairn::Result<Samples> {
     let mut samples = Samples::default();
     loop {
@@ -98,10 +110,20 @@ pub(super) async fn enqueue_batches<T: Target>(
             return Ok(samples);
         }
         let last = (first + batch_size).min(total);
-        let jobs = (first..last).map(|i| keyed_job(queue, i, keys)).collect();
+        let jobs = (first..last)
+            .map(|i| keyed_job(queue, i, shape.keys))
+            .collect();
         let t = Instant::now();
-        target.enqueue_batch(jobs).await?;
-        samples.record("enqueue_batch", t.elapsed());
+        if shape.batch_groups {
+            let callback = Push::new("bench.batch-complete").queue(CALLBACKS);
+            target
+                .create_batch(CreateBatch::new(jobs).on_complete(callback))
+                .await?;
+            samples.record("create_batch", t.elapsed());
+        } else {
+            target.enqueue_batch(jobs).await?;
+            samples.record("enqueue_batch", t.elapsed());
+        }
         if let Some(bar) = &bar {
             bar.inc(last - first);
         }

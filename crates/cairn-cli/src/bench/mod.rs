@@ -225,7 +225,10 @@ async fn run_scenarios<T: Target + cairn::Backend>(
                     settings.in_flight,
                     jobs,
                     size,
-                    settings.keys,
+                    batch::Shape {
+                        keys: settings.keys,
+                        batch_groups: settings.batch_groups,
+                    },
                     over_http,
                 )
                 .await

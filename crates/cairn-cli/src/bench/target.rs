@@ -4,7 +4,10 @@
 
 use std::future::Future;
 
-use cairn::{ClaimedJob, Dequeue, Enqueued, Lease, Push, Queue, SqlQuery, SqlResult};
+use cairn::{
+    BatchCreated, ClaimedJob, CreateBatch, Dequeue, Enqueued, Lease, Push, Queue, SqlQuery,
+    SqlResult,
+};
 use cairn_client::Client;
 
 /// What the bench puts load on.
@@ -17,6 +20,12 @@ pub trait Target: Clone + Send + Sync + 'static {
         &self,
         jobs: Vec<Push>,
     ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send;
+
+    /// Creates a batch of jobs with callbacks.
+    fn create_batch(
+        &self,
+        batch: CreateBatch,
+    ) -> impl Future<Output = cairn::Result<BatchCreated>> + Send;
 
     /// Takes ready jobs, waiting as the request says.
     fn dequeue(
@@ -41,6 +50,13 @@ impl Target for Queue {
         jobs: Vec<Push>,
     ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send {
         Queue::enqueue_batch(self, jobs)
+    }
+
+    fn create_batch(
+        &self,
+        batch: CreateBatch,
+    ) -> impl Future<Output = cairn::Result<BatchCreated>> + Send {
+        Queue::create_batch(self, batch)
     }
 
     fn dequeue(
@@ -69,6 +85,13 @@ impl Target for Client {
         jobs: Vec<Push>,
     ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send {
         Client::enqueue_batch(self, jobs)
+    }
+
+    fn create_batch(
+        &self,
+        batch: CreateBatch,
+    ) -> impl Future<Output = cairn::Result<BatchCreated>> + Send {
+        Client::create_batch(self, batch)
     }
 
     fn dequeue(

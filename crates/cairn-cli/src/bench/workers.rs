@@ -36,10 +36,13 @@ pub async fn run<T: Target + Backend>(
     slots: usize,
     jobs: u64,
     batch_size: usize,
-    keys: Option<u64>,
+    shape: batch::Shape,
     over_http: bool,
 ) -> anyhow::Result<ScenarioReport> {
     let leftovers = drain::drain(handles, QUEUE).await?;
+    if shape.batch_groups {
+        drain::drain(handles, batch::CALLBACKS).await?;
+    }
     let bar = progress::bar("workers", jobs);
     let ran = Arc::new(AtomicU64::new(0));
     let all_ran = Arc::new(Notify::new());
@@ -78,7 +81,7 @@ pub async fn run<T: Target + Backend>(
             batch_size as u64,
             next.clone(),
             None,
-            keys,
+            shape,
         ));
     }
     let mut samples = Samples::default();
@@ -100,11 +103,26 @@ pub async fn run<T: Target + Backend>(
         finished == jobs,
         "the workers ran {jobs} jobs but reported {finished} finished"
     );
+    let batches = jobs.div_ceil(batch_size as u64);
+    if shape.batch_groups {
+        // Each batch's callback, made once by the commit that ended its last job.
+        let callbacks = drain::drain(handles, batch::CALLBACKS).await?;
+        anyhow::ensure!(
+            callbacks == batches,
+            "{batches} batches made {callbacks} callbacks, not one each"
+        );
+    }
 
     let clients = handles.len();
-    let spread = keys
+    let mut spread = shape
+        .keys
         .map(|keys| format!(", the jobs spread over {keys} concurrency keys taking turns"))
         .unwrap_or_default();
+    if shape.batch_groups {
+        spread.push_str(&format!(
+            ", each call's jobs a batch whose callback was made once ({batches} batches)"
+        ));
+    }
     Ok(ScenarioReport::new(
         "workers",
         format!(

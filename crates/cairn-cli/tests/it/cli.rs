@@ -910,6 +910,56 @@ fn batches_are_created_shown_added_to_and_closed_from_the_shell() {
     );
 }
 
+/// `cairn bench --batch-groups` pushes each call's jobs as a batch with a callback, and checks that each batch made
+/// its callback once (the run fails otherwise).
+#[test]
+fn bench_workers_in_batch_groups_makes_one_callback_per_batch() {
+    let server = TestServer::spawn();
+    let out = server.cairn(
+        &[
+            "bench",
+            "--scenario",
+            "workers",
+            "--jobs",
+            "300",
+            "--clients",
+            "2",
+            "--in-flight",
+            "8",
+            "--batch-size",
+            "40",
+            "--batch-groups",
+            "--json",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scenario = &report["scenarios"][0];
+    assert_eq!(scenario["count"], 300, "{scenario}");
+    assert!(
+        scenario["shape"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("(8 batches)"),
+        "{scenario}"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let batches = runtime
+        .block_on(server.client().batches(cairn::BatchFilter::default()))
+        .unwrap();
+    assert_eq!(batches.len(), 8);
+    assert!(
+        batches
+            .iter()
+            .all(|b| b.state == cairn::BatchState::Completed && b.completed == b.total)
+    );
+}
+
 /// `cairn bench --scenario workers` moves every job through producers that enqueue in batches and workers that
 /// take several per dequeue and finish them in one call, then reports them all.
 #[test]
