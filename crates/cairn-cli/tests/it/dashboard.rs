@@ -1001,13 +1001,16 @@ async fn the_page_needs_no_token_and_the_api_still_does() {
 
 /// Watches the page's calls from its start: `probe.requests` lists each (`url`, and `lastEventId` sent); the event
 /// stream's body passes through a stream of the test's, which `probe.cut()` breaks (as a dropped connection) and
-/// `probe.end()` ends (as a server that stops); while `probe.refuse` is set, new connections to the stream fail.
+/// `probe.end()` ends (as a server that stops), and into which `probe.inject(text)` writes (as events the server
+/// sent); while `probe.refuse` is set, new connections to the stream fail; while `probe.older` is set, the stream
+/// refuses the kinds of events older servers do not know, as they do.
 const PROBE: &str = r#"
 window.probe = { requests: [], streams: [], refuse: false };
 // Streams the page gave up on are errored already, and stay so.
 const each = (f) => probe.streams.splice(0).forEach((s) => { try { f(s); } catch {} });
 probe.cut = () => each((s) => s.error(new TypeError("cut by the test")));
 probe.end = () => each((s) => s.close());
+probe.inject = (text) => probe.streams.forEach((s) => { try { s.inject(text); } catch {} });
 probe.refreshes = () => probe.requests.filter((r) => !r.url.startsWith("/v1/events")).length;
 probe.streamed = () => probe.requests.filter((r) => r.url.startsWith("/v1/events"));
 const passOn = window.fetch.bind(window);
@@ -1017,12 +1020,21 @@ window.fetch = async (input, init = {}) => {
   probe.requests.push({ url, lastEventId: headers["Last-Event-ID"] ?? null });
   if (!url.startsWith("/v1/events")) return passOn(input, init);
   if (probe.refuse) throw new TypeError("refused by the test");
+  const newer = /[?&]kinds=[^&]*\b(moved|rescheduled|prioritized|deleted|queue_changed|promoted)\b/.exec(decodeURIComponent(url));
+  if (probe.older && newer) {
+    const error = { kind: "invalid_input", field: "kinds", message: `kinds: must name kinds of events (added, finished, …), got "${newer[1]}"` };
+    return new Response(JSON.stringify({ error }), { status: 400, headers: { "Content-Type": "application/json" } });
+  }
   const response = await passOn(input, init);
   if (!response.ok) return response;
   const reader = response.body.getReader();
   const body = new ReadableStream({
     start(controller) {
-      probe.streams.push({ error: (e) => controller.error(e), close: () => { controller.close(); reader.cancel(); } });
+      probe.streams.push({
+        error: (e) => controller.error(e),
+        close: () => { controller.close(); reader.cancel(); },
+        inject: (text) => controller.enqueue(new TextEncoder().encode(text)),
+      });
     },
     async pull(controller) {
       const { value, done } = await reader.read();
@@ -1568,4 +1580,157 @@ async fn graph_labels_fit_with_waits_of_a_year_and_more() {
         assert_no_page_errors(&browser, name).await;
         browser.close().await;
     }
+}
+
+/// One event as the server would send it on the stream, without an id (so that the page resumes after the real
+/// ones): `kind`, of `job` (or none) in `queue`.
+fn injected(kind: &str, job: Option<JobId>, queue: &str) -> String {
+    let body = json!({
+        "id": 0, "at": "2026-11-26T12:00:00Z", "event": kind, "job": job.map(|j| j.0),
+        "queue": queue, "name": null, "worker": null, "detail": null,
+    });
+    format!("event: {kind}\ndata: {body}\n\n")
+}
+
+/// Writes `text` into the page's event stream as if the server sent it.
+async fn inject(browser: &Browser, text: &str) {
+    browser
+        .execute("probe.inject(arguments[0])", json!([text]))
+        .await;
+}
+
+/// Waits until the page asks for `path` (a request whose address starts with it).
+async fn wait_request(browser: &Browser, what: &str, path: &str) {
+    browser
+        .wait_for(
+            what,
+            &format!("return probe.requests.some((r) => r.url.startsWith({path:?}))"),
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_of_kinds_logged_apart_refresh_what_they_change_and_unknown_ones_nothing() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let job = client
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap()
+        .id;
+    let browser = Browser::start(Viewport::Desktop).await;
+    browser.before_each_page(PROBE).await;
+
+    // The queues page: a queue's own events (no job) refresh its counts and settings; a kind it does not know,
+    // without a job, asks nothing.
+    open(&browser, &server, "queues").await;
+    wait_live_state(&browser, "live").await;
+    for kind in ["queue_changed", "promoted"] {
+        browser
+            .execute("probe.requests.length = 0", json!([]))
+            .await;
+        inject(&browser, &injected(kind, None, "email")).await;
+        wait_request(
+            &browser,
+            &format!("the queues asked for after {kind}"),
+            "/v1/queues",
+        )
+        .await;
+    }
+    browser
+        .execute("probe.requests.length = 0", json!([]))
+        .await;
+    inject(&browser, &injected("frobnicated", None, "email")).await;
+    inject(&browser, "event: frobnicated\ndata: not JSON at all\n\n").await;
+    let_a_poll_interval_pass(&browser).await;
+    assert_eq!(
+        browser.execute("return probe.requests", json!([])).await,
+        json!([]),
+        "a request for events of a kind the page does not know"
+    );
+    wait_live_state(&browser, "live").await;
+
+    // The jobs list and a job's page: a move, a new time or priority, a delete.
+    for (route, path) in [
+        ("jobs?queue=email".to_owned(), "/v1/jobs?".to_owned()),
+        (format!("jobs/{job}"), format!("/v1/jobs/{job}")),
+    ] {
+        open(&browser, &server, &route).await;
+        wait_live_state(&browser, "live").await;
+        for kind in ["moved", "rescheduled", "prioritized", "deleted"] {
+            browser
+                .execute("probe.requests.length = 0", json!([]))
+                .await;
+            inject(&browser, &injected(kind, Some(job), "email")).await;
+            wait_request(
+                &browser,
+                &format!("#/{route} refreshed after {kind}"),
+                &path,
+            )
+            .await;
+        }
+    }
+
+    // Told that it resumed after events the server no longer keeps, the page looks at everything again.
+    open(&browser, &server, "jobs").await;
+    wait_live_state(&browser, "live").await;
+    browser
+        .execute("probe.requests.length = 0", json!([]))
+        .await;
+    inject(
+        &browser,
+        "event: missed\ndata: {\"after\":1,\"oldest\":9}\n\n",
+    )
+    .await;
+    wait_request(
+        &browser,
+        "the list asked for after missed events",
+        "/v1/jobs?",
+    )
+    .await;
+
+    // Pages that follow some kinds only ask for the kinds logged apart too, and follow without them where the
+    // server does not know them (as an older server, which refuses the filter).
+    for older in [false, true] {
+        browser
+            .execute("probe.older = arguments[0]", json!([older]))
+            .await;
+        for (route, new_kind) in [("failures", "deleted"), ("workers", "deleted")] {
+            // From another page, so that each follows from the start.
+            open(&browser, &server, "queues").await;
+            browser
+                .execute("probe.requests.length = 0", json!([]))
+                .await;
+            open(&browser, &server, route).await;
+            wait_live_state(&browser, "live").await;
+            let kinds = browser
+                .execute(
+                    "return probe.streamed().map((r) => new URL(r.url, location.href).searchParams.get('kinds'))",
+                    json!([]),
+                )
+                .await;
+            let kinds: Vec<String> = serde_json::from_value(kinds).unwrap();
+            let has = |i: usize, kind: &str| kinds[i].split(',').any(|k| k == kind);
+            if !older {
+                assert_eq!(kinds.len(), 1, "#/{route}, newer server: {kinds:?}");
+                assert!(has(0, new_kind), "#/{route}: {kinds:?}");
+            } else if route == "failures" {
+                // Refused once, it follows without them at once; the page remembers it until it is loaded again.
+                assert_eq!(kinds.len(), 2, "#/{route}, older server: {kinds:?}");
+                assert!(
+                    has(0, new_kind) && !has(1, new_kind),
+                    "#/{route}: {kinds:?}"
+                );
+                assert!(has(1, "cancelled"), "#/{route}: {kinds:?}");
+            } else {
+                assert_eq!(kinds.len(), 1, "#/{route}, older server: {kinds:?}");
+                assert!(
+                    !has(0, new_kind) && has(0, "cancelled"),
+                    "#/{route}: {kinds:?}"
+                );
+            }
+        }
+    }
+    assert_no_page_errors(&browser, "events of new and unknown kinds").await;
+    browser.close().await;
 }

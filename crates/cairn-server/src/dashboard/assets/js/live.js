@@ -103,6 +103,8 @@ export class EventFeed {
     this.run = 0;
     this.active = false;
     this.controller = null;
+    /** Whether the server refused the kinds of `later` (a server older than them): asked for no more. */
+    this.laterRefused = false;
   }
 
   /**
@@ -137,7 +139,18 @@ export class EventFeed {
       this.controller = controller;
       let error;
       try {
-        const response = await openStream("/v1/events", this.query, { lastId: this.lastId, signal: controller.signal });
+        const { query, withLater } = this.request();
+        let response;
+        try {
+          response = await openStream("/v1/events", query, { lastId: this.lastId, signal: controller.signal });
+        } catch (e) {
+          // A server that does not know a kind refuses the whole filter: without the newer kinds, at once.
+          if (withLater && isRefusal(e) && e.field === "kinds" && run === this.run) {
+            this.laterRefused = true;
+            continue;
+          }
+          throw e;
+        }
         if (run !== this.run) {
           response.body.cancel().catch(() => {});
           return;
@@ -159,6 +172,17 @@ export class EventFeed {
       const wait = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** (failures - 1));
       await new Promise((resolve) => { setTimeout(resolve, wait * (1 + Math.random() / 5)); });
     }
+  }
+
+  /**
+   * The stream's query for the filter followed: its `kinds`, with those of `later` (kinds that a server older than
+   * this page does not know yet) unless the server refused them; `withLater` says whether it has them.
+   */
+  request() {
+    const { later, ...query } = this.query;
+    const withLater = Boolean(query.kinds) && Array.isArray(later) && later.length > 0 && !this.laterRefused;
+    if (withLater) query.kinds = [query.kinds, ...later].join(",");
+    return { query, withLater };
   }
 
   /** Reads events until the stream ends (returns) or fails or stays silent too long (throws). */
@@ -324,8 +348,11 @@ export class Poller {
  *
  * A view is `{ refresh(events), interval, gap, follow, concerns(event) }`: `refresh` gets the events since its last
  * refresh, or null for a whole one; `interval` is the timer's period and `gap` the least time between refreshes for
- * events (3 s and 500 ms unless it says); `follow` is the stream's filter (`{ queue, job, kinds }`; every event
- * without one); `concerns` says which events may change what it shows (every one without it).
+ * events (3 s and 500 ms unless it says); `follow` is the stream's filter (`{ queue, name, job, kinds, later }`;
+ * every event without one: `kinds` the kinds, separated by commas, and `later` more of them, in a list, that an
+ * older server does not know and refuses, then left out); `concerns` says which events may change what it shows
+ * (every one without it). An event of a kind the page does not know is one more event: a view's `concerns` and
+ * `refresh` look at its kind and its job, and a kind none of them names changes nothing.
  */
 export class Live {
   constructor(onState) {
@@ -399,6 +426,11 @@ export class Live {
   }
 
   received(raw) {
+    // Resumed after events the server no longer keeps: those cannot be replayed, so everything is looked at again.
+    if (raw.event === "missed") {
+      this.poller.soon(null);
+      return;
+    }
     let event;
     try {
       event = JSON.parse(raw.data);

@@ -7,6 +7,8 @@ import { count, timeElement } from "../format.js";
 
 /** The events that change failure groups: a job failed, or left its group (retried, run again, cancelled, deleted). */
 export const FAILURE_EVENTS = ["failed", "unfailed", "requeued", "cancelled"];
+/** The same from servers that log deletes and moves apart (a failed job moved runs again): older ones refuse them. */
+export const FAILURE_EVENTS_LATER = ["deleted", "moved"];
 
 export function mount(root, _params, ctx) {
   const list = h("div", { id: "failure-list" });
@@ -16,7 +18,7 @@ export function mount(root, _params, ctx) {
       "Retrying a group puts all of its jobs back in their queues with fresh attempts; their history is kept."),
     list);
   return {
-    follow: { kinds: FAILURE_EVENTS.join(",") },
+    follow: { kinds: FAILURE_EVENTS.join(","), later: FAILURE_EVENTS_LATER },
     async refresh() {
       const body = await get("/v1/failures");
       redraw(list, body, () => failureTable(body.groups, ctx));

@@ -32,7 +32,8 @@ export function mount(root, params, ctx) {
   fill(root, h("div", { id: "job" }, head, changes, body), history, activity);
   let activityMissing = false;
   return {
-    // This job's events only: each changes it, its history or its activity.
+    // This job's events only: each changes it, its history or its activity (a move, a new time or priority, a
+    // delete too, where the server logs them; deleted, the page says the job is not found).
     follow: { job: params.id },
     async refresh() {
       let job;

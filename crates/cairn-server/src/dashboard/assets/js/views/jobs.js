@@ -44,7 +44,9 @@ export function mount(root, params, ctx) {
   });
   fill(root, h("h1", {}, "Jobs"), stateTabs(params), form, linkedFilters(params), bar.element, results);
   return {
-    // Only the jobs the list could show: the stream filters by queue and name as the list does.
+    // Only the jobs the list could show: the stream filters by queue and name as the list does. Every event of a
+    // job may change the list: a new state, and a move, a new time or priority, a delete where the server logs
+    // them (`moved`, `rescheduled`, `prioritized`, `deleted`); an event without a job changes no job.
     follow: { queue: params.queue, name: params.name },
     concerns: (event) => event.job !== null && event.job !== undefined,
     async refresh() {

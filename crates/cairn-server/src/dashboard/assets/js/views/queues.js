@@ -5,11 +5,16 @@
 import { get, post, segment } from "../api.js";
 import { h, fill, table, redraw } from "../dom.js";
 import { count, duration } from "../format.js";
-import { FAILURE_EVENTS, failureTable } from "./failures.js";
-import { WORKER_EVENTS, workerTable } from "./workers.js";
+import { FAILURE_EVENTS, FAILURE_EVENTS_LATER, failureTable } from "./failures.js";
+import { WORKER_EVENTS, WORKER_EVENTS_LATER, workerTable } from "./workers.js";
 
 /** The counts of `GET /v1/queues`, in the order a job lives through them. */
 export const COUNTED = ["scheduled", "waiting", "queued", "running", "stalled", "failed", "completed", "cancelled"];
+/**
+ * The events of a queue rather than a job that change its row: paused, resumed or limited (`queue_changed`), its
+ * scheduled jobs due (`promoted`). Every job's event changes the counts too.
+ */
+export const QUEUE_EVENTS = ["queue_changed", "promoted"];
 /** How many concurrency keys `GET /v1/queues` lists per queue at most. */
 const TOP_KEYS = 10;
 
@@ -28,14 +33,15 @@ export function mount(root, _params, ctx) {
       h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/failures" }, "Failure groups")), failures),
       h("section", { class: "panel" }, h("h2", {}, h("a", { href: "#/workers" }, "Workers")), workers)));
   return {
-    // Every event: each job's changes the counts. A refresh for events asks only for the parts they change.
+    // Every event: each job's changes the counts, a queue's its settings. A refresh for events asks only for the
+    // parts they change; an event of a kind this page does not know, without a job, changes none.
     async refresh(events) {
       const changes = (kinds) => events === null || events.some((e) => kinds.includes(e.event));
       const ask = (wanted, path) => (wanted ? get(path) : null);
       const [q, f, w] = await Promise.all([
-        ask(events === null || events.some((e) => e.job !== null && e.job !== undefined), "/v1/queues"),
-        ask(changes(FAILURE_EVENTS), "/v1/failures"),
-        ask(changes(WORKER_EVENTS), "/v1/workers"),
+        ask(changes(QUEUE_EVENTS) || events.some((e) => e.job !== null && e.job !== undefined), "/v1/queues"),
+        ask(changes([...FAILURE_EVENTS, ...FAILURE_EVENTS_LATER]), "/v1/failures"),
+        ask(changes([...WORKER_EVENTS, ...WORKER_EVENTS_LATER]), "/v1/workers"),
       ]);
       if (q) {
         redraw(totals, q, () => totalTiles(q.queues));

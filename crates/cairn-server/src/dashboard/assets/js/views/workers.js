@@ -13,6 +13,8 @@ export const WORKER_EVENTS = [
   "worker_started", "worker_stopped", "worker_lost",
   "started", "finished", "retried", "failed", "released", "heartbeat_lost", "cancelled",
 ];
+/** A running job deleted, from servers that log deletes apart from cancels: older ones refuse the kind. */
+export const WORKER_EVENTS_LATER = ["deleted"];
 
 export function mount(root) {
   const list = h("div", { id: "worker-list" });
@@ -20,7 +22,7 @@ export function mount(root) {
   fill(root, h("h1", {}, "Workers"), list, note);
   let statsMissing = false;
   return {
-    follow: { kinds: WORKER_EVENTS.join(",") },
+    follow: { kinds: WORKER_EVENTS.join(","), later: WORKER_EVENTS_LATER },
     async refresh() {
       const body = await get("/v1/workers");
       let usage = null;
