@@ -83,6 +83,36 @@ async fn populate(client: &Client) -> Populated {
     Populated { failed, running }
 }
 
+/// A batch of three jobs in `queue` with a callback, described: the first completed and the second failed when
+/// `finish` (taking from `queue`).
+async fn populate_batch(client: &Client, queue: &str, finish: bool) -> cairn::BatchId {
+    let parts = (0..3)
+        .map(|i| {
+            Push::new("export.part")
+                .queue(queue)
+                .data(json!({ "part": i }))
+        })
+        .collect();
+    let batch = client
+        .create_batch(
+            cairn::CreateBatch::new(parts)
+                .on_complete(Push::new("export.done").queue("callbacks"))
+                .description("October's export for the accounting team, in three parts"),
+        )
+        .await
+        .unwrap()
+        .batch;
+    if finish {
+        let taken = client.dequeue(take("w", queue, 2)).await.unwrap();
+        client.finish(&taken[0].lease, None).await.unwrap();
+        client
+            .fail(&taken[1].lease, "disk-full", "no space left")
+            .await
+            .unwrap();
+    }
+    batch
+}
+
 fn take(worker: &str, queue: &str, limit: u32) -> Dequeue {
     Dequeue {
         queues: vec![queue.to_owned()],
@@ -135,6 +165,7 @@ async fn queue_body(client: &Client, queue: &str) -> Value {
 async fn every_page_loads_without_errors() {
     let server = TestServer::spawn();
     let jobs = populate(&server.client()).await;
+    let batch = populate_batch(&server.client(), "email", false).await;
     let browser = Browser::start(Viewport::Desktop).await;
     let failed = jobs.failed.0.to_string();
     let pages = [
@@ -145,6 +176,9 @@ async fn every_page_loads_without_errors() {
         (&format!("jobs/{}", jobs.running.0), "job-running"),
         ("failures", "failures"),
         ("workers", "workers"),
+        ("batches", "batches-list"),
+        (&format!("batches/{batch}"), "batch"),
+        (&format!("jobs?batch={batch}"), "jobs-of-batch"),
         ("stats", "stats-hour"),
         ("stats?period=day", "stats-day"),
         ("stats?period=week", "stats-week"),
@@ -837,12 +871,16 @@ async fn a_refused_action_shows_the_apis_error_and_the_job_as_it_is() {
 async fn the_pages_fit_a_phone() {
     let server = TestServer::spawn();
     let jobs = populate(&server.client()).await;
+    let batch = populate_batch(&server.client(), "exports", true).await;
     let browser = Browser::start(Viewport::Phone).await;
     let job = format!("jobs/{}", jobs.failed.0);
+    let batch = format!("batches/{batch}");
     for (route, name) in [
         ("queues", "phone-queues"),
         ("jobs", "phone-jobs"),
         (job.as_str(), "phone-job"),
+        ("batches", "phone-batches"),
+        (batch.as_str(), "phone-batch"),
         ("stats", "phone-stats"),
     ] {
         open(&browser, &server, route).await;
@@ -1582,6 +1620,306 @@ async fn graph_labels_fit_with_waits_of_a_year_and_more() {
     }
 }
 
+/// Batch `id` as the API shows it.
+async fn batch_body(client: &Client, id: cairn::BatchId) -> Value {
+    serde_json::to_value(client.batch_body(id).await.unwrap()).unwrap()
+}
+
+/// Waits until the batch's page shows `counts` (`[total, pending, completed, failed, cancelled]`) in its tiles and
+/// its progress bar, and its state badge says `state`.
+async fn wait_counts(browser: &Browser, counts: [u64; 5], state: &str) {
+    let expected = serde_json::to_string(&counts).unwrap();
+    browser
+        .wait_for(
+            &format!("the batch's counts {expected}, {state}"),
+            &format!(
+                "const tile = (k) => document.querySelector(`#batch-summary [data-count=${{k}}] .tile-value`)?.innerText; \
+                 const bar = document.querySelector('#batch-summary .progress')?.dataset ?? {{}}; \
+                 const keys = ['total', 'pending', 'completed', 'failed', 'cancelled']; \
+                 const tiles = JSON.stringify(keys.map((k) => Number(tile(k)))); \
+                 const bars = JSON.stringify(keys.map((k) => Number(bar[k]))); \
+                 return tiles === '{expected}' && bars === '{expected}' \
+                   && document.querySelector('#batch-head h1 .badge')?.innerText === '{state}'"
+            ),
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batchs_page_follows_its_counts_live_and_links_its_callback() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let parts = (0..3)
+        .map(|i| {
+            Push::new("export.part")
+                .queue("exports")
+                .data(json!({ "part": i }))
+        })
+        .collect();
+    let created = client
+        .create_batch(
+            cairn::CreateBatch::new(parts)
+                .on_complete(Push::new("export.done").queue("callbacks"))
+                .on_success(Push::new("export.mail").queue("callbacks"))
+                .description("October's export, in <b>three</b> parts"),
+        )
+        .await
+        .unwrap();
+    let id = created.batch;
+    let browser = Browser::start(Viewport::Desktop).await;
+
+    // Listed, newest first, with its progress.
+    open(&browser, &server, "batches").await;
+    let row = browser
+        .wait_for(
+            "the batch's row",
+            &format!(
+                "const r = document.querySelector('tr[data-batch=\"{id}\"]'); \
+                 return r && [r.dataset.state, r.querySelector('.progress').dataset.total, \
+                   r.querySelector('.progress').dataset.pending, r.cells[0].innerText]"
+            ),
+        )
+        .await;
+    assert_eq!(
+        row,
+        json!([
+            "running",
+            "3",
+            "3",
+            format!("#{id}\nOctober's export, in <b>three</b> parts")
+        ])
+    );
+    browser.screenshot("batches").await;
+
+    // Its page, which follows its jobs as they end through the API, without a reload.
+    browser.click(&format!("a[href=\"#/batches/{id}\"]")).await;
+    wait_loaded(&browser, &format!("batches/{id}")).await;
+    browser
+        .execute("window.notReloaded = true", json!([]))
+        .await;
+    wait_counts(&browser, [3, 3, 0, 0, 0], "running").await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('#batch-jobs tr[data-job-id]').length",
+                json!([])
+            )
+            .await,
+        json!(3)
+    );
+    wait_live_state(&browser, "live").await;
+    let claimed = client.dequeue(take("w", "exports", 3)).await.unwrap();
+    client.finish(&claimed[0].lease, None).await.unwrap();
+    wait_counts(&browser, [3, 2, 1, 0, 0], "running").await;
+    client.finish(&claimed[1].lease, None).await.unwrap();
+    wait_counts(&browser, [3, 1, 2, 0, 0], "running").await;
+    browser
+        .wait_for(
+            "no callback made yet",
+            "return document.querySelector('[data-callback=on_complete]')?.innerText.includes('not made yet')",
+        )
+        .await;
+    let failed = claimed[2].lease.job;
+    client
+        .fail(&claimed[2].lease, "disk-full", "no space left")
+        .await
+        .unwrap();
+    wait_counts(&browser, [3, 0, 2, 1, 0], "completed").await;
+
+    // Every job ended: on_complete made its job, linked; on_success made none (one failed).
+    let body = batch_body(&client, id).await;
+    let callback = body["on_complete"]["job"]
+        .as_i64()
+        .expect("on_complete's job, made");
+    assert_eq!(body["on_success"]["job"], Value::Null);
+    let linked = browser
+        .wait_for(
+            "the callback's job linked",
+            "return document.querySelector('[data-callback=on_complete] a[data-callback-job]')?.getAttribute('href')",
+        )
+        .await;
+    assert_eq!(linked, json!(format!("#/jobs/{callback}")));
+    assert!(
+        browser
+            .execute(
+                "return document.querySelector('[data-callback=on_success]').innerText",
+                json!([])
+            )
+            .await
+            .as_str()
+            .unwrap()
+            .contains("export.mail in callbacks: not made yet")
+    );
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('#batch-summary b').length",
+                json!([])
+            )
+            .await,
+        json!(0),
+        "the description was read as markup"
+    );
+    browser.screenshot("batch-completed").await;
+
+    // Its failed job retried from the page: one call, and it is pending again.
+    browser.click("#batch-head button[data-action=retry]").await;
+    notice(&browser, true, &format!("batch #{id}: retried 1 job")).await;
+    assert_eq!(client.get(failed).await.unwrap().state, JobState::Queued);
+    wait_counts(&browser, [3, 1, 2, 0, 0], "completed").await;
+    assert_eq!(
+        browser
+            .execute("return window.notReloaded === true", json!([]))
+            .await,
+        json!(true),
+        "the page was reloaded"
+    );
+
+    // A job's page links its batch.
+    browser
+        .click(&format!("#batch-jobs a[href=\"#/jobs/{failed}\"]"))
+        .await;
+    wait_loaded(&browser, &format!("jobs/{failed}")).await;
+    let link = browser
+        .wait_for(
+            "the job's batch linked",
+            "return document.querySelector('dl.details a[data-batch]')?.getAttribute('href')",
+        )
+        .await;
+    assert_eq!(link, json!(format!("#/batches/{id}")));
+    assert_no_page_errors(&browser, "a batch's page").await;
+    browser.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batchs_remaining_jobs_are_cancelled_and_an_open_batch_closed_from_its_page() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let imports = (0..4)
+        .map(|i| {
+            Push::new("import.row")
+                .queue("imports")
+                .data(json!({ "row": i }))
+        })
+        .collect();
+    let running = client
+        .create_batch(cairn::CreateBatch::new(imports))
+        .await
+        .unwrap()
+        .batch;
+    let first = client.dequeue(take("w", "imports", 1)).await.unwrap();
+    client.finish(&first[0].lease, None).await.unwrap();
+    let open_batch = client
+        .create_batch(cairn::CreateBatch::new(vec![Push::new("sync").queue("sync")]).open())
+        .await
+        .unwrap()
+        .batch;
+    let browser = Browser::start(Viewport::Desktop).await;
+    browser.before_each_page(PROBE).await;
+
+    // The list by state: the open batch only.
+    open(&browser, &server, "batches?state=open").await;
+    let listed = browser
+        .wait_for(
+            "the open batches",
+            "const ids = [...document.querySelectorAll('tr[data-batch]')].map(r => r.dataset.batch); \
+             return ids.length ? ids : null",
+        )
+        .await;
+    assert_eq!(listed, json!([open_batch.to_string()]));
+
+    // The remaining jobs cancelled, after asking, in one call; the count shown is the server's.
+    open(&browser, &server, &format!("batches/{running}")).await;
+    wait_counts(&browser, [4, 3, 1, 0, 0], "running").await;
+    browser
+        .click("#batch-head button[data-action=cancel]")
+        .await;
+    let question = browser
+        .wait_for(
+            "the question before cancelling",
+            "return document.querySelector('#confirm-dialog[open]')?.innerText",
+        )
+        .await;
+    let question = question.as_str().unwrap();
+    assert!(
+        question.contains(&format!("Cancel the remaining jobs of batch #{running}?")),
+        "{question}"
+    );
+    assert!(question.contains("Its 3 jobs not ended"), "{question}");
+    browser
+        .execute("probe.requests.length = 0", json!([]))
+        .await;
+    browser
+        .click("#confirm-dialog[open] button[value=yes]")
+        .await;
+    let message = notice(
+        &browser,
+        true,
+        &format!("batch #{running}: cancelled 3 jobs"),
+    )
+    .await;
+    assert!(
+        message.contains("skipped 1 job (gone, or already completed or cancelled)"),
+        "{message}"
+    );
+    let bulk = browser
+        .execute(
+            "return probe.requests.filter((r) => r.url === '/v1/jobs/bulk').length",
+            json!([]),
+        )
+        .await;
+    assert_eq!(bulk, json!(1), "one call for the batch's jobs");
+    let body = batch_body(&client, running).await;
+    assert_eq!(
+        (
+            &body["state"],
+            &body["pending"],
+            &body["completed"],
+            &body["cancelled"]
+        ),
+        (&json!("completed"), &json!(0), &json!(1), &json!(3))
+    );
+    wait_counts(&browser, [4, 0, 1, 0, 3], "completed").await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('#batch-head button[data-action]')",
+                json!([])
+            )
+            .await,
+        Value::Null,
+        "nothing left to close, cancel or retry"
+    );
+    browser.screenshot("batch-cancelled").await;
+
+    // The open batch closed: it runs, and offers no close.
+    open(&browser, &server, &format!("batches/{open_batch}")).await;
+    wait_counts(&browser, [1, 1, 0, 0, 0], "open").await;
+    browser.click("#batch-head button[data-action=close]").await;
+    eventually(DEADLINE, "the batch closed", || async {
+        batch_body(&client, open_batch).await["state"] == json!("running")
+    })
+    .await;
+    notice(
+        &browser,
+        true,
+        &format!("batch #{open_batch}: closed (running)"),
+    )
+    .await;
+    wait_counts(&browser, [1, 1, 0, 0, 0], "running").await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('#batch-head button[data-action=close]')",
+                json!([])
+            )
+            .await,
+        Value::Null
+    );
+    assert_no_page_errors(&browser, "cancelling and closing batches").await;
+    browser.close().await;
+}
+
 /// One event as the server would send it on the stream, without an id (so that the page resumes after the real
 /// ones): `kind`, of `job` (or none) in `queue`.
 fn injected(kind: &str, job: Option<JobId>, queue: &str) -> String {
@@ -1695,7 +2033,11 @@ async fn events_of_kinds_logged_apart_refresh_what_they_change_and_unknown_ones_
         browser
             .execute("probe.older = arguments[0]", json!([older]))
             .await;
-        for (route, new_kind) in [("failures", "deleted"), ("workers", "deleted")] {
+        for (route, new_kind) in [
+            ("failures", "deleted"),
+            ("workers", "deleted"),
+            ("batches", "moved"),
+        ] {
             // From another page, so that each follows from the start.
             open(&browser, &server, "queues").await;
             browser

@@ -67,6 +67,8 @@ const ASSETS: &[Asset] = &[
     asset!("js/views/failures.js", JS),
     asset!("js/views/workers.js", JS),
     asset!("js/views/stats.js", JS),
+    asset!("js/views/batches.js", JS),
+    asset!("js/views/batch.js", JS),
 ];
 
 /// What the page may load and run: only its own files and its own API. The token sits in the page's storage, so no

@@ -12,20 +12,25 @@ import * as job from "./views/job.js";
 import * as failures from "./views/failures.js";
 import * as workers from "./views/workers.js";
 import * as stats from "./views/stats.js";
+import * as batches from "./views/batches.js";
+import * as batch from "./views/batch.js";
 
-const VIEWS = { queues, jobs, job, failures, workers, stats };
+const VIEWS = { queues, jobs, job, failures, workers, stats, batches, batch };
+/** The views of one thing (`#/jobs/42`, `#/batches/3`), under the section of the list they belong to. */
+const ONE = { jobs: "job", batches: "batch" };
+const SECTION = Object.fromEntries(Object.entries(ONE).map(([list, one]) => [one, list]));
 
-/** The view and its parameters for an address such as `#/jobs?state=failed` or `#/jobs/42`. */
+/** The view and its parameters for an address such as `#/jobs?state=failed`, `#/jobs/42` or `#/batches/3`. */
 function parseRoute(hash) {
   const raw = hash.replace(/^#\/?/, "");
   const mark = raw.indexOf("?");
   const path = mark < 0 ? raw : raw.slice(0, mark);
   const params = Object.fromEntries(new URLSearchParams(mark < 0 ? "" : raw.slice(mark + 1)));
   const parts = path.split("/").filter(Boolean);
-  if (parts[0] === "jobs" && parts.length > 1) {
-    return { view: "job", params: { ...params, id: decodeURIComponent(parts.slice(1).join("/")) } };
+  if (Object.hasOwn(ONE, parts[0]) && parts.length > 1) {
+    return { view: ONE[parts[0]], params: { ...params, id: decodeURIComponent(parts.slice(1).join("/")) } };
   }
-  const view = parts[0] in VIEWS && parts[0] !== "job" ? parts[0] : "queues";
+  const view = Object.hasOwn(VIEWS, parts[0]) && !Object.hasOwn(SECTION, parts[0]) ? parts[0] : "queues";
   return { view, params };
 }
 
@@ -130,7 +135,7 @@ function show() {
   const root = h("div", { class: "view", "data-view": route.view });
   fill(main, root);
   document.body.dataset.view = route.view;
-  const section = route.view === "job" ? "jobs" : route.view;
+  const section = SECTION[route.view] ?? route.view;
   for (const link of document.querySelectorAll("#nav a")) {
     link.classList.toggle("active", link.dataset.view === section);
   }

@@ -220,6 +220,7 @@ function details(job) {
       ? [h("code", { class: "trace-parent" }, job.trace_parent), trace ? h("span", { class: "muted" }, trace.sampled ? " (sampled)" : " (not sampled)") : null]
       : null],
     ["Tags", job.tags.length ? job.tags.map((tag) => h("a", { class: "chip", href: `#/jobs?tag=${encodeURIComponent(tag)}` }, tag)) : null],
+    ["Batch", job.batch ? h("a", { href: `#/batches/${job.batch}`, "data-batch": job.batch }, `batch #${job.batch}`) : null],
     ["Parent", job.parent ? link(job.parent) : null],
     ["Children", h("a", { href: `#/jobs?parent=${job.id}` }, "list")],
     ["Waits for", job.depends_on.length ? job.depends_on.map((id, i) => [i ? ", " : "", link(id)]) : null],

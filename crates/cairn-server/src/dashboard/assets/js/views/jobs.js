@@ -12,7 +12,7 @@ import { COUNTED } from "./queues.js";
 const STATES = ["queued", "scheduled", "waiting", "running", "failed", "completed", "cancelled"];
 /** Filters the address may carry besides `state`: the form's fields, then those set by links from other views. */
 const SEARCHED = ["name", "tag", "queue"];
-const LINKED = ["failure_group", "parent", "tracked"];
+const LINKED = ["failure_group", "parent", "batch", "tracked"];
 /** The form field that shows an error about each API field (a bad `name` pattern is reported as `names`). */
 const FIELD_OF = { names: "name", name_pattern: "name", name: "name", tag: "tag", queue: "queue" };
 const PAGE = 50;
@@ -182,6 +182,7 @@ function jobTable(page, params) {
 function bulkFilter(params) {
   const filter = filters(params);
   if (filter.parent !== undefined) filter.parent = Number(filter.parent);
+  if (filter.batch !== undefined) filter.batch = Number(filter.batch);
   if (filter.tracked !== undefined) filter.tracked = filter.tracked === "true";
   return filter;
 }
@@ -217,12 +218,13 @@ async function matching(params) {
   return null;
 }
 
-function jobs(n) {
+/** `n` jobs in words: "1 job", "10,000 jobs". */
+export function jobs(n) {
   return `${count(n)} ${n === 1 ? "job" : "jobs"}`;
 }
 
 /** What a bulk action's answer says, in words: "Cancelled 10,000 jobs", and those skipped. */
-function outcome(action, answer, queue) {
+export function bulkOutcome(action, answer, queue) {
   const done = {
     cancel: `Cancelled ${jobs(answer.done)}`,
     delete: `Deleted ${jobs(answer.done)}`,
@@ -354,7 +356,7 @@ function bulkBar(params, ctx, picked, currentPage, changed) {
     else body.ids = [...picked.ids];
     busy = true;
     update();
-    const worked = await ctx.act(() => post("/v1/jobs/bulk", body), (answer) => outcome(action, answer, queue), target);
+    const worked = await ctx.act(() => post("/v1/jobs/bulk", body), (answer) => bulkOutcome(action, answer, queue), target);
     busy = false;
     if (worked) {
       if (action === "move") queueInput.value = "";
