@@ -25,11 +25,12 @@ export function millis(seconds, field) {
  * after the latest push and no later than `maxWait` after the first. `throttle: {key, period}`: one job per key per
  * period, whatever became of it. Both answer with the job they landed in (`existing`). `concurrencyKey`: keyed jobs
  * take turns by key, and at most the queue's limit per key run at once (`concurrencyLimit`: this job's own limit).
+ * `batch`: the id of a batch the job joins (see `Client.createBatch`).
  */
 export function push(name, data, options = {}) {
   const body = { name };
   if (data !== undefined && data !== null) body.data = data;
-  const direct = { queue: "queue", priority: "priority", runAt: "run_at", uniqueKey: "unique_key", weight: "weight", schedule: "schedule", retry: "retry" };
+  const direct = { queue: "queue", priority: "priority", runAt: "run_at", uniqueKey: "unique_key", weight: "weight", schedule: "schedule", retry: "retry", batch: "batch" };
   for (const [option, field] of Object.entries(direct)) {
     if (options[option] !== undefined && options[option] !== null) body[field] = options[option];
   }
@@ -155,6 +156,44 @@ export class Client {
       const job = await this.#send("GET", `/v1/jobs/${Number(id)}?wait_ms=${waitMs}`, null, waitMs + LONG_POLL_MARGIN_MS);
       if (ENDED.has(job.state) || performance.now() >= deadline) return job;
     }
+  }
+
+  /**
+   * Creates a batch of jobs made with `push`, all or none: `onComplete` (a job made with `push`, without timing) is
+   * pushed once every job has completed, failed or been cancelled, `onSuccess` once every job has completed, each
+   * exactly once; their data, an object, gets a member `batch` with the counts and the failed jobs' ids. `open` holds
+   * the batch open until `closeBatch`. Resolves to `{id, jobs}`.
+   */
+  async createBatch(jobs = [], { onSuccess = null, onComplete = null, open = false, description = null } = {}) {
+    const body = { jobs };
+    if (onSuccess) body.on_success = onSuccess;
+    if (onComplete) body.on_complete = onComplete;
+    if (open) body.open = true;
+    if (description !== null) body.description = description;
+    return this.#send("POST", "/v1/batches", body);
+  }
+
+  /** Adds jobs made with `push` to a batch that has not completed, all or none. */
+  async addToBatch(id, jobs) {
+    return (await this.#send("POST", `/v1/batches/${Number(id)}/jobs`, { jobs })).jobs;
+  }
+
+  /** Closes an open batch: it completes once every job has ended. Resolves to the batch. */
+  async closeBatch(id) {
+    return this.#send("POST", `/v1/batches/${Number(id)}/close`, {});
+  }
+
+  /** A batch: its state (`open`, `running`, `completed`), counts and callbacks. */
+  async batch(id) {
+    return this.#send("GET", `/v1/batches/${Number(id)}`);
+  }
+
+  /** Batches, newest first: `{batches, next}` (pass `next` as `before` for the next page). */
+  async batches({ state = null, before = null, limit = 100 } = {}) {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (state !== null) query.set("state", state);
+    if (before !== null) query.set("before", String(before));
+    return this.#send("GET", `/v1/batches?${query}`);
   }
 
   /** Cancels a job that has not finished; its worker, if any, is refused from then on. */

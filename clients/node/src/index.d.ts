@@ -70,6 +70,42 @@ export interface PushOptions {
   concurrencyKey?: string;
   /** At most this many jobs of the key run at once when this one is next, instead of the queue's limit per key. */
   concurrencyLimit?: number;
+  /** The batch the job joins, which must not have completed. */
+  batch?: number;
+}
+
+/** A batch's callback: the job it pushes, and the job it pushed once the batch reached its end. */
+export interface BatchCallback {
+  queue: string;
+  name: string;
+  job: number | null;
+}
+
+/** A batch and its progress (`GET /v1/batches/{id}`). */
+export interface Batch {
+  id: number;
+  description: string | null;
+  state: "open" | "running" | "completed";
+  total: number;
+  pending: number;
+  completed: number;
+  failed: number;
+  cancelled: number;
+  created_at: string;
+  completed_at: string | null;
+  succeeded_at: string | null;
+  on_success: BatchCallback | null;
+  on_complete: BatchCallback | null;
+}
+
+export interface BatchOptions {
+  /** Pushed once every job has completed (a job made with `push`). */
+  onSuccess?: Record<string, unknown> | null;
+  /** Pushed once every job has completed, failed or been cancelled. */
+  onComplete?: Record<string, unknown> | null;
+  /** Hold the batch open until `closeBatch`. */
+  open?: boolean;
+  description?: string | null;
 }
 
 export interface DequeueOptions {
@@ -94,6 +130,11 @@ export class Client {
   enqueue(name: string, data?: unknown, options?: PushOptions): Promise<Enqueued>;
   enqueueBatch(jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
   get(id: number): Promise<Job>;
+  createBatch(jobs?: Record<string, unknown>[], options?: BatchOptions): Promise<{ id: number; jobs: Enqueued[] }>;
+  addToBatch(id: number, jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
+  closeBatch(id: number): Promise<Batch>;
+  batch(id: number): Promise<Batch>;
+  batches(options?: { state?: "open" | "running" | "completed" | null; before?: number | null; limit?: number }): Promise<{ batches: Batch[]; next: number | null }>;
   /** The job once it ended (completed, failed or cancelled), or as it stands after `timeout` seconds. */
   wait(id: number, timeout: number): Promise<Job>;
   cancel(id: number): Promise<void>;

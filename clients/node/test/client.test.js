@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { Client, InvalidInput, LeaseLost, NotFound, Unauthorized, Unavailable, push } from "../src/index.js";
+import { Client, InvalidInput, InvalidState, LeaseLost, NotFound, Unauthorized, Unavailable, push } from "../src/index.js";
 import { startServer } from "./server.js";
 
 let server;
@@ -32,6 +32,41 @@ test("a batch goes in whole or not at all, its error naming the bad job", async 
     return true;
   });
   assert.equal((await client.dequeue("w", { queues: ["batch"], limit: 10 })).length, 1, "the refused batch added nothing");
+});
+
+test("a batch's callback comes once every job ended, with the counts and the failed ids", async () => {
+  const client = new Client(server.url);
+  const created = await client.createBatch([push("page", { n: 1 }, { queue: "pages" })], {
+    onComplete: push("book.report", { book: 7 }, { queue: "book-callbacks" }),
+    open: true,
+    description: "book 7",
+  });
+  await client.addToBatch(created.id, [push("page", { n: 2 }, { queue: "pages" })]);
+  await client.enqueue("page", { n: 3 }, { queue: "pages", batch: created.id });
+  assert.deepEqual((await client.batch(created.id)).total, 3);
+  const taken = await client.dequeue("w", { queues: ["pages"], limit: 3 });
+  assert.equal(taken.length, 3);
+  await client.finish(taken[0].lease);
+  await client.finish(taken[1].lease);
+  await client.fail(taken[2].lease, "bad-page", "no such page");
+  assert.equal((await client.batch(created.id)).state, "open", "every job ended, but it is open");
+  const closed = await client.closeBatch(created.id);
+  assert.equal(closed.pending, 0);
+  const done = await client.batch(created.id);
+  assert.deepEqual([done.state, done.completed, done.failed], ["completed", 2, 1]);
+  const callback = await client.get(done.on_complete.job);
+  assert.deepEqual(callback.data, {
+    book: 7,
+    batch: { id: created.id, description: "book 7", total: 3, completed: 2, failed: 1, cancelled: 0, failed_ids: [taken[2].job.id] },
+  });
+  assert.ok((await client.batches({ state: "completed" })).batches.some((b) => b.id === created.id));
+  await assert.rejects(client.addToBatch(created.id, [push("late")]), (e) => e instanceof InvalidState && e.status === 409);
+  await assert.rejects(client.createBatch([push("x", null, { uniqueKey: "k" })]), (e) => {
+    assert.ok(e instanceof InvalidInput);
+    assert.equal(e.field, "jobs[0].unique_key");
+    return true;
+  });
+  await assert.rejects(client.batch(987654), (e) => e instanceof NotFound);
 });
 
 test("a concurrency key limits its jobs and shows on them", async () => {

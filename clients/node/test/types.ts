@@ -1,6 +1,6 @@
 // Compiled (never run) by `tsc --noEmit` in scripts/test-node: the declarations in src/index.d.ts hold together and
 // describe the calls as the tests and the README make them.
-import { Client, FailJob, LeaseLost, RetryLater, Worker, push, type ClaimedJob, type Job, type JobContext, type WorkerReport } from "../src/index.js";
+import { Client, FailJob, LeaseLost, RetryLater, Worker, push, type Batch, type ClaimedJob, type Job, type JobContext, type WorkerReport } from "../src/index.js";
 
 async function example(): Promise<WorkerReport> {
   const client = new Client("http://127.0.0.1:6670", { token: "s3cret-token-of-16+", timeout: 10 });
@@ -19,6 +19,17 @@ async function example(): Promise<WorkerReport> {
   if (errors[0] instanceof LeaseLost && errors[0].field === null) await client.cancel(claimed[0].job.id);
   const { taken, takeError } = await client.finishAndTake([claimed[0].lease], "w", { limit: 2 });
   if (takeError === null) await client.retry(taken[0].lease, "later", { delay: 5 });
+  const created = await client.createBatch([push("page", { n: 1 }), push("page", { n: 2 })], {
+    onSuccess: push("book.publish", { book: 7 }, { queue: "books" }),
+    onComplete: push("book.report"),
+    description: "book 7",
+  });
+  await client.addToBatch(created.id, [push("page", { n: 3 })]);
+  await client.enqueue("page", { n: 4 }, { batch: created.id });
+  const progress: Batch = await client.batch(created.id);
+  if (progress.state === "open") await client.closeBatch(progress.id);
+  const { batches, next } = await client.batches({ state: "running", limit: 10 });
+  console.log(batches[0]?.on_success?.job, next);
   const waited: Job = await client.wait(id, 60);
   if (waited.state === "completed") console.log(waited.result);
   const worker = new Worker("http://127.0.0.1:6670", "w", { queues: ["mail"], maxConcurrency: 8, logger: console })
