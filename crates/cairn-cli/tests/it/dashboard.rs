@@ -166,6 +166,15 @@ async fn every_page_loads_without_errors() {
     let server = TestServer::spawn();
     let jobs = populate(&server.client()).await;
     let batch = populate_batch(&server.client(), "email", false).await;
+    server
+        .client()
+        .set_recurring(template(
+            "reports/nightly",
+            "report.nightly",
+            cairn::Overlap::Skip,
+        ))
+        .await
+        .unwrap();
     let browser = Browser::start(Viewport::Desktop).await;
     let failed = jobs.failed.0.to_string();
     let pages = [
@@ -179,6 +188,7 @@ async fn every_page_loads_without_errors() {
         ("batches", "batches-list"),
         (&format!("batches/{batch}"), "batch"),
         (&format!("jobs?batch={batch}"), "jobs-of-batch"),
+        ("recurring", "recurring-list"),
         ("stats", "stats-hour"),
         ("stats?period=day", "stats-day"),
         ("stats?period=week", "stats-week"),
@@ -872,6 +882,15 @@ async fn the_pages_fit_a_phone() {
     let server = TestServer::spawn();
     let jobs = populate(&server.client()).await;
     let batch = populate_batch(&server.client(), "exports", true).await;
+    server
+        .client()
+        .set_recurring(template(
+            "reports/nightly",
+            "report.nightly",
+            cairn::Overlap::Skip,
+        ))
+        .await
+        .unwrap();
     let browser = Browser::start(Viewport::Phone).await;
     let job = format!("jobs/{}", jobs.failed.0);
     let batch = format!("batches/{batch}");
@@ -881,6 +900,7 @@ async fn the_pages_fit_a_phone() {
         (job.as_str(), "phone-job"),
         ("batches", "phone-batches"),
         (batch.as_str(), "phone-batch"),
+        ("recurring", "phone-recurring"),
         ("stats", "phone-stats"),
     ] {
         open(&browser, &server, route).await;
@@ -1618,6 +1638,207 @@ async fn graph_labels_fit_with_waits_of_a_year_and_more() {
         assert_no_page_errors(&browser, name).await;
         browser.close().await;
     }
+}
+
+/// A recurring template of a job in `reports`, at 04:00 in Berlin (no slot comes during a test), with `overlap`.
+fn template(key: &str, name: &str, overlap: cairn::Overlap) -> cairn::Recurring {
+    cairn::Recurring {
+        key: key.to_owned(),
+        cron: "0 4 * * *".into(),
+        time_zone: "Europe/Berlin".into(),
+        missed: cairn::MissedSlots::Skip,
+        overlap,
+        job: Push::new(name).queue("reports"),
+    }
+}
+
+/// The template `key` as the API lists it.
+async fn template_info(client: &Client, key: &str) -> Option<cairn::RecurringInfo> {
+    client
+        .recurring()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.key == key)
+}
+
+/// The selector of template `key`'s row.
+fn template_row(key: &str) -> String {
+    format!("tr[data-key={key:?}]")
+}
+
+/// The jobs named `name`, newest first, over HTTP.
+async fn jobs_named(client: &Client, name: &str) -> Vec<JobId> {
+    let page = client
+        .list(cairn::JobFilter {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    page.jobs.iter().map(|job| job.id).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recurring_templates_are_paused_run_now_and_removed_from_their_page() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    // Keys with a '/', a space and a '?', which each path must carry percent-encoded.
+    let nightly = "reports/nightly export?";
+    let single = "cleanup/one at a time";
+    client
+        .set_recurring(template(nightly, "report.nightly", cairn::Overlap::Allow))
+        .await
+        .unwrap();
+    client
+        .set_recurring(template(single, "cleanup", cairn::Overlap::Skip))
+        .await
+        .unwrap();
+    let browser = Browser::start(Viewport::Desktop).await;
+    open(&browser, &server, "recurring").await;
+    let row = template_row(nightly);
+    let cells = browser
+        .wait_for(
+            "the template's row",
+            &format!(
+                "const r = document.querySelector({row:?}); \
+                 return r && [...r.cells].slice(0, 5).map(c => c.innerText.trim())"
+            ),
+        )
+        .await;
+    assert_eq!(cells[0], json!(nightly));
+    assert_eq!(cells[1], json!("0 4 * * * Europe/Berlin"));
+    assert_eq!(cells[2], json!("allow"));
+    assert_eq!(cells[4], json!("never"), "no slot has run yet");
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelectorAll('tr[data-key]').length",
+                json!([])
+            )
+            .await,
+        json!(2)
+    );
+    browser.screenshot("recurring").await;
+
+    // Paused: the page and the API agree; then resumed.
+    browser
+        .click(&format!("{row} button[data-action=pause]"))
+        .await;
+    eventually(DEADLINE, "the template paused", || async {
+        template_info(&client, nightly).await.unwrap().paused
+    })
+    .await;
+    browser
+        .wait_for(
+            "the template shown paused",
+            &format!(
+                "const r = document.querySelector({:?}); \
+                 return r?.querySelector('button[data-action=resume]') && r.cells[3].innerText === 'paused'",
+                format!("{row}[data-paused=\"true\"]")
+            ),
+        )
+        .await;
+    notice(&browser, true, &format!("{nightly}: paused")).await;
+    browser
+        .click(&format!("{row} button[data-action=resume]"))
+        .await;
+    eventually(DEADLINE, "the template resumed", || async {
+        !template_info(&client, nightly).await.unwrap().paused
+    })
+    .await;
+    browser
+        .wait_for(
+            "the template shown running",
+            &format!(
+                "return document.querySelector({:?}) !== null",
+                format!("{row}[data-paused=\"false\"] button[data-action=pause]")
+            ),
+        )
+        .await;
+
+    // Run now: the job is made, and linked from the template's row.
+    browser
+        .click(&format!("{row} button[data-action=run]"))
+        .await;
+    let made = browser
+        .wait_for(
+            "the job run now, linked",
+            &format!("return document.querySelector({row:?})?.querySelector('a[data-last-job]')?.dataset.lastJob"),
+        )
+        .await;
+    let made = JobId(made.as_str().unwrap().parse().unwrap());
+    notice(
+        &browser,
+        true,
+        &format!("{nightly}: made job #{made} (queued)"),
+    )
+    .await;
+    assert_eq!(jobs_named(&client, "report.nightly").await, vec![made]);
+    let job = client.get(made).await.unwrap();
+    assert_eq!(
+        (job.queue.as_str(), job.state),
+        ("reports", JobState::Queued)
+    );
+
+    // Under skip, a second run while the first is live is refused: the server's message shows, nothing is made.
+    let single_row = template_row(single);
+    browser
+        .click(&format!("{single_row} button[data-action=run]"))
+        .await;
+    notice(&browser, true, &format!("{single}: made job #")).await;
+    let first = jobs_named(&client, "cleanup").await;
+    assert_eq!(first.len(), 1);
+    browser
+        .click(&format!("{single_row} button[data-action=run]"))
+        .await;
+    let message = notice(&browser, false, "invalid_state").await;
+    assert!(
+        message.contains(&format!(
+            "recurring template {single:?}: its previous run, job {}, is still live, and its overlap policy is skip",
+            first[0]
+        )),
+        "{message}"
+    );
+    assert_eq!(jobs_named(&client, "cleanup").await, first);
+
+    // Removed, after asking.
+    browser
+        .click(&format!("{row} button[data-action=remove]"))
+        .await;
+    let question = browser
+        .wait_for(
+            "the question before removing",
+            "return document.querySelector('#confirm-dialog[open]')?.innerText",
+        )
+        .await;
+    assert!(
+        question
+            .as_str()
+            .unwrap()
+            .contains(&format!("Remove the template {nightly}?")),
+        "{question}"
+    );
+    browser
+        .click("#confirm-dialog[open] button[value=yes]")
+        .await;
+    eventually(DEADLINE, "the template removed", || async {
+        template_info(&client, nightly).await.is_none()
+    })
+    .await;
+    browser
+        .wait_for(
+            "the template's row gone",
+            &format!(
+                "return document.querySelector({row:?}) === null \
+                 && document.querySelector({single_row:?}) !== null"
+            ),
+        )
+        .await;
+    notice(&browser, true, &format!("{nightly}: removed")).await;
+    assert!(client.get(made).await.is_ok(), "the job it made stays");
+    assert_no_page_errors(&browser, "recurring templates").await;
+    browser.close().await;
 }
 
 /// Batch `id` as the API shows it.

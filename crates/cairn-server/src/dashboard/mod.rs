@@ -67,6 +67,7 @@ const ASSETS: &[Asset] = &[
     asset!("js/views/failures.js", JS),
     asset!("js/views/workers.js", JS),
     asset!("js/views/stats.js", JS),
+    asset!("js/views/recurring.js", JS),
     asset!("js/views/batches.js", JS),
     asset!("js/views/batch.js", JS),
 ];

@@ -12,10 +12,11 @@ import * as job from "./views/job.js";
 import * as failures from "./views/failures.js";
 import * as workers from "./views/workers.js";
 import * as stats from "./views/stats.js";
+import * as recurring from "./views/recurring.js";
 import * as batches from "./views/batches.js";
 import * as batch from "./views/batch.js";
 
-const VIEWS = { queues, jobs, job, failures, workers, stats, batches, batch };
+const VIEWS = { queues, jobs, job, failures, workers, stats, recurring, batches, batch };
 /** The views of one thing (`#/jobs/42`, `#/batches/3`), under the section of the list they belong to. */
 const ONE = { jobs: "job", batches: "batch" };
 const SECTION = Object.fromEntries(Object.entries(ONE).map(([list, one]) => [one, list]));
