@@ -54,6 +54,13 @@ UNSAYABLE = {
     # Neither id all zeros (the pattern says the rest; the description says this), and none in a recurring
     # template (which reuses the push's schema).
     "trace_parent": "ids not all zeros, and no trace context in a recurring template",
+    # A batch must exist and take jobs (whether it does is no schema's to say), and a job added through a batch's
+    # own path names that batch or none: a rule between the path and the body.
+    "batch": "a batch that exists and has not completed, and in a batch's path that batch",
+    # A job of a batch is one run, made by its push: no unique key, throttle, debounce or schedule (the batch
+    # field's description says it).
+    "unique_key": "no unique key in a job of a batch",
+    "throttle": "no throttle in a job of a batch",
 }
 
 
@@ -87,6 +94,11 @@ def filter_failure(context, failure, case, response):
     # A bulk action takes a queue only with `move` (and needs one then), and exactly one of `ids` and `filter`:
     # rules between fields, which the fields' descriptions say.
     if case.operation.path == "/v1/jobs/bulk" and field in ("queue", "ids"):
+        return False
+    # A batch's callback is a push made by the batch's end: no timing, parent, dependencies, schedule, trace or batch
+    # of its own, and data that is an object without a member `batch` (the callbacks' descriptions say it; they
+    # reuse the push's schema).
+    if case.operation.path == "/v1/batches" and re.match(r"^on_(success|complete)\.", field):
         return False
     # A batch's job is named by its index (`jobs[3].debounce.delay_ms`): the rule is the field's within the job.
     within = re.sub(r"^jobs\[\d+\]\.", "", field)
