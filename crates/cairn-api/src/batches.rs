@@ -265,7 +265,13 @@ impl Route for CreateBatch {
     const SUMMARY: &'static str = "Creates a batch of jobs, all or none, with callbacks: on_complete is pushed once \
         every job has ended, on_success once every job has completed; each exactly once.";
     const DONE: &'static str = "Created; the batch's id and its jobs";
-    const ERRORS: &'static [(u16, &'static str)] = &[(400, "Bad input, naming the field")];
+    const ERRORS: &'static [(u16, &'static str)] = &[
+        (400, "Bad input, naming the field"),
+        (
+            409,
+            "A job's parent cannot have children now, or a job has a concurrency key for a queue with priority aging",
+        ),
+    ];
     type Body = CreateBatchRequest;
     type Answer = BatchCreatedBody;
 
@@ -305,7 +311,11 @@ impl Route for AddToBatch {
     const ERRORS: &'static [(u16, &'static str)] = &[
         (400, "Bad input, naming the field"),
         (404, "No such batch"),
-        (409, "The batch has completed"),
+        (
+            409,
+            "The batch has completed; or a job's parent cannot have children now, or a job has a concurrency key \
+             for a queue with priority aging",
+        ),
     ];
     type Body = AddToBatchRequest;
     type Answer = EnqueuedBatchBody;

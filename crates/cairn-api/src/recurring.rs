@@ -117,6 +117,9 @@ pub struct RecurringBody {
     /// Whether it is paused: it creates no job, and has no next run, until resumed.
     #[serde(default)]
     pub paused: bool,
+    /// The last job it created (at a slot, or run by hand); it may be gone since.
+    #[serde(default)]
+    pub last_job: Option<i64>,
 }
 
 impl From<&RecurringInfo> for RecurringBody {
@@ -129,6 +132,7 @@ impl From<&RecurringInfo> for RecurringBody {
             last_run: info.last_run,
             overlap: info.overlap.as_str().to_owned(),
             paused: info.paused,
+            last_job: info.last_job.map(|j| j.0),
         }
     }
 }
@@ -145,6 +149,7 @@ impl From<RecurringBody> for RecurringInfo {
             // nearest thing to say.
             overlap: Overlap::parse(&body.overlap).unwrap_or_default(),
             paused: body.paused,
+            last_job: body.last_job.map(cairn::JobId),
         }
     }
 }

@@ -224,6 +224,7 @@ fn render(body: &RecurringListBody) -> String {
         last_run,
         overlap,
         paused,
+        last_job: _,
     } in &body.recurring
     {
         let when = |at: &Option<jiff::Timestamp>| at.map_or_else(|| "-".to_owned(), output::time);

@@ -131,6 +131,8 @@ pub struct RecurringInfo {
     pub overlap: Overlap,
     /// Whether it is paused: it creates no job, and has no next run, until resumed.
     pub paused: bool,
+    /// The last job it created (at a slot, or run by hand), which its overlap policy looks at; it may be gone since.
+    pub last_job: Option<JobId>,
 }
 
 /// Creates or replaces a recurring template. Its next slot counts from now; a paused template stays paused.
@@ -187,6 +189,7 @@ impl Operation for SetRecurring {
             Err(e) => return Err(e),
         };
         let paused = stored.as_ref().is_some_and(|s| s.paused);
+        let stored_last_job = stored.as_ref().and_then(|s| s.last_job);
         let next = match stored {
             // Paused: no next run until resumed.
             Some(_) if paused => None,
@@ -226,6 +229,7 @@ impl Operation for SetRecurring {
             last_run: last.map(from_millis),
             overlap: r.overlap,
             paused,
+            last_job: stored_last_job,
         })
     }
 }
@@ -448,7 +452,7 @@ fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Time
 /// The columns [`info_from_row`] reads. A macro so that statements can `concat!` it.
 macro_rules! info_columns {
     () => {
-        "key, cron, time_zone, next_slot_at, last_slot_at, overlap, paused"
+        "key, cron, time_zone, next_slot_at, last_slot_at, overlap, paused, last_job_id"
     };
 }
 
@@ -461,6 +465,7 @@ fn info_from_row(r: &crate::store::db::Row<'_>) -> Result<RecurringInfo> {
         last_run: r.get::<Option<i64>>(4)?.map(from_millis),
         overlap: Overlap::parse(&r.get::<String>(5)?).unwrap_or_default(),
         paused: r.get(6)?,
+        last_job: r.get::<Option<i64>>(7)?.map(JobId),
     })
 }
 

@@ -833,6 +833,11 @@ async fn running_a_template_by_hand_makes_a_job_now_as_its_overlap_policy_allows
     // Its schedule is untouched.
     let listed = t.queue.recurring().await.unwrap();
     assert_eq!(listed[0].next_run, info.next_run);
+    assert_eq!(
+        listed[0].last_job,
+        Some(run.id),
+        "the run by hand is its last job"
+    );
     // The run is live: under `skip`, another by hand is refused, and so is the next slot.
     let refused = t
         .queue
