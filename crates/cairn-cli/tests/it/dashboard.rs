@@ -1775,6 +1775,15 @@ async fn recurring_templates_are_paused_run_now_and_removed_from_their_page() {
     )
     .await;
     assert_eq!(jobs_named(&client, "report.nightly").await, vec![made]);
+    // Loaded afresh (what the page made itself forgotten), it still links it: the API names a template's last job.
+    browser.execute("location.reload()", json!([])).await;
+    let linked = browser
+        .wait_for(
+            "the last job linked after a reload",
+            &format!("return document.querySelector({row:?})?.querySelector('a[data-last-job]')?.dataset.lastJob"),
+        )
+        .await;
+    assert_eq!(linked, json!(made.0.to_string()));
     let job = client.get(made).await.unwrap();
     assert_eq!(
         (job.queue.as_str(), job.state),

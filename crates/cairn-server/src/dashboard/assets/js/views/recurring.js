@@ -1,7 +1,7 @@
 // Recurring templates: each with its cron schedule and time zone, its overlap policy, its next and last runs and
 // whether it is paused; paused and resumed, run now (its job made at once, as a slot would make it) and removed
-// from here. What the API says of a template is all it shows: `GET /v1/recurring` names neither the job a template
-// makes nor its last one, so a template's last job is linked only when this page made it with Run now.
+// from here. `GET /v1/recurring` names the last job a template made (`last_job`, at a slot or run by hand), which
+// the row links; a Run now made here says so beside it.
 
 import { del, get, post, segment } from "../api.js";
 import { h, fill, table, redraw, confirmDialog } from "../dom.js";
@@ -81,7 +81,12 @@ function lastRun(t) {
   const link = (id, note) => [" · ", h("a", { href: `#/jobs/${id}`, "data-last-job": id }, `job #${id}`), h("span", { class: "muted" }, ` ${note}`)];
   const time = t.last_run ? timeElement(t.last_run) : h("span", { class: "muted" }, "never");
   // One element, so that a phone's card keeps the time and the job together.
-  return h("span", {}, time, t.made ? link(t.made.id, t.made.existing ? "(run now: already live)" : "(run now)") : null);
+  const job = t.made
+    ? link(t.made.id, t.made.existing ? "(run now: already live)" : "(run now)")
+    : t.last_job != null
+      ? link(t.last_job, "")
+      : null;
+  return h("span", {}, time, job);
 }
 
 function actions(t, ctx) {
