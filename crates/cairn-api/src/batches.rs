@@ -125,6 +125,10 @@ pub struct BatchCallbackBody {
     pub name: String,
     /// The job pushed, once it was.
     pub job: Option<i64>,
+    /// Why it could not be pushed when the batch reached its end, if it could not (its job no longer valid, say a
+    /// data limit lowered since).
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// A batch and its progress.
@@ -170,6 +174,7 @@ impl From<&BatchCallback> for BatchCallbackBody {
             queue: c.queue.to_string(),
             name: c.name.to_string(),
             job: c.job.map(|j| j.0),
+            error: c.error.clone(),
         }
     }
 }
@@ -207,6 +212,7 @@ impl BatchBody {
                         queue: cairn::QueueName::parse(&c.queue).map_err(malformed)?,
                         name: cairn::JobName::parse(&c.name).map_err(malformed)?,
                         job: c.job.map(cairn::JobId),
+                        error: c.error.clone(),
                     })
                 })
                 .transpose()

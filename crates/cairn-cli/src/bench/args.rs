@@ -269,6 +269,12 @@ impl BenchArgs {
                 ));
             }
         }
+        if self.batch_groups && !scenarios.contains(&Scenario::Workers) {
+            return Err(invalid(
+                "--batch-groups",
+                "pushes the workers scenario's jobs as batches, so it needs --scenario workers",
+            ));
+        }
         let sustained = scenarios
             .contains(&Scenario::Sustained)
             .then(|| self.plan())
@@ -489,6 +495,19 @@ mod tests {
             .validate()
             .unwrap();
         assert_eq!(settings.keys, Some(1000));
+    }
+
+    #[test]
+    fn batch_groups_shape_the_workers_scenario_and_nothing_else() {
+        check_refused(
+            &["--batch-groups"],
+            "--batch-groups",
+            "--batch-groups: pushes the workers scenario's jobs as batches, so it needs --scenario workers",
+        );
+        let settings = parse(&["--scenario", "workers", "--batch-groups"])
+            .validate()
+            .unwrap();
+        assert!(settings.batch_groups);
     }
 
     #[test]

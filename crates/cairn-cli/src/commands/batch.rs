@@ -142,6 +142,21 @@ pub fn batch_id(text: &str) -> Result<BatchId, String> {
 }
 
 impl JobsInput {
+    /// The jobs given, which must be some.
+    ///
+    /// # Errors
+    /// As [`JobsInput::read`], and [`cairn::ErrorKind::InvalidInput`] naming `--jobs` when it gives none.
+    fn read_some(&self) -> cairn::Result<Vec<Push>> {
+        let jobs = self.read()?;
+        if jobs.is_empty() {
+            return Err(args::invalid(
+                "--jobs",
+                "must give at least one job (a JSON array, or one object per line)",
+            ));
+        }
+        Ok(jobs)
+    }
+
     /// The jobs given, none when `--jobs` is absent.
     ///
     /// # Errors
@@ -268,7 +283,7 @@ impl AddToBatchArgs {
         let id = self.id;
         let request = AddToBatch {
             batch: id,
-            jobs: self.jobs.read()?,
+            jobs: self.jobs.read_some()?,
         };
         let count = request.jobs.len();
         let body = self
@@ -345,9 +360,11 @@ impl ListBatchesArgs {
 fn render(batch: &BatchBody) -> String {
     let when = |at: Option<jiff::Timestamp>| at.map(output::time);
     let callback = |c: &cairn_api::BatchCallbackBody| {
-        let job = c
-            .job
-            .map_or_else(|| "not yet".to_owned(), |id| format!("job {id}"));
+        let job = match (c.job, &c.error) {
+            (Some(id), _) => format!("job {id}"),
+            (None, Some(error)) => format!("could not be made: {}", output::one_line(error)),
+            (None, None) => "not yet".to_owned(),
+        };
         format!("{} in {}: {job}", c.name, c.queue)
     };
     Fields::new()

@@ -5,9 +5,9 @@ CREATE TABLE batches (
     description   TEXT,
     open          INTEGER NOT NULL,           -- held open: it cannot complete until closed
     total         INTEGER NOT NULL DEFAULT 0, -- jobs ever added
-    completed     INTEGER NOT NULL DEFAULT 0, -- of them, those now completed, failed or cancelled (deleted while live
-    failed        INTEGER NOT NULL DEFAULT 0, -- counts as cancelled: it will never run)
-    cancelled     INTEGER NOT NULL DEFAULT 0,
+    completed     INTEGER NOT NULL DEFAULT 0, -- of them, those now completed,
+    failed        INTEGER NOT NULL DEFAULT 0, -- failed,
+    cancelled     INTEGER NOT NULL DEFAULT 0, -- and cancelled (a live job deleted counts here: it will never run)
     on_success    TEXT,                       -- the callbacks' jobs, as JSON (as a recurring template's job)
     on_complete   TEXT,
     due           INTEGER NOT NULL DEFAULT 0, -- its counts reached an end the writer has not acted on yet

@@ -41,11 +41,13 @@ impl Writer {
         let mut outcome = self.transaction(now_ms, batch, Isolation::Shared);
         if let Err(Failure::Poisoned) = outcome {
             self.db.roll_back();
+            self.db.look_for_due_batches();
             self.reload_settings();
             outcome = self.transaction(now_ms, batch, Isolation::PerOperation);
         }
         if outcome.is_err() {
             self.db.roll_back();
+            self.db.look_for_due_batches();
             // Rolled back: what the batch did to the settings in memory did not happen.
             self.reload_settings();
         }

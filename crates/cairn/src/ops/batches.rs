@@ -18,7 +18,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::clock::from_millis;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobId;
 use crate::names::{JobName, QueueName};
 use crate::ops::push::{Enqueued, Push, check_batch_job, insert, insert_all, validate_all};
@@ -165,6 +165,9 @@ pub struct BatchCallback {
     pub name: JobName,
     /// The job pushed, once the batch reached the callback's end.
     pub job: Option<JobId>,
+    /// Why it could not be pushed when the batch reached that end, if it could not (its job no longer valid, say a
+    /// data limit lowered since): the batch's end is recorded without it.
+    pub error: Option<String>,
 }
 
 /// A batch and its progress.
@@ -287,7 +290,7 @@ impl CreateBatch {
         let stored = |push: &Option<Push>, field: &'static str| -> Result<Option<String>> {
             push.as_ref()
                 .map(|push| {
-                    check_callback(push, field, now_ms, ctx)?;
+                    check_callback(push, field, self.description.as_deref(), now_ms, ctx)?;
                     Ok(stored_push::to_json(push).to_string())
                 })
                 .transpose()
@@ -301,7 +304,13 @@ impl CreateBatch {
 
 /// A callback must be a push to store (see [`stored_push::check`]) whose data is an object without a `batch`
 /// member, which the batch's counts take.
-fn check_callback(push: &Push, field: &'static str, now_ms: i64, ctx: &WriteCtx<'_>) -> Result<()> {
+fn check_callback(
+    push: &Push,
+    field: &'static str,
+    description: Option<&str>,
+    now_ms: i64,
+    ctx: &WriteCtx<'_>,
+) -> Result<()> {
     stored_push::check(
         push,
         field,
@@ -309,19 +318,60 @@ fn check_callback(push: &Push, field: &'static str, now_ms: i64, ctx: &WriteCtx<
         now_ms,
         ctx.limits(),
     )?;
-    match push.data.as_object() {
-        Some(data) if data.contains_key("batch") => Err(Error::invalid(
-            "data",
-            "must not have a member named batch: the batch's counts go there",
+    // A unique key would let the callback land in another job, without the batch's counts.
+    if push.unique_key.is_some() {
+        return Err(Error::invalid(
+            "unique_key",
+            "must be unset in a batch's callback: the batch's end makes it, once",
         )
-        .within(field)),
-        Some(_) => Ok(()),
-        None => Err(Error::invalid(
-            "data",
-            "must be a JSON object: the batch's counts go in its member named batch",
-        )
-        .within(field)),
+        .within(field));
     }
+    let data = match push.data.as_object() {
+        Some(data) if data.contains_key("batch") => {
+            return Err(Error::invalid(
+                "data",
+                "must not have a member named batch: the batch's counts go there",
+            )
+            .within(field));
+        }
+        Some(data) => data,
+        None => {
+            return Err(Error::invalid(
+                "data",
+                "must be a JSON object: the batch's counts go in its member named batch",
+            )
+            .within(field));
+        }
+    };
+    // Room for the counts at their largest, so that the callback cannot be refused when the batch ends.
+    let mut largest = data.clone();
+    largest.insert("batch".to_owned(), largest_counts(description));
+    let limit = ctx.limits().max_data_bytes;
+    let size = serde_json::to_string(&largest).map_or(usize::MAX, |t| t.len());
+    if size > limit {
+        return Err(Error::invalid(
+            "data",
+            format!(
+                "must leave room for the batch's counts (with {MAX_CALLBACK_FAILED_IDS} failed ids): at most \
+                 {limit} bytes of JSON with them, got {size}"
+            ),
+        )
+        .within(field));
+    }
+    Ok(())
+}
+
+/// The `batch` member at its largest: every count and id at 19 digits, and every failed id listed.
+fn largest_counts(description: Option<&str>) -> Value {
+    json!({
+        "id": i64::MAX,
+        "description": description,
+        "total": i64::MAX,
+        "completed": i64::MAX,
+        "failed": i64::MAX,
+        "cancelled": i64::MAX,
+        "failed_ids": vec![i64::MAX; MAX_CALLBACK_FAILED_IDS],
+    })
 }
 
 impl Operation for CreateBatch {
@@ -397,7 +447,8 @@ impl Operation for CloseBatch {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Batch> {
         close(ctx, self.batch)?;
-        // The callbacks are made at the transaction's end: until then the batch reads as closed and running.
+        // A batch this close ends gets its callbacks here, so that the answer shows it completed.
+        make_due_callbacks(ctx, false)?;
         load_batch(&ctx.db, self.batch)
     }
 }
@@ -412,17 +463,18 @@ const SELECT_DUE: Sql = Sql {
 };
 
 /// A batch's end recorded, with the callbacks made. `$1` completed at, `$2` succeeded at, `$3` the `on_complete`
-/// job, `$4` the `on_success` job, `$5` the batch.
+/// job, `$4` the `on_success` job, `$5` and `$6` why either could not be made, `$7` the batch.
 const RECORD_END: Sql = Sql::both(
     "UPDATE batches SET due = FALSE, completed_at = COALESCE(completed_at, $1), \
      succeeded_at = COALESCE(succeeded_at, $2), complete_job = COALESCE(complete_job, $3), \
-     success_job = COALESCE(success_job, $4) WHERE id = $5",
+     success_job = COALESCE(success_job, $4), complete_error = COALESCE(complete_error, $5), \
+     success_error = COALESCE(success_error, $6) WHERE id = $7",
 );
 
 /// The first failed jobs of a batch, by id.
 const SELECT_FAILED: Sql = Sql {
-    sqlite: "SELECT id FROM jobs INDEXED BY jobs_by_batch WHERE batch_id = $1 AND state = 'failed' ORDER BY id \
-             LIMIT $2",
+    sqlite: "SELECT id FROM jobs INDEXED BY jobs_failed_by_batch WHERE batch_id = $1 AND state = 'failed' \
+             ORDER BY id LIMIT $2",
     postgres: "SELECT id FROM jobs WHERE batch_id = $1 AND state = 'failed' ORDER BY id LIMIT $2",
 };
 
@@ -453,6 +505,19 @@ pub(crate) fn make_due_callbacks(ctx: &mut WriteCtx<'_>, always: bool) -> Result
     if !ctx.db.take_batch_due() && !always {
         return Ok(0);
     }
+    let mut made = 0;
+    // A page at a time, until a page is not full: every batch due now ends in this transaction.
+    loop {
+        let (acted, callbacks) = act_on_due(ctx)?;
+        made += callbacks;
+        if acted < DUE_PER_TRANSACTION {
+            return Ok(made);
+        }
+    }
+}
+
+/// Acts on one page of due batches: how many it acted on, and how many callbacks it made.
+fn act_on_due(ctx: &mut WriteCtx<'_>) -> Result<(usize, usize)> {
     let due = ctx.db.query(SELECT_DUE, &Params::NONE, |r| {
         Ok(DueBatch {
             id: BatchId(r.get(0)?),
@@ -468,42 +533,46 @@ pub(crate) fn make_due_callbacks(ctx: &mut WriteCtx<'_>, always: bool) -> Result
             description: r.get(10)?,
         })
     })?;
-    if due.len() == DUE_PER_TRANSACTION {
-        // More may wait: the next transaction looks again.
-        ctx.db.note_batch_due();
-    }
+    let acted = due.len();
     let mut made = 0;
     for batch in due {
         let ended = !batch.open && batch.completed + batch.failed + batch.cancelled == batch.total;
         let succeeded = !batch.open && batch.completed == batch.total;
         let completes = ended && batch.completed_at.is_none();
         let succeeds = succeeded && batch.succeeded_at.is_none();
-        let mut complete_job = None;
-        let mut success_job = None;
+        let (mut complete, mut success) = (Made::default(), Made::default());
         if completes || succeeds {
             let counts = counts_for_callback(ctx, &batch)?;
             if completes && let Some(template) = &batch.on_complete {
-                complete_job = make_callback(ctx, batch.id, "on_complete", template, &counts);
-                made += usize::from(complete_job.is_some());
+                complete = make_callback(ctx, batch.id, "on_complete", template, &counts)?;
             }
             if succeeds && let Some(template) = &batch.on_success {
-                success_job = make_callback(ctx, batch.id, "on_success", template, &counts);
-                made += usize::from(success_job.is_some());
+                success = make_callback(ctx, batch.id, "on_success", template, &counts)?;
             }
         }
+        made += usize::from(complete.job.is_some()) + usize::from(success.job.is_some());
         let at = |now: bool| now.then_some(ctx.now_ms);
         ctx.db.execute(
             RECORD_END,
             &params![
                 at(completes),
                 at(succeeds),
-                complete_job.map(|j| j.0),
-                success_job.map(|j| j.0),
+                complete.job.map(|j| j.0),
+                success.job.map(|j| j.0),
+                complete.error.as_deref(),
+                success.error.as_deref(),
                 batch.id.0
             ],
         )?;
     }
-    Ok(made)
+    Ok((acted, made))
+}
+
+/// What became of one callback: the job made, or why none could be.
+#[derive(Default)]
+struct Made {
+    job: Option<JobId>,
+    error: Option<String>,
 }
 
 /// The `batch` member a callback's data gets.
@@ -528,16 +597,17 @@ fn counts_for_callback(ctx: &WriteCtx<'_>, batch: &DueBatch) -> Result<Value> {
     }))
 }
 
-/// Pushes one callback, in a savepoint of its own. One that cannot be made (its stored job no longer passes
-/// validation, or the counts make its data too large) is logged as an error and the batch's end recorded without
-/// it: a callback that can never be made must not hold up every later transaction.
+/// Pushes one callback, in a savepoint of its own. One refused for good (its stored job no longer passes validation,
+/// say a data limit lowered since) is logged, and the batch's end recorded without it but with the reason, which the
+/// batch shows: a callback that can never be made must not hold up every later transaction. Any other error (the
+/// database out of reach, a lock that timed out) fails the transaction, which runs again.
 fn make_callback(
     ctx: &mut WriteCtx<'_>,
     batch: BatchId,
     which: &'static str,
     template: &str,
     counts: &Value,
-) -> Option<JobId> {
+) -> Result<Made> {
     let made = in_savepoint(ctx, |ctx| {
         let mut push = stored_push::from_json(template)?;
         if let Value::Object(data) = &mut push.data {
@@ -546,11 +616,18 @@ fn make_callback(
         insert(&push, ctx)
     });
     match made {
-        Ok(enqueued) => Some(enqueued.id),
-        Err(e) => {
+        Ok(enqueued) => Ok(Made {
+            job: Some(enqueued.id),
+            error: None,
+        }),
+        Err(e) if matches!(e.kind(), ErrorKind::InvalidInput | ErrorKind::InvalidState) => {
             tracing::error!(batch = batch.0, callback = which, error = %e, "a batch's callback could not be made; the batch's end is recorded without it");
-            None
+            Ok(Made {
+                job: None,
+                error: Some(e.to_string()),
+            })
         }
+        Err(e) => Err(e),
     }
 }
 
@@ -558,12 +635,15 @@ fn make_callback(
 macro_rules! batch_columns {
     () => {
         "id, description, open, total, completed, failed, cancelled, created_at, completed_at, succeeded_at, \
-         on_success, on_complete, success_job, complete_job"
+         on_success, on_complete, success_job, complete_job, success_error, complete_error"
     };
 }
 
 fn batch_from_row(r: &Row<'_>) -> Result<Batch> {
-    let callback = |template: Option<String>, job: Option<i64>| -> Result<Option<BatchCallback>> {
+    let callback = |template: Option<String>,
+                    job: Option<i64>,
+                    error: Option<String>|
+     -> Result<Option<BatchCallback>> {
         template
             .map(|t| {
                 let push = stored_push::from_json(&t)?;
@@ -571,6 +651,7 @@ fn batch_from_row(r: &Row<'_>) -> Result<Batch> {
                     queue: QueueName::from_trusted(push.queue),
                     name: JobName::from_trusted(push.name),
                     job: job.map(JobId),
+                    error,
                 })
             })
             .transpose()
@@ -597,8 +678,8 @@ fn batch_from_row(r: &Row<'_>) -> Result<Batch> {
         created_at: from_millis(r.get(7)?),
         completed_at,
         succeeded_at: r.get::<Option<i64>>(9)?.map(from_millis),
-        on_success: callback(r.get(10)?, r.get(12)?)?,
-        on_complete: callback(r.get(11)?, r.get(13)?)?,
+        on_success: callback(r.get(10)?, r.get(12)?, r.get(14)?)?,
+        on_complete: callback(r.get(11)?, r.get(13)?, r.get(15)?)?,
     })
 }
 

@@ -38,7 +38,10 @@ pub(crate) fn promote_due(ctx: &mut WriteCtx<'_>) -> Result<usize> {
     }
     for (queue, count) in per_queue {
         ctx.ready.mark(queue);
-        let detail = format!("{count} jobs due");
+        let detail = match count {
+            1 => "1 job due".to_owned(),
+            n => format!("{n} jobs due"),
+        };
         ctx.events.other(
             ctx.now_ms,
             crate::ops::events::ActivityKind::Promoted,

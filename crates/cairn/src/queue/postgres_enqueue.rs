@@ -41,10 +41,12 @@ impl Queue {
                 "enqueue_in_postgres needs a queue on PostgreSQL; this one is on a SQLite file (use enqueue_in)",
             ));
         }
-        // Either lands in, or answers with, a job another transaction may hold: push those through the engine.
+        // Either lands in, or answers with, a job another transaction may hold: push those through the engine. And a
+        // batch's counts and callbacks are the engine's to keep (the schema's function knows nothing of batches).
         for (field, set) in [
             ("debounce", push.debounce.is_some()),
             ("throttle", push.throttle.is_some()),
+            ("batch", push.batch.is_some()),
         ] {
             if set {
                 return Err(Error::invalid(

@@ -108,6 +108,23 @@ impl WriterDb {
         }
     }
 
+    /// After a batch's transaction failed: a batch it found due (and so stopped looking for) is due still, so the
+    /// next batch looks again (see `Db::take_batch_due`).
+    pub fn look_for_due_batches(&self) {
+        match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            WriterDb::Unavailable(never) => match *never {},
+            #[cfg(feature = "sqlite")]
+            WriterDb::Sqlite { .. } => {}
+            #[cfg(feature = "postgres")]
+            WriterDb::Postgres(pg) => {
+                if let Some(session) = &pg.session {
+                    session.parts().1.note_batch_due();
+                }
+            }
+        }
+    }
+
     /// Runs `f` outside a batch, in a transaction of its own, committed if it succeeds.
     pub fn run<T>(&mut self, f: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
         let db = self.begin()?;

@@ -442,3 +442,139 @@ async fn batches_list_by_state_and_their_jobs_list_by_batch() {
     assert!(jobs.iter().all(|j| j.state == JobState::Queued));
     t.close().await;
 }
+
+/// A callback's data must leave room for the counts at their largest, so that it cannot be refused when the batch
+/// ends; one that is refused then all the same (the data limit lowered since) is recorded, with why, on the batch.
+#[tokio::test]
+async fn a_callback_that_cannot_be_made_is_refused_up_front_or_recorded_with_why() {
+    let t = TestQueue::new().await;
+    t.queue
+        .set_config(
+            cairn::ConfigKey::MaxDataBytes,
+            cairn::ConfigValue::Count(25_000),
+        )
+        .await
+        .unwrap();
+    let big = json!({"blob": "x".repeat(9_000)});
+    let e = t
+        .queue
+        .create_batch(
+            CreateBatch::new(vec![Push::new("part")])
+                .on_complete(Push::new("done").data(big.clone())),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.field(), Some("on_complete.data"), "{e}");
+    assert!(e.message().contains("room for the batch's counts"), "{e}");
+    let e = t
+        .queue
+        .create_batch(CreateBatch::default().on_success(Push::new("done").unique_key("k")))
+        .await
+        .unwrap_err();
+    assert_eq!(e.field(), Some("on_success.unique_key"), "{e}");
+
+    let fits = json!({"blob": "x".repeat(3_000)});
+    let created = t
+        .queue
+        .create_batch(
+            CreateBatch::new(vec![Push::new("part").queue("parts")])
+                .on_complete(Push::new("done").data(fits)),
+        )
+        .await
+        .unwrap();
+    t.queue
+        .set_config(
+            cairn::ConfigKey::MaxDataBytes,
+            cairn::ConfigValue::Count(1_000),
+        )
+        .await
+        .unwrap();
+    let part = take_from(&t, "parts").await;
+    t.queue.finish(&part.lease, None).await.unwrap();
+    let batch = t.queue.batch(created.batch).await.unwrap();
+    assert_eq!(batch.state, BatchState::Completed);
+    let callback = batch.on_complete.unwrap();
+    assert_eq!(callback.job, None);
+    assert!(
+        callback
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("data")),
+        "{callback:?}"
+    );
+    assert!(jobs_named(&t, "done").await.is_empty());
+    t.close().await;
+}
+
+/// More batches ending in one transaction than one look takes (100) all get their callbacks in it.
+#[tokio::test]
+async fn hundreds_of_batches_ending_at_once_all_get_their_callbacks() {
+    let t = TestQueue::new().await;
+    const BATCHES: usize = 250;
+    let mut jobs = Vec::new();
+    for _ in 0..BATCHES {
+        let created = t
+            .queue
+            .create_batch(
+                CreateBatch::new(vec![Push::new("part").queue("parts")])
+                    .on_complete(Push::new("done").queue("callbacks")),
+            )
+            .await
+            .unwrap();
+        jobs.push(created.jobs[0].id);
+    }
+    // One bulk action over ids cancels them a chunk of 100 per transaction; many cancels sent together share one.
+    let cancels: Vec<_> = jobs
+        .iter()
+        .map(|&id| {
+            let queue = t.queue.clone();
+            tokio::spawn(async move { queue.cancel(id).await })
+        })
+        .collect();
+    for cancel in cancels {
+        cancel.await.unwrap().unwrap();
+    }
+    let completed = t
+        .queue
+        .batches(BatchFilter {
+            state: Some(BatchState::Completed),
+            limit: 1000,
+            ..BatchFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        completed.len(),
+        BATCHES,
+        "every batch ended with its job's cancel"
+    );
+    assert_eq!(jobs_named(&t, "done").await.len(), BATCHES);
+    t.close().await;
+}
+
+/// Closing a batch whose jobs have all ended answers with it completed, its callbacks made.
+#[tokio::test]
+async fn closing_a_batch_whose_jobs_ended_answers_it_completed() {
+    let t = TestQueue::new().await;
+    let created = t
+        .queue
+        .create_batch(
+            CreateBatch::new(vec![Push::new("part").queue("parts")])
+                .open()
+                .on_complete(Push::new("done")),
+        )
+        .await
+        .unwrap();
+    let part = take_from(&t, "parts").await;
+    t.queue.finish(&part.lease, None).await.unwrap();
+    let closed = t
+        .queue
+        .run(CloseBatch {
+            batch: created.batch,
+        })
+        .await
+        .unwrap();
+    assert_eq!(closed.state, BatchState::Completed);
+    assert!(closed.on_complete.unwrap().job.is_some());
+    t.close().await;
+}

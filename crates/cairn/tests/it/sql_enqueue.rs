@@ -644,3 +644,31 @@ async fn the_sql_function_checks_and_stores_a_job_as_a_push_does() {
     );
     queue.close(Duration::from_secs(10)).await.unwrap();
 }
+
+/// A push with a batch is refused in the application's transaction, naming the field: a batch's counts and callbacks
+/// are the engine's to keep, and the schema's function knows nothing of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_with_a_batch_is_refused_in_the_applications_transaction() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    let batch = queue
+        .create_batch(cairn::CreateBatch::default().open())
+        .await
+        .unwrap()
+        .batch;
+    let refused = {
+        let queue = queue.clone();
+        app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            queue
+                .enqueue_in_postgres(&mut tx, &Push::new("part").batch(batch))
+                .unwrap_err()
+        })
+        .await
+    };
+    assert_eq!(
+        (refused.kind(), refused.field()),
+        (ErrorKind::InvalidInput, Some("batch"))
+    );
+    assert_eq!(queue.batch(batch).await.unwrap().total, 0);
+}

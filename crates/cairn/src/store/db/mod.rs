@@ -117,9 +117,13 @@ impl Db<'_> {
 
     /// Notes that a batch is due, for the writer's next look (see [`Db::take_batch_due`]).
     pub fn note_batch_due(&self) {
-        #[cfg(feature = "postgres")]
-        if let Db::Postgres(pg) = self {
-            pg.bounded.note_batch_due();
+        match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Db::Unavailable(never) => match never.0 {},
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(_) => {}
+            #[cfg(feature = "postgres")]
+            Db::Postgres(pg) => pg.bounded.note_batch_due(),
         }
     }
 

@@ -84,6 +84,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "recurring_pause",
         include_str!("../../../migrations/postgres/0015_recurring_pause.sql"),
     ),
+    (
+        16,
+        "batch_callbacks",
+        include_str!("../../../migrations/postgres/0016_batch_callbacks.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

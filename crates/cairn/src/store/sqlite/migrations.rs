@@ -121,6 +121,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "recurring_pause",
         include_str!("../../../migrations/sqlite/0023_recurring_pause.sql"),
     ),
+    (
+        24,
+        "batch_callbacks",
+        include_str!("../../../migrations/sqlite/0024_batch_callbacks.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
