@@ -10,7 +10,7 @@ use utoipa::IntoParams;
 
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::ReadErrors;
-use crate::routes::{JobPath, QueryParams};
+use crate::routes::{JobPath, QueryParams, limit_param};
 use crate::state::AppState;
 
 /// A batch and its progress.
@@ -75,15 +75,7 @@ pub async fn list_batches(
         filter.before = Some(BatchId(id));
     }
     if let Some(text) = params.limit {
-        filter.limit = text.parse().map_err(|_| {
-            ApiError::invalid(
-                "limit",
-                format!(
-                    "must be an integer between 1 and {}, got {text:?}",
-                    cairn::MAX_PAGE
-                ),
-            )
-        })?;
+        filter.limit = limit_param(&text, cairn::MAX_PAGE)?;
     }
     let limit = filter.limit as usize;
     let batches = state.queue.batches(filter).await?;

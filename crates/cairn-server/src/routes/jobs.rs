@@ -16,7 +16,7 @@ use utoipa::IntoParams;
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
-use crate::routes::{JobPath, QueryParams, bool_param, id_param};
+use crate::routes::{JobPath, QueryParams, bool_param, id_param, limit_param};
 use crate::state::AppState;
 
 /// Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key or a debounced push
@@ -259,15 +259,7 @@ pub async fn list_jobs(
         filter.state = Some(state.parse::<JobState>()?);
     }
     if let Some(text) = params.limit {
-        filter.limit = text.parse().map_err(|_| {
-            ApiError::invalid(
-                "limit",
-                format!(
-                    "must be an integer between 1 and {}, got {text:?}",
-                    cairn::MAX_PAGE
-                ),
-            )
-        })?;
+        filter.limit = limit_param(&text, cairn::MAX_PAGE)?;
     }
     let page = state.queue.list(filter).await?;
     Ok(Json(JobPageBody {

@@ -138,6 +138,16 @@ pub(crate) fn id_param(name: &'static str, text: &str) -> Result<JobId, ApiError
     })
 }
 
+/// A page's `limit` given as a query parameter: an integer (the engine holds it to 1 to `most`).
+pub(crate) fn limit_param(text: &str, most: u32) -> Result<u32, ApiError> {
+    text.parse().map_err(|_| {
+        ApiError::invalid(
+            "limit",
+            format!("must be an integer between 1 and {most}, got {text:?}"),
+        )
+    })
+}
+
 /// A boolean given as a query parameter: `true` or `false`, nothing else.
 pub(crate) fn bool_param(name: &'static str, text: &str) -> Result<bool, ApiError> {
     match text {

@@ -14,9 +14,9 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use crate::body::JsonBody;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
-use crate::routes::{GroupPath, QueryParams, QueuePath};
+use crate::routes::{GroupPath, QueryParams, QueuePath, limit_param};
 use crate::state::AppState;
 
 /// How many jobs a peek shows when it does not say.
@@ -193,15 +193,7 @@ pub async fn peek(
 ) -> ApiResult<Json<PeekBody>> {
     let limit = match params.limit {
         None => DEFAULT_PEEK,
-        Some(text) => text.parse().map_err(|_| {
-            ApiError::invalid(
-                "limit",
-                format!(
-                    "must be an integer between 1 and {}, got {text:?}",
-                    cairn::MAX_PAGE
-                ),
-            )
-        })?,
+        Some(text) => limit_param(&text, cairn::MAX_PAGE)?,
     };
     let jobs = state.queue.peek(&queue, limit).await?;
     Ok(Json(PeekBody {
