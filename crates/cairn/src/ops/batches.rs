@@ -142,7 +142,7 @@ impl BatchState {
     /// The state named `name`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `state` for another name.
+    /// [`ErrorKind::InvalidInput`] on `state` for another name.
     pub fn parse(name: &str) -> Result<BatchState> {
         match name {
             "open" => Ok(BatchState::Open),
@@ -256,8 +256,8 @@ const SELECT_TAKES_JOBS: Sql = Sql {
 /// Checks that `batch` takes jobs: it exists and has not completed.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `batch` when it does not exist;
-/// [`ErrorKind::InvalidState`](crate::ErrorKind::InvalidState) when it has completed.
+/// [`ErrorKind::InvalidInput`] on `batch` when it does not exist;
+/// [`ErrorKind::InvalidState`] when it has completed.
 pub(crate) fn check_takes_jobs(ctx: &WriteCtx<'_>, batch: BatchId) -> Result<()> {
     let row: Option<Option<i64>> = ctx
         .db
@@ -692,7 +692,7 @@ const SELECT_BATCH: Sql = Sql::both(concat!(
 /// One batch.
 ///
 /// # Errors
-/// [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+/// [`ErrorKind::NotFound`].
 pub(crate) fn load_batch(db: &Db<'_>, id: BatchId) -> Result<Batch> {
     db.query_row(SELECT_BATCH, &params![id.0], batch_from_row)?
         .ok_or_else(|| Error::not_found(format!("batch {id}")))
@@ -710,7 +710,7 @@ const LIST_BATCHES: Sql = Sql::both(concat!(
 /// The batches `filter` lists, newest first.
 ///
 /// # Errors
-/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `limit` outside 1 to [`MAX_PAGE`](crate::MAX_PAGE).
+/// [`ErrorKind::InvalidInput`] on `limit` outside 1 to [`MAX_PAGE`](crate::MAX_PAGE).
 pub(crate) fn list_batches(db: &Db<'_>, filter: &BatchFilter) -> Result<Vec<Batch>> {
     if !(1..=crate::MAX_PAGE).contains(&filter.limit) {
         return Err(Error::invalid(
