@@ -1500,21 +1500,6 @@ impl ClientEvents {
                 .lines()
                 .find_map(|line| line.strip_prefix("event:").map(str::trim));
             let named = |wanted: &str| name == Some(wanted);
-            // A kind of event this client does not know (a newer server's): passed over, its id kept as the place
-            // to resume from, so that the stream goes on past it rather than stopping at it.
-            if let Some(kind) = name
-                && kind != "missed"
-                && cairn::ActivityKind::parse(kind).is_none()
-            {
-                if let Some(id) = block
-                    .lines()
-                    .find_map(|line| line.strip_prefix("id:"))
-                    .and_then(|id| id.trim().parse::<i64>().ok())
-                {
-                    self.from = cairn::EventsFrom::After(id);
-                }
-                continue;
-            }
             if named("missed") {
                 let notice: serde_json::Value =
                     serde_json::from_str(&data.join("\n")).unwrap_or_default();
@@ -1525,14 +1510,28 @@ impl ClientEvents {
                 }
                 continue;
             }
-            let body: cairn_api::ActivityEventBody = serde_json::from_str(&data.join("\n"))
-                .map_err(|e| {
-                    Error::with_source(
+            let body: cairn_api::ActivityEventBody = match serde_json::from_str(&data.join("\n")) {
+                Ok(body) => body,
+                // A named event this client does not know, whose data is no activity event (a newer server's
+                // notice): passed over, its id (if any) kept as the place to resume from.
+                Err(_) if name.is_some_and(|n| cairn::ActivityKind::parse(n).is_none()) => {
+                    if let Some(id) = block
+                        .lines()
+                        .find_map(|line| line.strip_prefix("id:"))
+                        .and_then(|id| id.trim().parse::<i64>().ok())
+                    {
+                        self.from = cairn::EventsFrom::After(id);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    return Err(Error::with_source(
                         ErrorKind::Unavailable,
                         "the event stream sent an event that is not Cairn's",
                         e,
-                    )
-                })?;
+                    ));
+                }
+            };
             let event = body.to_event()?;
             self.from = cairn::EventsFrom::After(event.id);
             return Ok(Some(event));

@@ -113,13 +113,9 @@ pub(crate) fn newest(db: &Db<'_>) -> Result<i64> {
 /// One row of `activity`, as the statements here select it.
 fn event_from_row(r: &crate::store::db::Row<'_>) -> Result<ActivityEvent> {
     let kind: String = r.get(2)?;
-    // A kind this version does not know was written by a newer Cairn: an error, not a guess.
-    let kind = ActivityKind::parse(&kind).ok_or_else(|| {
-        Error::new(
-            crate::ErrorKind::Storage,
-            format!("the activity log holds an unknown event {kind:?}"),
-        )
-    })?;
+    // A kind this version does not know was written by a newer Cairn: passed on as unknown, so that a listing, or the
+    // event stream's tail, goes on past it rather than stopping there until this node is upgraded.
+    let kind = ActivityKind::parse(&kind).unwrap_or(ActivityKind::Unknown);
     Ok(ActivityEvent {
         id: r.get(0)?,
         at: from_millis(r.get(1)?),

@@ -58,6 +58,9 @@ pub enum ActivityKind {
     /// Scheduled jobs of a queue came due and are ready (one row per queue and pass; `detail` says how many).
     /// Names the queue, no job.
     Promoted,
+    /// An event of a kind this version does not know, written by a newer Cairn on the same database (a cluster in
+    /// the middle of an upgrade): read and passed on as it is, never written. Not in [`ActivityKind::ALL`].
+    Unknown,
 }
 
 /// A worker that gives no sign of life (a dequeue, even a waiting one, or a heartbeat) for this long counts as
@@ -113,6 +116,7 @@ impl ActivityKind {
             ActivityKind::Deleted => "deleted",
             ActivityKind::QueueChanged => "queue_changed",
             ActivityKind::Promoted => "promoted",
+            ActivityKind::Unknown => "unknown",
         }
     }
 

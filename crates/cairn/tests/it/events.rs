@@ -210,3 +210,50 @@ async fn a_subscription_resumed_past_pruned_events_is_told_it_missed_them() {
     assert_eq!(now.missed(), None);
     t.close().await;
 }
+
+/// An event of a kind this version does not know (written by a newer Cairn on the same database, mid-upgrade) is
+/// passed on as `Unknown`, in its place: the stream and the log's listing go on past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_of_a_kind_from_a_newer_cairn_passes_through_as_unknown() {
+    let t = TestQueue::new().await;
+    let mut events = t
+        .queue
+        .events(EventsFrom::Now, EventFilter::default())
+        .await
+        .unwrap();
+    let before = t.push("before").await;
+    assert_eq!(next(&mut events).await.job, Some(before));
+    // A newer Cairn's event, written as it would write it.
+    let (path, postgres) = (t.path(), t.is_postgres());
+    tokio::task::spawn_blocking(move || {
+        const INSERT: &str = "INSERT INTO activity (at, event, job_id, queue, name, worker, detail) \
+                              VALUES (1, 'from_the_future', NULL, 'default', NULL, NULL, 'hello')";
+        if postgres {
+            let mut client =
+                cairn::postgres::Client::connect(path.to_str().unwrap(), cairn::postgres::NoTls)
+                    .unwrap();
+            client.batch_execute(INSERT).unwrap();
+        } else {
+            let conn = cairn::rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(Duration::from_secs(5)).unwrap();
+            conn.execute_batch(INSERT).unwrap();
+        }
+    })
+    .await
+    .unwrap();
+    let after = t.push("after").await;
+    let unknown = next(&mut events).await;
+    assert_eq!(
+        (unknown.kind, unknown.detail.as_deref()),
+        (ActivityKind::Unknown, Some("hello"))
+    );
+    assert_eq!(next(&mut events).await.job, Some(after));
+    let listed = t
+        .queue
+        .activity(cairn::ActivityFilter::default())
+        .await
+        .unwrap()
+        .events;
+    assert!(listed.iter().any(|e| e.kind == ActivityKind::Unknown));
+    t.close().await;
+}
