@@ -21,7 +21,9 @@ use crate::clock::from_millis;
 use crate::error::{Error, ErrorKind, Result};
 use crate::job::JobId;
 use crate::names::{JobName, QueueName};
-use crate::ops::push::{Enqueued, Push, check_batch_job, insert, insert_all, validate_all};
+use crate::ops::push::{
+    Enqueued, Push, ValidPush, check_batch_job, insert, insert_all, validate_all,
+};
 use crate::ops::{Operation, WriteCtx, in_savepoint, stored_push};
 use crate::store::db::{Db, Params, Row, Sql, params};
 
@@ -378,18 +380,15 @@ impl Operation for CreateBatch {
     type Output = BatchCreated;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<BatchCreated> {
-        for (index, job) in self.jobs.iter().enumerate() {
-            if job.batch.is_some() {
-                return Err(Error::invalid(
-                    "batch",
-                    "must be unset: the job joins the batch being created",
-                )
-                .in_batch(index));
-            }
-            check_batch_job(job).map_err(|e| e.in_batch(index))?;
+        if let Some(index) = self.jobs.iter().position(|j| j.batch.is_some()) {
+            return Err(Error::invalid(
+                "batch",
+                "must be unset: the job joins the batch being created",
+            )
+            .in_batch(index));
         }
         let (on_success, on_complete) = self.check(ctx.now_ms, ctx)?;
-        let mut valid = validate_all(&self.jobs, ctx)?;
+        let mut valid = validate_jobs_of_batch(&self.jobs, ctx)?;
         let batch = ctx.db.query_one(
             INSERT_BATCH,
             &params![
@@ -435,11 +434,26 @@ impl Operation for AddToBatch {
         let jobs: Vec<Push> = self
             .jobs
             .iter()
-            .map(|job| job.clone().batch(batch))
+            .map(|job| Push {
+                batch: None,
+                ..job.clone()
+            })
             .collect();
-        let valid = validate_all(&jobs, ctx)?;
+        let mut valid = validate_jobs_of_batch(&jobs, ctx)?;
+        for v in &mut valid {
+            v.join(batch);
+        }
         insert_all(&valid, ctx)
     }
+}
+
+/// Validates jobs (their `batch` unset) as jobs of a batch, before anything is written: the rules of a batch's job,
+/// then every field (errors name the job's position, `jobs[3].unique_key`). The caller has checked the batch, once.
+fn validate_jobs_of_batch(jobs: &[Push], ctx: &WriteCtx<'_>) -> Result<Vec<ValidPush>> {
+    for (index, job) in jobs.iter().enumerate() {
+        check_batch_job(job).map_err(|e| e.in_batch(index))?;
+    }
+    validate_all(jobs, ctx)
 }
 
 impl Operation for CloseBatch {
