@@ -365,14 +365,28 @@ fn check_callback(
 
 /// The `batch` member at its largest: every count and id at 19 digits, and every failed id listed.
 fn largest_counts(description: Option<&str>) -> Value {
+    let most = i64::MAX;
+    let failed_ids = vec![most; MAX_CALLBACK_FAILED_IDS];
+    counts_member(most, description, [most; 4], &failed_ids)
+}
+
+/// The `batch` member of a callback's data: the batch's id and description, its counts (total, completed, failed,
+/// cancelled) and its first failed jobs. One shape, for the callback made and for the room checked for it.
+fn counts_member(
+    id: i64,
+    description: Option<&str>,
+    counts: [i64; 4],
+    failed_ids: &[i64],
+) -> Value {
+    let [total, completed, failed, cancelled] = counts;
     json!({
-        "id": i64::MAX,
+        "id": id,
         "description": description,
-        "total": i64::MAX,
-        "completed": i64::MAX,
-        "failed": i64::MAX,
-        "cancelled": i64::MAX,
-        "failed_ids": vec![i64::MAX; MAX_CALLBACK_FAILED_IDS],
+        "total": total,
+        "completed": completed,
+        "failed": failed,
+        "cancelled": cancelled,
+        "failed_ids": failed_ids,
     })
 }
 
@@ -600,15 +614,13 @@ fn counts_for_callback(ctx: &WriteCtx<'_>, batch: &DueBatch) -> Result<Value> {
     } else {
         Vec::new()
     };
-    Ok(json!({
-        "id": batch.id.0,
-        "description": batch.description,
-        "total": batch.total,
-        "completed": batch.completed,
-        "failed": batch.failed,
-        "cancelled": batch.cancelled,
-        "failed_ids": failed_ids,
-    }))
+    let counts = [batch.total, batch.completed, batch.failed, batch.cancelled];
+    Ok(counts_member(
+        batch.id.0,
+        batch.description.as_deref(),
+        counts,
+        &failed_ids,
+    ))
 }
 
 /// Pushes one callback, in a savepoint of its own. One refused for good (its stored job no longer passes validation,
