@@ -248,6 +248,30 @@ fn close(ctx: &WriteCtx<'_>, batch: BatchId) -> Result<()> {
     Ok(())
 }
 
+/// Adds jobs to a batch's `total`. The code that inserts jobs counts them here ([`count_added`]), rather than a
+/// trigger on `jobs` as for their ends: on SQLite a row trigger runs its program for every row inserted, a batch
+/// job or not, which costs every enqueue a tenth of its time.
+const ADD_TO_TOTAL: Sql = Sql::both("UPDATE batches SET total = total + $1 WHERE id = $2");
+
+/// Counts the jobs just inserted into `batches` (one entry per job, `None` for a job of no batch): one update per
+/// batch. Runs in the inserting transaction, so that a batch's total is never short of its jobs.
+pub(crate) fn count_added(
+    ctx: &WriteCtx<'_>,
+    batches: impl IntoIterator<Item = Option<BatchId>>,
+) -> Result<()> {
+    let mut counts: Vec<(BatchId, i64)> = Vec::new();
+    for batch in batches.into_iter().flatten() {
+        match counts.iter_mut().find(|(b, _)| *b == batch) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((batch, 1)),
+        }
+    }
+    for (batch, added) in counts {
+        ctx.db.execute(ADD_TO_TOTAL, &params![added, batch.0])?;
+    }
+    Ok(())
+}
+
 /// Whether a batch exists and has completed; on PostgreSQL its row is locked until the transaction ends, so that it
 /// cannot complete on another node while jobs are added here.
 const SELECT_TAKES_JOBS: Sql = Sql {

@@ -685,7 +685,7 @@ macro_rules! insert_jobs_into {
 static INSERT_PLAIN: MultiRow = MultiRow::new(
     COLUMNS_PER_JOB,
     insert_jobs_into!(),
-    "RETURNING id",
+    "",
     concat!(
         insert_jobs_into!(),
         " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
@@ -710,10 +710,9 @@ pub(crate) fn insert_plain_many<V: Borrow<ValidPush>>(
     for (v, state) in valid.iter().zip(&states) {
         job_values(&mut values, v, *state, ctx.now_ms);
     }
-    let mut ids = INSERT_PLAIN.query(&ctx.db, values, |r| r.get::<i64>(0))?;
-    // RETURNING's order is unspecified, but the rows of one statement get increasing ids in the order given.
-    ids.sort_unstable();
+    let ids = INSERT_PLAIN.insert(&ctx.db, values)?;
     assert_eq!(ids.len(), valid.len(), "one id per inserted row");
+    batches::count_added(ctx, valid.iter().map(|v| v.batch))?;
     let mut out = Vec::with_capacity(valid.len());
     for ((v, state), id) in valid.iter().zip(states).zip(ids) {
         if v.concurrency.is_some() {
@@ -1002,6 +1001,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     let id = ctx
         .db
         .query_one(INSERT_JOB, &Params(values), |r| r.get::<JobId>(0))?;
+    batches::count_added(ctx, [valid.batch])?;
     if let Some(parent) = valid.parent {
         ctx.db.execute(MARK_HAS_CHILDREN, &params![parent])?;
         if awaits_parent {

@@ -96,6 +96,29 @@ impl MultiRow {
         self.query(db, values, |_| Ok(())).map(drop)
     }
 
+    /// Inserts `values`' rows into a table whose key is an `AUTOINCREMENT` rowid, and returns their ids in the
+    /// order given. On SQLite the statement has no `RETURNING`: a statement's rows take consecutive ids (each is one
+    /// more than the largest ever, and this connection holds the write lock), so the last row's id, which SQLite
+    /// keeps per connection, gives them all, and SQLite builds no table of returned rows. On PostgreSQL the statement
+    /// of arrays returns them (`RETURNING id`, in the order given).
+    pub fn insert(&self, db: &Db<'_>, values: Vec<Value<'_>>) -> Result<Vec<i64>> {
+        #[cfg(feature = "sqlite")]
+        if let Db::Sqlite(conn) = db {
+            let mut ids = Vec::with_capacity(values.len() / self.width);
+            self.for_each_chunk(values, |text, rows, chunk| {
+                db.execute(Sql::sqlite_only(text), &Params(chunk))?;
+                let last = conn.last_insert_rowid();
+                ids.extend((last - rows as i64 + 1)..=last);
+                Ok(())
+            })?;
+            return Ok(ids);
+        }
+        let mut ids = self.query(db, values, |r| r.get::<i64>(0))?;
+        // The statement of arrays returns them in the order given; sorting costs nothing and needs no such promise.
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
     /// Runs the statement over `values` (a `RETURNING` one, say); `f` reads each row it returns.
     pub fn query<T>(
         &self,
@@ -103,33 +126,47 @@ impl MultiRow {
         values: Vec<Value<'_>>,
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
-        let width = self.width;
-        debug_assert_eq!(values.len() % width, 0);
-        let mut rest = values.len() / width;
-        if rest == 0 {
+        debug_assert_eq!(values.len() % self.width, 0);
+        if values.is_empty() {
             return Ok(Vec::new());
         }
         if db.is_postgres() {
             let postgres = Sql::postgres_only(self.postgres).text_for(true)?;
             return db.query_arrays(postgres, Vec::new(), columns(self.width, values), f);
         }
-        let mut values = values.into_iter();
         let mut out = Vec::new();
+        self.for_each_chunk(values, |text, _, chunk| {
+            out.extend(db.query(Sql::sqlite_only(text), &Params(chunk), &mut f)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Cuts `values` into SQLite's statements of 64, 32, … rows, and gives `run` each one's text, rows and values.
+    fn for_each_chunk<'v>(
+        &self,
+        values: Vec<Value<'v>>,
+        mut run: impl FnMut(&str, usize, Vec<Value<'v>>) -> Result<()>,
+    ) -> Result<()> {
+        let width = self.width;
+        debug_assert_eq!(values.len() % width, 0);
+        let mut rest = values.len() / width;
+        let mut values = values.into_iter();
         while rest > 0 {
             let rows = Self::SIZES
                 .into_iter()
                 .find(|&n| n <= rest)
                 .expect("1 is in SIZES");
-            let chunk: Vec<Value<'_>> = values.by_ref().take(rows * width).collect();
+            let chunk: Vec<Value<'v>> = values.by_ref().take(rows * width).collect();
             let text = self.sqlite_text(rows).ok_or_else(|| {
                 Error::new(
                     ErrorKind::Storage,
                     format!("a statement runs on PostgreSQL only: {}", self.postgres),
                 )
             })?;
-            out.extend(db.query(Sql::sqlite_only(text), &Params(chunk), &mut f)?);
+            run(text, rows, chunk)?;
             rest -= rows;
         }
-        Ok(out)
+        Ok(())
     }
 }

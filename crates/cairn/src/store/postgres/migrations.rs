@@ -89,6 +89,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "batch_callbacks",
         include_str!("../../../migrations/postgres/0016_batch_callbacks.sql"),
     ),
+    (
+        17,
+        "batch_total_counted_by_insert",
+        include_str!("../../../migrations/postgres/0017_batch_total_counted_by_insert.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

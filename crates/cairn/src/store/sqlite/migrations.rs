@@ -126,6 +126,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "batch_callbacks",
         include_str!("../../../migrations/sqlite/0024_batch_callbacks.sql"),
     ),
+    (
+        25,
+        "batch_total_counted_by_insert",
+        include_str!("../../../migrations/sqlite/0025_batch_total_counted_by_insert.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
