@@ -36,6 +36,7 @@ impl Writer {
         let outcome = self.commit_batch(now_ms, &mut batch);
         let Batch {
             ops,
+            hurried,
             dequeues,
             close,
             ..
@@ -67,7 +68,14 @@ impl Writer {
                 (deliveries, None, Some(e), Ended::default())
             }
         };
-        self.reply(ops, deliveries, durable, commit_error.as_ref(), ended);
+        self.reply(
+            ops,
+            deliveries,
+            durable,
+            hurried,
+            commit_error.as_ref(),
+            ended,
+        );
         self.expire_waiters();
         self.schedule_next(next_due, now_ms);
         close
@@ -78,8 +86,15 @@ impl Writer {
         let mut batch = Batch::default();
         for command in commands {
             match command {
-                Command::Op(op) => batch.ops.push(op),
-                Command::Ops(many) => batch.ops.extend(many),
+                Command::Op(op) => {
+                    batch.hurried |= op.is_durable();
+                    batch.ops.push(op);
+                }
+                Command::Ops(many) => {
+                    batch.hurried |= many.iter().any(|op| op.is_durable());
+                    batch.ops.extend(many);
+                }
+                Command::UnhurriedOps(many) => batch.ops.extend(many),
                 Command::Dequeue(waiter) => batch.dequeues.push(waiter),
                 Command::Tick => {
                     batch.tick = true;
@@ -106,12 +121,14 @@ impl Writer {
     }
 
     /// Sends the replies of a batch's operations and dequeues, with `commit_error` if it did not commit, and tells
-    /// the waits for the jobs it `ended` and the event stream: with the durable replies, once the batch is on disk.
+    /// the waits for the jobs it `ended` and the event stream: with the durable replies, once the batch is on disk
+    /// (`hurried` when a caller waits on one of them to go on).
     fn reply(
         &self,
         ops: Vec<Box<dyn ErasedOp>>,
         deliveries: Vec<(Waiter, Claimed)>,
         durable: bool,
+        hurried: bool,
         commit_error: Option<&Error>,
         ended: Ended,
     ) {
@@ -140,10 +157,12 @@ impl Writer {
                 .syncer
                 .as_ref()
                 .expect("durable replies only with a syncer");
-            syncer.after_sync(Box::new(move |sync_error: Option<&Error>| {
+            let count = durable_ops.len();
+            let replies = Box::new(move |sync_error: Option<&Error>| {
                 deliver(durable_ops, Vec::new(), sync_error, &returned, &wake);
                 tell();
-            }));
+            });
+            syncer.after_sync(replies, count, hurried);
         }
     }
 }

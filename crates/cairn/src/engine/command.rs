@@ -23,6 +23,9 @@ pub(crate) enum Command {
     Op(Box<dyn ErasedOp>),
     /// Apply these operations in one batch (a worker's report of several jobs), each replying on its own.
     Ops(Vec<Box<dyn ErasedOp>>),
+    /// As [`Command::Ops`], for operations whose caller does not wait on their answers to go on (a worker's
+    /// finishes: its slots are free already), so the syncer may hold their fsync for a moment to share it.
+    UnhurriedOps(Vec<Box<dyn ErasedOp>>),
     /// Claim jobs, waiting until the deadline if none are ready.
     Dequeue(Waiter),
     /// Look again at everything: the clock jumped, another connection committed jobs, or notifications from other
@@ -142,6 +145,8 @@ impl<O: Operation> ErasedOp for Pending<O> {
 pub(super) struct Batch {
     /// The operations, in the order they came.
     pub ops: Vec<Box<dyn ErasedOp>>,
+    /// Whether a durable operation's caller waits on its answer to go on (any but [`Command::UnhurriedOps`]).
+    pub hurried: bool,
     /// The new dequeues, in the order they came.
     pub dequeues: Vec<Waiter>,
     /// Whether every parked dequeue is tried ([`Command::Tick`], or settings loaded again).

@@ -508,6 +508,23 @@ impl Queue {
     /// [`ErrorKind::InvalidInput`] (field `finishes`) for more than [`MAX_FINISH_MANY`] jobs, and nothing is
     /// written; a closed queue's errors. Each job's own error (such as [`ErrorKind::LeaseLost`]) is in its answer.
     pub async fn finish_many(&self, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
+        self.finish_many_sent(finishes, Command::Ops).await
+    }
+
+    /// [`Queue::finish_many`] for a [`Worker`](crate::Worker), whose slots are free before the answers come: the
+    /// fsync may be held for a moment (at most a millisecond) so that more finishes share it.
+    pub(crate) async fn finish_many_unhurried(
+        &self,
+        finishes: Vec<Finish>,
+    ) -> Result<Vec<Result<()>>> {
+        self.finish_many_sent(finishes, Command::UnhurriedOps).await
+    }
+
+    async fn finish_many_sent(
+        &self,
+        finishes: Vec<Finish>,
+        command: fn(Vec<Box<dyn ErasedOp>>) -> Command,
+    ) -> Result<Vec<Result<()>>> {
         check_finish_count(finishes.len())?;
         if finishes.is_empty() {
             return Ok(Vec::new());
@@ -519,7 +536,7 @@ impl Queue {
             ops.push(Pending::new(finish, reply));
             answers.push(answer);
         }
-        self.send(Command::Ops(ops))?;
+        self.send(command(ops))?;
         let mut results = Vec::with_capacity(answers.len());
         for answer in answers {
             results.push(answer.await.map_err(|_| writer_stopped())?);

@@ -39,6 +39,16 @@ pub trait Backend: Send + Sync + 'static {
     fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>>;
     /// Completes many jobs in one call, answering each; see [`Queue::finish_many`].
     fn finish_many(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>>;
+    /// [`Backend::finish_many`] for finishes whose caller does not wait on the answers to go on: a
+    /// [`Worker`](crate::Worker)'s, whose slots are free already. The embedded queue may hold their fsync for a
+    /// moment so that more finishes share it; by default, `finish_many`.
+    #[doc(hidden)]
+    fn finish_many_unhurried(
+        &self,
+        finishes: Vec<Finish>,
+    ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
+        self.finish_many(finishes)
+    }
     /// Completes jobs and takes the next ones in one call; see [`Queue::finish_and_take`]. By default, the two
     /// calls at once.
     fn finish_and_take(
@@ -77,8 +87,10 @@ pub trait Backend: Send + Sync + 'static {
 /// one line.
 #[macro_export]
 macro_rules! impl_backend_by_inherent_methods {
-    ($type:ty) => {
+    ($type:ty $(; $($extra:item)*)?) => {
         impl $crate::Backend for $type {
+            $($($extra)*)?
+
             fn dequeue(
                 &self,
                 request: $crate::Dequeue,
@@ -168,4 +180,8 @@ macro_rules! impl_backend_by_inherent_methods {
     };
 }
 
-impl_backend_by_inherent_methods!(Queue);
+impl_backend_by_inherent_methods!(Queue;
+    fn finish_many_unhurried(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
+        Box::pin(Queue::finish_many_unhurried(self, finishes))
+    }
+);

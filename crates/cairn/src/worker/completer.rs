@@ -13,10 +13,14 @@ use crate::lease::Lease;
 use crate::ops::finish::Finish;
 use crate::worker::backend::Backend;
 use crate::worker::context::Ending;
-use crate::worker::patient::{Patience, is_passing, patiently};
+use crate::worker::patient::{Patience, is_passing};
 
 /// The most finishes one call carries.
 const MAX_PER_CALL: usize = 100;
+
+/// The most calls unanswered at once. More than one, so that the finishes of jobs that end while a call waits for
+/// its fsync (which the embedded queue may hold for a moment, to share it) reach the queue meanwhile and share it.
+const CALLS_IN_FLIGHT: usize = 4;
 
 /// A finish waiting for the completer, with where its answer goes.
 struct Pending {
@@ -53,9 +57,22 @@ impl Completer {
     }
 }
 
-/// The completer's task: takes the first finish waiting and every other one waiting with it, and reports them.
+/// The completer's task: takes the first finish waiting and every other one waiting with it, and reports them, with
+/// at most [`CALLS_IN_FLIGHT`] calls unanswered.
 async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pending>) {
-    while let Some(first) = rx.recv().await {
+    let mut calls = tokio::task::JoinSet::new();
+    loop {
+        if calls.len() >= CALLS_IN_FLIGHT {
+            calls.join_next().await;
+            continue;
+        }
+        let first = tokio::select! {
+            first = rx.recv() => match first {
+                Some(first) => first,
+                None => break,
+            },
+            Some(_) = calls.join_next(), if !calls.is_empty() => continue,
+        };
         // Jobs that end together end in the same turn of the runtime, one task after another: let the others
         // hand in theirs before the call goes, rather than sending the first alone.
         tokio::task::yield_now().await;
@@ -66,45 +83,36 @@ async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pendi
                 Err(_) => break,
             }
         }
-        if let [only] = batch.as_slice()
-            && only.ending.result.is_none()
-        {
-            let Pending {
-                lease,
-                ending,
-                reply,
-            } = batch.pop().expect("one finish");
-            let finished = patiently("finishing a job", || {
-                queue.finish(&lease, ending.data.clone())
-            })
-            .await;
-            let _ = reply.send(finished);
-            continue;
-        }
-        let finishes: Vec<Finish> = batch
-            .iter_mut()
-            .map(|p| Finish {
-                result: p.ending.result.take(),
-                data: p.ending.data.take(),
-                ..Finish::new(&p.lease)
-            })
-            .collect();
-        match finish_patiently(queue.as_ref(), finishes).await {
-            Ok(answers) => {
-                for (pending, answer) in batch.into_iter().zip(answers) {
-                    let _ = pending.reply.send(answer);
-                }
+        calls.spawn(report(queue.clone(), batch));
+    }
+    while calls.join_next().await.is_some() {}
+}
+
+/// Reports one call's finishes and sends each its answer.
+async fn report(queue: Arc<dyn Backend>, mut batch: Vec<Pending>) {
+    let finishes: Vec<Finish> = batch
+        .iter_mut()
+        .map(|p| Finish {
+            result: p.ending.result.take(),
+            data: p.ending.data.take(),
+            ..Finish::new(&p.lease)
+        })
+        .collect();
+    match finish_patiently(queue.as_ref(), finishes).await {
+        Ok(answers) => {
+            for (pending, answer) in batch.into_iter().zip(answers) {
+                let _ = pending.reply.send(answer);
             }
-            Err(e) => {
-                for pending in batch {
-                    let _ = pending.reply.send(Err(e.clone()));
-                }
+        }
+        Err(e) => {
+            for pending in batch {
+                let _ = pending.reply.send(Err(e.clone()));
             }
         }
     }
 }
 
-/// [`Backend::finish_many`], made again for the finishes refused for a reason that passes with time (see
+/// [`Backend::finish_many_unhurried`], made again for the finishes refused for a reason that passes with time (see
 /// `patient`), whether the whole call was refused or only some of its finishes: the answers, in order.
 async fn finish_patiently(queue: &dyn Backend, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
     let mut answers: Vec<Option<Result<()>>> = vec![None; finishes.len()];
@@ -112,7 +120,7 @@ async fn finish_patiently(queue: &dyn Backend, finishes: Vec<Finish>) -> Result<
     let mut patience = Patience::new();
     loop {
         let call = left.iter().map(|&i| finishes[i].clone()).collect();
-        let results = match queue.finish_many(call).await {
+        let results = match queue.finish_many_unhurried(call).await {
             Ok(results) => results,
             Err(e) if patience.again("finishing jobs", &e).await => continue,
             Err(e) => return Err(e),
