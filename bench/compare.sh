@@ -7,8 +7,9 @@
 #
 # Usage: bench/compare.sh [FILTER...]     (the filters and CAIRN_BENCH_SCALE are passed to both sides)
 # With CAIRN_COMPARE_OUT=dir, both sides' tab-separated results are kept there (cairn.tsv, effectum.tsv).
-# When the durable group runs and strace is installed, its 8-slot worker row runs once more on each side under
-# `strace -f -c -e trace=fsync,fdatasync`, untimed, to count the syncs per job.
+# When the durable group runs, its 8-slot worker row runs once more on each side, untimed, to count the syncs per
+# job: with `perf stat` on the fsync and fdatasync tracepoints where perf may read them, else under
+# `strace -f -c`, which slows every syscall and so changes how commits group (it counts about half the jobs per sync).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -76,21 +77,32 @@ awk -F'\t' '
     }
 ' "$out/effectum.tsv" "$out/cairn.tsv"
 
-# Syncs per job: the 8-slot worker row alone, on each side, under strace (its fill and the queue's opening
-# included: a few dozen syncs).
-if grep -q '^worker/8-slots' "$out/cairn.tsv" && command -v strace > /dev/null; then
+# Syncs per job: the 8-slot worker row alone, on each side (its fill and the queue's opening included: a few dozen
+# syncs).
+count_syncs() { # side output-file command...
+    local side="$1" file="$2"
+    shift 2
+    if perf stat -e syscalls:sys_enter_fsync -o /dev/null true > /dev/null 2>&1; then
+        (cd "$root" && CAIRN_BENCH_TSV="$out/$side-syncs.tsv" perf stat -e syscalls:sys_enter_fsync \
+            -e syscalls:sys_enter_fdatasync -o "$file" "$@" > /dev/null)
+        awk '/sys_enter_f/ { gsub(",", "", $1); n += $1 } END { print n + 0 }' "$file"
+    else
+        (cd "$root" && CAIRN_BENCH_TSV="$out/$side-syncs.tsv" strace -f -c -e trace=fsync,fdatasync \
+            -o "$file" "$@" > /dev/null)
+        awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$file"
+    fi
+}
+if grep -q '^worker/8-slots' "$out/cairn.tsv" && { command -v perf || command -v strace; } > /dev/null; then
     echo
-    echo "=== fsync + fdatasync calls per job, worker/8-slots run again under strace (untimed) ==="
+    echo "=== fsync + fdatasync calls per job, worker/8-slots run again (untimed) ==="
     for side in cairn effectum; do
         if [ "$side" = cairn ]; then
             command=("$cairn_bench" --bench worker/8-slots)
         else
             command=("$root/bench/effectum-compare/target/release/effectum-compare" worker/8-slots)
         fi
-        (cd "$root" && CAIRN_BENCH_TSV="$out/$side-strace.tsv" strace -f -c -e trace=fsync,fdatasync \
-            -o "$out/$side.strace" "${command[@]}" > /dev/null)
-        syncs="$(awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$out/$side.strace")"
-        jobs="$(awk -F'\t' '$1 == "worker/8-slots" { print $2 }' "$out/$side-strace.tsv")"
+        syncs="$(count_syncs "$side" "$out/$side.syncs" "${command[@]}")"
+        jobs="$(awk -F'\t' '$1 == "worker/8-slots" { print $2 }' "$out/$side-syncs.tsv")"
         awk -v side="$side" -v syncs="$syncs" -v jobs="$jobs" \
             'BEGIN { printf "%-10s %8d syncs for %8d jobs: %6.1f jobs per sync\n", side, syncs, jobs, jobs / syncs }'
     done
