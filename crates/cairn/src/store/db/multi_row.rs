@@ -102,11 +102,20 @@ impl MultiRow {
     /// keeps per connection, gives them all, and SQLite builds no table of returned rows. On PostgreSQL the statement
     /// of arrays returns them (`RETURNING id`, in the order given).
     pub fn insert(&self, db: &Db<'_>, values: Vec<Value<'_>>) -> Result<Vec<i64>> {
+        // Built with SQLite alone, `Db` has no other variant.
         #[cfg(feature = "sqlite")]
+        #[allow(irrefutable_let_patterns)]
         if let Db::Sqlite(conn) = db {
             let mut ids = Vec::with_capacity(values.len() / self.width);
             self.for_each_chunk(values, |text, rows, chunk| {
-                db.execute(Sql::sqlite_only(text), &Params(chunk))?;
+                let inserted = db.execute(Sql::sqlite_only(text), &Params(chunk))?;
+                if inserted != rows {
+                    // Ids read off the last one would be wrong: a trigger or a conflict clause on the table.
+                    return Err(Error::new(
+                        ErrorKind::Storage,
+                        format!("{inserted} rows inserted of {rows} given: {text}"),
+                    ));
+                }
                 let last = conn.last_insert_rowid();
                 ids.extend((last - rows as i64 + 1)..=last);
                 Ok(())
@@ -114,7 +123,8 @@ impl MultiRow {
             return Ok(ids);
         }
         let mut ids = self.query(db, values, |r| r.get::<i64>(0))?;
-        // The statement of arrays returns them in the order given; sorting costs nothing and needs no such promise.
+        // The identity column numbers the rows in the order the statement of arrays gives them (`ORDER BY ord`);
+        // RETURNING's own order is not promised, so the ids are sorted back into it.
         ids.sort_unstable();
         Ok(ids)
     }
