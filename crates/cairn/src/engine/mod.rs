@@ -120,21 +120,6 @@ impl Writer {
 
     /// Waits for the next command, or makes a timer when something timed is due.
     fn next_command(&mut self) -> Option<Command> {
-        if let Ok(command) = self.rx.try_recv() {
-            return Some(command);
-        }
-        // About to wait: a syncer holding its fsync for this writer's next commits should not wait for them.
-        if let Some(syncer) = &self.syncer {
-            syncer.writer_idle(true);
-        }
-        let command = self.wait_for_command();
-        if let Some(syncer) = &self.syncer {
-            syncer.writer_idle(false);
-        }
-        command
-    }
-
-    fn wait_for_command(&mut self) -> Option<Command> {
         let timeout = self.time_to_next_step();
         match timeout {
             None => self.rx.recv().ok(),

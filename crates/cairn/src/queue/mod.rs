@@ -101,6 +101,8 @@ struct Inner {
     background: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
     /// The PostgreSQL URL the queue is on (with its password), for sessions of its own; `None` on SQLite.
     postgres_url: Option<String>,
+    /// Whether a syncer fsyncs before durable replies, and so may hold a worker's finishes for company.
+    syncs: bool,
 }
 
 /// A database opened, before its writer starts.
@@ -180,6 +182,7 @@ impl Queue {
         let tail = crate::event_stream::Tail::new();
         let wake = commands.clone();
         let postgres = opened.readers.is_postgres();
+        let syncs = opened.syncer.is_some();
         let writer = Writer {
             settings: opened.settings,
             db: opened.db,
@@ -231,6 +234,7 @@ impl Queue {
             stop_background: Arc::new(AtomicBool::new(false)),
             background: Mutex::new(Vec::new()),
             postgres_url: opened.postgres_url,
+            syncs,
         });
         let weak = Arc::downgrade(&inner);
         clock.on_jump(Box::new(move || tick(&weak)));
@@ -518,6 +522,12 @@ impl Queue {
         finishes: Vec<Finish>,
     ) -> Result<Vec<Result<()>>> {
         self.finish_many_sent(finishes, Command::UnhurriedOps).await
+    }
+
+    /// Whether [`Queue::finish_many_unhurried`] may hold finishes for company: on SQLite with
+    /// [`Durability::Full`](crate::Durability::Full).
+    pub(crate) fn holds_finishes_for_company(&self) -> bool {
+        self.inner.syncs
     }
 
     async fn finish_many_sent(

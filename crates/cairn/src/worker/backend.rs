@@ -49,6 +49,13 @@ pub trait Backend: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
         self.finish_many(finishes)
     }
+    /// Whether [`Backend::finish_many_unhurried`] may hold finishes for company, so that a worker should send the
+    /// finishes of jobs ending meanwhile at once rather than after the answer (false by default: over HTTP, one call
+    /// at a time makes fewer requests).
+    #[doc(hidden)]
+    fn holds_finishes_for_company(&self) -> bool {
+        false
+    }
     /// Completes jobs and takes the next ones in one call; see [`Queue::finish_and_take`]. By default, the two
     /// calls at once.
     fn finish_and_take(
@@ -183,5 +190,10 @@ macro_rules! impl_backend_by_inherent_methods {
 impl_backend_by_inherent_methods!(Queue;
     fn finish_many_unhurried(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
         Box::pin(Queue::finish_many_unhurried(self, finishes))
+    }
+
+    fn holds_finishes_for_company(&self) -> bool {
+        // Only SQLite's syncer holds; a queue on PostgreSQL, or with Durability::Normal, answers at commit.
+        Queue::holds_finishes_for_company(self)
     }
 );

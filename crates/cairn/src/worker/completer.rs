@@ -1,8 +1,10 @@
 //! Finishing a worker's jobs together. A job's task hands its finish to the completer, and the worker's loop waits
-//! for the answer; the completer sends every finish waiting at that moment in one call (`finish_many`), one call at
-//! a time. So a worker whose jobs end close together reports them in one request rather than one each, and adds no
-//! wait of its own: a finish that finds no call in flight goes once the jobs ending in the same turn have joined
-//! it, and those that arrive meanwhile go with the next call.
+//! for the answer; the completer sends every finish waiting at that moment in one call (`finish_many`). Over HTTP
+//! it makes one call at a time, so a worker whose jobs end close together reports them in one request rather than
+//! one each, and adds no wait of its own: a finish that finds no call in flight goes once the jobs ending in the same
+//! turn have joined it, and those that arrive meanwhile go with the next call. With a backend that holds a worker's
+//! finishes for company at the fsync (the embedded queue), it makes up to [`CALLS_WHILE_HELD`] calls at once: the
+//! finishes of jobs that end during the hold must reach the queue to share it.
 
 use std::sync::Arc;
 
@@ -18,9 +20,10 @@ use crate::worker::patient::{Patience, is_passing};
 /// The most finishes one call carries.
 const MAX_PER_CALL: usize = 100;
 
-/// The most calls unanswered at once. More than one, so that the finishes of jobs that end while a call waits for
-/// its fsync (which the embedded queue may hold for a moment, to share it) reach the queue meanwhile and share it.
-const CALLS_IN_FLIGHT: usize = 4;
+/// The most calls unanswered at once with a backend that holds finishes for company: as many as the finishes the
+/// embedded queue's syncer holds an fsync for (`ENOUGH_OPS` in `store/sqlite/syncer.rs`), so that a hold never waits
+/// on finishes the completer keeps back.
+const CALLS_WHILE_HELD: usize = 16;
 
 /// A finish waiting for the completer, with where its answer goes.
 struct Pending {
@@ -39,7 +42,12 @@ impl Completer {
     /// Starts the completer's task, which reports to `queue`.
     pub fn start(queue: Arc<dyn Backend>) -> Completer {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(complete(queue, rx));
+        let calls = if queue.holds_finishes_for_company() {
+            CALLS_WHILE_HELD
+        } else {
+            1
+        };
+        tokio::spawn(complete(queue, rx, calls));
         Completer { tx }
     }
 
@@ -58,11 +66,15 @@ impl Completer {
 }
 
 /// The completer's task: takes the first finish waiting and every other one waiting with it, and reports them, with
-/// at most [`CALLS_IN_FLIGHT`] calls unanswered.
-async fn complete(queue: Arc<dyn Backend>, mut rx: mpsc::UnboundedReceiver<Pending>) {
+/// at most `most_calls` calls unanswered.
+async fn complete(
+    queue: Arc<dyn Backend>,
+    mut rx: mpsc::UnboundedReceiver<Pending>,
+    most_calls: usize,
+) {
     let mut calls = tokio::task::JoinSet::new();
     loop {
-        if calls.len() >= CALLS_IN_FLIGHT {
+        if calls.len() >= most_calls {
             calls.join_next().await;
             continue;
         }

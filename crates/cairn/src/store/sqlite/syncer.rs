@@ -6,19 +6,16 @@
 //! durable as with `synchronous=FULL` (its WAL frames are on disk before the reply), while the writer goes on with
 //! the next batch during the fsync, and every batch committed meanwhile shares the next fsync.
 //!
-//! **Gathering.** The syncer may hold an fsync for at most [`GATHER`], so that batches committed meanwhile share it:
-//! - while every reply waiting for it is *unhurried*: no caller waits on it to go on (a worker's finishes, whose
-//!   slots are free already: `worker/run_loop.rs`). A worker then pays one fsync for dozens of jobs, not a few.
-//! - while the writer is still busy, when durable batches come faster than fsyncs (some arrived while the last one
-//!   ran): the batch it is committing will likely share the fsync.
-//!
-//! Otherwise it syncs at once: when the writer has nothing left to do, every caller with something to say is
-//! waiting for this fsync, and holding it would only add to their wait. A lone caller, whose next write waits for
-//! this one's answer, never meets a held fsync.
+//! **Holding for company.** While every reply waiting for the fsync is *unhurried* (no caller waits on it to go
+//! on: a [`Worker`](crate::Worker)'s finishes, whose slots are free already), the syncer holds the fsync for at
+//! most [`GATHER`], until [`ENOUGH_OPS`] durable operations wait, so that the finishes of the jobs the worker runs
+//! meanwhile share it: a worker then pays one fsync for a dozen jobs or more rather than a few. A hurried reply
+//! (any other caller's) ends the hold at once, so a caller that waits on its answer never waits for company; while
+//! holding, the syncer is woken only by such a reply, by enough operations, or by the stop, not by every reply. What
+//! the held batches tell after their replies (the waits on the jobs they ended, the event stream) is held with them.
+
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -27,72 +24,71 @@ use crate::error::{Error, Result};
 /// Replies to send once the WAL is on disk; given the fsync's error if it failed.
 pub(crate) type Replies = Box<dyn FnOnce(Option<&Error>) + Send>;
 
-/// The longest the syncer holds an fsync for the batches the writer is still committing.
+/// The longest the syncer holds an fsync for company.
 const GATHER: Duration = Duration::from_millis(1);
 
 /// Enough durable operations for one fsync: the syncer holds it no longer once this many wait. Half of the finishes a
-/// worker may leave unanswered before it stops taking jobs (`MIN_UNANSWERED_FINISHES` in `worker/run_loop.rs`), so
-/// that a worker never waits for its answers while the syncer waits for its finishes.
+/// worker may leave unanswered before it stops taking jobs (`MIN_UNANSWERED_FINISHES` in `worker/run_loop.rs`).
 const ENOUGH_OPS: usize = 16;
 
-enum Request {
-    /// Replies to send after the next fsync, of `ops` durable operations; `hurried` when a caller waits on one of
-    /// them to go on.
-    Replies {
-        replies: Replies,
-        ops: usize,
-        hurried: bool,
-    },
-    /// The writer has run out of work while the syncer was gathering: sync now.
-    WriterIdle,
-    Stop,
+/// What waits for the syncer, and whether it is holding an fsync for company.
+#[derive(Default)]
+struct Waiting {
+    replies: Vec<Replies>,
+    /// The durable operations the replies answer.
+    ops: usize,
+    /// Some reply's caller waits on it to go on.
+    hurried: bool,
+    stop: bool,
+    /// The syncer is holding an fsync: only a reason to end the hold wakes it, not every reply (each wake-up is a
+    /// context switch, which on a busy machine costs more than the hold saves).
+    holding: bool,
 }
 
-/// What the writer and the syncer tell each other about gathering (see the module's notes). Both flags are read
-/// and written with `SeqCst`: the syncer sets `gathering` then reads `writer_idle`, the writer sets `writer_idle`
-/// then reads `gathering`, so at least one of them sees the other, and a syncer never gathers while the writer
-/// sleeps without being told.
-#[derive(Default)]
-struct Gathering {
-    gathering: AtomicBool,
-    writer_idle: AtomicBool,
+impl Waiting {
+    fn ends_hold(&self) -> bool {
+        self.hurried || self.stop || self.ops >= ENOUGH_OPS
+    }
+}
+
+struct Shared {
+    waiting: Mutex<Waiting>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.waiting
+            .lock()
+            .expect("the syncer's lock is never poisoned")
+    }
 }
 
 /// The handle the writer keeps.
 pub(crate) struct Syncer {
-    requests: Sender<Request>,
+    shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     failure: Arc<Mutex<Option<Error>>>,
-    gathering: Arc<Gathering>,
 }
 
 impl Syncer {
     /// Starts the syncer for the WAL file `wal`.
     pub fn start(wal: File) -> Result<Syncer> {
-        let (requests, rx) = channel();
+        let shared = Arc::new(Shared {
+            waiting: Mutex::new(Waiting::default()),
+            wake: Condvar::new(),
+        });
         let failure = Arc::new(Mutex::new(None));
-        let sticky = failure.clone();
-        let gathering = Arc::new(Gathering::default());
-        let shared = gathering.clone();
+        let (theirs, sticky) = (shared.clone(), failure.clone());
         let thread = std::thread::Builder::new()
             .name("cairn-syncer".into())
-            .spawn(move || run(wal, rx, sticky, &shared))
+            .spawn(move || run(&wal, &theirs, &sticky))
             .map_err(|e| Error::storage("starting the syncer thread", e))?;
         Ok(Syncer {
-            requests,
+            shared,
             thread: Some(thread),
             failure,
-            gathering,
         })
-    }
-
-    /// The writer is about to wait for work (`true`), or has work again (`false`). Costs an atomic store, and a
-    /// message only when the syncer is gathering.
-    pub fn writer_idle(&self, idle: bool) {
-        self.gathering.writer_idle.store(idle, Ordering::SeqCst);
-        if idle && self.gathering.gathering.load(Ordering::SeqCst) {
-            let _ = self.requests.send(Request::WriterIdle);
-        }
     }
 
     /// The fsync failure, once one happened. It is permanent: after a failed fsync the kernel may have dropped the
@@ -108,132 +104,153 @@ impl Syncer {
     /// Queues the replies of `ops` durable operations to send after the next fsync; `hurried` when a caller waits
     /// on one of them to go on.
     pub fn after_sync(&self, replies: Replies, ops: usize, hurried: bool) {
-        if let Err(std::sync::mpsc::SendError(Request::Replies { replies, .. })) =
-            self.requests.send(Request::Replies {
-                replies,
-                ops,
-                hurried,
-            })
-        {
-            // The syncer is gone (it only stops when told to, so this is a bug): fail safe, reply with an error.
+        let mut waiting = self.shared.lock();
+        if waiting.stop {
+            // The syncer has been told to stop (the writer stops first, so this is a bug): fail safe.
+            drop(waiting);
             replies(Some(&Error::new(
                 crate::ErrorKind::Storage,
                 "the syncer thread has stopped",
             )));
+            return;
+        }
+        waiting.replies.push(replies);
+        waiting.ops += ops;
+        waiting.hurried |= hurried;
+        if !waiting.holding || waiting.ends_hold() {
+            self.shared.wake.notify_one();
         }
     }
 
     /// Sends every queued reply (after a last fsync) and stops.
     pub fn stop(&mut self) {
-        let _ = self.requests.send(Request::Stop);
+        self.shared.lock().stop = true;
+        self.shared.wake.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
 }
 
-fn run(
-    wal: File,
-    rx: Receiver<Request>,
-    failure: Arc<Mutex<Option<Error>>>,
-    gathering: &Gathering,
-) {
-    // Replies that came while the last fsync ran: the next round's, and the sign that batches come faster than
-    // fsyncs.
-    let mut early: Vec<Request> = Vec::new();
+fn run(wal: &File, shared: &Shared, failure: &Mutex<Option<Error>>) {
     loop {
-        let mut pending = std::mem::take(&mut early);
-        let early_round = !pending.is_empty();
-        if pending.is_empty() {
-            match rx.recv() {
-                Ok(Request::WriterIdle) => continue,
-                Ok(first) => pending.push(first),
-                Err(_) => return,
-            }
-            pending.extend(rx.try_iter());
-        } else {
-            pending.extend(rx.try_iter());
-        }
-        gather(&rx, &mut pending, !early_round, gathering);
-        let known = failure
-            .lock()
-            .expect("failure lock is never poisoned")
-            .clone();
-        let error = known.or_else(|| {
-            let e = wal.sync_data().err()?;
-            tracing::error!(error = %e, "fsync of the write-ahead log failed; the queue refuses writes until reopened");
-            let e = Error::storage(
-                "syncing the write-ahead log failed; the outcome of this request is unknown, and the queue must be reopened",
-                e,
-            );
-            *failure.lock().expect("failure lock is never poisoned") = Some(e.clone());
-            Some(e)
-        });
-        early.extend(rx.try_iter().filter(|r| !matches!(r, Request::WriterIdle)));
-        let mut stop = false;
-        for request in pending {
-            match request {
-                Request::Replies { replies, .. } => replies(error.as_ref()),
-                Request::WriterIdle => {}
-                Request::Stop => stop = true,
+        let (replies, stop) = next_round(shared);
+        if !replies.is_empty() {
+            let error = sync(wal, failure);
+            for replies in replies {
+                replies(error.as_ref());
             }
         }
         if stop {
-            if early.is_empty() {
-                return;
-            }
-            // Replies that came during the last fsync get one of their own first.
-            early.push(Request::Stop);
+            return;
         }
     }
 }
 
-/// Adds to `pending` the replies of batches committed for at most [`GATHER`] and until [`ENOUGH_OPS`] wait, while
-/// every reply is unhurried, or while the writer is busy unless `alone` (no batch came during the last fsync).
-fn gather(rx: &Receiver<Request>, pending: &mut Vec<Request>, alone: bool, gathering: &Gathering) {
-    let unhurried = |pending: &[Request]| {
-        pending.iter().all(|r| match r {
-            Request::Replies { hurried, .. } => !hurried,
-            Request::WriterIdle => true,
-            Request::Stop => false,
+/// Waits for replies, holds for company while every one is unhurried (see the module's notes), and takes them all,
+/// with whether the syncer must stop after this round.
+fn next_round(shared: &Shared) -> (Vec<Replies>, bool) {
+    let mut waiting = shared.lock();
+    while waiting.replies.is_empty() && !waiting.stop {
+        waiting = shared
+            .wake
+            .wait(waiting)
+            .expect("the syncer's lock is never poisoned");
+    }
+    if !waiting.ends_hold() {
+        let deadline = Instant::now() + GATHER;
+        waiting.holding = true;
+        while !waiting.ends_hold() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            waiting = shared
+                .wake
+                .wait_timeout(waiting, left)
+                .expect("the syncer's lock is never poisoned")
+                .0;
+        }
+        waiting.holding = false;
+    }
+    let taken = std::mem::take(&mut waiting.replies);
+    let stop = waiting.stop;
+    *waiting = Waiting {
+        stop,
+        ..Waiting::default()
+    };
+    (taken, stop)
+}
+
+/// Fsyncs the WAL, or gives the failure of an earlier fsync (which is permanent).
+fn sync(wal: &File, failure: &Mutex<Option<Error>>) -> Option<Error> {
+    let known = failure
+        .lock()
+        .expect("failure lock is never poisoned")
+        .clone();
+    known.or_else(|| {
+        let e = wal.sync_data().err()?;
+        tracing::error!(error = %e, "fsync of the write-ahead log failed; the queue refuses writes until reopened");
+        let e = Error::storage(
+            "syncing the write-ahead log failed; the outcome of this request is unknown, and the queue must be reopened",
+            e,
+        );
+        *failure.lock().expect("failure lock is never poisoned") = Some(e.clone());
+        Some(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A reply that reports, once, whether it was given an error.
+    fn reply(answers: &mpsc::Sender<(usize, bool)>, n: usize) -> Replies {
+        let answers = answers.clone();
+        Box::new(move |error: Option<&Error>| {
+            let _ = answers.send((n, error.is_some()));
         })
-    };
-    let stopping = |pending: &[Request]| pending.iter().any(|r| matches!(r, Request::Stop));
-    if stopping(pending) || (alone && !unhurried(pending)) {
-        return;
     }
-    let ops = |pending: &[Request]| -> usize {
-        pending
-            .iter()
-            .map(|r| match r {
-                Request::Replies { ops, .. } => *ops,
-                _ => 0,
-            })
-            .sum()
-    };
-    let deadline = Instant::now() + GATHER;
-    gathering.gathering.store(true, Ordering::SeqCst);
-    loop {
-        if ops(pending) >= ENOUGH_OPS {
-            break;
-        }
-        let writer_busy = !alone && !gathering.writer_idle.load(Ordering::SeqCst);
-        if !(writer_busy || unhurried(pending)) {
-            break;
-        }
-        let Some(left) = deadline.checked_duration_since(Instant::now()) else {
-            break;
-        };
-        match rx.recv_timeout(left) {
-            Ok(Request::WriterIdle) => {}
-            Ok(request) => {
-                pending.push(request);
-                if stopping(pending) {
-                    break;
-                }
-            }
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-        }
+
+    fn syncer() -> (tempfile::TempDir, Syncer) {
+        let dir = tempfile::tempdir().unwrap();
+        let wal = File::create(dir.path().join("wal")).unwrap();
+        (dir, Syncer::start(wal).unwrap())
     }
-    gathering.gathering.store(false, Ordering::SeqCst);
+
+    #[test]
+    fn every_reply_is_answered_once_whether_hurried_unhurried_or_queued_at_the_stop() {
+        let (_dir, mut syncer) = syncer();
+        let (answers, answered) = mpsc::channel();
+        // Unhurried replies may be held for company; hurried ones go at the next fsync. Some are still queued, or
+        // held, when the syncer is told to stop.
+        for n in 0..200 {
+            syncer.after_sync(reply(&answers, n), 1 + n % 3, n % 5 == 0);
+        }
+        syncer.stop();
+        drop(answers);
+        let mut got: Vec<(usize, bool)> = answered.iter().collect();
+        got.sort_unstable();
+        assert_eq!(got, (0..200).map(|n| (n, false)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_unhurried_reply_alone_is_answered_once_its_hold_ends_with_nothing_else_coming() {
+        let (_dir, mut syncer) = syncer();
+        let (answers, answered) = mpsc::channel();
+        syncer.after_sync(reply(&answers, 1), 1, false);
+        // Nothing else comes: the hold ends by itself (at most GATHER), with no stop.
+        assert_eq!(
+            answered.recv_timeout(Duration::from_secs(10)).unwrap(),
+            (1, false)
+        );
+        syncer.after_sync(reply(&answers, 2), 1, true);
+        assert_eq!(
+            answered.recv_timeout(Duration::from_secs(10)).unwrap(),
+            (2, false)
+        );
+        syncer.stop();
+    }
 }
