@@ -92,7 +92,10 @@ count_syncs() { # side output-file command...
         awk '$NF == "fsync" || $NF == "fdatasync" { n += $4 } END { print n + 0 }' "$file"
     fi
 }
-if grep -q '^worker/8-slots' "$out/cairn.tsv" && { command -v perf || command -v strace; } > /dev/null; then
+can_count_syncs() {
+    perf stat -e syscalls:sys_enter_fsync -o /dev/null true > /dev/null 2>&1 || command -v strace > /dev/null
+}
+if grep -q '^worker/8-slots' "$out/cairn.tsv" && can_count_syncs; then
     echo
     echo "=== fsync + fdatasync calls per job, worker/8-slots run again (untimed) ==="
     for side in cairn effectum; do

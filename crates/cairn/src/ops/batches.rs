@@ -2,9 +2,11 @@
 //! a final state (completed, failed or cancelled; a live job deleted counts as cancelled), `on_success` once every
 //! job has completed, which may come after `on_complete` when failed jobs are run again and then complete.
 //!
-//! The counts are the database's: triggers on `jobs` (SQLite 0022, PostgreSQL 0014) keep them, so every path that
-//! adds, ends, revives or deletes a job counts, those to come included; on PostgreSQL the update locks the batch's
-//! row, so of two nodes ending a batch's last two jobs at once, the second sees the first's count. A change that
+//! A batch's total is counted by the code that inserts jobs ([`count_added`], from `push.rs`'s two inserts, which
+//! every path that makes a job goes through). Its ends are the database's: triggers on `jobs` (SQLite 0022,
+//! PostgreSQL 0014 and 0017) keep them, so every path that ends, revives or deletes a job counts, those to come
+//! included; on PostgreSQL the update locks the batch's row, so of two nodes ending a batch's last two jobs at once,
+//! the second sees the first's count. A change that
 //! brings a closed batch to an end it has not reached before marks it `due`. Before each transaction commits, the
 //! writer makes the due callbacks and records the end ([`make_due_callbacks`]): a callback is committed with the
 //! job end that made it due, and made once, whatever node or crash comes after.
