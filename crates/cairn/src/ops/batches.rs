@@ -6,10 +6,10 @@
 //! every path that makes a job goes through). Its ends are the database's: triggers on `jobs` (SQLite 0022,
 //! PostgreSQL 0014 and 0017) keep them, so every path that ends, revives or deletes a job counts, those to come
 //! included; on PostgreSQL the update locks the batch's row, so of two nodes ending a batch's last two jobs at once,
-//! the second sees the first's count. A change that
-//! brings a closed batch to an end it has not reached before marks it `due`. Before each transaction commits, the
-//! writer makes the due callbacks and records the end ([`make_due_callbacks`]): a callback is committed with the
-//! job end that made it due, and made once, whatever node or crash comes after.
+//! the second sees the first's count. A change that brings a closed batch to an end it has not reached before marks
+//! it `due`. Before each transaction commits, the writer makes the due callbacks and records the end
+//! ([`make_due_callbacks`]): a callback is committed with the job end that made it due, and made once, whatever node
+//! or crash comes after.
 //!
 //! A batch takes jobs until it has completed. An open batch does not complete, however its jobs end, until it is
 //! closed ([`CloseBatch`]): jobs may be added to it over time (a job of the batch may add more).
