@@ -153,8 +153,10 @@ const worker = new Worker(url, "node-process", { queues: [queue], wait: 1, shutd
   await sleep(job.data.seconds * 1000);
   return { done: true };
 });
-const report = await worker.run();
-console.log(JSON.stringify(report));
+const running = worker.run();
+// Listeners run in the order they were added: by the time this one writes, the worker has been told to stop.
+process.on("SIGTERM", () => writeFileSync(marker + ".stopping", ""));
+console.log(JSON.stringify(await running));
 `;
 
 function runWorkerProcess(queue) {
@@ -178,6 +180,8 @@ test("SIGTERM lets the running job finish and takes no more", async () => {
   const { child, marker, exited } = runWorkerProcess("q6");
   await leaseFrom(marker);
   child.kill("SIGTERM");
+  // The second job comes once the worker has seen the signal: one it took before would be its to run.
+  await eventually("the worker was told to stop", async () => existsSync(`${marker}.stopping`));
   const second = (await client.enqueue("step", { seconds: 0 }, { queue: "q6" })).id;
   const { code, out } = await exited;
   assert.equal(code, 0);

@@ -208,9 +208,10 @@ async def test_a_lost_lease_drops_the_handlers_result(server):
 
 
 WORKER_SCRIPT = """
-import json, sys, time
+import json, logging, sys, time
 from cairn import Worker
 url, marker = sys.argv[1], sys.argv[2]
+logging.basicConfig(filename=marker + ".log", level=logging.INFO)
 worker = Worker(url, "py-process", wait=1, shutdown_deadline=20)
 
 @worker.handler("step")
@@ -240,6 +241,10 @@ async def wait_for(path: Path, timeout=20.0):
     return json.loads(path.read_text())
 
 
+async def _says(path, words):
+    return path.exists() and words in path.read_text()
+
+
 async def _exists(path):
     return path.exists() and path.stat().st_size > 0
 
@@ -250,6 +255,8 @@ async def test_sigterm_lets_the_running_job_finish_and_takes_no_more(server, tmp
         process, marker = run_worker_process(server, tmp_path)
         await wait_for(marker)
         process.send_signal(signal.SIGTERM)
+        # The second job comes once the worker has seen the signal: one it took before would be its to run.
+        await eventually("the worker says it stops", lambda: _says(Path(f"{marker}.log"), "stopping"))
         second = (await client.enqueue("step", {"seconds": 0})).id
         out, _ = await asyncio.to_thread(process.communicate, timeout=30)
         assert process.returncode == 0

@@ -286,9 +286,16 @@ class _Run:
             try:
                 claimed = fetch.result()
             except CairnError as e:
+                if self.stop.is_set():
+                    break
                 log.error("worker %s: taking jobs failed (%s); trying again in a second", self.worker.id, e)
                 await asyncio.wait({stopping}, timeout=1.0)
                 continue
+            if self.stop.is_set():
+                # The answer and the stop came in the same turn: the jobs go back rather than run after the stop.
+                for job in claimed:
+                    await self.record(job, self.client.release(job.lease), "released")
+                break
             for job in claimed:
                 self.start(job)
         stopping.cancel()
@@ -481,6 +488,12 @@ class _Run:
 
     async def drain(self) -> None:
         """Waits for running jobs until the deadline, then gives back the rest."""
+        log.info(
+            "worker %s: stopping; %d running jobs have %ss to finish",
+            self.worker.id,
+            len(self.jobs),
+            self.worker.shutdown_deadline,
+        )
         if self.jobs:
             await asyncio.wait(set(self.jobs), timeout=self.worker.shutdown_deadline)
         left = list(self.jobs.items())
