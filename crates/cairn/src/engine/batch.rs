@@ -94,7 +94,10 @@ impl Writer {
                     batch.hurried |= many.iter().any(|op| op.is_durable());
                     batch.ops.extend(many);
                 }
-                Command::UnhurriedOps(many) => batch.ops.extend(many),
+                Command::UnhurriedOps(many, taken) => {
+                    batch.ops.extend(many);
+                    let _ = taken.send(());
+                }
                 Command::Dequeue(waiter) => batch.dequeues.push(waiter),
                 Command::Tick => {
                     batch.tick = true;

@@ -24,8 +24,10 @@ pub(crate) enum Command {
     /// Apply these operations in one batch (a worker's report of several jobs), each replying on its own.
     Ops(Vec<Box<dyn ErasedOp>>),
     /// As [`Command::Ops`], for operations whose caller does not wait on their answers to go on (a worker's
-    /// finishes: its slots are free already), so the syncer may hold their fsync for a moment to share it.
-    UnhurriedOps(Vec<Box<dyn ErasedOp>>),
+    /// finishes: its slots are free already), so the syncer may hold their fsync for a moment to share it. The
+    /// sender is answered as the writer takes them into a batch: the caller may send its next ones then, to go in a
+    /// later batch with whatever comes meanwhile, while these are written and wait for the disk.
+    UnhurriedOps(Vec<Box<dyn ErasedOp>>, oneshot::Sender<()>),
     /// Claim jobs, waiting until the deadline if none are ready.
     Dequeue(Waiter),
     /// Look again at everything: the clock jumped, another connection committed jobs, or notifications from other

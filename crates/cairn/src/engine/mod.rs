@@ -196,7 +196,7 @@ impl Writer {
                 Command::Op(op) => {
                     op.reply(Some(&closed));
                 }
-                Command::Ops(many) | Command::UnhurriedOps(many) => {
+                Command::Ops(many) | Command::UnhurriedOps(many, _) => {
                     for op in many {
                         op.reply(Some(&closed));
                     }

@@ -516,12 +516,15 @@ impl Queue {
     }
 
     /// [`Queue::finish_many`] for a [`Worker`](crate::Worker), whose slots are free before the answers come: the
-    /// fsync may be held for a moment (at most a millisecond) so that more finishes share it.
+    /// fsync may be held for a moment (at most a millisecond) so that more finishes share it. `taken` is answered
+    /// as the writer takes the finishes into a batch.
     pub(crate) async fn finish_many_unhurried(
         &self,
         finishes: Vec<Finish>,
+        taken: oneshot::Sender<()>,
     ) -> Result<Vec<Result<()>>> {
-        self.finish_many_sent(finishes, Command::UnhurriedOps).await
+        self.finish_many_sent(finishes, |ops| Command::UnhurriedOps(ops, taken))
+            .await
     }
 
     /// Whether [`Queue::finish_many_unhurried`] may hold finishes for company: on SQLite with
@@ -533,7 +536,7 @@ impl Queue {
     async fn finish_many_sent(
         &self,
         finishes: Vec<Finish>,
-        command: fn(Vec<Box<dyn ErasedOp>>) -> Command,
+        command: impl FnOnce(Vec<Box<dyn ErasedOp>>) -> Command,
     ) -> Result<Vec<Result<()>>> {
         check_finish_count(finishes.len())?;
         if finishes.is_empty() {

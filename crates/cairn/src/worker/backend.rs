@@ -41,12 +41,16 @@ pub trait Backend: Send + Sync + 'static {
     fn finish_many(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>>;
     /// [`Backend::finish_many`] for finishes whose caller does not wait on the answers to go on: a
     /// [`Worker`](crate::Worker)'s, whose slots are free already. The embedded queue may hold their fsync for a
-    /// moment so that more finishes share it; by default, `finish_many`.
+    /// moment so that more finishes share it, and answers `taken` as its writer takes them up, so that the caller
+    /// may send more while these are written and wait for the disk. By default, `finish_many`, with `taken`
+    /// dropped at once.
     #[doc(hidden)]
     fn finish_many_unhurried(
         &self,
         finishes: Vec<Finish>,
+        taken: tokio::sync::oneshot::Sender<()>,
     ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
+        drop(taken);
         self.finish_many(finishes)
     }
     /// Whether [`Backend::finish_many_unhurried`] may hold finishes for company, so that a worker should send the
@@ -188,8 +192,12 @@ macro_rules! impl_backend_by_inherent_methods {
 }
 
 impl_backend_by_inherent_methods!(Queue;
-    fn finish_many_unhurried(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
-        Box::pin(Queue::finish_many_unhurried(self, finishes))
+    fn finish_many_unhurried(
+        &self,
+        finishes: Vec<Finish>,
+        taken: tokio::sync::oneshot::Sender<()>,
+    ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
+        Box::pin(Queue::finish_many_unhurried(self, finishes, taken))
     }
 
     fn holds_finishes_for_company(&self) -> bool {

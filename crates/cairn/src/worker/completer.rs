@@ -4,7 +4,10 @@
 //! one each, and adds no wait of its own: a finish that finds no call in flight goes once the jobs ending in the same
 //! turn have joined it, and those that arrive meanwhile go with the next call. With a backend that holds a worker's
 //! finishes for company at the fsync (the embedded queue), it makes up to [`CALLS_WHILE_HELD`] calls at once: the
-//! finishes of jobs that end during the hold must reach the queue to share it.
+//! finishes of jobs that end during the hold must reach the queue to share it. Even then a call goes only once the
+//! queue's writer has taken up the last one: the finishes that end while the writer is busy go together in the
+//! next call, rather than queue at the writer in many small ones, which cost a writer at its limit more than the
+//! fsync they would share saves.
 
 use std::sync::Arc;
 
@@ -73,10 +76,16 @@ async fn complete(
     most_calls: usize,
 ) {
     let mut calls = tokio::task::JoinSet::new();
+    // Ends once the backend's writer has taken up the last call's finishes.
+    let mut last_taken: Option<oneshot::Receiver<()>> = None;
     loop {
         if calls.len() >= most_calls {
             calls.join_next().await;
             continue;
+        }
+        if let Some(taken) = last_taken.take() {
+            // Answered or dropped: either way the call no longer waits for the writer.
+            let _ = taken.await;
         }
         let first = tokio::select! {
             first = rx.recv() => match first {
@@ -95,13 +104,15 @@ async fn complete(
                 Err(_) => break,
             }
         }
-        calls.spawn(report(queue.clone(), batch));
+        let (taken, taken_answer) = oneshot::channel();
+        last_taken = Some(taken_answer);
+        calls.spawn(report(queue.clone(), batch, taken));
     }
     while calls.join_next().await.is_some() {}
 }
 
-/// Reports one call's finishes and sends each its answer.
-async fn report(queue: Arc<dyn Backend>, mut batch: Vec<Pending>) {
+/// Reports one call's finishes and sends each its answer; `taken` is answered once the backend has taken them up.
+async fn report(queue: Arc<dyn Backend>, mut batch: Vec<Pending>, taken: oneshot::Sender<()>) {
     let finishes: Vec<Finish> = batch
         .iter_mut()
         .map(|p| Finish {
@@ -110,7 +121,7 @@ async fn report(queue: Arc<dyn Backend>, mut batch: Vec<Pending>) {
             ..Finish::new(&p.lease)
         })
         .collect();
-    match finish_patiently(queue.as_ref(), finishes).await {
+    match finish_patiently(queue.as_ref(), finishes, taken).await {
         Ok(answers) => {
             for (pending, answer) in batch.into_iter().zip(answers) {
                 let _ = pending.reply.send(answer);
@@ -126,13 +137,20 @@ async fn report(queue: Arc<dyn Backend>, mut batch: Vec<Pending>) {
 
 /// [`Backend::finish_many_unhurried`], made again for the finishes refused for a reason that passes with time (see
 /// `patient`), whether the whole call was refused or only some of its finishes: the answers, in order.
-async fn finish_patiently(queue: &dyn Backend, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
+async fn finish_patiently(
+    queue: &dyn Backend,
+    finishes: Vec<Finish>,
+    taken: oneshot::Sender<()>,
+) -> Result<Vec<Result<()>>> {
     let mut answers: Vec<Option<Result<()>>> = vec![None; finishes.len()];
     let mut left: Vec<usize> = (0..finishes.len()).collect();
     let mut patience = Patience::new();
+    // Only the first try says when it was taken up; the completer waits for no later one.
+    let mut taken = Some(taken);
     loop {
         let call = left.iter().map(|&i| finishes[i].clone()).collect();
-        let results = match queue.finish_many_unhurried(call).await {
+        let taken = taken.take().unwrap_or_else(|| oneshot::channel().0);
+        let results = match queue.finish_many_unhurried(call, taken).await {
             Ok(results) => results,
             Err(e) if patience.again("finishing jobs", &e).await => continue,
             Err(e) => return Err(e),

@@ -431,7 +431,13 @@ struct HeldFinishes {
     gate: Arc<tokio::sync::RwLock<()>>,
     /// The `limit` of each dequeue, in order.
     asked: Arc<std::sync::Mutex<Vec<u32>>>,
+    /// When set, the queue says it holds finishes for company, as the embedded queue on SQLite does, and notes how
+    /// many finishes each call carries, with the sender that says the call was taken up, which the test answers.
+    calls: Option<Arc<std::sync::Mutex<Vec<NotedCall>>>>,
 }
+
+/// How many finishes a call carried, and the sender that says it was taken up, until the test answers it.
+type NotedCall = (usize, Option<tokio::sync::oneshot::Sender<()>>);
 
 impl HeldFinishes {
     fn new(queue: &cairn::Queue) -> HeldFinishes {
@@ -439,7 +445,29 @@ impl HeldFinishes {
             queue: queue.clone(),
             gate: Arc::default(),
             asked: Arc::default(),
+            calls: None,
         }
+    }
+
+    fn holding_for_company(queue: &cairn::Queue) -> HeldFinishes {
+        HeldFinishes {
+            calls: Some(Arc::default()),
+            ..HeldFinishes::new(queue)
+        }
+    }
+
+    /// Says every call noted so far was taken up.
+    fn take_up_calls(&self) {
+        let calls = self.calls.as_ref().expect("a queue that notes its calls");
+        for (_, taken) in calls.lock().unwrap().iter_mut() {
+            drop(taken.take());
+        }
+    }
+
+    /// How many finishes each call carried, in order.
+    fn call_sizes(&self) -> Vec<usize> {
+        let calls = self.calls.as_ref().expect("a queue that notes its calls");
+        calls.lock().unwrap().iter().map(|(n, _)| *n).collect()
     }
 }
 
@@ -490,6 +518,19 @@ impl cairn::Backend for HeldFinishes {
             let _open = self.gate.read().await;
             self.queue.finish_many(finishes).await
         })
+    }
+    fn finish_many_unhurried(
+        &self,
+        finishes: Vec<cairn::Finish>,
+        taken: tokio::sync::oneshot::Sender<()>,
+    ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
+        if let Some(calls) = &self.calls {
+            calls.lock().unwrap().push((finishes.len(), Some(taken)));
+        }
+        self.finish_many(finishes)
+    }
+    fn holds_finishes_for_company(&self) -> bool {
+        self.calls.is_some()
     }
     fn retry<'a>(
         &'a self,
@@ -566,6 +607,61 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
     }
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!((report.finished, report.lost), (40, 0));
+    t.close().await;
+}
+
+/// Against a queue that holds finishes for company at the fsync, a worker sends the finishes of jobs that end while
+/// a call is in flight in calls of their own (the hold would wait for them in vain otherwise), but only once the
+/// queue has taken up the last call: those that end while it is busy go together, not in a queue of small calls.
+#[tokio::test]
+async fn finishes_that_end_while_the_queue_is_busy_go_in_one_call() {
+    let t = TestQueue::new().await;
+    t.push_batch((0..10).map(|_| Push::new("held")).collect())
+        .await;
+    let backend = HeldFinishes::holding_for_company(&t.queue);
+    let ended = Arc::new(AtomicU32::new(0));
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (counter, permits) = (ended.clone(), gate.clone());
+    let worker = Worker::builder(&backend, "w")
+        .max_concurrency(10)
+        .handler("held", move |_| {
+            let (counter, permits) = (counter.clone(), permits.clone());
+            async move {
+                permits
+                    .acquire()
+                    .await
+                    .expect("the gate stays open")
+                    .forget();
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    // One job ends: its finish goes alone, and the queue keeps it waiting to be taken up.
+    gate.add_permits(1);
+    eventually("the first call", || async { backend.call_sizes() == [1] }).await;
+    // The nine others end one by one while it waits: no call goes for them yet.
+    for n in 2..=10 {
+        gate.add_permits(1);
+        let ended = &ended;
+        eventually("the job ends", || async move {
+            ended.load(Ordering::SeqCst) == n
+        })
+        .await;
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(backend.call_sizes(), [1]);
+    // Taken up: the nine go in the next call, together.
+    backend.take_up_calls();
+    eventually("the second call", || async {
+        backend.call_sizes() == [1, 9]
+    })
+    .await;
+    backend.take_up_calls();
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.finished, report.lost), (10, 0));
     t.close().await;
 }
 
