@@ -348,10 +348,13 @@ pub fn screenshot_dir() -> PathBuf {
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
         .or_else(|| {
-            // The test binary is `<target>/debug/deps/it-…`; Cargo marks `<target>` with CACHEDIR.TAG.
+            // The test binary is `<target>/debug/deps/it-…` (or `<target>/<triple>/debug/deps/it-…`). Cargo marks
+            // `<target>` with CACHEDIR.TAG, but only when it made the directory itself: a script that made
+            // `target/` first (scripts/test-node does) leaves it unmarked: then the directory above the profile's.
             let exe = std::env::current_exe().ok()?;
             exe.ancestors()
                 .find(|dir| dir.join("CACHEDIR.TAG").exists())
+                .or_else(|| exe.ancestors().nth(3))
                 .map(Path::to_path_buf)
         })
         .expect("finding the target directory (set CARGO_TARGET_DIR)");
