@@ -25,7 +25,8 @@ const MAX_PER_CALL: usize = 100;
 
 /// The most calls unanswered at once with a backend that holds finishes for company: as many as the finishes the
 /// embedded queue's syncer holds an fsync for (`ENOUGH_OPS` in `store/sqlite/syncer.rs`), so that a hold never waits
-/// on finishes the completer keeps back.
+/// on finishes the completer keeps back for want of a call (it keeps them back only while the writer is busy, and a
+/// busy writer's next batch takes them all).
 const CALLS_WHILE_HELD: usize = 16;
 
 /// A finish waiting for the completer, with where its answer goes.
@@ -69,14 +70,15 @@ impl Completer {
 }
 
 /// The completer's task: takes the first finish waiting and every other one waiting with it, and reports them, with
-/// at most `most_calls` calls unanswered.
+/// at most `most_calls` calls unanswered, each sent once the backend has taken up the last (unless that one was
+/// full: a full call needs no company).
 async fn complete(
     queue: Arc<dyn Backend>,
     mut rx: mpsc::UnboundedReceiver<Pending>,
     most_calls: usize,
 ) {
     let mut calls = tokio::task::JoinSet::new();
-    // Ends once the backend's writer has taken up the last call's finishes.
+    // Ends once the backend's writer has taken up the last call's finishes; none after a full call.
     let mut last_taken: Option<oneshot::Receiver<()>> = None;
     loop {
         if calls.len() >= most_calls {
@@ -105,7 +107,8 @@ async fn complete(
             }
         }
         let (taken, taken_answer) = oneshot::channel();
-        last_taken = Some(taken_answer);
+        // A full call goes on without waiting: more finishes are waiting, and they fill calls of their own.
+        last_taken = (batch.len() < MAX_PER_CALL).then_some(taken_answer);
         calls.spawn(report(queue.clone(), batch, taken));
     }
     while calls.join_next().await.is_some() {}

@@ -619,6 +619,8 @@ async fn finishes_that_end_while_the_queue_is_busy_go_in_one_call() {
     t.push_batch((0..10).map(|_| Push::new("held")).collect())
         .await;
     let backend = HeldFinishes::holding_for_company(&t.queue);
+    // No call is answered until the end: the calls in flight are the hold's company.
+    let unanswered = backend.gate.clone().write_owned().await;
     let ended = Arc::new(AtomicU32::new(0));
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let (counter, permits) = (ended.clone(), gate.clone());
@@ -653,13 +655,14 @@ async fn finishes_that_end_while_the_queue_is_busy_go_in_one_call() {
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(backend.call_sizes(), [1]);
-    // Taken up: the nine go in the next call, together.
+    // Taken up: the nine go in the next call, together, though the first is still unanswered.
     backend.take_up_calls();
     eventually("the second call", || async {
         backend.call_sizes() == [1, 9]
     })
     .await;
     backend.take_up_calls();
+    drop(unanswered);
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!((report.finished, report.lost), (10, 0));
     t.close().await;
