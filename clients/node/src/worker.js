@@ -197,6 +197,11 @@ class Run {
         }
         claimed = outcome.jobs;
       }
+      if (this.stopSignal.aborted) {
+        // Taken with finishes as the worker stopped: they go back too.
+        for (const job of claimed) await this.record(this.client.release(job.lease), "released");
+        break;
+      }
       for (const job of claimed) this.start(job);
     }
     await this.drain();
