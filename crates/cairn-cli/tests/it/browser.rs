@@ -344,21 +344,11 @@ impl Drop for Browser {
 
 /// The directory screenshots go to: `target/dashboard-screenshots` of the build that made this test binary.
 pub fn screenshot_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| {
-            // The test binary is `<target>/debug/deps/it-…` (or `<target>/<triple>/debug/deps/it-…`). Cargo marks
-            // `<target>` with CACHEDIR.TAG, but only when it made the directory itself: a script that made
-            // `target/` first (scripts/test-node does) leaves it unmarked: then the directory above the profile's.
-            let exe = std::env::current_exe().ok()?;
-            exe.ancestors()
-                .find(|dir| dir.join("CACHEDIR.TAG").exists())
-                .or_else(|| exe.ancestors().nth(3))
-                .map(Path::to_path_buf)
-        })
-        .expect("finding the target directory (set CARGO_TARGET_DIR)");
-    target.join("dashboard-screenshots")
+    // Cargo gives integration tests `<target>/tmp`, wherever the target directory is and whoever made it.
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target directory holds tmp")
+        .join("dashboard-screenshots")
 }
 
 /// chromedriver from `$CHROMEDRIVER`, the `PATH`, or where Debian's chromium-driver puts it.
