@@ -35,7 +35,8 @@ pub enum RecoveryPolicy {
     KeepLeases,
 }
 
-/// How long finished jobs are kept.
+/// How long finished jobs are kept, and what they leave behind. A completed batch goes once none of its jobs is
+/// left and, with `max_age`, that long after it completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retention {
     /// Completed and cancelled jobs older than this are removed. `None` keeps them regardless of age.

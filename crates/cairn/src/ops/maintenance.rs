@@ -1,6 +1,6 @@
 //! Timed work the writer does at the start of a batch, each step bounded so no batch stalls: promoting jobs whose
 //! `run_at` arrived, retrying jobs whose lease expired, recovering jobs a dead process left running, and pruning
-//! finished jobs past retention. Also the lookup of when the next timed step is due.
+//! finished jobs past retention (with the batches, workers, activity and statistics they leave). Also the lookup of when the next timed step is due.
 
 use crate::ops::events::ActivityKind;
 use crate::store::db::{Db, Params, Sql, params};
@@ -321,6 +321,14 @@ pub(crate) fn prune(
                 other(crate::ops::workers::forget_before(ctx, cutoff)?);
             }
         }
+        // Batches follow their jobs: kept while retention keeps any of them, and as long as it keeps a finished
+        // job (`max_age`); with no retention of jobs, kept as the jobs are.
+        if retention.max_age.is_some() || retention.max_count.is_some() {
+            let cutoff = retention.max_age.map_or(ctx.now_ms, |max_age| {
+                ctx.now_ms.saturating_sub(duration_millis(max_age))
+            });
+            other(ctx.db.execute(PRUNE_BATCHES, &params![cutoff])?);
+        }
         if let Some(max_age) = retention.activity_max_age {
             let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
             other(ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?);
@@ -419,6 +427,17 @@ pub(crate) const PRUNE_ACTIVITY: Sql = Sql::both(
 pub(crate) const PRUNE_ACTIVITY_BY_COUNT: Sql = Sql::both(
     "DELETE FROM activity WHERE id IN (SELECT id FROM activity \
      WHERE id <= (SELECT max(id) FROM activity) - $1 ORDER BY id LIMIT 5000)",
+);
+
+/// Batches that completed before the cutoff, whose callbacks are made and whose jobs are all gone (retention deleted
+/// them, or they were deleted): only their counts are left. Oldest first, a bounded number at a time. A batch with a
+/// job left (a failed job not yet dealt with, say) stays however old, and each pass walks past it again: as many
+/// index probes as there are such batches.
+pub(crate) const PRUNE_BATCHES: Sql = Sql::both(
+    "DELETE FROM batches WHERE id IN (SELECT b.id FROM batches b \
+     WHERE b.completed_at IS NOT NULL AND b.completed_at < $1 AND NOT b.due \
+     AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.batch_id = b.id) \
+     ORDER BY b.completed_at LIMIT 5000)",
 );
 
 /// Statistics rows of periods that started before the cutoff, a bounded number at a time.

@@ -578,3 +578,92 @@ async fn closing_a_batch_whose_jobs_ended_answers_it_completed() {
     assert!(closed.on_complete.unwrap().job.is_some());
     t.close().await;
 }
+
+#[tokio::test]
+async fn a_completed_batch_goes_with_the_last_of_its_jobs_once_retention_lets_it() {
+    let t = TestQueue::with(|o| {
+        o.retention = cairn::Retention {
+            max_age: Some(Duration::from_secs(3600)),
+            max_count: None,
+            worker_max_age: None,
+            interval: Duration::from_secs(60),
+            ..Default::default()
+        }
+    })
+    .await;
+    let done = t
+        .queue
+        .create_batch(
+            CreateBatch::new((0..2).map(|_| Push::new("part").queue("parts")).collect())
+                .on_complete(Push::new("report.complete").queue("callbacks")),
+        )
+        .await
+        .unwrap()
+        .batch;
+    let failing = t
+        .queue
+        .create_batch(CreateBatch::new(vec![
+            Push::new("doomed")
+                .queue("doomed")
+                .retry(RetryPolicy::immediate(1)),
+        ]))
+        .await
+        .unwrap()
+        .batch;
+    let open = t
+        .queue
+        .create_batch(CreateBatch::new(vec![Push::new("part").queue("parts")]).open())
+        .await
+        .unwrap()
+        .batch;
+    for _ in 0..3 {
+        let c = take_from(&t, "parts").await;
+        t.queue.finish(&c.lease, None).await.unwrap();
+    }
+    let doomed = take_from(&t, "doomed").await;
+    t.queue
+        .retry(&doomed.lease, "out of attempts", None)
+        .await
+        .unwrap();
+    let states = async |t: &TestQueue| {
+        let mut states = Vec::new();
+        for id in [done, failing, open] {
+            states.push(
+                t.queue
+                    .batch(id)
+                    .await
+                    .map(|b| b.state)
+                    .map_err(|e| e.kind()),
+            );
+        }
+        states
+    };
+    use BatchState::{Completed, Open};
+    assert_eq!(states(&t).await, [Ok(Completed), Ok(Completed), Ok(Open)]);
+
+    t.advance(Duration::from_secs(60)); // a pruning pass: nothing is an hour old yet
+    t.queue.settle().await.unwrap();
+    assert_eq!(states(&t).await, [Ok(Completed), Ok(Completed), Ok(Open)]);
+
+    t.advance(Duration::from_secs(3600)); // the finished jobs go, and the batch left with none goes with them
+    t.queue.settle().await.unwrap();
+    assert_eq!(
+        states(&t).await,
+        [Err(ErrorKind::NotFound), Ok(Completed), Ok(Open)],
+        "a failed job keeps its batch, and an open batch stays open"
+    );
+    assert_eq!(
+        t.queue.get(doomed.job.id).await.unwrap().state,
+        JobState::Failed
+    );
+
+    // The failed job dealt with, the next pass takes its batch too.
+    t.queue.delete(doomed.job.id).await.unwrap();
+    t.advance(Duration::from_secs(60));
+    t.queue.settle().await.unwrap();
+    assert_eq!(
+        states(&t).await,
+        [Err(ErrorKind::NotFound), Err(ErrorKind::NotFound), Ok(Open)]
+    );
+    t.close().await;
+}
