@@ -1,6 +1,7 @@
 //! Timed work the writer does at the start of a batch, each step bounded so no batch stalls: promoting jobs whose
 //! `run_at` arrived, retrying jobs whose lease expired, recovering jobs a dead process left running, and pruning
-//! finished jobs past retention (with the batches, workers, activity and statistics they leave). Also the lookup of when the next timed step is due.
+//! finished jobs past retention, with the batches they leave, and old workers, activity and statistics. Also the
+//! lookup of when the next timed step is due.
 
 use crate::ops::events::ActivityKind;
 use crate::store::db::{Db, Params, Sql, params};
