@@ -350,19 +350,25 @@ pub(crate) fn select_ready_jobs(
 
 /// Leases one job if it is still ready (a second guard: a claim never picks a job twice), returning the row as it
 /// is now: `$1` the worker, `$2` the lease's token, `$3` now, `$4` the claim's own lease timeout, `$5` the job.
-/// SQLite's; PostgreSQL leases with [`lease_jobs_postgres`], many jobs to a statement.
+/// SQLite's; PostgreSQL leases with [`lease_jobs_postgres`], many jobs to a statement. The attempt starts at now,
+/// or when the job became ready if that is later (see [`lease_jobs_postgres`]).
 pub(crate) const LEASE_JOB: Sql = Sql::sqlite_only(concat!(
     "UPDATE jobs SET state = 'running', worker = $1, lease_token = $2, \
-     lease_expires_at = $3 + CASE WHEN timeout_ms IS NULL THEN COALESCE($4, lease_timeout_ms) \
+     lease_expires_at = MAX($3, run_at) + CASE WHEN timeout_ms IS NULL THEN COALESCE($4, lease_timeout_ms) \
                                   ELSE MIN(COALESCE($4, lease_timeout_ms), timeout_ms) END, \
-     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, $3), attempt_started_at = $3, \
-     progress = NULL WHERE id = $5 AND state = 'queued' RETURNING ",
+     attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, MAX($3, run_at)), \
+     attempt_started_at = MAX($3, run_at), progress = NULL WHERE id = $5 AND state = 'queued' RETURNING ",
     job_columns!()
 ));
 
 /// PostgreSQL's [`LEASE_JOB`]: leases the jobs `filter` finds (a `WHERE …`, or a `FROM … WHERE …` that joins the
 /// rows `worker`, `token`, `now` and `lease` read from), those four given as SQL (parameters, or a joined row's
 /// columns). Returns the jobs' columns; a statement may add more after them.
+///
+/// An attempt starts at `now`, or when its job became ready (`run_at`) if that is later. A batch's now is read as it
+/// begins, and another node may make a job ready after that, at its own later now: its lease expired there, say,
+/// ending the last attempt then. Starting the next attempt at the older now would record it as begun before the
+/// last one ended.
 pub(crate) fn lease_jobs_postgres(
     worker: &str,
     token: &str,
@@ -370,6 +376,7 @@ pub(crate) fn lease_jobs_postgres(
     lease: &str,
     filter: &str,
 ) -> String {
+    let now = format!("GREATEST({now}, jobs.run_at)");
     format!(
         "UPDATE jobs SET state = 'running', worker = {worker}, lease_token = {token}, \
          lease_expires_at = {now} + CASE WHEN timeout_ms IS NULL THEN COALESCE({lease}, lease_timeout_ms) \

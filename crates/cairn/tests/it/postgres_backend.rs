@@ -462,6 +462,49 @@ async fn take(queue: &cairn::Queue, from: &str, worker: &str) -> Vec<cairn::Clai
         .unwrap()
 }
 
+/// A node claims a job another node made ready at a later now (a batch begun before the other node's commit, or a
+/// clock a moment behind): the attempt starts when the job became ready, not before. Otherwise the job's history
+/// could show an attempt begun before the last one ended, its lease having run out on the node ahead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_starts_no_earlier_than_its_job_became_ready_on_another_node() {
+    let db = TestDatabase::new();
+    let start = crate::harness::start_time();
+    let ahead_clock = cairn::ManualClock::new(start);
+    ahead_clock.advance(std::time::Duration::from_secs(6));
+    let behind_clock = cairn::ManualClock::new(start);
+    let ahead = two_nodes(&db, &ahead_clock).await;
+    let behind = two_nodes(&db, &behind_clock).await;
+    let id = ahead
+        .enqueue(cairn::Push::new("work").queue("q"))
+        .await
+        .unwrap()
+        .id;
+    let claimed = take(&behind, "q", "w").await;
+    assert_eq!(claimed.len(), 1);
+    let became_ready = start + jiff::SignedDuration::from_secs(6);
+    let job = behind.get(id).await.unwrap();
+    assert_eq!(job.run_at, became_ready);
+    assert_eq!(job.history.len(), 1, "{:?}", job.history);
+    assert_eq!(
+        job.history[0].started_at, became_ready,
+        "the attempt starts when the job became ready, not at the claiming node's earlier now"
+    );
+    assert_eq!(job.started_at, Some(became_ready));
+    assert_eq!(
+        claimed[0].lease.expires_at,
+        became_ready + jiff::SignedDuration::try_from(job.lease_timeout).unwrap(),
+        "the lease runs from the attempt's start"
+    );
+    behind
+        .close(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+    ahead
+        .close(std::time::Duration::from_secs(10))
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_and_concurrency_limits_hold_across_nodes() {
     let db = TestDatabase::new();
