@@ -1,4 +1,9 @@
-// `Client`: the HTTP API's calls on Node's own `fetch`.
+// `Client`: the HTTP API's calls on Node's own `node:http` (or `node:https`), over kept-alive connections. Node's
+// `fetch` cost about 590 µs per request on loopback where `node:http` took 260, and a worker makes a request or two
+// per round of jobs.
+
+import http from "node:http";
+import https from "node:https";
 
 import { CairnError, InvalidInput, Unavailable, errorFromBody } from "./errors.js";
 
@@ -85,42 +90,75 @@ export class Client {
    */
   constructor(url = DEFAULT_URL, { token = null, timeout = 30 } = {}) {
     this.url = url.replace(/\/+$/, "");
+    let parsed;
+    try {
+      parsed = new URL(this.url);
+    } catch {
+      parsed = null;
+    }
+    if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
+      throw new InvalidInput("invalid_input", `server: must be an http:// or https:// URL, got ${JSON.stringify(url)}`, "server");
+    }
+    this.transport = parsed.protocol === "https:" ? https : http;
+    this.target = { hostname: parsed.hostname, port: parsed.port || undefined, prefix: parsed.pathname.replace(/\/+$/, "") };
+    // Idle connections wait in the pool for the next request, without keeping the process alive.
+    this.agent = new this.transport.Agent({ keepAlive: true });
     this.headers = { "content-type": "application/json" };
     if (token) this.headers.authorization = `Bearer ${token}`;
     this.timeoutMs = timeout * 1000;
   }
 
   async #send(method, path, body = null, timeoutMs = this.timeoutMs, signal = null) {
-    // The request ends at its timeout, or when the caller's `signal` aborts (a worker that stops mid-poll).
-    const ending = new AbortController();
-    const timer = setTimeout(() => ending.abort(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-    const onAbort = () => ending.abort(signal.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let response;
-    let text;
-    try {
-      response = await fetch(this.url + path, {
-        method,
-        headers: this.headers,
-        body: body === null ? undefined : JSON.stringify(body),
-        signal: ending.signal,
-      });
-      text = await response.text();
-    } catch (e) {
-      if (signal?.aborted) throw signal.reason ?? e;
-      throw new Unavailable("unavailable", `${method} ${path}: ${e.cause?.code ?? e.message}`);
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-    }
+    const { status, text } = await this.#exchange(method, path, body, timeoutMs, signal);
     let parsed = null;
     try {
       parsed = text ? JSON.parse(text) : {};
     } catch {
       parsed = null;
     }
-    if (response.ok) return parsed;
-    throw errorFromBody(parsed?.error, response.status);
+    if (status >= 200 && status < 300) return parsed;
+    throw errorFromBody(parsed?.error, status);
+  }
+
+  /** One request and its whole answer. It ends at its timeout, or when `signal` aborts (a worker that stops mid-poll). */
+  #exchange(method, path, body, timeoutMs, signal) {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const payload = body === null ? null : JSON.stringify(body);
+      const headers = { ...this.headers };
+      if (payload !== null) headers["content-length"] = Buffer.byteLength(payload);
+      let settled = false;
+      const settle = (outcome) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        outcome();
+      };
+      const fail = (e) =>
+        settle(() => {
+          if (signal?.aborted) reject(signal.reason ?? e);
+          else reject(new Unavailable("unavailable", `${method} ${path}: ${e?.code ?? e?.message ?? "the connection closed"}`));
+        });
+      const request = this.transport.request(
+        { ...this.target, path: this.target.prefix + path, method, headers, agent: this.agent },
+        (response) => {
+          const chunks = [];
+          response.on("data", (chunk) => chunks.push(chunk));
+          response.on("end", () =>
+            settle(() => resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString("utf8") })),
+          );
+          response.on("error", fail);
+          // Closed before its end: the connection was cut mid-answer.
+          response.on("close", () => fail(new Error("the answer was cut short")));
+        },
+      );
+      const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      const onAbort = () => request.destroy(signal.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      request.on("error", fail);
+      request.end(payload ?? undefined);
+    });
   }
 
   /** The server's status and version. */
