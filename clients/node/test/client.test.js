@@ -247,3 +247,9 @@ test("a token is sent, and a missing one refused", async () => {
 test("a server out of reach is unavailable", async () => {
   await assert.rejects(new Client("http://127.0.0.1:9", { timeout: 2 }).enqueue("x"), (e) => e instanceof Unavailable && e.status === null);
 });
+
+test("a URL that is not http:// or https:// is refused at once, naming the server", () => {
+  for (const bad of ["127.0.0.1:6670", "ftp://example.com", "not a url"]) {
+    assert.throws(() => new Client(bad), (e) => e instanceof InvalidInput && e.field === "server", bad);
+  }
+});
