@@ -1,9 +1,10 @@
 // `Worker`: runs a handler for each job it takes from a Cairn server, as the Rust `cairn::Worker` does.
 //
 // It takes as many jobs per request as it has free slots (a long poll when none is ready), extends each running job's
-// lease every third of its timeout, and reports the jobs that ended with its next request for jobs
-// (`POST /v1/finish` with `take`): one round trip for both. A slot is free once its handler settles. What a handler
-// returns is the job's result, kept apart from its data, which the context's `setData` replaces. A handler that
+// lease every third of its timeout, and reports the jobs that ended together in one request (`POST /v1/finish`), one
+// such request at a time, while it takes the next ones: a take that carried the finishes would come back only once
+// they are durable. A slot is free once its handler settles. What a handler returns is the job's result, kept apart
+// from its data, which the context's `setData` replaces. A handler that
 // throws `RetryLater` or anything else has the job retried with the error's text; `FailJob` fails it for good. A lost
 // lease aborts the handler's `signal` and drops what it returns. `stop()` (or SIGTERM with `run()`) takes no more
 // jobs, lets running ones finish until the deadline, gives back the rest, and says the worker stopped.
@@ -144,12 +145,9 @@ class Run {
     this.jobs = new Map(); // job id -> {claimed, promise, abort, every, next}
     this.finishes = []; // finishes no request carries yet
     this.unanswered = 0;
-    this.loopWaiting = false;
     this.closing = false;
     this.wakeLoop = null;
     this.wakeFinisher = null;
-    // After a request that carried finishes failed: the finisher sends them, patiently.
-    this.sendAlone = false;
     this.log = worker.logger;
   }
 
@@ -162,47 +160,31 @@ class Run {
       if (this.jobs.size) await new Promise((resolve) => setImmediate(resolve)); // let jobs ending together free slots
       const room = this.worker.maxConcurrency - this.weight;
       if (room <= 0 || this.unanswered >= bound) {
-        this.setWaiting(room > 0); // waiting for a slot, the loop carries the finishes of the jobs that free it
         await Promise.race([new Promise((resolve) => (this.wakeLoop = resolve)), stopped]);
-        this.setWaiting(false);
         continue;
       }
-      let claimed;
-      const pending = this.finishes.splice(0, MAX_PER_CALL);
-      if (pending.length) {
-        claimed = await this.finishAndTake(pending, room);
-      } else {
-        this.setWaiting(true);
-        const outcome = await this.client
-          .dequeue(this.worker.id, {
-            queues: this.worker.queues,
-            names: this.worker.patterns(),
-            limit: room,
-            maxWeight: room,
-            wait: this.worker.wait,
-            signal: this.stopSignal, // stopping ends the poll; the server gives back a job it claimed for it
-          })
-          .then((jobs) => ({ jobs }), (error) => ({ error }));
-        this.setWaiting(false);
-        if (this.stopSignal.aborted) {
-          // The answer came as the worker stopped: the jobs it brought go back rather than wait out their leases.
-          for (const job of outcome.jobs ?? []) await this.record(this.client.release(job.lease), "released");
-          break;
-        }
-        if (outcome.error) {
-          if (!(outcome.error instanceof CairnError)) throw outcome.error;
-          this.log.error(`worker ${this.worker.id}: taking jobs failed (${outcome.error.message}); trying again in a second`);
-          await Promise.race([new Promise((resolve) => setTimeout(resolve, 1000)), stopped]);
-          continue;
-        }
-        claimed = outcome.jobs;
-      }
+      const outcome = await this.client
+        .dequeue(this.worker.id, {
+          queues: this.worker.queues,
+          names: this.worker.patterns(),
+          limit: room,
+          maxWeight: room,
+          wait: this.worker.wait,
+          signal: this.stopSignal, // stopping ends the poll; the server gives back a job it claimed for it
+        })
+        .then((jobs) => ({ jobs }), (error) => ({ error }));
       if (this.stopSignal.aborted) {
-        // Taken with finishes as the worker stopped: they go back too.
-        for (const job of claimed) await this.record(this.client.release(job.lease), "released");
+        // The answer came as the worker stopped: the jobs it brought go back rather than wait out their leases.
+        for (const job of outcome.jobs ?? []) await this.record(this.client.release(job.lease), "released");
         break;
       }
-      for (const job of claimed) this.start(job);
+      if (outcome.error) {
+        if (!(outcome.error instanceof CairnError)) throw outcome.error;
+        this.log.error(`worker ${this.worker.id}: taking jobs failed (${outcome.error.message}); trying again in a second`);
+        await Promise.race([new Promise((resolve) => setTimeout(resolve, 1000)), stopped]);
+        continue;
+      }
+      for (const job of outcome.jobs) this.start(job);
     }
     await this.drain();
     clearInterval(heartbeats);
@@ -211,11 +193,6 @@ class Run {
     await finisher;
     await this.client.workerStopped(this.worker.id).catch(() => {});
     return this.report;
-  }
-
-  setWaiting(waiting) {
-    this.loopWaiting = waiting;
-    if (waiting && this.finishes.length) this.wakeFinisher?.();
   }
 
   freeSlot(weight) {
@@ -271,8 +248,7 @@ class Run {
     }
     this.unanswered += 1;
     this.finishes.push({ lease: claimed.lease, data, result });
-    const wake = this.wakeFinisher;
-    if (this.loopWaiting || this.closing) wake?.();
+    this.wakeFinisher?.();
   }
 
   failed(claimed, error) {
@@ -310,28 +286,6 @@ class Run {
     }
   }
 
-  async finishAndTake(batch, room) {
-    let answer;
-    try {
-      answer = await this.client.finishAndTake(batch, this.worker.id, {
-        queues: this.worker.queues,
-        names: this.worker.patterns(),
-        limit: room,
-        maxWeight: room,
-      });
-    } catch (e) {
-      // Nothing is known of the finishes: the finisher sends them again, patiently.
-      this.log.warn(`worker ${this.worker.id}: finishing and taking jobs failed (${e.message})`);
-      this.finishes.unshift(...batch);
-      this.sendAlone = true;
-      this.wakeFinisher?.();
-      return [];
-    }
-    this.countFinished(answer.errors);
-    if (answer.takeError) this.log.error(`worker ${this.worker.id}: taking jobs failed (${answer.takeError.message})`);
-    return answer.taken;
-  }
-
   countFinished(errors) {
     for (const error of errors) this.report[error === null ? "finished" : "lost"] += 1;
     this.unanswered -= errors.length;
@@ -340,15 +294,17 @@ class Run {
     wake?.();
   }
 
+  /** Sends the finishes waiting, one request at a time: those of jobs that end meanwhile go together in the next. */
   async finishLoop() {
     for (;;) {
-      await new Promise((resolve) => (this.wakeFinisher = resolve));
-      await new Promise((resolve) => setImmediate(resolve)); // let jobs ending together hand in their finishes
-      while (this.finishes.length && (this.loopWaiting || this.closing || this.sendAlone)) {
-        await this.finishBatch(this.finishes.splice(0, MAX_PER_CALL));
+      if (!this.finishes.length) {
+        if (this.closing) return;
+        await new Promise((resolve) => (this.wakeFinisher = resolve));
+        this.wakeFinisher = null;
+        continue;
       }
-      this.sendAlone = false;
-      if (this.closing && !this.finishes.length) return;
+      await new Promise((resolve) => setImmediate(resolve)); // let jobs ending together hand in their finishes
+      while (this.finishes.length) await this.finishBatch(this.finishes.splice(0, MAX_PER_CALL));
     }
   }
 
