@@ -4,9 +4,9 @@
 // lease every third of its timeout, and reports the jobs that ended together in one request (`POST /v1/finish`), one
 // such request at a time, while it takes the next ones: a take that carried the finishes would come back only once
 // they are durable. A slot is free once its handler settles. What a handler returns is the job's result, kept apart
-// from its data, which the context's `setData` replaces. A handler that
-// throws `RetryLater` or anything else has the job retried with the error's text; `FailJob` fails it for good. A lost
-// lease aborts the handler's `signal` and drops what it returns. `stop()` (or SIGTERM with `run()`) takes no more
+// from its data, which the context's `setData` replaces. A handler that throws `RetryLater` or anything else has the
+// job retried with the error's text; `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops
+// what it returns. `stop()` (or SIGTERM with `run()`) takes no more
 // jobs, lets running ones finish until the deadline, gives back the rest, and says the worker stopped.
 
 import { Client } from "./client.js";
