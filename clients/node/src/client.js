@@ -100,7 +100,9 @@ export class Client {
       throw new InvalidInput("invalid_input", `server: must be an http:// or https:// URL, got ${JSON.stringify(url)}`, "server");
     }
     this.transport = parsed.protocol === "https:" ? https : http;
-    this.target = { hostname: parsed.hostname, port: parsed.port || undefined, prefix: parsed.pathname.replace(/\/+$/, "") };
+    // An IPv6 host comes bracketed in a URL (`[::1]`), and bare to `node:http`.
+    const hostname = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
+    this.target = { hostname, port: parsed.port || undefined, prefix: parsed.pathname.replace(/\/+$/, "") };
     // Idle connections wait in the pool for the next request, without keeping the process alive.
     this.agent = new this.transport.Agent({ keepAlive: true });
     this.headers = { "content-type": "application/json" };
