@@ -46,6 +46,9 @@ impl Writer {
                 self.pause_until = None;
                 self.metrics.add(&plan.totals);
                 self.apply_timed_updates(&plan.timed, now_ms);
+                if plan.told_due.is_some() {
+                    self.told_due = plan.told_due;
+                }
                 self.count_ended(plan.totals.ended(), now_ms);
                 let ended = Ended {
                     jobs: std::mem::take(&mut plan.totals.ended_jobs),
@@ -117,6 +120,13 @@ impl Writer {
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 // Ended on another node, committed there: the waits here read the jobs again.
                 Command::JobsEnded(jobs) => self.job_watch.wake(&jobs),
+                // Written on another node, committed there: the leader wakes for it (another node has no use for it;
+                // should it win the lead, it does the timed work at once and reads the next due time).
+                Command::Due(at) => {
+                    if self.lead.holds() {
+                        self.next_due = Some(self.next_due.map_or(at, |next| next.min(at)));
+                    }
+                }
                 Command::Close(ack) => batch.close = Some(ack),
             }
         }

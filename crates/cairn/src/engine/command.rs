@@ -44,6 +44,9 @@ pub(crate) enum Command {
     ReloadSettings,
     /// Another node ended these jobs, which some wait on this node waits for (PostgreSQL): wake those waits.
     JobsEnded(Vec<i64>),
+    /// Another node wrote something due at this time (PostgreSQL, milliseconds): the leader of the timed work wakes
+    /// for it.
+    Due(i64),
     /// Give these claims back: their dequeue's caller stopped waiting after they were sent.
     GiveBack(Vec<Lease>),
     /// Finish the current batch, answer waiting dequeues with no job, and stop.
@@ -59,6 +62,7 @@ impl From<Notice> for Command {
             Notice::SettingsChanged => Command::ReloadSettings,
             Notice::MayHaveMissed => Command::Tick,
             Notice::JobsEnded(jobs) => Command::JobsEnded(jobs),
+            Notice::Due(at) => Command::Due(at),
         }
     }
 }

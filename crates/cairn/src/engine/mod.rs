@@ -67,6 +67,8 @@ pub(crate) struct Writer {
     pub wake: Sender<Command>,
     /// The earliest scheduled run_at or lease expiry (ms), if any.
     pub next_due: Option<i64>,
+    /// On a node that does not lead the timed work, the due time it last told the leader of (see `transaction`).
+    pub told_due: Option<i64>,
     /// When retention pruning runs next (ms).
     pub next_prune: i64,
     /// Retention's drain of a backlog, a paced step at a time.
@@ -177,6 +179,11 @@ impl Writer {
         if let (Some(wait), Some(backoff)) = (timed, self.timed_backoff) {
             timed = Some(wait.max(backoff.saturating_duration_since(now)));
         }
+        // On PostgreSQL, the next ask for the lead of the timed work (or its renewal), by the real clock.
+        if let Some(ask) = self.lead.next_ask() {
+            let wait = ask.saturating_duration_since(now);
+            timed = Some(timed.map_or(wait, |t| t.min(wait)));
+        }
         if let Some(wait) = timed {
             timeout = Some(timeout.map_or(wait, |t| t.min(wait)));
         }
@@ -208,7 +215,8 @@ impl Writer {
                 | Command::Timer
                 | Command::Ready(_)
                 | Command::ReloadSettings
-                | Command::JobsEnded(_) => {}
+                | Command::JobsEnded(_)
+                | Command::Due(_) => {}
                 Command::GiveBack(leases) => self.to_release.extend(leases),
                 Command::Close(ack) => {
                     let _ = ack.send(());

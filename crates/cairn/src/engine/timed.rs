@@ -271,47 +271,79 @@ const TERM_MARGIN: Duration = Duration::from_secs(1);
 pub(crate) enum Lead {
     /// On SQLite: the one process that has the file always does.
     Always,
-    /// On PostgreSQL: until the end of the term it last won, counted from before it asked (`None`: it holds none).
-    Until(Option<Instant>),
+    /// On PostgreSQL: the node asks for the lead, or renews it, once per [`LEAD_RENEWAL`] by the real clock,
+    /// however busy it is, and leads until the end of the term it last won.
+    Elected {
+        /// The end of the term it last won, counted from before it asked (`None`: it holds none).
+        until: Option<Instant>,
+        /// When it last asked, whatever the answer (`None`: never yet).
+        asked: Option<Instant>,
+    },
 }
 
 impl Lead {
+    /// A PostgreSQL node's lead, before it first asks.
+    pub(crate) fn elected() -> Lead {
+        Lead::Elected {
+            until: None,
+            asked: None,
+        }
+    }
+
     /// Whether this writer leads now.
     pub(super) fn holds(&self) -> bool {
         match self {
             Lead::Always => true,
-            Lead::Until(until) => until.is_some_and(|until| Instant::now() < until),
+            Lead::Elected { until, .. } => until.is_some_and(|until| Instant::now() < until),
         }
     }
 
-    /// Whether it is time to ask for the lead, or to renew it: once per [`LEAD_RENEWAL`].
-    fn should_ask(&self) -> bool {
+    /// When it is time to ask for the lead, or to renew it: [`LEAD_RENEWAL`] after the last ask, answered or not.
+    /// The writer wakes for it, and a batch that runs at or after it asks first. Counted from the last ask, not
+    /// from each batch: a busy node's batches would postpone it with every one, its term would lapse, and due
+    /// times would pass unseen for as long as the traffic lasted.
+    pub(super) fn next_ask(&self) -> Option<Instant> {
+        match self {
+            Lead::Always => None,
+            Lead::Elected { asked: None, .. } => Some(Instant::now()),
+            Lead::Elected {
+                asked: Some(asked), ..
+            } => Some(*asked + LEAD_RENEWAL),
+        }
+    }
+
+    /// Whether it is time to ask for the lead, or to renew it.
+    fn should_ask(&self, now: Instant) -> bool {
         match self {
             Lead::Always => false,
-            Lead::Until(None) => true,
-            Lead::Until(Some(until)) => {
-                until.saturating_duration_since(Instant::now()) + LEAD_RENEWAL
-                    <= LEADER_TERM - TERM_MARGIN
-            }
+            Lead::Elected { asked: None, .. } => true,
+            Lead::Elected {
+                asked: Some(asked), ..
+            } => *asked + LEAD_RENEWAL <= now,
         }
     }
 
-    /// Whether the writer should wake at least every [`LEAD_RENEWAL`] to ask: on PostgreSQL.
-    pub(super) fn is_elected(&self) -> bool {
-        matches!(self, Lead::Until(_))
-    }
-
-    /// Asks the database for the lead, or renews it, if it is time: whether this writer leads now. A node that
-    /// cannot reach the database keeps what it holds until its own count of the term runs out, and no further.
-    pub(super) fn renew(&mut self, db: &mut WriterDb) -> bool {
-        if !self.should_ask() {
-            return self.holds();
-        }
-        let asked_at = Instant::now();
+    /// Asks the database for the lead, or renews it, if it is time (a node that cannot reach the database asks
+    /// again a [`LEAD_RENEWAL`] later, not at every batch); returns the lead as the batch about to run has it.
+    /// A node that cannot reach the database keeps what it holds until its own count of the term runs out, and no
+    /// further.
+    pub(super) fn renew(&mut self, db: &mut WriterDb) -> BatchLead {
+        let now = Instant::now();
         let held = self.holds();
+        if !self.should_ask(now) {
+            return BatchLead {
+                leads: held,
+                renewed: false,
+                gained: false,
+            };
+        }
+        let Lead::Elected { until, asked } = self else {
+            unreachable!("a lead that is always held never asks")
+        };
+        *asked = Some(now);
         match db.elect() {
             Ok(won) => {
-                *self = Lead::Until(won.then(|| asked_at + LEADER_TERM - TERM_MARGIN));
+                *until = won.then(|| now + LEADER_TERM - TERM_MARGIN);
                 match (held, won) {
                     (false, true) => {
                         tracing::info!(node = db.node(), "this node now does the timed work")
@@ -323,7 +355,7 @@ impl Lead {
                 }
             }
             Err(e) => {
-                tracing::warn!(error = %e, "could not ask for the lead of the timed work");
+                tracing::warn!(error = %e, "could not ask for the lead of the timed work; asking again in a second");
                 if held && !self.holds() {
                     tracing::warn!(
                         node = db.node(),
@@ -332,8 +364,25 @@ impl Lead {
                 }
             }
         }
-        self.holds()
+        let leads = self.holds();
+        BatchLead {
+            leads,
+            renewed: leads,
+            gained: leads && !held,
+        }
     }
+}
+
+/// The lead of the timed work as one batch has it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct BatchLead {
+    /// Whether this node leads for the batch.
+    pub leads: bool,
+    /// Whether it renewed its term just now: the leader then does the timed work, whatever it knows of the next
+    /// due time, once per [`LEAD_RENEWAL`], which bounds how late a due time it was not told of can be.
+    pub renewed: bool,
+    /// Whether it won the lead just now: it knows no due time yet, so it does the timed work at once.
+    pub gained: bool,
 }
 
 /// Retention's pass comes early once this share of `max_count` jobs has ended since the last one...
@@ -391,14 +440,10 @@ impl Writer {
         };
         // A rate-limited queue that refused a claim has a token again then: waiting workers look again.
         let next_token = self.settings.buckets.next_token_at.take();
-        // A node that does not lead leaves the timed work to the leader, and asks for the lead again in a while; a
-        // leader elected for a term wakes to renew it.
-        let renewal = now_ms + duration_millis(LEAD_RENEWAL);
+        // A node that does not lead leaves the timed work to the leader (it wakes to ask for the lead, when that
+        // is due, by `Lead::next_ask`).
         let next_due = match next_due {
-            Ok(_) if !self.lead.holds() => Ok(Some(renewal)),
-            Ok(next) if self.lead.is_elected() => {
-                Ok(Some(next.map_or(renewal, |n| n.min(renewal))))
-            }
+            Ok(_) if !self.lead.holds() => Ok(None),
             other => other,
         };
         match next_due {

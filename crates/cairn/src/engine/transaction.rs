@@ -19,6 +19,15 @@ use super::isolation::{Failure, Isolation, apply_isolated};
 use super::parked::{claim_all, serve_ready};
 use super::timed::{TimedUpdates, TimedWork};
 
+/// The timed work a batch does (see `TimedWork`), and whether this node leads it.
+#[derive(Clone, Copy)]
+pub(super) struct Timing {
+    due: bool,
+    prune: bool,
+    pass: bool,
+    leads: bool,
+}
+
 /// What a committed batch decided.
 pub(super) struct BatchPlan {
     pub timed: TimedUpdates,
@@ -28,6 +37,8 @@ pub(super) struct BatchPlan {
     pub served: Vec<(usize, Claimed)>,
     /// The next due time as this batch leaves it, read inside its transaction (see `commit`).
     pub next_due: Result<Option<i64>>,
+    /// The due time this node, which does not lead, told the leader of.
+    pub told_due: Option<i64>,
     /// What the batch did, for the metrics kept in memory.
     pub totals: BatchTotals,
 }
@@ -36,14 +47,16 @@ impl Writer {
     /// Runs a batch's transaction until it commits or fails for good. After a failure the transaction is rolled
     /// back and the settings in memory loaded again.
     pub(super) fn commit_batch(&mut self, now_ms: i64, batch: &mut Batch) -> Result<BatchPlan> {
+        // Decided once: a batch run again (below) does the same timed work.
+        let timing = self.timing(now_ms, batch);
         // Operations run without savepoints: most fail (if at all) before writing anything. Only when one fails
         // after writing is the batch rolled back and run again with a savepoint around each operation.
-        let mut outcome = self.transaction(now_ms, batch, Isolation::Shared);
+        let mut outcome = self.transaction(now_ms, batch, timing, Isolation::Shared);
         if let Err(Failure::Poisoned) = outcome {
             self.db.roll_back();
             self.db.look_for_due_batches();
             self.reload_settings();
-            outcome = self.transaction(now_ms, batch, Isolation::PerOperation);
+            outcome = self.transaction(now_ms, batch, timing, Isolation::PerOperation);
         }
         if outcome.is_err() {
             self.db.roll_back();
@@ -58,32 +71,49 @@ impl Writer {
         }
     }
 
-    /// The transaction of one batch: timed work, the operations, the new dequeues, then the parked dequeues.
-    /// What it decided about jobs and waiters is returned, and applied once committed; of `self` it changes only the
-    /// connection, the lead of the timed work and the settings in memory (which a rollback reloads).
-    fn transaction(
-        &mut self,
-        now_ms: i64,
-        batch: &mut Batch,
-        isolation: Isolation,
-    ) -> std::result::Result<BatchPlan, Failure> {
-        let node = self.db.node().map(str::to_owned);
-        let durable = batch.ops.iter().any(|op| op.is_durable());
+    /// What timed work a batch does, and whether this node leads it. The lead is asked for (or renewed) first, when
+    /// that is due, in a transaction of its own: the row it locks is held only for that moment.
+    fn timing(&mut self, now_ms: i64, batch: &Batch) -> Timing {
         let now = Instant::now();
         // After the timed work failed, none of it runs before the backoff is over.
         let backoff = self.timed_backoff.is_some_and(|until| now < until);
+        let lead = self.lead.renew(&mut self.db);
         let due = !backoff
-            && (batch.tick || batch.timer || self.next_due.is_some_and(|due| due <= now_ms));
+            && (batch.tick
+                || batch.timer
+                || self.next_due.is_some_and(|due| due <= now_ms)
+                || lead.renewed
+                || lead.gained);
         // Prune: retention and housekeeping (workers lost, old activity and statistics) run every interval, and
         // while a backlog drains, a step whenever the last one's pause is over.
         let pass = !backoff && now_ms >= self.next_prune;
         let prune = pass || (!backoff && self.drain.is_due(now));
-        // Asked before the batch's transaction, in one of its own: the row it locks is held only for that moment.
-        let leads = if due || prune {
-            self.lead.renew(&mut self.db)
-        } else {
-            self.lead.holds()
-        };
+        Timing {
+            due,
+            prune,
+            pass,
+            leads: lead.leads,
+        }
+    }
+
+    /// The transaction of one batch: timed work, the operations, the new dequeues, then the parked dequeues.
+    /// What it decided about jobs and waiters is returned, and applied once committed; of `self` it changes only the
+    /// connection and the settings in memory (which a rollback reloads).
+    fn transaction(
+        &mut self,
+        now_ms: i64,
+        batch: &mut Batch,
+        timing: Timing,
+        isolation: Isolation,
+    ) -> std::result::Result<BatchPlan, Failure> {
+        let node = self.db.node().map(str::to_owned);
+        let durable = batch.ops.iter().any(|op| op.is_durable());
+        let Timing {
+            due,
+            prune,
+            pass,
+            leads,
+        } = timing;
         let db = self.db.begin_batch(durable).map_err(Failure::Storage)?;
         let retention = self.settings.config.retention;
         let mut ready = ReadyQueues::default();
@@ -124,12 +154,15 @@ impl Writer {
             None => Vec::new(),
         };
         let served = serve_ready(&mut ctx, &self.parked, batch, isolation)?;
-        let (next_due, totals) = commit(ctx, node.as_deref(), &ready_here, leads)?;
+        let wrote = !batch.ops.is_empty() || !batch.dequeues.is_empty() || !served.is_empty();
+        let due = NextDue::of(leads, wrote && node.is_some(), self.told_due);
+        let (due, totals) = commit(ctx, node.as_deref(), &ready_here, due)?;
         Ok(BatchPlan {
             timed,
             claims,
             served,
-            next_due,
+            next_due: due.next,
+            told_due: due.told,
             totals,
         })
     }
@@ -185,21 +218,74 @@ fn apply_bulk(
     Ok(answered)
 }
 
-/// Ends a batch's transaction: reads the next due time if this node `leads`, writes the activity and statistics
-/// the batch recorded, tells the other nodes (on PostgreSQL, where `node` is this one) the queues made ready here
-/// and whether settings changed, and commits. Returns the next due time and what the batch did.
+/// Who reads the next due time before a batch commits.
+#[derive(Clone, Copy)]
+enum NextDue {
+    /// The leader of the timed work, to wake for it.
+    Leader,
+    /// A node that does not lead and wrote something: it tells the leader of a due time sooner than the last it told
+    /// (`told`), or of a new one once that has passed.
+    Follower { told: Option<i64> },
+    /// Nobody: a node that does not lead and wrote nothing.
+    Nobody,
+}
+
+impl NextDue {
+    /// What a batch that may have written, on a node that may lead, reads.
+    fn of(leads: bool, wrote: bool, told: Option<i64>) -> NextDue {
+        match (leads, wrote) {
+            (true, _) => NextDue::Leader,
+            (false, true) => NextDue::Follower { told },
+            (false, false) => NextDue::Nobody,
+        }
+    }
+}
+
+/// What `commit` read and told of the next due time.
+struct DueRead {
+    /// The next due time, for the leader to wake for.
+    next: Result<Option<i64>>,
+    /// The time a follower told the leader of, if it told one.
+    told: Option<i64>,
+}
+
+/// Whether a follower that last told the leader of `told` should tell it of `next`, at `now_ms`: a new time sooner
+/// than the last, or any new one once the last has passed (the leader has done that work).
+fn should_tell(told: Option<i64>, next: i64, now_ms: i64) -> bool {
+    match told {
+        None => true,
+        Some(told) => next != told && (next < told || told <= now_ms),
+    }
+}
+
+/// Ends a batch's transaction: reads the next due time (the leader, to wake for it; another node that wrote, to tell
+/// the leader of it), writes the activity and statistics the batch recorded, tells the other nodes (on PostgreSQL,
+/// where `node` is this one) the queues made ready here, whether settings changed and the due time, and commits.
+/// Returns the due time read and told, and what the batch did.
 fn commit(
     ctx: WriteCtx<'_>,
     node: Option<&str>,
     ready_here: &[String],
-    leads: bool,
-) -> std::result::Result<(Result<Option<i64>>, BatchTotals), Failure> {
+    due: NextDue,
+) -> std::result::Result<(DueRead, BatchTotals), Failure> {
     // Read before the commit, under the write lock: after it, each of these reads would be a transaction of
-    // its own, with its own round of WAL lock calls. A node that does not lead has no use for it.
-    let next_due = if leads {
-        maintenance::next_due(&ctx.db)
-    } else {
-        Ok(None)
+    // its own, with its own round of WAL lock calls.
+    let read = match due {
+        NextDue::Leader => DueRead {
+            next: maintenance::next_due(&ctx.db),
+            told: None,
+        },
+        NextDue::Follower { told } => {
+            let next = maintenance::next_due(&ctx.db).map_err(Failure::Storage)?;
+            DueRead {
+                next: Ok(None),
+                told: next.filter(|&next| should_tell(told, next, ctx.now_ms)),
+            }
+        }
+        NextDue::Nobody => DueRead {
+            next: Ok(None),
+            told: None,
+        },
     };
     let totals = ctx.events.flush(&ctx.db, node).map_err(Failure::Storage)?;
     if let Some(node) = node {
@@ -209,11 +295,33 @@ fn commit(
             &ctx.db,
             ready_here.iter().map(String::as_str),
             changed,
+            read.told,
         )
         .map_err(Failure::Storage)?;
     }
     ctx.settings.changed = false;
     let db = ctx.db;
     db.commit().map_err(Failure::Storage)?;
-    Ok((next_due, totals))
+    Ok((read, totals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::should_tell;
+
+    #[test]
+    fn a_follower_tells_the_leader_of_sooner_times_and_of_the_next_once_the_last_passed() {
+        assert!(should_tell(None, 5_000, 1_000), "the first");
+        assert!(should_tell(Some(5_000), 4_000, 1_000), "sooner");
+        assert!(!should_tell(Some(5_000), 5_000, 1_000), "the same");
+        assert!(
+            !should_tell(Some(5_000), 6_000, 1_000),
+            "later: the leader wakes sooner anyway"
+        );
+        assert!(should_tell(Some(5_000), 6_000, 5_000), "the last passed");
+        assert!(
+            !should_tell(Some(5_000), 5_000, 7_000),
+            "passed, and not done yet: told already"
+        );
+    }
 }

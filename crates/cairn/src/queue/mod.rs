@@ -197,6 +197,7 @@ impl Queue {
             wake,
             // Due at once: the first batch looks for anything that came due while the queue was closed.
             next_due: Some(i64::MIN),
+            told_due: None,
             next_prune: to_millis(clock.now()),
             drain: crate::engine::Drain::default(),
             ended_since_pass: 0,
@@ -209,7 +210,7 @@ impl Queue {
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
             lead: if postgres {
-                crate::engine::Lead::Until(None)
+                crate::engine::Lead::elected()
             } else {
                 crate::engine::Lead::Always
             },

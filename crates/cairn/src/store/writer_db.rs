@@ -141,22 +141,30 @@ impl WriterDb {
         }
     }
 
-    /// In a PostgreSQL batch about to commit: tells the other nodes which queues gained ready jobs, and whether
-    /// settings changed. PostgreSQL delivers the notifications when (and only if) the transaction commits.
+    /// In a PostgreSQL batch about to commit: tells the other nodes which queues gained ready jobs, whether settings
+    /// changed, and (to the leader of the timed work) a due time. PostgreSQL delivers the notifications when (and
+    /// only if) the transaction commits.
     pub fn notify<'q>(
         node: &str,
         db: &Db<'_>,
         ready: impl Iterator<Item = &'q str>,
         settings_changed: bool,
+        due: Option<i64>,
     ) -> Result<()> {
         if !db.is_postgres() {
             return Ok(());
         }
         #[cfg(feature = "postgres")]
-        return notify::notify(node, db, ready, settings_changed);
+        {
+            notify::notify(node, db, ready, settings_changed)?;
+            if let Some(at) = due {
+                notify::notify_due(node, db, at)?;
+            }
+            Ok(())
+        }
         #[cfg(not(feature = "postgres"))]
         unreachable!(
-            "only PostgreSQL has other nodes to tell ({node}, {settings_changed}, {})",
+            "only PostgreSQL has other nodes to tell ({node}, {settings_changed}, {due:?}, {})",
             ready.count()
         )
     }

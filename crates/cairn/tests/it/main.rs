@@ -16,6 +16,7 @@ mod sqlite;
 mod postgres;
 
 mod crash;
+mod due_times;
 mod network;
 mod postgres_backend;
 mod proxy;

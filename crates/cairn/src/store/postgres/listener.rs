@@ -1,4 +1,4 @@
-//! What a node hears from the others: a session that `LISTEN`s on the ready and settings channels and passes each
+//! What a node hears from the others: a session that `LISTEN`s on the ready, settings, ended and due channels and passes each
 //! notification to the writer, so that a job enqueued on one node wakes a worker waiting on another at once,
 //! without polling the database. It speaks in [`Notice`]s; the writer's channel turns them into its own commands.
 
@@ -11,7 +11,9 @@ use postgres::fallible_iterator::FallibleIterator;
 
 use crate::store::location::redacted;
 use crate::store::postgres::connect::connect;
-use crate::store::postgres::notify::{JOB_ENDED_CHANNEL, READY_CHANNEL, SETTINGS_CHANNEL};
+use crate::store::postgres::notify::{
+    DUE_CHANNEL, JOB_ENDED_CHANNEL, READY_CHANNEL, SETTINGS_CHANNEL,
+};
 
 /// How often the listener looks whether the queue closed, while nothing arrives.
 const STOP_CHECK: Duration = Duration::from_millis(250);
@@ -28,6 +30,8 @@ pub(crate) enum Notice {
     SettingsChanged,
     /// Another node ended these jobs, which a wait on some node waits for.
     JobsEnded(Vec<i64>),
+    /// Another node wrote something due at this time (milliseconds), for the leader of the timed work.
+    Due(i64),
     /// Notifications may have been missed (at start, or while the listening session was down): look at every
     /// queue again.
     MayHaveMissed,
@@ -52,7 +56,8 @@ fn listen<C: From<Notice>>(url: &str, node: &str, writer: &Sender<C>, stop: &Ato
         let mut client = match connect(url, "cairn listener").and_then(|mut client| {
             client
                 .batch_execute(&format!(
-                    "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}; LISTEN {JOB_ENDED_CHANNEL}"
+                    "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}; LISTEN {JOB_ENDED_CHANNEL}; \
+                     LISTEN {DUE_CHANNEL}"
                 ))
                 .map_err(|e| crate::Error::storage("listening for other nodes", e))?;
             Ok(client)
@@ -116,6 +121,7 @@ fn notice_for(channel: &str, payload: &str, node: &str) -> Option<Notice> {
     match channel {
         READY_CHANNEL => Some(Notice::Ready(lines.map(str::to_owned).collect())),
         SETTINGS_CHANNEL => Some(Notice::SettingsChanged),
+        DUE_CHANNEL => lines.next()?.parse().ok().map(Notice::Due),
         _ => None,
     }
 }

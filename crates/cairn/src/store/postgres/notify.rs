@@ -1,5 +1,6 @@
-//! What a node's commit tells the other nodes: the queues it made ready, and that it changed settings. PostgreSQL
-//! delivers the notifications when (and only if) the transaction commits; each node's `listener` hears them.
+//! What a node's commit tells the other nodes: the queues it made ready, that it changed settings, and the next due
+//! time it wrote. PostgreSQL delivers the notifications when (and only if) the transaction commits; each node's
+//! `listener` hears them.
 
 use crate::error::Result;
 use crate::store::db::{Db, Sql, params};
@@ -15,6 +16,12 @@ pub(crate) const SETTINGS_CHANNEL: &str = "cairn_settings";
 /// The channel on which a commit that ended jobs some node waits for ([`crate::Queue::wait`]) says which: one
 /// notification per job, its id the payload. The activity's flush sends them (`ops/events.rs`), in its statement.
 pub(crate) const JOB_ENDED_CHANNEL: &str = "cairn_job_ended";
+
+/// The channel on which a node that does not lead the timed work tells the leader of a due time it wrote (a delayed
+/// job, a retry, a lease, a template's slot) sooner than the last it told: the payload is the node's name, then the
+/// time in milliseconds. Without it the leader would find the time at its next batch, or at the latest at the renewal
+/// of its term, up to a second late.
+pub(crate) const DUE_CHANNEL: &str = "cairn_due";
 
 /// PostgreSQL's limit on a notification's payload is 8000 bytes; a larger set of queues goes in several.
 const MAX_PAYLOAD: usize = 7000;
@@ -55,5 +62,16 @@ pub(crate) fn notify<'q>(
         payload.push_str(queue);
     }
     flush(&mut payload)?;
+    Ok(())
+}
+
+/// In a batch about to commit on a node that does not lead the timed work: tells the leader that something is due at
+/// `at_ms`.
+pub(crate) fn notify_due(node: &str, db: &Db<'_>, at_ms: i64) -> Result<()> {
+    db.query(
+        Sql::postgres_only("SELECT pg_notify($1, $2)"),
+        &params![DUE_CHANNEL, format!("{node}\n{at_ms}")],
+        |_| Ok(()),
+    )?;
     Ok(())
 }

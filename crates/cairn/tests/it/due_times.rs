@@ -1,0 +1,447 @@
+//! Every kind of due time is met while the queue is busy, on the real clock: a delayed push, a retry after a lease
+//! expiry, after an attempt's timeout, after a failure and after a worker's own delay, a reschedule, a requeue with
+//! a time, a finish that continues after a delay, a debounce, a repeating job's next run, a dependent whose
+//! dependency completed before its time, a lease a heartbeat extended, and a recurring template's slot. Each is
+//! made a few seconds ahead, longer than a term of PostgreSQL's lead of the timed work, while steady traffic keeps
+//! the writer busy, and the test records how late each job became ready.
+//!
+//! On SQLite and PostgreSQL with one node, and with two PostgreSQL nodes where every due time is made on the node
+//! that does not lead the timed work, and watched there too.
+//!
+//! (A throttle gives no job a time: it refuses pushes for its period, whoever asks, so there is nothing to come
+//! due.)
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use cairn::__private::TestDatabase;
+use cairn::{
+    Continue, Dequeue, Finish, JobFilter, JobId, JobState, MissedSlots, Overlap, Push, Queue,
+    Recurring, RetryPolicy,
+};
+use jiff::{SignedDuration, Timestamp};
+
+/// How far ahead each due time is made: past a term of the lead of the timed work (5 s), so that a node that lets
+/// its term lapse while it is busy would miss them.
+const AHEAD: Duration = Duration::from_secs(7);
+
+/// How late a job may come. The design meets due times within milliseconds; a loaded CI machine needs room, and
+/// the fault this guards against made jobs tens of seconds late, or never due.
+const ALLOWED: Duration = Duration::from_secs(2);
+
+/// The queue the jobs under test come due in; traffic runs in its own.
+const DUE: &str = "due";
+
+/// Steady traffic on a node: a push and a take of up to 16 jobs (a 200 ms long poll) about 15 times a second,
+/// each job finished, until dropped. Each node's traffic has a queue of its own (named after its worker), so that
+/// every take finds the job just pushed: a take that finds nothing parks, and its deadline wakes the writer, which
+/// would hide a writer that no longer wakes for its due times.
+struct Traffic {
+    stop: Arc<AtomicBool>,
+}
+
+impl Traffic {
+    fn start(queue: Queue, worker: &str) -> Traffic {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let worker = worker.to_owned();
+        tokio::spawn(async move {
+            while !stopping.load(Ordering::Relaxed) {
+                queue
+                    .enqueue(Push::new("part.x").queue(worker.as_str()))
+                    .await
+                    .unwrap();
+                let taken = queue
+                    .dequeue(
+                        Dequeue::new(worker.as_str())
+                            .queue(worker.as_str())
+                            .name("part.*")
+                            .limit(16)
+                            .wait(Duration::from_millis(200)),
+                    )
+                    .await
+                    .unwrap();
+                for claimed in taken {
+                    queue.finish(&claimed.lease, None).await.unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        });
+        Traffic { stop }
+    }
+}
+
+impl Drop for Traffic {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Every queue the trial uses, used once before it starts: a queue's first use changes the settings every node
+/// keeps, which wakes the other nodes' writers, and would hide a leader that no longer wakes for its due times.
+async fn use_queues(queue: &Queue) {
+    for name in [
+        DUE,
+        "traffic",
+        "traffic-leader",
+        "traffic-follower",
+        "first-step",
+        "dependencies",
+    ] {
+        let id = queue
+            .enqueue(Push::new("first").queue(name))
+            .await
+            .unwrap()
+            .id;
+        queue.delete(id).await.unwrap();
+    }
+}
+
+/// A retry policy of one more attempt, a second after the first.
+fn one_retry_after_a_second() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 2,
+        initial_delay: Duration::from_secs(1),
+        multiplier: 1.0,
+        max_delay: Duration::from_secs(1),
+        jitter: 0.0,
+    }
+}
+
+fn ahead() -> Timestamp {
+    Timestamp::now() + SignedDuration::try_from(AHEAD).unwrap()
+}
+
+/// Pushes a job named `due.<path>` into the due queue and takes it at once, with `lease`.
+async fn take(queue: &Queue, push: Push, lease: Duration) -> cairn::ClaimedJob {
+    let name = push.name.to_string();
+    queue.enqueue(push.queue(DUE)).await.unwrap();
+    let mut claimed = queue
+        .dequeue(
+            Dequeue::new("setup")
+                .queue(DUE)
+                .name(name.as_str())
+                .lease_timeout(lease),
+        )
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1, "{name} taken");
+    claimed.pop().unwrap()
+}
+
+/// Makes a job come due about [`AHEAD`] from now by every path, on `queue`; returns each job and when it is due,
+/// by path. `None`: the job's own `run_at` when it comes (the path wrote it); `Some`: a time the path's writer
+/// could not know (a lease's expiry plus the retry's delay).
+async fn make_due_times(queue: &Queue) -> BTreeMap<JobId, (&'static str, Option<Timestamp>)> {
+    let mut due = BTreeMap::new();
+    let second = SignedDuration::from_secs(1);
+    let lease_ahead = AHEAD - Duration::from_secs(1);
+
+    let id = queue
+        .enqueue(Push::new("due.delay").queue(DUE).delay(AHEAD))
+        .await
+        .unwrap()
+        .id;
+    due.insert(id, ("a delayed push", None));
+
+    let claimed = take(
+        queue,
+        Push::new("due.lease").retry(one_retry_after_a_second()),
+        lease_ahead,
+    )
+    .await;
+    due.insert(
+        claimed.job.id,
+        (
+            "a retry after a lease expiry",
+            Some(claimed.lease.expires_at + second),
+        ),
+    );
+
+    let claimed = take(
+        queue,
+        Push::new("due.timeout")
+            .retry(one_retry_after_a_second())
+            .timeout(lease_ahead),
+        Duration::from_secs(60),
+    )
+    .await;
+    due.insert(
+        claimed.job.id,
+        (
+            "a retry after an attempt's timeout",
+            Some(claimed.lease.expires_at + second),
+        ),
+    );
+
+    let claimed = take(
+        queue,
+        Push::new("due.heartbeat")
+            .retry(one_retry_after_a_second())
+            .lease_timeout(lease_ahead),
+        Duration::from_secs(1),
+    )
+    .await;
+    let extended = queue.heartbeat(&claimed.lease, None).await.unwrap();
+    due.insert(
+        claimed.job.id,
+        (
+            "a retry after a lease a heartbeat extended",
+            Some(extended + second),
+        ),
+    );
+
+    let claimed = take(
+        queue,
+        Push::new("due.backoff").retry(RetryPolicy {
+            initial_delay: AHEAD,
+            max_delay: AHEAD,
+            jitter: 0.0,
+            ..RetryPolicy::default()
+        }),
+        Duration::from_secs(60),
+    )
+    .await;
+    queue.retry(&claimed.lease, "failed", None).await.unwrap();
+    due.insert(claimed.job.id, ("a retry after a failure's backoff", None));
+
+    let claimed = take(queue, Push::new("due.snooze"), Duration::from_secs(60)).await;
+    queue
+        .retry(&claimed.lease, "not yet", Some(AHEAD))
+        .await
+        .unwrap();
+    due.insert(claimed.job.id, ("a retry with the worker's delay", None));
+
+    let id = queue
+        .enqueue(Push::new("due.reschedule").queue(DUE))
+        .await
+        .unwrap()
+        .id;
+    queue.reschedule(id, ahead()).await.unwrap();
+    due.insert(id, ("a reschedule", None));
+
+    let claimed = take(queue, Push::new("due.requeue"), Duration::from_secs(60)).await;
+    queue.requeue(claimed.job.id, Some(ahead())).await.unwrap();
+    due.insert(claimed.job.id, ("a requeue with a time", None));
+
+    let id = queue
+        .enqueue(Push::new("due.continue").queue("first-step"))
+        .await
+        .unwrap()
+        .id;
+    let step = queue
+        .dequeue(Dequeue::new("setup").queue("first-step"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    queue
+        .finish_with(Finish {
+            next: Some(Continue {
+                queue: DUE.to_owned(),
+                delay: Some(AHEAD),
+                depends_on: Vec::new(),
+            }),
+            ..Finish::new(&step.lease)
+        })
+        .await
+        .unwrap();
+    due.insert(id, ("a finish that continues after a delay", None));
+
+    let id = queue
+        .enqueue(
+            Push::new("due.debounce")
+                .queue(DUE)
+                .debounce("due-debounce", AHEAD, AHEAD * 4),
+        )
+        .await
+        .unwrap()
+        .id;
+    due.insert(id, ("a debounce", None));
+
+    let claimed = take(
+        queue,
+        Push::new("due.repeat").schedule(format!("FINISHED, +{} SECONDS", AHEAD.as_secs())),
+        Duration::from_secs(60),
+    )
+    .await;
+    queue.finish(&claimed.lease, None).await.unwrap();
+    due.insert(claimed.job.id, ("a repeating job's next run", None));
+
+    let first = queue
+        .enqueue(Push::new("dep.first").queue("dependencies"))
+        .await
+        .unwrap()
+        .id;
+    let id = queue
+        .enqueue(
+            Push::new("due.dependent")
+                .queue(DUE)
+                .delay(AHEAD)
+                .depends_on(first),
+        )
+        .await
+        .unwrap()
+        .id;
+    let dependency = queue
+        .dequeue(Dequeue::new("setup").queue("dependencies"))
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    queue.finish(&dependency.lease, None).await.unwrap();
+    due.insert(id, ("a dependent whose dependency completed", None));
+
+    due
+}
+
+/// A recurring template whose one slot a minute comes [`AHEAD`] from now, rounded up to a whole second: when.
+async fn set_recurring_slot(queue: &Queue) -> Timestamp {
+    let slot = ahead().round(jiff::Unit::Second).unwrap() + SignedDuration::from_secs(1);
+    let second = slot.to_zoned(jiff::tz::TimeZone::UTC).second();
+    queue
+        .set_recurring(Recurring {
+            key: "due-slot".into(),
+            cron: format!("{second} * * * * *"),
+            time_zone: "UTC".into(),
+            missed: MissedSlots::RunOnce,
+            overlap: Overlap::default(),
+            job: Push::new("due.recurring").queue(DUE),
+        })
+        .await
+        .unwrap();
+    slot
+}
+
+/// Watches the due queue through reads (which leave the writer alone: a worker parked in a long poll would wake it
+/// at its deadline, and so hide a writer that no longer wakes for its due times) until each of `expected` is ready
+/// or the time is up; returns how late each became ready, by path (`None`: never).
+async fn watch(
+    queue: &Queue,
+    expected: &BTreeMap<JobId, (&'static str, Option<Timestamp>)>,
+    slot: Timestamp,
+) -> BTreeMap<&'static str, Option<Duration>> {
+    let mut late: BTreeMap<&'static str, Option<Duration>> =
+        expected.values().map(|(path, _)| (*path, None)).collect();
+    late.insert("a recurring template's slot", None);
+    let give_up = tokio::time::Instant::now() + AHEAD + Duration::from_secs(25);
+    while late.values().any(Option::is_none) && tokio::time::Instant::now() < give_up {
+        let ready = queue
+            .list(JobFilter {
+                queue: Some(DUE.to_owned()),
+                state: Some(JobState::Queued),
+                limit: 100,
+                ..JobFilter::default()
+            })
+            .await
+            .unwrap()
+            .jobs;
+        let seen = Timestamp::now();
+        for job in ready {
+            let (path, due_at) = match expected.get(&job.id) {
+                Some((path, due_at)) => (*path, due_at.unwrap_or(job.run_at)),
+                None if job.name.as_str() == "due.recurring" => {
+                    ("a recurring template's slot", slot)
+                }
+                None => panic!("an unexpected job is ready: {job:?}"),
+            };
+            let lateness = seen.duration_since(due_at).max(SignedDuration::ZERO);
+            late.entry(path)
+                .or_default()
+                .get_or_insert(Duration::try_from(lateness).unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    late
+}
+
+/// Asserts that every path's job came, and within [`ALLOWED`] of its time; prints how late each was.
+fn assert_on_time(setup: &str, late: &BTreeMap<&'static str, Option<Duration>>) {
+    let mut failures = Vec::new();
+    for (path, lateness) in late {
+        eprintln!("{setup}: {path}: {lateness:?} late");
+        match lateness {
+            None => failures.push(format!("{path}: never came")),
+            Some(lateness) if *lateness > ALLOWED => {
+                failures.push(format!("{path}: {lateness:?} late"))
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{setup}: due times missed under traffic:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The whole trial on one node: traffic, every due time made, and a watch for them.
+async fn on_one_node(queue: Queue, setup: &str) {
+    use_queues(&queue).await;
+    let _traffic = Traffic::start(queue.clone(), "traffic");
+    // Traffic first, so that the node is busy well before the due times are made.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let expected = make_due_times(&queue).await;
+    let slot = set_recurring_slot(&queue).await;
+    let late = watch(&queue, &expected, slot).await;
+    assert_on_time(setup, &late);
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_due_time_is_met_under_traffic_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let queue = Queue::open(dir.path().join("jobs.db")).await.unwrap();
+    on_one_node(queue, "SQLite").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_due_time_is_met_under_traffic_on_postgresql() {
+    let db = TestDatabase::new();
+    let queue = Queue::open(PathBuf::from(&db.url)).await.unwrap();
+    on_one_node(queue, "PostgreSQL, one node").await;
+}
+
+/// The node that leads the timed work, and since when (the start of its first term in a row), by the database.
+fn lead(url: &str) -> Option<(String, String)> {
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client
+            .query_opt("SELECT node, elected_at::text FROM cairn_leader", &[])
+            .unwrap()
+            .map(|row| (row.get(0), row.get(1)))
+    })
+    .join()
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_due_time_made_on_a_node_that_does_not_lead_is_met_under_traffic() {
+    let db = TestDatabase::new();
+    // The first node to open leads the timed work; the second makes every due time, and is watched.
+    let leader = Queue::open(PathBuf::from(&db.url)).await.unwrap();
+    let follower = Queue::open(PathBuf::from(&db.url)).await.unwrap();
+    use_queues(&follower).await;
+    let _traffic = [
+        Traffic::start(leader.clone(), "traffic-leader"),
+        Traffic::start(follower.clone(), "traffic-follower"),
+    ];
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = lead(&db.url).expect("a node leads");
+    let expected = make_due_times(&follower).await;
+    let slot = set_recurring_slot(&follower).await;
+    let late = watch(&follower, &expected, slot).await;
+    // A busy leader keeps its lead: it renews its term whatever its traffic.
+    assert_eq!(
+        lead(&db.url),
+        Some(before),
+        "the lead changed hands during the trial"
+    );
+    assert_on_time("PostgreSQL, two nodes", &late);
+    follower.close(Duration::from_secs(10)).await.unwrap();
+    leader.close(Duration::from_secs(10)).await.unwrap();
+}
