@@ -23,9 +23,9 @@ pub struct DequeueRequest {
     /// Who takes the jobs; recorded in their history.
     #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::WorkerId))]
     pub worker: String,
-    /// Queues to take from; `["default"]` when empty.
+    /// Queues to take from, at most 1,000; `["default"]` when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::QueueName>))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<crate::rules::QueueName>, max_items = 1000))]
     pub queues: Vec<String>,
     /// `ordered` (earlier queues first, the default) or `round_robin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

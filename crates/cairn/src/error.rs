@@ -274,8 +274,9 @@ fn storage_kind(source: &(dyn std::error::Error + 'static)) -> ErrorKind {
 }
 
 /// PostgreSQL's errors that pass with time: the session closed or could not be opened (a restart, a link that
-/// went silent and was cut by keepalives or the user timeout), the server shutting down or starting, out of
-/// connections, a statement past its time bound, a transaction aborted for a conflict with another node's (a
+/// went silent and was cut by keepalives or the user timeout), the server shutting down or starting, a write
+/// refused as read-only (the server a standby, or a primary demoted or set read-only in a failover: the session is
+/// opened again on the new primary), out of connections, a statement past its time bound, a transaction aborted for a conflict with another node's (a
 /// deadlock, or a serialization failure: done again, it goes through); and a full disk.
 #[cfg(feature = "postgres")]
 fn postgres_error_kind(e: &postgres::Error) -> ErrorKind {
@@ -291,6 +292,7 @@ fn postgres_error_kind(e: &postgres::Error) -> ErrorKind {
                     SqlState::ADMIN_SHUTDOWN,
                     SqlState::CRASH_SHUTDOWN,
                     SqlState::CANNOT_CONNECT_NOW,
+                    SqlState::READ_ONLY_SQL_TRANSACTION,
                     SqlState::QUERY_CANCELED,
                     SqlState::TOO_MANY_CONNECTIONS,
                     SqlState::IDLE_IN_TRANSACTION_SESSION_TIMEOUT,

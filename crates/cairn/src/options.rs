@@ -97,6 +97,9 @@ pub struct QueueOptions {
     pub max_batch: usize,
     /// How many read-only connections are kept open for queries.
     pub read_connections: usize,
+    /// The most read-only connections open at once (at least `read_connections`): reads beyond it wait for one to
+    /// come back. Each is a SQLite connection (three file descriptors) or a PostgreSQL session.
+    pub max_read_connections: usize,
     /// On PostgreSQL: `VACUUM` the jobs table (and the attempts table) once this many of its rows were updated or
     /// deleted since its last vacuum, looked at every 5 seconds, rather than wait for autovacuum, which comes once
     /// a minute at best and lets a busy queue slow down by half in between (each job updates its row twice and
@@ -116,6 +119,7 @@ impl Default for QueueOptions {
             max_data_bytes: 1024 * 1024,
             max_batch: 4096,
             read_connections: 4,
+            max_read_connections: 16,
             vacuum_after: Some(100_000),
         }
     }
@@ -132,6 +136,7 @@ impl std::fmt::Debug for QueueOptions {
             .field("max_data_bytes", &self.max_data_bytes)
             .field("max_batch", &self.max_batch)
             .field("read_connections", &self.read_connections)
+            .field("max_read_connections", &self.max_read_connections)
             .field("vacuum_after", &self.vacuum_after)
             .finish_non_exhaustive()
     }

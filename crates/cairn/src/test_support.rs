@@ -102,20 +102,7 @@ impl PrivateCluster {
     /// # Panics
     /// When `scripts/postgres` fails.
     pub fn start() -> PrivateCluster {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let parent = std::env::temp_dir().join(format!(
-            "cairn-private-pg-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&parent);
-        std::fs::create_dir_all(&parent).expect("creating the cluster's parent directory");
-        // `scripts/postgres` runs the server as `postgres` when run as root: it must reach its directory.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755));
-        }
+        let parent = PrivateCluster::parent();
         let dir = parent.join("pg");
         let url = PrivateCluster::script(&["start", dir.to_str().unwrap()]);
         PrivateCluster {
@@ -133,6 +120,54 @@ impl PrivateCluster {
     /// Starts the server again, on the same port.
     pub fn up(&self) {
         PrivateCluster::script(&["up", self.dir.to_str().unwrap()]);
+    }
+
+    /// Creates a hot standby of this cluster that streams from it and is its synchronous standby: from now on the
+    /// cluster's commits wait for it (`scripts/postgres standby`).
+    ///
+    /// # Panics
+    /// When `scripts/postgres` fails.
+    pub fn standby(&self) -> PrivateCluster {
+        let parent = PrivateCluster::parent();
+        let dir = parent.join("pg");
+        let url =
+            PrivateCluster::script(&["standby", dir.to_str().unwrap(), self.dir.to_str().unwrap()]);
+        PrivateCluster {
+            parent,
+            dir,
+            url: url.trim().to_owned(),
+        }
+    }
+
+    /// Promotes this standby to a primary, and returns once it takes writes.
+    pub fn promote(&self) {
+        PrivateCluster::script(&["promote", self.dir.to_str().unwrap()]);
+    }
+
+    /// The server's address, `127.0.0.1:PORT`.
+    pub fn address(&self) -> std::net::SocketAddr {
+        let rest = self.url.split_once('@').expect("a user in the URL").1;
+        let host_port = rest.split_once('/').expect("a database in the URL").0;
+        host_port.parse().expect("a host:port address")
+    }
+
+    /// A directory of its own under the system's temporary directory, that the server's user can reach.
+    fn parent() -> std::path::PathBuf {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let parent = std::env::temp_dir().join(format!(
+            "cairn-private-pg-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&parent);
+        std::fs::create_dir_all(&parent).expect("creating the cluster's parent directory");
+        // `scripts/postgres` runs the server as `postgres` when run as root: it must reach its directory.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o755));
+        }
+        parent
     }
 
     fn script(args: &[&str]) -> String {

@@ -23,7 +23,7 @@ pub const MAX_BATCH_SIZE: usize = 10_000;
 pub const MAX_CONNECTIONS: usize = 100_000;
 /// The most concurrency keys the workers scenario spreads its jobs over.
 pub const MAX_KEYS: u64 = 1_000_000;
-/// The most wake-up samples.
+/// The most wake-up samples, or due times.
 pub const MAX_SAMPLES: usize = 1_000_000;
 /// The longest sustained run: a week. Its samples are kept in memory (a few hundred bytes each).
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
@@ -88,7 +88,7 @@ pub struct BenchArgs {
     /// the queue `bench-callbacks`: compared with a run without it, what a batch's counting and callback cost.
     #[arg(long)]
     pub batch_groups: bool,
-    /// Wake-ups measured by the wakeup scenario.
+    /// Wake-ups measured by the wakeup scenario; due times made by the due scenario.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub samples: usize,
     /// Idle long polls the idle scenario holds open at once, each on its own TCP connection.
@@ -140,6 +140,9 @@ pub enum Scenario {
     Workers,
     /// The time from an enqueue to a waiting dequeue returning the job.
     Wakeup,
+    /// How late due times (delayed pushes, lease expiries, retries with a delay) come under load: --samples of
+    /// them while --clients x --in-flight loops enqueue, take and finish.
+    Due,
     /// The server's memory per idle long poll (server only).
     Idle,
     /// A long run at a steady depth or rate, sampled every --interval for --duration: completions, enqueues,
@@ -155,6 +158,7 @@ impl Scenario {
             Scenario::Batch => "batch",
             Scenario::Workers => "workers",
             Scenario::Wakeup => "wakeup",
+            Scenario::Due => "due",
             Scenario::Idle => "idle",
             Scenario::Sustained => "sustained",
         }

@@ -3,7 +3,7 @@
 //!
 //! Modules: `args` (the flags and their checks), `target` (the calls every scenario makes, on a server or an
 //! embedded queue), `embedded` (the embedded mode's database), one module per scenario (`throughput`, `batch`,
-//! `workers`, `wakeup`, `idle`, `sustained`), `drain` (emptying a bench queue), `stats` (percentiles), `report`
+//! `workers`, `wakeup`, `due`, `idle`, `sustained`), `drain` (emptying a bench queue), `stats` (percentiles), `report`
 //! (text and JSON), `progress` (progress bars), `procfs` (what the idle and sustained scenarios read about a
 //! process), and for the sustained scenario `series` (samples, windows and how steady they were), `storage` (what
 //! the database holds) and `plot` (an SVG of the run). Each scenario uses a queue of its
@@ -12,6 +12,7 @@
 mod args;
 mod batch;
 mod drain;
+mod due;
 mod embedded;
 mod idle;
 mod plot;
@@ -236,6 +237,17 @@ async fn run_scenarios<T: Target + cairn::Backend>(
             Scenario::Wakeup => {
                 wakeup::run(&handles[0], &handles[1], settings.samples, over_http).await
             }
+            Scenario::Due => {
+                // The second handle: on the second server with --also, which does not lead the timed work.
+                due::run(
+                    clients,
+                    settings.in_flight,
+                    &handles[1],
+                    settings.samples,
+                    over_http,
+                )
+                .await
+            }
             Scenario::Idle => {
                 let idle = idle.expect("the arguments check that idle runs only with a server pid");
                 idle::run(idle, settings.connections, after_others).await
@@ -280,6 +292,10 @@ fn describe(settings: &Settings) -> String {
                 settings.in_flight
             ),
             Scenario::Wakeup => format!("wakeup ({} samples)", settings.samples),
+            Scenario::Due => format!(
+                "due ({} due times, {} clients x {} in flight beside them)",
+                settings.samples, settings.clients, settings.in_flight
+            ),
             Scenario::Sustained => format!(
                 "sustained ({} clients x {} slots)",
                 settings.clients, settings.in_flight

@@ -3,10 +3,11 @@
 //! workers scenario runs `cairn::Worker`s on the same handles through `Backend`.
 
 use std::future::Future;
+use std::time::Duration;
 
 use cairn::{
-    BatchCreated, ClaimedJob, CreateBatch, Dequeue, Enqueued, Lease, Push, Queue, SqlQuery,
-    SqlResult,
+    BatchCreated, ClaimedJob, CreateBatch, Dequeue, Enqueued, JobState, Lease, Push, Queue,
+    SqlQuery, SqlResult,
 };
 use cairn_client::Client;
 
@@ -35,6 +36,13 @@ pub trait Target: Clone + Send + Sync + 'static {
 
     /// Completes a job.
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send;
+
+    /// Sends a job back to run again after `delay`.
+    fn retry(
+        &self,
+        lease: &Lease,
+        delay: Duration,
+    ) -> impl Future<Output = cairn::Result<JobState>> + Send;
 
     /// Runs a read-only query over the queue's database (what the sustained scenario reads about storage).
     fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send;
@@ -70,6 +78,14 @@ impl Target for Queue {
         Queue::finish(self, lease, None)
     }
 
+    fn retry(
+        &self,
+        lease: &Lease,
+        delay: Duration,
+    ) -> impl Future<Output = cairn::Result<JobState>> + Send {
+        Queue::retry(self, lease, "bench: again later", Some(delay))
+    }
+
     fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send {
         Queue::sql(self, query)
     }
@@ -103,6 +119,14 @@ impl Target for Client {
 
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
         Client::finish(self, lease, None)
+    }
+
+    fn retry(
+        &self,
+        lease: &Lease,
+        delay: Duration,
+    ) -> impl Future<Output = cairn::Result<JobState>> + Send {
+        Client::retry(self, lease, "bench: again later", Some(delay))
     }
 
     fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send {

@@ -15,6 +15,7 @@ mod browser;
 mod crash;
 mod dashboard;
 mod database_faults;
+mod failover;
 mod full_disk;
 mod harness;
 mod load;

@@ -22,6 +22,10 @@ pub const MAX_DEQUEUE: u32 = 1000;
 /// The most name patterns one dequeue may carry: each is a branch of the claim's statement on PostgreSQL.
 pub const MAX_DEQUEUE_NAMES: usize = 1000;
 
+/// The most queues one dequeue may name: a parked dequeue is looked at again whenever one of them gains jobs, and its
+/// claim walks each in turn.
+pub const MAX_DEQUEUE_QUEUES: usize = 1000;
+
 /// The longest a dequeue may wait: a day. Workers that want to wait longer ask again.
 pub const MAX_WAIT: Duration = Duration::from_secs(24 * 3600);
 
@@ -44,7 +48,7 @@ pub const MAX_QUEUE_WEIGHT: u32 = 1000;
 pub struct Dequeue {
     /// Who takes the jobs.
     pub worker: String,
-    /// The queues to take from; `default` when empty.
+    /// The queues to take from, at most [`MAX_DEQUEUE_QUEUES`]; `default` when empty.
     pub queues: Vec<String>,
     /// How to pick among several queues.
     pub order: QueueOrder,
@@ -177,8 +181,16 @@ impl Dequeue {
     /// Validates the request once, before it reaches the writer.
     pub(crate) fn validate(&self) -> Result<Claim> {
         let worker = WorkerId::parse(self.worker.as_str())?;
+        if self.queues.len() > MAX_DEQUEUE_QUEUES {
+            return Err(Error::invalid(
+                "queues",
+                format!(
+                    "must name at most {MAX_DEQUEUE_QUEUES} queues, got {}",
+                    self.queues.len()
+                ),
+            ));
+        }
         let mut queues: Vec<QueueName> = Vec::with_capacity(self.queues.len());
-        // A set, not a search of `queues`: a request may name millions of queues.
         let mut seen = HashSet::new();
         for queue in &self.queues {
             let queue = QueueName::parse(queue.as_str())?;
@@ -740,7 +752,19 @@ mod tests {
             ..Dequeue::new("w")
         };
         assert_eq!(dequeue.valid_weights().unwrap().len(), n);
-        let claim = dequeue.validate().unwrap();
-        assert_eq!(claim.queues.len(), n);
+        // Such a request is now refused before its queues are read; within the cap, duplicates still go.
+        let refused = dequeue.validate().expect_err("too many queues");
+        assert_eq!(refused.field(), Some("queues"));
+        let most = Dequeue {
+            queues: dequeue.queues[..MAX_DEQUEUE_QUEUES - 1]
+                .iter()
+                .cloned()
+                .chain(["q1".to_owned()])
+                .collect(),
+            weights: dequeue.weights[..MAX_DEQUEUE_QUEUES].to_vec(),
+            ..dequeue
+        };
+        let claim = most.validate().unwrap();
+        assert_eq!(claim.queues.len(), MAX_DEQUEUE_QUEUES - 1);
     }
 }

@@ -72,7 +72,8 @@ pub mod public {
     pub use super::cancel::Cancel;
     pub use super::checkpoint::Checkpoint;
     pub use super::claim::{
-        ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_DEQUEUE_NAMES, MAX_QUEUE_WEIGHT, MAX_WAIT, QueueOrder,
+        ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_DEQUEUE_NAMES, MAX_DEQUEUE_QUEUES, MAX_QUEUE_WEIGHT,
+        MAX_WAIT, QueueOrder,
     };
     pub use super::config::{ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig};
     pub use super::delete::Delete;

@@ -99,8 +99,11 @@ struct Inner {
     /// set when the queue closes or is dropped, and how to stop each and wait for it.
     stop_background: Arc<AtomicBool>,
     background: Mutex<Vec<Box<dyn FnOnce() + Send>>>,
-    /// The PostgreSQL URL the queue is on (with its password), for sessions of its own; `None` on SQLite.
+    /// The PostgreSQL URL the queue is on (with its password); `None` on SQLite.
     postgres_url: Option<String>,
+    /// On PostgreSQL, the URL's hosts, for sessions of its own (read-only SQL).
+    #[cfg(feature = "postgres")]
+    postgres_hosts: Option<Arc<crate::store::postgres::hosts::Hosts>>,
     /// Whether a syncer fsyncs before durable replies, and so may hold a worker's finishes for company.
     syncs: bool,
 }
@@ -115,6 +118,9 @@ struct Opened {
     location: PathBuf,
     /// The PostgreSQL URL, password included.
     postgres_url: Option<String>,
+    /// On PostgreSQL, the URL's hosts.
+    #[cfg(feature = "postgres")]
+    postgres_hosts: Option<Arc<crate::store::postgres::hosts::Hosts>>,
 }
 
 impl Drop for Inner {
@@ -235,6 +241,8 @@ impl Queue {
             stop_background: Arc::new(AtomicBool::new(false)),
             background: Mutex::new(Vec::new()),
             postgres_url: opened.postgres_url,
+            #[cfg(feature = "postgres")]
+            postgres_hosts: opened.postgres_hosts,
             syncs,
         });
         let weak = Arc::downgrade(&inner);
@@ -825,9 +833,16 @@ impl Queue {
             .map_err(|_| Error::closed())?;
         let path = self.inner.path.clone();
         let url = self.inner.postgres_url.clone();
+        #[cfg(feature = "postgres")]
+        let hosts = self.inner.postgres_hosts.clone();
         tokio::task::spawn_blocking(move || match url {
             #[cfg(feature = "postgres")]
-            Some(url) => crate::store::postgres::sql::run(&url, &query),
+            Some(_) => crate::store::postgres::sql::run(
+                hosts
+                    .as_deref()
+                    .expect("a queue on PostgreSQL has its hosts"),
+                &query,
+            ),
             #[cfg(feature = "sqlite")]
             None => crate::store::sqlite::sql::run(&path, &query),
             #[allow(unreachable_patterns)]

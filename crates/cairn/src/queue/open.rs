@@ -5,6 +5,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+#[cfg(feature = "postgres")]
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Opened, Queue};
@@ -64,7 +66,11 @@ pub(super) async fn sqlite(
         })
         .await
         .map_err(|e| Error::new(ErrorKind::Storage, format!("opening the queue failed: {e}")))??;
-    let readers = Readers::Sqlite(SqliteReaders::new(path.clone(), options.read_connections));
+    let readers = Readers::Sqlite(SqliteReaders::new(
+        path.clone(),
+        options.read_connections,
+        options.max_read_connections,
+    ));
     let opened = Opened {
         db: WriterDb::Sqlite { conn, checkpointer },
         syncer,
@@ -73,6 +79,8 @@ pub(super) async fn sqlite(
         readers,
         location: path,
         postgres_url: None,
+        #[cfg(feature = "postgres")]
+        postgres_hosts: None,
     };
     Queue::start(opened, options, defaults).await
 }
@@ -83,15 +91,18 @@ pub(super) async fn postgres(
     options: QueueOptions,
     defaults: Defaults,
 ) -> Result<Queue> {
-    let opening = url.clone();
+    let hosts = Arc::new(postgres::hosts::Hosts::parse(&url)?);
+    let opening = hosts.clone();
     let opening_defaults = defaults.clone();
     let clock = options.clock.clone();
     let (session, settings) = tokio::task::spawn_blocking(move || -> Result<_> {
-        // On a session of their own, without the writer's bound on each call: a migration takes as long as it takes.
+        // The writer's session first: it finds the primary among the URL's hosts, each tried within a bound of its
+        // own. The migrations then run there, on a session of their own, without the writer's bound on each call: a
+        // migration takes as long as it takes.
+        let mut session = postgres::connect::connect_writer(&opening)?;
         let mut migrating = postgres::connect::connect(&opening, "cairn migrations")?;
         postgres::migrations::migrate(&mut migrating, to_millis(clock.now()))?;
         drop(migrating);
-        let mut session = postgres::connect::connect_writer(&opening)?;
         let prepared = std::cell::RefCell::new(Default::default());
         let tx = PgTransaction::begin(&mut session, &prepared, Access::Write)?;
         let db = Db::Postgres(tx);
@@ -110,15 +121,16 @@ pub(super) async fn postgres(
         TokenSource::new().next_token() as u64 & 0xffff_ffff
     );
     let readers = Readers::Postgres(postgres::readers::PgReaders::new(
-        url.clone(),
+        hosts.clone(),
         options.read_connections,
+        options.max_read_connections,
     ));
     let opened = Opened {
         db: WriterDb::Postgres(Box::new(PgWriter {
             session: Some(session),
             prepared: Default::default(),
             node: node.clone(),
-            url: url.clone(),
+            hosts: hosts.clone(),
             connect_again_after: None,
         })),
         syncer: None,
@@ -127,11 +139,12 @@ pub(super) async fn postgres(
         readers,
         location: PathBuf::from(crate::store::location::redacted(&url)),
         postgres_url: Some(url.clone()),
+        postgres_hosts: Some(hosts.clone()),
     };
     let vacuum_after = options.vacuum_after;
     let queue = Queue::start(opened, options, defaults).await?;
     let listener = postgres::listener::start(
-        url.clone(),
+        hosts.clone(),
         node,
         queue.inner.commands.clone(),
         queue.inner.stop_background.clone(),
@@ -141,7 +154,7 @@ pub(super) async fn postgres(
         let _ = listener.join();
     })];
     if let Some(after) = vacuum_after {
-        let vacuumer = postgres::vacuum::start(url, after, queue.inner.stop_background.clone())
+        let vacuumer = postgres::vacuum::start(hosts, after, queue.inner.stop_background.clone())
             .map_err(|e| Error::storage("starting the vacuum thread", e))?;
         background.push(Box::new(move || vacuumer.stop()));
     }

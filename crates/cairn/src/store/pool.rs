@@ -1,46 +1,185 @@
-//! Sessions kept for reuse: taken (or opened when none is idle) and given back, up to a limit.
+//! Sessions kept for reuse: taken (or opened when none is idle) and given back, up to a limit kept idle, and at most
+//! a limit open at once: a read beyond it waits for a session to come back. Every read runs on a blocking thread of
+//! its own, and without the cap a burst of reads opened as many sessions as there were threads (hundreds), each a
+//! database connection and its descriptors, past what the server leaves for its database (`RESERVED_DESCRIPTORS` in
+//! `cairn-server`'s connection budget).
 
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::error::Result;
 
 pub(crate) struct Pool<T> {
-    idle: Mutex<Vec<T>>,
+    state: Mutex<State<T>>,
+    /// Rung when a session comes back or is closed.
+    returned: Condvar,
     keep: usize,
+    max_open: usize,
+}
+
+struct State<T> {
+    idle: Vec<T>,
+    /// Sessions open: idle, in use, or being opened.
+    open: usize,
 }
 
 impl<T> Pool<T> {
-    /// A pool that keeps at most `keep` idle sessions.
-    pub fn new(keep: usize) -> Self {
+    /// A pool that keeps at most `keep` idle sessions, and has at most `max_open` open (at least one, and at least
+    /// `keep`).
+    pub fn new(keep: usize, max_open: usize) -> Self {
         Pool {
-            idle: Mutex::new(Vec::new()),
+            state: Mutex::new(State {
+                idle: Vec::new(),
+                open: 0,
+            }),
+            returned: Condvar::new(),
             keep,
+            max_open: max_open.max(keep).max(1),
         }
     }
 
-    /// An idle session, or a new one from `open`.
+    /// An idle session, or a new one from `open`, waiting while `max_open` are open. Blocks: call it on a thread
+    /// that may.
     pub fn take(&self, open: impl FnOnce() -> Result<T>) -> Result<T> {
-        let pooled = self.idle.lock().expect("pool lock is never poisoned").pop();
-        match pooled {
-            Some(session) => Ok(session),
-            None => open(),
+        let mut state = self.lock();
+        loop {
+            if let Some(session) = state.idle.pop() {
+                return Ok(session);
+            }
+            if state.open < self.max_open {
+                return self.open_counted(state, open);
+            }
+            state = self
+                .returned
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 
-    /// Keeps `session` for reuse, unless enough are idle already.
+    /// A new session from `open` in place of `discarded`, which is closed (it broke): counted as one.
+    pub fn replace(&self, discarded: T, open: impl FnOnce() -> Result<T>) -> Result<T> {
+        drop(discarded);
+        let mut state = self.lock();
+        state.open -= 1;
+        self.open_counted(state, open)
+    }
+
+    /// Keeps `session` for reuse, unless enough are idle already (it is then closed).
     pub fn give_back(&self, session: T) {
-        let mut idle = self.idle.lock().expect("pool lock is never poisoned");
-        if idle.len() < self.keep {
-            idle.push(session);
+        let mut state = self.lock();
+        if state.idle.len() < self.keep {
+            state.idle.push(session);
+        } else {
+            state.open -= 1;
+            drop(state);
+            drop(session);
         }
+        self.returned.notify_one();
+    }
+
+    /// Closes `session` rather than keep it (it broke), making room for another.
+    pub fn discard(&self, session: T) {
+        drop(session);
+        self.lock().open -= 1;
+        self.returned.notify_one();
     }
 
     /// The idle sessions, taken out (to close them).
     pub fn drain(&mut self) -> Vec<T> {
-        std::mem::take(
-            self.idle
-                .get_mut()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.open -= state.idle.len();
+        std::mem::take(&mut state.idle)
+    }
+
+    /// Opens a session, counted from now; the lock is not held while it opens.
+    fn open_counted(
+        &self,
+        mut state: MutexGuard<'_, State<T>>,
+        open: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        state.open += 1;
+        drop(state);
+        let opened = open();
+        if opened.is_err() {
+            self.lock().open -= 1;
+            self.returned.notify_one();
+        }
+        opened
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A session that counts how many are open at once.
+    struct Counted(Arc<(AtomicUsize, AtomicUsize)>);
+
+    impl Counted {
+        fn open(counts: &Arc<(AtomicUsize, AtomicUsize)>) -> Counted {
+            let now = counts.0.fetch_add(1, Ordering::SeqCst) + 1;
+            counts.1.fetch_max(now, Ordering::SeqCst);
+            Counted(counts.clone())
+        }
+    }
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_burst_of_takers_opens_no_more_than_the_cap_and_keeps_no_more_than_the_limit() {
+        let pool = Arc::new(Pool::new(2, 4));
+        let counts = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0)));
+        let takers: Vec<_> = (0..32)
+            .map(|i| {
+                let (pool, counts) = (pool.clone(), counts.clone());
+                std::thread::spawn(move || {
+                    let session = pool.take(|| Ok(Counted::open(&counts))).unwrap();
+                    std::thread::sleep(Duration::from_millis(5));
+                    match i % 3 {
+                        0 => pool.discard(session),
+                        1 => drop(
+                            pool.replace(session, || Ok(Counted::open(&counts)))
+                                .map(|fresh| pool.give_back(fresh)),
+                        ),
+                        _ => pool.give_back(session),
+                    }
+                })
+            })
+            .collect();
+        for taker in takers {
+            taker.join().unwrap();
+        }
+        assert!(
+            counts.1.load(Ordering::SeqCst) <= 4,
+            "never more than the cap open"
+        );
+        assert!(
+            counts.0.load(Ordering::SeqCst) <= 2,
+            "no more than the limit kept"
+        );
+        assert_eq!(pool.lock().open, counts.0.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn a_session_that_cannot_be_opened_leaves_room_for_the_next() {
+        let pool: Pool<()> = Pool::new(0, 1);
+        assert!(pool.take(|| Err(crate::Error::closed())).is_err());
+        pool.take(|| Ok(())).unwrap();
     }
 }

@@ -689,6 +689,36 @@ async fn weight_budgets_of_dequeues_in_flight_together_hold_each() {
     t.close().await;
 }
 
+/// A dequeue names at most 1,000 queues; more is refused naming the field, before anything is parked.
+#[tokio::test]
+async fn a_dequeue_names_at_most_a_thousand_queues() {
+    let t = TestQueue::new().await;
+    t.queue
+        .enqueue(cairn::Push::new("last").queue("q999"))
+        .await
+        .unwrap();
+    let too_many = Dequeue {
+        queues: (0..=cairn::MAX_DEQUEUE_QUEUES)
+            .map(|i| format!("q{i}"))
+            .collect(),
+        ..Dequeue::new("w")
+    };
+    let err = t.queue.dequeue(too_many).await.unwrap_err();
+    assert_eq!(err.kind(), cairn::ErrorKind::InvalidInput);
+    assert_eq!(err.field(), Some("queues"));
+    assert!(err.to_string().contains("at most 1000"), "{err}");
+
+    let most = Dequeue {
+        queues: (0..cairn::MAX_DEQUEUE_QUEUES)
+            .map(|i| format!("q{i}"))
+            .collect(),
+        ..Dequeue::new("w")
+    };
+    let got = t.queue.dequeue(most).await.unwrap();
+    assert_eq!(got.len(), 1, "the thousandth queue gave its job");
+    t.close().await;
+}
+
 /// A dequeue carries at most 1,000 name patterns (each is a branch of the claim's statement on PostgreSQL); more is
 /// refused naming the field, and a run of `*` alone is any name.
 #[tokio::test]

@@ -39,33 +39,39 @@ const DUE: &str = "due";
 /// each job finished, until dropped. Each node's traffic has a queue of its own (named after its worker), so that
 /// every take finds the job just pushed: a take that finds nothing parks, and its deadline wakes the writer, which
 /// would hide a writer that no longer wakes for its due times.
-struct Traffic {
+pub(crate) struct Traffic {
     stop: Arc<AtomicBool>,
 }
 
 impl Traffic {
-    fn start(queue: Queue, worker: &str) -> Traffic {
+    pub(crate) fn start(queue: Queue, worker: &str) -> Traffic {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let worker = worker.to_owned();
         tokio::spawn(async move {
             while !stopping.load(Ordering::Relaxed) {
-                queue
-                    .enqueue(Push::new("part.x").queue(worker.as_str()))
-                    .await
-                    .unwrap();
-                let taken = queue
-                    .dequeue(
-                        Dequeue::new(worker.as_str())
-                            .queue(worker.as_str())
-                            .name("part.*")
-                            .limit(16)
-                            .wait(Duration::from_millis(200)),
-                    )
-                    .await
-                    .unwrap();
-                for claimed in taken {
-                    queue.finish(&claimed.lease, None).await.unwrap();
+                let round = async {
+                    queue
+                        .enqueue(Push::new("part.x").queue(worker.as_str()))
+                        .await?;
+                    let taken = queue
+                        .dequeue(
+                            Dequeue::new(worker.as_str())
+                                .queue(worker.as_str())
+                                .name("part.*")
+                                .limit(16)
+                                .wait(Duration::from_millis(200)),
+                        )
+                        .await?;
+                    for claimed in taken {
+                        queue.finish(&claimed.lease, None).await?;
+                    }
+                    Ok::<_, cairn::Error>(())
+                };
+                if let Err(e) = round.await {
+                    // The queue closes as the test ends, perhaps before the traffic is told to stop.
+                    assert_eq!(e.kind(), cairn::ErrorKind::Closed, "traffic: {e}");
+                    return;
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }

@@ -247,3 +247,66 @@ async fn a_worker_records_its_jobs_outcomes_once_its_link_to_postgresql_is_back(
     assert_eq!(report.finished, 4);
     queue.close(Duration::from_secs(10)).await.unwrap();
 }
+
+/// A job leased through the node that leads the timed work, whose link then goes silent: the other node, busy with
+/// traffic of its own, takes over the lead, finds the lease run out and hands the job out again within the lease,
+/// the retry's delay and 2 s of the claim.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_leased_through_a_node_cut_off_comes_back_within_its_lease_and_retry_delay() {
+    let db = TestDatabase::new();
+    let proxy = Proxy::start(address(&db.url));
+    let cut = Queue::open(&through(&db.url, &proxy)).await.unwrap();
+    until(BOUND, || async { leader(&db) })
+        .await
+        .expect("the first node leads");
+    let other = Queue::open(&db.url).await.unwrap();
+    let _traffic = crate::due_times::Traffic::start(other.clone(), "traffic");
+    let lease = Duration::from_secs(10);
+    let delay = Duration::from_secs(1);
+    let retry = cairn::RetryPolicy {
+        max_attempts: 2,
+        initial_delay: delay,
+        multiplier: 1.0,
+        max_delay: delay,
+        jitter: 0.0,
+    };
+    let id = cut
+        .enqueue(Push::new("held").queue("leased").retry(retry))
+        .await
+        .unwrap()
+        .id;
+    let claimed = cut
+        .dequeue(Dequeue::new("gone").queue("leased").lease_timeout(lease))
+        .await
+        .unwrap();
+    let claimed_at = Instant::now();
+    assert_eq!(claimed.len(), 1);
+    proxy.black_hole();
+
+    let bound = lease + delay + Duration::from_secs(2);
+    let (_, came) = until(bound + Duration::from_secs(20), || async {
+        other
+            .dequeue(
+                Dequeue::new("rescuer")
+                    .queue("leased")
+                    .wait(Duration::from_millis(500)),
+            )
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|c| c.job.id == id)
+    })
+    .await
+    .expect("the job came back on the other node");
+    let took = came - claimed_at;
+    eprintln!(
+        "the job came back {took:?} after it was taken (lease {lease:?}, retry delay {delay:?})"
+    );
+    assert!(
+        took <= bound,
+        "came back {took:?} after the claim, past {bound:?}"
+    );
+    proxy.heal();
+    cut.close(Duration::from_secs(10)).await.unwrap();
+    other.close(Duration::from_secs(10)).await.unwrap();
+}

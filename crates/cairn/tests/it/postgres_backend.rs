@@ -276,6 +276,48 @@ fn nodes_started_together_on_an_empty_database_all_come_up() {
     }
 }
 
+/// A queue opened on a standby alone (a URL that names one host, in recovery) is refused at once, saying why and
+/// what to do, rather than failing at its first `CREATE TABLE`; named with its primary, it opens on the primary
+/// whichever comes first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_alone_is_refused_saying_why_and_with_its_primary_the_primary_is_found() {
+    let (primary, standby) = tokio::task::spawn_blocking(|| {
+        let primary = cairn::__private::PrivateCluster::start();
+        let standby = primary.standby();
+        (primary, standby)
+    })
+    .await
+    .unwrap();
+    let e = cairn::Queue::open(&standby.url).await.expect_err("refused");
+    assert_eq!(e.kind(), cairn::ErrorKind::Unavailable, "{e}");
+    let message = e.to_string();
+    assert!(
+        message.contains("read-only") && message.contains("name every host"),
+        "{message}"
+    );
+
+    let both = format!(
+        "postgres://cairn@{},{}/cairn",
+        standby.address(),
+        primary.address()
+    );
+    let queue = cairn::Queue::open(&both).await.unwrap();
+    let id = queue.enqueue(cairn::Push::new("found")).await.unwrap().id;
+    let primary_url = primary.url.clone();
+    let on_primary: i64 = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&primary_url, postgres::NoTls).unwrap();
+        client.query_one("SELECT id FROM jobs", &[]).unwrap().get(0)
+    })
+    .await
+    .unwrap();
+    assert_eq!(on_primary, id.0);
+    queue
+        .close(std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    drop((primary, standby));
+}
+
 /// A GLOB pattern from pieces SQLite and `cairn_glob` must read alike.
 fn pattern() -> impl Strategy<Value = String> {
     let piece = prop_oneof![

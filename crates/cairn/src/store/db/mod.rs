@@ -400,7 +400,9 @@ mod tests {
         let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
         crate::store::postgres::migrations::migrate(&mut client, 0).unwrap();
         drop(client);
-        let mut session = crate::store::postgres::session::Session::open(&url, "test", "").unwrap();
+        let hosts = std::sync::Arc::new(crate::store::postgres::hosts::Hosts::parse(&url).unwrap());
+        let mut session =
+            crate::store::postgres::session::Session::open(&hosts, "test", "").unwrap();
         let prepared = std::cell::RefCell::new(super::PreparedStatements::new());
         let tx = PgTransaction::begin(&mut session, &prepared, Access::Write).unwrap();
         let db = Db::Postgres(tx);

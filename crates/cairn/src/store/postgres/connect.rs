@@ -13,10 +13,13 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use postgres::{Client, NoTls};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::store::location::redacted;
+use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::Session;
 
 /// How long a connection attempt may take before it fails.
@@ -35,6 +38,15 @@ const KEEPALIVE_RETRIES: u32 = 3;
 /// The longest any of Cairn's own statements may run (read-only SQL has its own, shorter bound). Migrations lift
 /// it for their transaction: rewriting a large table legitimately takes longer.
 pub(crate) const STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The longest a read may run (a listing, a search, statistics), on the readers' sessions: reads may walk far more
+/// rows than any of the writer's statements, and a slow listing of a large table is no reason to answer 503 after
+/// the writer's bound. Read-only SQL has its own.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How much longer than the server's statement bound a session waits for an answer: a slow statement on a live
+/// server then reports the server's error, and a silent peer this side's.
+pub(crate) const CALL_MARGIN: Duration = Duration::from_secs(1);
 
 /// How long the server keeps a session that sits in an open transaction sending nothing: Cairn's sessions send a
 /// transaction's statements back to back, so only a node that hangs or lost its link does that, and its row locks
@@ -74,17 +86,51 @@ pub(crate) fn session_config(url: &str, role: &str) -> Result<tokio_postgres::Co
     Ok(config)
 }
 
-/// Opens a session on the synchronous driver, for what needs no bound of Cairn's own on each call: the listener
-/// (which only waits), migrations (which take as long as they take) and read-only SQL (bounded by its own
-/// timeout).
-pub(crate) fn connect(url: &str, role: &str) -> Result<Client> {
-    let config = postgres::Config::from(session_config(url, role)?);
+/// Opens a session on the synchronous driver, for what needs no bound of Cairn's own on each call: migrations (which
+/// take as long as they take) and read-only SQL (bounded by its own timeout). It goes to the host a bounded session
+/// last found the primary on (see `hosts.rs`), or the first of the others that connects and takes writes.
+pub(crate) fn connect(hosts: &Hosts, role: &str) -> Result<Client> {
+    let mut last = None;
+    for host in hosts.order() {
+        match connect_to(hosts, host, role) {
+            Ok(client) => {
+                hosts.found_primary(host);
+                return Ok(client);
+            }
+            Err(e) => {
+                hosts.failed(host);
+                last = Some(e);
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| Error::invalid("database", "names no host")))
+}
+
+fn connect_to(hosts: &Hosts, host: usize, role: &str) -> Result<Client> {
+    let shown = || match hosts.len() {
+        1 => format!("connecting to {}", hosts.shown()),
+        _ => format!("connecting to {} at {}", hosts.shown(), hosts.name(host)),
+    };
+    let config = postgres::Config::from(hosts.config(host, role));
     let mut client = config
         .connect(NoTls)
-        .map_err(|e| Error::storage(format!("connecting to {}", redacted(url)), e))?;
+        .map_err(|e| Error::storage(shown(), e))?;
     client
         .batch_execute(&session_settings())
         .map_err(|e| Error::storage("setting up a PostgreSQL session", e))?;
+    let read_only: String = client
+        .query_one("SHOW transaction_read_only", &[])
+        .map_err(|e| Error::storage(shown(), e))?
+        .get(0);
+    if read_only == "on" {
+        return Err(Error::new(
+            ErrorKind::Unavailable,
+            format!(
+                "{}: read-only (a standby, or a primary set read-only), and Cairn needs the primary",
+                shown()
+            ),
+        ));
+    }
     Ok(client)
 }
 
@@ -131,9 +177,9 @@ pub(crate) fn session_settings() -> String {
 /// 25 jobs, and 85,000 read and sorted to claim 50 (140 ms a claim), in `cairn bench`. Turned off, those methods
 /// are still used where nothing else can run a statement (housekeeping's scans of the activity log); they are no
 /// longer chosen over an index. The readers, which serve filtered listings, keep the planner's full choice.
-pub(crate) fn connect_writer(url: &str) -> Result<Session> {
+pub(crate) fn connect_writer(hosts: &Arc<Hosts>) -> Result<Session> {
     Session::open(
-        url,
+        hosts,
         "cairn writer",
         "SET enable_seqscan TO off; SET enable_bitmapscan TO off; \
          SET enable_hashjoin TO off; SET enable_mergejoin TO off; SET client_min_messages TO notice",

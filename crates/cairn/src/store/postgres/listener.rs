@@ -7,15 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use postgres::fallible_iterator::FallibleIterator;
-
-use crate::store::location::redacted;
-use crate::store::postgres::connect::connect;
+use crate::error::Error;
+use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::notify::{
     DUE_CHANNEL, JOB_ENDED_CHANNEL, READY_CHANNEL, SETTINGS_CHANNEL,
 };
+use crate::store::postgres::session::{CALL_TIMEOUT, Opening, Session};
 
-/// How often the listener looks whether the queue closed, while nothing arrives.
+/// How often the listener looks whether the queue closed, or the primary moved, while nothing arrives.
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
 /// The longest wait before connecting again after the listening session broke: short, because until it listens
@@ -40,31 +39,40 @@ pub(crate) enum Notice {
 /// Starts the listener thread of node `node`, which sends what it hears to `writer`. It stops once `stop` is set
 /// or the writer is gone.
 pub(crate) fn start<C: From<Notice> + Send + 'static>(
-    url: String,
+    hosts: Arc<Hosts>,
     node: String,
     writer: Sender<C>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new()
         .name("cairn-listener".into())
-        .spawn(move || listen(&url, &node, &writer, &stop))
+        .spawn(move || listen(&hosts, &node, &writer, &stop))
 }
 
-fn listen<C: From<Notice>>(url: &str, node: &str, writer: &Sender<C>, stop: &AtomicBool) {
+fn listen<C: From<Notice>>(hosts: &Arc<Hosts>, node: &str, writer: &Sender<C>, stop: &AtomicBool) {
     let mut backoff = Duration::from_millis(100);
     while !stop.load(Ordering::SeqCst) {
-        let mut client = match connect(url, "cairn listener").and_then(|mut client| {
-            client
-                .batch_execute(&format!(
-                    "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}; LISTEN {JOB_ENDED_CHANNEL}; \
-                     LISTEN {DUE_CHANNEL}"
-                ))
-                .map_err(|e| crate::Error::storage("listening for other nodes", e))?;
-            Ok(client)
-        }) {
-            Ok(client) => client,
+        let (heard, mut hearing) = tokio::sync::mpsc::unbounded_channel();
+        let opening = Opening {
+            role: "cairn listener",
+            extra: "",
+            notifications: Some(heard),
+            call_timeout: CALL_TIMEOUT,
+        };
+        let listening = Session::open_with(hosts, opening).and_then(|session| {
+            let channels = format!(
+                "LISTEN {READY_CHANNEL}; LISTEN {SETTINGS_CHANNEL}; LISTEN {JOB_ENDED_CHANNEL}; \
+                 LISTEN {DUE_CHANNEL}"
+            );
+            session.call(session.client().batch_execute(&channels), |e| {
+                Error::storage("listening for other nodes", e)
+            })?;
+            Ok(session)
+        });
+        let session = match listening {
+            Ok(session) => session,
             Err(e) => {
-                tracing::warn!(error = %e, url = redacted(url), "cannot listen for other nodes; trying again");
+                tracing::warn!(error = %e, "cannot listen for other nodes; trying again");
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
@@ -82,22 +90,24 @@ fn listen<C: From<Notice>>(url: &str, node: &str, writer: &Sender<C>, stop: &Ato
             if stop.load(Ordering::SeqCst) {
                 return;
             }
-            let mut notifications = client.notifications();
-            let mut heard = notifications.timeout_iter(STOP_CHECK);
-            let next = heard.next();
-            match next {
-                Ok(Some(n)) => {
-                    if let Some(notice) = notice_for(n.channel(), n.payload(), node)
-                        && writer.send(notice.into()).is_err()
-                    {
-                        return;
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "the session listening for other nodes broke; connecting again");
-                    break;
-                }
+            // A session on a server that is no longer the primary hears nothing the other nodes say: another
+            // session of this node found the primary moved (or the link silent), and this one follows.
+            if session.is_broken() {
+                tracing::warn!("the session listening for other nodes broke; connecting again");
+                break;
+            }
+            let Some(next) = session.wait_for(STOP_CHECK, hearing.recv()) else {
+                continue;
+            };
+            let Some(n) = next else {
+                // The connection ended, and with it its sender.
+                tracing::warn!("the session listening for other nodes ended; connecting again");
+                break;
+            };
+            if let Some(notice) = notice_for(n.channel(), n.payload(), node)
+                && writer.send(notice.into()).is_err()
+            {
+                return;
             }
         }
     }

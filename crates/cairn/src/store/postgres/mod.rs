@@ -1,10 +1,12 @@
-//! The PostgreSQL backend (see `docs/design/postgres.md`): connecting, the schema and the migrations that bring a
+//! The PostgreSQL backend (see `docs/design/postgres.md`): connecting (to whichever of the URL's hosts is the
+//! primary: `hosts`), the schema and the migrations that bring a
 //! database to it, the reader pool, read-only SQL, the writer's session (`writer`), which node leads the timed work
 //! (`leader`), what a commit tells the other nodes (`notify`) and the listener that hears them (`listener`), and the
 //! vacuum of the tables a busy queue churns (`vacuum`). The engine's statements carry their PostgreSQL text beside
 //! SQLite's (`Sql`, in `store/db/sql.rs`).
 
 pub(crate) mod connect;
+pub(crate) mod hosts;
 pub(crate) mod leader;
 pub(crate) mod listener;
 pub(crate) mod migrations;

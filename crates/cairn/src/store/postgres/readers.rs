@@ -2,11 +2,14 @@
 //! at `REPEATABLE READ`, so all it reads comes from one snapshot, as on SQLite.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use crate::error::Result;
 use crate::store::db::{Access, Db, PgTransaction, PreparedStatements};
 use crate::store::pool::Pool;
-use crate::store::postgres::session::Session as PgSession;
+use crate::store::postgres::connect::{CALL_MARGIN, READ_TIMEOUT};
+use crate::store::postgres::hosts::Hosts;
+use crate::store::postgres::session::{Opening, Session as PgSession};
 
 /// A session and the statements prepared on it.
 struct Session {
@@ -16,15 +19,16 @@ struct Session {
 
 /// The reader pool.
 pub(crate) struct PgReaders {
-    url: String,
+    hosts: Arc<Hosts>,
     pool: Pool<Session>,
 }
 
 impl PgReaders {
-    pub fn new(url: String, keep: usize) -> Self {
+    /// Readers on `hosts`' primary: `keep` sessions kept open, at most `max_open` open at once.
+    pub fn new(hosts: Arc<Hosts>, keep: usize, max_open: usize) -> Self {
         PgReaders {
-            url,
-            pool: Pool::new(keep),
+            hosts,
+            pool: Pool::new(keep, max_open),
         }
     }
 
@@ -36,7 +40,7 @@ impl PgReaders {
         match self.read_on(&mut session, &mut f) {
             Err(e) if session.session.is_broken() => {
                 tracing::debug!(error = %e, "a pooled read session was closed; reading on a new one");
-                let mut fresh = self.session_new()?;
+                let mut fresh = self.pool.replace(session, || self.session_new())?;
                 let result = self.read_on(&mut fresh, &mut f);
                 self.keep(fresh);
                 result
@@ -48,14 +52,27 @@ impl PgReaders {
         }
     }
 
-    /// A session from the pool, or a new one.
+    /// A session from the pool, or a new one. Pooled sessions on a server that is no longer the primary (another
+    /// session found it moved) are closed unused: a read there would see the old primary's data.
     fn session(&self) -> Result<Session> {
-        self.pool.take(|| self.session_new())
+        loop {
+            let session = self.pool.take(|| self.session_new())?;
+            if !session.session.is_broken() {
+                return Ok(session);
+            }
+            self.pool.discard(session);
+        }
     }
 
     fn session_new(&self) -> Result<Session> {
+        let opening = Opening {
+            role: "cairn reader",
+            extra: &format!("SET statement_timeout = {}", READ_TIMEOUT.as_millis()),
+            notifications: None,
+            call_timeout: READ_TIMEOUT + CALL_MARGIN,
+        };
         Ok(Session {
-            session: PgSession::open(&self.url, "cairn reader", "")?,
+            session: PgSession::open_with(&self.hosts, opening)?,
             prepared: RefCell::new(PreparedStatements::new()),
         })
     }
@@ -76,7 +93,9 @@ impl PgReaders {
     /// Puts `session` back in the pool, unless its connection broke; one that only saw a failed statement is
     /// fine (its transaction was rolled back when dropped).
     fn keep(&self, session: Session) {
-        if !session.session.is_broken() {
+        if session.session.is_broken() {
+            self.pool.discard(session);
+        } else {
             self.pool.give_back(session);
         }
     }

@@ -14,17 +14,18 @@ use postgres::{Client, SimpleQueryMessage};
 use crate::error::{Error, Result};
 use crate::sql::{MAX_RESULT_BYTES, SqlQuery, SqlResult, checked};
 use crate::store::postgres::connect::connect;
+use crate::store::postgres::hosts::Hosts;
 
 /// Prefixes of the functions a query may not call.
 const REFUSED_CALLS: &[&str] = &["pg_", "lo_", "dblink", "query_to_xml", "cursor_to_xml"];
 
-/// Runs `query` on a fresh session to the database at `url`.
-pub(crate) fn run(url: &str, query: &SqlQuery) -> Result<SqlResult> {
+/// Runs `query` on a fresh session to the primary of `hosts`.
+pub(crate) fn run(hosts: &Hosts, query: &SqlQuery) -> Result<SqlResult> {
     let sql = checked(query)?;
     let sql = sql.strip_suffix(';').unwrap_or(sql).trim_end();
     refuse_writes(sql)?;
     refuse_calls(sql)?;
-    let mut client = connect(url, "cairn sql")?;
+    let mut client = connect(hosts, "cairn sql")?;
     read(&mut client, sql, query)
 }
 

@@ -15,17 +15,15 @@
 //! `VACUUM (SKIP_LOCKED, TRUNCATE false)` never waits for another vacuum of the same table (autovacuum's, or another
 //! node's: every node runs this), and does not take the exclusive lock that giving the table's empty tail back to
 //! the file system would (a queue's table fills again soon anyway). A vacuum under way when the queue closes is
-//! cancelled. Only the tables' owner may vacuum them: a node that is not finds out once, says so, and stops looking.
+//! given up. Only the tables' owner may vacuum them: a node that is not finds out once, says so, and stops looking.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use postgres::{CancelToken, Client, NoTls};
-
 use crate::error::{Error, Result};
-use crate::store::location::redacted;
-use crate::store::postgres::connect::connect;
+use crate::store::postgres::hosts::Hosts;
+use crate::store::postgres::session::Session;
 
 /// The tables looked at: those every job writes and deletes rows in.
 const TABLES: [&str; 2] = ["jobs", "job_attempts"];
@@ -33,7 +31,7 @@ const TABLES: [&str; 2] = ["jobs", "job_attempts"];
 /// How often the dead rows are looked at.
 const CHECK_EVERY: Duration = Duration::from_secs(5);
 
-/// How often the thread looks whether the queue closed, while it waits.
+/// How often the thread looks whether the queue closed, while it waits (and while a vacuum runs).
 const STOP_CHECK: Duration = Duration::from_millis(250);
 
 /// The longest one vacuum may run: far longer than a queue's tables need, short enough that a vacuum stuck
@@ -60,59 +58,40 @@ struct Seen {
 const MAY_VACUUM: &str = "SELECT bool_and(pg_has_role(relowner, 'USAGE')) FROM pg_class \
                           WHERE oid = ANY (ARRAY['jobs'::regclass, 'job_attempts'::regclass])";
 
-/// How often a stopping vacuum is cancelled again, until its thread ends: a cancel that reaches the session just
-/// before its `VACUUM` does is lost.
-const CANCEL_AGAIN: Duration = Duration::from_millis(100);
-
 /// The vacuum thread, and how to stop it.
 pub(crate) struct Vacuumer {
     thread: std::thread::JoinHandle<()>,
     stop: Arc<AtomicBool>,
-    /// The session's cancel token, while it is open.
-    cancel: Arc<Mutex<Option<CancelToken>>>,
 }
 
-/// Starts the thread that vacuums each of the queue's tables at `url` once `after` of its rows (at least one) were
-/// updated or deleted since its last vacuum. It stops when `stop` is set (the queue closed or was dropped).
-pub(crate) fn start(url: String, after: u64, stop: Arc<AtomicBool>) -> std::io::Result<Vacuumer> {
+/// Starts the thread that vacuums each of the queue's tables on `hosts`' primary once `after` of its rows (at least
+/// one) were updated or deleted since its last vacuum. It stops when `stop` is set (the queue closed or was dropped).
+pub(crate) fn start(
+    hosts: Arc<Hosts>,
+    after: u64,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<Vacuumer> {
     let after = after.max(1);
-    let cancel = Arc::new(Mutex::new(None));
     let thread = {
-        let (stop, cancel) = (stop.clone(), cancel.clone());
+        let stop = stop.clone();
         std::thread::Builder::new()
             .name("cairn-vacuum".into())
-            .spawn(move || watch(&url, after, &stop, &cancel))?
+            .spawn(move || watch(&hosts, after, &stop))?
     };
-    Ok(Vacuumer {
-        thread,
-        stop,
-        cancel,
-    })
+    Ok(Vacuumer { thread, stop })
 }
 
 impl Vacuumer {
-    /// Stops the thread, cancelling a vacuum under way, and waits for it to end.
+    /// Stops the thread, giving up a vacuum under way (its session closes; the server ends the vacuum when it next
+    /// looks at the connection, or finishes it), and waits for it to end: at most a [`STOP_CHECK`] or so.
     pub(crate) fn stop(self) {
         self.stop.store(true, Ordering::SeqCst);
-        while !self.thread.is_finished() {
-            let token = self
-                .cancel
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .clone();
-            if let Some(token) = token
-                && let Err(e) = token.cancel_query(NoTls)
-            {
-                tracing::debug!(error = %e, "could not cancel the vacuum under way; waiting for it");
-            }
-            std::thread::sleep(CANCEL_AGAIN);
-        }
         let _ = self.thread.join();
     }
 }
 
-fn watch(url: &str, after: u64, stop: &AtomicBool, cancel: &Mutex<Option<CancelToken>>) {
-    let mut session: Option<Client> = None;
+fn watch(hosts: &Arc<Hosts>, after: u64, stop: &AtomicBool) {
+    let mut session: Option<Session> = None;
     let mut seen: Vec<(String, Seen)> = Vec::new();
     loop {
         let next = Instant::now() + CHECK_EVERY;
@@ -122,71 +101,62 @@ fn watch(url: &str, after: u64, stop: &AtomicBool, cancel: &Mutex<Option<CancelT
             }
             std::thread::sleep(STOP_CHECK);
         }
-        if session.as_ref().is_none_or(Client::is_closed) {
-            session = match open(url) {
-                Ok(mut client) => {
-                    match may_vacuum(&mut client) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            tracing::warn!(
-                                "this node's database user does not own the jobs tables, so it leaves vacuuming them \
-                                 to autovacuum (or to a node that does)"
-                            );
-                            return;
-                        }
-                        Err(e) => {
-                            tracing::debug!(error = %e, "cannot tell whether this node may vacuum");
-                            continue;
-                        }
+        // A session whose server is no longer the primary (another session found it moved) is opened again.
+        if session.as_ref().is_none_or(Session::is_broken) {
+            session = match open(hosts) {
+                Ok(opened) => match may_vacuum(&opened) {
+                    Ok(true) => Some(opened),
+                    Ok(false) => {
+                        tracing::warn!(
+                            "this node's database user does not own the jobs tables, so it leaves vacuuming them \
+                             to autovacuum (or to a node that does)"
+                        );
+                        return;
                     }
-                    *cancel
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                        Some(client.cancel_token());
-                    Some(client)
-                }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "cannot tell whether this node may vacuum");
+                        continue;
+                    }
+                },
                 Err(e) => {
                     // The writer reports an unreachable database; this waits for the next look.
-                    tracing::debug!(error = %e, url = redacted(url), "cannot open the vacuum session");
+                    tracing::debug!(error = %e, url = hosts.shown(), "cannot open the vacuum session");
                     continue;
                 }
             };
         }
-        let client = session.as_mut().expect("opened above");
-        if let Err(e) = vacuum_if_due(client, after, &mut seen, stop) {
+        let session = session.as_ref().expect("opened above");
+        if let Err(e) = vacuum_if_due(session, after, &mut seen, stop) {
             tracing::warn!(error = %e, "vacuuming the queue's tables failed; trying again later");
         }
     }
 }
 
-fn may_vacuum(client: &mut Client) -> Result<bool> {
-    let row = client
-        .query_one(MAY_VACUUM, &[])
-        .map_err(|e| Error::storage("reading who owns the jobs tables", e))?;
+fn may_vacuum(session: &Session) -> Result<bool> {
+    let row = session.call(session.client().query_one(MAY_VACUUM, &[]), |e| {
+        Error::storage("reading who owns the jobs tables", e)
+    })?;
     Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
 }
 
-fn open(url: &str) -> Result<Client> {
-    let mut client = connect(url, "cairn vacuum")?;
-    client
-        .batch_execute(&format!(
-            "SET statement_timeout = {}",
-            VACUUM_TIMEOUT.as_millis()
-        ))
-        .map_err(|e| Error::storage("setting up the vacuum session", e))?;
-    Ok(client)
+fn open(hosts: &Arc<Hosts>) -> Result<Session> {
+    Session::open(
+        hosts,
+        "cairn vacuum",
+        &format!("SET statement_timeout = {}", VACUUM_TIMEOUT.as_millis()),
+    )
 }
 
 /// Vacuums each table with `after` rows or more updated or deleted since its last vacuum.
 fn vacuum_if_due(
-    client: &mut Client,
+    session: &Session,
     after: u64,
     seen: &mut Vec<(String, Seen)>,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let rows = client
-        .query(CHANGES, &[])
-        .map_err(|e| Error::storage("reading the tables' statistics", e))?;
+    let rows = session.call(session.client().query(CHANGES, &[]), |e| {
+        Error::storage("reading the tables' statistics", e)
+    })?;
     for row in rows {
         let (table, changes, vacuums): (String, i64, i64) = (row.get(0), row.get(1), row.get(2));
         if !TABLES.contains(&table.as_str()) {
@@ -210,22 +180,38 @@ fn vacuum_if_due(
                 u64::try_from(changes - last.changes_at_vacuum).unwrap_or(0) >= after
             }
         };
-        if !due {
+        if !due || stop.load(Ordering::SeqCst) {
             continue;
         }
-        if stop.load(Ordering::SeqCst) {
-            return Ok(());
-        }
         let started = Instant::now();
-        let done = client.batch_execute(&format!("VACUUM (SKIP_LOCKED, TRUNCATE false) {table}"));
+        let vacuum = format!("VACUUM (SKIP_LOCKED, TRUNCATE false) {table}");
+        let client = session.client();
+        // Run while the queue is open: a stop gives it up at once.
+        let until_stopped = async {
+            let vacuuming = client.batch_execute(&vacuum);
+            tokio::pin!(vacuuming);
+            loop {
+                tokio::select! {
+                    done = &mut vacuuming => return Some(done),
+                    () = tokio::time::sleep(STOP_CHECK) => {
+                        if stop.load(Ordering::SeqCst) {
+                            return None;
+                        }
+                    }
+                }
+            }
+        };
+        let done = session.call_within(VACUUM_TIMEOUT, async { Ok(until_stopped.await) }, |e| {
+            Error::storage(format!("vacuuming {table}"), e)
+        })?;
         match done {
-            Ok(()) => tracing::debug!(
+            Some(Ok(())) => tracing::debug!(
                 table,
                 took_ms = started.elapsed().as_secs_f64() * 1000.0,
                 "vacuumed"
             ),
-            Err(_) if stop.load(Ordering::SeqCst) => return Ok(()),
-            Err(e) => return Err(Error::storage(format!("vacuuming {table}"), e)),
+            None => return Ok(()),
+            Some(Err(e)) => return Err(Error::storage(format!("vacuuming {table}"), e)),
         }
     }
     Ok(())

@@ -2,11 +2,13 @@
 //! the session breaks. The writer thread itself is `engine`; `store::writer_db` is its connection on either database.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::db::{Access, Db, PgTransaction, PreparedStatements, begin};
 use crate::store::postgres::connect::connect_writer;
+use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::Session;
 
 /// After an attempt to connect failed, batches fail at once for as long as it took, up to this long, rather than
@@ -22,8 +24,8 @@ pub(crate) struct PgWriter {
     pub prepared: RefCell<PreparedStatements>,
     /// This node's name in notifications and in `cairn_leader`, so that it can tell its own from the others'.
     pub node: String,
-    /// Where to connect again when the session breaks.
-    pub url: String,
+    /// Where to connect again when the session breaks (the primary may have moved to another host).
+    pub hosts: Arc<Hosts>,
     /// Until when, after an attempt to connect again failed, batches fail without trying.
     pub connect_again_after: Option<Instant>,
 }
@@ -71,7 +73,7 @@ impl PgWriter {
             ));
         }
         let started = Instant::now();
-        match connect_writer(&self.url) {
+        match connect_writer(&self.hosts) {
             Ok(session) => {
                 self.session = Some(session);
                 self.connect_again_after = None;

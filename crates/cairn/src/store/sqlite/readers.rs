@@ -18,10 +18,11 @@ pub(crate) struct SqliteReaders {
 }
 
 impl SqliteReaders {
-    pub fn new(path: PathBuf, keep: usize) -> Self {
+    /// Readers of the file at `path`: `keep` connections kept open, at most `max_open` open at once.
+    pub fn new(path: PathBuf, keep: usize, max_open: usize) -> Self {
         SqliteReaders {
             path,
-            pool: Pool::new(keep),
+            pool: Pool::new(keep, max_open),
         }
     }
 
@@ -31,6 +32,8 @@ impl SqliteReaders {
         let result = read_in_transaction(&conn, f);
         if conn.is_autocommit() {
             self.pool.give_back(conn);
+        } else {
+            self.pool.discard(conn);
         }
         result
     }
