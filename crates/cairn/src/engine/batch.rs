@@ -122,11 +122,7 @@ impl Writer {
                 Command::JobsEnded(jobs) => self.job_watch.wake(&jobs),
                 // Written on another node, committed there: the leader wakes for it (another node has no use for it;
                 // should it win the lead, it does the timed work at once and reads the next due time).
-                Command::Due(at) => {
-                    if self.lead.holds() {
-                        self.next_due = Some(self.next_due.map_or(at, |next| next.min(at)));
-                    }
-                }
+                Command::Due(at) => self.note_due(at),
                 Command::Close(ack) => batch.close = Some(ack),
             }
         }

@@ -104,6 +104,14 @@ impl Writer {
             let Some(first) = self.next_command() else {
                 break;
             };
+            // A due time another node told of needs no transaction: it only moves the writer's next wake.
+            let first = match first {
+                Command::Due(at) => {
+                    self.note_due(at);
+                    continue;
+                }
+                first => first,
+            };
             let mut batch = vec![first];
             while batch.len() < self.max_batch {
                 match self.rx.try_recv() {

@@ -404,6 +404,14 @@ impl Writer {
         }
     }
 
+    /// Another node wrote something due at `at` (PostgreSQL): the leader wakes for it. Another node has no use for
+    /// it; should it win the lead, it does the timed work at once and reads the next due time.
+    pub(super) fn note_due(&mut self, at: i64) {
+        if self.lead.holds() {
+            self.next_due = Some(self.next_due.map_or(at, |next| next.min(at)));
+        }
+    }
+
     /// Records what the timed work did, once its transaction committed.
     pub(super) fn apply_timed_updates(&mut self, timed: &TimedUpdates, now_ms: i64) {
         if let Some(next) = timed.next_prune {

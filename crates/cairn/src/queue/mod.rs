@@ -838,9 +838,7 @@ impl Queue {
         tokio::task::spawn_blocking(move || match url {
             #[cfg(feature = "postgres")]
             Some(_) => crate::store::postgres::sql::run(
-                hosts
-                    .as_deref()
-                    .expect("a queue on PostgreSQL has its hosts"),
+                hosts.as_ref().expect("a queue on PostgreSQL has its hosts"),
                 &query,
             ),
             #[cfg(feature = "sqlite")]
@@ -1298,12 +1296,21 @@ impl Queue {
                 .lock()
                 .expect("the background threads' lock is never poisoned"),
         );
+        // The writer stops meanwhile; both within the deadline. A background thread still in a call to the
+        // database (each bounded) ends on its own after it.
+        let started = std::time::Instant::now();
         if !background.is_empty() {
-            let _ =
-                tokio::task::spawn_blocking(move || background.into_iter().for_each(|stop| stop()))
-                    .await;
+            let stopping =
+                tokio::task::spawn_blocking(move || background.into_iter().for_each(|stop| stop()));
+            if tokio::time::timeout(deadline, stopping).await.is_err() {
+                tracing::warn!(
+                    "the queue's background threads (the listener, the vacuum) did not stop within {deadline:?}; \
+                     they end on their own"
+                );
+            }
         }
-        match tokio::time::timeout(deadline, stopped).await {
+        let left = deadline.saturating_sub(started.elapsed());
+        match tokio::time::timeout(left, stopped).await {
             Ok(_) => {
                 let thread = self
                     .inner

@@ -4,9 +4,15 @@
 //! database connection and its descriptors, past what the server leaves for its database (`RESERVED_DESCRIPTORS` in
 //! `cairn-server`'s connection budget).
 
+use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
-use crate::error::Result;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The longest a read waits for a session when `max_open` are in use: past it the read is refused as the queue
+/// being busy, rather than waiting with no end.
+const WAIT_FOR_SESSION: Duration = Duration::from_secs(30);
 
 pub(crate) struct Pool<T> {
     state: Mutex<State<T>>,
@@ -20,6 +26,13 @@ struct State<T> {
     idle: Vec<T>,
     /// Sessions open: idle, in use, or being opened.
     open: usize,
+}
+
+/// A session taken from a [`Pool`]: given back or discarded by its holder, and discarded if dropped (a read that
+/// panicked), so that it is never counted open and lost.
+pub(crate) struct Pooled<'a, T> {
+    pool: &'a Pool<T>,
+    session: Option<T>,
 }
 
 impl<T> Pool<T> {
@@ -37,50 +50,37 @@ impl<T> Pool<T> {
         }
     }
 
-    /// An idle session, or a new one from `open`, waiting while `max_open` are open. Blocks: call it on a thread
-    /// that may.
-    pub fn take(&self, open: impl FnOnce() -> Result<T>) -> Result<T> {
+    /// An idle session, or a new one from `open`, waiting while `max_open` are open (for up to
+    /// [`WAIT_FOR_SESSION`]). Blocks: call it on a thread that may.
+    ///
+    /// # Errors
+    /// `open`'s; [`ErrorKind::Unavailable`] when no session came free in time.
+    pub fn take(&self, open: impl FnOnce() -> Result<T>) -> Result<Pooled<'_, T>> {
+        let give_up = Instant::now() + WAIT_FOR_SESSION;
         let mut state = self.lock();
         loop {
             if let Some(session) = state.idle.pop() {
-                return Ok(session);
+                return Ok(self.pooled(session));
             }
             if state.open < self.max_open {
                 return self.open_counted(state, open);
             }
+            let left = give_up.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::new(
+                    ErrorKind::Unavailable,
+                    format!(
+                        "every one of the {} read connections was busy for {WAIT_FOR_SESSION:?}",
+                        self.max_open
+                    ),
+                ));
+            }
             state = self
                 .returned
-                .wait(state)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+                .wait_timeout(state, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
         }
-    }
-
-    /// A new session from `open` in place of `discarded`, which is closed (it broke): counted as one.
-    pub fn replace(&self, discarded: T, open: impl FnOnce() -> Result<T>) -> Result<T> {
-        drop(discarded);
-        let mut state = self.lock();
-        state.open -= 1;
-        self.open_counted(state, open)
-    }
-
-    /// Keeps `session` for reuse, unless enough are idle already (it is then closed).
-    pub fn give_back(&self, session: T) {
-        let mut state = self.lock();
-        if state.idle.len() < self.keep {
-            state.idle.push(session);
-        } else {
-            state.open -= 1;
-            drop(state);
-            drop(session);
-        }
-        self.returned.notify_one();
-    }
-
-    /// Closes `session` rather than keep it (it broke), making room for another.
-    pub fn discard(&self, session: T) {
-        drop(session);
-        self.lock().open -= 1;
-        self.returned.notify_one();
     }
 
     /// The idle sessions, taken out (to close them).
@@ -93,26 +93,93 @@ impl<T> Pool<T> {
         std::mem::take(&mut state.idle)
     }
 
+    fn pooled(&self, session: T) -> Pooled<'_, T> {
+        Pooled {
+            pool: self,
+            session: Some(session),
+        }
+    }
+
     /// Opens a session, counted from now; the lock is not held while it opens.
     fn open_counted(
         &self,
         mut state: MutexGuard<'_, State<T>>,
         open: impl FnOnce() -> Result<T>,
-    ) -> Result<T> {
+    ) -> Result<Pooled<'_, T>> {
         state.open += 1;
         drop(state);
-        let opened = open();
-        if opened.is_err() {
-            self.lock().open -= 1;
-            self.returned.notify_one();
+        match open() {
+            Ok(session) => Ok(self.pooled(session)),
+            Err(e) => {
+                self.closed();
+                Err(e)
+            }
         }
-        opened
+    }
+
+    /// One session fewer open.
+    fn closed(&self) {
+        self.lock().open -= 1;
+        self.returned.notify_one();
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<'a, T> Pooled<'a, T> {
+    /// Keeps the session for reuse, unless enough are idle already (it is then closed).
+    pub fn give_back(mut self) {
+        let session = self.session.take().expect("held until given back");
+        let mut state = self.pool.lock();
+        if state.idle.len() < self.pool.keep {
+            state.idle.push(session);
+        } else {
+            state.open -= 1;
+            drop(state);
+            drop(session);
+        }
+        self.pool.returned.notify_one();
+    }
+
+    /// Closes the session rather than keep it (it broke), making room for another.
+    pub fn discard(mut self) {
+        drop(self.session.take());
+        self.pool.closed();
+    }
+
+    /// A new session from `open` in place of this one, which is closed (it broke): counted as one.
+    pub fn replace(mut self, open: impl FnOnce() -> Result<T>) -> Result<Pooled<'a, T>> {
+        drop(self.session.take());
+        let pool = self.pool;
+        let mut state = pool.lock();
+        state.open -= 1;
+        pool.open_counted(state, open)
+    }
+}
+
+impl<T> Deref for Pooled<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.session.as_ref().expect("held until given back")
+    }
+}
+
+impl<T> DerefMut for Pooled<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.session.as_mut().expect("held until given back")
+    }
+}
+
+impl<T> Drop for Pooled<'_, T> {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            drop(session);
+            self.pool.closed();
+        }
     }
 }
 
@@ -151,13 +218,15 @@ mod tests {
                 std::thread::spawn(move || {
                     let session = pool.take(|| Ok(Counted::open(&counts))).unwrap();
                     std::thread::sleep(Duration::from_millis(5));
-                    match i % 3 {
-                        0 => pool.discard(session),
-                        1 => drop(
-                            pool.replace(session, || Ok(Counted::open(&counts)))
-                                .map(|fresh| pool.give_back(fresh)),
-                        ),
-                        _ => pool.give_back(session),
+                    match i % 4 {
+                        0 => session.discard(),
+                        1 => session
+                            .replace(|| Ok(Counted::open(&counts)))
+                            .unwrap()
+                            .give_back(),
+                        // A read that panicked: its session is dropped, and counted closed.
+                        2 => drop(session),
+                        _ => session.give_back(),
                     }
                 })
             })
@@ -180,6 +249,6 @@ mod tests {
     fn a_session_that_cannot_be_opened_leaves_room_for_the_next() {
         let pool: Pool<()> = Pool::new(0, 1);
         assert!(pool.take(|| Err(crate::Error::closed())).is_err());
-        pool.take(|| Ok(())).unwrap();
+        pool.take(|| Ok(())).unwrap().give_back();
     }
 }

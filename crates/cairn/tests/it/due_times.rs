@@ -41,6 +41,7 @@ const DUE: &str = "due";
 /// would hide a writer that no longer wakes for its due times.
 pub(crate) struct Traffic {
     stop: Arc<AtomicBool>,
+    running: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Traffic {
@@ -48,7 +49,7 @@ impl Traffic {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let worker = worker.to_owned();
-        tokio::spawn(async move {
+        let running = tokio::spawn(async move {
             while !stopping.load(Ordering::Relaxed) {
                 let round = async {
                     queue
@@ -76,7 +77,18 @@ impl Traffic {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         });
-        Traffic { stop }
+        Traffic {
+            stop,
+            running: Some(running),
+        }
+    }
+
+    /// Stops the traffic, and fails the test if it failed: a test under traffic that died would pass without it.
+    pub(crate) async fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(running) = self.running.take() {
+            running.await.expect("the traffic ran to the end");
+        }
     }
 }
 
@@ -387,12 +399,13 @@ fn assert_on_time(setup: &str, late: &BTreeMap<&'static str, Option<Duration>>) 
 /// The whole trial on one node: traffic, every due time made, and a watch for them.
 async fn on_one_node(queue: Queue, setup: &str) {
     use_queues(&queue).await;
-    let _traffic = Traffic::start(queue.clone(), "traffic");
+    let traffic = Traffic::start(queue.clone(), "traffic");
     // Traffic first, so that the node is busy well before the due times are made.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let expected = make_due_times(&queue).await;
     let slot = set_recurring_slot(&queue).await;
     let late = watch(&queue, &expected, slot).await;
+    traffic.finish().await;
     assert_on_time(setup, &late);
     queue.close(Duration::from_secs(10)).await.unwrap();
 }
@@ -432,7 +445,7 @@ async fn every_due_time_made_on_a_node_that_does_not_lead_is_met_under_traffic()
     let leader = Queue::open(PathBuf::from(&db.url)).await.unwrap();
     let follower = Queue::open(PathBuf::from(&db.url)).await.unwrap();
     use_queues(&follower).await;
-    let _traffic = [
+    let traffic = [
         Traffic::start(leader.clone(), "traffic-leader"),
         Traffic::start(follower.clone(), "traffic-follower"),
     ];
@@ -441,6 +454,9 @@ async fn every_due_time_made_on_a_node_that_does_not_lead_is_met_under_traffic()
     let expected = make_due_times(&follower).await;
     let slot = set_recurring_slot(&follower).await;
     let late = watch(&follower, &expected, slot).await;
+    for traffic in traffic {
+        traffic.finish().await;
+    }
     // A busy leader keeps its lead: it renews its term whatever its traffic.
     assert_eq!(
         lead(&db.url),
@@ -448,6 +464,53 @@ async fn every_due_time_made_on_a_node_that_does_not_lead_is_met_under_traffic()
         "the lead changed hands during the trial"
     );
     assert_on_time("PostgreSQL, two nodes", &late);
+    follower.close(Duration::from_secs(10)).await.unwrap();
+    leader.close(Duration::from_secs(10)).await.unwrap();
+}
+
+/// A due time sooner than the leader's next renewal, written on a follower, is told to the leader at the follower's
+/// commit (`cairn_due`, with the time), so that an idle leader wakes for it rather than find it at its renewal, up to
+/// a second late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_due_time_a_moment_ahead_written_on_a_follower_is_told_to_the_leader() {
+    let db = TestDatabase::new();
+    let leader = Queue::open(PathBuf::from(&db.url)).await.unwrap();
+    let follower = Queue::open(PathBuf::from(&db.url)).await.unwrap();
+    use_queues(&follower).await;
+    // A session of the test's own hears what the leader's listener hears.
+    let (listening, listened) = tokio::sync::oneshot::channel();
+    let url = db.url.clone();
+    let heard = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client.batch_execute("LISTEN cairn_due").unwrap();
+        listening.send(()).unwrap();
+        let mut notifications = client.notifications();
+        let mut payloads = Vec::new();
+        let mut heard = notifications.timeout_iter(Duration::from_secs(5));
+        while let Ok(Some(n)) = postgres::fallible_iterator::FallibleIterator::next(&mut heard) {
+            payloads.push(n.payload().to_owned());
+        }
+        payloads
+    });
+    listened.await.unwrap();
+    let id = follower
+        .enqueue(
+            Push::new("soon")
+                .queue(DUE)
+                .delay(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap()
+        .id;
+    let due_at = follower.get(id).await.unwrap().run_at;
+    let payloads = heard.await.unwrap();
+    let told = format!("\n{}", due_at.as_millisecond());
+    assert!(
+        payloads.iter().any(|p| p.ends_with(&told)),
+        "the follower told the leader of {due_at}: heard {payloads:?}"
+    );
+    let ready = leader.get(id).await.unwrap();
+    assert_eq!(ready.state, JobState::Queued, "the leader made it ready");
     follower.close(Duration::from_secs(10)).await.unwrap();
     leader.close(Duration::from_secs(10)).await.unwrap();
 }

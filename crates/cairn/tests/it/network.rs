@@ -260,7 +260,7 @@ async fn a_job_leased_through_a_node_cut_off_comes_back_within_its_lease_and_ret
         .await
         .expect("the first node leads");
     let other = Queue::open(&db.url).await.unwrap();
-    let _traffic = crate::due_times::Traffic::start(other.clone(), "traffic");
+    let traffic = crate::due_times::Traffic::start(other.clone(), "traffic");
     let lease = Duration::from_secs(10);
     let delay = Duration::from_secs(1);
     let retry = cairn::RetryPolicy {
@@ -299,6 +299,7 @@ async fn a_job_leased_through_a_node_cut_off_comes_back_within_its_lease_and_ret
     .await
     .expect("the job came back on the other node");
     let took = came - claimed_at;
+    traffic.finish().await;
     eprintln!(
         "the job came back {took:?} after it was taken (lease {lease:?}, retry delay {delay:?})"
     );

@@ -86,11 +86,12 @@ pub(crate) fn session_config(url: &str, role: &str) -> Result<tokio_postgres::Co
     Ok(config)
 }
 
-/// Opens a session on the synchronous driver, for what needs no bound of Cairn's own on each call: migrations (which
-/// take as long as they take) and read-only SQL (bounded by its own timeout). It goes to the host a bounded session
-/// last found the primary on (see `hosts.rs`), or the first of the others that connects and takes writes.
+/// Opens a session on the synchronous driver, for the migrations, which need no bound of Cairn's own on each call (a
+/// migration takes as long as it takes). It goes to the host the writer's session found the primary on just before
+/// (see `hosts.rs`), or the first of the others that connects and takes writes. The driver bounds the socket's
+/// connect, not the handshake: the host answered a moment ago.
 pub(crate) fn connect(hosts: &Hosts, role: &str) -> Result<Client> {
-    let mut last = None;
+    let mut failures: Vec<Error> = Vec::new();
     for host in hosts.order() {
         match connect_to(hosts, host, role) {
             Ok(client) => {
@@ -98,12 +99,21 @@ pub(crate) fn connect(hosts: &Hosts, role: &str) -> Result<Client> {
                 return Ok(client);
             }
             Err(e) => {
-                hosts.failed(host);
-                last = Some(e);
+                hosts.suspect(host);
+                failures.push(e);
             }
         }
     }
-    Err(last.unwrap_or_else(|| Error::invalid("database", "names no host")))
+    // The error that passes with time, if any: another host may take writes in a moment.
+    let unavailable = failures
+        .iter()
+        .position(|e| e.kind() == ErrorKind::Unavailable);
+    match unavailable {
+        Some(i) => Err(failures.swap_remove(i)),
+        None => Err(failures
+            .pop()
+            .unwrap_or_else(|| Error::invalid("database", "names no host"))),
+    }
 }
 
 fn connect_to(hosts: &Hosts, host: usize, role: &str) -> Result<Client> {

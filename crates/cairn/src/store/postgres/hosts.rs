@@ -10,7 +10,7 @@
 //!
 //! The primary can move (a failover) while sessions are open on the old one, which may stay up, read-only or silent.
 //! The session that finds out (a write refused as read-only, a call out of time, a connection to another host) tells
-//! [`Hosts`], which starts a new epoch; every session of an earlier epoch is dropped at its next use (`is_current`)
+//! [`Hosts`], which starts a new epoch (a failed attempt to open a session only makes its host suspect); every session of an earlier epoch is dropped at its next use (`is_current`)
 //! and opened again on the new primary: the readers' pooled sessions, the listener's, the vacuum's.
 
 use std::sync::Mutex;
@@ -75,6 +75,12 @@ impl Hosts {
             ));
         }
         let count = config.get_hosts().len().max(config.get_hostaddrs().len());
+        if count == 0 {
+            return Err(Error::invalid(
+                "database",
+                format!("names no host: {}", redacted(url)),
+            ));
+        }
         let ports = config.get_ports();
         if ports.len() > 1 && ports.len() != count {
             return Err(Error::invalid(
@@ -163,12 +169,21 @@ impl Hosts {
         state.epoch
     }
 
-    /// Host `i` failed: it did not answer in time, refused, or is no longer writable. It is tried after the others
-    /// for a while; if it was the primary, every session on it is dropped at its next use.
-    pub fn failed(&self, i: usize) {
+    /// Opening a session on host `i` failed (it did not answer in time, refused, or is not writable): it is tried
+    /// after the others for a while. Sessions open on it go on: a failed open (too many connections, one slow
+    /// accept) says nothing of them.
+    pub fn suspect(&self, i: usize) {
+        self.state().failed_at[i] = Some(Instant::now());
+    }
+
+    /// A session of `epoch` on host `i` found it no longer the primary (a write refused as read-only, the server
+    /// shutting down, a call out of time), or a new session found it read-only: every session on it is dropped at
+    /// its next use, and it is tried after the others for a while. A session of an earlier epoch says nothing of
+    /// the primary found since.
+    pub fn lost(&self, i: usize, epoch: u64) {
         let mut state = self.state();
         state.failed_at[i] = Some(Instant::now());
-        if state.primary == Some(i) {
+        if state.primary == Some(i) && state.epoch == epoch {
             state.primary = None;
             state.epoch += 1;
         }
@@ -330,14 +345,17 @@ mod tests {
             first,
             "the same primary: the same epoch"
         );
-        hosts.failed(0);
-        assert_ne!(
+        hosts.suspect(0);
+        assert_eq!(
             hosts.epoch(),
             first,
-            "the primary lost: its sessions are dropped"
+            "a failed open leaves the sessions open alone"
         );
+        hosts.lost(0, first);
+        let lost = hosts.epoch();
+        assert_ne!(lost, first, "the primary lost: its sessions are dropped");
         assert_eq!(hosts.order(), [1, 2, 0]);
-        hosts.failed(1);
+        hosts.suspect(1);
         assert_eq!(
             hosts.order(),
             [2, 0, 1],
@@ -346,6 +364,12 @@ mod tests {
         let second = hosts.found_primary(2);
         assert_eq!(hosts.order(), [2, 0, 1], "the primary first");
         assert_eq!(hosts.epoch(), second);
-        assert_ne!(second, first);
+        assert_ne!(second, lost);
+        hosts.lost(2, first);
+        assert_eq!(
+            hosts.epoch(),
+            second,
+            "a session of an earlier epoch ends nothing"
+        );
     }
 }

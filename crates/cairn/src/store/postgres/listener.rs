@@ -58,6 +58,8 @@ fn listen<C: From<Notice>>(hosts: &Arc<Hosts>, node: &str, writer: &Sender<C>, s
             extra: "",
             notifications: Some(heard),
             call_timeout: CALL_TIMEOUT,
+            stop: Some(stop),
+            writes: true,
         };
         let listening = Session::open_with(hosts, opening).and_then(|session| {
             let channels = format!(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::store::db::{Access, Db, PgTransaction, PreparedStatements};
-use crate::store::pool::Pool;
+use crate::store::pool::{Pool, Pooled};
 use crate::store::postgres::connect::{CALL_MARGIN, READ_TIMEOUT};
 use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::{Opening, Session as PgSession};
@@ -40,7 +40,7 @@ impl PgReaders {
         match self.read_on(&mut session, &mut f) {
             Err(e) if session.session.is_broken() => {
                 tracing::debug!(error = %e, "a pooled read session was closed; reading on a new one");
-                let mut fresh = self.pool.replace(session, || self.session_new())?;
+                let mut fresh = session.replace(|| self.session_new())?;
                 let result = self.read_on(&mut fresh, &mut f);
                 self.keep(fresh);
                 result
@@ -54,13 +54,13 @@ impl PgReaders {
 
     /// A session from the pool, or a new one. Pooled sessions on a server that is no longer the primary (another
     /// session found it moved) are closed unused: a read there would see the old primary's data.
-    fn session(&self) -> Result<Session> {
+    fn session(&self) -> Result<Pooled<'_, Session>> {
         loop {
             let session = self.pool.take(|| self.session_new())?;
             if !session.session.is_broken() {
                 return Ok(session);
             }
-            self.pool.discard(session);
+            session.discard();
         }
     }
 
@@ -70,6 +70,8 @@ impl PgReaders {
             extra: &format!("SET statement_timeout = {}", READ_TIMEOUT.as_millis()),
             notifications: None,
             call_timeout: READ_TIMEOUT + CALL_MARGIN,
+            stop: None,
+            writes: false,
         };
         Ok(Session {
             session: PgSession::open_with(&self.hosts, opening)?,
@@ -92,11 +94,11 @@ impl PgReaders {
 
     /// Puts `session` back in the pool, unless its connection broke; one that only saw a failed statement is
     /// fine (its transaction was rolled back when dropped).
-    fn keep(&self, session: Session) {
+    fn keep(&self, session: Pooled<'_, Session>) {
         if session.session.is_broken() {
-            self.pool.discard(session);
+            session.discard();
         } else {
-            self.pool.give_back(session);
+            session.give_back();
         }
     }
 }

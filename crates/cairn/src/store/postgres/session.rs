@@ -55,6 +55,8 @@ pub(crate) struct Session {
     epoch: u64,
     /// The longest a call waits.
     call_timeout: Duration,
+    /// Whether a write refused as read-only means the server is no longer the primary (see [`Opening`]).
+    writes: bool,
 }
 
 /// How a session is opened: its name in `pg_stat_activity`, settings after the usual ones, where the server's
@@ -65,6 +67,11 @@ pub(crate) struct Opening<'a> {
     pub notifications: Option<UnboundedSender<Notification>>,
     /// Past the server's `statement_timeout` for the session (by [`CALL_MARGIN`]).
     pub call_timeout: Duration,
+    /// When set, no further host is tried: the queue is closing (the listener's and the vacuum's threads).
+    pub stop: Option<&'a AtomicBool>,
+    /// Whether the session writes: a write refused as read-only then means the server is no longer the primary.
+    /// A session of read-only transactions (read-only SQL) may have a query of its own refused that way.
+    pub writes: bool,
 }
 
 impl Session {
@@ -83,6 +90,8 @@ impl Session {
                 extra,
                 notifications: None,
                 call_timeout: CALL_TIMEOUT,
+                stop: None,
+                writes: true,
             },
         )
     }
@@ -123,16 +132,25 @@ impl Session {
                         host,
                         epoch,
                         call_timeout: opening.call_timeout,
+                        writes: opening.writes,
                     });
                 }
+                // The primary found read-only: it turned (a switchover), and the sessions on it go too.
+                Ok(Err(HostFailure::ReadOnly)) => {
+                    hosts.lost(host, hosts.epoch());
+                    failures.push((host, HostFailure::ReadOnly));
+                }
                 Ok(Err(failure)) => {
-                    hosts.failed(host);
+                    hosts.suspect(host);
                     failures.push((host, failure));
                 }
                 Err(_) => {
-                    hosts.failed(host);
+                    hosts.suspect(host);
                     failures.push((host, HostFailure::Silent(bound)));
                 }
+            }
+            if opening.stop.is_some_and(|stop| stop.load(Ordering::SeqCst)) {
+                break;
             }
         }
         Err(no_primary(hosts, failures))
@@ -188,7 +206,9 @@ impl Session {
             batch_due: &self.batch_due,
             hosts: &self.hosts,
             host: self.host,
+            epoch: self.epoch,
             timeout: self.call_timeout,
+            writes: self.writes,
         }
     }
 }
@@ -273,7 +293,6 @@ async fn drive(
 fn no_primary(hosts: &Hosts, failures: Vec<(usize, HostFailure)>) -> Error {
     let mut kind = None;
     let mut reasons = Vec::new();
-    let mut first_driver_error = None;
     for (host, failure) in failures {
         let (this, reason) = match failure {
             HostFailure::Silent(bound) => (
@@ -294,9 +313,6 @@ fn no_primary(hosts: &Hosts, failures: Vec<(usize, HostFailure)>) -> Error {
         if this == ErrorKind::Unavailable || kind.is_none() {
             kind = Some(this);
         }
-        if this != ErrorKind::Unavailable && first_driver_error.is_none() {
-            first_driver_error = Some(reason.clone());
-        }
         reasons.push(match hosts.len() {
             1 => reason,
             _ => format!("{}: {reason}", hosts.name(host)),
@@ -315,15 +331,15 @@ fn no_primary(hosts: &Hosts, failures: Vec<(usize, HostFailure)>) -> Error {
 /// Whether a call's error says the server is not (or no longer) the writable primary: a write refused as
 /// read-only (a standby, a primary turned read-only), or the server shutting down or starting. The session is
 /// done: opened again, it finds the primary, wherever it is now.
-fn is_not_primary(e: &tokio_postgres::Error) -> bool {
+fn is_not_primary(e: &tokio_postgres::Error, writes: bool) -> bool {
     e.code().is_some_and(|code| {
-        [
-            SqlState::READ_ONLY_SQL_TRANSACTION,
-            SqlState::ADMIN_SHUTDOWN,
-            SqlState::CRASH_SHUTDOWN,
-            SqlState::CANNOT_CONNECT_NOW,
-        ]
-        .contains(code)
+        (writes && *code == SqlState::READ_ONLY_SQL_TRANSACTION)
+            || [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+            ]
+            .contains(code)
     })
 }
 
@@ -336,8 +352,12 @@ pub(crate) struct Bounded<'a> {
     batch_due: &'a AtomicBool,
     hosts: &'a Hosts,
     host: usize,
+    /// The epoch of the hosts the session was opened in.
+    epoch: u64,
     /// The session's bound on a call.
     timeout: Duration,
+    /// See [`Opening::writes`].
+    writes: bool,
 }
 
 impl Bounded<'_> {
@@ -384,15 +404,15 @@ impl Bounded<'_> {
         {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => {
-                if is_not_primary(&e) {
+                if is_not_primary(&e, self.writes) {
                     self.broken.set(true);
-                    self.hosts.failed(self.host);
+                    self.hosts.lost(self.host, self.epoch);
                 }
                 Err(failed(e))
             }
             Err(_) => {
                 self.broken.set(true);
-                self.hosts.failed(self.host);
+                self.hosts.lost(self.host, self.epoch);
                 Err(Error::new(
                     ErrorKind::Unavailable,
                     format!("the database did not answer within {timeout:?}"),

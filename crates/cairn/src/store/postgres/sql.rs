@@ -8,82 +8,60 @@
 //! of functions that run SQL given as text (`query_to_xml` and its family) are refused, since the database user
 //! may be a superuser.
 
-use postgres::types::Type;
-use postgres::{Client, SimpleQueryMessage};
+use std::sync::Arc;
+
+use tokio_postgres::SimpleQueryMessage;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
 
 use crate::error::{Error, Result};
 use crate::sql::{MAX_RESULT_BYTES, SqlQuery, SqlResult, checked};
-use crate::store::postgres::connect::connect;
+use crate::store::postgres::connect::CALL_MARGIN;
 use crate::store::postgres::hosts::Hosts;
+use crate::store::postgres::session::{Opening, Session};
 
 /// Prefixes of the functions a query may not call.
 const REFUSED_CALLS: &[&str] = &["pg_", "lo_", "dblink", "query_to_xml", "cursor_to_xml"];
 
-/// Runs `query` on a fresh session to the primary of `hosts`.
-pub(crate) fn run(hosts: &Hosts, query: &SqlQuery) -> Result<SqlResult> {
+/// Runs `query` on a fresh session to the primary of `hosts`, each call bounded a little past the query's time.
+pub(crate) fn run(hosts: &Arc<Hosts>, query: &SqlQuery) -> Result<SqlResult> {
     let sql = checked(query)?;
     let sql = sql.strip_suffix(';').unwrap_or(sql).trim_end();
     refuse_writes(sql)?;
     refuse_calls(sql)?;
-    let mut client = connect(hosts, "cairn sql")?;
-    read(&mut client, sql, query)
+    let session = Session::open_with(
+        hosts,
+        Opening {
+            role: "cairn sql",
+            extra: "",
+            notifications: None,
+            call_timeout: query.timeout + CALL_MARGIN,
+            stop: None,
+            // The query's transaction is read-only: a write it tries is refused as such, which says nothing of
+            // the server.
+            writes: false,
+        },
+    )?;
+    read(&session, sql, query)
 }
 
-fn read(client: &mut Client, sql: &str, query: &SqlQuery) -> Result<SqlResult> {
-    let session = |e: postgres::Error| Error::storage("running a read-only query", e);
-    let mut tx = client
-        .build_transaction()
-        .read_only(true)
-        .isolation_level(postgres::IsolationLevel::RepeatableRead)
-        .start()
-        .map_err(session)?;
-    tx.batch_execute(&format!(
-        "SET LOCAL statement_timeout = {}",
-        query.timeout.as_millis().max(1)
-    ))
-    .map_err(session)?;
+fn read(session: &Session, sql: &str, query: &SqlQuery) -> Result<SqlResult> {
+    let client = session.client();
+    let storage = |e: tokio_postgres::Error| Error::storage("running a read-only query", e);
+    session.call(
+        client.batch_execute(&format!(
+            "BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY; SET LOCAL statement_timeout = {}",
+            query.timeout.as_millis().max(1)
+        )),
+        storage,
+    )?;
     let wrapped = format!(
         "SELECT * FROM ({sql}\n) AS cairn_query LIMIT {}",
         u64::from(query.limit) + 1
     );
-    let refused = |e: postgres::Error| match e.code() {
-        Some(&postgres::error::SqlState::QUERY_CANCELED) => Error::invalid(
-            "query",
-            format!(
-                "ran longer than {:?}: narrow it, or give it more time",
-                query.timeout
-            ),
-        ),
-        Some(&postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION) => Error::invalid(
-            "query",
-            "must only read (SELECT): this statement would write",
-        ),
-        // A `WITH` that deletes or updates, which a subquery may not hold.
-        Some(&postgres::error::SqlState::FEATURE_NOT_SUPPORTED)
-            if e.as_db_error()
-                .is_some_and(|db| db.message().contains("data-modifying")) =>
-        {
-            Error::invalid(
-                "query",
-                "must only read (SELECT): this statement would write",
-            )
-        }
-        Some(&postgres::error::SqlState::SYNTAX_ERROR) => Error::invalid(
-            "query",
-            format!(
-                "must be one SELECT, WITH … SELECT or VALUES statement: {}",
-                e.as_db_error()
-                    .map_or_else(|| e.to_string(), |db| db.message().to_owned())
-            ),
-        ),
-        _ => Error::invalid(
-            "query",
-            e.as_db_error()
-                .map_or_else(|| e.to_string(), |db| db.message().to_owned()),
-        ),
-    };
+    let refused = |e: tokio_postgres::Error| refusal(e, query);
     // Prepared first for the columns' types; run as a simple query, whose values come as text.
-    let statement = tx.prepare(&wrapped).map_err(refused)?;
+    let statement = session.call(client.prepare(&wrapped), refused)?;
     let columns: Vec<String> = statement
         .columns()
         .iter()
@@ -94,7 +72,7 @@ fn read(client: &mut Client, sql: &str, query: &SqlQuery) -> Result<SqlResult> {
         .iter()
         .map(|c| c.type_().clone())
         .collect();
-    let messages = tx.simple_query(&wrapped).map_err(refused)?;
+    let messages = session.call(client.simple_query(&wrapped), refused)?;
     let mut rows = Vec::new();
     let mut truncated = false;
     let mut bytes = 0;
@@ -114,12 +92,60 @@ fn read(client: &mut Client, sql: &str, query: &SqlQuery) -> Result<SqlResult> {
         }
         rows.push(values);
     }
-    tx.rollback().map_err(session)?;
+    session.call(client.batch_execute("ROLLBACK"), storage)?;
     Ok(SqlResult {
         columns,
         rows,
         truncated,
     })
+}
+
+/// What a query's error tells its author: its time ran out, it would write, it is not one statement, or what
+/// PostgreSQL found wrong with it; an error of the server or the link is the database's (`Unavailable` when it
+/// passes with time), not the query's.
+fn refusal(e: tokio_postgres::Error, query: &SqlQuery) -> Error {
+    let message = || {
+        e.as_db_error()
+            .map_or_else(|| e.to_string(), |db| db.message().to_owned())
+    };
+    let Some(code) = e.code() else {
+        return Error::storage("running a read-only query", e);
+    };
+    match code {
+        c if *c == SqlState::QUERY_CANCELED => Error::invalid(
+            "query",
+            format!(
+                "ran longer than {:?}: narrow it, or give it more time",
+                query.timeout
+            ),
+        ),
+        c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => Error::invalid(
+            "query",
+            "must only read (SELECT): this statement would write",
+        ),
+        // A `WITH` that deletes or updates, which a subquery may not hold.
+        c if *c == SqlState::FEATURE_NOT_SUPPORTED && message().contains("data-modifying") => {
+            Error::invalid(
+                "query",
+                "must only read (SELECT): this statement would write",
+            )
+        }
+        c if *c == SqlState::SYNTAX_ERROR => Error::invalid(
+            "query",
+            format!(
+                "must be one SELECT, WITH … SELECT or VALUES statement: {}",
+                message()
+            ),
+        ),
+        // The connection, the server's resources or state, a conflict: not the query's doing.
+        c if ["08", "40", "53", "55", "57", "58", "XX"]
+            .iter()
+            .any(|class| c.code().starts_with(class)) =>
+        {
+            Error::storage("running a read-only query", e)
+        }
+        _ => Error::invalid("query", message()),
+    }
 }
 
 /// A value PostgreSQL sent as text, as JSON by its column's type: numbers and flags as themselves, `bytea` as an

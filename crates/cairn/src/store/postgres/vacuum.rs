@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::store::postgres::connect::CALL_MARGIN;
 use crate::store::postgres::hosts::Hosts;
-use crate::store::postgres::session::Session;
+use crate::store::postgres::session::{CALL_TIMEOUT, Opening, Session};
 
 /// The tables looked at: those every job writes and deletes rows in.
 const TABLES: [&str; 2] = ["jobs", "job_attempts"];
@@ -101,9 +102,11 @@ fn watch(hosts: &Arc<Hosts>, after: u64, stop: &AtomicBool) {
             }
             std::thread::sleep(STOP_CHECK);
         }
-        // A session whose server is no longer the primary (another session found it moved) is opened again.
+        // A session whose server is no longer the primary (another session found it moved) is opened again. The new
+        // primary's statistics are its own: what was seen is forgotten.
         if session.as_ref().is_none_or(Session::is_broken) {
-            session = match open(hosts) {
+            seen.clear();
+            session = match open(hosts, stop) {
                 Ok(opened) => match may_vacuum(&opened) {
                     Ok(true) => Some(opened),
                     Ok(false) => {
@@ -139,11 +142,17 @@ fn may_vacuum(session: &Session) -> Result<bool> {
     Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
 }
 
-fn open(hosts: &Arc<Hosts>) -> Result<Session> {
-    Session::open(
+fn open(hosts: &Arc<Hosts>, stop: &AtomicBool) -> Result<Session> {
+    Session::open_with(
         hosts,
-        "cairn vacuum",
-        &format!("SET statement_timeout = {}", VACUUM_TIMEOUT.as_millis()),
+        Opening {
+            role: "cairn vacuum",
+            extra: &format!("SET statement_timeout = {}", VACUUM_TIMEOUT.as_millis()),
+            notifications: None,
+            call_timeout: CALL_TIMEOUT,
+            stop: Some(stop),
+            writes: true,
+        },
     )
 }
 
@@ -201,9 +210,12 @@ fn vacuum_if_due(
                 }
             }
         };
-        let done = session.call_within(VACUUM_TIMEOUT, async { Ok(until_stopped.await) }, |e| {
-            Error::storage(format!("vacuuming {table}"), e)
-        })?;
+        // Past the server's own bound, so that a vacuum too long ends with the server's error, and the session goes on.
+        let done = session.call_within(
+            VACUUM_TIMEOUT + CALL_MARGIN,
+            async { Ok(until_stopped.await) },
+            |e| Error::storage(format!("vacuuming {table}"), e),
+        )?;
         match done {
             Some(Ok(())) => tracing::debug!(
                 table,

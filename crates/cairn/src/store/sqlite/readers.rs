@@ -31,9 +31,9 @@ impl SqliteReaders {
         let conn = self.pool.take(|| open_reader(&self.path))?;
         let result = read_in_transaction(&conn, f);
         if conn.is_autocommit() {
-            self.pool.give_back(conn);
+            conn.give_back();
         } else {
-            self.pool.discard(conn);
+            conn.discard();
         }
         result
     }
