@@ -514,3 +514,51 @@ async fn a_due_time_a_moment_ahead_written_on_a_follower_is_told_to_the_leader()
     follower.close(Duration::from_secs(10)).await.unwrap();
     leader.close(Duration::from_secs(10)).await.unwrap();
 }
+
+/// The same for a job the application's own transaction pushes with `cairn_enqueue` (`delay_ms`), which no node
+/// writes: the function tells the leader of a time before its next renewal; of a later one, nothing (the leader reads
+/// it then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_due_time_a_moment_ahead_pushed_in_the_applications_transaction_is_told_to_the_leader() {
+    let db = TestDatabase::new();
+    let leader = Queue::open(PathBuf::from(&db.url)).await.unwrap();
+    let url = db.url.clone();
+    let (soon, later, heard) = tokio::task::spawn_blocking(move || {
+        let mut listener = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        listener.batch_execute("LISTEN cairn_due").unwrap();
+        let mut app = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut push = |delay_ms: i64| -> i64 {
+            let mut tx = app.transaction().unwrap();
+            let id: i64 = tx
+                .query_one(
+                    "SELECT cairn_enqueue('app', '{}', jsonb_build_object('queue', 'due', 'delay_ms', $1::bigint))",
+                    &[&delay_ms],
+                )
+                .unwrap()
+                .get(0);
+            tx.commit().unwrap();
+            id
+        };
+        let (soon, later) = (push(300), push(60_000));
+        let mut notifications = listener.notifications();
+        let mut heard = Vec::new();
+        let mut waiting = notifications.timeout_iter(Duration::from_secs(2));
+        while let Ok(Some(n)) = postgres::fallible_iterator::FallibleIterator::next(&mut waiting) {
+            heard.push(n.payload().to_owned());
+        }
+        (soon, later, heard)
+    })
+    .await
+    .unwrap();
+    let at = |id: i64| {
+        let leader = leader.clone();
+        async move { leader.get(JobId(id)).await.unwrap().run_at.as_millisecond() }
+    };
+    let (soon_at, later_at) = (at(soon).await, at(later).await);
+    assert_eq!(
+        heard,
+        [format!("cairn_enqueue\n{soon_at}")],
+        "told of the one due before the leader's renewal, not of {later_at}"
+    );
+    leader.close(Duration::from_secs(10)).await.unwrap();
+}

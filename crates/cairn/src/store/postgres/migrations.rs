@@ -94,6 +94,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "batch_total_counted_by_insert",
         include_str!("../../../migrations/postgres/0017_batch_total_counted_by_insert.sql"),
     ),
+    (
+        18,
+        "push_tells_due_times",
+        include_str!("../../../migrations/postgres/0018_push_tells_due_times.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
