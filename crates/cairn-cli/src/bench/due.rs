@@ -45,6 +45,10 @@ const DELAY_SPREAD_MS: u64 = 7_000;
 /// How long the collector waits after the last due time for the jobs still to come.
 const GRACE: Duration = Duration::from_secs(30);
 
+/// How long each of the collector's long polls waits, as a `cairn::Worker`'s does: a wait that ran out would wake
+/// the writer, and a short one every second would hide a writer that no longer wakes for its due times.
+const COLLECTOR_WAIT: Duration = Duration::from_secs(30);
+
 /// The kinds of due time, as the job's data names them.
 const KINDS: [&str; 3] = ["delayed push", "lease expiry", "retry delay"];
 
@@ -168,7 +172,7 @@ async fn collect<T: Target>(target: T, samples: usize) -> anyhow::Result<Samples
                 Dequeue::new("bench-due-collector")
                     .queue(QUEUE)
                     .limit(100)
-                    .wait(Duration::from_secs(1)),
+                    .wait(COLLECTOR_WAIT),
             )
             .await?;
         let came = Timestamp::now();
