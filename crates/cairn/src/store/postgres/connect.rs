@@ -2,7 +2,7 @@
 //!
 //! Every session is bounded in time at both ends, so that a node whose link to the database goes silent (a dead
 //! switch, a paused VM: no RST, nothing closes) finds out within seconds rather than after TCP's two hours, and
-//! answers its clients that it cannot serve them now ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)):
+//! answers its clients that it cannot serve them now ([`ErrorKind::Unavailable`]):
 //! - here, TCP keepalives and a user timeout on the socket: bytes sent and not acknowledged for
 //!   [`USER_TIMEOUT`], or an idle link that stops answering probes, end the session with an error;
 //! - on the server, the same for its side of the socket, so that PostgreSQL ends a cut-off node's session (and
