@@ -5,7 +5,7 @@ use jiff::Timestamp;
 
 use crate::clock::{from_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::ops::events::ActivityKind;
 use crate::store::db::{Db, Sql, ToValue, params};
 

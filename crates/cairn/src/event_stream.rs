@@ -21,7 +21,7 @@ use tokio::sync::{Notify, broadcast, watch};
 
 use crate::activity::{ActivityEvent, after, newest, oldest};
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::names::NamePattern;
 use crate::ops::events::ActivityKind;
 

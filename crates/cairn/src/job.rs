@@ -9,19 +9,9 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::names::{
-    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId,
+    ConcurrencyKey, DebounceKey, JobId, JobName, QueueName, Tag, ThrottleKey, UniqueKey, WorkerId,
 };
 use crate::retry_policy::RetryPolicy;
-
-/// A job's id, assigned by Cairn. Ids are never reused, even after a job is deleted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct JobId(pub i64);
-
-impl fmt::Display for JobId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// Where a job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

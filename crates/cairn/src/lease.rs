@@ -2,7 +2,7 @@
 
 use jiff::Timestamp;
 
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::names::WorkerId;
 
 /// A worker's hold on a running job.

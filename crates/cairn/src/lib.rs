@@ -44,7 +44,6 @@ mod ops;
 mod options;
 mod query;
 mod queue;
-mod request;
 mod retry_policy;
 mod schedule;
 mod sql;
@@ -59,12 +58,12 @@ pub use error::{Error, ErrorKind, Result};
 pub use event_stream::{
     EventFilter, Events, EventsFrom, EventsMissed, FOLLOW_OTHER_NODES, GAP_GRACE,
 };
-pub use job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
+pub use job::{Attempt, AttemptOutcome, Job, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use names::{
-    ConcurrencyKey, DebounceKey, JobName, NamePattern, QueueName, RecurringKey, Tag, ThrottleKey,
-    TraceParent, UniqueKey, WorkerId,
+    ConcurrencyKey, DebounceKey, JobId, JobName, NamePattern, QueueName, RecurringKey, Tag,
+    ThrottleKey, TraceParent, UniqueKey, WorkerId,
 };
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
@@ -73,7 +72,7 @@ pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
 pub use postgres;
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
-pub use request::Request;
+pub use queue::request::Request;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 #[cfg(feature = "sqlite")]
@@ -126,7 +125,7 @@ pub mod __private {
     /// values of its parameters between the queue (`$1`) and the limit (last): for the tests that run it in
     /// transactions of their own.
     pub fn postgres_claim_select(patterns: &[&str]) -> (String, Vec<String>) {
-        use crate::ops::claim_names::NameSource;
+        use crate::ops::claim::by_name::NameSource;
         use crate::store::db::Value;
         let sources: Vec<NameSource> = patterns
             .iter()
@@ -189,7 +188,7 @@ pub mod __private {
         all.push((String::new(), events::FLUSH_ON_POSTGRES.to_owned()));
         all.push(push::insert_plain_texts());
         all.push((String::new(), finish::complete_plain_text().to_owned()));
-        use crate::ops::claim_names::NameShape;
+        use crate::ops::claim::by_name::NameShape;
         let scan = |bounded| NameShape::Scan {
             bounded,
             glob: true,
@@ -212,14 +211,14 @@ pub mod __private {
             let OwnedSql { sqlite, postgres } = claim::select_ready_jobs(shapes, priority, aging);
             all.push((sqlite, postgres));
         }
-        all.extend(claim_names::SQLITE_NAME_STEPS.map(owned));
-        all.extend(claim_keys::sample_statements());
+        all.extend(crate::ops::claim::by_name::SQLITE_NAME_STEPS.map(owned));
+        all.extend(crate::ops::claim::by_key::sample_statements());
         all.extend(watch::statements());
-        all.push((String::new(), bulk_claim::lease_chosen_sql()));
+        all.push((String::new(), crate::ops::claim::bulk::lease_chosen_sql()));
         let select = claim::select_ready_jobs(&[NameShape::Exact], true, false);
         all.push((
             String::new(),
-            bulk_claim::lease_slots_sql(&select.postgres, 5),
+            crate::ops::claim::bulk::lease_slots_sql(&select.postgres, 5),
         ));
         all
     }

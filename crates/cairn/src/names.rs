@@ -392,6 +392,16 @@ fn validate_glob(pattern: &str) -> Result<()> {
     Ok(())
 }
 
+/// A job's id, assigned by Cairn. Ids are never reused, even after a job is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct JobId(pub i64);
+
+impl fmt::Display for JobId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

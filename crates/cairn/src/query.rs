@@ -1,7 +1,8 @@
 //! Reading jobs: [`JobFilter`] for listings, [`JobPage`] for the results. Reads use the reader pool, never the writer.
 
 use crate::error::{Error, Result};
-use crate::job::{Job, JobId, JobState};
+use crate::job::{Job, JobState};
+use crate::names::JobId;
 use crate::names::{NamePattern, QueueName, Tag};
 use crate::ops::rows::{JOB_COLUMNS, job_from_row};
 use crate::store::db::{Db, OwnedSql, Params, Sql, ToValue, Value, params};
@@ -207,7 +208,7 @@ pub(crate) fn peek(db: &Db<'_>, queue: &str, limit: u32) -> Result<Vec<Job>> {
         })
     };
     // Jobs without a key and keyed jobs merged by level: at one level, the jobs without a key first, as the turns
-    // of a claim that starts afresh would take them (see `ops/claim_keys.rs`); within a level keyed jobs go by key.
+    // of a claim that starts afresh would take them (see `ops/claim/by_key.rs`); within a level keyed jobs go by key.
     let mut jobs = read(PEEK)?;
     jobs.extend(read(PEEK_KEYED)?);
     jobs.sort_by_key(|(level, _)| *level);

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 
 /// How many attempts a job gets, and the exponential backoff between them.
 ///

@@ -5,8 +5,8 @@ use std::collections::{HashSet, VecDeque};
 use std::time::Instant;
 
 use crate::ops::WriteCtx;
-use crate::ops::bulk_claim;
 use crate::ops::claim::Claim;
+use crate::ops::claim::bulk as bulk_claim;
 
 use super::Writer;
 use super::command::{Batch, Claimed, Waiter};
@@ -55,7 +55,7 @@ fn serve_parked(
 }
 
 /// Runs `claims` in order, each to its result. On PostgreSQL, in a shared batch, those that can go together do
-/// (`ops/bulk_claim.rs`: a statement for many); a failure there poisons the batch, which then runs one operation
+/// (`ops/claim/bulk.rs`: a statement for many); a failure there poisons the batch, which then runs one operation
 /// at a time. The rest run one at a time. With `skip_exhausted`, a filter that found nothing is not tried again
 /// for later claims with the same filter: it would find nothing again, so they get no jobs (parked dequeues skip
 /// this way; a new dequeue runs, so that its worker counts as seen).

@@ -2,7 +2,7 @@
 //! a final state (completed, failed or cancelled; a live job deleted counts as cancelled), `on_success` once every
 //! job has completed, which may come after `on_complete` when failed jobs are run again and then complete.
 //!
-//! A batch's total is counted by the code that inserts jobs ([`count_added`], from `push.rs`'s two inserts, which
+//! A batch's total is counted by the code that inserts jobs ([`count_added`](crate::ops::batch_jobs::count_added), from `push.rs`'s two inserts, which
 //! every path that makes a job goes through). Its ends are the database's: triggers on `jobs` (SQLite 0022,
 //! PostgreSQL 0014 and 0017) keep them, so every path that ends, revives or deletes a job counts, those to come
 //! included; on PostgreSQL the update locks the batch's row, so of two nodes ending a batch's last two jobs at once,
@@ -14,30 +14,19 @@
 //! A batch takes jobs until it has completed. An open batch does not complete, however its jobs end, until it is
 //! closed ([`CloseBatch`]): jobs may be added to it over time (a job of the batch may add more).
 
-use std::fmt;
-
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::clock::from_millis;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::names::{JobName, QueueName};
+use crate::ops::batch_jobs::{BatchId, check_takes_jobs};
 use crate::ops::push::{
     Enqueued, Push, ValidPush, check_batch_job, insert, insert_all, validate_all,
 };
 use crate::ops::{Operation, WriteCtx, in_savepoint, stored_push};
 use crate::store::db::{Db, Params, Row, Sql, params};
-
-/// A batch's id, assigned by Cairn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BatchId(pub i64);
-
-impl fmt::Display for BatchId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
 
 /// The most characters a batch's description may have.
 pub const MAX_BATCH_DESCRIPTION: usize = 1000;
@@ -248,59 +237,6 @@ fn close(ctx: &WriteCtx<'_>, batch: BatchId) -> Result<()> {
         ctx.db.note_batch_due();
     }
     Ok(())
-}
-
-/// Adds jobs to a batch's `total`. The code that inserts jobs counts them here ([`count_added`]), rather than a
-/// trigger on `jobs` as for their ends: on SQLite a row trigger runs its program for every row inserted, a batch
-/// job or not, which costs every enqueue a tenth of its time.
-const ADD_TO_TOTAL: Sql = Sql::both("UPDATE batches SET total = total + $1 WHERE id = $2");
-
-/// Counts the jobs just inserted into `batches` (one entry per job, `None` for a job of no batch): one update per
-/// batch. Runs in the inserting transaction, so that a batch's total is never short of its jobs.
-pub(crate) fn count_added(
-    ctx: &WriteCtx<'_>,
-    batches: impl IntoIterator<Item = Option<BatchId>>,
-) -> Result<()> {
-    let mut counts: Vec<(BatchId, i64)> = Vec::new();
-    for batch in batches.into_iter().flatten() {
-        match counts.iter_mut().find(|(b, _)| *b == batch) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((batch, 1)),
-        }
-    }
-    for (batch, added) in counts {
-        ctx.db.execute(ADD_TO_TOTAL, &params![added, batch.0])?;
-    }
-    Ok(())
-}
-
-/// Whether a batch exists and has completed; on PostgreSQL its row is locked until the transaction ends, so that it
-/// cannot complete on another node while jobs are added here.
-const SELECT_TAKES_JOBS: Sql = Sql {
-    sqlite: "SELECT completed_at FROM batches WHERE id = $1",
-    postgres: "SELECT completed_at FROM batches WHERE id = $1 FOR UPDATE",
-};
-
-/// Checks that `batch` takes jobs: it exists and has not completed.
-///
-/// # Errors
-/// [`ErrorKind::InvalidInput`] on `batch` when it does not exist;
-/// [`ErrorKind::InvalidState`] when it has completed.
-pub(crate) fn check_takes_jobs(ctx: &WriteCtx<'_>, batch: BatchId) -> Result<()> {
-    let row: Option<Option<i64>> = ctx
-        .db
-        .query_row(SELECT_TAKES_JOBS, &params![batch.0], |r| r.get(0))?;
-    match row {
-        None => Err(Error::invalid(
-            "batch",
-            format!("batch {batch} does not exist"),
-        )),
-        Some(Some(at)) => Err(Error::invalid_state(format!(
-            "batch {batch} completed at {}; it takes no more jobs",
-            from_millis(at)
-        ))),
-        Some(None) => Ok(()),
-    }
 }
 
 impl CreateBatch {

@@ -5,7 +5,8 @@
 //! own: a job whose state does not allow the action is skipped and counted, and the others go on.
 
 use crate::error::{ErrorKind, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::names::QueueName;
 use crate::ops::cancel::{Cancel, job_state};
 use crate::ops::delete::Delete;

@@ -1,7 +1,8 @@
 //! [`Cancel`]: stop a job that has not finished.
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx, parse_stored_state, waiting};
 use crate::store::db::{Sql, params};
 

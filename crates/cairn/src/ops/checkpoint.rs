@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use crate::clock::from_millis;
 use crate::error::Result;
-use crate::job::JobId;
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx, encode_json, extended_lease, lease_is_held, lease_refusal};
 
 /// Replaces the job's data, so that a retry starts from here rather than from the start. Also extends the lease,

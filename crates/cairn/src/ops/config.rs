@@ -13,7 +13,7 @@ use crate::store::db::{Db, Params, Sql, params};
 
 use crate::clock::{duration_millis, from_millis};
 use crate::error::{Error, Result};
-use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
+use crate::ops::limits::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::{Limits, Operation, WriteCtx};
 use crate::options::Retention;
 

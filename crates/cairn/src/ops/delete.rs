@@ -3,7 +3,8 @@
 use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::ops::cancel::job_state;
 use crate::ops::events::{ActivityKind, JobRef};
 use crate::ops::{Operation, WriteCtx, waiting};

@@ -3,8 +3,9 @@
 use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, RunUsage};
+use crate::job::{AttemptOutcome, RunUsage};
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::ops::retry::truncate_error;
 use crate::ops::{
     Operation, WriteCtx, end_attempt, held_job_columns, held_job_from_row, lease_is_held,

@@ -111,7 +111,7 @@ impl Operation for Unfail {
         let mut last_queue = "";
         for (queue, keyed) in &moved_to {
             if *keyed {
-                crate::ops::claim_keys::mark_keyed(ctx, queue)?;
+                crate::ops::queues::mark_keyed(ctx, queue)?;
             }
             if queue != last_queue {
                 ctx.ready.mark(queue);

@@ -8,8 +8,9 @@ use serde_json::Value;
 
 use crate::clock::duration_millis;
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
+use crate::job::{AttemptOutcome, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::names::QueueName;
 use crate::ops::push::MAX_DEPENDENCIES;
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
@@ -339,7 +340,7 @@ fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<
         |r| r.get(0),
     )?;
     if keyed {
-        crate::ops::claim_keys::mark_keyed(ctx, next.queue.as_str())?;
+        crate::ops::queues::mark_keyed(ctx, next.queue.as_str())?;
     }
     if state == JobState::Queued {
         ctx.ready.mark(next.queue.as_str());

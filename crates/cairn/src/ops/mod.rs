@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
+use crate::job::{AttemptOutcome, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::ops::rows::retry_policy_from_row;
 use crate::retry_policy::RetryPolicy;
 use crate::schedule::Schedule;
@@ -21,15 +22,13 @@ use crate::schedule::repeat::RunTimes;
 use crate::store::db::{Db, Row, Sql, params};
 
 pub(crate) mod aging;
+pub(crate) mod batch_jobs;
 pub(crate) mod batches;
 pub(crate) mod bulk;
 pub(crate) mod bulk_action;
-pub(crate) mod bulk_claim;
 pub(crate) mod cancel;
 pub(crate) mod checkpoint;
 pub(crate) mod claim;
-pub(crate) mod claim_keys;
-pub(crate) mod claim_names;
 pub(crate) mod config;
 pub(crate) mod delete;
 pub(crate) mod dependencies;
@@ -38,6 +37,7 @@ pub(crate) mod fail;
 pub(crate) mod failures;
 pub(crate) mod finish;
 pub(crate) mod heartbeat;
+pub(crate) mod limits;
 pub(crate) mod maintenance;
 pub(crate) mod move_job;
 pub(crate) mod push;
@@ -64,16 +64,17 @@ pub(crate) mod workers;
 /// The operations' public types, which `lib.rs` re-exports: an operation added here is in the crate's API.
 pub mod public {
     pub use super::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
+    pub use super::batch_jobs::BatchId;
     pub use super::batches::{
-        AddToBatch, Batch, BatchCallback, BatchCreated, BatchFilter, BatchId, BatchState,
-        CloseBatch, CreateBatch, MAX_BATCH_DESCRIPTION, MAX_CALLBACK_FAILED_IDS,
+        AddToBatch, Batch, BatchCallback, BatchCreated, BatchFilter, BatchState, CloseBatch,
+        CreateBatch, MAX_BATCH_DESCRIPTION, MAX_CALLBACK_FAILED_IDS,
     };
     pub use super::bulk_action::{BulkAction, BulkOutcome, BulkSelection, MAX_BULK_IDS};
     pub use super::cancel::Cancel;
     pub use super::checkpoint::Checkpoint;
     pub use super::claim::{
-        ClaimedJob, Dequeue, MAX_DEQUEUE, MAX_DEQUEUE_NAMES, MAX_DEQUEUE_QUEUES, MAX_QUEUE_WEIGHT,
-        MAX_WAIT, QueueOrder,
+        ClaimedJob, Dequeue, MAX_DEQUEUE_NAMES, MAX_DEQUEUE_QUEUES, MAX_QUEUE_WEIGHT, MAX_WAIT,
+        QueueOrder,
     };
     pub use super::config::{ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig};
     pub use super::delete::Delete;
@@ -83,10 +84,11 @@ pub mod public {
     pub use super::failures::{FailureGroup, MAX_UNFAIL, Unfail};
     pub use super::finish::{Continue, Finish, FinishAndTake, MAX_FINISH_MANY};
     pub use super::heartbeat::Heartbeat;
+    pub use super::limits::{MAX_DEQUEUE, MAX_KEY_CONCURRENCY};
     pub use super::move_job::MoveJob;
     pub use super::push::{
-        Concurrency, Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_KEY_CONCURRENCY,
-        MAX_THROTTLE, Push, PushBatch, Throttle,
+        Concurrency, Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_THROTTLE, Push,
+        PushBatch, Throttle,
     };
     pub use super::queues::{
         KeyStats, LimitKeys, LimitQueue, MAX_KEY_WEIGHT, PauseQueue, QueueStats, TOP_KEYS, WeighKey,
@@ -110,48 +112,6 @@ pub mod public {
     pub use super::workers::WorkerInfo;
     pub use super::workers::WorkerStopped;
 }
-
-// Every operation the writer applies answers `Queue::run` with its output (see `request.rs`).
-crate::request::written_requests!(
-    aging::AgeQueue => (),
-    batches::AddToBatch => Vec<push::Enqueued>,
-    batches::CloseBatch => batches::Batch,
-    batches::CreateBatch => batches::BatchCreated,
-    cancel::Cancel => (),
-    checkpoint::Checkpoint => jiff::Timestamp,
-    config::SetConfig => config::ConfigEntry,
-    delete::Delete => (),
-    dependencies::ChangeDependencies => JobState,
-    fail::Fail => (),
-    failures::Unfail => u64,
-    finish::Finish => (),
-    heartbeat::Heartbeat => jiff::Timestamp,
-    move_job::MoveJob => (),
-    push::Push => push::Enqueued,
-    push::PushBatch => Vec<push::Enqueued>,
-    queues::LimitKeys => (),
-    queues::LimitQueue => (),
-    queues::PauseQueue => (),
-    queues::WeighKey => (),
-    rate_limit::RateLimitQueue => (),
-    recurring::PauseRecurring => recurring::RecurringInfo,
-    recurring::RemoveRecurring => (),
-    recurring::ResumeRecurring => recurring::RecurringInfo,
-    recurring::RunRecurring => push::Enqueued,
-    recurring::SetRecurring => recurring::RecurringInfo,
-    release::Release => (),
-    rename::Rename => (),
-    requeue::Requeue => JobState,
-    reschedule::Reschedule => JobState,
-    retry::Retry => JobState,
-    set_data::SetData => (),
-    set_priority::SetPriority => (),
-    set_schedule::SetSchedule => (),
-    tags::ChangeTags => (),
-    track::Track => (),
-    update::Update => (),
-    workers::WorkerStopped => (),
-);
 
 /// An operation the writer applies in a transaction.
 pub(crate) trait Operation: Send + 'static {

@@ -1,7 +1,8 @@
 //! [`MoveJob`]: move a job that is not running to another queue (qless's `put` of an existing job).
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::names::QueueName;
 use crate::ops::events::ActivityKind;
 use crate::ops::requeue::Requeue;
@@ -72,7 +73,7 @@ impl Operation for MoveJob {
         let detail = format!("from {from}");
         job_changed(ctx, self.job, ActivityKind::Moved, Some(&detail))?;
         if keyed {
-            crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+            crate::ops::queues::mark_keyed(ctx, queue.as_str())?;
         }
         if state.is_finished() {
             let mut again = Requeue {

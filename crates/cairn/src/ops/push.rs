@@ -1,6 +1,7 @@
 //! Enqueueing: [`Push`] (one job) and [`PushBatch`] (many, all or nothing).
 
 use crate::ops::events::{ActivityKind, JobRef};
+use crate::ops::limits::{MAX_KEY_CONCURRENCY, MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use std::borrow::Borrow;
 use std::time::Duration;
 
@@ -10,11 +11,12 @@ use serde_json::Value;
 
 use crate::clock::{duration_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::names::{
     ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, TraceParent, UniqueKey,
 };
-use crate::ops::batches::{self, BatchId};
+use crate::ops::batch_jobs::{self, BatchId};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
 use crate::retry_policy::RetryPolicy;
@@ -90,9 +92,6 @@ pub struct Concurrency {
     /// limit per key; 1 to [`MAX_KEY_CONCURRENCY`].
     pub limit: Option<u32>,
 }
-
-/// The highest limit a concurrency key may have.
-pub const MAX_KEY_CONCURRENCY: u32 = 1_000_000;
 
 /// Unique for a period: a push whose key a job created less than `period` ago holds (in one of `states`, or in any
 /// state when `states` is empty) answers with that job (`existing: true`) and writes nothing. Unlike a unique key,
@@ -324,12 +323,7 @@ pub struct Enqueued {
 }
 
 /// The heaviest a job may be: the most concurrency a worker can have.
-pub const MAX_WEIGHT: u32 = crate::ops::claim::MAX_DEQUEUE;
-
-/// The longest lease a job may ask for: a day. A lost worker then holds a job at most that long.
-pub(crate) const MAX_LEASE_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
-/// The shortest lease: shorter leases expire before a heartbeat can arrive.
-pub(crate) const MIN_LEASE_TIMEOUT: Duration = Duration::from_millis(100);
+pub const MAX_WEIGHT: u32 = crate::ops::limits::MAX_DEQUEUE;
 
 /// The most jobs one job may depend on.
 pub const MAX_DEPENDENCIES: usize = 1000;
@@ -394,7 +388,7 @@ pub(crate) fn check_batch_job(push: &Push) -> Result<()> {
 pub(crate) fn validate(push: &Push, ctx: &WriteCtx<'_>) -> Result<ValidPush> {
     let valid = validate_alone(push, ctx)?;
     if let Some(batch) = valid.batch {
-        batches::check_takes_jobs(ctx, batch)?;
+        batch_jobs::check_takes_jobs(ctx, batch)?;
     }
     Ok(valid)
 }
@@ -419,7 +413,7 @@ pub(crate) fn validate_all(pushes: &[Push], ctx: &WriteCtx<'_>) -> Result<Vec<Va
         if let Some(batch) = v.batch
             && !checked.contains(&batch)
         {
-            batches::check_takes_jobs(ctx, batch).map_err(|e| e.in_batch(index))?;
+            batch_jobs::check_takes_jobs(ctx, batch).map_err(|e| e.in_batch(index))?;
             checked.push(batch);
         }
     }
@@ -712,11 +706,11 @@ pub(crate) fn insert_plain_many<V: Borrow<ValidPush>>(
     }
     let ids = INSERT_PLAIN.insert(&ctx.db, values)?;
     assert_eq!(ids.len(), valid.len(), "one id per inserted row");
-    batches::count_added(ctx, valid.iter().map(|v| v.batch))?;
+    batch_jobs::count_added(ctx, valid.iter().map(|v| v.batch))?;
     let mut out = Vec::with_capacity(valid.len());
     for ((v, state), id) in valid.iter().zip(states).zip(ids) {
         if v.concurrency.is_some() {
-            crate::ops::claim_keys::mark_keyed(ctx, v.queue.as_str())?;
+            crate::ops::queues::mark_keyed(ctx, v.queue.as_str())?;
         }
         if state == JobState::Queued {
             ctx.ready.mark(v.queue.as_str());
@@ -1001,7 +995,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
     let id = ctx
         .db
         .query_one(INSERT_JOB, &Params(values), |r| r.get::<JobId>(0))?;
-    batches::count_added(ctx, [valid.batch])?;
+    batch_jobs::count_added(ctx, [valid.batch])?;
     if let Some(parent) = valid.parent {
         ctx.db.execute(MARK_HAS_CHILDREN, &params![parent])?;
         if awaits_parent {
@@ -1020,7 +1014,7 @@ fn insert_valid(valid: &ValidPush, ctx: &mut WriteCtx<'_>) -> Result<Enqueued> {
         ctx.db.execute(MARK_THROTTLED, &params![key.as_str(), id])?;
     }
     if valid.concurrency.is_some() {
-        crate::ops::claim_keys::mark_keyed(ctx, valid.queue.as_str())?;
+        crate::ops::queues::mark_keyed(ctx, valid.queue.as_str())?;
     }
     if let Some(d) = &valid.debounce {
         let until = ctx.now_ms.saturating_add(d.max_wait_ms);

@@ -110,19 +110,19 @@ impl Operation for LimitKeys {
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
         let queue = QueueName::parse(self.queue.as_str())?;
         if let Some(limit) = self.limit
-            && !(1..=crate::ops::push::MAX_KEY_CONCURRENCY).contains(&limit)
+            && !(1..=crate::ops::limits::MAX_KEY_CONCURRENCY).contains(&limit)
         {
             return Err(crate::error::Error::invalid(
                 "limit",
                 format!(
                     "must be between 1 and {}, got {limit}",
-                    crate::ops::push::MAX_KEY_CONCURRENCY
+                    crate::ops::limits::MAX_KEY_CONCURRENCY
                 ),
             ));
         }
         // A limit per key is for keyed jobs: the queue's claims look at them from now on.
         if self.limit.is_some() {
-            crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+            mark_keyed(ctx, queue.as_str())?;
         }
         ctx.db
             .execute(SET_KEY_CONCURRENCY, &params![queue.as_str(), self.limit])?;
@@ -176,7 +176,7 @@ impl Operation for WeighKey {
             ));
         }
         if self.weight.is_some() {
-            crate::ops::claim_keys::mark_keyed(ctx, queue.as_str())?;
+            mark_keyed(ctx, queue.as_str())?;
         }
         match self.weight {
             Some(weight) => {
@@ -204,6 +204,31 @@ impl Operation for WeighKey {
     }
 }
 
+/// Marks `queue` as holding keyed jobs, once: from then on its claims look at keyed jobs too.
+///
+/// # Errors
+/// [`crate::ErrorKind::InvalidState`] when the queue has priority aging: keys take turns among the jobs of one
+/// level, and aging makes every job a level of its own.
+pub(crate) fn mark_keyed(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
+    const SET_KEYED: Sql = Sql::both(
+        "INSERT INTO queues (name, keyed) VALUES ($1, TRUE) \
+         ON CONFLICT (name) DO UPDATE SET keyed = TRUE",
+    );
+    let settings = ctx.settings.get(queue);
+    if settings.keyed {
+        return Ok(());
+    }
+    if settings.aging_ms.is_some() {
+        return Err(crate::error::Error::invalid_state(format!(
+            "concurrency: queue {queue} has priority aging, and jobs with concurrency keys take turns by priority \
+             level, which aging makes one per job; turn aging off (cairn queue aging {queue} --off) to use keys"
+        )));
+    }
+    ctx.db.execute(SET_KEYED, &params![queue])?;
+    ctx.settings.entry(queue).keyed = true;
+    Ok(())
+}
+
 /// The queues' settings and the engine's options in force, as the writer keeps them in memory so that claims and
 /// pushes read no table: loaded when the writer starts, changed by the operations that change them in the same
 /// transaction, and loaded again after a transaction that rolled back.
@@ -217,7 +242,7 @@ pub(crate) struct SettingsCache {
     /// When each worker was last seen, as last written (see [`crate::ops::workers::seen`]).
     pub seen: std::collections::HashMap<String, crate::ops::workers::LastSeen>,
     /// Each keyed queue's last turn: the key it served last (empty for its jobs without a key), and how many jobs
-    /// that turn has given (see `ops/claim_keys.rs`). In memory only: a restart starts the turns over.
+    /// that turn has given (see `ops/claim/by_key.rs`). In memory only: a restart starts the turns over.
     pub turns: std::collections::HashMap<String, (String, u32)>,
     /// The weights of concurrency keys that have one, by queue then key (1 for the others).
     pub key_weights: std::collections::HashMap<String, std::collections::HashMap<String, u32>>,
@@ -313,7 +338,7 @@ pub(crate) struct Settings {
     pub aging_ms: Option<i64>,
     /// The most jobs of one concurrency key that may run at once, unless a job says otherwise.
     pub key_concurrency: Option<u32>,
-    /// Whether the queue has held keyed jobs: its claims then walk them (`ops/claim_keys.rs`).
+    /// Whether the queue has held keyed jobs: its claims then walk them (`ops/claim/by_key.rs`).
     pub keyed: bool,
 }
 

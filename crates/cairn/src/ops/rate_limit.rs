@@ -4,7 +4,7 @@
 //! On SQLite the bucket is kept in the writer's memory (the writer is the only one that starts jobs); a restart
 //! starts the buckets full, so a restart can let one extra period's worth through, never more. On PostgreSQL,
 //! where every node starts jobs, the bucket lives in the queue's row: a claim locks the row, loads the bucket from
-//! it, and writes back each token it takes (see `ops/claim.rs`), so the limit holds across nodes.
+//! it, and writes back each token it takes (see `ops/claim/mod.rs`), so the limit holds across nodes.
 
 use std::collections::HashMap;
 use std::time::Duration;

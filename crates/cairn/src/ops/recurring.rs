@@ -11,7 +11,7 @@ use jiff::Timestamp;
 
 use crate::clock::{from_millis, to_millis};
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::names::RecurringKey;
 use crate::ops::cancel::job_state;
 use crate::ops::push::{Enqueued, Push, insert};

@@ -3,8 +3,9 @@
 use crate::store::db::{Sql, params};
 
 use crate::error::Result;
-use crate::job::{AttemptOutcome, JobId};
+use crate::job::AttemptOutcome;
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx, end_attempt, held_job, requeue, run_did_not_finish};
 
 /// Puts the job back in its queue at once. The attempt does not count against the job's attempts.

@@ -3,7 +3,8 @@
 use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::names::JobName;
 use crate::ops::{Operation, WriteCtx, parse_stored_state};
 

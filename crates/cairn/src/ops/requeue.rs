@@ -5,7 +5,8 @@ use jiff::Timestamp;
 
 use crate::clock::to_millis;
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::job::{AttemptOutcome, JobState};
+use crate::names::JobId;
 use crate::ops::{
     Operation, WriteCtx, end_attempt, parse_stored_state, requeue, run_did_not_finish, running_job,
 };

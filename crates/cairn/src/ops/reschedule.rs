@@ -5,7 +5,8 @@ use jiff::Timestamp;
 
 use crate::clock::to_millis;
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::ops::cancel::job_state;
 use crate::ops::events::ActivityKind;
 use crate::ops::{Operation, WriteCtx, job_changed, requeue};

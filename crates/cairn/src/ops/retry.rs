@@ -6,8 +6,9 @@ use jiff::Timestamp;
 
 use crate::clock::duration_millis;
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState, RunUsage};
+use crate::job::{AttemptOutcome, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx, held_job, retry_or_fail};
 
 /// The longest error message kept; longer ones are cut (at a character boundary) rather than refused, because the

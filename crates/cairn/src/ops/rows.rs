@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use crate::clock::from_millis;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{Attempt, AttemptOutcome, Job, JobId, JobState, RunUsage};
+use crate::job::{Attempt, AttemptOutcome, Job, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::names::{
     ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, TraceParent, UniqueKey,
     WorkerId,

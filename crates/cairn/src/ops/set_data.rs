@@ -4,7 +4,8 @@ use crate::store::db::{Sql, params};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::ops::cancel::job_state;
 use crate::ops::{Operation, WriteCtx, encode_json};
 

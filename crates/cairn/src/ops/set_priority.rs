@@ -3,7 +3,7 @@
 use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::ops::cancel::job_state;
 use crate::ops::events::ActivityKind;
 use crate::ops::{Operation, WriteCtx, job_changed};

@@ -1,7 +1,7 @@
 //! [`ChangeTags`]: add and remove a job's tags, whatever its state.
 
 use crate::error::Result;
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::names::Tag;
 use crate::ops::cancel::job_state;
 use crate::ops::{Operation, WriteCtx};

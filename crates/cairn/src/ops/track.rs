@@ -1,7 +1,7 @@
 //! [`Track`]: mark a job to keep an eye on it, or stop.
 
 use crate::error::{Error, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx};
 use crate::store::db::{Sql, params};
 

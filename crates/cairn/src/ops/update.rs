@@ -4,8 +4,8 @@ use crate::store::db::{Sql, params};
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::job::JobId;
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
 
 /// Records progress for the running attempt (shown by [`Queue::get`](crate::Queue::get) as `progress`). Unlike a

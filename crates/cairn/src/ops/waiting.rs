@@ -23,7 +23,8 @@ use crate::ops::events::{ActivityKind, JobRef};
 use crate::store::db::{Sql, params};
 
 use crate::error::{Error, Result};
-use crate::job::{AttemptOutcome, JobId, JobState};
+use crate::job::{AttemptOutcome, JobState};
+use crate::names::JobId;
 use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 
 /// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead): no

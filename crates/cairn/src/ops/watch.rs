@@ -3,7 +3,8 @@
 //! by `store/postgres/notify.rs`). SQLite has one process, whose writer wakes its waits itself.
 
 use crate::error::Result;
-use crate::job::{JobId, JobState};
+use crate::job::JobState;
+use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx};
 use crate::store::db::{Sql, params};
 

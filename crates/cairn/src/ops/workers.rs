@@ -7,7 +7,7 @@ use jiff::Timestamp;
 
 use crate::clock::{duration_millis, from_millis};
 use crate::error::Result;
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::names::WorkerId;
 use crate::ops::events::{ActivityKind, WORKER_LOST_AFTER};
 use crate::ops::{Operation, WriteCtx};

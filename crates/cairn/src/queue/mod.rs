@@ -1,9 +1,11 @@
 //! [`Queue`]: the embedded engine's public API. Each method builds an operation and hands it to the writer thread
 //! (writes) or the reader pool (reads); this file holds no SQL and no job logic.
 
+mod backend;
 mod open;
 #[cfg(feature = "postgres")]
 mod postgres_enqueue;
+pub(crate) mod request;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -22,11 +24,13 @@ use crate::activity::{ActivityFilter, ActivityPage};
 use crate::clock::{Clock, to_millis};
 use crate::engine::{Command, ErasedOp, Pending, Waiter, Writer};
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{Job, JobId, JobState};
+use crate::job::{Job, JobState};
 use crate::lease::Lease;
 use crate::metrics::MetricsSnapshot;
+use crate::names::JobId;
 use crate::ops::aging::AgeQueue;
-use crate::ops::batches::{Batch, BatchCreated, BatchFilter, BatchId, CreateBatch};
+use crate::ops::batch_jobs::BatchId;
+use crate::ops::batches::{Batch, BatchCreated, BatchFilter, CreateBatch};
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
 use crate::ops::claim::{Claim, ClaimedJob, Dequeue};
@@ -58,7 +62,6 @@ use crate::ops::workers::WorkerStopped;
 use crate::ops::{Limits, Operation, ReadyQueues, TokenSource, WriteCtx};
 use crate::options::QueueOptions;
 use crate::query::{JobFilter, JobPage};
-use crate::request::Request;
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
 use crate::store::db::Db;
@@ -67,6 +70,7 @@ use crate::store::readers::Readers;
 use crate::store::sqlite::connection::{self, SqliteSettings};
 use crate::store::sqlite::syncer::Syncer;
 use crate::store::writer_db::WriterDb;
+use request::Request;
 
 /// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
 ///
@@ -1419,7 +1423,10 @@ impl Operation for ReadSettings {
 impl Request for Dequeue {
     type Output = Vec<ClaimedJob>;
 
-    fn run_on(self, queue: &Queue) -> crate::worker::BoxFuture<'_, Result<Vec<ClaimedJob>>> {
+    fn run_on(
+        self,
+        queue: &Queue,
+    ) -> crate::worker::backend::BoxFuture<'_, Result<Vec<ClaimedJob>>> {
         Box::pin(queue.dequeue(self))
     }
 }

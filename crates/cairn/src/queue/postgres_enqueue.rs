@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::clock::duration_millis;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::JobId;
+use crate::names::JobId;
 use crate::ops::parse_stored_state;
 use crate::ops::push::{Enqueued, Push};
 use crate::queue::Queue;

@@ -1,5 +1,5 @@
 //! [`Backend`]: the calls a worker makes under a lease, so that one [`Worker`](crate::Worker) runs against the
-//! embedded [`Queue`] or against a Cairn server (the `cairn-client` crate's `Client` implements it too).
+//! embedded [`Queue`](crate::Queue) or against a Cairn server (the `cairn-client` crate's `Client` implements it too).
 //!
 //! The futures are boxed so that workers and handlers hold a `dyn Backend` and stay free of type parameters.
 
@@ -15,29 +15,28 @@ use crate::job::JobState;
 use crate::lease::Lease;
 use crate::ops::claim::{ClaimedJob, Dequeue};
 use crate::ops::finish::{Finish, FinishAndTake};
-use crate::queue::Queue;
 
 /// A boxed, sendable future, as [`Backend`]'s methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Where a [`Worker`](crate::Worker) takes jobs from and reports to. Each method means what the
-/// [`Queue`] method of the same name means, errors included.
+/// [`Queue`](crate::Queue) method of the same name means, errors included.
 pub trait Backend: Send + Sync + 'static {
-    /// Takes ready jobs; see [`Queue::dequeue`].
+    /// Takes ready jobs; see [`Queue::dequeue`](crate::Queue::dequeue).
     fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, Result<Vec<ClaimedJob>>>;
-    /// Extends a lease; see [`Queue::heartbeat`].
+    /// Extends a lease; see [`Queue::heartbeat`](crate::Queue::heartbeat).
     fn heartbeat<'a>(
         &'a self,
         lease: &'a Lease,
         progress: Option<Value>,
     ) -> BoxFuture<'a, Result<Timestamp>>;
-    /// Saves what a retry starts from; see [`Queue::checkpoint`].
+    /// Saves what a retry starts from; see [`Queue::checkpoint`](crate::Queue::checkpoint).
     fn checkpoint<'a>(&'a self, lease: &'a Lease, data: Value) -> BoxFuture<'a, Result<Timestamp>>;
-    /// Records progress; see [`Queue::update`].
+    /// Records progress; see [`Queue::update`](crate::Queue::update).
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
-    /// Completes the job; see [`Queue::finish`].
+    /// Completes the job; see [`Queue::finish`](crate::Queue::finish).
     fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>>;
-    /// Completes many jobs in one call, answering each; see [`Queue::finish_many`].
+    /// Completes many jobs in one call, answering each; see [`Queue::finish_many`](crate::Queue::finish_many).
     fn finish_many(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>>;
     /// [`Backend::finish_many`] for finishes whose caller does not wait on the answers to go on: a
     /// [`Worker`](crate::Worker)'s, whose slots are free already. The embedded queue may hold their fsync for a
@@ -60,7 +59,7 @@ pub trait Backend: Send + Sync + 'static {
     fn holds_finishes_for_company(&self) -> bool {
         false
     }
-    /// Completes jobs and takes the next ones in one call; see [`Queue::finish_and_take`]. By default, the two
+    /// Completes jobs and takes the next ones in one call; see [`Queue::finish_and_take`](crate::Queue::finish_and_take). By default, the two
     /// calls at once.
     fn finish_and_take(
         &self,
@@ -72,27 +71,27 @@ pub trait Backend: Send + Sync + 'static {
             Ok(FinishAndTake { finished, taken })
         })
     }
-    /// Retries the job later; see [`Queue::retry`].
+    /// Retries the job later; see [`Queue::retry`](crate::Queue::retry).
     fn retry<'a>(
         &'a self,
         lease: &'a Lease,
         error: &'a str,
         delay: Option<Duration>,
     ) -> BoxFuture<'a, Result<JobState>>;
-    /// Fails the job for good; see [`Queue::fail`].
+    /// Fails the job for good; see [`Queue::fail`](crate::Queue::fail).
     fn fail<'a>(
         &'a self,
         lease: &'a Lease,
         group: &'a str,
         message: &'a str,
     ) -> BoxFuture<'a, Result<()>>;
-    /// Gives the job back unfinished; see [`Queue::release`].
+    /// Gives the job back unfinished; see [`Queue::release`](crate::Queue::release).
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>>;
-    /// Says the worker stops; see [`Queue::worker_stopped`].
+    /// Says the worker stops; see [`Queue::worker_stopped`](crate::Queue::worker_stopped).
     fn worker_stopped<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<()>>;
 }
 
-/// Implements [`Backend`] for a type whose inherent methods have the [`Queue`] signatures of the same names
+/// Implements [`Backend`] for a type whose inherent methods have the [`Queue`](crate::Queue) signatures of the same names
 /// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `finish_many`, `finish_and_take`, `retry`, `fail`,
 /// `release`, `worker_stopped`): the embedded queue and the HTTP client both do, so each implementation is this
 /// one line.
@@ -190,18 +189,3 @@ macro_rules! impl_backend_by_inherent_methods {
         }
     };
 }
-
-impl_backend_by_inherent_methods!(Queue;
-    fn finish_many_unhurried(
-        &self,
-        finishes: Vec<Finish>,
-        taken: tokio::sync::oneshot::Sender<()>,
-    ) -> BoxFuture<'_, Result<Vec<Result<()>>>> {
-        Box::pin(Queue::finish_many_unhurried(self, finishes, taken))
-    }
-
-    fn holds_finishes_for_company(&self) -> bool {
-        // Only SQLite's syncer holds; a queue on PostgreSQL, or with Durability::Normal, answers at commit.
-        Queue::holds_finishes_for_company(self)
-    }
-);

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,17 +10,13 @@ use tokio::task::JoinHandle;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::names::{JobName, NamePattern, QueueName, WorkerId};
-use crate::ops::claim::{MAX_DEQUEUE, QueueOrder};
-use crate::worker::HandlerResult;
+use crate::ops::claim::QueueOrder;
+use crate::ops::limits::MAX_DEQUEUE;
 use crate::worker::backend::Backend;
 use crate::worker::context::JobContext;
+use crate::worker::handler::{Handler, HandlerResult};
+use crate::worker::report::WorkerReport;
 use crate::worker::run_loop::{self, Settings};
-
-/// A boxed handler future.
-pub(crate) type HandlerFuture = Pin<Box<dyn Future<Output = HandlerResult> + Send + 'static>>;
-
-/// A type-erased handler.
-pub(crate) type Handler = Arc<dyn Fn(JobContext) -> HandlerFuture + Send + Sync + 'static>;
 
 /// Settings and handlers for a [`Worker`].
 pub struct WorkerBuilder {
@@ -42,21 +37,6 @@ pub struct Worker {
     stop: watch::Sender<Option<Duration>>,
     task: Option<JoinHandle<WorkerReport>>,
     id: WorkerId,
-}
-
-/// What a worker did, returned by [`Worker::stop`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WorkerReport {
-    /// Jobs whose handler returned `Ok` and that were finished.
-    pub finished: u64,
-    /// Jobs whose handler asked for a retry (or panicked).
-    pub retried: u64,
-    /// Jobs whose handler failed them.
-    pub failed: u64,
-    /// Jobs taken away (lease lost, cancelled) while running.
-    pub lost: u64,
-    /// Jobs given back unfinished at the shutdown deadline.
-    pub released: u64,
 }
 
 impl Worker {

@@ -6,8 +6,9 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::job::{Job, JobId};
+use crate::job::Job;
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::worker::backend::Backend;
 
 /// The job a handler runs, with its lease. Cheap to clone.

@@ -19,16 +19,17 @@ use tokio::task::{JoinHandle, JoinSet};
 use tracing::Instrument;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::JobId;
 use crate::lease::Lease;
+use crate::names::JobId;
 use crate::names::{NamePattern, QueueName, WorkerId};
 use crate::ops::claim::{ClaimedJob, Dequeue, QueueOrder};
 use crate::worker::backend::Backend;
-use crate::worker::builder::{Handler, WorkerReport};
 use crate::worker::completer::Completer;
 use crate::worker::context::JobContext;
+use crate::worker::handler::Handler;
 use crate::worker::job_error::JobErrorKind;
 use crate::worker::patient::patiently;
+use crate::worker::report::WorkerReport;
 
 /// A worker's validated settings.
 pub(crate) struct Settings {

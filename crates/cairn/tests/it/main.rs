@@ -23,3 +23,4 @@ mod proxy;
 mod repeat_syntax;
 mod sql_enqueue;
 mod storage;
+mod structure;

@@ -112,25 +112,25 @@ macro_rules! integer_columns {
 }
 integer_columns!(i64, i32, u32);
 
-impl FromDb for crate::job::JobId {
+impl FromDb for crate::names::JobId {
     #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
-        row.get(index).map(crate::job::JobId)
+        row.get(index).map(crate::names::JobId)
     }
     #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
-        i64::from_postgres(row, index).map(crate::job::JobId)
+        i64::from_postgres(row, index).map(crate::names::JobId)
     }
 }
 
-impl FromDb for Option<crate::job::JobId> {
+impl FromDb for Option<crate::names::JobId> {
     #[cfg(feature = "sqlite")]
     fn from_sqlite(row: &rusqlite::Row<'_>, index: usize) -> rusqlite::Result<Self> {
-        Ok(row.get::<_, Option<i64>>(index)?.map(crate::job::JobId))
+        Ok(row.get::<_, Option<i64>>(index)?.map(crate::names::JobId))
     }
     #[cfg(feature = "postgres")]
     fn from_postgres(row: &postgres::Row, index: usize) -> Result<Self> {
-        Ok(Option::<i64>::from_postgres(row, index)?.map(crate::job::JobId))
+        Ok(Option::<i64>::from_postgres(row, index)?.map(crate::names::JobId))
     }
 }
 

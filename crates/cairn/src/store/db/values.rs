@@ -42,7 +42,7 @@ macro_rules! borrowed_values {
         }
     )*};
 }
-borrowed_values!(i64, i32, u32, u64, usize, bool, f64, crate::job::JobId);
+borrowed_values!(i64, i32, u32, u64, usize, bool, f64, crate::names::JobId);
 
 impl<'a> ToValue<'a> for &&'a str {
     fn to_value(self) -> Value<'a> {
@@ -50,7 +50,7 @@ impl<'a> ToValue<'a> for &&'a str {
     }
 }
 
-impl<'a> ToValue<'a> for crate::job::JobId {
+impl<'a> ToValue<'a> for crate::names::JobId {
     fn to_value(self) -> Value<'a> {
         Value::Integer(self.0)
     }

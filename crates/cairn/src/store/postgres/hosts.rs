@@ -20,7 +20,7 @@ use tokio_postgres::config::{Host, TargetSessionAttrs};
 
 use crate::error::{Error, Result};
 use crate::store::location::redacted;
-use crate::store::postgres::connect::session_config;
+use crate::store::postgres::settings::session_config;
 
 /// How long a host that failed is tried after the others.
 const SUSPECT_FOR: Duration = Duration::from_secs(30);

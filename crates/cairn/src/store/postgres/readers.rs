@@ -7,9 +7,9 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::store::db::{Access, Db, PgTransaction, PreparedStatements};
 use crate::store::pool::{Pool, Pooled};
-use crate::store::postgres::connect::{CALL_MARGIN, READ_TIMEOUT};
 use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::{Opening, Session as PgSession};
+use crate::store::postgres::settings::{CALL_MARGIN, READ_TIMEOUT};
 
 /// A session and the statements prepared on it.
 struct Session {

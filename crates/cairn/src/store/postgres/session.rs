@@ -24,10 +24,10 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Notification};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::postgres::connect::{
+use crate::store::postgres::hosts::Hosts;
+use crate::store::postgres::settings::{
     CALL_MARGIN, CONNECT_TIMEOUT, STATEMENT_TIMEOUT, session_settings,
 };
-use crate::store::postgres::hosts::Hosts;
 
 /// The longest a call waits for the database, unless the session says otherwise: a little past the server's own
 /// `statement_timeout`, so that a slow statement on a live server reports the server's error, and a silent peer this

@@ -16,9 +16,9 @@ use tokio_postgres::types::Type;
 
 use crate::error::{Error, Result};
 use crate::sql::{MAX_RESULT_BYTES, SqlQuery, SqlResult, checked};
-use crate::store::postgres::connect::CALL_MARGIN;
 use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::{Opening, Session};
+use crate::store::postgres::settings::CALL_MARGIN;
 
 /// Prefixes of the functions a query may not call.
 const REFUSED_CALLS: &[&str] = &["pg_", "lo_", "dblink", "query_to_xml", "cursor_to_xml"];

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::store::postgres::connect::CALL_MARGIN;
 use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::{CALL_TIMEOUT, Opening, Session};
+use crate::store::postgres::settings::CALL_MARGIN;
 
 /// The tables looked at: those every job writes and deletes rows in.
 const TABLES: [&str; 2] = ["jobs", "job_attempts"];

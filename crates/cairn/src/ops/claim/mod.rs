@@ -10,14 +10,15 @@ use crate::error::{Error, Result};
 use crate::job::Job;
 use crate::lease::Lease;
 use crate::names::{NamePattern, QueueName, WorkerId};
-use crate::ops::claim_names::{self, NameShape, NameSource};
-use crate::ops::push::{MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
+pub(crate) mod bulk;
+pub(crate) mod by_key;
+pub(crate) mod by_name;
+
+use crate::ops::limits::{MAX_DEQUEUE, MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
 use crate::ops::rate_limit::{LOCK_LIMITED_QUEUE, STORE_BUCKET};
 use crate::ops::rows::{JOB_COLUMNS, job_columns, job_from_row};
 use crate::ops::{Operation, WriteCtx};
-
-/// The most jobs one dequeue may take.
-pub const MAX_DEQUEUE: u32 = 1000;
+use by_name::{NameShape, NameSource};
 
 /// The most name patterns one dequeue may carry: each is a branch of the claim's statement on PostgreSQL.
 pub const MAX_DEQUEUE_NAMES: usize = 1000;
@@ -281,7 +282,7 @@ pub struct ClaimedJob {
     pub lease: Lease,
 }
 
-/// One of a claim's name patterns, and how the claim finds the names it matches (`claim_names.rs`).
+/// One of a claim's name patterns, and how the claim finds the names it matches (`claim/by_name.rs`).
 #[derive(Debug, Clone)]
 pub(crate) struct NameFilter {
     pub pattern: NamePattern,
@@ -327,8 +328,8 @@ pub(crate) struct Claim {
 /// claim of one priority walks the ready jobs that go before the first match.
 ///
 /// For a claim of some names, served by `jobs_ready_by_name` so that it reads only those names' jobs
-/// (`claim_names.rs`): on PostgreSQL one statement, [`claim_names::postgres_select`]; on SQLite the statement for
-/// one name's jobs, [`claim_names::sqlite_select_one_name`], which [`claim_names::sqlite_candidates`] runs per
+/// (`claim/by_name.rs`): on PostgreSQL one statement, [`by_name::postgres_select`]; on SQLite the statement for
+/// one name's jobs, [`by_name::sqlite_select_one_name`], which [`by_name::sqlite_candidates`] runs per
 /// name.
 pub(crate) fn select_ready_jobs(
     shapes: &[NameShape],
@@ -337,8 +338,8 @@ pub(crate) fn select_ready_jobs(
 ) -> OwnedSql {
     if !shapes.is_empty() {
         return OwnedSql {
-            sqlite: claim_names::sqlite_select_one_name(with_priority, aging),
-            postgres: claim_names::postgres_select(shapes, with_priority, aging),
+            sqlite: by_name::sqlite_select_one_name(with_priority, aging),
+            postgres: by_name::postgres_select(shapes, with_priority, aging),
         };
     }
     let priority = match (with_priority, aging) {
@@ -441,11 +442,11 @@ impl Claim {
             return Ok(Vec::new());
         }
         if ctx.settings.get(queue.as_str()).keyed {
-            return crate::ops::claim_keys::candidates(self, ctx, queue, limit);
+            return crate::ops::claim::by_key::candidates(self, ctx, queue, limit);
         }
         let sql = self.select_ready(ctx, queue);
         if !self.names.is_empty() && !ctx.db.is_postgres() {
-            return claim_names::sqlite_candidates(
+            return by_name::sqlite_candidates(
                 &ctx.db,
                 sql,
                 queue.as_str(),
@@ -496,7 +497,7 @@ impl Claim {
     }
 
     /// Whether this claim may be run together with others of the same [`Self::filter_key`]
-    /// (`ops/bulk_claim.rs`): it takes from one queue, which has no limits to count against and no keyed jobs.
+    /// (`ops/claim/bulk.rs`): it takes from one queue, which has no limits to count against and no keyed jobs.
     pub(crate) fn runs_in_bulk(&self, ctx: &WriteCtx<'_>) -> bool {
         if self.queues.len() != 1 {
             return false;
@@ -515,7 +516,7 @@ impl Claim {
         if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
             // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
             // and read the bucket after this claim commits. The bucket in memory is what the row says. (A claim
-            // that meets a key with a limit takes the same lock then: `ops/claim_keys.rs`.)
+            // that meets a key with a limit takes the same lock then: `ops/claim/by_key.rs`.)
             let stored = ctx
                 .db
                 .query_row(LOCK_LIMITED_QUEUE, &params![queue.as_str()], |r| {
@@ -669,7 +670,7 @@ impl Claim {
         }
         let claimed = if ctx.db.is_postgres() {
             // Locked by the select: leased many to a statement, since every statement is a round trip.
-            crate::ops::bulk_claim::lease_chosen(ctx, self, &chosen)?
+            crate::ops::claim::bulk::lease_chosen(ctx, self, &chosen)?
         } else {
             let mut claimed = Vec::with_capacity(chosen.len());
             for id in chosen {
@@ -686,7 +687,7 @@ impl Claim {
             .iter()
             .any(|queue| ctx.settings.get(queue.as_str()).keyed)
         {
-            crate::ops::claim_keys::record_turns(ctx, &claimed);
+            crate::ops::claim::by_key::record_turns(ctx, &claimed);
         }
         Ok(claimed)
     }

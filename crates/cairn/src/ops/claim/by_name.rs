@@ -12,7 +12,7 @@
 //! queue's first [`WALK`] ready jobs in claim order and takes their matches when they suffice, so that dense
 //! matches over many names (a name per job) never step through the names. On SQLite, where a statement costs no
 //! round trip, the writer runs those steps one by one ([`sqlite_candidates`]); on PostgreSQL one statement does
-//! all of it ([`postgres_select`]), since the bulk claims of `bulk_claim.rs` build on it too.
+//! all of it ([`postgres_select`]), since the bulk claims of `claim/bulk.rs` build on it too.
 
 use std::collections::BTreeSet;
 

@@ -17,7 +17,7 @@
 //!
 //! Name patterns and a priority are conditions on the probes here: a claim for some names on a keyed queue reads
 //! the jobs of other names on its way, where one on a queue without keys reads only its names' jobs
-//! (`claim_names.rs`); a claim of one priority reads only that level.
+//! (`claim/by_name.rs`); a claim of one priority reads only that level.
 //!
 //! On PostgreSQL, where each statement is a round trip, a claim's first statement brings the best keyed level, the
 //! first jobs without a key, and the first batch of keys at that level with their first jobs and running counts;
@@ -33,31 +33,6 @@ use crate::names::QueueName;
 use crate::ops::WriteCtx;
 use crate::ops::claim::Claim;
 use crate::store::db::{Params, Sql, ToValue, Value, params};
-
-/// Marks `queue` as holding keyed jobs, once: from then on its claims look at keyed jobs too.
-///
-/// # Errors
-/// [`crate::ErrorKind::InvalidState`] when the queue has priority aging: keys take turns among the jobs of one
-/// level, and aging makes every job a level of its own.
-pub(crate) fn mark_keyed(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
-    const SET_KEYED: Sql = Sql::both(
-        "INSERT INTO queues (name, keyed) VALUES ($1, TRUE) \
-         ON CONFLICT (name) DO UPDATE SET keyed = TRUE",
-    );
-    let settings = ctx.settings.get(queue);
-    if settings.keyed {
-        return Ok(());
-    }
-    if settings.aging_ms.is_some() {
-        return Err(crate::error::Error::invalid_state(format!(
-            "concurrency: queue {queue} has priority aging, and jobs with concurrency keys take turns by priority \
-             level, which aging makes one per job; turn aging off (cairn queue aging {queue} --off) to use keys"
-        )));
-    }
-    ctx.db.execute(SET_KEYED, &params![queue])?;
-    ctx.settings.entry(queue).keyed = true;
-    Ok(())
-}
 
 /// Locks a keyed queue's row (PostgreSQL): see [`Walk::has_room`].
 const LOCK_QUEUE: Sql = Sql::postgres_only("SELECT 1 FROM queues WHERE name = $1 FOR UPDATE");
