@@ -222,3 +222,55 @@ fn the_graph_reader_finds_a_circle_through_three_modules() {
     let circles = circles(&imports(&modules));
     assert_eq!(circles, [vec!["crate::a", "crate::b", "crate::c"]]);
 }
+
+/// The functions of `file` longer than `most` lines (from `fn` to its closing brace), with their lengths.
+fn long_functions(file: &Path, most: usize) -> Vec<(String, usize)> {
+    let source = std::fs::read_to_string(file).unwrap();
+    let lines: Vec<&str> = source.lines().collect();
+    let mut long = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = line.len() - code.len();
+        let Some(after_fn) = code
+            .strip_prefix("pub(crate) ")
+            .or_else(|| code.strip_prefix("pub "))
+            .unwrap_or(code)
+            .strip_prefix("fn ")
+        else {
+            continue;
+        };
+        let name: String = after_fn
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        // Its end: the first line after it that closes a brace at its indent.
+        let closing = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = lines[start + 1..]
+            .iter()
+            .position(|l| l.trim_end() == closing)
+        {
+            let length = end + 2;
+            if length > most {
+                long.push((name, length));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_of_the_claims_is_over_80_lines() {
+    let dir = src().join("ops/claim");
+    let mut long = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        for (name, length) in long_functions(&path, 80) {
+            long.push(format!("{}: {name}, {length} lines", path.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "claim functions over 80 lines:\n{}",
+        long.join("\n")
+    );
+}

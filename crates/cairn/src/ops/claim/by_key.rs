@@ -75,155 +75,218 @@ impl Probes {
     /// The statements for `claim` on a queue with priority aging (`aging`) or without; `locked` when a claim on
     /// PostgreSQL holds the queue's row lock before its first statement (see [`candidates`]).
     fn new(claim: &Claim, postgres: bool, aging: bool, locked: bool) -> Probes {
-        let (ready, by_key) = if postgres {
-            ("", "")
-        } else {
-            (" INDEXED BY jobs_ready", " INDEXED BY jobs_ready_by_key")
+        let sql = ProbeSql {
+            filters: Filters {
+                claim,
+                postgres,
+                aging,
+            },
+            by_key: if postgres {
+                ""
+            } else {
+                " INDEXED BY jobs_ready_by_key"
+            },
+            ready: if postgres {
+                ""
+            } else {
+                " INDEXED BY jobs_ready"
+            },
+            // On PostgreSQL every job the walk may take is locked as it is read, skipping those other nodes hold.
+            lock: if postgres {
+                " FOR UPDATE SKIP LOCKED"
+            } else {
+                ""
+            },
         };
-        // Conditions numbered from `first`, in the order their parameters are given.
-        let filters = |first: usize| -> (String, usize) {
-            let mut n = first;
-            let mut text = String::new();
-            if !claim.names.is_empty() {
-                let terms: Vec<String> = claim
-                    .names
-                    .iter()
-                    .map(|name| {
-                        // A pattern that matches one name (a worker's handlers are such) is compared as it is:
-                        // PostgreSQL's `cairn_glob` is a function call per row, and these filters run on every
-                        // key's jobs the walk reads.
-                        let term = if name.pattern.literal().is_some() {
-                            format!("name = ${n}")
-                        } else if postgres {
-                            format!("cairn_glob(name, ${n})")
-                        } else {
-                            format!("name GLOB ${n}")
-                        };
-                        n += 1;
-                        term
-                    })
-                    .collect();
-                text.push_str(&format!(" AND ({})", terms.join(" OR ")));
-            }
-            if claim.priority().is_some() {
-                // Without aging the level is minus the priority: one level of the indexes, not a filter on all.
-                if !aging {
-                    text.push_str(&format!(" AND claim_key = -CAST(${n} AS BIGINT)"));
-                }
-                text.push_str(&format!(" AND priority = ${n}"));
-                n += 1;
-            }
-            (text, n)
-        };
-        let keyed = "state = 'queued' AND concurrency_key IS NOT NULL AND queue = $1";
-        let (f, _) = filters(3);
-        let level = format!(
-            "SELECT claim_key FROM jobs{by_key} WHERE {keyed} AND claim_key >= $2{f} ORDER BY claim_key LIMIT 1"
-        );
-        let (f, _) = filters(4);
-        let next_key = format!(
-            "SELECT concurrency_key, {FOUND} FROM jobs{by_key} WHERE {keyed} \
-             AND claim_key = $2 AND concurrency_key > $3{f} ORDER BY concurrency_key, run_at, id LIMIT 1"
-        );
-        let (f, _) = filters(6);
-        // On PostgreSQL every job the walk may take is locked as it is read, skipping those other nodes hold.
-        let lock = if postgres {
-            " FOR UPDATE SKIP LOCKED"
-        } else {
-            ""
-        };
-        // After the last job the claim took of the key, not at an offset: another node's locks, skipped, would
-        // move an offset.
-        let key_job = format!(
-            "SELECT {FOUND} FROM jobs{by_key} WHERE {keyed} AND claim_key = $2 AND concurrency_key = $3 \
-             AND (run_at, id) > ($4, $5){f} ORDER BY run_at, id LIMIT 1{lock}"
-        );
-        let unkeyed_from = |first: usize| {
-            let (f, limit) = filters(first);
-            format!(
-                "SELECT id, weight, claim_key, run_at FROM jobs{ready} WHERE state = 'queued' \
-                 AND concurrency_key IS NULL \
-                 AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{lock}"
-            )
-        };
-        let unkeyed = unkeyed_from(2);
-        // The steps from key to key at a level (`$2`, or the level a statement found), after `$3`, as many as
-        // parameter `$m` says, with each key's first job there and its running jobs.
-        let steps = |f: &str, level: &str, m: usize, count: bool| {
-            let step = |start: &str| {
-                format!(
-                    "SELECT concurrency_key FROM jobs WHERE {keyed} AND claim_key = {level} \
-                     AND concurrency_key > {start}{f} ORDER BY concurrency_key LIMIT 1"
-                )
-            };
-            (
-                format!(
-                    "steps (k, n) AS (SELECT ({first}), 1 \
-                     UNION ALL SELECT ({following}), s.n + 1 FROM steps AS s WHERE s.k IS NOT NULL AND s.n < ${m})",
-                    first = step("$3"),
-                    following = step("s.k"),
-                ),
-                format!(
-                    "{running} FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
-                     WHERE {keyed} AND claim_key = {level} AND concurrency_key = s.k{f} ORDER BY run_at, id \
-                     LIMIT 1{lock}) AS h ON TRUE WHERE s.k IS NOT NULL",
-                    running = if count {
-                        "(SELECT count(*) FROM jobs AS r WHERE r.state = 'running' \
-                         AND r.concurrency_key IS NOT NULL AND r.queue = $1 AND r.concurrency_key = s.k)"
-                    } else {
-                        "NULL::bigint"
-                    },
-                ),
-            )
-        };
-        let heads = postgres.then(|| {
-            let (f, m) = filters(4);
-            let (with, rest) = steps(&f, "$2", m, true);
-            format!(
-                "WITH RECURSIVE {with} SELECT s.k, h.id, h.weight, h.concurrency_limit, h.run_at, {rest} \
-                 ORDER BY s.n"
-            )
-        });
-        let first = postgres.then(|| {
-            let (f, limit) = filters(4);
-            let level = format!(
-                "SELECT claim_key FROM jobs WHERE {keyed} AND claim_key >= $2{f} ORDER BY claim_key LIMIT 1"
-            );
-            let unkeyed = format!(
-                "SELECT id, weight, claim_key, run_at FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL \
-                 AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{lock}"
-            );
-            // Running counts only under the queue's lock: read before it, they would be read again under it.
-            let (with, rest) = steps(&f, "(SELECT level FROM lvl)", limit + 1, locked);
-            format!(
-                "WITH RECURSIVE lvl (level) AS (SELECT ({level})), u AS MATERIALIZED ({unkeyed}), {with} \
-                 SELECT 0 AS kind, level AS ord, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, \
-                 NULL::text, NULL::bigint FROM lvl \
-                 UNION ALL SELECT 1, claim_key, id, weight, NULL, run_at, NULL, NULL FROM u \
-                 UNION ALL SELECT 2, s.n, h.id, h.weight, h.concurrency_limit, h.run_at, s.k, {rest} \
-                 ORDER BY 1, 2, 6, 3"
-            )
-        });
-        let mut filter_args: Vec<Value<'static>> = claim
-            .names
-            .iter()
-            .map(|n| {
-                n.pattern
-                    .literal()
-                    .unwrap_or_else(|| n.pattern.as_str().to_owned())
-                    .to_value()
-            })
-            .collect();
-        filter_args.extend(claim.priority().map(|p| p.to_value()));
         Probes {
-            level,
-            next_key,
-            key_job,
-            unkeyed,
-            first,
-            heads,
-            filter_args,
+            level: sql.level(),
+            next_key: sql.next_key(),
+            key_job: sql.key_job(),
+            unkeyed: sql.unkeyed(2),
+            first: postgres.then(|| sql.first(locked)),
+            heads: postgres.then(|| sql.heads()),
+            filter_args: filter_args(claim),
         }
+    }
+}
+
+/// The condition every keyed statement starts with.
+const KEYED: &str = "state = 'queued' AND concurrency_key IS NOT NULL AND queue = $1";
+
+/// A claim's conditions on names and priority, as each statement's text numbers their parameters.
+struct Filters<'a> {
+    claim: &'a Claim,
+    postgres: bool,
+    aging: bool,
+}
+
+impl Filters<'_> {
+    /// The conditions, their parameters numbered from `first` in the order [`filter_args`] gives them; and the
+    /// number after the last.
+    fn from(&self, first: usize) -> (String, usize) {
+        let mut n = first;
+        let mut text = String::new();
+        if !self.claim.names.is_empty() {
+            let terms: Vec<String> = self
+                .claim
+                .names
+                .iter()
+                .map(|name| {
+                    // A pattern that matches one name (a worker's handlers are such) is compared as it is:
+                    // PostgreSQL's `cairn_glob` is a function call per row, and these filters run on every key's
+                    // jobs the walk reads.
+                    let term = if name.pattern.literal().is_some() {
+                        format!("name = ${n}")
+                    } else if self.postgres {
+                        format!("cairn_glob(name, ${n})")
+                    } else {
+                        format!("name GLOB ${n}")
+                    };
+                    n += 1;
+                    term
+                })
+                .collect();
+            text.push_str(&format!(" AND ({})", terms.join(" OR ")));
+        }
+        if self.claim.priority().is_some() {
+            // Without aging the level is minus the priority: one level of the indexes, not a filter on all.
+            if !self.aging {
+                text.push_str(&format!(" AND claim_key = -CAST(${n} AS BIGINT)"));
+            }
+            text.push_str(&format!(" AND priority = ${n}"));
+            n += 1;
+        }
+        (text, n)
+    }
+}
+
+/// The filters' parameters, in the order [`Filters::from`] numbers them.
+fn filter_args(claim: &Claim) -> Vec<Value<'static>> {
+    let mut args: Vec<Value<'static>> = claim
+        .names
+        .iter()
+        .map(|n| {
+            n.pattern
+                .literal()
+                .unwrap_or_else(|| n.pattern.as_str().to_owned())
+                .to_value()
+        })
+        .collect();
+    args.extend(claim.priority().map(|p| p.to_value()));
+    args
+}
+
+/// The texts of [`Probes`], for one database.
+struct ProbeSql<'a> {
+    filters: Filters<'a>,
+    /// The index hints SQLite needs, and the lock PostgreSQL takes on what it reads.
+    by_key: &'static str,
+    ready: &'static str,
+    lock: &'static str,
+}
+
+impl ProbeSql<'_> {
+    fn level(&self) -> String {
+        let (f, _) = self.filters.from(3);
+        format!(
+            "SELECT claim_key FROM jobs{} WHERE {KEYED} AND claim_key >= $2{f} ORDER BY claim_key LIMIT 1",
+            self.by_key
+        )
+    }
+
+    fn next_key(&self) -> String {
+        let (f, _) = self.filters.from(4);
+        format!(
+            "SELECT concurrency_key, {FOUND} FROM jobs{} WHERE {KEYED} \
+             AND claim_key = $2 AND concurrency_key > $3{f} ORDER BY concurrency_key, run_at, id LIMIT 1",
+            self.by_key
+        )
+    }
+
+    /// After the last job the claim took of the key, not at an offset: another node's locks, skipped, would move an
+    /// offset.
+    fn key_job(&self) -> String {
+        let (f, _) = self.filters.from(6);
+        format!(
+            "SELECT {FOUND} FROM jobs{} WHERE {KEYED} AND claim_key = $2 AND concurrency_key = $3 \
+             AND (run_at, id) > ($4, $5){f} ORDER BY run_at, id LIMIT 1{}",
+            self.by_key, self.lock
+        )
+    }
+
+    /// The first jobs without a key, the filters' parameters from `first` on, then the limit.
+    fn unkeyed(&self, first: usize) -> String {
+        let (f, limit) = self.filters.from(first);
+        format!(
+            "SELECT id, weight, claim_key, run_at FROM jobs{} WHERE state = 'queued' \
+             AND concurrency_key IS NULL \
+             AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{}",
+            self.ready, self.lock
+        )
+    }
+
+    /// The steps from key to key at a level (`$2`, or the level a statement found), after `$3`, as many as
+    /// parameter `$m` says, with each key's first job there and (with `count`) its running jobs: the `WITH` part
+    /// and what follows the select list's first columns.
+    fn steps(&self, f: &str, level: &str, m: usize, count: bool) -> (String, String) {
+        let step = |start: &str| {
+            format!(
+                "SELECT concurrency_key FROM jobs WHERE {KEYED} AND claim_key = {level} \
+                 AND concurrency_key > {start}{f} ORDER BY concurrency_key LIMIT 1"
+            )
+        };
+        let running = if count {
+            "(SELECT count(*) FROM jobs AS r WHERE r.state = 'running' \
+             AND r.concurrency_key IS NOT NULL AND r.queue = $1 AND r.concurrency_key = s.k)"
+        } else {
+            "NULL::bigint"
+        };
+        (
+            format!(
+                "steps (k, n) AS (SELECT ({first}), 1 \
+                 UNION ALL SELECT ({following}), s.n + 1 FROM steps AS s WHERE s.k IS NOT NULL AND s.n < ${m})",
+                first = step("$3"),
+                following = step("s.k"),
+            ),
+            format!(
+                "{running} FROM steps AS s LEFT JOIN LATERAL (SELECT {FOUND} FROM jobs \
+                 WHERE {KEYED} AND claim_key = {level} AND concurrency_key = s.k{f} ORDER BY run_at, id \
+                 LIMIT 1{lock}) AS h ON TRUE WHERE s.k IS NOT NULL",
+                lock = self.lock,
+            ),
+        )
+    }
+
+    /// PostgreSQL's [`Probes::heads`].
+    fn heads(&self) -> String {
+        let (f, m) = self.filters.from(4);
+        let (with, rest) = self.steps(&f, "$2", m, true);
+        format!(
+            "WITH RECURSIVE {with} SELECT s.k, h.id, h.weight, h.concurrency_limit, h.run_at, {rest} ORDER BY s.n"
+        )
+    }
+
+    /// PostgreSQL's [`Probes::first`]; running counts only when the claim holds the queue's lock (`locked`): read
+    /// before it, they would be read again under it.
+    fn first(&self, locked: bool) -> String {
+        let (f, limit) = self.filters.from(4);
+        let level = format!(
+            "SELECT claim_key FROM jobs WHERE {KEYED} AND claim_key >= $2{f} ORDER BY claim_key LIMIT 1"
+        );
+        let unkeyed = format!(
+            "SELECT id, weight, claim_key, run_at FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL \
+             AND queue = $1{f} ORDER BY claim_key, run_at, id LIMIT 0 + ${limit}{}",
+            self.lock
+        );
+        let (with, rest) = self.steps(&f, "(SELECT level FROM lvl)", limit + 1, locked);
+        format!(
+            "WITH RECURSIVE lvl (level) AS (SELECT ({level})), u AS MATERIALIZED ({unkeyed}), {with} \
+             SELECT 0 AS kind, level AS ord, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, \
+             NULL::text, NULL::bigint FROM lvl \
+             UNION ALL SELECT 1, claim_key, id, weight, NULL, run_at, NULL, NULL FROM u \
+             UNION ALL SELECT 2, s.n, h.id, h.weight, h.concurrency_limit, h.run_at, s.k, {rest} \
+             ORDER BY 1, 2, 6, 3"
+        )
     }
 }
 
@@ -509,85 +572,13 @@ pub(crate) fn candidates(
         _ => i64::MIN,
     };
     // Where the turn stands: the key the queue served last, and how many jobs its turn gave.
-    let mut last = ctx.settings.turns.get(queue.as_str()).cloned();
+    let last = ctx.settings.turns.get(queue.as_str()).cloned();
     let after = last.as_ref().map_or(String::new(), |(key, _)| key.clone());
-    let mut ahead = None;
-    let mut running = HashMap::new();
-    let (mut unkeyed, mut level): (VecDeque<(i64, u32, i64)>, Option<i64>) = match &probes.first {
+    let start = match &probes.first {
         Some(first) => {
-            let mut args = vec![
-                queue.as_str().to_value(),
-                floor.to_value(),
-                after.as_str().to_value(),
-            ];
-            args.extend(probes.filter_args.iter().cloned());
-            args.push(limit.to_value());
-            args.push(limit.to_value());
-            let rows = ctx.db.query(Sql::both(first), &Params(args), |r| {
-                let kind: i32 = r.get(0)?;
-                let head = match (kind, r.get::<Option<i64>>(2)?) {
-                    (1 | 2, Some(_)) => Some(found(r, 2)?),
-                    _ => None,
-                };
-                Ok((
-                    kind,
-                    r.get::<Option<i64>>(1)?,
-                    head,
-                    r.get::<Option<String>>(6)?,
-                    r.get::<Option<i64>>(7)?,
-                ))
-            })?;
-            let mut level = None;
-            let mut unkeyed = VecDeque::new();
-            let mut keys = VecDeque::new();
-            let (mut steps, mut last_step) = (0, None);
-            for (kind, ord, head, key, count) in rows {
-                match (kind, head, key) {
-                    (0, _, _) => level = ord,
-                    (1, Some(job), _) => unkeyed.push_back((job.id, job.weight, ord.unwrap_or(0))),
-                    (2, head, Some(key)) => {
-                        steps += 1;
-                        last_step = Some(key.clone());
-                        if let Some(count) = count {
-                            running.insert(key.clone(), u32::try_from(count).unwrap_or(u32::MAX));
-                        }
-                        if let Some(job) = head {
-                            keys.push_back((key, job));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            if let Some(level) = level {
-                ahead = Some(Ahead {
-                    level,
-                    after: after.clone(),
-                    keys,
-                    complete: steps < limit.max(1) as usize,
-                    last_step,
-                });
-            }
-            (unkeyed, level)
+            Start::in_one_trip(ctx, &probes, first, [queue.as_str(), &after], floor, limit)?
         }
-        None => {
-            let mut args = vec![queue.as_str().to_value()];
-            args.extend(probes.filter_args.iter().cloned());
-            args.push(limit.to_value());
-            let unkeyed = ctx
-                .db
-                .query(Sql::both(&probes.unkeyed), &Params(args), |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })?
-                .into();
-            let args = [queue.as_str().to_value(), floor.to_value()]
-                .into_iter()
-                .chain(probes.filter_args.iter().cloned())
-                .collect();
-            let level = ctx
-                .db
-                .query_row(Sql::both(&probes.level), &Params(args), |r| r.get(0))?;
-            (unkeyed, level)
-        }
+        None => Start::by_probes(ctx, &probes, queue, floor, limit)?,
     };
     let mut walk = Walk {
         ctx,
@@ -596,11 +587,137 @@ pub(crate) fn candidates(
         key_limit,
         taken: HashMap::new(),
         taken_at: HashMap::new(),
-        running,
+        running: start.running,
         want: limit,
-        ahead,
+        ahead: start.ahead,
         locked,
     };
+    // The turn goes on from what the claim hands out, which a weight budget or other queues may cut short:
+    // `record_turns`, once the jobs are leased.
+    take_turns(&mut walk, start.unkeyed, start.level, last, limit)
+}
+
+/// Where a claim's walk starts: the first jobs without a key (id, weight, level), the best keyed level, and on
+/// PostgreSQL the first batch of keys at it with their running counts.
+struct Start {
+    unkeyed: VecDeque<(i64, u32, i64)>,
+    level: Option<i64>,
+    ahead: Option<Ahead>,
+    running: HashMap<String, u32>,
+}
+
+impl Start {
+    /// PostgreSQL: all of it in the one statement of [`Probes::first`]; `[queue, after]` are the queue and the key its
+    /// turn continues after.
+    fn in_one_trip(
+        ctx: &WriteCtx<'_>,
+        probes: &Probes,
+        first: &str,
+        [queue, after]: [&str; 2],
+        floor: i64,
+        limit: u32,
+    ) -> Result<Start> {
+        let mut args = vec![queue.to_value(), floor.to_value(), after.to_value()];
+        args.extend(probes.filter_args.iter().cloned());
+        args.push(limit.to_value());
+        args.push(limit.to_value());
+        let rows = ctx.db.query(Sql::both(first), &Params(args), |r| {
+            let kind: i32 = r.get(0)?;
+            let head = match (kind, r.get::<Option<i64>>(2)?) {
+                (1 | 2, Some(_)) => Some(found(r, 2)?),
+                _ => None,
+            };
+            Ok((
+                kind,
+                r.get::<Option<i64>>(1)?,
+                head,
+                r.get::<Option<String>>(6)?,
+                r.get::<Option<i64>>(7)?,
+            ))
+        })?;
+        let mut start = Start {
+            unkeyed: VecDeque::new(),
+            level: None,
+            ahead: None,
+            running: HashMap::new(),
+        };
+        let mut keys = VecDeque::new();
+        let (mut steps, mut last_step) = (0, None);
+        for (kind, ord, head, key, count) in rows {
+            match (kind, head, key) {
+                (0, _, _) => start.level = ord,
+                (1, Some(job), _) => {
+                    start
+                        .unkeyed
+                        .push_back((job.id, job.weight, ord.unwrap_or(0)))
+                }
+                (2, head, Some(key)) => {
+                    steps += 1;
+                    last_step = Some(key.clone());
+                    if let Some(count) = count {
+                        start
+                            .running
+                            .insert(key.clone(), u32::try_from(count).unwrap_or(u32::MAX));
+                    }
+                    if let Some(job) = head {
+                        keys.push_back((key, job));
+                    }
+                }
+                _ => {}
+            }
+        }
+        start.ahead = start.level.map(|level| Ahead {
+            level,
+            after: after.to_owned(),
+            keys,
+            complete: steps < limit.max(1) as usize,
+            last_step,
+        });
+        Ok(start)
+    }
+
+    /// SQLite: the first jobs without a key, and the best keyed level, a statement each.
+    fn by_probes(
+        ctx: &WriteCtx<'_>,
+        probes: &Probes,
+        queue: &QueueName,
+        floor: i64,
+        limit: u32,
+    ) -> Result<Start> {
+        let mut args = vec![queue.as_str().to_value()];
+        args.extend(probes.filter_args.iter().cloned());
+        args.push(limit.to_value());
+        let unkeyed = ctx
+            .db
+            .query(Sql::both(&probes.unkeyed), &Params(args), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })?
+            .into();
+        let args = [queue.as_str().to_value(), floor.to_value()]
+            .into_iter()
+            .chain(probes.filter_args.iter().cloned())
+            .collect();
+        let level = ctx
+            .db
+            .query_row(Sql::both(&probes.level), &Params(args), |r| r.get(0))?;
+        Ok(Start {
+            unkeyed,
+            level,
+            ahead: None,
+            running: HashMap::new(),
+        })
+    }
+}
+
+/// Hands out up to `limit` jobs from where `walk` starts: level by level, the jobs without a key and each key
+/// taking turns after the one the queue served last (`last`, with how many jobs its turn gave).
+fn take_turns(
+    walk: &mut Walk<'_, '_>,
+    mut unkeyed: VecDeque<(i64, u32, i64)>,
+    mut level: Option<i64>,
+    mut last: Option<(String, u32)>,
+    limit: u32,
+) -> Result<Vec<(i64, u32)>> {
     let mut picked: Vec<(i64, u32)> = Vec::new();
     while picked.len() < limit as usize {
         walk.want = limit - picked.len() as u32;
@@ -619,7 +736,7 @@ pub(crate) fn candidates(
             continue;
         }
         let previous = last.as_ref().map(|(key, used)| (key.as_str(), *used));
-        match next_turn(&mut walk, at, previous, unkeyed_level == Some(at))? {
+        match next_turn(walk, at, previous, unkeyed_level == Some(at))? {
             Some(Turn::Unkeyed) => {
                 let (id, weight, _) = unkeyed.pop_front().expect("a front");
                 picked.push((id, weight));
@@ -637,8 +754,6 @@ pub(crate) fn candidates(
             None => level = walk.level(at.saturating_add(1))?,
         }
     }
-    // The turn goes on from what the claim hands out, which a weight budget or other queues may cut short:
-    // `record_turns`, once the jobs are leased.
     Ok(picked)
 }
 

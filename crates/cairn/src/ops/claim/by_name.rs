@@ -328,66 +328,14 @@ fn scan_names(
 /// lateral probe in claim order, and of those candidates the first in claim order are locked: a claim locks no
 /// more jobs than it takes.
 pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: bool) -> String {
-    let mut next = 2;
-    let mut param = || {
-        let n = next;
-        next += 1;
-        n
-    };
-    let mut scans = Vec::new();
-    let mut wanted = Vec::new();
-    // What a job's name must be to match, for the walk in claim order that comes first when there is a GLOB.
-    let mut matches = Vec::new();
-    for shape in shapes {
-        match shape {
-            NameShape::Exact => {
-                let n = param();
-                wanted.push(format!("SELECT ${n}::text"));
-                matches.push(format!("name COLLATE \"C\" = ${n}"));
-            }
-            NameShape::Scan { bounded, glob } => {
-                let pattern = glob.then(&mut param);
-                let from = param();
-                let to = bounded.then(&mut param);
-                let below = to
-                    .map(|to| format!(" AND j.name COLLATE \"C\" < ${to}"))
-                    .unwrap_or_default();
-                matches.push(match pattern {
-                    Some(p) => format!("cairn_glob(name, ${p})"),
-                    None => format!(
-                        "(name COLLATE \"C\" >= ${from}{})",
-                        to.map(|to| format!(" AND name COLLATE \"C\" < ${to}"))
-                            .unwrap_or_default()
-                    ),
-                });
-                let scan = format!("scan_{}", scans.len() + 1);
-                let step = |start: &str| {
-                    format!(
-                        "SELECT j.name FROM jobs AS j WHERE j.state = 'queued' AND j.queue = $1 \
-                         AND j.name COLLATE \"C\" {start}{below} ORDER BY j.name COLLATE \"C\" LIMIT 1"
-                    )
-                };
-                scans.push(format!(
-                    "{scan} (name) AS (SELECT ({first}) UNION ALL SELECT ({following}) FROM {scan} AS s \
-                     WHERE s.name IS NOT NULL)",
-                    first = step(&format!(">= ${from}")),
-                    following = step("> s.name"),
-                ));
-                let matching = pattern
-                    .map(|p| format!(" AND cairn_glob(s.name, ${p})"))
-                    .unwrap_or_default();
-                wanted.push(format!(
-                    "SELECT s.name FROM {scan} AS s WHERE s.name IS NOT NULL{matching}"
-                ));
-            }
-        }
-    }
+    let mut numbers = Numbers(2);
+    let names = NameParts::of(shapes, &mut numbers);
     let priority = if with_priority {
-        priority_condition(param(), aging)
+        priority_condition(numbers.next(), aging)
     } else {
         String::new()
     };
-    let limit = param();
+    let limit = numbers.next();
     let probe = |columns: &str, name: &str, take: &str, lock: &str| {
         format!(
             "SELECT {columns} FROM jobs WHERE state = 'queued' AND concurrency_key IS NULL AND queue = $1 \
@@ -411,22 +359,7 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
     let has_scan = shapes.iter().any(|s| matches!(s, NameShape::Scan { .. }));
     let mut with = Vec::new();
     let candidates = if has_scan {
-        // With a GLOB, the first WALK ready jobs in claim order come first (see `WALK`): their first matches (twice
-        // the limit, as the probes) are the candidates if they are enough, or if there are no more ready jobs; else
-        // the names are looked up. A branch whose condition is false is not run.
-        with.push(format!(
-            "walk AS MATERIALIZED (SELECT id, name FROM jobs WHERE state = 'queued' \
-             AND concurrency_key IS NULL AND queue = $1{priority} \
-             ORDER BY claim_key, run_at, id LIMIT {WALK})"
-        ));
-        with.push(format!(
-            "hits AS MATERIALIZED (SELECT id FROM walk WHERE {} LIMIT 2 * CAST(${limit} AS BIGINT))",
-            matches.join(" OR ")
-        ));
-        with.push(format!(
-            "walked (enough) AS (SELECT (SELECT count(*) FROM hits) >= ${limit} \
-             OR (SELECT count(*) FROM walk) < {WALK})"
-        ));
+        with.extend(walk_first(&priority, &names.matches, limit));
         format!(
             "SELECT id FROM hits WHERE (SELECT enough FROM walked) \
              UNION ALL {probes} WHERE NOT (SELECT enough FROM walked)"
@@ -434,13 +367,120 @@ pub(crate) fn postgres_select(shapes: &[NameShape], with_priority: bool, aging: 
     } else {
         probes
     };
-    with.extend(scans);
-    with.push(format!("wanted (name) AS ({})", wanted.join(" UNION ")));
+    with.extend(names.scans);
+    with.push(format!(
+        "wanted (name) AS ({})",
+        names.wanted.join(" UNION ")
+    ));
     format!(
         "SELECT id, weight FROM jobs WHERE id = ANY (ARRAY(WITH RECURSIVE {with} {candidates})) \
          AND state = 'queued' ORDER BY claim_key, run_at, id LIMIT {take} FOR UPDATE SKIP LOCKED",
         with = with.join(", "),
     )
+}
+
+/// The next parameter's number, in the order parameters are given.
+struct Numbers(usize);
+
+impl Numbers {
+    fn next(&mut self) -> usize {
+        self.0 += 1;
+        self.0 - 1
+    }
+}
+
+/// The parts of [`postgres_select`] that come from the claim's name patterns.
+struct NameParts {
+    /// For each pattern that scans a range of names, its recursive scan along `jobs_ready_by_name`.
+    scans: Vec<String>,
+    /// For each pattern, the names it wants: one, or those its scan found and its GLOB matches.
+    wanted: Vec<String>,
+    /// For each pattern, what a job's name must be to match: for the walk in claim order that comes first when
+    /// there is a GLOB.
+    matches: Vec<String>,
+}
+
+impl NameParts {
+    /// The parts for `shapes`, their parameters numbered by `numbers` in order.
+    fn of(shapes: &[NameShape], numbers: &mut Numbers) -> NameParts {
+        let mut parts = NameParts {
+            scans: Vec::new(),
+            wanted: Vec::new(),
+            matches: Vec::new(),
+        };
+        for shape in shapes {
+            match shape {
+                NameShape::Exact => {
+                    let n = numbers.next();
+                    parts.wanted.push(format!("SELECT ${n}::text"));
+                    parts.matches.push(format!("name COLLATE \"C\" = ${n}"));
+                }
+                NameShape::Scan { bounded, glob } => {
+                    let pattern = glob.then(|| numbers.next());
+                    let from = numbers.next();
+                    let to = bounded.then(|| numbers.next());
+                    parts.scan(pattern, from, to);
+                }
+            }
+        }
+        parts
+    }
+
+    /// A pattern that scans the names from parameter `from` (below `to`, if bounded), matching GLOB `pattern`
+    /// if it has one.
+    fn scan(&mut self, pattern: Option<usize>, from: usize, to: Option<usize>) {
+        let below = to
+            .map(|to| format!(" AND j.name COLLATE \"C\" < ${to}"))
+            .unwrap_or_default();
+        self.matches.push(match pattern {
+            Some(p) => format!("cairn_glob(name, ${p})"),
+            None => format!(
+                "(name COLLATE \"C\" >= ${from}{})",
+                to.map(|to| format!(" AND name COLLATE \"C\" < ${to}"))
+                    .unwrap_or_default()
+            ),
+        });
+        let scan = format!("scan_{}", self.scans.len() + 1);
+        let step = |start: &str| {
+            format!(
+                "SELECT j.name FROM jobs AS j WHERE j.state = 'queued' AND j.queue = $1 \
+                 AND j.name COLLATE \"C\" {start}{below} ORDER BY j.name COLLATE \"C\" LIMIT 1"
+            )
+        };
+        self.scans.push(format!(
+            "{scan} (name) AS (SELECT ({first}) UNION ALL SELECT ({following}) FROM {scan} AS s \
+             WHERE s.name IS NOT NULL)",
+            first = step(&format!(">= ${from}")),
+            following = step("> s.name"),
+        ));
+        let matching = pattern
+            .map(|p| format!(" AND cairn_glob(s.name, ${p})"))
+            .unwrap_or_default();
+        self.wanted.push(format!(
+            "SELECT s.name FROM {scan} AS s WHERE s.name IS NOT NULL{matching}"
+        ));
+    }
+}
+
+/// With a GLOB, the first [`WALK`] ready jobs in claim order come first: their first matches (twice the limit, as
+/// the probes) are the candidates if they are enough, or if there are no more ready jobs; else the names are looked
+/// up. A branch whose condition is false is not run. The `WITH` parts `walk`, `hits` and `walked`.
+fn walk_first(priority: &str, matches: &[String], limit: usize) -> [String; 3] {
+    [
+        format!(
+            "walk AS MATERIALIZED (SELECT id, name FROM jobs WHERE state = 'queued' \
+             AND concurrency_key IS NULL AND queue = $1{priority} \
+             ORDER BY claim_key, run_at, id LIMIT {WALK})"
+        ),
+        format!(
+            "hits AS MATERIALIZED (SELECT id FROM walk WHERE {} LIMIT 2 * CAST(${limit} AS BIGINT))",
+            matches.join(" OR ")
+        ),
+        format!(
+            "walked (enough) AS (SELECT (SELECT count(*) FROM hits) >= ${limit} \
+             OR (SELECT count(*) FROM walk) < {WALK})"
+        ),
+    ]
 }
 
 #[cfg(test)]

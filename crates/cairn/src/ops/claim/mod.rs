@@ -182,42 +182,9 @@ impl Dequeue {
     /// Validates the request once, before it reaches the writer.
     pub(crate) fn validate(&self) -> Result<Claim> {
         let worker = WorkerId::parse(self.worker.as_str())?;
-        if self.queues.len() > MAX_DEQUEUE_QUEUES {
-            return Err(Error::invalid(
-                "queues",
-                format!(
-                    "must name at most {MAX_DEQUEUE_QUEUES} queues, got {}",
-                    self.queues.len()
-                ),
-            ));
-        }
-        let mut queues: Vec<QueueName> = Vec::with_capacity(self.queues.len());
-        let mut seen = HashSet::new();
-        for queue in &self.queues {
-            let queue = QueueName::parse(queue.as_str())?;
-            // A queue named twice would offer its jobs twice to one claim.
-            if seen.insert(queue.clone()) {
-                queues.push(queue);
-            }
-        }
+        let queues = self.valid_queues()?;
         let weights = self.valid_weights()?;
-        if queues.is_empty() {
-            queues.push(QueueName::default());
-        }
-        if self.names.len() > MAX_DEQUEUE_NAMES {
-            return Err(Error::invalid(
-                "names",
-                format!(
-                    "must hold at most {MAX_DEQUEUE_NAMES} patterns, got {}",
-                    self.names.len()
-                ),
-            ));
-        }
-        let names = self
-            .names
-            .iter()
-            .map(|n| NamePattern::parse(n.as_str()))
-            .collect::<Result<Vec<_>>>()?;
+        let names = self.valid_names()?;
         if !(1..=MAX_DEQUEUE).contains(&self.limit) {
             return Err(Error::invalid(
                 "limit",
@@ -233,28 +200,7 @@ impl Dequeue {
         if self.max_weight == Some(0) {
             return Err(Error::invalid("max_weight", "must be at least 1, got 0"));
         }
-        let lease_ms = self
-            .lease_timeout
-            .map(|timeout| {
-                if (MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&timeout) {
-                    Ok(crate::clock::duration_millis(timeout))
-                } else {
-                    Err(Error::invalid(
-                        "lease_timeout",
-                        format!(
-                            "must be between {MIN_LEASE_TIMEOUT:?} and {MAX_LEASE_TIMEOUT:?}, got {timeout:?}"
-                        ),
-                    ))
-                }
-            })
-            .transpose()?;
-        // A pattern list containing `*` is the same as no list, and cheaper to run.
-        let names = if names.iter().any(NamePattern::is_any) {
-            Vec::new()
-        } else {
-            names
-        };
-        let names: Vec<NameFilter> = names.into_iter().map(NameFilter::new).collect();
+        let lease_ms = self.valid_lease_ms()?;
         let shapes: Vec<NameShape> = names.iter().map(|n| n.source.shape()).collect();
         let sql = select_ready_jobs(&shapes, self.priority.is_some(), false);
         let sql_aging = select_ready_jobs(&shapes, self.priority.is_some(), true);
@@ -270,6 +216,71 @@ impl Dequeue {
             priority: self.priority,
             selects: Box::new([sql, sql_aging]),
         })
+    }
+
+    /// The queues, each once (a queue named twice would offer its jobs twice to one claim); `default` when none.
+    fn valid_queues(&self) -> Result<Vec<QueueName>> {
+        if self.queues.len() > MAX_DEQUEUE_QUEUES {
+            return Err(Error::invalid(
+                "queues",
+                format!(
+                    "must name at most {MAX_DEQUEUE_QUEUES} queues, got {}",
+                    self.queues.len()
+                ),
+            ));
+        }
+        let mut queues: Vec<QueueName> = Vec::with_capacity(self.queues.len());
+        let mut seen = HashSet::new();
+        for queue in &self.queues {
+            let queue = QueueName::parse(queue.as_str())?;
+            if seen.insert(queue.clone()) {
+                queues.push(queue);
+            }
+        }
+        if queues.is_empty() {
+            queues.push(QueueName::default());
+        }
+        Ok(queues)
+    }
+
+    /// The name patterns; none when one is `*` (the same as no list, and cheaper to run).
+    fn valid_names(&self) -> Result<Vec<NameFilter>> {
+        if self.names.len() > MAX_DEQUEUE_NAMES {
+            return Err(Error::invalid(
+                "names",
+                format!(
+                    "must hold at most {MAX_DEQUEUE_NAMES} patterns, got {}",
+                    self.names.len()
+                ),
+            ));
+        }
+        let names = self
+            .names
+            .iter()
+            .map(|n| NamePattern::parse(n.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        if names.iter().any(NamePattern::is_any) {
+            return Ok(Vec::new());
+        }
+        Ok(names.into_iter().map(NameFilter::new).collect())
+    }
+
+    /// The lease the claim asks for, in milliseconds, if it asks for one.
+    fn valid_lease_ms(&self) -> Result<Option<i64>> {
+        self.lease_timeout
+            .map(|timeout| {
+                if (MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&timeout) {
+                    Ok(crate::clock::duration_millis(timeout))
+                } else {
+                    Err(Error::invalid(
+                        "lease_timeout",
+                        format!(
+                            "must be between {MIN_LEASE_TIMEOUT:?} and {MAX_LEASE_TIMEOUT:?}, got {timeout:?}"
+                        ),
+                    ))
+                }
+            })
+            .transpose()
     }
 }
 
