@@ -1,4 +1,5 @@
-//! Cairn: a durable job queue. This crate is the engine, usable embedded on one SQLite file.
+//! Cairn: a durable job queue. This crate is the engine, usable embedded on a SQLite file, or on a PostgreSQL
+//! database that several processes share.
 //!
 //! ```no_run
 //! # async fn demo() -> cairn::Result<()> {

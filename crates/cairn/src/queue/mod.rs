@@ -72,7 +72,7 @@ use crate::store::sqlite::syncer::Syncer;
 use crate::store::writer_db::WriterDb;
 use request::Request;
 
-/// A durable job queue on one SQLite file. Cheap to clone: clones share one engine.
+/// A durable job queue, on a SQLite file or a PostgreSQL database. Cheap to clone: clones share one engine.
 ///
 /// One process at a time may open a database as a queue (a lock file, `<path>-lock`, enforces it); the
 /// application may still open its own connections to the same file (see [`Queue::enqueue_in`]).
