@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::push::{EnqueuedBatchBody, EnqueuedBody, PushRequest};
-use crate::route::{Answer, Method, PathParam, PathParams, Route, RouteVisitor, invalid};
+use crate::route::{Answer, PathParam, PathParams, RouteVisitor, invalid, route};
 use crate::{EmptyBody, malformed};
 
 /// The `{id}` of a batch's path.
@@ -262,112 +262,62 @@ pub(crate) fn visit_batch_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<CloseBatch>();
 }
 
-impl Route for CreateBatch {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/batches";
-    const PARAMS: &'static [PathParam] = &[];
-    const TAG: &'static str = "batches";
-    const OPERATION_ID: &'static str = "create_batch";
-    const SUMMARY: &'static str = "Creates a batch of jobs, all or none, with callbacks: on_complete is pushed once \
-        every job has ended, on_success once every job has completed; each exactly once.";
-    const DONE: &'static str = "Created; the batch's id and its jobs";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+route! {
+    CreateBatch: Post "/v1/batches", params [], tag "batches", id "create_batch",
+    summary "Creates a batch of jobs, all or none, with callbacks: on_complete is pushed once every job has ended, \
+        on_success once every job has completed; each exactly once.",
+    done "Created; the batch's id and its jobs",
+    errors [
         (400, "Bad input, naming the field"),
-        (
-            409,
-            "A job's parent cannot have children now, or a job has a concurrency key for a queue with priority aging",
-        ),
-    ];
-    type Body = CreateBatchRequest;
-    type Answer = BatchCreatedBody;
-
-    fn path(&self) -> String {
-        Self::PATH.to_owned()
-    }
-
-    fn body(&self) -> CreateBatchRequest {
-        CreateBatchRequest {
-            jobs: self.jobs.iter().map(PushRequest::from).collect(),
-            on_success: self.on_success.as_ref().map(PushRequest::from),
-            on_complete: self.on_complete.as_ref().map(PushRequest::from),
-            open: self.open,
-            description: self.description.clone(),
-        }
-    }
-
-    fn from_wire(_: &PathParams, body: CreateBatchRequest) -> Result<Self, Error> {
-        Ok(CreateBatch {
-            jobs: body.jobs.into_iter().map(Push::from).collect(),
-            on_success: body.on_success.map(Push::from),
-            on_complete: body.on_complete.map(Push::from),
-            open: body.open,
-            description: body.description,
-        })
-    }
+        (409, "A job's parent cannot have children now, or a job has a concurrency key for a queue with priority aging"),
+    ],
+    path |_| [],
+    body CreateBatchRequest = |r| CreateBatchRequest {
+        jobs: r.jobs.iter().map(PushRequest::from).collect(),
+        on_success: r.on_success.as_ref().map(PushRequest::from),
+        on_complete: r.on_complete.as_ref().map(PushRequest::from),
+        open: r.open,
+        description: r.description.clone(),
+    },
+    answer BatchCreatedBody,
+    from |_, body| Ok(CreateBatch {
+        jobs: body.jobs.into_iter().map(Push::from).collect(),
+        on_success: body.on_success.map(Push::from),
+        on_complete: body.on_complete.map(Push::from),
+        open: body.open,
+        description: body.description,
+    }),
 }
 
-impl Route for AddToBatch {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/batches/{id}/jobs";
-    const PARAMS: &'static [PathParam] = &[BATCH_ID];
-    const TAG: &'static str = "batches";
-    const OPERATION_ID: &'static str = "add_to_batch";
-    const SUMMARY: &'static str = "Adds jobs to a batch that has not completed, all or none.";
-    const DONE: &'static str = "Added; the jobs in request order";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+route! {
+    AddToBatch: Post "/v1/batches/{id}/jobs", params [BATCH_ID], tag "batches", id "add_to_batch",
+    summary "Adds jobs to a batch that has not completed, all or none.",
+    done "Added; the jobs in request order",
+    errors [
         (400, "Bad input, naming the field"),
         (404, "No such batch"),
-        (
-            409,
-            "The batch has completed; or a job's parent cannot have children now, or a job has a concurrency key \
-             for a queue with priority aging",
-        ),
-    ];
-    type Body = AddToBatchRequest;
-    type Answer = EnqueuedBatchBody;
-
-    fn path(&self) -> String {
-        format!("/v1/batches/{}/jobs", self.batch)
-    }
-
-    fn body(&self) -> AddToBatchRequest {
-        AddToBatchRequest {
-            jobs: self.jobs.iter().map(PushRequest::from).collect(),
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: AddToBatchRequest) -> Result<Self, Error> {
-        Ok(AddToBatch {
-            batch: path.batch()?,
-            jobs: body.jobs.into_iter().map(Push::from).collect(),
-        })
-    }
+        (409, "The batch has completed; or a job's parent cannot have children now, or a job has a concurrency key \
+            for a queue with priority aging"),
+    ],
+    path |r| [r.batch],
+    body AddToBatchRequest = |r| AddToBatchRequest {
+        jobs: r.jobs.iter().map(PushRequest::from).collect(),
+    },
+    answer EnqueuedBatchBody,
+    from |path, body| Ok(AddToBatch {
+        batch: path.batch()?,
+        jobs: body.jobs.into_iter().map(Push::from).collect(),
+    }),
 }
 
-impl Route for CloseBatch {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/batches/{id}/close";
-    const PARAMS: &'static [PathParam] = &[BATCH_ID];
-    const TAG: &'static str = "batches";
-    const OPERATION_ID: &'static str = "close_batch";
-    const SUMMARY: &'static str = "Closes an open batch: it completes once every job has ended (at once if they \
-        all have). Closing a closed batch changes nothing.";
-    const DONE: &'static str = "Closed; the batch";
-    const ERRORS: &'static [(u16, &'static str)] = &[(404, "No such batch")];
-    type Body = EmptyBody;
-    type Answer = BatchBody;
-
-    fn path(&self) -> String {
-        format!("/v1/batches/{}/close", self.batch)
-    }
-
-    fn body(&self) -> EmptyBody {
-        EmptyBody {}
-    }
-
-    fn from_wire(path: &PathParams, _: EmptyBody) -> Result<Self, Error> {
-        Ok(CloseBatch {
-            batch: path.batch()?,
-        })
-    }
+route! {
+    CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch",
+    summary "Closes an open batch: it completes once every job has ended (at once if they all have). Closing a \
+        closed batch changes nothing.",
+    done "Closed; the batch",
+    errors [(404, "No such batch")],
+    path |r| [r.batch],
+    body EmptyBody = |_| EmptyBody {},
+    answer BatchBody,
+    from |path, _| Ok(CloseBatch { batch: path.batch()? }),
 }

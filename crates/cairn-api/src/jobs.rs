@@ -21,7 +21,7 @@ use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::push::RetryPolicyBody;
-use crate::route::{JOB_ID, Method, PathParam, PathParams, Route, RouteVisitor};
+use crate::route::{JOB_ID, RouteVisitor, route};
 
 /// A job, as `GET /v1/jobs/{id}` and listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -408,69 +408,40 @@ pub struct MoveRequest {
     pub queue: String,
 }
 
-impl Route for MoveJob {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/move";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "move_job";
-    const SUMMARY: &'static str = "Moves a job that is not running to another queue: as it is if it has not started, to run again if it ended.";
-    const DONE: &'static str = "Moved (or already there)";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+route! {
+    MoveJob: Post "/v1/jobs/{id}/move", params [JOB_ID], tag "jobs", id "move_job",
+    summary "Moves a job that is not running to another queue: as it is if it has not started, to run again if it ended.",
+    done "Moved (or already there)",
+    errors [
         (400, "Bad input, naming the field"),
         (404, "No such job"),
         (
             409,
             "The job is running, or it has a concurrency key and the queue has priority aging",
         ),
-    ];
-    type Body = MoveRequest;
-    type Answer = EmptyBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/move", self.job)
-    }
-
-    fn body(&self) -> MoveRequest {
-        MoveRequest {
-            queue: self.queue.clone(),
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: MoveRequest) -> Result<Self, Error> {
-        Ok(MoveJob::new(path.job()?, body.queue))
-    }
+    ],
+    path |r| [r.job],
+    body MoveRequest = |r| MoveRequest {
+        queue: r.queue.clone(),
+    },
+    answer EmptyBody,
+    from |path, body| Ok(MoveJob::new(path.job()?, body.queue)),
 }
 
-impl Route for SetPriority {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/priority";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "set_priority";
-    const SUMMARY: &'static str = "Changes the priority of a job that has not finished.";
-    const DONE: &'static str = "Changed";
-    const ERRORS: &'static [(u16, &'static str)] =
-        &[(404, "No such job"), (409, "The job already finished")];
-    type Body = PriorityRequest;
-    type Answer = EmptyBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/priority", self.job)
-    }
-
-    fn body(&self) -> PriorityRequest {
-        PriorityRequest {
-            priority: self.priority,
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: PriorityRequest) -> Result<Self, Error> {
-        Ok(SetPriority {
-            job: path.job()?,
-            priority: body.priority,
-        })
-    }
+route! {
+    SetPriority: Post "/v1/jobs/{id}/priority", params [JOB_ID], tag "jobs", id "set_priority",
+    summary "Changes the priority of a job that has not finished.",
+    done "Changed",
+    errors [(404, "No such job"), (409, "The job already finished")],
+    path |r| [r.job],
+    body PriorityRequest = |r| PriorityRequest {
+        priority: r.priority,
+    },
+    answer EmptyBody,
+    from |path, body| Ok(SetPriority {
+        job: path.job()?,
+        priority: body.priority,
+    }),
 }
 
 /// Move a job that has not started to another time.
@@ -483,37 +454,23 @@ pub struct RescheduleRequest {
     pub run_at: Timestamp,
 }
 
-impl Route for Reschedule {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/reschedule";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "reschedule";
-    const SUMMARY: &'static str = "Moves a job that is not running to another time.";
-    const DONE: &'static str = "Moved; its new state";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+route! {
+    Reschedule: Post "/v1/jobs/{id}/reschedule", params [JOB_ID], tag "jobs", id "reschedule",
+    summary "Moves a job that is not running to another time.",
+    done "Moved; its new state",
+    errors [
         (404, "No such job"),
         (409, "The job is running or finished"),
-    ];
-    type Body = RescheduleRequest;
-    type Answer = StateBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/reschedule", self.job)
-    }
-
-    fn body(&self) -> RescheduleRequest {
-        RescheduleRequest {
-            run_at: self.run_at,
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: RescheduleRequest) -> Result<Self, Error> {
-        Ok(Reschedule {
-            job: path.job()?,
-            run_at: body.run_at,
-        })
-    }
+    ],
+    path |r| [r.job],
+    body RescheduleRequest = |r| RescheduleRequest {
+        run_at: r.run_at,
+    },
+    answer StateBody,
+    from |path, body| Ok(Reschedule {
+        job: path.job()?,
+        run_at: body.run_at,
+    }),
 }
 
 /// Run a job again, whatever became of it.
@@ -527,39 +484,25 @@ pub struct RequeueRequest {
     pub run_at: Option<Timestamp>,
 }
 
-impl Route for Requeue {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/requeue";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "requeue";
-    const SUMMARY: &'static str = "Runs a job again with a fresh count of attempts, whatever became of it: a failed, \
+route! {
+    Requeue: Post "/v1/jobs/{id}/requeue", params [JOB_ID], tag "jobs", id "requeue",
+    summary "Runs a job again with a fresh count of attempts, whatever became of it: a failed, \
         cancelled or completed job\ngoes back to its queue, a running one is taken from its worker (whose lease is \
-        refused from then on).";
-    const DONE: &'static str = "Requeued; its new state, queued or scheduled";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+        refused from then on).",
+    done "Requeued; its new state, queued or scheduled",
+    errors [
         (404, "No such job"),
         (409, "Another live job holds its unique key"),
-    ];
-    type Body = RequeueRequest;
-    type Answer = StateBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/requeue", self.job)
-    }
-
-    fn body(&self) -> RequeueRequest {
-        RequeueRequest {
-            run_at: self.run_at,
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: RequeueRequest) -> Result<Self, Error> {
-        Ok(Requeue {
-            job: path.job()?,
-            run_at: body.run_at,
-        })
-    }
+    ],
+    path |r| [r.job],
+    body RequeueRequest = |r| RequeueRequest {
+        run_at: r.run_at,
+    },
+    answer StateBody,
+    from |path, body| Ok(Requeue {
+        job: path.job()?,
+        run_at: body.run_at,
+    }),
 }
 
 /// Add and remove dependencies of a job that has not started.
@@ -577,44 +520,30 @@ pub struct DependenciesRequest {
     pub remove: Vec<i64>,
 }
 
-impl Route for ChangeDependencies {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/dependencies";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "change_dependencies";
-    const SUMMARY: &'static str = "Adds and removes dependencies of a job that has not started. A job with a \
-        dependency that has not completed is\n`waiting`; one whose last dependency goes becomes ready.";
-    const DONE: &'static str = "Changed; the job's new state";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+route! {
+    ChangeDependencies: Post "/v1/jobs/{id}/dependencies", params [JOB_ID], tag "jobs", id "change_dependencies",
+    summary "Adds and removes dependencies of a job that has not started. A job with a \
+        dependency that has not completed is\n`waiting`; one whose last dependency goes becomes ready.",
+    done "Changed; the job's new state",
+    errors [
         (400, "A dependency that does not exist"),
         (404, "No such job"),
         (
             409,
             "The job started or ended, a dependency was cancelled, or a cycle",
         ),
-    ];
-    type Body = DependenciesRequest;
-    type Answer = StateBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/dependencies", self.job)
-    }
-
-    fn body(&self) -> DependenciesRequest {
-        DependenciesRequest {
-            add: self.add.iter().map(|j| j.0).collect(),
-            remove: self.remove.iter().map(|j| j.0).collect(),
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: DependenciesRequest) -> Result<Self, Error> {
-        Ok(ChangeDependencies {
-            job: path.job()?,
-            add: body.add.into_iter().map(JobId).collect(),
-            remove: body.remove.into_iter().map(JobId).collect(),
-        })
-    }
+    ],
+    path |r| [r.job],
+    body DependenciesRequest = |r| DependenciesRequest {
+        add: r.add.iter().map(|j| j.0).collect(),
+        remove: r.remove.iter().map(|j| j.0).collect(),
+    },
+    answer StateBody,
+    from |path, body| Ok(ChangeDependencies {
+        job: path.job()?,
+        add: body.add.into_iter().map(JobId).collect(),
+        remove: body.remove.into_iter().map(JobId).collect(),
+    }),
 }
 
 /// Add and remove tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
@@ -652,30 +581,16 @@ impl TagsRequest {
     }
 }
 
-impl Route for ChangeTags {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/tags";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "change_tags";
-    const SUMMARY: &'static str = "Adds and removes tags of a job, whatever its state. Adding a tag it has, or \
-        removing one it lacks, is not an\nerror.";
-    const DONE: &'static str = "Changed";
-    const ERRORS: &'static [(u16, &'static str)] = &[(400, "A bad tag"), (404, "No such job")];
-    type Body = TagsRequest;
-    type Answer = EmptyBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/tags", self.job)
-    }
-
-    fn body(&self) -> TagsRequest {
-        TagsRequest::from(self)
-    }
-
-    fn from_wire(path: &PathParams, body: TagsRequest) -> Result<Self, Error> {
-        Ok(body.into_change(path.job()?))
-    }
+route! {
+    ChangeTags: Post "/v1/jobs/{id}/tags", params [JOB_ID], tag "jobs", id "change_tags",
+    summary "Adds and removes tags of a job, whatever its state. Adding a tag it has, or \
+        removing one it lacks, is not an\nerror.",
+    done "Changed",
+    errors [(400, "A bad tag"), (404, "No such job")],
+    path |r| [r.job],
+    body TagsRequest = |r| TagsRequest::from(r),
+    answer EmptyBody,
+    from |path, body| Ok(body.into_change(path.job()?)),
 }
 
 /// Replace the data of a job that is not running.
@@ -687,37 +602,23 @@ pub struct SetDataRequest {
     pub data: Value,
 }
 
-impl Route for SetData {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/data";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "set_data";
-    const SUMMARY: &'static str = "Replaces the data of a job that is not running.";
-    const DONE: &'static str = "Replaced";
-    const ERRORS: &'static [(u16, &'static str)] = &[
+route! {
+    SetData: Post "/v1/jobs/{id}/data", params [JOB_ID], tag "jobs", id "set_data",
+    summary "Replaces the data of a job that is not running.",
+    done "Replaced",
+    errors [
         (404, "No such job"),
         (409, "The job is running; its worker saves its data"),
-    ];
-    type Body = SetDataRequest;
-    type Answer = EmptyBody;
-
-    fn path(&self) -> String {
-        format!("/v1/jobs/{}/data", self.job)
-    }
-
-    fn body(&self) -> SetDataRequest {
-        SetDataRequest {
-            data: self.data.clone(),
-        }
-    }
-
-    fn from_wire(path: &PathParams, body: SetDataRequest) -> Result<Self, Error> {
-        Ok(SetData {
-            job: path.job()?,
-            data: body.data,
-        })
-    }
+    ],
+    path |r| [r.job],
+    body SetDataRequest = |r| SetDataRequest {
+        data: r.data.clone(),
+    },
+    answer EmptyBody,
+    from |path, body| Ok(SetData {
+        job: path.job()?,
+        data: body.data,
+    }),
 }
 
 /// One action over many jobs (`POST /v1/jobs/bulk`): those of `filter`, or the `ids` listed (exactly one of the

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use crate::EmptyBody;
 use crate::push::{EnqueuedBody, PushRequest};
-use crate::route::{Answer, Method, PathParam, PathParams, Route, RouteVisitor};
+use crate::route::{Answer, PathParam, RouteVisitor, route};
 
 /// A recurring template: at every slot of `cron` in `time_zone`, a job like `job` is created, due at the slot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,75 +196,49 @@ impl Answer<Enqueued> for EnqueuedBody {
     }
 }
 
-/// Declares a route on one template, by its key, with an empty body.
-macro_rules! template_route {
-    ($op:ident, $suffix:literal, $operation_id:literal, $summary:literal, $done:literal, $answer:ty, $errors:expr) => {
-        impl Route for $op {
-            const METHOD: Method = Method::Post;
-            const PATH: &'static str = concat!("/v1/recurring/{key}/", $suffix);
-            const PARAMS: &'static [PathParam] = &[RECURRING_KEY];
-            const TAG: &'static str = "recurring";
-            const OPERATION_ID: &'static str = $operation_id;
-            const SUMMARY: &'static str = $summary;
-            const DONE: &'static str = $done;
-            const ERRORS: &'static [(u16, &'static str)] = $errors;
-            type Body = EmptyBody;
-            type Answer = $answer;
-
-            fn path(&self) -> String {
-                format!(
-                    concat!("/v1/recurring/{}/", $suffix),
-                    crate::percent_encode(&self.key)
-                )
-            }
-
-            fn body(&self) -> EmptyBody {
-                EmptyBody {}
-            }
-
-            fn from_wire(path: &PathParams, _: EmptyBody) -> Result<Self, Error> {
-                Ok($op {
-                    key: path.text("key")?.to_owned(),
-                })
-            }
-        }
-    };
+route! {
+    PauseRecurring: Post "/v1/recurring/{key}/pause", params [RECURRING_KEY], tag "recurring", id "pause_recurring",
+    summary "Pauses a recurring template: it creates no job, and has no next run, until resumed.",
+    done "Paused (or already paused); the template",
+    errors [(404, "No such template")],
+    path |r| [r.key],
+    body EmptyBody = |_| EmptyBody {},
+    answer RecurringBody,
+    from |path, _| Ok(PauseRecurring {
+        key: path.text("key")?.to_owned(),
+    }),
 }
 
-template_route!(
-    PauseRecurring,
-    "pause",
-    "pause_recurring",
-    "Pauses a recurring template: it creates no job, and has no next run, until resumed.",
-    "Paused (or already paused); the template",
-    RecurringBody,
-    &[(404, "No such template")]
-);
-
-template_route!(
-    ResumeRecurring,
-    "resume",
-    "resume_recurring",
-    "Resumes a paused recurring template: its next slot counts from now (the slots it passed paused are not made \
+route! {
+    ResumeRecurring: Post "/v1/recurring/{key}/resume", params [RECURRING_KEY], tag "recurring", id "resume_recurring",
+    summary "Resumes a paused recurring template: its next slot counts from now (the slots it passed paused are not made \
      up).",
-    "Resumed (or not paused); the template, with its next run",
-    RecurringBody,
-    &[(404, "No such template")]
-);
+    done "Resumed (or not paused); the template, with its next run",
+    errors [(404, "No such template")],
+    path |r| [r.key],
+    body EmptyBody = |_| EmptyBody {},
+    answer RecurringBody,
+    from |path, _| Ok(ResumeRecurring {
+        key: path.text("key")?.to_owned(),
+    }),
+}
 
-template_route!(
-    RunRecurring,
-    "run",
-    "run_recurring",
-    "Creates a recurring template's job now, outside its schedule, as a slot would: its overlap policy and unique \
+route! {
+    RunRecurring: Post "/v1/recurring/{key}/run", params [RECURRING_KEY], tag "recurring", id "run_recurring",
+    summary "Creates a recurring template's job now, outside its schedule, as a slot would: its overlap policy and unique \
      key hold.",
-    "Created; the job (existing: a live job holds the template's unique key, and this is that job)",
-    EnqueuedBody,
-    &[
+    done "Created; the job (existing: a live job holds the template's unique key, and this is that job)",
+    errors [
         (404, "No such template"),
         (
             409,
             "Its previous run is still live and its overlap policy is skip"
         ),
-    ]
-);
+    ],
+    path |r| [r.key],
+    body EmptyBody = |_| EmptyBody {},
+    answer EnqueuedBody,
+    from |path, _| Ok(RunRecurring {
+        key: path.text("key")?.to_owned(),
+    }),
+}

@@ -192,6 +192,82 @@ impl Jobs for cairn::Queue {
     }
 }
 
+/// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, its OpenAPI
+/// words, its body and answer and the conversions both ways. The path's parameters are filled, in order and
+/// percent-encoded, from the values `path` gives.
+///
+/// ```ignore
+/// route! {
+///     CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch",
+///     summary "Closes an open batch …",
+///     done "Closed; the batch",
+///     errors [(404, "No such batch")],
+///     path |r| [r.batch],
+///     body EmptyBody = |_r| EmptyBody {},
+///     answer BatchBody,
+///     from |path, _body| Ok(CloseBatch { batch: path.batch()? }),
+/// }
+/// ```
+macro_rules! route {
+    (
+        $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
+        tag $tag:literal, id $id:literal,
+        summary $summary:expr,
+        done $done:expr,
+        errors [$($error:expr),* $(,)?],
+        path |$path_self:pat_param| [$($value:expr),* $(,)?],
+        body $body:ty = |$body_self:pat_param| $to_body:expr,
+        answer $answer:ty,
+        from |$params:pat_param, $wire:pat_param| $from:expr $(,)?
+    ) => {
+        impl $crate::route::Route for $request {
+            const METHOD: $crate::route::Method = $crate::route::Method::$method;
+            const PATH: &'static str = $path;
+            const PARAMS: &'static [$crate::route::PathParam] = &[$($param),*];
+            const TAG: &'static str = $tag;
+            const OPERATION_ID: &'static str = $id;
+            const SUMMARY: &'static str = $summary;
+            const DONE: &'static str = $done;
+            const ERRORS: &'static [(u16, &'static str)] = &[$($error),*];
+            type Body = $body;
+            type Answer = $answer;
+
+            fn path(&self) -> String {
+                let $path_self = self;
+                $crate::route::fill_path($path, &[$(($value).to_string()),*])
+            }
+
+            fn body(&self) -> $body {
+                let $body_self = self;
+                $to_body
+            }
+
+            fn from_wire(
+                $params: &$crate::route::PathParams,
+                $wire: $body,
+            ) -> cairn::Result<Self> {
+                $from
+            }
+        }
+    };
+}
+pub(crate) use route;
+
+/// `template` (`/v1/jobs/{id}/move`) with each `{…}` replaced, in order, by the next of `values`, percent-encoded.
+pub fn fill_path(template: &str, values: &[String]) -> String {
+    let mut path = String::with_capacity(template.len());
+    let mut values = values.iter();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        path.push_str(&rest[..open]);
+        let close = rest[open..].find('}').map_or(rest.len(), |c| open + c + 1);
+        path.push_str(&percent_encode(values.next().map_or("", String::as_str)));
+        rest = &rest[close..];
+    }
+    path.push_str(rest);
+    path
+}
+
 /// Percent-encodes a path segment or a query value: everything but the unreserved characters (`A-Z a-z 0-9 - . _
 /// ~`), so that a template's key or a queue's name holding `/`, `%` or `?` travels as itself.
 pub fn percent_encode(value: &str) -> String {
@@ -213,4 +289,22 @@ pub(crate) fn invalid(field: &str, rule: impl std::fmt::Display) -> Error {
         Some(field.to_owned()),
         format!("{field}: {rule}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill_path;
+
+    #[test]
+    fn a_path_is_filled_in_order_and_encoded() {
+        assert_eq!(
+            fill_path("/v1/jobs/{id}/move", &["7".into()]),
+            "/v1/jobs/7/move"
+        );
+        assert_eq!(
+            fill_path("/v1/recurring/{key}/run", &["a/b c".into()]),
+            "/v1/recurring/a%2Fb%20c/run"
+        );
+        assert_eq!(fill_path("/v1/batches", &[]), "/v1/batches");
+    }
 }
