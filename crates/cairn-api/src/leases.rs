@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use cairn::{ClaimedJob, Continue, Dequeue, Error, ErrorKind, JobId, Lease, QueueOrder, WorkerId};
+use cairn::{
+    Checkpoint, ClaimedJob, Continue, Dequeue, Error, ErrorKind, Fail, Finish, Heartbeat, JobId,
+    Lease, QueueOrder, Release, Retry, RunUsage, Update, WorkerId,
+};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -14,6 +17,8 @@ use utoipa::ToSchema;
 use crate::errors::{ErrorDetail, malformed};
 use crate::jobs::{JobBody, UsageBody};
 use crate::millis::{millis, to_millis};
+use crate::route::{Answer, JOB_ID, RouteVisitor, route};
+use crate::{EmptyBody, StateBody};
 
 /// A request for ready jobs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -427,4 +432,179 @@ pub struct FailRequest {
     /// What the attempt's process used, kept in the history.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageBody>,
+}
+
+/// The calls under a lease declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_lease_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<Heartbeat>();
+    visitor.visit::<Checkpoint>();
+    visitor.visit::<Update>();
+    visitor.visit::<Finish>();
+    visitor.visit::<Retry>();
+    visitor.visit::<Fail>();
+    visitor.visit::<Release>();
+}
+
+impl Answer<Timestamp> for LeaseExpiryBody {
+    fn from_output(lease_expires_at: Timestamp) -> Self {
+        LeaseExpiryBody { lease_expires_at }
+    }
+
+    fn into_output(self) -> Result<Timestamp, Error> {
+        Ok(self.lease_expires_at)
+    }
+}
+
+/// What a call under a lease may answer besides its own: the lease lost, or bad input.
+const LEASE_LOST: (u16, &str) = (409, "The lease was lost");
+const BAD_LEASE_CALL: (u16, &str) = (
+    400,
+    "Bad input: a bad id, or a body that breaks a rule; `field` names it",
+);
+
+route! {
+    Heartbeat: Post "/v1/jobs/{id}/heartbeat", params [JOB_ID], tag "workers", id "heartbeat",
+    summary "Extends the lease to a full lease timeout from now, optionally recording progress.",
+    done "The lease's new expiry",
+    errors [LEASE_LOST, BAD_LEASE_CALL],
+    path |r| [r.job],
+    body HeartbeatRequest = |r| HeartbeatRequest {
+        token: r.token.to_string(),
+        progress: r.progress.clone(),
+    },
+    answer LeaseExpiryBody,
+    from |path, body| Ok(Heartbeat {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+        progress: body.progress,
+    }),
+}
+
+route! {
+    Checkpoint: Post "/v1/jobs/{id}/checkpoint", params [JOB_ID], tag "workers", id "checkpoint",
+    summary "Saves the data a retry starts from, and extends the lease.",
+    done "The lease's new expiry",
+    errors [LEASE_LOST, BAD_LEASE_CALL],
+    path |r| [r.job],
+    body CheckpointRequest = |r| CheckpointRequest {
+        token: r.token.to_string(),
+        data: r.data.clone(),
+    },
+    answer LeaseExpiryBody,
+    from |path, body| Ok(Checkpoint {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+        data: body.data,
+    }),
+}
+
+route! {
+    Update: Post "/v1/jobs/{id}/update", params [JOB_ID], tag "workers", id "update",
+    summary "Records progress for queries to show.",
+    done "Recorded",
+    errors [LEASE_LOST, BAD_LEASE_CALL],
+    path |r| [r.job],
+    body UpdateRequest = |r| UpdateRequest {
+        token: r.token.to_string(),
+        progress: r.progress.clone(),
+    },
+    answer EmptyBody,
+    from |path, body| Ok(Update {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+        progress: body.progress,
+    }),
+}
+
+route! {
+    Finish: Post "/v1/jobs/{id}/finish", params [JOB_ID], tag "workers", id "finish",
+    summary "Completes the job, optionally replacing its data with a result. With `next`, completes only this step: \
+        the attempt ends and the job goes on in another queue (after `delay_ms`, once `depends_on` complete), with \
+        fresh attempts and the data it finished with, in one step.",
+    done "Completed, or moved on to its next queue",
+    errors [
+        (400, "Bad input, naming the field (such as `next.queue`)"),
+        (409, "The lease was lost, or a next dependency was cancelled or would make a cycle, or a job with a \
+            concurrency key would go on to a queue with priority aging"),
+    ],
+    path |r| [r.job],
+    body FinishRequest = |r| FinishRequest {
+        token: r.token.to_string(),
+        result: r.result.clone(),
+        data: r.data.clone(),
+        usage: r.usage.map(UsageBody::from),
+        next: r.next.as_ref().map(ContinueBody::from),
+    },
+    answer EmptyBody,
+    from |path, body| Ok(Finish {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+        result: body.result,
+        data: body.data,
+        usage: body.usage.map(RunUsage::from),
+        next: body.next.map(Continue::from),
+    }),
+}
+
+route! {
+    Retry: Post "/v1/jobs/{id}/retry", params [JOB_ID], tag "workers", id "retry",
+    summary "Reports a transient error: the job runs again after its backoff (or `delay_ms`, or at `run_at`), or \
+        fails when out of attempts.",
+    done "The job's new state: queued, scheduled, or failed",
+    errors [LEASE_LOST, BAD_LEASE_CALL],
+    path |r| [r.job],
+    body RetryRequest = |r| RetryRequest {
+        token: r.token.to_string(),
+        error: r.error.clone(),
+        delay_ms: r.delay.map(to_millis),
+        run_at: r.run_at,
+        usage: r.usage.map(UsageBody::from),
+    },
+    answer StateBody,
+    from |path, body| Ok(Retry {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+        error: body.error,
+        delay: body.delay_ms.map(millis),
+        run_at: body.run_at,
+        usage: body.usage.map(RunUsage::from),
+    }),
+}
+
+route! {
+    Fail: Post "/v1/jobs/{id}/fail", params [JOB_ID], tag "workers", id "fail",
+    summary "Fails the job for good, with a failure group and a message.",
+    done "Failed",
+    errors [LEASE_LOST, BAD_LEASE_CALL],
+    path |r| [r.job],
+    body FailRequest = |r| FailRequest {
+        token: r.token.to_string(),
+        group: r.group.clone(),
+        message: r.message.clone(),
+        usage: r.usage.map(UsageBody::from),
+    },
+    answer EmptyBody,
+    from |path, body| Ok(Fail {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+        group: body.group,
+        message: body.message,
+        usage: body.usage.map(RunUsage::from),
+    }),
+}
+
+route! {
+    Release: Post "/v1/jobs/{id}/release", params [JOB_ID], tag "workers", id "release",
+    summary "Gives the job back to its queue at once, without counting the attempt.",
+    done "Released",
+    errors [LEASE_LOST, BAD_LEASE_CALL],
+    path |r| [r.job],
+    body LeaseRequest = |r| LeaseRequest {
+        token: r.token.to_string(),
+    },
+    answer EmptyBody,
+    from |path, body| Ok(Release {
+        job: path.job()?,
+        token: parse_token("token", &body.token)?,
+    }),
 }

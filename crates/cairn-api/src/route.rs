@@ -103,6 +103,10 @@ pub trait Route: Request + Sized {
     /// The other statuses it answers, each with what it means; their body is an [`ErrorBody`](crate::ErrorBody).
     const ERRORS: &'static [(u16, &'static str)];
 
+    /// Whether the request carries a JSON body. One without (`cancel`, `DELETE`) has [`EmptyBody`](crate::EmptyBody)
+    /// for [`Self::Body`], and neither reads nor sends one.
+    const BODY: bool = true;
+
     /// The request's body on the wire.
     type Body: Wire;
     /// The answer's body on the wire, which converts from and to the request's output.
@@ -171,6 +175,7 @@ pub trait RouteVisitor {
 /// Gives `visitor` every route declared in this crate, resource by resource.
 pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::jobs::visit_job_routes(visitor);
+    crate::leases::visit_lease_routes(visitor);
     crate::batches::visit_batch_routes(visitor);
     crate::recurring::visit_recurring_routes(visitor);
 }
@@ -194,7 +199,8 @@ impl Jobs for cairn::Queue {
 
 /// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, its OpenAPI
 /// words, its body and answer and the conversions both ways. The path's parameters are filled, in order and
-/// percent-encoded, from the values `path` gives.
+/// percent-encoded, from the values `path` gives. A request without a body says `no body` instead of `body …`, and
+/// its `from` takes the path alone.
 ///
 /// ```ignore
 /// route! {
@@ -245,6 +251,47 @@ macro_rules! route {
             fn from_wire(
                 $params: &$crate::route::PathParams,
                 $wire: $body,
+            ) -> cairn::Result<Self> {
+                $from
+            }
+        }
+    };
+    (
+        $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
+        tag $tag:literal, id $id:literal,
+        summary $summary:expr,
+        done $done:expr,
+        errors [$($error:expr),* $(,)?],
+        path |$path_self:pat_param| [$($value:expr),* $(,)?],
+        no body,
+        answer $answer:ty,
+        from |$params:pat_param| $from:expr $(,)?
+    ) => {
+        impl $crate::route::Route for $request {
+            const METHOD: $crate::route::Method = $crate::route::Method::$method;
+            const PATH: &'static str = $path;
+            const PARAMS: &'static [$crate::route::PathParam] = &[$($param),*];
+            const TAG: &'static str = $tag;
+            const OPERATION_ID: &'static str = $id;
+            const SUMMARY: &'static str = $summary;
+            const DONE: &'static str = $done;
+            const ERRORS: &'static [(u16, &'static str)] = &[$($error),*];
+            const BODY: bool = false;
+            type Body = $crate::EmptyBody;
+            type Answer = $answer;
+
+            fn path(&self) -> String {
+                let $path_self = self;
+                $crate::route::fill_path($path, &[$(($value).to_string()),*])
+            }
+
+            fn body(&self) -> $crate::EmptyBody {
+                $crate::EmptyBody {}
+            }
+
+            fn from_wire(
+                $params: &$crate::route::PathParams,
+                _: $crate::EmptyBody,
             ) -> cairn::Result<Self> {
                 $from
             }

@@ -18,15 +18,13 @@ use serde_json::Value;
 
 use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
 use cairn_api::{
-    ActivityPageBody, AgingRequest, CheckpointRequest, ClaimedJobBody, ConcurrencyRequest,
-    ConfigEntryBody, ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody,
-    EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailRequest, FailureGroupListBody, FinishItem,
-    FinishManyBody, FinishManyRequest, FinishRequest, FinishResult, HealthBody, HeartbeatRequest,
-    JobBody, JobPageBody, KeyConcurrencyRequest, KeyWeightRequest, LeaseExpiryBody, LeaseRequest,
+    ActivityPageBody, AgingRequest, ClaimedJobBody, ConcurrencyRequest, ConfigEntryBody,
+    ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody,
+    EnqueuedBody, ErrorBody, FailureGroupListBody, FinishItem, FinishManyBody, FinishManyRequest,
+    FinishResult, HealthBody, JobBody, JobPageBody, KeyConcurrencyRequest, KeyWeightRequest,
     PeekBody, PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest,
-    RecurringBody, RecurringListBody, RecurringRequest, RetryRequest, SetConfigRequest, StateBody,
-    StatsBody, UnfailBody, UnfailRequest, UpdateRequest, UsageBody, WorkerBody, WorkerListBody,
-    WorkerStatsBody,
+    RecurringBody, RecurringListBody, RecurringRequest, SetConfigRequest, StatsBody, UnfailBody,
+    UnfailRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
@@ -153,8 +151,9 @@ impl Client {
             RouteMethod::Put => Method::PUT,
             RouteMethod::Delete => Method::DELETE,
         };
+        let body = R::BODY.then(|| request.body());
         let answer: R::Answer = self
-            .call(method, &request.path(), Some(&request.body()), CALL_TIMEOUT)
+            .call(method, &request.path(), body.as_ref(), CALL_TIMEOUT)
             .await?;
         R::output(answer)
     }
@@ -279,16 +278,11 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn heartbeat(&self, lease: &Lease, progress: Option<Value>) -> Result<Timestamp> {
-        let body: LeaseExpiryBody = self
-            .post(
-                &format!("/v1/jobs/{}/heartbeat", lease.job),
-                &HeartbeatRequest {
-                    token: lease.token.to_string(),
-                    progress,
-                },
-            )
-            .await?;
-        Ok(body.lease_expires_at)
+        self.run(cairn::Heartbeat {
+            progress,
+            ..cairn::Heartbeat::new(lease)
+        })
+        .await
     }
 
     /// Saves what a retry starts from; see [`cairn::Queue::checkpoint`].
@@ -296,16 +290,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn checkpoint(&self, lease: &Lease, data: Value) -> Result<Timestamp> {
-        let body: LeaseExpiryBody = self
-            .post(
-                &format!("/v1/jobs/{}/checkpoint", lease.job),
-                &CheckpointRequest {
-                    token: lease.token.to_string(),
-                    data,
-                },
-            )
-            .await?;
-        Ok(body.lease_expires_at)
+        self.run(cairn::Checkpoint::new(lease, data)).await
     }
 
     /// Records progress; see [`cairn::Queue::update`].
@@ -313,15 +298,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn update(&self, lease: &Lease, progress: Value) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/jobs/{}/update", lease.job),
-            &UpdateRequest {
-                token: lease.token.to_string(),
-                progress,
-            },
-        )
-        .await
-        .map(drop)
+        self.run(cairn::Update::new(lease, progress)).await
     }
 
     /// Completes the job; see [`cairn::Queue::finish`].
@@ -343,18 +320,7 @@ impl Client {
     /// As the embedded queue; an error about the next step names the field as the wire spells it
     /// (`next.delay_ms`, `next.depends_on`).
     pub async fn finish_with(&self, finish: Finish) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/jobs/{}/finish", finish.job),
-            &FinishRequest {
-                token: finish.token.to_string(),
-                result: finish.result,
-                data: finish.data,
-                usage: finish.usage.map(UsageBody::from),
-                next: finish.next.as_ref().map(ContinueBody::from),
-            },
-        )
-        .await
-        .map(drop)
+        self.run(finish).await
     }
 
     /// Completes many jobs in one request; see [`cairn::Queue::finish_many`]. Each job gets its own answer, in
@@ -419,21 +385,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn retry_with(&self, retry: Retry) -> Result<JobState> {
-        let body: StateBody = self
-            .post(
-                &format!("/v1/jobs/{}/retry", retry.job),
-                &RetryRequest {
-                    token: retry.token.to_string(),
-                    error: retry.error,
-                    delay_ms: retry
-                        .delay
-                        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-                    run_at: retry.run_at,
-                    usage: retry.usage.map(UsageBody::from),
-                },
-            )
-            .await?;
-        body.into_state()
+        self.run(retry).await
     }
 
     /// Fails the job for good; see [`cairn::Queue::fail`].
@@ -449,17 +401,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn fail_with(&self, fail: Fail) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/jobs/{}/fail", fail.job),
-            &FailRequest {
-                token: fail.token.to_string(),
-                group: fail.group,
-                message: fail.message,
-                usage: fail.usage.map(UsageBody::from),
-            },
-        )
-        .await
-        .map(drop)
+        self.run(fail).await
     }
 
     /// Gives the job back unfinished; see [`cairn::Queue::release`].
@@ -467,14 +409,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn release(&self, lease: &Lease) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/jobs/{}/release", lease.job),
-            &LeaseRequest {
-                token: lease.token.to_string(),
-            },
-        )
-        .await
-        .map(drop)
+        self.run(cairn::Release::new(lease)).await
     }
 
     /// Cancels a job; see [`cairn::Queue::cancel`].
@@ -482,9 +417,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn cancel(&self, job: JobId) -> Result<()> {
-        self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/cancel"), &serde_json::json!({}))
-            .await
-            .map(drop)
+        self.run(cairn::Cancel { job }).await
     }
 
     /// Deletes a job and its history; see [`cairn::Queue::delete`].
@@ -492,14 +425,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn delete(&self, job: JobId) -> Result<()> {
-        self.call::<(), EmptyBody>(
-            Method::DELETE,
-            &format!("/v1/jobs/{job}"),
-            None,
-            CALL_TIMEOUT,
-        )
-        .await
-        .map(drop)
+        self.run(cairn::Delete { job }).await
     }
 
     /// Changes a job's priority; see [`cairn::Queue::set_priority`].
@@ -555,10 +481,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn track(&self, job: JobId, tracked: bool) -> Result<()> {
-        let action = if tracked { "track" } else { "untrack" };
-        self.post::<_, EmptyBody>(&format!("/v1/jobs/{job}/{action}"), &serde_json::json!({}))
-            .await
-            .map(drop)
+        self.run(cairn::Track { job, tracked }).await
     }
 
     /// Every worker the server's queue remembers, with the jobs it holds and which of them stalled; see

@@ -8,6 +8,7 @@ use axum::Json;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use cairn_api::{ErrorBody, Method, PathParams, Route, RouteVisitor};
+use serde::Deserialize;
 use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
 };
@@ -21,7 +22,7 @@ use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::WriteWithBodyErrors;
+use crate::openapi::{WriteErrors, WriteWithBodyErrors};
 use crate::state::AppState;
 
 /// Every route declared in `cairn-api`, mounted.
@@ -40,17 +41,23 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// `R`'s handler and its OpenAPI entry, for `OpenApiRouter::routes`.
 fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
-    let handler = |State(state): State<AppState>,
-                   PathOf(path): PathOf,
-                   JsonBody(body): JsonBody<R::Body>| async move {
-        let request = R::from_wire(&path, body)?;
-        let output = state.queue.run(request).await?;
-        ApiResult::Ok(Json(R::answer(output)))
-    };
-    let method_router = match R::METHOD {
-        Method::Post => axum::routing::post(handler),
-        Method::Put => axum::routing::put(handler),
-        Method::Delete => axum::routing::delete(handler),
+    let method_router = if R::BODY {
+        on::<R, _>(
+            |State(state): State<AppState>,
+             PathOf(path): PathOf,
+             JsonBody(body): JsonBody<R::Body>| async move {
+                run::<R>(&state, &path, body).await
+            },
+        )
+    } else {
+        // A route without a body reads none: an empty request (or anything sent along) is fine.
+        on::<R, _>(
+            |State(state): State<AppState>, PathOf(path): PathOf| async move {
+                let body = R::Body::deserialize(serde_json::json!({}))
+                    .map_err(|e| ApiError::invalid("body", e.to_string()))?;
+                run::<R>(&state, &path, body).await
+            },
+        )
     };
     let mut schemas = Vec::new();
     <R::Body as ToSchema>::schemas(&mut schemas);
@@ -66,6 +73,28 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
     (schemas, paths::<R>(), method_router)
 }
 
+/// Runs `R` from its path and body, and answers what it gives.
+async fn run<R: Route>(
+    state: &AppState,
+    path: &PathParams,
+    body: R::Body,
+) -> ApiResult<Json<R::Answer>> {
+    let request = R::from_wire(path, body)?;
+    let output = state.queue.run(request).await?;
+    Ok(Json(R::answer(output)))
+}
+
+/// `handler` mounted for `R`'s method.
+fn on<R: Route, T: 'static>(
+    handler: impl axum::handler::Handler<T, AppState>,
+) -> axum::routing::MethodRouter<AppState> {
+    match R::METHOD {
+        Method::Post => axum::routing::post(handler),
+        Method::Put => axum::routing::put(handler),
+        Method::Delete => axum::routing::delete(handler),
+    }
+}
+
 /// `R`'s entry in the OpenAPI document: as `#[utoipa::path]` writes one.
 fn paths<R: Route>() -> Paths {
     let json = |name: &str| {
@@ -77,12 +106,12 @@ fn paths<R: Route>() -> Paths {
         .tag(R::TAG)
         .summary(Some(R::SUMMARY))
         .operation_id(Some(R::OPERATION_ID))
-        .request_body(Some(
+        .request_body(R::BODY.then(|| {
             RequestBodyBuilder::new()
                 .content("application/json", json(&<R::Body as ToSchema>::name()))
                 .required(Some(Required::True))
-                .build(),
-        ))
+                .build()
+        }))
         .response(
             "200",
             ResponseBuilder::new()
@@ -125,8 +154,13 @@ fn paths<R: Route>() -> Paths {
                 .build(),
         );
     }
-    // And what every operation that changes the queue with a body may answer.
-    for (status, response) in WriteWithBodyErrors::responses() {
+    // And what every operation that changes the queue (with a body, or without) may answer.
+    let shared = if R::BODY {
+        WriteWithBodyErrors::responses()
+    } else {
+        WriteErrors::responses()
+    };
+    for (status, response) in shared {
         operation = operation.response(status, response);
     }
     let method = match R::METHOD {

@@ -6,8 +6,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use cairn::{JobFilter, JobState, Push};
 use cairn_api::{
-    BulkBody, BulkRequest, EmptyBody, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody,
-    JobPageBody, PushBatchRequest, PushRequest,
+    BulkBody, BulkRequest, EnqueuedBatchBody, EnqueuedBody, ErrorBody, JobBody, JobPageBody,
+    PushBatchRequest, PushRequest,
 };
 use serde::Deserialize;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use utoipa::IntoParams;
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
+use crate::openapi::{ReadErrors, WriteWithBodyErrors};
 use crate::routes::{JobPath, QueryParams, bool_param, id_param, limit_param};
 use crate::state::AppState;
 
@@ -266,74 +266,4 @@ pub async fn list_jobs(
         jobs: page.jobs.iter().map(JobBody::from).collect(),
         next: page.next.map(|id| id.0),
     }))
-}
-
-/// Cancels a job that has not finished; its worker, if any, is refused from then on.
-#[utoipa::path(post, path = "/v1/jobs/{id}/cancel", tag = "jobs",
-    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Cancelled", body = EmptyBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 409, description = "The job already finished", body = ErrorBody),
-        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
-        WriteErrors,
-    ))]
-pub async fn cancel(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.cancel(id).await?;
-    Ok(Json(EmptyBody {}))
-}
-
-/// Deletes a job and its history.
-#[utoipa::path(delete, path = "/v1/jobs/{id}", tag = "jobs",
-    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Deleted", body = EmptyBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
-        WriteErrors,
-    ))]
-pub async fn delete(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.delete(id).await?;
-    Ok(Json(EmptyBody {}))
-}
-
-/// Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it is untracked. Tracking a
-/// tracked job is not an error.
-#[utoipa::path(post, path = "/v1/jobs/{id}/track", tag = "jobs",
-    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "Tracked", body = EmptyBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
-        WriteErrors,
-    ))]
-pub async fn track(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.track(id, true).await?;
-    Ok(Json(EmptyBody {}))
-}
-
-/// Stops tracking a job. Untracking a job that is not tracked is not an error.
-#[utoipa::path(post, path = "/v1/jobs/{id}/untrack", tag = "jobs",
-    params(("id" = cairn_api::rules::JobId, Path, description = "The job's id")),
-    responses(
-        (status = 200, description = "No longer tracked", body = EmptyBody),
-        (status = 404, description = "No such job", body = ErrorBody),
-        (status = 400, description = "A bad id: not a positive integer", body = ErrorBody),
-        WriteErrors,
-    ))]
-pub async fn untrack(
-    State(state): State<AppState>,
-    JobPath(id): JobPath,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.track(id, false).await?;
-    Ok(Json(EmptyBody {}))
 }

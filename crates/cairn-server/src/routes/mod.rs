@@ -183,8 +183,3 @@ pub(crate) fn job_id(text: &str) -> Result<JobId, ApiError> {
 fn token(text: &str) -> Result<i64, ApiError> {
     cairn_api::parse_token("token", text).map_err(ApiError::from)
 }
-
-/// Milliseconds from the wire.
-fn millis(ms: Option<u64>) -> Option<std::time::Duration> {
-    ms.map(std::time::Duration::from_millis)
-}

@@ -296,7 +296,12 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
     }
     let mut pending = Vec::new();
     for &on in &next.depends_on {
-        if let DependencyOn::Pending = check_dependency(ctx, Some(job), None, on)? {
+        // A dependency's fault is named where the finish holds it.
+        let checked = check_dependency(ctx, Some(job), None, on).map_err(|e| match e.field() {
+            Some("depends_on") => e.renamed("next.depends_on"),
+            _ => e,
+        })?;
+        if let DependencyOn::Pending = checked {
             pending.push(on);
         }
     }
