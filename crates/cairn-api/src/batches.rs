@@ -18,7 +18,7 @@ use crate::{EmptyBody, malformed};
 pub const BATCH_ID: PathParam = PathParam {
     name: "id",
     description: "The batch's id",
-    integer: true,
+    rule: "BatchId",
 };
 
 impl PathParams {

@@ -1,8 +1,10 @@
 //! The engine options that change at run time (`/v1/config`); the engine checks each value.
 
-use cairn::{ConfigEntry, ConfigKey, ConfigUnit};
+use cairn::{ConfigEntry, ConfigKey, ConfigUnit, SetConfig, UnsetConfig};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
+
+use crate::route::{Answer, PathParam, RouteVisitor, route};
 
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
@@ -76,4 +78,52 @@ pub struct SetConfigRequest {
     /// allows it. Required: `DELETE` goes back to the default.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>, required = true))]
     pub value: serde_json::Value,
+}
+
+/// The `{key}` of an option's path.
+pub const CONFIG_KEY: PathParam = PathParam {
+    name: "key",
+    description: "The option, such as `retention.max_age`",
+    rule: "ConfigKeyName",
+};
+
+/// The options' routes declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_config_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<SetConfig>();
+    visitor.visit::<UnsetConfig>();
+}
+
+impl Answer<ConfigEntry> for ConfigEntryBody {
+    fn from_output(entry: ConfigEntry) -> Self {
+        ConfigEntryBody::from(&entry)
+    }
+
+    fn into_output(self) -> cairn::Result<ConfigEntry> {
+        self.to_entry()
+    }
+}
+
+route! {
+    SetConfig: Put "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "set_config",
+    summary "Sets an option: stored, applied at once, kept across restarts.",
+    done "The option as it now is",
+    errors [(400, "No such option, or a bad value, naming the option")],
+    path |r| [r.key.as_str()],
+    body SetConfigRequest = |r| SetConfigRequest { value: r.value.to_json() },
+    answer ConfigEntryBody,
+    from |path, body| {
+        let key = ConfigKey::parse(path.text("key")?)?;
+        Ok(SetConfig { key, value: key.value_from_json(&body.value)? })
+    },
+}
+
+route! {
+    UnsetConfig: Delete "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "unset_config",
+    summary "Goes back to the server's default for an option.",
+    done "The option as it now is",
+    errors [(400, "No such option, or a default that does not fit the values set")],
+    path |r| [r.key.as_str()],
+    no body,
+    answer ConfigEntryBody,
+    from |path| Ok(UnsetConfig { key: ConfigKey::parse(path.text("key")?)? }),
 }

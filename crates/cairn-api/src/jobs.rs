@@ -4,8 +4,8 @@
 
 use cairn::{
     Attempt, AttemptOutcome, Cancel, ChangeDependencies, ChangeTags, Delete, Error, Job, JobId,
-    JobName, JobState, MoveJob, QueueName, Request, Requeue, Reschedule, RunUsage, SetData,
-    SetPriority, Tag, Track, UniqueKey, WorkerId,
+    JobName, JobState, MoveJob, QueueName, Requeue, Reschedule, RunUsage, SetData, SetPriority,
+    Tag, Track, UniqueKey, Untrack, WorkerId,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -21,7 +21,7 @@ use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::push::RetryPolicyBody;
-use crate::route::{JOB_ID, Method, PathParam, PathParams, Route, RouteVisitor, route};
+use crate::route::{JOB_ID, RouteVisitor, route};
 
 /// A job, as `GET /v1/jobs/{id}` and listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -428,60 +428,16 @@ route! {
     from |path| Ok(Delete { job: path.job()? }),
 }
 
-/// Tracking by hand, not by `route!`: a `Track` that untracks travels as an [`Untrack`], on that route's path.
-impl Route for Track {
-    const METHOD: Method = Method::Post;
-    const PATH: &'static str = "/v1/jobs/{id}/track";
-    const PARAMS: &'static [PathParam] = &[JOB_ID];
-    const TAG: &'static str = "jobs";
-    const OPERATION_ID: &'static str = "track";
-    const SUMMARY: &'static str = "Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it \
-        is untracked. Tracking a tracked job is not an error.";
-    const DONE: &'static str = "Tracked";
-    const ERRORS: &'static [(u16, &'static str)] = &[
-        (404, "No such job"),
-        (400, "A bad id: not a positive integer"),
-    ];
-    const BODY: bool = false;
-    type Body = EmptyBody;
-    type Answer = EmptyBody;
-
-    fn path(&self) -> String {
-        match self.tracked {
-            true => crate::route::fill_path(Self::PATH, &[self.job.to_string()]),
-            false => Untrack { job: self.job }.path(),
-        }
-    }
-
-    fn body(&self) -> EmptyBody {
-        EmptyBody {}
-    }
-
-    fn from_wire(path: &PathParams, _: EmptyBody) -> Result<Self, Error> {
-        Ok(Track {
-            job: path.job()?,
-            tracked: true,
-        })
-    }
-}
-
-/// Stops tracking a job: [`Track`] with `tracked` false, as a request of its own, so that it has its own route.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Untrack {
-    /// The job.
-    pub job: JobId,
-}
-
-impl Request for Untrack {
-    type Output = ();
-
-    fn run_on(self, queue: &cairn::Queue) -> cairn::BoxFuture<'_, cairn::Result<()>> {
-        Track {
-            job: self.job,
-            tracked: false,
-        }
-        .run_on(queue)
-    }
+route! {
+    Track: Post "/v1/jobs/{id}/track", params [JOB_ID], tag "jobs", id "track",
+    summary "Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it is untracked. \
+        Tracking a tracked job is not an error.",
+    done "Tracked",
+    errors [(404, "No such job"), (400, "A bad id: not a positive integer")],
+    path |r| [r.job],
+    no body,
+    answer EmptyBody,
+    from |path| Ok(Track { job: path.job()? }),
 }
 
 route! {

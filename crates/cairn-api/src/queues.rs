@@ -3,15 +3,20 @@
 
 use std::time::Duration;
 
-use cairn::{FailureGroup, KeyStats, QueueStats, Unfail};
+use cairn::{
+    AgeQueue, FailureGroup, KeyStats, LimitKeys, LimitQueue, PauseQueue, QueueStats,
+    RateLimitQueue, ResumeQueue, Unfail, WeighKey,
+};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::EmptyBody;
 use crate::jobs::JobBody;
 use crate::millis::to_millis;
+use crate::route::{Answer, PathParam, QUEUE_NAME, RouteVisitor, route};
 
 /// One queue: whether it is paused, and its jobs counted by state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -344,4 +349,160 @@ impl UnfailRequest {
 pub struct UnfailBody {
     /// How many jobs went back (a job whose unique key another live job holds stays failed).
     pub moved: u64,
+}
+
+/// The `{group}` of a failure group's path.
+pub const FAILURE_GROUP: PathParam = PathParam {
+    name: "group",
+    description: "The failure group",
+    rule: "GroupToUnfail",
+};
+
+/// The queues' routes declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_queue_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<PauseQueue>();
+    visitor.visit::<ResumeQueue>();
+    visitor.visit::<LimitQueue>();
+    visitor.visit::<LimitKeys>();
+    visitor.visit::<WeighKey>();
+    visitor.visit::<RateLimitQueue>();
+    visitor.visit::<AgeQueue>();
+    visitor.visit::<Unfail>();
+}
+
+impl Answer<u64> for UnfailBody {
+    fn from_output(moved: u64) -> Self {
+        UnfailBody { moved }
+    }
+
+    fn into_output(self) -> Result<u64, cairn::Error> {
+        Ok(self.moved)
+    }
+}
+
+route! {
+    PauseQueue: Post "/v1/queues/{queue}/pause", params [QUEUE_NAME], tag "queues", id "pause",
+    summary "Pauses a queue: it hands out no job until it is resumed; enqueue, cancel, finish and everything else \
+        work as usual. A queue may be paused before it has any job.",
+    done "Paused",
+    errors [(400, "A bad queue name")],
+    path |r| [r.queue],
+    no body,
+    answer EmptyBody,
+    from |path| Ok(PauseQueue { queue: path.text("queue")?.to_owned() }),
+}
+
+route! {
+    ResumeQueue: Post "/v1/queues/{queue}/resume", params [QUEUE_NAME], tag "queues", id "resume",
+    summary "Resumes a queue: its ready jobs go at once to the workers waiting for them.",
+    done "Resumed",
+    errors [(400, "A bad queue name")],
+    path |r| [r.queue],
+    no body,
+    answer EmptyBody,
+    from |path| Ok(ResumeQueue { queue: path.text("queue")?.to_owned() }),
+}
+
+route! {
+    LimitQueue: Post "/v1/queues/{queue}/concurrency", params [QUEUE_NAME], tag "queues", id "set_concurrency",
+    summary "Sets or removes a queue's concurrency limit: at most that many of its jobs run at once, across all \
+        workers.",
+    done "Set",
+    errors [(400, "A bad queue name or limit (0: pause the queue instead)")],
+    path |r| [r.queue],
+    body ConcurrencyRequest = |r| ConcurrencyRequest { concurrency: r.concurrency },
+    answer EmptyBody,
+    from |path, body| Ok(LimitQueue {
+        queue: path.text("queue")?.to_owned(),
+        concurrency: body.concurrency,
+    }),
+}
+
+route! {
+    LimitKeys: Post "/v1/queues/{queue}/key-concurrency", params [QUEUE_NAME], tag "queues",
+        id "set_key_concurrency",
+    summary "Sets or removes a queue's limit per concurrency key: at most that many of its jobs with one key run at \
+        once, across all workers and nodes, unless a job carries its own limit. Claims pass over a key at its \
+        limit.",
+    done "Set",
+    errors [
+        (400, "A bad queue name or limit"),
+        (409, "The queue has priority aging, which concurrency keys do not go with"),
+    ],
+    path |r| [r.queue],
+    body KeyConcurrencyRequest = |r| KeyConcurrencyRequest { limit: r.limit },
+    answer EmptyBody,
+    from |path, body| Ok(LimitKeys {
+        queue: path.text("queue")?.to_owned(),
+        limit: body.limit,
+    }),
+}
+
+route! {
+    WeighKey: Post "/v1/queues/{queue}/key-weight", params [QUEUE_NAME], tag "queues", id "set_key_weight",
+    summary "Sets or removes a concurrency key's weight in a queue: a key of weight N takes up to N jobs per turn \
+        where the others take one.",
+    done "Set",
+    errors [
+        (400, "A bad queue name, key or weight"),
+        (409, "The queue has priority aging, which concurrency keys do not go with"),
+    ],
+    path |r| [r.queue],
+    body KeyWeightRequest = |r| KeyWeightRequest { key: r.key.clone(), weight: r.weight },
+    answer EmptyBody,
+    from |path, body| Ok(WeighKey {
+        queue: path.text("queue")?.to_owned(),
+        key: body.key,
+        weight: body.weight,
+    }),
+}
+
+route! {
+    RateLimitQueue: Post "/v1/queues/{queue}/rate", params [QUEUE_NAME], tag "queues", id "set_rate",
+    summary "Sets or removes a queue's rate limit: at most `jobs` of its jobs start per `per_ms`, across all \
+        workers.",
+    done "Set",
+    errors [(400, "A bad queue name or rate")],
+    path |r| [r.queue],
+    body RateRequest = |r| RateRequest { rate: r.rate.map(RateLimitBody::from) },
+    answer EmptyBody,
+    from |path, body| Ok(RateLimitQueue {
+        queue: path.text("queue")?.to_owned(),
+        rate: body.rate.map(cairn::RateLimit::from),
+    }),
+}
+
+route! {
+    AgeQueue: Post "/v1/queues/{queue}/aging", params [QUEUE_NAME], tag "queues", id "set_aging",
+    summary "Turns a queue's priority aging on or off: with it, a ready job gains one priority point per `every_ms` \
+        of waiting, so a stream of high-priority jobs cannot starve the low ones. Applies at once to the queue's \
+        jobs.",
+    done "Set",
+    errors [
+        (400, "A bad queue name or step"),
+        (409, "The queue has jobs with concurrency keys, which priority aging does not go with"),
+    ],
+    path |r| [r.queue],
+    body AgingRequest = |r| AgingRequest { every_ms: r.every.map(to_millis) },
+    answer EmptyBody,
+    from |path, body| Ok(AgeQueue {
+        queue: path.text("queue")?.to_owned(),
+        every: body.every_ms.map(Duration::from_millis),
+    }),
+}
+
+route! {
+    Unfail: Post "/v1/failures/{group}/unfail", params [FAILURE_GROUP], tag "queues", id "unfail",
+    summary "Puts the oldest failed jobs of a failure group back in a queue (their own, or `queue`), ready now, with \
+        fresh attempts; their history is kept. A job whose unique key another live job holds now stays failed. One \
+        statement, however many jobs.",
+    done "How many jobs went back",
+    errors [
+        (400, "A bad queue name or limit"),
+        (409, "A job with a concurrency key would go to a queue with priority aging"),
+    ],
+    path |r| [r.group],
+    body UnfailRequest = |r| UnfailRequest::from(r),
+    answer UnfailBody,
+    from |path, body| Ok(body.into_unfail(path.text("group")?.to_owned())),
 }

@@ -2,7 +2,7 @@
 
 use cairn::{
     Enqueued, Error, ErrorKind, MissedSlots, Overlap, PauseRecurring, Push, Recurring,
-    RecurringInfo, ResumeRecurring, RunRecurring,
+    RecurringInfo, RemoveRecurring, ResumeRecurring, RunRecurring, SetRecurring,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -166,11 +166,13 @@ pub struct RecurringListBody {
 pub const RECURRING_KEY: PathParam = PathParam {
     name: "key",
     description: "The template's key",
-    integer: false,
+    rule: "RecurringKey",
 };
 
 /// The recurring templates' routes declared here, for [`visit_routes`](crate::visit_routes).
 pub(crate) fn visit_recurring_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<SetRecurring>();
+    visitor.visit::<RemoveRecurring>();
     visitor.visit::<PauseRecurring>();
     visitor.visit::<ResumeRecurring>();
     visitor.visit::<RunRecurring>();
@@ -241,4 +243,28 @@ route! {
     from |path, _| Ok(RunRecurring {
         key: path.text("key")?.to_owned(),
     }),
+}
+
+route! {
+    SetRecurring: Put "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "set_recurring",
+    summary "Creates or replaces the template `key`; its next slot counts from now.",
+    done "The template, with its next run",
+    errors [(400, "Bad input, naming the field")],
+    path |r| [r.recurring.key],
+    body RecurringRequest = |r| RecurringRequest::from(&r.recurring),
+    answer RecurringBody,
+    from |path, body| Ok(SetRecurring {
+        recurring: body.into_recurring(path.text("key")?.to_owned())?,
+    }),
+}
+
+route! {
+    RemoveRecurring: Delete "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "remove_recurring",
+    summary "Removes the template `key`; the jobs it already created stay.",
+    done "Removed",
+    errors [(400, "A key that is not UTF-8 text"), (404, "No such template")],
+    path |r| [r.key],
+    no body,
+    answer EmptyBody,
+    from |path| Ok(RemoveRecurring { key: path.text("key")?.to_owned() }),
 }

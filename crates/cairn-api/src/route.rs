@@ -20,22 +20,29 @@ pub enum Method {
     Delete,
 }
 
-/// A parameter in a route's path, such as `{id}`: its name, what it is, and whether it is a number.
+/// A parameter in a route's path, such as `{id}`: its name, what it is, and the rule it follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PathParam {
     /// The name between braces.
     pub name: &'static str,
     /// What it is, for the OpenAPI document.
     pub description: &'static str,
-    /// Whether it is an integer (else a string).
-    pub integer: bool,
+    /// The schema of `rules.rs` it follows (`JobId`, `QueueName`, …), which the document names.
+    pub rule: &'static str,
 }
 
 /// The `{id}` of a job's path.
 pub const JOB_ID: PathParam = PathParam {
     name: "id",
     description: "The job's id",
-    integer: true,
+    rule: "JobId",
+};
+
+/// The `{queue}` of a queue's path.
+pub const QUEUE_NAME: PathParam = PathParam {
+    name: "queue",
+    description: "The queue's name",
+    rule: "QueueName",
 };
 
 /// A request's path parameters as the server received them, by name.
@@ -113,7 +120,10 @@ pub trait Route: Request + Sized {
     type Answer: Wire + Answer<Self::Output>;
 
     /// This request's path: [`Self::PATH`] with its parameters filled in.
-    fn path(&self) -> String;
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming a parameter that is empty, which a path cannot carry.
+    fn path(&self) -> Result<String>;
     /// This request's body.
     fn body(&self) -> Self::Body;
     /// The request that arrived, from its path's parameters and its body.
@@ -176,6 +186,9 @@ pub trait RouteVisitor {
 pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::jobs::visit_job_routes(visitor);
     crate::leases::visit_lease_routes(visitor);
+    crate::queues::visit_queue_routes(visitor);
+    crate::config::visit_config_routes(visitor);
+    crate::workers::visit_worker_routes(visitor);
     crate::batches::visit_batch_routes(visitor);
     crate::recurring::visit_recurring_routes(visitor);
 }
@@ -238,7 +251,7 @@ macro_rules! route {
             type Body = $body;
             type Answer = $answer;
 
-            fn path(&self) -> String {
+            fn path(&self) -> cairn::Result<String> {
                 let $path_self = self;
                 $crate::route::fill_path($path, &[$(($value).to_string()),*])
             }
@@ -280,7 +293,7 @@ macro_rules! route {
             type Body = $crate::EmptyBody;
             type Answer = $answer;
 
-            fn path(&self) -> String {
+            fn path(&self) -> cairn::Result<String> {
                 let $path_self = self;
                 $crate::route::fill_path($path, &[$(($value).to_string()),*])
             }
@@ -301,18 +314,27 @@ macro_rules! route {
 pub(crate) use route;
 
 /// `template` (`/v1/jobs/{id}/move`) with each `{…}` replaced, in order, by the next of `values`, percent-encoded.
-pub fn fill_path(template: &str, values: &[String]) -> String {
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] naming the parameter whose value is empty.
+pub fn fill_path(template: &str, values: &[String]) -> Result<String> {
     let mut path = String::with_capacity(template.len());
     let mut values = values.iter();
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         path.push_str(&rest[..open]);
         let close = rest[open..].find('}').map_or(rest.len(), |c| open + c + 1);
-        path.push_str(&percent_encode(values.next().map_or("", String::as_str)));
+        let value = values.next().map_or("", String::as_str);
+        if value.is_empty() {
+            // An empty segment would reach another route, or none: name the field as the engine would.
+            let name = rest[open + 1..close].trim_end_matches('}');
+            return Err(invalid(name, "must not be empty"));
+        }
+        path.push_str(&percent_encode(value));
         rest = &rest[close..];
     }
     path.push_str(rest);
-    path
+    Ok(path)
 }
 
 /// Percent-encodes a path segment or a query value: everything but the unreserved characters (`A-Z a-z 0-9 - . _
@@ -345,13 +367,20 @@ mod tests {
     #[test]
     fn a_path_is_filled_in_order_and_encoded() {
         assert_eq!(
-            fill_path("/v1/jobs/{id}/move", &["7".into()]),
+            fill_path("/v1/jobs/{id}/move", &["7".into()]).unwrap(),
             "/v1/jobs/7/move"
         );
         assert_eq!(
-            fill_path("/v1/recurring/{key}/run", &["a/b c".into()]),
+            fill_path("/v1/recurring/{key}/run", &["a/b c".into()]).unwrap(),
             "/v1/recurring/a%2Fb%20c/run"
         );
-        assert_eq!(fill_path("/v1/batches", &[]), "/v1/batches");
+        assert_eq!(fill_path("/v1/batches", &[]).unwrap(), "/v1/batches");
+    }
+
+    #[test]
+    fn an_empty_parameter_is_named_rather_than_sent() {
+        let error = fill_path("/v1/failures/{group}/unfail", &[String::new()]).unwrap_err();
+        assert_eq!(error.kind(), cairn::ErrorKind::InvalidInput);
+        assert_eq!(error.to_string(), "group: must not be empty");
     }
 }

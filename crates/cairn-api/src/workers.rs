@@ -1,6 +1,6 @@
 //! The workers a queue has seen, and what each holds now.
 
-use cairn::{Error, JobId, WorkerId, WorkerInfo};
+use cairn::{Error, JobId, WorkerId, WorkerInfo, WorkerStopped};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::EmptyBody;
 use crate::errors::malformed;
+use crate::route::{PathParam, RouteVisitor, route};
 
 /// A worker the queue has seen: when it took jobs or heartbeated, and what it holds now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,4 +66,28 @@ impl WorkerBody {
 pub struct WorkerListBody {
     /// The workers.
     pub workers: Vec<WorkerBody>,
+}
+
+/// The `{worker}` of a worker's path.
+pub const WORKER: PathParam = PathParam {
+    name: "worker",
+    description: "The worker's id",
+    rule: "WorkerId",
+};
+
+/// The workers' routes declared here, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_worker_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<WorkerStopped>();
+}
+
+route! {
+    WorkerStopped: Post "/v1/workers/{worker}/stop", params [WORKER], tag "workers", id "stop_worker",
+    summary "A worker says it stops: the activity log shows it stopped rather than lost. Its next dequeue starts it \
+        again.",
+    done "Noted",
+    errors [(400, "A bad worker id")],
+    path |r| [r.worker],
+    no body,
+    answer EmptyBody,
+    from |path| Ok(WorkerStopped { worker: path.text("worker")?.to_owned() }),
 }

@@ -18,13 +18,11 @@ use serde_json::Value;
 
 use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
 use cairn_api::{
-    ActivityPageBody, AgingRequest, ClaimedJobBody, ConcurrencyRequest, ConfigEntryBody,
-    ConfigListBody, ContinueBody, DequeueBody, DequeueRequest, EmptyBody, EnqueuedBatchBody,
-    EnqueuedBody, ErrorBody, FailureGroupListBody, FinishItem, FinishManyBody, FinishManyRequest,
-    FinishResult, HealthBody, JobBody, JobPageBody, KeyConcurrencyRequest, KeyWeightRequest,
-    PeekBody, PushBatchRequest, PushRequest, QueueListBody, RateLimitBody, RateRequest,
-    RecurringBody, RecurringListBody, RecurringRequest, SetConfigRequest, StatsBody, UnfailBody,
-    UnfailRequest, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
+    ActivityPageBody, ClaimedJobBody, ConfigEntryBody, ConfigListBody, ContinueBody, DequeueBody,
+    DequeueRequest, EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailureGroupListBody, FinishItem,
+    FinishManyBody, FinishManyRequest, FinishResult, HealthBody, JobBody, JobPageBody, PeekBody,
+    PushBatchRequest, PushRequest, QueueListBody, RecurringBody, RecurringListBody,
+    RecurringRequest, StatsBody, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
 };
 use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
 
@@ -153,7 +151,7 @@ impl Client {
         };
         let body = R::BODY.then(|| request.body());
         let answer: R::Answer = self
-            .call(method, &request.path(), body.as_ref(), CALL_TIMEOUT)
+            .call(method, &request.path()?, body.as_ref(), CALL_TIMEOUT)
             .await?;
         R::output(answer)
     }
@@ -481,7 +479,10 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn track(&self, job: JobId, tracked: bool) -> Result<()> {
-        self.run(cairn::Track { job, tracked }).await
+        match tracked {
+            true => self.run(cairn::Track { job }).await,
+            false => self.run(cairn::Untrack { job }).await,
+        }
     }
 
     /// Every worker the server's queue remembers, with the jobs it holds and which of them stalled; see
@@ -513,13 +514,11 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn pause_queue(&self, queue: &str, paused: bool) -> Result<()> {
-        let action = if paused { "pause" } else { "resume" };
-        self.post::<_, EmptyBody>(
-            &format!("/v1/queues/{}/{action}", queue_segment(queue)?),
-            &serde_json::json!({}),
-        )
-        .await
-        .map(drop)
+        let queue = queue.to_owned();
+        match paused {
+            true => self.run(cairn::PauseQueue { queue }).await,
+            false => self.run(cairn::ResumeQueue { queue }).await,
+        }
     }
 
     /// Sets or removes a queue's concurrency limit; see [`cairn::Queue::limit_queue`].
@@ -527,12 +526,11 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn limit_queue(&self, queue: &str, concurrency: Option<u32>) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/queues/{}/concurrency", queue_segment(queue)?),
-            &ConcurrencyRequest { concurrency },
-        )
+        self.run(cairn::LimitQueue {
+            queue: queue.to_owned(),
+            concurrency,
+        })
         .await
-        .map(drop)
     }
 
     /// Sets or removes a queue's limit per concurrency key; see [`cairn::Queue::limit_keys`].
@@ -540,12 +538,11 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn limit_keys(&self, queue: &str, limit: Option<u32>) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/queues/{}/key-concurrency", queue_segment(queue)?),
-            &KeyConcurrencyRequest { limit },
-        )
+        self.run(cairn::LimitKeys {
+            queue: queue.to_owned(),
+            limit,
+        })
         .await
-        .map(drop)
     }
 
     /// Sets or removes a concurrency key's weight in a queue; see [`cairn::Queue::weigh_key`].
@@ -553,15 +550,12 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn weigh_key(&self, queue: &str, key: &str, weight: Option<u32>) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/queues/{}/key-weight", queue_segment(queue)?),
-            &KeyWeightRequest {
-                key: key.to_owned(),
-                weight,
-            },
-        )
+        self.run(cairn::WeighKey {
+            queue: queue.to_owned(),
+            key: key.to_owned(),
+            weight,
+        })
         .await
-        .map(drop)
     }
 
     /// Turns a queue's priority aging on or off; see [`cairn::Queue::age_queue`].
@@ -569,14 +563,11 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn age_queue(&self, queue: &str, every: Option<Duration>) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/queues/{}/aging", queue_segment(queue)?),
-            &AgingRequest {
-                every_ms: every.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            },
-        )
+        self.run(cairn::AgeQueue {
+            queue: queue.to_owned(),
+            every,
+        })
         .await
-        .map(drop)
     }
 
     /// Sets or removes a queue's rate limit; see [`cairn::Queue::rate_limit_queue`].
@@ -588,14 +579,11 @@ impl Client {
         queue: &str,
         rate: Option<cairn::RateLimit>,
     ) -> Result<()> {
-        self.post::<_, EmptyBody>(
-            &format!("/v1/queues/{}/rate", queue_segment(queue)?),
-            &RateRequest {
-                rate: rate.map(RateLimitBody::from),
-            },
-        )
+        self.run(cairn::RateLimitQueue {
+            queue: queue.to_owned(),
+            rate,
+        })
         .await
-        .map(drop)
     }
 
     /// Every queue that has jobs or settings, with its jobs counted by state; see [`cairn::Queue::queue_stats`].
@@ -678,24 +666,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn unfail(&self, unfail: Unfail) -> Result<u64> {
-        // A path cannot carry an empty segment: say what the engine would rather than hit no route.
-        if unfail.group.is_empty() {
-            return Err(Error::from_parts(
-                ErrorKind::InvalidInput,
-                Some("group".into()),
-                "group: must not be empty".to_owned(),
-            ));
-        }
-        let body: UnfailBody = self
-            .post(
-                &format!(
-                    "/v1/failures/{}/unfail",
-                    cairn_api::percent_encode(&unfail.group)
-                ),
-                &UnfailRequest::from(&unfail),
-            )
-            .await?;
-        Ok(body.moved)
+        self.run(unfail).await
     }
 
     /// Statistics over the last hour, day or week, in their wire form; see [`cairn::Queue::stats`].
@@ -812,10 +783,10 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn worker_stopped(&self, worker: &str) -> Result<()> {
-        let path = format!("/v1/workers/{}/stop", cairn_api::percent_encode(worker));
-        self.post::<_, EmptyBody>(&path, &EmptyBody {})
-            .await
-            .map(drop)
+        self.run(cairn::WorkerStopped {
+            worker: worker.to_owned(),
+        })
+        .await
     }
 
     /// Every engine option that can change at run time; see [`cairn::Queue::config`].
@@ -859,17 +830,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn set_config(&self, key: ConfigKey, value: ConfigValue) -> Result<ConfigEntry> {
-        let body: ConfigEntryBody = self
-            .call(
-                Method::PUT,
-                &format!("/v1/config/{}", key.as_str()),
-                Some(&SetConfigRequest {
-                    value: value.to_json(),
-                }),
-                CALL_TIMEOUT,
-            )
-            .await?;
-        body.to_entry()
+        self.run(cairn::SetConfig { key, value }).await
     }
 
     /// Goes back to the server's default for an option; see [`cairn::Queue::unset_config`].
@@ -877,15 +838,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn unset_config(&self, key: ConfigKey) -> Result<ConfigEntry> {
-        let body: ConfigEntryBody = self
-            .call::<(), _>(
-                Method::DELETE,
-                &format!("/v1/config/{}", key.as_str()),
-                None,
-                CALL_TIMEOUT,
-            )
-            .await?;
-        body.to_entry()
+        self.run(cairn::UnsetConfig { key }).await
     }
 
     /// Creates or replaces a recurring template; see [`cairn::Queue::set_recurring`].
@@ -893,10 +846,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn set_recurring(&self, recurring: Recurring) -> Result<RecurringInfo> {
-        let body = self
-            .set_recurring_request(&recurring.key, &RecurringRequest::from(&recurring))
-            .await?;
-        Ok(body.into())
+        self.run(cairn::SetRecurring { recurring }).await
     }
 
     /// Creates or replaces the recurring template `key`, given in its wire form.
@@ -922,14 +872,10 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn remove_recurring(&self, key: &str) -> Result<()> {
-        self.call::<(), EmptyBody>(
-            Method::DELETE,
-            &format!("/v1/recurring/{}", cairn_api::percent_encode(key)),
-            None,
-            CALL_TIMEOUT,
-        )
+        self.run(cairn::RemoveRecurring {
+            key: key.to_owned(),
+        })
         .await
-        .map(drop)
     }
 
     /// The recurring templates, by key; see [`cairn::Queue::recurring`].

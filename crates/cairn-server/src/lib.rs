@@ -60,34 +60,17 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(leases::dequeue))
         .routes(routes!(leases::finish_many))
         .routes(routes!(workers::list_workers))
-        .routes(routes!(
-            recurring::set_recurring,
-            recurring::remove_recurring
-        ))
         .routes(routes!(recurring::list_recurring))
         .routes(routes!(queues::list_queues))
-        .routes(routes!(queues::pause))
-        .routes(routes!(queues::resume))
-        .routes(routes!(queues::set_concurrency))
-        .routes(routes!(queues::set_key_concurrency))
-        .routes(routes!(queues::set_key_weight))
-        .routes(routes!(queues::set_rate))
-        .routes(routes!(queues::set_aging))
         .routes(routes!(queues::peek))
         .routes(routes!(queues::list_failures))
-        .routes(routes!(queues::unfail))
         .routes(routes!(config::list_config))
-        .routes(routes!(
-            config::get_config,
-            config::set_config,
-            config::unset_config
-        ))
+        .routes(routes!(config::get_config))
         .routes(routes!(stats::stats))
         .routes(routes!(stats::worker_stats))
         .routes(routes!(stats::activity))
         .routes(routes!(stats::sql))
         .routes(routes!(stats::metrics))
-        .routes(routes!(workers::stop_worker))
         .routes(routes!(health::health))
         .merge(routes::declared::routes())
         .split_for_parts()

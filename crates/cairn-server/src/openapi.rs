@@ -25,6 +25,7 @@ use utoipa::{IntoResponses, OpenApi, ToSchema};
     // The rules that path and query parameters name; the bodies' fields bring theirs with them.
     components(schemas(
         rules::JobId,
+        rules::BatchId,
         rules::QueueName,
         rules::WorkerId,
         rules::ConfigKeyName,

@@ -3,11 +3,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use cairn_api::{ConfigEntryBody, ConfigListBody, ErrorBody, SetConfigRequest};
+use cairn_api::{ConfigEntryBody, ConfigListBody, ErrorBody};
 
-use crate::body::JsonBody;
-use crate::error::{ApiError, ApiResult};
-use crate::openapi::{ReadErrors, WriteErrors, WriteWithBodyErrors};
+use crate::error::ApiResult;
+use crate::openapi::ReadErrors;
 use crate::routes::ConfigKeyPath;
 use crate::state::AppState;
 
@@ -39,40 +38,4 @@ pub async fn get_config(
         .find(|e| e.key == key)
         .expect("config lists every key");
     Ok(Json(ConfigEntryBody::from(entry)))
-}
-
-/// Sets an option: stored, applied at once, kept across restarts.
-#[utoipa::path(put, path = "/v1/config/{key}", tag = "config", request_body = SetConfigRequest,
-    params(("key" = cairn_api::rules::ConfigKeyName, Path, description = "The option, such as `retention.max_age`")),
-    responses(
-        (status = 200, description = "The option as it now is", body = ConfigEntryBody),
-        (status = 400, description = "No such option, or a bad value, naming the option", body = ErrorBody),
-        WriteWithBodyErrors,
-    ))]
-pub async fn set_config(
-    State(state): State<AppState>,
-    ConfigKeyPath(key): ConfigKeyPath,
-    JsonBody(request): JsonBody<SetConfigRequest>,
-) -> ApiResult<Json<ConfigEntryBody>> {
-    let value = key
-        .value_from_json(&request.value)
-        .map_err(ApiError::from)?;
-    let entry = state.queue.set_config(key, value).await?;
-    Ok(Json(ConfigEntryBody::from(&entry)))
-}
-
-/// Goes back to the server's default for an option.
-#[utoipa::path(delete, path = "/v1/config/{key}", tag = "config",
-    params(("key" = cairn_api::rules::ConfigKeyName, Path, description = "The option, such as `retention.max_age`")),
-    responses(
-        (status = 200, description = "The option as it now is", body = ConfigEntryBody),
-        (status = 400, description = "No such option, or a default that does not fit the values set", body = ErrorBody),
-        WriteErrors,
-    ))]
-pub async fn unset_config(
-    State(state): State<AppState>,
-    ConfigKeyPath(key): ConfigKeyPath,
-) -> ApiResult<Json<ConfigEntryBody>> {
-    let entry = state.queue.unset_config(key).await?;
-    Ok(Json(ConfigEntryBody::from(&entry)))
 }

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use cairn_api::{ErrorBody, Method, PathParams, Route, RouteVisitor};
@@ -13,10 +15,7 @@ use utoipa::openapi::path::{
     HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
 };
 use utoipa::openapi::request_body::RequestBodyBuilder;
-use utoipa::openapi::{
-    ContentBuilder, KnownFormat, ObjectBuilder, Paths, Ref, RefOr, Required, ResponseBuilder,
-    Schema, SchemaFormat, Type,
-};
+use utoipa::openapi::{ContentBuilder, Paths, Ref, RefOr, Required, ResponseBuilder, Schema};
 use utoipa::{IntoResponses, PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
@@ -120,22 +119,15 @@ fn paths<R: Route>() -> Paths {
                 .build(),
         );
     for param in R::PARAMS {
-        // An integer in a path is a job's id: positive.
-        let schema = if param.integer {
-            ObjectBuilder::new()
-                .schema_type(Type::Integer)
-                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-                .minimum(Some(1))
-        } else {
-            ObjectBuilder::new().schema_type(Type::String)
-        };
         operation = operation.parameter(
             ParameterBuilder::new()
                 .name(param.name)
                 .parameter_in(ParameterIn::Path)
                 .description(Some(param.description))
                 .required(Required::True)
-                .schema(Some(schema)),
+                .schema(Some(RefOr::<Schema>::Ref(Ref::from_schema_name(
+                    param.rule,
+                )))),
         );
     }
     // Every declared route has a path and a body, either of which may be bad; a route that says how in its own
@@ -183,8 +175,16 @@ impl<S: Send + Sync> FromRequestParts<S> for PathOf {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let Path(params) = Path::<BTreeMap<String, String>>::from_request_parts(parts, state)
             .await
-            .map_err(|e| {
-                ApiError::invalid("path", format!("must be UTF-8 text ({})", e.body_text()))
+            .map_err(|rejection| {
+                // Name the parameter, as the engine names a bad field, when axum says which one it is.
+                let field = match &rejection {
+                    PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+                        ErrorKind::InvalidUtf8InPathParam { key } => key.clone(),
+                        _ => "path".to_owned(),
+                    },
+                    _ => "path".to_owned(),
+                };
+                ApiError::invalid(field, "must be UTF-8 text once percent-decoded")
             })?;
         Ok(PathOf(PathParams(params)))
     }

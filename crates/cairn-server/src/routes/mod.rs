@@ -54,29 +54,6 @@ impl<S: Send + Sync> FromRequestParts<S> for QueuePath {
     }
 }
 
-/// The `{group}` of a failure group's path, as sent. A segment that is not valid UTF-8 once decoded is a `group`
-/// error in Cairn's error shape.
-pub struct GroupPath(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for GroupPath {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        text_segment(parts, state, "group").await.map(GroupPath)
-    }
-}
-
-/// The `{worker}` of a worker's path, as sent (the engine checks the id).
-pub struct WorkerPath(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for WorkerPath {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        text_segment(parts, state, "worker").await.map(WorkerPath)
-    }
-}
-
 /// The `{key}` of an option's path (`/v1/config/{key}`), checked against the options there are.
 pub struct ConfigKeyPath(pub ConfigKey);
 
@@ -86,18 +63,6 @@ impl<S: Send + Sync> FromRequestParts<S> for ConfigKeyPath {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let text = text_segment(parts, state, "key").await?;
         Ok(ConfigKeyPath(ConfigKey::parse(&text)?))
-    }
-}
-
-/// The `{key}` of a recurring template's path, as sent (the engine checks the key). A segment that is not valid
-/// UTF-8 once decoded is a `key` error in Cairn's error shape.
-pub struct KeyPath(pub String);
-
-impl<S: Send + Sync> FromRequestParts<S> for KeyPath {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        text_segment(parts, state, "key").await.map(KeyPath)
     }
 }
 

@@ -4,11 +4,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use cairn_api::{EmptyBody, ErrorBody, WorkerBody, WorkerListBody};
+use cairn_api::{WorkerBody, WorkerListBody};
 
 use crate::error::ApiResult;
-use crate::openapi::{ReadErrors, WriteErrors};
-use crate::routes::WorkerPath;
+use crate::openapi::ReadErrors;
 use crate::state::AppState;
 
 /// Every worker the queue remembers, by id: when it was first and last seen (taking jobs or heartbeating), the
@@ -20,20 +19,4 @@ pub async fn list_workers(State(state): State<AppState>) -> ApiResult<Json<Worke
     Ok(Json(WorkerListBody {
         workers: workers.iter().map(WorkerBody::from).collect(),
     }))
-}
-
-/// A worker says it stops: the activity log shows it stopped rather than lost. Its next dequeue starts it again.
-#[utoipa::path(post, path = "/v1/workers/{worker}/stop", tag = "workers",
-    params(("worker" = cairn_api::rules::WorkerId, Path, description = "The worker's id")),
-    responses(
-        (status = 200, description = "Noted", body = EmptyBody),
-        (status = 400, description = "A bad worker id", body = ErrorBody),
-        WriteErrors,
-    ))]
-pub async fn stop_worker(
-    State(state): State<AppState>,
-    WorkerPath(worker): WorkerPath,
-) -> ApiResult<Json<EmptyBody>> {
-    state.queue.worker_stopped(&worker).await?;
-    Ok(Json(EmptyBody {}))
 }

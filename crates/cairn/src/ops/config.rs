@@ -341,15 +341,21 @@ pub struct ConfigEntry {
     pub set_at: Option<jiff::Timestamp>,
 }
 
-/// Sets an option at run time, or with `value: None` goes back to the value the queue was opened with. The change
-/// is stored, so it outlives restarts, and applies at once: to jobs pushed from then on (defaults, data limit) and
-/// to the next pruning (retention).
+/// Sets an option at run time. The change is stored, so it outlives restarts, and applies at once: to jobs pushed
+/// from then on (defaults, data limit) and to the next pruning (retention).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetConfig {
     /// The option.
     pub key: ConfigKey,
-    /// The new value; `None` to unset.
-    pub value: Option<ConfigValue>,
+    /// The new value.
+    pub value: ConfigValue,
+}
+
+/// Goes back to the value an option had when the queue was opened, from now on (see [`SetConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnsetConfig {
+    /// The option.
+    pub key: ConfigKey,
 }
 
 /// The options the queue was opened with.
@@ -493,20 +499,32 @@ impl Operation for SetConfig {
     type Output = ConfigEntry;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<ConfigEntry> {
-        let key = self.key;
-        let next = ctx
-            .settings
-            .config
-            .with(key, self.value.map(|v| (v, ctx.now_ms)))?;
-        match self.value {
-            Some(value) => ctx.db.execute(
-                UPSERT_CONFIG,
-                &params![key.as_str(), value.to_json().to_string(), ctx.now_ms],
-            )?,
-            None => ctx.db.execute(DELETE_CONFIG, &params![key.as_str()])?,
-        };
-        ctx.settings.config = next;
-        ctx.settings.changed = true;
-        Ok(ctx.settings.config.entry(key))
+        set(ctx, self.key, Some(self.value))
     }
+}
+
+impl Operation for UnsetConfig {
+    type Output = ConfigEntry;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<ConfigEntry> {
+        set(ctx, self.key, None)
+    }
+}
+
+/// Sets option `key` to `value`, or back to its value at open with `None`.
+fn set(ctx: &mut WriteCtx<'_>, key: ConfigKey, value: Option<ConfigValue>) -> Result<ConfigEntry> {
+    let next = ctx
+        .settings
+        .config
+        .with(key, value.map(|v| (v, ctx.now_ms)))?;
+    match value {
+        Some(value) => ctx.db.execute(
+            UPSERT_CONFIG,
+            &params![key.as_str(), value.to_json().to_string(), ctx.now_ms],
+        )?,
+        None => ctx.db.execute(DELETE_CONFIG, &params![key.as_str()])?,
+    };
+    ctx.settings.config = next;
+    ctx.settings.changed = true;
+    Ok(ctx.settings.config.entry(key))
 }

@@ -76,7 +76,9 @@ pub mod public {
         ClaimedJob, Dequeue, MAX_DEQUEUE_NAMES, MAX_DEQUEUE_QUEUES, MAX_QUEUE_WEIGHT, MAX_WAIT,
         QueueOrder,
     };
-    pub use super::config::{ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig};
+    pub use super::config::{
+        ConfigEntry, ConfigKey, ConfigUnit, ConfigValue, SetConfig, UnsetConfig,
+    };
     pub use super::delete::Delete;
     pub use super::dependencies::ChangeDependencies;
     pub use super::events::{ActivityKind, WORKER_LOST_AFTER};
@@ -91,7 +93,8 @@ pub mod public {
         PushBatch, Throttle,
     };
     pub use super::queues::{
-        KeyStats, LimitKeys, LimitQueue, MAX_KEY_WEIGHT, PauseQueue, QueueStats, TOP_KEYS, WeighKey,
+        KeyStats, LimitKeys, LimitQueue, MAX_KEY_WEIGHT, PauseQueue, QueueStats, ResumeQueue,
+        TOP_KEYS, WeighKey,
     };
     pub use super::rate_limit::{RateLimit, RateLimitQueue};
     pub use super::recurring::{
@@ -107,7 +110,7 @@ pub mod public {
     pub use super::set_priority::SetPriority;
     pub use super::set_schedule::SetSchedule;
     pub use super::tags::ChangeTags;
-    pub use super::track::Track;
+    pub use super::track::{Track, Untrack};
     pub use super::update::Update;
     pub use super::workers::WorkerInfo;
     pub use super::workers::WorkerStopped;

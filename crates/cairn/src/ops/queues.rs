@@ -11,15 +11,19 @@ use crate::names::QueueName;
 use crate::ops::config::{Defaults, RuntimeConfig};
 use crate::ops::{Operation, WriteCtx, parse_stored_state, queue_changed};
 
-/// Pauses or resumes a queue. A paused queue's jobs stay where they are: they are enqueued, scheduled, finished,
-/// cancelled as usual, but no worker is handed one until the queue is resumed. Resuming hands them at once to
-/// workers that wait.
+/// Pauses a queue. A paused queue's jobs stay where they are: they are enqueued, scheduled, finished, cancelled as
+/// usual, but no worker is handed one until the queue is resumed ([`ResumeQueue`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PauseQueue {
     /// The queue.
     pub queue: String,
-    /// True to pause, false to resume.
-    pub paused: bool,
+}
+
+/// Resumes a paused queue: its ready jobs go at once to the workers that wait.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeQueue {
+    /// The queue.
+    pub queue: String,
 }
 
 const SET_PAUSED: Sql = Sql::both(
@@ -31,20 +35,32 @@ impl Operation for PauseQueue {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let queue = QueueName::parse(self.queue.as_str())?;
-        ctx.db
-            .execute(SET_PAUSED, &params![queue.as_str(), self.paused])?;
-        ctx.settings.entry(queue.as_str()).paused = self.paused;
-        if !self.paused {
-            ctx.ready.mark(queue.as_str());
-        }
-        queue_changed(
-            ctx,
-            queue.as_str(),
-            if self.paused { "paused" } else { "resumed" },
-        );
-        Ok(())
+        set_paused(ctx, &self.queue, true)
     }
+}
+
+impl Operation for ResumeQueue {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        set_paused(ctx, &self.queue, false)
+    }
+}
+
+fn set_paused(ctx: &mut WriteCtx<'_>, queue: &str, paused: bool) -> Result<()> {
+    let queue = QueueName::parse(queue)?;
+    ctx.db
+        .execute(SET_PAUSED, &params![queue.as_str(), paused])?;
+    ctx.settings.entry(queue.as_str()).paused = paused;
+    if !paused {
+        ctx.ready.mark(queue.as_str());
+    }
+    queue_changed(
+        ctx,
+        queue.as_str(),
+        if paused { "paused" } else { "resumed" },
+    );
+    Ok(())
 }
 
 /// Sets or removes a queue's concurrency limit: at most `limit` of its jobs run at once, across all workers (a

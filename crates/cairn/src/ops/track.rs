@@ -1,17 +1,22 @@
-//! [`Track`]: mark a job to keep an eye on it, or stop.
+//! [`Track`] and [`Untrack`]: mark a job to keep an eye on it, or stop.
 
 use crate::error::{Error, Result};
 use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx};
 use crate::store::db::{Sql, params};
 
-/// Tracks a job (it is listed by `JobFilter::tracked`, whatever its state), or stops tracking it.
+/// Tracks a job: it is listed by `JobFilter::tracked`, whatever its state. Tracking a tracked job changes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Track {
     /// The job.
     pub job: JobId,
-    /// True to track it, false to stop.
-    pub tracked: bool,
+}
+
+/// Stops tracking a job. Untracking a job that is not tracked changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Untrack {
+    /// The job.
+    pub job: JobId,
 }
 
 const SET_TRACKED: Sql = Sql::both("UPDATE jobs SET tracked = $1 WHERE id = $2");
@@ -20,12 +25,22 @@ impl Operation for Track {
     type Output = ();
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        let changed = ctx
-            .db
-            .execute(SET_TRACKED, &params![self.tracked, self.job])?;
-        if changed == 0 {
-            return Err(Error::not_found(format!("job {}", self.job)));
-        }
-        Ok(())
+        set_tracked(ctx, self.job, true)
     }
+}
+
+impl Operation for Untrack {
+    type Output = ();
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
+        set_tracked(ctx, self.job, false)
+    }
+}
+
+fn set_tracked(ctx: &mut WriteCtx<'_>, job: JobId, tracked: bool) -> Result<()> {
+    let changed = ctx.db.execute(SET_TRACKED, &params![tracked, job])?;
+    if changed == 0 {
+        return Err(Error::not_found(format!("job {job}")));
+    }
+    Ok(())
 }

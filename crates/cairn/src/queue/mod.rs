@@ -34,7 +34,9 @@ use crate::ops::batches::{Batch, BatchCreated, BatchFilter, CreateBatch};
 use crate::ops::cancel::Cancel;
 use crate::ops::checkpoint::Checkpoint;
 use crate::ops::claim::{Claim, ClaimedJob, Dequeue};
-use crate::ops::config::{ConfigEntry, ConfigKey, ConfigValue, Defaults, RuntimeConfig, SetConfig};
+use crate::ops::config::{
+    ConfigEntry, ConfigKey, ConfigValue, Defaults, RuntimeConfig, SetConfig, UnsetConfig,
+};
 use crate::ops::delete::Delete;
 use crate::ops::dependencies::ChangeDependencies;
 use crate::ops::fail::Fail;
@@ -42,7 +44,9 @@ use crate::ops::failures::{FailureGroup, Unfail};
 use crate::ops::finish::{Finish, FinishAndTake, MAX_FINISH_MANY};
 use crate::ops::heartbeat::Heartbeat;
 use crate::ops::push::{Enqueued, Push, PushBatch};
-use crate::ops::queues::{LimitKeys, LimitQueue, PauseQueue, QueueStats, SettingsCache};
+use crate::ops::queues::{
+    LimitKeys, LimitQueue, PauseQueue, QueueStats, ResumeQueue, SettingsCache,
+};
 use crate::ops::rate_limit::{RateLimit, RateLimitQueue};
 use crate::ops::recurring::{Recurring, RecurringInfo, RemoveRecurring, SetRecurring};
 use crate::ops::release::Release;
@@ -55,7 +59,7 @@ use crate::ops::set_data::SetData;
 use crate::ops::set_priority::SetPriority;
 use crate::ops::set_schedule::SetSchedule;
 use crate::ops::tags::ChangeTags;
-use crate::ops::track::Track;
+use crate::ops::track::{Track, Untrack};
 use crate::ops::update::Update;
 use crate::ops::workers::WorkerInfo;
 use crate::ops::workers::WorkerStopped;
@@ -670,7 +674,10 @@ impl Queue {
     /// # Errors
     /// [`ErrorKind::NotFound`].
     pub async fn track(&self, job: JobId, tracked: bool) -> Result<()> {
-        self.write(Track { job, tracked }).await
+        match tracked {
+            true => self.write(Track { job }).await,
+            false => self.write(Untrack { job }).await,
+        }
     }
 
     /// Every worker that took jobs or heartbeated and was not forgotten since (see
@@ -720,11 +727,20 @@ impl Queue {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] on `queue`.
     pub async fn pause_queue(&self, queue: &str, paused: bool) -> Result<()> {
-        self.write(PauseQueue {
-            queue: queue.to_owned(),
-            paused,
-        })
-        .await
+        match paused {
+            true => {
+                self.write(PauseQueue {
+                    queue: queue.to_owned(),
+                })
+                .await
+            }
+            false => {
+                self.write(ResumeQueue {
+                    queue: queue.to_owned(),
+                })
+                .await
+            }
+        }
     }
 
     /// Sets a queue's concurrency limit across all workers (see [`LimitQueue`]), or removes it with `None`.
@@ -900,11 +916,7 @@ impl Queue {
     /// [`ErrorKind::InvalidInput`] naming the key, when the value is of the wrong kind, out of range, or would
     /// make the default retry policy invalid (an initial delay above the maximum, for one).
     pub async fn set_config(&self, key: ConfigKey, value: ConfigValue) -> Result<ConfigEntry> {
-        self.write(SetConfig {
-            key,
-            value: Some(value),
-        })
-        .await
+        self.write(SetConfig { key, value }).await
     }
 
     /// Goes back to the value the queue was opened with. Returns the option as it now is.
@@ -913,7 +925,7 @@ impl Queue {
     /// [`ErrorKind::InvalidInput`] when the value it was opened with does not fit with the others set at run
     /// time (the retry policy).
     pub async fn unset_config(&self, key: ConfigKey) -> Result<ConfigEntry> {
-        self.write(SetConfig { key, value: None }).await
+        self.write(UnsetConfig { key }).await
     }
 
     /// Turns priority aging on for a queue, or off with `None`: a ready job gains one priority point for every

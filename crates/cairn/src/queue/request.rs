@@ -42,6 +42,7 @@ written_requests!(
     crate::ops::cancel::Cancel => (),
     crate::ops::checkpoint::Checkpoint => jiff::Timestamp,
     crate::ops::config::SetConfig => crate::ops::config::ConfigEntry,
+    crate::ops::config::UnsetConfig => crate::ops::config::ConfigEntry,
     crate::ops::delete::Delete => (),
     crate::ops::dependencies::ChangeDependencies => crate::job::JobState,
     crate::ops::fail::Fail => (),
@@ -54,6 +55,7 @@ written_requests!(
     crate::ops::queues::LimitKeys => (),
     crate::ops::queues::LimitQueue => (),
     crate::ops::queues::PauseQueue => (),
+    crate::ops::queues::ResumeQueue => (),
     crate::ops::queues::WeighKey => (),
     crate::ops::rate_limit::RateLimitQueue => (),
     crate::ops::recurring::PauseRecurring => crate::ops::recurring::RecurringInfo,
@@ -71,6 +73,7 @@ written_requests!(
     crate::ops::set_schedule::SetSchedule => (),
     crate::ops::tags::ChangeTags => (),
     crate::ops::track::Track => (),
+    crate::ops::track::Untrack => (),
     crate::ops::update::Update => (),
     crate::ops::workers::WorkerStopped => (),
 );
