@@ -345,8 +345,10 @@ async fn watch(
     let mut late: BTreeMap<&'static str, Option<Duration>> =
         expected.values().map(|(path, _)| (*path, None)).collect();
     late.insert("a recurring template's slot", None);
-    let give_up = tokio::time::Instant::now() + AHEAD + Duration::from_secs(25);
-    while late.values().any(Option::is_none) && tokio::time::Instant::now() < give_up {
+    let late = std::sync::Mutex::new(late);
+    let noted = &late;
+    // Whether every path's job came or not: the assertions on `late` say which did not.
+    let _ = crate::harness::poll(AHEAD + Duration::from_secs(25), || async move {
         let ready = queue
             .list(JobFilter {
                 queue: Some(DUE.to_owned()),
@@ -358,6 +360,7 @@ async fn watch(
             .unwrap()
             .jobs;
         let seen = Timestamp::now();
+        let mut late = noted.lock().unwrap();
         for job in ready {
             let (path, due_at) = match expected.get(&job.id) {
                 Some((path, due_at)) => (*path, due_at.unwrap_or(job.run_at)),
@@ -371,9 +374,10 @@ async fn watch(
                 .or_default()
                 .get_or_insert(Duration::try_from(lateness).unwrap());
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    late
+        late.values().all(Option::is_some).then_some(())
+    })
+    .await;
+    late.into_inner().unwrap()
 }
 
 /// Asserts that every path's job came, and within [`ALLOWED`] of its time; prints how late each was.

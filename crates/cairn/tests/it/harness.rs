@@ -12,7 +12,11 @@ use cairn::{ClaimedJob, Dequeue, ManualClock, Push, Queue, QueueOptions};
 use jiff::Timestamp;
 use tempfile::TempDir;
 
+pub use crate::poll::{eventually, poll};
 pub use cairn::__private::{TestDatabase, is_postgres_module};
+
+/// How long a test waits for what should happen at once: only a failing test waits this long.
+pub const PATIENCE: Duration = Duration::from_secs(10);
 
 /// A queue on a fresh database, with a clock that moves only when told.
 pub struct TestQueueOn<const POSTGRES: bool> {

@@ -18,6 +18,7 @@ mod postgres;
 mod crash;
 mod due_times;
 mod network;
+mod poll;
 mod postgres_backend;
 mod proxy;
 mod repeat_syntax;

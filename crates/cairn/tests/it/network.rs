@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use cairn::__private::TestDatabase;
 use cairn::{Dequeue, ErrorKind, JobId, JobState, Push, Queue};
 
+use crate::harness::poll;
 use crate::proxy::Proxy;
 
 /// How long the link stays cut: as long as the issue's trial, past every bound below.
@@ -45,22 +46,6 @@ fn leader(db: &TestDatabase) -> Option<String> {
     .unwrap()
 }
 
-/// Polls `check` every 100 ms until it gives a value, for at most `limit`; the value and when it came.
-async fn until<T, F, Fut>(limit: Duration, mut check: F) -> Option<(T, Instant)>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let started = Instant::now();
-    while started.elapsed() < limit {
-        if let Some(value) = check().await {
-            return Some((value, Instant::now()));
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
-}
-
 /// Runs `call` and checks that it failed with a status that says to try again (or, for a long poll, ended with
 /// nothing) within [`BOUND`]. Returns how long it took.
 async fn answered_quickly<T: std::fmt::Debug>(
@@ -83,7 +68,7 @@ async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_wor
     let proxy = Proxy::start(address(&db.url));
     // The node that will be cut off opens first, so that it leads the timed work when its link goes silent.
     let cut = Queue::open(&through(&db.url, &proxy)).await.unwrap();
-    until(BOUND, || async { leader(&db) })
+    poll(BOUND, || async { leader(&db) })
         .await
         .expect("the first node leads");
     let cut_leader = leader(&db).unwrap();
@@ -129,25 +114,25 @@ async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_wor
     let on_the_cut_node = async {
         let push = answered_quickly("a push", cut.enqueue(Push::new("during").queue("kept"))).await;
         let read = answered_quickly("a read", cut.get(acknowledged[0])).await;
-        let poll = answered_quickly(
+        let long_poll = answered_quickly(
             "a long poll",
             cut.dequeue(Dequeue::new("w").queue("kept").wait(Duration::from_secs(3))),
         )
         .await;
-        (push, read, poll)
+        (push, read, long_poll)
     };
-    let came_due = until(BOUND + delay, || async {
+    let came_due = poll(BOUND + delay, || async {
         let jobs = other
             .dequeue(Dequeue::new("w").queue("delayed"))
             .await
             .unwrap();
         jobs.into_iter().find(|c| c.job.id == delayed)
     });
-    let came_back = until(BOUND + lease, || async {
+    let came_back = poll(BOUND + lease, || async {
         let job = other.get(abandoned).await.unwrap();
         (job.state == JobState::Queued || job.state == JobState::Scheduled).then_some(job)
     });
-    let ((push, read, poll), came_due, came_back) =
+    let ((push, read, long_poll), came_due, came_back) =
         tokio::join!(on_the_cut_node, came_due, came_back);
     let (_, came_due) = came_due.expect("the delayed job came due on the other node");
     let (_, came_back) = came_back.expect("the abandoned job's lease expired on the other node");
@@ -158,13 +143,13 @@ async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_wor
     tokio::time::sleep(CUT.saturating_sub(cut_at.elapsed())).await;
     proxy.heal();
     let healed_at = Instant::now();
-    let (after, serving) = until(BOUND, || async {
+    let (after, serving) = poll(BOUND, || async {
         cut.enqueue(Push::new("after").queue("kept")).await.ok()
     })
     .await
     .expect("the node serves again once its link is back");
     acknowledged.push(after.id);
-    let (_, reading) = until(BOUND, || async { cut.get(after.id).await.ok() })
+    let (_, reading) = poll(BOUND, || async { cut.get(after.id).await.ok() })
         .await
         .expect("the node reads again once its link is back");
 
@@ -174,7 +159,7 @@ async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_wor
         cut.get(*id).await.unwrap();
     }
     eprintln!(
-        "cut {CUT:?}: push answered in {push:?}, read in {read:?}, long poll (3 s) in {poll:?}; delayed job due \
+        "cut {CUT:?}: push answered in {push:?}, read in {read:?}, long poll (3 s) in {long_poll:?}; delayed job due \
          {:?} late; lease back {:?} after expiry; serving {:?} and reading {:?} after the heal",
         came_due.saturating_duration_since(due_at),
         came_back.saturating_duration_since(expires_at),
@@ -207,7 +192,7 @@ async fn a_worker_records_its_jobs_outcomes_once_its_link_to_postgresql_is_back(
         })
         .start()
         .unwrap();
-    until(BOUND, || async {
+    poll(BOUND, || async {
         let mut running = 0;
         for id in &ids {
             if queue.get(*id).await.unwrap().state == JobState::Running {
@@ -226,7 +211,7 @@ async fn a_worker_records_its_jobs_outcomes_once_its_link_to_postgresql_is_back(
     tokio::time::sleep(Duration::from_secs(12)).await;
     proxy.heal();
 
-    until(Duration::from_secs(40), || async {
+    poll(Duration::from_secs(40), || async {
         let mut done = 0;
         for id in &ids {
             if let Ok(job) = queue.get(*id).await
@@ -256,7 +241,7 @@ async fn a_job_leased_through_a_node_cut_off_comes_back_within_its_lease_and_ret
     let db = TestDatabase::new();
     let proxy = Proxy::start(address(&db.url));
     let cut = Queue::open(&through(&db.url, &proxy)).await.unwrap();
-    until(BOUND, || async { leader(&db) })
+    poll(BOUND, || async { leader(&db) })
         .await
         .expect("the first node leads");
     let other = Queue::open(&db.url).await.unwrap();
@@ -284,7 +269,7 @@ async fn a_job_leased_through_a_node_cut_off_comes_back_within_its_lease_and_ret
     proxy.black_hole();
 
     let bound = lease + delay + Duration::from_secs(2);
-    let (_, came) = until(bound + Duration::from_secs(20), || async {
+    let (_, came) = poll(bound + Duration::from_secs(20), || async {
         other
             .dequeue(
                 Dequeue::new("rescuer")

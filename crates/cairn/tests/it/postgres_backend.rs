@@ -724,14 +724,12 @@ async fn a_wait_given_up_takes_back_its_own_registration_only() {
             .unwrap()
         }
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while registered().await < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "both waits registered"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    crate::harness::eventually(
+        crate::harness::PATIENCE,
+        "both waits registered",
+        || async { registered().await == 2 },
+    )
+    .await;
     given_up.abort();
     let _ = given_up.await;
     a.settle().await.unwrap();
@@ -1126,42 +1124,56 @@ async fn statistics_of_two_nodes_add_up() {
 /// ended (a closed queue's sessions report as they end), and `written`, how many rows of `jobs` the test has
 /// inserted and updated by then, is counted.
 async fn index_scans_once_reported(url: &str, written: i64, indexes: &[&str]) -> Vec<i64> {
-    let (url, indexes) = (
-        url.to_owned(),
-        indexes.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
-    );
-    tokio::task::spawn_blocking(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-        for _ in 0..300 {
-            let row = client
-                .query_one(
-                    "SELECT (SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables WHERE relname = 'jobs'), \
-                     (SELECT count(*) FROM pg_stat_activity \
-                      WHERE datname = current_database() AND pid <> pg_backend_pid())",
-                    &[],
-                )
-                .unwrap();
-            let (reported, sessions): (i64, i64) = (row.get(0), row.get(1));
-            if reported >= written && sessions == 0 {
-                return indexes
-                    .iter()
-                    .map(|index| {
-                        client
-                            .query_one(
-                                "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1",
-                                &[index],
-                            )
-                            .unwrap()
-                            .get(0)
-                    })
-                    .collect();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("PostgreSQL never reported the {written} rows written to jobs");
+    let url = url.to_owned();
+    let indexes: std::sync::Arc<Vec<String>> =
+        std::sync::Arc::new(indexes.iter().map(|i| i.to_string()).collect());
+    let client = tokio::task::spawn_blocking(move || {
+        postgres::Client::connect(&url, postgres::NoTls).unwrap()
     })
     .await
-    .unwrap()
+    .unwrap();
+    let client = std::sync::Arc::new(std::sync::Mutex::new(client));
+    let reported = crate::harness::poll(std::time::Duration::from_secs(15), || {
+        let (client, indexes) = (client.clone(), indexes.clone());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut client = client.lock().unwrap();
+                let row = client
+                    .query_one(
+                        "SELECT (SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables WHERE relname = 'jobs'), \
+                         (SELECT count(*) FROM pg_stat_activity \
+                          WHERE datname = current_database() AND pid <> pg_backend_pid())",
+                        &[],
+                    )
+                    .unwrap();
+                let (reported, sessions): (i64, i64) = (row.get(0), row.get(1));
+                (reported >= written && sessions == 0).then(|| {
+                    indexes
+                        .iter()
+                        .map(|index| {
+                            client
+                                .query_one(
+                                    "SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1",
+                                    &[index],
+                                )
+                                .unwrap()
+                                .get(0)
+                        })
+                        .collect()
+                })
+            })
+            .await
+            .unwrap()
+        }
+    })
+    .await;
+    // The blocking client ends off the runtime, as it began.
+    tokio::task::spawn_blocking(move || drop(client))
+        .await
+        .unwrap();
+    let (scans, _) = reported
+        .unwrap_or_else(|| panic!("PostgreSQL never reported the {written} rows written to jobs"));
+    scans
 }
 
 /// Finishing jobs finds each by its id, however few jobs PostgreSQL believes are running (always few, next to the
@@ -1247,31 +1259,40 @@ async fn a_busy_queue_vacuums_its_jobs_table_itself_once_past_its_bar() {
     };
     let low = open(busy.url.clone(), 50).await;
     let high = open(idle.url.clone(), 1_000_000).await;
-    let vacuums = |queue: &cairn::Queue| {
-        let queue = queue.clone();
+    // A statistic of the jobs table, as PostgreSQL last reported it.
+    let statistic = |queue: &cairn::Queue, column: &str| {
+        let (queue, sql) = (
+            queue.clone(),
+            format!("SELECT {column} FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass"),
+        );
         async move {
-            let result = queue
-                .sql(cairn::SqlQuery::new(
-                    "SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass",
-                ))
-                .await
-                .unwrap();
+            let result = queue.sql(cairn::SqlQuery::new(&sql)).await.unwrap();
             result.rows[0][0].as_i64().unwrap()
         }
     };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while vacuums(&low).await == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no vacuum of the jobs table within 30 s"
-        );
-        // Each job updates its row twice: claimed, then finished.
-        crate::harness::finish_batch(&low, "churn", 50).await;
-        crate::harness::finish_batch(&high, "churn", 50).await;
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
+    let vacuums = |queue: &cairn::Queue| statistic(queue, "vacuum_count");
+    // The same churn on both until the first vacuums: each job updates its row twice, claimed, then finished. A
+    // round at a time, each once PostgreSQL has reported rows changed since the last (the queue's vacuum goes by
+    // those reports, and looks at them every few seconds: the churn goes on meanwhile).
+    let (low, high) = (&low, &high);
+    let reported_at_churn = std::sync::atomic::AtomicI64::new(-1);
+    let reported_at_churn = &reported_at_churn;
+    crate::harness::eventually(
+        std::time::Duration::from_secs(30),
+        "a vacuum of the jobs table",
+        || async move {
+            let reported = statistic(low, "n_tup_upd + n_tup_del").await;
+            if reported > reported_at_churn.load(std::sync::atomic::Ordering::SeqCst) {
+                reported_at_churn.store(reported, std::sync::atomic::Ordering::SeqCst);
+                crate::harness::finish_batch(low, "churn", 50).await;
+                crate::harness::finish_batch(high, "churn", 50).await;
+            }
+            vacuums(low).await > 0
+        },
+    )
+    .await;
     assert_eq!(
-        vacuums(&high).await,
+        vacuums(high).await,
         0,
         "the queue with the higher bar vacuumed"
     );

@@ -79,15 +79,13 @@ async fn the_write_ahead_log_is_folded_back_into_the_file_while_the_queue_is_ope
     // About 1,500 pages: past the 1,000 at which a commit asks for a checkpoint.
     t.queue.enqueue_batch(bulky_jobs(0, 700)).await.unwrap();
     // The checkpoint runs on a thread of its own after the commit; give it up to 30 s.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while file_sizes(&t.path()).0 < before + 5_000_000 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the database file is still {} bytes: the write-ahead log was not checkpointed",
-            file_sizes(&t.path()).0
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let path = t.path();
+    crate::harness::eventually(
+        Duration::from_secs(30),
+        "the write-ahead log checkpointed into the database file",
+        || async { file_sizes(&path).0 >= before + 5_000_000 },
+    )
+    .await;
     t.close().await;
 }
 

@@ -7,23 +7,7 @@ use std::time::Duration;
 use cairn::{AttemptOutcome, JobError, JobState, Push, RetryPolicy, Worker};
 use serde_json::json;
 
-use super::harness::TestQueue;
-
-/// Waits until `check` holds, polling the queue's state; fails after ten seconds.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
+use super::harness::{PATIENCE, TestQueue, eventually};
 
 async fn state_of(t: &TestQueue, id: cairn::JobId) -> JobState {
     t.queue.get(id).await.unwrap().state
@@ -83,13 +67,13 @@ async fn handler_outcomes_map_to_finish_retry_and_fail() {
         .unwrap();
     let t = &t;
     for id in [ok, flaky] {
-        eventually("jobs complete", || async move {
+        eventually(PATIENCE, "jobs complete", || async move {
             state_of(t, id).await == JobState::Completed
         })
         .await;
     }
     for id in [bad, panics, io] {
-        eventually("jobs fail", || async move {
+        eventually(PATIENCE, "jobs fail", || async move {
             state_of(t, id).await == JobState::Failed
         })
         .await;
@@ -134,7 +118,7 @@ async fn a_handler_takes_only_jobs_of_its_exact_name_even_with_glob_characters()
         .start()
         .unwrap();
     let t = &t;
-    eventually("its job completes", || async move {
+    eventually(PATIENCE, "its job completes", || async move {
         state_of(t, mine).await == JobState::Completed
     })
     .await;
@@ -176,13 +160,13 @@ async fn concurrency_counts_job_weight() {
         .unwrap();
     // Let jobs through one at a time; the running weight must never exceed 3.
     for _ in 0..6 {
-        eventually("a job is running", || async {
+        eventually(PATIENCE, "a job is running", || async {
             running.load(Ordering::SeqCst) > 0
         })
         .await;
         release.add_permits(1);
     }
-    eventually("all done", || async {
+    eventually(PATIENCE, "all done", || async {
         t.queue
             .list(cairn::JobFilter {
                 state: Some(JobState::Completed),
@@ -225,14 +209,14 @@ async fn automatic_heartbeats_keep_a_long_job_leased() {
         })
         .start()
         .unwrap();
-    eventually("running", || async {
+    eventually(PATIENCE, "running", || async {
         state_of(&t, id).await == JobState::Running
     })
     .await;
     // Move the clock within the lease; the next heartbeat pushes the expiry to a full timeout from then.
     let first = t.queue.get(id).await.unwrap().lease_expires_at.unwrap();
     t.advance(Duration::from_millis(200));
-    eventually("lease extended", || async {
+    eventually(PATIENCE, "lease extended", || async {
         t.queue.get(id).await.unwrap().lease_expires_at.unwrap() > first
     })
     .await;
@@ -242,7 +226,7 @@ async fn automatic_heartbeats_keep_a_long_job_leased() {
     let job = t.queue.get(id).await.unwrap();
     assert_eq!((job.state, job.attempt), (JobState::Running, 1));
     go.notify_one();
-    eventually("completed", || async {
+    eventually(PATIENCE, "completed", || async {
         state_of(&t, id).await == JobState::Completed
     })
     .await;
@@ -266,7 +250,7 @@ async fn shutdown_waits_for_running_jobs_until_the_deadline_then_gives_them_back
         .unwrap();
     let t = &t;
     for id in [quick, stuck] {
-        eventually("both running", || async move {
+        eventually(PATIENCE, "both running", || async move {
             state_of(t, id).await == JobState::Running
         })
         .await;
@@ -312,12 +296,12 @@ async fn a_cancelled_job_stops_its_handler_at_the_next_heartbeat() {
         })
         .start()
         .unwrap();
-    eventually("running", || async {
+    eventually(PATIENCE, "running", || async {
         state_of(&t, id).await == JobState::Running
     })
     .await;
     t.queue.cancel(id).await.unwrap();
-    eventually("handler stopped", || async {
+    eventually(PATIENCE, "handler stopped", || async {
         stopped.load(Ordering::SeqCst)
     })
     .await;
@@ -399,7 +383,7 @@ async fn jobs_ending_together_finish_each_with_its_own_result() {
             .unwrap()
     };
     let started_ref = &started;
-    eventually("every job runs", || async move {
+    eventually(PATIENCE, "every job runs", || async move {
         started_ref.load(Ordering::SeqCst) == 40
     })
     .await;
@@ -408,7 +392,7 @@ async fn jobs_ending_together_finish_each_with_its_own_result() {
     gate.add_permits(40);
     let t = &t;
     for (i, id) in ids.iter().enumerate().filter(|(i, _)| *i != 7) {
-        eventually("the job completes", || async move {
+        eventually(PATIENCE, "the job completes", || async move {
             state_of(t, *id).await == JobState::Completed
         })
         .await;
@@ -580,7 +564,7 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
         .start()
         .unwrap();
     // Two slots, and many more jobs run while no finish has been answered.
-    eventually("a 33rd job ran", || async {
+    eventually(PATIENCE, "a 33rd job ran", || async {
         ran.load(Ordering::SeqCst) >= 33
     })
     .await;
@@ -600,7 +584,7 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
     drop(held);
     for id in ids {
         let t = &t;
-        eventually("every job completed", || async move {
+        eventually(PATIENCE, "every job completed", || async move {
             state_of(t, id).await == JobState::Completed
         })
         .await;
@@ -642,12 +626,15 @@ async fn finishes_that_end_while_the_queue_is_busy_go_in_one_call() {
         .unwrap();
     // One job ends: its finish goes alone, and the queue keeps it waiting to be taken up.
     gate.add_permits(1);
-    eventually("the first call", || async { backend.call_sizes() == [1] }).await;
+    eventually(PATIENCE, "the first call", || async {
+        backend.call_sizes() == [1]
+    })
+    .await;
     // The nine others end one by one while it waits: no call goes for them yet.
     for n in 2..=10 {
         gate.add_permits(1);
         let ended = &ended;
-        eventually("the job ends", || async move {
+        eventually(PATIENCE, "the job ends", || async move {
             ended.load(Ordering::SeqCst) == n
         })
         .await;
@@ -657,7 +644,7 @@ async fn finishes_that_end_while_the_queue_is_busy_go_in_one_call() {
     assert_eq!(backend.call_sizes(), [1]);
     // Taken up: the nine go in the next call, together, though the first is still unanswered.
     backend.take_up_calls();
-    eventually("the second call", || async {
+    eventually(PATIENCE, "the second call", || async {
         backend.call_sizes() == [1, 9]
     })
     .await;
@@ -695,13 +682,13 @@ async fn jobs_that_end_together_are_replaced_in_one_request() {
         })
         .start()
         .unwrap();
-    eventually("four jobs start", || async {
+    eventually(PATIENCE, "four jobs start", || async {
         started.load(Ordering::SeqCst) == 4
     })
     .await;
     // The four running jobs end at once.
     gate.add_permits(4);
-    eventually("four more start", || async {
+    eventually(PATIENCE, "four more start", || async {
         started.load(Ordering::SeqCst) == 8
     })
     .await;
@@ -754,13 +741,16 @@ async fn a_worker_takes_more_jobs_only_once_fewer_than_min_concurrency_run() {
         })
         .start()
         .unwrap();
-    eventually("four jobs start", || async {
+    eventually(PATIENCE, "four jobs start", || async {
         started.load(Ordering::SeqCst) == 4
     })
     .await;
     for ended in [1, 2] {
         gate.add_permits(1);
-        eventually("the job ends", || async { completed(&t).await == ended }).await;
+        eventually(PATIENCE, "the job ends", || async {
+            completed(&t).await == ended
+        })
+        .await;
         // The worker decides whether to take more as each job ends; a moment more shows that it took none.
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert_eq!(
@@ -771,9 +761,11 @@ async fn a_worker_takes_more_jobs_only_once_fewer_than_min_concurrency_run() {
         );
     }
     gate.add_permits(1);
-    eventually("three more start, back to four running", || async {
-        started.load(Ordering::SeqCst) == 7
-    })
+    eventually(
+        PATIENCE,
+        "three more start, back to four running",
+        || async { started.load(Ordering::SeqCst) == 7 },
+    )
     .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(started.load(Ordering::SeqCst), 7, "never past four running");
