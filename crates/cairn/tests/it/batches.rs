@@ -154,7 +154,7 @@ async fn a_batch_whose_jobs_all_complete_makes_both_callbacks_and_a_parked_worke
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    t.until_parked("callbacks").await;
     let part = take_from(&t, "parts").await;
     t.queue.finish(&part.lease, None).await.unwrap();
     let mut names: Vec<String> = waiting

@@ -303,7 +303,7 @@ async fn blocked_dequeue_returns_when_a_job_is_enqueued() {
             .await
             .unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.until_parked("w").await;
     t.push("other").await; // does not match: the waiter keeps waiting
     let id = t.push("mail.send").await;
     let got = tokio::time::timeout(Duration::from_secs(10), waiter)
@@ -330,7 +330,7 @@ async fn blocked_dequeue_returns_when_a_scheduled_job_comes_due() {
             .dequeue(Dequeue::new("w").wait(Duration::from_secs(30)))
             .await
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.until_parked("w").await;
     assert!(!waiter.is_finished());
     t.advance(Duration::from_secs(3600));
     let got = tokio::time::timeout(Duration::from_secs(10), waiter)
@@ -363,7 +363,7 @@ async fn close_answers_waiting_dequeues_with_no_job() {
             .dequeue(Dequeue::new("w").wait(Duration::from_secs(60)))
             .await
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.until_parked("w").await;
     t.close().await;
     let got = tokio::time::timeout(Duration::from_secs(10), waiter)
         .await
@@ -608,8 +608,9 @@ async fn parked_dequeues_are_served_as_many_as_jobs_arrive() {
             })
         })
         .collect();
-    t.queue.settle().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    for i in 0..12 {
+        t.until_parked(&format!("w{i}")).await;
+    }
 
     let push_to_q = |n: usize, from: usize| {
         (from..from + n)

@@ -268,7 +268,7 @@ async fn enqueue_in_the_applications_transaction_exists_only_if_it_commits() {
             .await
             .unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.until_parked("w").await;
     let tx = conn.transaction().unwrap();
     tx.execute("INSERT INTO orders (id) VALUES (2)", [])
         .unwrap();

@@ -96,7 +96,7 @@ async fn a_lease_expiry_wakes_a_blocked_dequeue() {
             .await
             .unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.until_parked("w2").await;
     t.advance(Duration::from_secs(10));
     let got = tokio::time::timeout(Duration::from_secs(10), waiter)
         .await

@@ -383,12 +383,16 @@ async fn a_rate_limited_queue_starts_at_most_its_rate_and_wakes_waiting_workers_
     let queue = t.queue.clone();
     let waiter = tokio::spawn(async move {
         queue
-            .dequeue(Dequeue::new("b").limit(10).wait(Duration::from_secs(60)))
+            .dequeue(
+                Dequeue::new("waiting")
+                    .limit(10)
+                    .wait(Duration::from_secs(60)),
+            )
             .await
             .unwrap()
     });
-    // Let it park: it is served by the tick at which the bucket refills, not at its own arrival.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Parked first: it is served by the tick at which the bucket refills, not at its own arrival.
+    t.until_parked("waiting").await;
     t.advance(Duration::from_secs(5));
     assert_eq!(waiter.await.unwrap().len(), 1);
     assert_eq!(

@@ -356,7 +356,7 @@ async fn a_template_creates_one_job_per_slot_on_time() {
             .await
             .unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(20)).await;
+    t.until_parked("w").await;
     t.advance(Duration::from_secs(15 * 60));
     let got = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
