@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use cairn::{ActivityEvent, ActivityKind, ErrorKind, EventFilter, Events, EventsFrom, Push};
 
-use super::harness::TestQueue;
+use super::harness::{TestQueue, poll_once};
 
 /// The next event, or a failure after ten seconds.
 async fn next(events: &mut Events) -> ActivityEvent {
@@ -139,13 +139,12 @@ async fn closing_the_queue_ends_every_subscription() {
         .events(EventsFrom::Now, EventFilter::default())
         .await
         .unwrap();
-    let waiting = tokio::spawn(async move { events.next().await });
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut waiting = Box::pin(events.next());
+    assert!(poll_once(&mut waiting).await, "nothing happened yet");
     t.close().await;
     let err = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("the subscription ended with the queue")
-        .unwrap()
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Closed);
 }

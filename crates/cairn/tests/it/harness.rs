@@ -4,8 +4,11 @@
 //! The engine's tests run on both backends: `main.rs` builds each test module twice, in `sqlite` and `postgres`,
 //! whose `harness::TestQueue` opens its backend.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use cairn::{ClaimedJob, Dequeue, ManualClock, Push, Queue, QueueOptions};
@@ -146,6 +149,12 @@ impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
     pub async fn close(&self) {
         self.queue.close(Duration::from_secs(10)).await.unwrap();
     }
+}
+
+/// Polls `future` once, so that what it does before it first waits is done (a wait for a job registered, a
+/// subscription listening); whether it is still pending.
+pub async fn poll_once<F: Future + Unpin>(future: &mut F) -> bool {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *future).poll(cx).is_pending())).await
 }
 
 /// The SQLite queue, for the modules that test SQLite itself.

@@ -6,13 +6,7 @@ use std::time::Duration;
 use cairn::{Dequeue, ErrorKind, Finish, JobId, JobState, Push};
 use serde_json::json;
 
-use super::harness::TestQueue;
-
-/// Whether the wait has not returned yet, a moment after it started: nothing ended the job.
-async fn still_waiting<T>(wait: &tokio::task::JoinHandle<T>) -> bool {
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    !wait.is_finished()
-}
+use super::harness::{TestQueue, poll_once};
 
 #[tokio::test]
 async fn a_wait_returns_the_moment_its_job_completes_with_the_result_apart_from_the_data() {
@@ -23,11 +17,9 @@ async fn a_wait_returns_the_moment_its_job_completes_with_the_result_apart_from_
         .await
         .unwrap()
         .id;
-    let waiting = {
-        let queue = t.queue.clone();
-        tokio::spawn(async move { queue.wait(id, Duration::from_secs(60)).await })
-    };
-    assert!(still_waiting(&waiting).await);
+    // Under way before the job is taken: registered, and reading the job.
+    let mut waiting = Box::pin(t.queue.wait(id, Duration::from_secs(60)));
+    assert!(poll_once(&mut waiting).await, "nothing ended the job");
     let claimed = t.take("w").await.unwrap();
     t.queue
         .finish_with(Finish {
@@ -36,7 +28,11 @@ async fn a_wait_returns_the_moment_its_job_completes_with_the_result_apart_from_
         })
         .await
         .unwrap();
-    let job = waiting.await.unwrap().unwrap();
+    // Far less than the 60 s wait: a wait that the finish did not wake would return only at its end.
+    let job = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("the wait returned when its job completed")
+        .unwrap();
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.result, Some(json!({"width": 640})));
     assert_eq!(job.data, json!({"image": "a.png"}), "the data stays");
@@ -143,16 +139,12 @@ async fn an_oversized_result_is_refused_naming_the_field() {
 async fn closing_the_queue_ends_every_wait() {
     let t = TestQueue::new().await;
     let id = t.push("never").await;
-    let waiting = {
-        let queue = t.queue.clone();
-        tokio::spawn(async move { queue.wait(id, Duration::from_secs(60)).await })
-    };
-    assert!(still_waiting(&waiting).await);
+    let mut waiting = Box::pin(t.queue.wait(id, Duration::from_secs(60)));
+    assert!(poll_once(&mut waiting).await, "nothing ended the job");
     t.close().await;
     let err = tokio::time::timeout(Duration::from_secs(10), waiting)
         .await
         .expect("the wait ended with the queue")
-        .unwrap()
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Closed, "{err}");
 }

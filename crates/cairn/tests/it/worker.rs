@@ -7,7 +7,7 @@ use std::time::Duration;
 use cairn::{AttemptOutcome, JobError, JobState, Push, RetryPolicy, Worker};
 use serde_json::json;
 
-use super::harness::{PATIENCE, TestQueue, eventually};
+use super::harness::{PATIENCE, TestQueue, eventually, poll_once};
 
 async fn state_of(t: &TestQueue, id: cairn::JobId) -> JobState {
     t.queue.get(id).await.unwrap().state
@@ -239,11 +239,21 @@ async fn shutdown_waits_for_running_jobs_until_the_deadline_then_gives_them_back
     let t = TestQueue::new().await;
     let quick = t.push("quick").await;
     let stuck = t.push("stuck").await;
+    // The quick job ends when let go, after the worker was told to stop.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let permits = gate.clone();
     let worker = Worker::builder(&t.queue, "w")
         .max_concurrency(2)
-        .handler("quick", |_| async {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            Ok(())
+        .handler("quick", move |_| {
+            let permits = permits.clone();
+            async move {
+                permits
+                    .acquire()
+                    .await
+                    .expect("the gate stays open")
+                    .forget();
+                Ok(())
+            }
         })
         .handler("stuck", |_| std::future::pending())
         .start()
@@ -255,7 +265,17 @@ async fn shutdown_waits_for_running_jobs_until_the_deadline_then_gives_them_back
         })
         .await;
     }
-    let report = worker.stop(Duration::from_millis(500)).await.unwrap();
+    // The stop is sent at its first poll; a turn of the runtime lets the worker take it in, and only then does the
+    // quick job end, well within the deadline.
+    let stopping = worker.stop(Duration::from_millis(500));
+    tokio::pin!(stopping);
+    assert!(
+        poll_once(&mut stopping).await,
+        "the worker waits for its jobs"
+    );
+    tokio::task::yield_now().await;
+    gate.add_permits(1);
+    let report = stopping.await.unwrap();
     assert_eq!((report.finished, report.released), (1, 1));
     assert_eq!(state_of(t, quick).await, JobState::Completed);
     let stuck = t.queue.get(stuck).await.unwrap();
