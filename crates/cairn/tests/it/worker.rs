@@ -435,6 +435,8 @@ struct HeldFinishes {
     gate: Arc<tokio::sync::RwLock<()>>,
     /// The `limit` of each dequeue, in order.
     asked: Arc<std::sync::Mutex<Vec<u32>>>,
+    /// How many jobs each dequeue answered got, in the order of the answers.
+    answered: Arc<std::sync::Mutex<Vec<usize>>>,
     /// When set, the queue says it holds finishes for company, as the embedded queue on SQLite does, and notes how
     /// many finishes each call carries, with the sender that says the call was taken up, which the test answers.
     calls: Option<Arc<std::sync::Mutex<Vec<NotedCall>>>>,
@@ -449,6 +451,7 @@ impl HeldFinishes {
             queue: queue.clone(),
             gate: Arc::default(),
             asked: Arc::default(),
+            answered: Arc::default(),
             calls: None,
         }
     }
@@ -473,6 +476,17 @@ impl HeldFinishes {
         let calls = self.calls.as_ref().expect("a queue that notes its calls");
         calls.lock().unwrap().iter().map(|(n, _)| *n).collect()
     }
+
+    /// The `limit` of each dequeue so far, in order.
+    fn asked(&self) -> Vec<u32> {
+        self.asked.lock().unwrap().clone()
+    }
+
+    /// Whether every dequeue asked was answered, and with how many jobs in all.
+    fn all_answered(&self) -> Option<usize> {
+        let answered = self.answered.lock().unwrap();
+        (answered.len() == self.asked.lock().unwrap().len()).then(|| answered.iter().sum())
+    }
 }
 
 impl cairn::Backend for HeldFinishes {
@@ -481,7 +495,13 @@ impl cairn::Backend for HeldFinishes {
         request: cairn::Dequeue,
     ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::ClaimedJob>>> {
         self.asked.lock().unwrap().push(request.limit);
-        Box::pin(self.queue.dequeue(request))
+        Box::pin(async move {
+            let claimed = self.queue.dequeue(request).await;
+            if let Ok(jobs) = &claimed {
+                self.answered.lock().unwrap().push(jobs.len());
+            }
+            claimed
+        })
     }
     fn heartbeat<'a>(
         &'a self,
@@ -583,14 +603,23 @@ async fn a_worker_takes_more_jobs_while_finishes_are_on_their_way() {
         })
         .start()
         .unwrap();
-    // Two slots, and many more jobs run while no finish has been answered.
-    eventually(PATIENCE, "a 33rd job ran", || async {
-        ran.load(Ordering::SeqCst) >= 33
-    })
+    // Two slots, and many more jobs run while no finish has been answered, until the worker stops taking jobs:
+    // every dequeue it asked for answered, every job they brought run, and so at two looks in a row (the worker
+    // decides whether to ask again as each job ends, at once; between two looks, it has had its turn).
+    let last = std::sync::Mutex::new(None);
+    eventually(
+        PATIENCE,
+        "a 33rd job ran, and the worker stopped taking jobs",
+        || async {
+            let ran = ran.load(Ordering::SeqCst) as usize;
+            let now = (ran >= 33 && backend.all_answered() == Some(ran)).then(|| backend.asked());
+            let before = std::mem::replace(&mut *last.lock().unwrap(), now.clone());
+            now.is_some() && before == now
+        },
+    )
     .await;
     // Once 32 finishes wait, it takes no more: 33 or 34 jobs ran (the worker asks again as each slot frees, and the
     // 33rd job's finish may join the wait before the 34th is asked for).
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let taken = ran.load(Ordering::SeqCst);
     assert!((33..=34).contains(&taken), "{taken} jobs ran");
     let mut states = Vec::new();
@@ -659,9 +688,10 @@ async fn finishes_that_end_while_the_queue_is_busy_go_in_one_call() {
         })
         .await;
         tokio::task::yield_now().await;
+        // A call for a job that ended earlier would show by now: the completer had its turns while the test
+        // waited for this one (and a call for the last one shows as a third call below).
+        assert_eq!(backend.call_sizes(), [1], "{n} jobs ended");
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(backend.call_sizes(), [1]);
     // Taken up: the nine go in the next call, together, though the first is still unanswered.
     backend.take_up_calls();
     eventually(PATIENCE, "the second call", || async {
@@ -744,7 +774,9 @@ async fn a_worker_takes_more_jobs_only_once_fewer_than_min_concurrency_run() {
     // Each handler waits for a permit: a permit added lets one job end.
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let (counter, permits) = (started.clone(), gate.clone());
-    let worker = Worker::builder(&t.queue, "w")
+    // Notes each request for jobs; finishes go through at once.
+    let backend = HeldFinishes::new(&t.queue);
+    let worker = Worker::builder(&backend, "w")
         .max_concurrency(4)
         .min_concurrency(2)
         .handler("held", move |_| {
@@ -771,8 +803,14 @@ async fn a_worker_takes_more_jobs_only_once_fewer_than_min_concurrency_run() {
             completed(&t).await == ended
         })
         .await;
-        // The worker decides whether to take more as each job ends; a moment more shows that it took none.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // The worker decides whether to take more as each job ends, before the job's finish reaches the queue: a
+        // request would show by now.
+        assert_eq!(
+            backend.asked(),
+            [4],
+            "{} still running, not below the threshold of 2",
+            4 - ended
+        );
         assert_eq!(
             started.load(Ordering::SeqCst),
             4,
@@ -787,7 +825,8 @@ async fn a_worker_takes_more_jobs_only_once_fewer_than_min_concurrency_run() {
         || async { started.load(Ordering::SeqCst) == 7 },
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The worker decided when the three jobs came, before they started: one request, for three.
+    assert_eq!(backend.asked(), [4, 3], "never past four running");
     assert_eq!(started.load(Ordering::SeqCst), 7, "never past four running");
     gate.add_permits(100);
     worker.stop(Duration::from_secs(10)).await.unwrap();
