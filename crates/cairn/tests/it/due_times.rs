@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use cairn::__private::TestDatabase;
@@ -41,6 +41,8 @@ const DUE: &str = "due";
 /// would hide a writer that no longer wakes for its due times.
 pub(crate) struct Traffic {
     stop: Arc<AtomicBool>,
+    /// The rounds done so far.
+    rounds: Arc<AtomicU64>,
     running: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -48,6 +50,8 @@ impl Traffic {
     pub(crate) fn start(queue: Queue, worker: &str) -> Traffic {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
+        let rounds = Arc::new(AtomicU64::new(0));
+        let done = rounds.clone();
         let worker = worker.to_owned();
         let running = tokio::spawn(async move {
             while !stopping.load(Ordering::Relaxed) {
@@ -74,13 +78,24 @@ impl Traffic {
                     assert_eq!(e.kind(), cairn::ErrorKind::Closed, "traffic: {e}");
                     return;
                 }
+                done.fetch_add(1, Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         });
         Traffic {
             stop,
+            rounds,
             running: Some(running),
         }
+    }
+
+    /// Waits until the traffic has done `rounds` more rounds: the node is busy.
+    pub(crate) async fn runs_for(&self, rounds: u64) {
+        let from = self.rounds.load(Ordering::Relaxed);
+        crate::harness::eventually(Duration::from_secs(30), "the traffic runs", || async {
+            self.rounds.load(Ordering::Relaxed) >= from + rounds
+        })
+        .await;
     }
 
     /// Stops the traffic, and fails the test if it failed: a test under traffic that died would pass without it.
@@ -404,8 +419,8 @@ fn assert_on_time(setup: &str, late: &BTreeMap<&'static str, Option<Duration>>) 
 async fn on_one_node(queue: Queue, setup: &str) {
     use_queues(&queue).await;
     let traffic = Traffic::start(queue.clone(), "traffic");
-    // Traffic first, so that the node is busy well before the due times are made.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Traffic first, so that the node is busy well before the due times are made: about a second of it.
+    traffic.runs_for(15).await;
     let expected = make_due_times(&queue).await;
     let slot = set_recurring_slot(&queue).await;
     let late = watch(&queue, &expected, slot).await;
@@ -453,7 +468,10 @@ async fn every_due_time_made_on_a_node_that_does_not_lead_is_met_under_traffic()
         Traffic::start(leader.clone(), "traffic-leader"),
         Traffic::start(follower.clone(), "traffic-follower"),
     ];
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // About a second of traffic on each node first.
+    for traffic in &traffic {
+        traffic.runs_for(15).await;
+    }
     let before = lead(&db.url).expect("a node leads");
     let expected = make_due_times(&follower).await;
     let slot = set_recurring_slot(&follower).await;

@@ -2,11 +2,17 @@
 //! status that says to try again, another node takes over the timed work, and once the link is back the node
 //! serves again by itself. The link runs through a proxy that black-holes it (`proxy.rs`).
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cairn::__private::TestDatabase;
-use cairn::{Dequeue, ErrorKind, JobId, JobState, Push, Queue};
+use cairn::{
+    Backend, BoxFuture, ClaimedJob, Dequeue, ErrorKind, Finish, JobId, JobState, Lease, Push, Queue,
+};
+use jiff::Timestamp;
+use serde_json::Value;
 
 use crate::harness::poll;
 use crate::proxy::Proxy;
@@ -182,7 +188,11 @@ async fn a_worker_records_its_jobs_outcomes_once_its_link_to_postgresql_is_back(
     }
     // The handlers end when told to: after the link went silent, so that every finish meets the cut.
     let (release, released) = tokio::sync::watch::channel(false);
-    let worker = cairn::Worker::builder(&queue, "patient")
+    let noting = NotingFailedFinishes {
+        queue: queue.clone(),
+        failed: Arc::default(),
+    };
+    let worker = cairn::Worker::builder(&noting, "patient")
         .handler("held", move |_| {
             let mut released = released.clone();
             async move {
@@ -206,9 +216,12 @@ async fn a_worker_records_its_jobs_outcomes_once_its_link_to_postgresql_is_back(
 
     proxy.black_hole();
     release.send(true).unwrap();
-    // Long enough for the finishes to fail as unavailable (a call's deadline, then one to connect again), and be
-    // made again.
-    tokio::time::sleep(Duration::from_secs(12)).await;
+    // The link comes back once every job's finish has failed for the cut (a call's deadline), to be made again.
+    poll(BOUND, || async {
+        (noting.failed.lock().unwrap().len() == ids.len()).then_some(())
+    })
+    .await
+    .expect("every finish meets the cut");
     proxy.heal();
 
     poll(Duration::from_secs(40), || async {
@@ -295,4 +308,111 @@ async fn a_job_leased_through_a_node_cut_off_comes_back_within_its_lease_and_ret
     proxy.heal();
     cut.close(Duration::from_secs(10)).await.unwrap();
     other.close(Duration::from_secs(10)).await.unwrap();
+}
+
+/// The queue as a worker's backend, noting each job whose finish failed (a call refused, or its answer for the
+/// job); every call goes to the queue unchanged.
+#[derive(Clone)]
+struct NotingFailedFinishes {
+    queue: Queue,
+    failed: Arc<Mutex<BTreeSet<JobId>>>,
+}
+
+impl NotingFailedFinishes {
+    fn note(&self, finishes: &[Finish], answers: &cairn::Result<Vec<cairn::Result<()>>>) {
+        let mut failed = self.failed.lock().unwrap();
+        match answers {
+            Err(_) => failed.extend(finishes.iter().map(|f| f.job)),
+            Ok(answers) => failed.extend(
+                finishes
+                    .iter()
+                    .zip(answers)
+                    .filter(|(_, answer)| answer.is_err())
+                    .map(|(f, _)| f.job),
+            ),
+        }
+    }
+}
+
+impl Backend for NotingFailedFinishes {
+    fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, cairn::Result<Vec<ClaimedJob>>> {
+        Backend::dequeue(&self.queue, request)
+    }
+    fn heartbeat<'a>(
+        &'a self,
+        lease: &'a Lease,
+        progress: Option<Value>,
+    ) -> BoxFuture<'a, cairn::Result<Timestamp>> {
+        Backend::heartbeat(&self.queue, lease, progress)
+    }
+    fn checkpoint<'a>(
+        &'a self,
+        lease: &'a Lease,
+        data: Value,
+    ) -> BoxFuture<'a, cairn::Result<Timestamp>> {
+        Backend::checkpoint(&self.queue, lease, data)
+    }
+    fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, cairn::Result<()>> {
+        Backend::update(&self.queue, lease, progress)
+    }
+    fn finish<'a>(
+        &'a self,
+        lease: &'a Lease,
+        data: Option<Value>,
+    ) -> BoxFuture<'a, cairn::Result<()>> {
+        Box::pin(async move {
+            let answer = Backend::finish(&self.queue, lease, data).await;
+            if answer.is_err() {
+                self.failed.lock().unwrap().insert(lease.job);
+            }
+            answer
+        })
+    }
+    fn finish_many(
+        &self,
+        finishes: Vec<Finish>,
+    ) -> BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
+        Box::pin(async move {
+            let answers = Backend::finish_many(&self.queue, finishes.clone()).await;
+            self.note(&finishes, &answers);
+            answers
+        })
+    }
+    fn finish_many_unhurried(
+        &self,
+        finishes: Vec<Finish>,
+        taken: tokio::sync::oneshot::Sender<()>,
+    ) -> BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
+        Box::pin(async move {
+            let answers =
+                Backend::finish_many_unhurried(&self.queue, finishes.clone(), taken).await;
+            self.note(&finishes, &answers);
+            answers
+        })
+    }
+    fn holds_finishes_for_company(&self) -> bool {
+        Backend::holds_finishes_for_company(&self.queue)
+    }
+    fn retry<'a>(
+        &'a self,
+        lease: &'a Lease,
+        error: &'a str,
+        delay: Option<Duration>,
+    ) -> BoxFuture<'a, cairn::Result<JobState>> {
+        Backend::retry(&self.queue, lease, error, delay)
+    }
+    fn fail<'a>(
+        &'a self,
+        lease: &'a Lease,
+        group: &'a str,
+        message: &'a str,
+    ) -> BoxFuture<'a, cairn::Result<()>> {
+        Backend::fail(&self.queue, lease, group, message)
+    }
+    fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, cairn::Result<()>> {
+        Backend::release(&self.queue, lease)
+    }
+    fn worker_stopped<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, cairn::Result<()>> {
+        Backend::worker_stopped(&self.queue, worker)
+    }
 }

@@ -342,6 +342,7 @@ async fn a_unique_key_held_by_a_live_job_answers_with_that_job() {
     // and then answers with its job.
     let url = db.url.clone();
     let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (commit_tx, commit_rx) = std::sync::mpsc::channel::<()>();
     let holder = std::thread::spawn(move || {
         let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
         let mut tx = client.transaction().unwrap();
@@ -352,14 +353,17 @@ async fn a_unique_key_held_by_a_live_job_answers_with_that_job() {
             )
             .unwrap()
             .get(0);
-        started_tx.send(()).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        let pid: i32 = tx.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+        started_tx.send(pid).unwrap();
+        commit_rx.recv().unwrap();
         tx.commit().unwrap();
         id
     });
     let url = db.url.clone();
+    let holder_pid = tokio::task::spawn_blocking(move || started_rx.recv().unwrap())
+        .await
+        .unwrap();
     let second = std::thread::spawn(move || {
-        started_rx.recv().unwrap();
         let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
         let row = client
             .query_one(
@@ -369,6 +373,32 @@ async fn a_unique_key_held_by_a_live_job_answers_with_that_job() {
             .unwrap();
         (row.get::<_, i64>(0), row.get::<_, bool>(1))
     });
+    // The first commits once the second waits for it.
+    let url = db.url.clone();
+    crate::harness::eventually(
+        crate::harness::PATIENCE,
+        "the second transaction waits for the first",
+        || {
+            let url = url.clone();
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                    client
+                        .query_one(
+                            "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))",
+                            &[&holder_pid],
+                        )
+                        .unwrap()
+                        .get::<_, i64>(0)
+                        == 1
+                })
+                .await
+                .unwrap()
+            }
+        },
+    )
+    .await;
+    commit_tx.send(()).unwrap();
     let held = holder.join().unwrap();
     assert_eq!(second.join().unwrap(), (held, true));
     queue.close(Duration::from_secs(10)).await.unwrap();
