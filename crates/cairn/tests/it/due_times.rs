@@ -79,6 +79,8 @@ impl Traffic {
                     return;
                 }
                 done.fetch_add(1, Ordering::Relaxed);
+                // Real time: traffic at a steady rate by the real clock, as the due times come due by it; without a
+                // pause between rounds it would be as much as the machine can do, not steady traffic.
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         });

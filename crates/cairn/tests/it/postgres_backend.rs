@@ -1032,7 +1032,9 @@ async fn idle_nodes_leave_the_database_alone() {
     leader.settle().await.unwrap();
     let follower = cairn::Queue::open(&db.url).await.unwrap();
     follower.settle().await.unwrap();
-    // Past the first housekeeping time, which a follower cannot do.
+    // Real time: the nodes bid for the lead and do their housekeeping by the real clock (the lead is timed by
+    // PostgreSQL's now()), and what is measured is the quiet after the first housekeeping time, which a follower
+    // cannot do: nothing happens at that time that the test could wait for instead.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
 
     let url = db.url.clone();
@@ -1054,6 +1056,7 @@ async fn idle_nodes_leave_the_database_alone() {
                     .or_default()
                     .insert(change.unwrap_or_default());
             }
+            // Real time: the samples spread over a second of idleness, the rate of state changes is the measure.
             std::thread::sleep(std::time::Duration::from_millis(25));
         }
         seen
@@ -1418,6 +1421,8 @@ async fn a_key_limit_holds_for_eight_workers_on_three_nodes() {
                     let now = running[k].fetch_add(1, Ordering::SeqCst) + 1;
                     most[k].fetch_max(now, Ordering::SeqCst);
                 }
+                // Real time: the jobs run a while, the span in which the other workers' claims must not take a
+                // third job of the key; with none, a job would count as running for no time at all.
                 tokio::time::sleep(std::time::Duration::from_millis(2)).await;
                 for (c, &k) in claimed.iter().zip(&slots) {
                     running[k].fetch_sub(1, Ordering::SeqCst);
