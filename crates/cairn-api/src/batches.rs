@@ -2,8 +2,8 @@
 //! completed (`on_success`). See `cairn::CreateBatch`.
 
 use cairn::{
-    AddToBatch, Batch, BatchCallback, BatchCreated, BatchId, BatchState, CloseBatch, CreateBatch,
-    Error, Push,
+    AddToBatch, Batch, BatchCallback, BatchCreated, BatchFilter, BatchId, BatchPage, BatchState,
+    CloseBatch, CreateBatch, Error, GetBatch, Push,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::push::{EnqueuedBatchBody, EnqueuedBody, PushRequest};
-use crate::route::{Answer, PathParam, PathParams, RouteVisitor, invalid, route};
+use crate::query::{limit_param, optional, positive_param};
+use crate::route::{Answer, PathParam, Received, RouteVisitor, invalid, route};
 use crate::{EmptyBody, malformed};
 
 /// The `{id}` of a batch's path.
@@ -21,7 +22,7 @@ pub const BATCH_ID: PathParam = PathParam {
     rule: "BatchId",
 };
 
-impl PathParams {
+impl Received {
     /// The batch of `{id}`.
     ///
     /// # Errors
@@ -101,18 +102,6 @@ impl Answer<BatchCreated> for BatchCreatedBody {
 pub struct AddToBatchRequest {
     /// The jobs, in order, as `POST /v1/jobs` takes them (`batch` unset, or this batch).
     pub jobs: Vec<PushRequest>,
-}
-
-impl Answer<Vec<cairn::Enqueued>> for EnqueuedBatchBody {
-    fn from_output(jobs: Vec<cairn::Enqueued>) -> Self {
-        EnqueuedBatchBody {
-            jobs: jobs.into_iter().map(EnqueuedBody::from).collect(),
-        }
-    }
-
-    fn into_output(self) -> Result<Vec<cairn::Enqueued>, Error> {
-        self.jobs.iter().map(EnqueuedBody::to_enqueued).collect()
-    }
 }
 
 /// A batch's callback: the job it pushes, and the job it pushed once the batch reached its end.
@@ -260,6 +249,8 @@ pub(crate) fn visit_batch_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<CreateBatch>();
     visitor.visit::<AddToBatch>();
     visitor.visit::<CloseBatch>();
+    visitor.visit::<GetBatch>();
+    visitor.visit::<BatchFilter>();
 }
 
 route! {
@@ -320,4 +311,95 @@ route! {
     body EmptyBody = |_| EmptyBody {},
     answer BatchBody,
     from |path, _| Ok(CloseBatch { batch: path.batch()? }),
+}
+
+/// Which batches to list (`GET /v1/batches`'s parameters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct BatchListQuery {
+    /// Only batches in this state: `open`, `running` or `completed`.
+    #[cfg_attr(feature = "openapi", schema(pattern = "^(open|running|completed)$"))]
+    pub state: Option<String>,
+    /// Only batches older than this id (the `next` of the previous page).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::BatchId>))]
+    pub before: Option<String>,
+    /// The most batches on the page (default 100, at most 1000).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>, minimum = 1, maximum = 1000))]
+    pub limit: Option<String>,
+}
+
+impl From<&BatchFilter> for BatchListQuery {
+    fn from(filter: &BatchFilter) -> Self {
+        BatchListQuery {
+            state: filter.state.map(|state| state.as_str().to_owned()),
+            before: filter.before.map(|batch| batch.to_string()),
+            limit: Some(filter.limit.to_string()),
+        }
+    }
+}
+
+impl BatchListQuery {
+    /// The engine's filter.
+    ///
+    /// # Errors
+    /// [`cairn::ErrorKind::InvalidInput`] naming the parameter that is not of its kind.
+    pub fn into_filter(self) -> Result<BatchFilter, Error> {
+        let mut filter = BatchFilter::default();
+        if let Some(text) = self.state {
+            filter.state = Some(BatchState::parse(&text)?);
+        }
+        filter.before = optional(self.before.as_ref(), |t| {
+            positive_param("before", "a batch id", t).map(BatchId)
+        })?;
+        if let Some(text) = self.limit {
+            filter.limit = limit_param(&text, cairn::MAX_PAGE)?;
+        }
+        Ok(filter)
+    }
+}
+
+impl Answer<BatchPage> for BatchListBody {
+    fn from_output(page: BatchPage) -> Self {
+        BatchListBody {
+            batches: page.batches.iter().map(BatchBody::from).collect(),
+            next: page.next.map(|batch| batch.0),
+        }
+    }
+
+    fn into_output(self) -> Result<BatchPage, Error> {
+        Ok(BatchPage {
+            batches: self
+                .batches
+                .iter()
+                .map(BatchBody::to_batch)
+                .collect::<Result<_, Error>>()?,
+            next: self.next.map(BatchId),
+        })
+    }
+}
+
+route! {
+    GetBatch: Get "/v1/batches/{id}", params [BATCH_ID], tag "batches", id "get_batch",
+    summary "A batch and its progress.",
+    done "The batch: its state, counts and callbacks",
+    errors [
+        (404, "No such batch"),
+        (400, "A bad id (not a positive integer)"),
+    ],
+    path |r| [r.batch],
+    no body,
+    answer BatchBody,
+    from |received| Ok(GetBatch { batch: received.batch()? }),
+}
+
+route! {
+    BatchFilter: Get "/v1/batches", params [], tag "batches", id "list_batches",
+    summary "A page of batches, newest first.",
+    done "A page of batches",
+    errors [(400, "Bad filter")],
+    path |_r| [],
+    body BatchListQuery = |r| BatchListQuery::from(r),
+    answer BatchListBody,
+    from |_received, query| query.into_filter(),
 }

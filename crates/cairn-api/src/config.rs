@@ -1,6 +1,6 @@
 //! The engine options that change at run time (`/v1/config`); the engine checks each value.
 
-use cairn::{ConfigEntry, ConfigKey, ConfigUnit, SetConfig, UnsetConfig};
+use cairn::{ConfigEntry, ConfigKey, ConfigUnit, GetConfig, ListConfig, SetConfig, UnsetConfig};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +91,8 @@ pub const CONFIG_KEY: PathParam = PathParam {
 pub(crate) fn visit_config_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<SetConfig>();
     visitor.visit::<UnsetConfig>();
+    visitor.visit::<ListConfig>();
+    visitor.visit::<GetConfig>();
 }
 
 impl Answer<ConfigEntry> for ConfigEntryBody {
@@ -126,4 +128,38 @@ route! {
     no body,
     answer ConfigEntryBody,
     from |path| Ok(UnsetConfig { key: ConfigKey::parse(path.text("key")?)? }),
+}
+
+impl Answer<Vec<ConfigEntry>> for ConfigListBody {
+    fn from_output(entries: Vec<ConfigEntry>) -> Self {
+        ConfigListBody {
+            config: entries.iter().map(ConfigEntryBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> cairn::Result<Vec<ConfigEntry>> {
+        self.config.iter().map(ConfigEntryBody::to_entry).collect()
+    }
+}
+
+route! {
+    ListConfig: Get "/v1/config", params [], tag "config", id "list_config",
+    summary "Every option, with the value in force, the server's default, and when it was set at run time.",
+    done "The options",
+    errors [],
+    path |_r| [],
+    no body,
+    answer ConfigListBody,
+    from |_received| Ok(ListConfig),
+}
+
+route! {
+    GetConfig: Get "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "get_config",
+    summary "One option.",
+    done "The option",
+    errors [(400, "No such option")],
+    path |r| [r.key.as_str()],
+    no body,
+    answer ConfigEntryBody,
+    from |received| Ok(GetConfig { key: ConfigKey::parse(received.text("key")?)? }),
 }

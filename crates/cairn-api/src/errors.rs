@@ -29,13 +29,26 @@ pub struct ErrorDetail {
 }
 
 impl ErrorBody {
-    /// The wire form of an engine error.
+    /// The wire form of an engine error: its kind as the API names it, and its field as the request spelt it.
     pub fn from_error(e: &Error) -> Self {
+        let message = e.to_string();
+        let (field, message) = match e.field() {
+            Some(field) => {
+                let wire = wire_field(field);
+                // The message starts with the engine's field name; say it the way the request spelt it.
+                let message = match message.strip_prefix(field) {
+                    Some(rest) => format!("{wire}{rest}"),
+                    None => message,
+                };
+                (Some(wire), message)
+            }
+            None => (None, message),
+        };
         ErrorBody {
             error: ErrorDetail {
-                kind: e.kind().as_str().to_owned(),
-                field: e.field().map(str::to_owned),
-                message: e.to_string(),
+                kind: wire_kind(e.kind()).1.to_owned(),
+                field,
+                message,
             },
         }
     }
@@ -58,6 +71,51 @@ impl ErrorBody {
     }
 }
 
+/// The HTTP status and the wire name of an engine error's kind. The queue closing means the server is shutting
+/// down, and a database out of reach in time passes too: both say to try again (`503`), here or on another node.
+pub fn wire_kind(kind: ErrorKind) -> (u16, &'static str) {
+    match kind {
+        ErrorKind::InvalidInput => (400, "invalid_input"),
+        ErrorKind::NotFound => (404, "not_found"),
+        ErrorKind::LeaseLost => (409, "lease_lost"),
+        ErrorKind::InvalidState => (409, "invalid_state"),
+        ErrorKind::Unauthorized => (401, "unauthorized"),
+        ErrorKind::Closed | ErrorKind::Locked | ErrorKind::Unavailable => (503, "unavailable"),
+        ErrorKind::StorageFull => (507, "storage_full"),
+        _ => (500, "storage"),
+    }
+}
+
+/// The engine names a few fields differently from the JSON bodies (durations carry `_ms` on the wire, the retry
+/// policy is an object); errors name the field as the client sent it, keeping the path to it: a batch prefix
+/// (`jobs[2].`) or a nested object (`next.`, so that `next.delay` is `next.delay_ms`).
+fn wire_field(field: &str) -> String {
+    // An option's name is the same on the wire (`/v1/config/{key}`), even where it ends like a body field.
+    if cairn::ConfigKey::parse(field).is_ok() {
+        return field.to_owned();
+    }
+    let (prefix, name) = match field.rfind('.') {
+        Some(at) => field.split_at(at + 1),
+        None => ("", field),
+    };
+    let wire = match name {
+        "delay" => "delay_ms",
+        "wait" => "wait_ms",
+        "lease_timeout" => "lease_timeout_ms",
+        "timeout" => "timeout_ms",
+        "per" => "per_ms",
+        "every" => "every_ms",
+        "backoff_initial" => "retry.initial_delay_ms",
+        "backoff_multiplier" => "retry.multiplier",
+        "backoff_jitter" => "retry.jitter",
+        "backoff_max" => "retry.max_delay_ms",
+        "max_attempts" => "retry.max_attempts",
+        "name_pattern" => "names",
+        other => other,
+    };
+    format!("{prefix}{wire}")
+}
+
 /// An answer that did not read as Cairn's: the client reports it as [`ErrorKind::Unavailable`].
 pub(crate) fn malformed(what: impl std::fmt::Display) -> Error {
     Error::from_parts(
@@ -65,4 +123,23 @@ pub(crate) fn malformed(what: impl std::fmt::Display) -> Error {
         None,
         format!("the server sent a malformed answer: {what}"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wire_field;
+
+    #[test]
+    fn engine_field_names_become_the_wire_names() {
+        assert_eq!(wire_field("lease_timeout"), "lease_timeout_ms");
+        assert_eq!(
+            wire_field("jobs[2].backoff_multiplier"),
+            "jobs[2].retry.multiplier"
+        );
+        assert_eq!(wire_field("jobs[0].name"), "jobs[0].name");
+        assert_eq!(wire_field("priority"), "priority");
+        assert_eq!(wire_field("next.delay"), "next.delay_ms");
+        assert_eq!(wire_field("next.queue"), "next.queue");
+        assert_eq!(wire_field("next.depends_on"), "next.depends_on");
+    }
 }

@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     AgingRequest, ConcurrencyRequest, DequeueRequest, FailRequest, FinishManyRequest,
-    FinishRequest, PathParams, PushBatchRequest, PushRequest, RateRequest, RecurringRequest,
+    FinishRequest, PushBatchRequest, PushRequest, RateRequest, Received, RecurringRequest,
     RetryRequest, Route, RouteVisitor, SetConfigRequest, UnfailRequest, parse_token,
 };
 
@@ -55,7 +55,7 @@ fn push_bodies(kind: &str, param: &str, body: &[u8]) {
         }
         "dequeue" => {
             if let Some(request) = decode::<DequeueRequest>(body)
-                && let Ok(dequeue) = request.into_dequeue(cairn::MAX_WAIT)
+                && let Ok(dequeue) = request.into_dequeue()
             {
                 let _ = check_dequeue(&dequeue);
             }
@@ -170,7 +170,7 @@ impl RouteVisitor for Declared<'_> {
         if R::OPERATION_ID != self.kind {
             return;
         }
-        let path = PathParams(BTreeMap::from([("id".to_owned(), self.param.to_owned())]));
+        let path = Received::with_path(BTreeMap::from([("id".to_owned(), self.param.to_owned())]));
         if let Some(body) = decode::<R::Body>(self.body)
             && let Ok(request) = R::from_wire(&path, body)
         {

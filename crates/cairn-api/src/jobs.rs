@@ -3,9 +3,9 @@
 //! lease are in `leases`.
 
 use cairn::{
-    Attempt, AttemptOutcome, Cancel, ChangeDependencies, ChangeTags, Delete, Error, Job, JobId,
-    JobName, JobState, MoveJob, QueueName, Requeue, Reschedule, RunUsage, SetData, SetPriority,
-    Tag, Track, UniqueKey, Untrack, WorkerId,
+    Attempt, AttemptOutcome, Bulk, Cancel, ChangeDependencies, ChangeTags, Delete, Error, Job,
+    JobId, JobName, JobState, MoveJob, QueueName, Requeue, Reschedule, RunUsage, SetData,
+    SetPriority, Tag, Track, UniqueKey, Untrack, WorkerId,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -21,7 +21,7 @@ use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::push::RetryPolicyBody;
-use crate::route::{JOB_ID, RouteVisitor, route};
+use crate::route::{Answer, JOB_ID, RouteVisitor, route};
 
 /// A job, as `GET /v1/jobs/{id}` and listings show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -400,6 +400,7 @@ pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<Delete>();
     visitor.visit::<Track>();
     visitor.visit::<Untrack>();
+    visitor.visit::<Bulk>();
 }
 
 route! {
@@ -825,4 +826,66 @@ impl BulkRequest {
         };
         Ok((action, selection))
     }
+}
+
+impl From<&Bulk> for BulkRequest {
+    fn from(bulk: &Bulk) -> Self {
+        let (action, queue) = match &bulk.action {
+            cairn::BulkAction::Move { queue } => ("move", Some(queue.clone())),
+            other => (other.as_str(), None),
+        };
+        let (ids, filter) = match &bulk.selection {
+            cairn::BulkSelection::Ids(ids) => (Some(ids.iter().map(|id| id.0).collect()), None),
+            cairn::BulkSelection::Filter(f) => (
+                None,
+                Some(BulkFilterBody {
+                    queue: f.queue.clone(),
+                    state: f.state.map(|s| s.as_str().to_owned()),
+                    name: f.name.clone(),
+                    tag: f.tag.clone(),
+                    failure_group: f.failure_group.clone(),
+                    parent: f.parent.map(|p| p.0),
+                    tracked: f.tracked,
+                    batch: f.batch.map(|b| b.0),
+                }),
+            ),
+        };
+        BulkRequest {
+            action: action.to_owned(),
+            queue,
+            ids,
+            filter,
+        }
+    }
+}
+
+impl Answer<cairn::BulkOutcome> for BulkBody {
+    fn from_output(outcome: cairn::BulkOutcome) -> Self {
+        outcome.into()
+    }
+
+    fn into_output(self) -> Result<cairn::BulkOutcome, Error> {
+        Ok(cairn::BulkOutcome {
+            matched: self.matched,
+            done: self.done,
+            skipped: self.skipped,
+        })
+    }
+}
+
+/// How long a bulk action may take: a chunk of jobs per transaction, over as many jobs as the filter lists.
+const BULK_TIME: std::time::Duration = std::time::Duration::from_secs(600);
+
+route! {
+    Bulk: Post "/v1/jobs/bulk", params [], tag "jobs", id "bulk",
+    summary "One action over many jobs: those of a filter when it starts, or a list of ids; a chunk per \
+        transaction, each job by its own operation's rules, the ones it does not apply to skipped and counted.",
+    done "What it did: the jobs matched, done and skipped",
+    errors [(400, "Bad input, naming the field (an unknown action, a move without a queue, both or neither of ids \
+        and filter)")],
+    path |_r| [],
+    body BulkRequest = |r| BulkRequest::from(r),
+    answer BulkBody,
+    from |_received, body| body.into_bulk().map(|(action, selection)| Bulk { action, selection }),
+    waits |_r| BULK_TIME,
 }

@@ -1,11 +1,9 @@
 //! Taking jobs and the calls made under a lease: dequeue, heartbeat, checkpoint, update, finish (one job or many, or
 //! on to a next queue), retry, fail and release. The lease's token is checked by the engine, never here.
 
-use std::time::Duration;
-
 use cairn::{
-    Checkpoint, ClaimedJob, Continue, Dequeue, Error, ErrorKind, Fail, Finish, Heartbeat, JobId,
-    Lease, QueueOrder, Release, Retry, RunUsage, Update, WorkerId,
+    Checkpoint, ClaimedJob, Continue, Dequeue, Error, ErrorKind, Fail, Finish, FinishMany,
+    FinishedMany, Heartbeat, JobId, Lease, QueueOrder, Release, Retry, RunUsage, Update, WorkerId,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -17,7 +15,7 @@ use utoipa::ToSchema;
 use crate::errors::{ErrorDetail, malformed};
 use crate::jobs::{JobBody, UsageBody};
 use crate::millis::{millis, to_millis};
-use crate::route::{Answer, JOB_ID, RouteVisitor, route};
+use crate::route::{Answer, JOB_ID, RouteVisitor, WhenStopping, route};
 use crate::{EmptyBody, StateBody};
 
 /// A request for ready jobs.
@@ -76,8 +74,11 @@ pub struct DequeueRequest {
 }
 
 impl DequeueRequest {
-    /// The engine's request, with the wait capped at `max_wait`.
-    pub fn into_dequeue(self, max_wait: Duration) -> Result<Dequeue, Error> {
+    /// The engine's request. A server cuts its wait to its own longest ([`Route::limit`](crate::Route::limit)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming `order` when it is neither `ordered` nor `round_robin`.
+    pub fn into_dequeue(self) -> Result<Dequeue, Error> {
         let order = match self.order.as_deref() {
             None | Some("ordered") => QueueOrder::Ordered,
             Some("round_robin") => QueueOrder::RoundRobin,
@@ -97,7 +98,7 @@ impl DequeueRequest {
             names: self.names,
             limit: self.limit.unwrap_or(1),
             max_weight: self.max_weight,
-            wait: millis(self.wait_ms.unwrap_or(0)).min(max_wait),
+            wait: millis(self.wait_ms.unwrap_or(0)),
             lease_timeout: self.lease_timeout_ms.map(millis),
             priority: self.priority,
         })
@@ -436,6 +437,8 @@ pub struct FailRequest {
 
 /// The calls under a lease declared here, for [`visit_routes`](crate::visit_routes).
 pub(crate) fn visit_lease_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<Dequeue>();
+    visitor.visit::<FinishMany>();
     visitor.visit::<Heartbeat>();
     visitor.visit::<Checkpoint>();
     visitor.visit::<Update>();
@@ -607,4 +610,188 @@ route! {
         job: path.job()?,
         token: parse_token("token", &body.token)?,
     }),
+}
+
+route! {
+    Dequeue: Post "/v1/dequeue", params [], tag "workers", id "dequeue",
+    summary "Takes up to `limit` ready jobs. With `wait_ms`, waits (a long poll) until a job is ready, answering the \
+        moment one is, or with no job when the wait ends or the server shuts down.",
+    done "The jobs taken, each with its lease (possibly none)",
+    errors [(400, "Bad input, naming the field")],
+    path |_r| [],
+    body DequeueRequest = |r| DequeueRequest::from(r),
+    answer DequeueBody,
+    from |_received, body| body.into_dequeue(),
+    limit |r, limits| {
+        r.wait = r.wait.min(limits.max_wait);
+        Ok(())
+    },
+    stopping |_r| WhenStopping::Answer(Vec::new()),
+    waits |r| r.wait.min(cairn::MAX_WAIT),
+}
+
+impl Answer<Vec<ClaimedJob>> for DequeueBody {
+    fn from_output(jobs: Vec<ClaimedJob>) -> Self {
+        DequeueBody {
+            jobs: jobs.iter().map(ClaimedJobBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<ClaimedJob>, Error> {
+        self.jobs.iter().map(ClaimedJobBody::to_claimed).collect()
+    }
+}
+
+impl ClaimedJobBody {
+    /// The job and lease this body says.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Unavailable`] when the body is not one Cairn sends.
+    pub fn to_claimed(&self) -> Result<ClaimedJob, Error> {
+        Ok(ClaimedJob {
+            job: self.job.to_job()?,
+            lease: self.lease.to_lease()?,
+        })
+    }
+}
+
+route! {
+    FinishMany: Post "/v1/finish", params [], tag "workers", id "finish_many",
+    summary "Completes many jobs at once, each as `POST /v1/jobs/{id}/finish` would: for a worker that reports \
+        several jobs together, in one request and one transaction. Each job is answered on its own, in order (a \
+        lost lease refuses only its job); a malformed request (a bad id or token, more than 1,000 jobs, a bad \
+        `take`) is refused whole, naming `jobs[i].field` or `take.field`. With `take`, the worker's next jobs \
+        come back in the same answer.",
+    done "Each job's answer, in order, and the jobs taken",
+    errors [(400, "Bad input, naming the field (such as `jobs[2].token`)")],
+    path |_r| [],
+    body FinishManyRequest = |r| FinishManyRequest {
+        jobs: r.finishes.iter().map(FinishItem::from).collect(),
+        take: r.take.as_ref().map(DequeueRequest::from),
+    },
+    answer FinishManyBody,
+    from |_received, body| body.into_finish_many(),
+    limit |r, limits| {
+        if let Some(take) = r.take.as_mut() {
+            take.wait = take.wait.min(limits.max_wait);
+        }
+        Ok(())
+    },
+}
+
+impl FinishManyRequest {
+    /// The engine's request.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the field: `jobs` past [`cairn::MAX_FINISH_MANY`], `jobs[i].id` or
+    /// `jobs[i].token` not well formed, `take.wait_ms` other than 0, or a bad `take.order`.
+    pub fn into_finish_many(self) -> Result<FinishMany, Error> {
+        if self.jobs.len() > cairn::MAX_FINISH_MANY {
+            return Err(crate::route::invalid(
+                "jobs",
+                format!(
+                    "must hold at most {} jobs, got {}",
+                    cairn::MAX_FINISH_MANY,
+                    self.jobs.len()
+                ),
+            ));
+        }
+        let take = match self.take {
+            Some(take) if take.wait_ms.unwrap_or(0) != 0 => {
+                return Err(crate::route::invalid(
+                    "take.wait_ms",
+                    "must be 0 or absent: a take never waits, since a long poll would hold back the finishes' \
+                     answers",
+                ));
+            }
+            Some(take) => Some(take.into_dequeue().map_err(|e| e.within("take"))?),
+            None => None,
+        };
+        let finishes = self
+            .jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, item)| {
+                item.into_finish()
+                    .map_err(|e| e.within(&format!("jobs[{i}]")))
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(FinishMany { finishes, take })
+    }
+}
+
+impl FinishItem {
+    /// The engine's finish of this job.
+    fn into_finish(self) -> Result<Finish, Error> {
+        if self.id <= 0 {
+            return Err(crate::route::invalid(
+                "id",
+                format!("must be a positive integer, got {:?}", self.id.to_string()),
+            ));
+        }
+        Ok(Finish {
+            job: JobId(self.id),
+            token: parse_token("token", &self.token)?,
+            result: self.result,
+            data: self.data,
+            usage: self.usage.map(RunUsage::from),
+            next: self.next.map(Continue::from),
+        })
+    }
+}
+
+impl From<&Finish> for FinishItem {
+    fn from(finish: &Finish) -> Self {
+        FinishItem {
+            id: finish.job.0,
+            token: finish.token.to_string(),
+            result: finish.result.clone(),
+            data: finish.data.clone(),
+            usage: finish.usage.map(UsageBody::from),
+            next: finish.next.as_ref().map(ContinueBody::from),
+        }
+    }
+}
+
+impl Answer<FinishedMany> for FinishManyBody {
+    fn from_output(done: FinishedMany) -> Self {
+        let detail = |e: &Error| crate::ErrorBody::from_error(e).error;
+        let (jobs, take_error) = match &done.taken {
+            Ok(jobs) => (jobs.iter().map(ClaimedJobBody::from).collect(), None),
+            Err(e) => (Vec::new(), Some(detail(e))),
+        };
+        FinishManyBody {
+            results: done
+                .finished
+                .iter()
+                .map(|(job, answer)| FinishResult {
+                    id: job.0,
+                    error: answer.as_ref().err().map(detail),
+                })
+                .collect(),
+            jobs,
+            take_error,
+        }
+    }
+
+    fn into_output(self) -> Result<FinishedMany, Error> {
+        let taken = match self.take_error {
+            Some(error) => Err(crate::ErrorBody { error }.into_error()),
+            None => self.jobs.iter().map(ClaimedJobBody::to_claimed).collect(),
+        };
+        Ok(FinishedMany {
+            finished: self
+                .results
+                .into_iter()
+                .map(|result| {
+                    let answer = match result.error {
+                        None => Ok(()),
+                        Some(error) => Err(crate::ErrorBody { error }.into_error()),
+                    };
+                    (JobId(result.id), answer)
+                })
+                .collect(),
+            taken,
+        })
+    }
 }

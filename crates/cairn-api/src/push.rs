@@ -1,7 +1,9 @@
 //! Enqueueing: a job to push, with its retry policy, a batch of them, and what the server answers, to and from the
 //! engine's [`Push`], [`RetryPolicy`] and [`Enqueued`]. A job as it is read back is in `jobs`.
 
-use cairn::{Concurrency, Debounce, Enqueued, Error, JobId, JobState, Push, RetryPolicy, Throttle};
+use cairn::{
+    Concurrency, Debounce, Enqueued, Error, JobId, JobState, Push, PushBatch, RetryPolicy, Throttle,
+};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -14,6 +16,7 @@ use utoipa::ToSchema;
 
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
+use crate::route::{Answer, Received, RouteVisitor, invalid, route};
 
 /// A job to enqueue. Only `name` is required.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -372,4 +375,86 @@ impl EnqueuedBody {
 pub struct EnqueuedBatchBody {
     /// One entry per requested job.
     pub jobs: Vec<EnqueuedBody>,
+}
+
+impl Answer<Enqueued> for EnqueuedBody {
+    fn from_output(enqueued: Enqueued) -> Self {
+        enqueued.into()
+    }
+
+    fn into_output(self) -> Result<Enqueued, Error> {
+        self.to_enqueued()
+    }
+}
+
+impl Answer<Vec<Enqueued>> for EnqueuedBatchBody {
+    fn from_output(jobs: Vec<Enqueued>) -> Self {
+        EnqueuedBatchBody {
+            jobs: jobs.into_iter().map(EnqueuedBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<Enqueued>, Error> {
+        self.jobs.iter().map(EnqueuedBody::to_enqueued).collect()
+    }
+}
+
+/// `push` in the request's trace when it has no trace context of its own, so that a caller whose HTTP client
+/// propagates traces needs to do nothing more. A recurring job's runs are each a trace of their own.
+fn in_trace(mut push: Push, received: &Received) -> Push {
+    if push.trace_parent.is_none() && push.schedule.is_none() {
+        push.trace_parent = received.trace_parent.clone();
+    }
+    push
+}
+
+/// Enqueueing's routes, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_push_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<Push>();
+    visitor.visit::<PushBatch>();
+}
+
+route! {
+    Push: Post "/v1/jobs", params [], tag "jobs", id "enqueue",
+    summary "Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key or a \
+        debounced push landed in the pending job of its key.",
+    done "A live job holds the unique key, or the debounced push landed in the pending job of its key; this is \
+        that job",
+    errors [
+        (400, "Bad input, naming the field (a parent or dependency that does not exist among them)"),
+        (409, "The parent cannot have children now: it is neither running nor waiting for its children; or a job \
+            with a concurrency key for a queue with priority aging"),
+    ],
+    path |_r| [],
+    body PushRequest = |r| PushRequest::from(r),
+    answer EnqueuedBody,
+    from |received, body| Ok(in_trace(Push::from(body), received)),
+    status [(201, "Enqueued")] |enqueued| if enqueued.existing { 200 } else { 201 },
+}
+
+route! {
+    PushBatch: Post "/v1/jobs/batch", params [], tag "jobs", id "enqueue_batch",
+    summary "Enqueues many jobs in one transaction: all of them, or none (the error names the bad job's index).",
+    done "Every job, in request order",
+    errors [
+        (400, "Bad input, naming the job and field (a parent or dependency that does not exist among them)"),
+        (409, "A job's parent cannot have children now: it is neither running nor waiting for its children; or a \
+            job with a concurrency key for a queue with priority aging"),
+    ],
+    path |_r| [],
+    body PushBatchRequest = |r| PushBatchRequest { jobs: r.jobs.iter().map(PushRequest::from).collect() },
+    answer EnqueuedBatchBody,
+    from |received, body| Ok(PushBatch {
+        jobs: body.jobs.into_iter().map(|push| in_trace(Push::from(push), received)).collect(),
+    }),
+    limit |r, limits| match r.jobs.len() {
+        n if n > limits.max_batch_jobs => Err(invalid(
+            "jobs",
+            format!(
+                "must hold at most {} jobs (the server's max_batch_jobs), got {n}",
+                limits.max_batch_jobs
+            ),
+        )),
+        _ => Ok(()),
+    },
 }

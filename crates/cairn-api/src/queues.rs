@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use cairn::{
-    AgeQueue, FailureGroup, KeyStats, LimitKeys, LimitQueue, PauseQueue, QueueStats,
-    RateLimitQueue, ResumeQueue, Unfail, WeighKey,
+    AgeQueue, FailureGroup, KeyStats, LimitKeys, LimitQueue, ListFailures, ListQueues, PauseQueue,
+    Peek, QueueStats, RateLimitQueue, ResumeQueue, Unfail, WeighKey,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 use crate::EmptyBody;
 use crate::jobs::JobBody;
 use crate::millis::to_millis;
+use crate::query::limit_param;
 use crate::route::{Answer, PathParam, QUEUE_NAME, RouteVisitor, route};
 
 /// One queue: whether it is paused, and its jobs counted by state.
@@ -368,6 +369,9 @@ pub(crate) fn visit_queue_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<RateLimitQueue>();
     visitor.visit::<AgeQueue>();
     visitor.visit::<Unfail>();
+    visitor.visit::<ListQueues>();
+    visitor.visit::<Peek>();
+    visitor.visit::<ListFailures>();
 }
 
 impl Answer<u64> for UnfailBody {
@@ -505,4 +509,96 @@ route! {
     body UnfailRequest = |r| UnfailRequest::from(r),
     answer UnfailBody,
     from |path, body| Ok(body.into_unfail(path.text("group")?.to_owned())),
+}
+
+/// How many jobs a peek shows when it does not say.
+const DEFAULT_PEEK: u32 = 10;
+
+/// How many jobs to peek at (`GET /v1/queues/{queue}/peek`'s parameters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PeekQuery {
+    /// The most jobs to show (default 10, at most 1000).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<u32>, minimum = 1, maximum = 1000))]
+    pub limit: Option<String>,
+}
+
+impl Answer<Vec<QueueStats>> for QueueListBody {
+    fn from_output(queues: Vec<QueueStats>) -> Self {
+        QueueListBody {
+            queues: queues.iter().map(QueueStatsBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<QueueStats>, cairn::Error> {
+        Ok(self.queues.into_iter().map(QueueStats::from).collect())
+    }
+}
+
+impl Answer<Vec<cairn::Job>> for PeekBody {
+    fn from_output(jobs: Vec<cairn::Job>) -> Self {
+        PeekBody {
+            jobs: jobs.iter().map(JobBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<cairn::Job>, cairn::Error> {
+        self.jobs.iter().map(JobBody::to_job).collect()
+    }
+}
+
+impl Answer<Vec<FailureGroup>> for FailureGroupListBody {
+    fn from_output(groups: Vec<FailureGroup>) -> Self {
+        FailureGroupListBody {
+            groups: groups.iter().map(FailureGroupBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<FailureGroup>, cairn::Error> {
+        Ok(self.groups.into_iter().map(FailureGroup::from).collect())
+    }
+}
+
+route! {
+    ListQueues: Get "/v1/queues", params [], tag "queues", id "list_queues",
+    summary "Every queue that has jobs or settings, by name, with its jobs counted by state (`stalled`: running jobs \
+        whose lease ran out and that were not retried yet) and whether it is paused. This reads every job: it is \
+        for operators and dashboards, not for a hot path.",
+    done "The queues",
+    errors [],
+    path |_r| [],
+    no body,
+    answer QueueListBody,
+    from |_received| Ok(ListQueues),
+}
+
+route! {
+    Peek: Get "/v1/queues/{queue}/peek", params [QUEUE_NAME], tag "queues", id "peek",
+    summary "The next jobs a worker taking from the queue would get, in that order, without taking them; none while \
+        the queue is paused.",
+    done "The next jobs, in claim order",
+    errors [(400, "A bad queue name or limit")],
+    path |r| [r.queue],
+    body PeekQuery = |r| PeekQuery { limit: Some(r.limit.to_string()) },
+    answer PeekBody,
+    from |received, query| Ok(Peek {
+        queue: received.text("queue")?.to_owned(),
+        limit: match query.limit {
+            None => DEFAULT_PEEK,
+            Some(text) => limit_param(&text, cairn::MAX_PAGE)?,
+        },
+    }),
+}
+
+route! {
+    ListFailures: Get "/v1/failures", params [], tag "queues", id "list_failures",
+    summary "Every failure group that holds failed jobs, by name, with how many and when they failed. A group's jobs \
+        are listed by `GET /v1/jobs?failure_group=…`.",
+    done "The failure groups",
+    errors [],
+    path |_r| [],
+    no body,
+    answer FailureGroupListBody,
+    from |_received| Ok(ListFailures),
 }

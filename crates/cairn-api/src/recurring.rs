@@ -1,7 +1,7 @@
 //! Recurring templates: a cron schedule in a time zone, and the job it creates at each slot.
 
 use cairn::{
-    Enqueued, Error, ErrorKind, MissedSlots, Overlap, PauseRecurring, Push, Recurring,
+    Error, ErrorKind, ListRecurring, MissedSlots, Overlap, PauseRecurring, Push, Recurring,
     RecurringInfo, RemoveRecurring, ResumeRecurring, RunRecurring, SetRecurring,
 };
 use jiff::Timestamp;
@@ -173,6 +173,7 @@ pub const RECURRING_KEY: PathParam = PathParam {
 pub(crate) fn visit_recurring_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<SetRecurring>();
     visitor.visit::<RemoveRecurring>();
+    visitor.visit::<ListRecurring>();
     visitor.visit::<PauseRecurring>();
     visitor.visit::<ResumeRecurring>();
     visitor.visit::<RunRecurring>();
@@ -185,16 +186,6 @@ impl Answer<RecurringInfo> for RecurringBody {
 
     fn into_output(self) -> Result<RecurringInfo, Error> {
         Ok(RecurringInfo::from(self))
-    }
-}
-
-impl Answer<Enqueued> for EnqueuedBody {
-    fn from_output(enqueued: Enqueued) -> Self {
-        EnqueuedBody::from(enqueued)
-    }
-
-    fn into_output(self) -> Result<Enqueued, Error> {
-        self.to_enqueued()
     }
 }
 
@@ -267,4 +258,31 @@ route! {
     no body,
     answer EmptyBody,
     from |path| Ok(RemoveRecurring { key: path.text("key")?.to_owned() }),
+}
+
+impl Answer<Vec<RecurringInfo>> for RecurringListBody {
+    fn from_output(templates: Vec<RecurringInfo>) -> Self {
+        RecurringListBody {
+            recurring: templates.iter().map(RecurringBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<RecurringInfo>, Error> {
+        Ok(self
+            .recurring
+            .into_iter()
+            .map(RecurringInfo::from)
+            .collect())
+    }
+}
+
+route! {
+    ListRecurring: Get "/v1/recurring", params [], tag "recurring", id "list_recurring",
+    summary "Every template, by key, with its next and last runs.",
+    done "The templates",
+    errors [],
+    path |_r| [],
+    no body,
+    answer RecurringListBody,
+    from |_received| Ok(ListRecurring),
 }

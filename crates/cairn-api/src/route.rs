@@ -4,14 +4,18 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::time::Duration;
 
 use cairn::{Error, ErrorKind, JobId, Request, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// The HTTP method of a [`Route`]. Routes take a JSON body, so they are written with `POST`, `PUT` or `DELETE`.
+/// The HTTP method of a [`Route`]. A route that reads is a `GET`, whose body travels as the query string; the others
+/// take a JSON body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// `GET`: the body's fields are the query's parameters.
+    Get,
     /// `POST`.
     Post,
     /// `PUT`.
@@ -45,17 +49,30 @@ pub const QUEUE_NAME: PathParam = PathParam {
     rule: "QueueName",
 };
 
-/// A request's path parameters as the server received them, by name.
+/// What the server received besides the body: the path's parameters, by name, and the request's W3C trace context.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PathParams(pub BTreeMap<String, String>);
+pub struct Received {
+    /// The path's parameters, percent-decoded.
+    pub path: BTreeMap<String, String>,
+    /// The request's `traceparent` header, if it is a valid one (an invalid one is ignored, as W3C asks).
+    pub trace_parent: Option<String>,
+}
 
-impl PathParams {
+impl Received {
+    /// A request with these path parameters and no trace context.
+    pub fn with_path(path: BTreeMap<String, String>) -> Received {
+        Received {
+            path,
+            trace_parent: None,
+        }
+    }
+
     /// The parameter `name` as text.
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] naming it when it is missing.
     pub fn text(&self, name: &str) -> Result<&str> {
-        self.0
+        self.path
             .get(name)
             .map(String::as_str)
             .ok_or_else(|| invalid(name, "is missing from the path"))
@@ -73,6 +90,27 @@ impl PathParams {
             .map(JobId)
             .ok_or_else(|| invalid("id", format!("must be a positive integer, got {text:?}")))
     }
+}
+
+/// What the server holds every request to, from its flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// The longest a request may wait (a dequeue's long poll, a wait for a job to end): a longer wait is cut to it,
+    /// and the caller asks again.
+    pub max_wait: Duration,
+    /// The most jobs one batch enqueue may carry.
+    pub max_batch_jobs: usize,
+}
+
+/// What the server answers a request that waits when it stops: a stopping server does not hold its callers.
+#[derive(Debug)]
+pub enum WhenStopping<R: Request> {
+    /// Let it finish, as a write does: the server waits for it before it stops.
+    Finish,
+    /// Answer this at once.
+    Answer(R::Output),
+    /// Run this request instead, which does not wait.
+    RunInstead(R),
 }
 
 /// What a route's body and answer must be: JSON both ways, and with the `openapi` feature a schema in the server's
@@ -110,9 +148,14 @@ pub trait Route: Request + Sized {
     /// The other statuses it answers, each with what it means; their body is an [`ErrorBody`](crate::ErrorBody).
     const ERRORS: &'static [(u16, &'static str)];
 
-    /// Whether the request carries a JSON body. One without (`cancel`, `DELETE`) has [`EmptyBody`](crate::EmptyBody)
-    /// for [`Self::Body`], and neither reads nor sends one.
+    /// Whether the request carries a body. One without (`cancel`, `DELETE`) has [`EmptyBody`](crate::EmptyBody) for
+    /// [`Self::Body`], and neither reads nor sends one.
     const BODY: bool = true;
+    /// Whether the request may change the queue (and so find its disk full): every route but a `GET` and those
+    /// declared `reads`.
+    const WRITES: bool = !matches!(Self::METHOD, Method::Get);
+    /// The successes besides `200` that [`Self::status`] may answer, each with what it means.
+    const SUCCESSES: &'static [(u16, &'static str)] = &[];
 
     /// The request's body on the wire.
     type Body: Wire;
@@ -130,7 +173,28 @@ pub trait Route: Request + Sized {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] naming a bad parameter or field.
-    fn from_wire(path: &PathParams, body: Self::Body) -> Result<Self>;
+    fn from_wire(received: &Received, body: Self::Body) -> Result<Self>;
+    /// The status of a success: `200`, or one of [`Self::SUCCESSES`].
+    fn status(_output: &Self::Output) -> u16 {
+        200
+    }
+    /// Holds the request to the server's limits, as it arrives: cuts a wait to the longest the server allows,
+    /// refuses a batch larger than it takes.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the field over a limit.
+    fn limit(&mut self, _limits: &ServerLimits) -> Result<()> {
+        Ok(())
+    }
+    /// What to answer if the server stops while the request runs.
+    fn when_stopping(&self) -> WhenStopping<Self> {
+        WhenStopping::Finish
+    }
+    /// How long the server may hold the request before it answers, besides the time the work takes (a long poll's
+    /// wait): the client waits that much longer for the answer.
+    fn waits(&self) -> Duration {
+        Duration::ZERO
+    }
     /// The answer to send for what the request gave.
     fn answer(output: Self::Output) -> Self::Answer {
         Self::Answer::from_output(output)
@@ -184,13 +248,19 @@ pub trait RouteVisitor {
 
 /// Gives `visitor` every route declared in this crate, resource by resource.
 pub fn visit_routes(visitor: &mut impl RouteVisitor) {
+    crate::push::visit_push_routes(visitor);
     crate::jobs::visit_job_routes(visitor);
+    crate::job_reads::visit_job_read_routes(visitor);
     crate::leases::visit_lease_routes(visitor);
     crate::queues::visit_queue_routes(visitor);
     crate::config::visit_config_routes(visitor);
     crate::workers::visit_worker_routes(visitor);
     crate::batches::visit_batch_routes(visitor);
     crate::recurring::visit_recurring_routes(visitor);
+    crate::stats::visit_stats_routes(visitor);
+    crate::activity::visit_activity_routes(visitor);
+    crate::sql::visit_sql_routes(visitor);
+    crate::health::visit_health_routes(visitor);
 }
 
 /// Where requests run: an embedded [`cairn::Queue`], or a server through `cairn_client::Client`. Code written
@@ -213,7 +283,9 @@ impl Jobs for cairn::Queue {
 /// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, its OpenAPI
 /// words, its body and answer and the conversions both ways. The path's parameters are filled, in order and
 /// percent-encoded, from the values `path` gives. A request without a body says `no body` instead of `body …`, and
-/// its `from` takes the path alone.
+/// its `from` takes the path alone. After `from` come the hooks it needs, each optional, in any order:
+/// `reads` (a `POST` that changes nothing), `status [(201, "…")] |output| …`, `limit |request, limits| …`,
+/// `stopping |request| …`, `waits |request| …` (see [`Route`]).
 ///
 /// ```ignore
 /// route! {
@@ -224,11 +296,45 @@ impl Jobs for cairn::Queue {
 ///     path |r| [r.batch],
 ///     body EmptyBody = |_r| EmptyBody {},
 ///     answer BatchBody,
-///     from |path, _body| Ok(CloseBatch { batch: path.batch()? }),
+///     from |received, _body| Ok(CloseBatch { batch: received.batch()? }),
 /// }
 /// ```
 macro_rules! route {
+    (@hooks) => {};
+    (@hooks reads, $($rest:tt)*) => {
+        const WRITES: bool = false;
+        $crate::route::route!(@hooks $($rest)*);
+    };
+    (@hooks status [$($success:expr),* $(,)?] |$output:pat_param| $status:expr, $($rest:tt)*) => {
+        const SUCCESSES: &'static [(u16, &'static str)] = &[$($success),*];
+        fn status($output: &Self::Output) -> u16 {
+            $status
+        }
+        $crate::route::route!(@hooks $($rest)*);
+    };
+    (@hooks limit |$request:pat_param, $limits:pat_param| $limit:expr, $($rest:tt)*) => {
+        fn limit(&mut self, $limits: &$crate::route::ServerLimits) -> cairn::Result<()> {
+            let $request = self;
+            $limit
+        }
+        $crate::route::route!(@hooks $($rest)*);
+    };
+    (@hooks stopping |$request:pat_param| $stopping:expr, $($rest:tt)*) => {
+        fn when_stopping(&self) -> $crate::route::WhenStopping<Self> {
+            let $request = self;
+            $stopping
+        }
+        $crate::route::route!(@hooks $($rest)*);
+    };
+    (@hooks waits |$request:pat_param| $waits:expr, $($rest:tt)*) => {
+        fn waits(&self) -> std::time::Duration {
+            let $request = self;
+            $waits
+        }
+        $crate::route::route!(@hooks $($rest)*);
+    };
     (
+        @body $has_body:literal,
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
         tag $tag:literal, id $id:literal,
         summary $summary:expr,
@@ -237,7 +343,8 @@ macro_rules! route {
         path |$path_self:pat_param| [$($value:expr),* $(,)?],
         body $body:ty = |$body_self:pat_param| $to_body:expr,
         answer $answer:ty,
-        from |$params:pat_param, $wire:pat_param| $from:expr $(,)?
+        from |$received:pat_param, $wire:pat_param| $from:expr,
+        $($hooks:tt)*
     ) => {
         impl $crate::route::Route for $request {
             const METHOD: $crate::route::Method = $crate::route::Method::$method;
@@ -248,6 +355,7 @@ macro_rules! route {
             const SUMMARY: &'static str = $summary;
             const DONE: &'static str = $done;
             const ERRORS: &'static [(u16, &'static str)] = &[$($error),*];
+            const BODY: bool = $has_body;
             type Body = $body;
             type Answer = $answer;
 
@@ -262,11 +370,13 @@ macro_rules! route {
             }
 
             fn from_wire(
-                $params: &$crate::route::PathParams,
+                $received: &$crate::route::Received,
                 $wire: $body,
             ) -> cairn::Result<Self> {
                 $from
             }
+
+            $crate::route::route!(@hooks $($hooks)*);
         }
     };
     (
@@ -278,36 +388,47 @@ macro_rules! route {
         path |$path_self:pat_param| [$($value:expr),* $(,)?],
         no body,
         answer $answer:ty,
-        from |$params:pat_param| $from:expr $(,)?
+        from |$received:pat_param| $from:expr,
+        $($hooks:tt)*
     ) => {
-        impl $crate::route::Route for $request {
-            const METHOD: $crate::route::Method = $crate::route::Method::$method;
-            const PATH: &'static str = $path;
-            const PARAMS: &'static [$crate::route::PathParam] = &[$($param),*];
-            const TAG: &'static str = $tag;
-            const OPERATION_ID: &'static str = $id;
-            const SUMMARY: &'static str = $summary;
-            const DONE: &'static str = $done;
-            const ERRORS: &'static [(u16, &'static str)] = &[$($error),*];
-            const BODY: bool = false;
-            type Body = $crate::EmptyBody;
-            type Answer = $answer;
-
-            fn path(&self) -> cairn::Result<String> {
-                let $path_self = self;
-                $crate::route::fill_path($path, &[$(($value).to_string()),*])
-            }
-
-            fn body(&self) -> $crate::EmptyBody {
-                $crate::EmptyBody {}
-            }
-
-            fn from_wire(
-                $params: &$crate::route::PathParams,
-                _: $crate::EmptyBody,
-            ) -> cairn::Result<Self> {
-                $from
-            }
+        $crate::route::route! {
+            @body false,
+            $request : $method $path, params [$($param),*],
+            tag $tag, id $id,
+            summary $summary,
+            done $done,
+            errors [$($error),*],
+            path |$path_self| [$($value),*],
+            body $crate::EmptyBody = |_| $crate::EmptyBody {},
+            answer $answer,
+            from |$received, _| $from,
+            $($hooks)*
+        }
+    };
+    (
+        $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
+        tag $tag:literal, id $id:literal,
+        summary $summary:expr,
+        done $done:expr,
+        errors [$($error:expr),* $(,)?],
+        path |$path_self:pat_param| [$($value:expr),* $(,)?],
+        body $body:ty = |$body_self:pat_param| $to_body:expr,
+        answer $answer:ty,
+        from |$received:pat_param, $wire:pat_param| $from:expr,
+        $($hooks:tt)*
+    ) => {
+        $crate::route::route! {
+            @body true,
+            $request : $method $path, params [$($param),*],
+            tag $tag, id $id,
+            summary $summary,
+            done $done,
+            errors [$($error),*],
+            path |$path_self| [$($value),*],
+            body $body = |$body_self| $to_body,
+            answer $answer,
+            from |$received, $wire| $from,
+            $($hooks)*
         }
     };
 }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::millis::to_millis;
+use crate::route::{Answer, RouteVisitor, route};
 
 /// One read-only SQL statement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,4 +87,33 @@ impl SqlBody {
             truncated: self.truncated,
         }
     }
+}
+
+impl Answer<SqlResult> for SqlBody {
+    fn from_output(result: SqlResult) -> Self {
+        result.into()
+    }
+
+    fn into_output(self) -> cairn::Result<SqlResult> {
+        Ok(self.into_result())
+    }
+}
+
+/// The SQL console's route, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_sql_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<SqlQuery>();
+}
+
+route! {
+    SqlQuery: Post "/v1/sql", params [], tag "stats", id "sql",
+    summary "Runs one read-only SQL statement over the queue's database. Anything but a read is refused; a query \
+        stops at its time limit and never blocks the queue's writes.",
+    done "The rows",
+    errors [(400, "Not one read, SQLite's complaint, too slow, or a bad limit")],
+    path |_r| [],
+    body SqlRequest = |r| SqlRequest::from(r),
+    answer SqlBody,
+    from |_received, body| Ok(body.to_query()),
+    reads,
+    waits |r| r.timeout,
 }

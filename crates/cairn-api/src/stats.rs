@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cairn::{Counts, Stats, Summary, WorkerStats};
+use cairn::{Counts, Stats, StatsPeriod, StatsQuery, Summary, WorkerStats, WorkerStatsQuery};
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::millis::to_millis;
+use crate::route::{Answer, RouteVisitor, route};
 
 /// Transition counts over a window or a bucket.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -357,4 +358,89 @@ fn from_ms(ms: u64) -> Duration {
 
 fn from_mean(ms: f64) -> Duration {
     Duration::from_secs_f64(ms.max(0.0) / 1000.0)
+}
+
+/// Which statistics (`GET /v1/stats`'s parameters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StatsParams {
+    /// `hour` (60 one-minute points, the default), `day` (24 one-hour points) or `week` (168 one-hour points).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::StatsPeriodName>))]
+    pub period: Option<String>,
+    /// Only this queue's jobs.
+    pub queue: Option<String>,
+    /// Only jobs of this name.
+    pub name: Option<String>,
+}
+
+/// Which window of worker utilization (`GET /v1/stats/workers`'s parameters).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PeriodParams {
+    /// `hour` (the default), `day` or `week`; kept per clock hour, so the window covers the hours it touches.
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::StatsPeriodName>))]
+    pub period: Option<String>,
+}
+
+/// The period a parameter names, an hour when it is absent.
+fn period(text: Option<&str>) -> cairn::Result<StatsPeriod> {
+    text.map_or(Ok(StatsPeriod::Hour), StatsPeriod::parse)
+}
+
+impl Answer<Stats> for StatsBody {
+    fn from_output(stats: Stats) -> Self {
+        StatsBody::from(&stats)
+    }
+
+    fn into_output(self) -> cairn::Result<Stats> {
+        self.to_stats()
+    }
+}
+
+impl Answer<WorkerStats> for WorkerStatsBody {
+    fn from_output(stats: WorkerStats) -> Self {
+        WorkerStatsBody::from(&stats)
+    }
+
+    fn into_output(self) -> cairn::Result<WorkerStats> {
+        Ok(WorkerStats::from(&self))
+    }
+}
+
+/// The statistics' routes, for [`visit_routes`](crate::visit_routes).
+pub(crate) fn visit_stats_routes(visitor: &mut impl RouteVisitor) {
+    visitor.visit::<StatsQuery>();
+    visitor.visit::<WorkerStatsQuery>();
+}
+
+route! {
+    StatsQuery: Get "/v1/stats", params [], tag "stats", id "stats",
+    summary "Counts, wait, run and service times over a window ending now, with one point per bucket for graphs.",
+    done "The statistics",
+    errors [(400, "A bad period or an unknown parameter")],
+    path |_r| [],
+    body StatsParams = |r| StatsParams {
+        period: Some(r.period.as_str().to_owned()),
+        queue: r.queue.clone(),
+        name: r.name.clone(),
+    },
+    answer StatsBody,
+    from |_received, query| Ok(StatsQuery {
+        period: period(query.period.as_deref())?,
+        queue: query.queue,
+        name: query.name,
+    }),
+}
+
+route! {
+    WorkerStatsQuery: Get "/v1/stats/workers", params [], tag "stats", id "worker_stats",
+    summary "Worker utilization: busy time over the time each worker was there, per worker and per queue.",
+    done "Utilization",
+    errors [(400, "A bad period or an unknown parameter")],
+    path |_r| [],
+    body PeriodParams = |r| PeriodParams { period: Some(r.period.as_str().to_owned()) },
+    answer WorkerStatsBody,
+    from |_received, query| Ok(WorkerStatsQuery { period: period(query.period.as_deref())? }),
 }

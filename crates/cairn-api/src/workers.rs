@@ -1,6 +1,6 @@
 //! The workers a queue has seen, and what each holds now.
 
-use cairn::{Error, JobId, WorkerId, WorkerInfo, WorkerStopped};
+use cairn::{Error, JobId, ListWorkers, WorkerId, WorkerInfo, WorkerStopped};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use crate::EmptyBody;
 use crate::errors::malformed;
-use crate::route::{PathParam, RouteVisitor, route};
+use crate::route::{Answer, PathParam, RouteVisitor, route};
 
 /// A worker the queue has seen: when it took jobs or heartbeated, and what it holds now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +78,7 @@ pub const WORKER: PathParam = PathParam {
 /// The workers' routes declared here, for [`visit_routes`](crate::visit_routes).
 pub(crate) fn visit_worker_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<WorkerStopped>();
+    visitor.visit::<ListWorkers>();
 }
 
 route! {
@@ -90,4 +91,29 @@ route! {
     no body,
     answer EmptyBody,
     from |path| Ok(WorkerStopped { worker: path.text("worker")?.to_owned() }),
+}
+
+impl Answer<Vec<WorkerInfo>> for WorkerListBody {
+    fn from_output(workers: Vec<WorkerInfo>) -> Self {
+        WorkerListBody {
+            workers: workers.iter().map(WorkerBody::from).collect(),
+        }
+    }
+
+    fn into_output(self) -> Result<Vec<WorkerInfo>, Error> {
+        self.workers.iter().map(WorkerBody::to_worker).collect()
+    }
+}
+
+route! {
+    ListWorkers: Get "/v1/workers", params [], tag "workers", id "list_workers",
+    summary "Every worker the queue remembers, by id: when it was first and last seen (taking jobs or \
+        heartbeating), the jobs it holds, and which of those stalled (their lease ran out and the queue has not \
+        retried them yet).",
+    done "The workers",
+    errors [],
+    path |_r| [],
+    no body,
+    answer WorkerListBody,
+    from |_received| Ok(ListWorkers),
 }

@@ -4,11 +4,11 @@
 use std::time::Duration;
 
 use cairn::{
-    ActivityFilter, ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry, ConfigKey,
-    ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish, FinishAndTake,
-    Job, JobFilter, JobId, JobPage, JobState, Lease, Push, QueueName, QueueStats, Recurring,
-    RecurringInfo, Requeue, Reschedule, Result, Retry, SetData, SetPriority, StatsPeriod,
-    StatsQuery, Unfail, WorkerInfo,
+    ActivityFilter, ActivityPage, ChangeDependencies, ChangeTags, ClaimedJob, ConfigEntry,
+    ConfigKey, ConfigValue, Dequeue, Enqueued, Error, ErrorKind, Fail, FailureGroup, Finish,
+    FinishAndTake, FinishMany, Job, JobFilter, JobId, JobPage, JobState, Lease, Push, QueueStats,
+    Recurring, RecurringInfo, Requeue, Reschedule, Result, Retry, SetData, SetPriority, SqlQuery,
+    SqlResult, Stats, StatsPeriod, StatsQuery, Unfail, WorkerInfo, WorkerStats,
 };
 use jiff::Timestamp;
 use reqwest::{Method, StatusCode};
@@ -16,21 +16,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use cairn::{ActivityPage, SqlQuery, SqlResult, Stats, WorkerStats};
-use cairn_api::{
-    ActivityPageBody, ClaimedJobBody, ConfigEntryBody, ConfigListBody, ContinueBody, DequeueBody,
-    DequeueRequest, EnqueuedBatchBody, EnqueuedBody, ErrorBody, FailureGroupListBody, FinishItem,
-    FinishManyBody, FinishManyRequest, FinishResult, HealthBody, JobBody, JobPageBody, PeekBody,
-    PushBatchRequest, PushRequest, QueueListBody, RecurringBody, RecurringListBody,
-    RecurringRequest, StatsBody, UsageBody, WorkerBody, WorkerListBody, WorkerStatsBody,
-};
-use cairn_api::{Jobs, Method as RouteMethod, Route, SqlBody, SqlRequest};
+use cairn_api::{ErrorBody, HealthBody, Jobs, Method as RouteMethod, Route};
 
 /// How long an ordinary call may take before the client gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The margin a long poll gets beyond its wait, for the server's answer to travel.
-const LONG_POLL_MARGIN: Duration = Duration::from_secs(30);
 
 /// A connection to a Cairn server. Cheap to clone; clones share one connection pool.
 #[derive(Clone)]
@@ -138,27 +127,36 @@ impl Client {
         Err(refusal(&url, status, &bytes))
     }
 
-    /// Runs a request declared as a [`Route`]: one call, to the route's path with its body. Also
-    /// [`Jobs::run`], so code written against [`Jobs`] runs on a server or embedded alike.
+    /// Runs a request declared as a [`Route`]: one call, to the route's path with its body (a read's as its query
+    /// string). Also [`Jobs::run`], so code written against [`Jobs`] runs on a server or embedded alike.
     ///
     /// # Errors
     /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
     pub async fn run<R: Route>(&self, request: R) -> Result<R::Output> {
-        let method = match R::METHOD {
-            RouteMethod::Post => Method::POST,
-            RouteMethod::Put => Method::PUT,
-            RouteMethod::Delete => Method::DELETE,
-        };
-        let body = R::BODY.then(|| request.body());
-        let answer: R::Answer = self
-            .call(method, &request.path()?, body.as_ref(), CALL_TIMEOUT)
-            .await?;
-        R::output(answer)
+        R::output(self.answer(request).await?)
     }
 
-    async fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> Result<T> {
-        self.call(Method::POST, path, Some(body), CALL_TIMEOUT)
-            .await
+    /// Runs a request declared as a [`Route`] and gives its answer as the server sent it, the wire form (what the
+    /// CLI prints).
+    ///
+    /// # Errors
+    /// As [`Client::run`].
+    pub async fn answer<R: Route>(&self, request: R) -> Result<R::Answer> {
+        let mut path = request.path()?;
+        let (method, body) = match R::METHOD {
+            RouteMethod::Get => {
+                if R::BODY {
+                    path.push_str(&cairn_api::query_string(&request.body())?);
+                }
+                (Method::GET, None)
+            }
+            RouteMethod::Post => (Method::POST, R::BODY.then(|| request.body())),
+            RouteMethod::Put => (Method::PUT, R::BODY.then(|| request.body())),
+            RouteMethod::Delete => (Method::DELETE, R::BODY.then(|| request.body())),
+        };
+        // A request the server may hold (a long poll) gets that much longer.
+        let timeout = CALL_TIMEOUT.saturating_add(request.waits());
+        self.call(method, &path, body.as_ref(), timeout).await
     }
 
     /// Checks that the server is up.
@@ -166,8 +164,7 @@ impl Client {
     /// # Errors
     /// [`ErrorKind::Unavailable`] when it cannot be reached.
     pub async fn health(&self) -> Result<HealthBody> {
-        self.call::<(), _>(Method::GET, "/v1/health", None, CALL_TIMEOUT)
-            .await
+        self.answer(cairn::Health).await
     }
 
     /// Enqueues one job; see [`cairn::Queue::enqueue`].
@@ -175,17 +172,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
     pub async fn enqueue(&self, push: Push) -> Result<Enqueued> {
-        self.enqueue_request(&PushRequest::from(&push))
-            .await?
-            .to_enqueued()
-    }
-
-    /// Enqueues a job given in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::enqueue`].
-    pub async fn enqueue_request(&self, push: &PushRequest) -> Result<EnqueuedBody> {
-        self.post("/v1/jobs", push).await
+        self.run(push).await
     }
 
     /// Enqueues many jobs in one transaction; see [`cairn::Queue::enqueue_batch`].
@@ -193,11 +180,7 @@ impl Client {
     /// # Errors
     /// As [`Client::enqueue`].
     pub async fn enqueue_batch(&self, jobs: Vec<Push>) -> Result<Vec<Enqueued>> {
-        let request = PushBatchRequest {
-            jobs: jobs.iter().map(PushRequest::from).collect(),
-        };
-        let body: EnqueuedBatchBody = self.post("/v1/jobs/batch", &request).await?;
-        body.jobs.iter().map(EnqueuedBody::to_enqueued).collect()
+        self.run(cairn::PushBatch { jobs }).await
     }
 
     /// Runs one action over many jobs; see [`cairn::Queue::bulk`]. The request lasts as long as the action, a
@@ -210,45 +193,7 @@ impl Client {
         action: cairn::BulkAction,
         selection: cairn::BulkSelection,
     ) -> Result<cairn::BulkOutcome> {
-        let (action, queue) = match action {
-            cairn::BulkAction::Move { queue } => ("move", Some(queue)),
-            other => (other.as_str(), None),
-        };
-        let (ids, filter) = match selection {
-            cairn::BulkSelection::Ids(ids) => (Some(ids.iter().map(|id| id.0).collect()), None),
-            cairn::BulkSelection::Filter(f) => (
-                None,
-                Some(cairn_api::BulkFilterBody {
-                    queue: f.queue,
-                    state: f.state.map(|s| s.as_str().to_owned()),
-                    name: f.name,
-                    tag: f.tag,
-                    failure_group: f.failure_group,
-                    parent: f.parent.map(|p| p.0),
-                    tracked: f.tracked,
-                    batch: f.batch.map(|b| b.0),
-                }),
-            ),
-        };
-        let request = cairn_api::BulkRequest {
-            action: action.to_owned(),
-            queue,
-            ids,
-            filter,
-        };
-        let body: cairn_api::BulkBody = self
-            .call(
-                Method::POST,
-                "/v1/jobs/bulk",
-                Some(&request),
-                Duration::from_secs(600),
-            )
-            .await?;
-        Ok(cairn::BulkOutcome {
-            matched: body.matched,
-            done: body.done,
-            skipped: body.skipped,
-        })
+        self.run(cairn::Bulk { action, selection }).await
     }
 
     /// Takes ready jobs, waiting (a long poll) as the request says; see [`cairn::Queue::dequeue`].
@@ -256,19 +201,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue, plus [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`].
     pub async fn dequeue(&self, request: Dequeue) -> Result<Vec<ClaimedJob>> {
-        let timeout = request
-            .wait
-            .min(cairn::MAX_WAIT)
-            .saturating_add(LONG_POLL_MARGIN);
-        let body: DequeueBody = self
-            .call(
-                Method::POST,
-                "/v1/dequeue",
-                Some(&DequeueRequest::from(&request)),
-                timeout,
-            )
-            .await?;
-        body.jobs.iter().map(claimed_job).collect()
+        self.run(request).await
     }
 
     /// Extends a lease; see [`cairn::Queue::heartbeat`].
@@ -328,12 +261,17 @@ impl Client {
     /// As the embedded queue for the request as a whole (more than [`cairn::MAX_FINISH_MANY`] jobs), plus
     /// [`ErrorKind::Unavailable`] and [`ErrorKind::Unauthorized`]; each job's own error is in its answer.
     pub async fn finish_many(&self, finishes: Vec<Finish>) -> Result<Vec<Result<()>>> {
-        let request = FinishManyRequest {
-            jobs: finish_items(finishes),
-            take: None,
-        };
-        let body: FinishManyBody = self.post("/v1/finish", &request).await?;
-        Ok(finish_answers(body.results))
+        let done = self
+            .run(FinishMany {
+                finishes,
+                take: None,
+            })
+            .await?;
+        Ok(done
+            .finished
+            .into_iter()
+            .map(|(_, answer)| answer)
+            .collect())
     }
 
     /// Completes jobs and takes the next ones in one request; see [`cairn::Queue::finish_and_take`].
@@ -346,18 +284,19 @@ impl Client {
         finishes: Vec<Finish>,
         take: Dequeue,
     ) -> Result<FinishAndTake> {
-        let request = FinishManyRequest {
-            jobs: finish_items(finishes),
-            take: Some(DequeueRequest::from(&take)),
-        };
-        let body: FinishManyBody = self.post("/v1/finish", &request).await?;
-        let taken = match body.take_error {
-            Some(error) => Err(ErrorBody { error }.into_error()),
-            None => body.jobs.iter().map(claimed_job).collect(),
-        };
+        let done = self
+            .run(FinishMany {
+                finishes,
+                take: Some(take),
+            })
+            .await?;
         Ok(FinishAndTake {
-            finished: Ok(finish_answers(body.results)),
-            taken,
+            finished: Ok(done
+                .finished
+                .into_iter()
+                .map(|(_, answer)| answer)
+                .collect()),
+            taken: done.taken,
         })
     }
 
@@ -491,21 +430,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue, plus [`ErrorKind::Unavailable`] for an answer that does not hold valid workers.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
-        self.workers_body()
-            .await?
-            .workers
-            .iter()
-            .map(WorkerBody::to_worker)
-            .collect()
-    }
-
-    /// The workers, in the wire form.
-    ///
-    /// # Errors
-    /// As [`Client::workers`].
-    pub async fn workers_body(&self) -> Result<WorkerListBody> {
-        self.call::<(), _>(Method::GET, "/v1/workers", None, CALL_TIMEOUT)
-            .await
+        self.run(cairn::ListWorkers).await
     }
 
     /// Pauses a queue (it hands out nothing; everything else works) or resumes it; see
@@ -591,22 +516,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
-        Ok(self
-            .queue_stats_body()
-            .await?
-            .queues
-            .into_iter()
-            .map(QueueStats::from)
-            .collect())
-    }
-
-    /// Every queue with its counts, in the wire form.
-    ///
-    /// # Errors
-    /// As [`Client::queue_stats`].
-    pub async fn queue_stats_body(&self) -> Result<QueueListBody> {
-        self.call::<(), _>(Method::GET, "/v1/queues", None, CALL_TIMEOUT)
-            .await
+        self.run(cairn::ListQueues).await
     }
 
     /// The next `limit` jobs a worker taking from `queue` would get, without taking them; see
@@ -615,25 +525,10 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn peek(&self, queue: &str, limit: u32) -> Result<Vec<Job>> {
-        self.peek_body(queue, limit)
-            .await?
-            .jobs
-            .iter()
-            .map(JobBody::to_job)
-            .collect()
-    }
-
-    /// The next jobs of a queue, in the wire form.
-    ///
-    /// # Errors
-    /// As [`Client::peek`].
-    pub async fn peek_body(&self, queue: &str, limit: u32) -> Result<PeekBody> {
-        self.call::<(), _>(
-            Method::GET,
-            &format!("/v1/queues/{}/peek?limit={limit}", queue_segment(queue)?),
-            None,
-            CALL_TIMEOUT,
-        )
+        self.run(cairn::Peek {
+            queue: queue.to_owned(),
+            limit,
+        })
         .await
     }
 
@@ -642,22 +537,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn failure_groups(&self) -> Result<Vec<FailureGroup>> {
-        Ok(self
-            .failure_groups_body()
-            .await?
-            .groups
-            .into_iter()
-            .map(FailureGroup::from)
-            .collect())
-    }
-
-    /// The failure groups, in the wire form.
-    ///
-    /// # Errors
-    /// As [`Client::failure_groups`].
-    pub async fn failure_groups_body(&self) -> Result<FailureGroupListBody> {
-        self.call::<(), _>(Method::GET, "/v1/failures", None, CALL_TIMEOUT)
-            .await
+        self.run(cairn::ListFailures).await
     }
 
     /// Puts the oldest failed jobs of a failure group back in a queue; returns how many moved. See
@@ -669,90 +549,29 @@ impl Client {
         self.run(unfail).await
     }
 
-    /// Statistics over the last hour, day or week, in their wire form; see [`cairn::Queue::stats`].
-    ///
-    /// # Errors
-    /// As the embedded queue.
-    pub async fn stats_body(&self, query: &StatsQuery) -> Result<StatsBody> {
-        let mut path = format!("/v1/stats?period={}", query.period.as_str());
-        for (name, value) in [("queue", &query.queue), ("name", &query.name)] {
-            if let Some(value) = value {
-                path.push_str(&format!("&{name}={}", cairn_api::percent_encode(value)));
-            }
-        }
-        self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
-            .await
-    }
-
-    /// Worker utilization, in its wire form; see [`cairn::Queue::worker_stats`].
-    ///
-    /// # Errors
-    /// As the embedded queue.
-    pub async fn worker_stats_body(&self, period: StatsPeriod) -> Result<WorkerStatsBody> {
-        let path = format!("/v1/stats/workers?period={}", period.as_str());
-        self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
-            .await
-    }
-
-    /// A page of the activity log, in its wire form; see [`cairn::Queue::activity`].
-    ///
-    /// # Errors
-    /// As the embedded queue.
-    pub async fn activity_body(&self, filter: &ActivityFilter) -> Result<ActivityPageBody> {
-        let mut query = Vec::new();
-        if let Some(job) = filter.job {
-            query.push(format!("job={job}"));
-        }
-        for (name, value) in [("worker", &filter.worker), ("queue", &filter.queue)] {
-            if let Some(value) = value {
-                query.push(format!("{name}={}", cairn_api::percent_encode(value)));
-            }
-        }
-        for (name, value) in [("since", filter.since), ("until", filter.until)] {
-            if let Some(at) = value {
-                query.push(format!(
-                    "{name}={}",
-                    cairn_api::percent_encode(&at.to_string())
-                ));
-            }
-        }
-        if let Some(before) = filter.before {
-            query.push(format!("before={before}"));
-        }
-        if filter.limit > 0 {
-            query.push(format!("limit={}", filter.limit));
-        }
-        let path = if query.is_empty() {
-            "/v1/activity".to_owned()
-        } else {
-            format!("/v1/activity?{}", query.join("&"))
-        };
-        self.call::<(), _>(Method::GET, &path, None, CALL_TIMEOUT)
-            .await
-    }
-
-    /// Statistics over the last hour, day or week; see [`cairn::Queue::stats`].
+    /// Counts, wait, run and service times over a period, with series and histograms; see
+    /// [`cairn::Queue::stats`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn stats(&self, query: StatsQuery) -> Result<Stats> {
-        self.stats_body(&query).await?.to_stats()
+        self.run(query).await
     }
 
-    /// Worker utilization; see [`cairn::Queue::worker_stats`].
+    /// How busy the workers were over a period; see [`cairn::Queue::worker_stats`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn worker_stats(&self, period: StatsPeriod) -> Result<WorkerStats> {
-        Ok(WorkerStats::from(&self.worker_stats_body(period).await?))
+        self.run(cairn::WorkerStatsQuery { period }).await
     }
 
-    /// A page of the activity log; see [`cairn::Queue::activity`].
+    /// A page of the activity log, newest first; see [`cairn::Queue::activity`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn activity(&self, filter: ActivityFilter) -> Result<ActivityPage> {
-        self.activity_body(&filter).await?.to_page()
+        self.run(filter).await
     }
 
     /// Runs one read-only SQL statement; see [`cairn::Queue::sql`].
@@ -760,22 +579,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn sql(&self, query: SqlQuery) -> Result<SqlResult> {
-        Ok(self
-            .sql_body(&SqlRequest::from(&query))
-            .await?
-            .into_result())
-    }
-
-    /// Runs one read-only SQL statement given in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::sql`].
-    pub async fn sql_body(&self, request: &SqlRequest) -> Result<SqlBody> {
-        let timeout = request
-            .timeout_ms
-            .map_or(CALL_TIMEOUT, |ms| CALL_TIMEOUT + Duration::from_millis(ms));
-        self.call(Method::POST, "/v1/sql", Some(request), timeout)
-            .await
+        self.run(query).await
     }
 
     /// Says the worker stops; see [`cairn::Queue::worker_stopped`].
@@ -789,40 +593,12 @@ impl Client {
         .await
     }
 
-    /// Every engine option that can change at run time; see [`cairn::Queue::config`].
+    /// Every option with its value and where the value comes from; see [`cairn::Queue::config`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn config(&self) -> Result<Vec<ConfigEntry>> {
-        self.config_body()
-            .await?
-            .config
-            .iter()
-            .map(ConfigEntryBody::to_entry)
-            .collect()
-    }
-
-    /// Every engine option, in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::config`].
-    pub async fn config_body(&self) -> Result<ConfigListBody> {
-        self.call::<(), _>(Method::GET, "/v1/config", None, CALL_TIMEOUT)
-            .await
-    }
-
-    /// One engine option, in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::config`], and `key` when there is no such option.
-    pub async fn config_entry_body(&self, key: ConfigKey) -> Result<ConfigEntryBody> {
-        self.call::<(), _>(
-            Method::GET,
-            &format!("/v1/config/{}", key.as_str()),
-            None,
-            CALL_TIMEOUT,
-        )
-        .await
+        self.run(cairn::ListConfig).await
     }
 
     /// Sets an engine option at run time; see [`cairn::Queue::set_config`].
@@ -849,24 +625,6 @@ impl Client {
         self.run(cairn::SetRecurring { recurring }).await
     }
 
-    /// Creates or replaces the recurring template `key`, given in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::set_recurring`].
-    pub async fn set_recurring_request(
-        &self,
-        key: &str,
-        request: &RecurringRequest,
-    ) -> Result<RecurringBody> {
-        self.call(
-            Method::PUT,
-            &format!("/v1/recurring/{}", cairn_api::percent_encode(key)),
-            Some(request),
-            CALL_TIMEOUT,
-        )
-        .await
-    }
-
     /// Removes a recurring template; see [`cairn::Queue::remove_recurring`].
     ///
     /// # Errors
@@ -878,27 +636,12 @@ impl Client {
         .await
     }
 
-    /// The recurring templates, by key; see [`cairn::Queue::recurring`].
+    /// Every recurring template; see [`cairn::Queue::recurring`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn recurring(&self) -> Result<Vec<RecurringInfo>> {
-        Ok(self
-            .recurring_body()
-            .await?
-            .recurring
-            .into_iter()
-            .map(RecurringInfo::from)
-            .collect())
-    }
-
-    /// The recurring templates, in their wire form.
-    ///
-    /// # Errors
-    /// As [`Client::recurring`].
-    pub async fn recurring_body(&self) -> Result<RecurringListBody> {
-        self.call::<(), _>(Method::GET, "/v1/recurring", None, CALL_TIMEOUT)
-            .await
+        self.run(cairn::ListRecurring).await
     }
 
     /// Creates a batch of jobs with callbacks; see [`cairn::Queue::create_batch`].
@@ -909,63 +652,20 @@ impl Client {
         cairn_api::Jobs::run(self, batch).await
     }
 
-    /// A batch and its progress; see [`cairn::Queue::batch`].
+    /// A batch with its counts; see [`cairn::Queue::batch`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn batch(&self, id: cairn::BatchId) -> Result<cairn::Batch> {
-        self.batch_body(id).await?.to_batch()
+        self.run(cairn::GetBatch { batch: id }).await
     }
 
-    /// A batch, in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::batch`].
-    pub async fn batch_body(&self, id: cairn::BatchId) -> Result<cairn_api::BatchBody> {
-        self.call::<(), _>(
-            Method::GET,
-            &format!("/v1/batches/{id}"),
-            None,
-            CALL_TIMEOUT,
-        )
-        .await
-    }
-
-    /// Batches, newest first; see [`cairn::Queue::batches`].
+    /// A page of batches, newest first; see [`cairn::Queue::batches`].
     ///
     /// # Errors
     /// As the embedded queue.
     pub async fn batches(&self, filter: cairn::BatchFilter) -> Result<Vec<cairn::Batch>> {
-        self.batches_body(&filter)
-            .await?
-            .batches
-            .iter()
-            .map(cairn_api::BatchBody::to_batch)
-            .collect()
-    }
-
-    /// A page of batches, in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::batches`].
-    pub async fn batches_body(
-        &self,
-        filter: &cairn::BatchFilter,
-    ) -> Result<cairn_api::BatchListBody> {
-        let mut query = vec![format!("limit={}", filter.limit)];
-        if let Some(state) = filter.state {
-            query.push(format!("state={}", state.as_str()));
-        }
-        if let Some(before) = filter.before {
-            query.push(format!("before={before}"));
-        }
-        self.call::<(), _>(
-            Method::GET,
-            &format!("/v1/batches?{}", query.join("&")),
-            None,
-            CALL_TIMEOUT,
-        )
-        .await
+        Ok(self.run(filter).await?.batches)
     }
 
     /// A job with its history; see [`cairn::Queue::get`].
@@ -973,50 +673,22 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn get(&self, job: JobId) -> Result<Job> {
-        self.get_body(job).await?.to_job()
+        self.run(cairn::GetJob::new(job)).await
     }
 
-    /// A job with its history, in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::get`].
-    pub async fn get_body(&self, job: JobId) -> Result<JobBody> {
-        self.call::<(), _>(Method::GET, &format!("/v1/jobs/{job}"), None, CALL_TIMEOUT)
-            .await
-    }
-
-    /// Waits until the job ends (completed, failed or cancelled), at most `timeout`, and returns it with its
-    /// result or error; at the timeout, as it stands. See [`cairn::Queue::wait`].
+    /// Waits until the job ends (completed, failed or cancelled), at most `timeout` (at most [`cairn::MAX_WAIT`]),
+    /// and returns it with its result or error; at the timeout, as it stands. See [`cairn::Queue::wait`]. The
+    /// server cuts one request's wait to its own longest (60 s by default): a longer wait asks again.
     ///
     /// # Errors
     /// As [`Client::get`].
     pub async fn wait(&self, job: JobId, timeout: Duration) -> Result<Job> {
-        self.wait_body(job, timeout).await?.to_job()
-    }
-
-    /// [`Client::wait`], the job in its wire form. The server caps one request's wait (60 s by default): a longer
-    /// wait asks again until the job ends or `timeout` (at most [`cairn::MAX_WAIT`]) runs out.
-    ///
-    /// # Errors
-    /// As [`Client::wait`].
-    pub async fn wait_body(&self, job: JobId, timeout: Duration) -> Result<JobBody> {
         let deadline = tokio::time::Instant::now() + timeout.min(cairn::MAX_WAIT);
         loop {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            let body: JobBody = self
-                .call::<(), _>(
-                    Method::GET,
-                    &format!("/v1/jobs/{job}?wait_ms={}", left.as_millis()),
-                    None,
-                    left.saturating_add(LONG_POLL_MARGIN),
-                )
-                .await?;
-            let ended = body
-                .state
-                .parse::<cairn::JobState>()
-                .is_ok_and(|s| s.is_finished());
-            if ended || tokio::time::Instant::now() >= deadline {
-                return Ok(body);
+            let wait = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let found = self.run(cairn::GetJob { job, wait }).await?;
+            if found.state.is_finished() || tokio::time::Instant::now() >= deadline {
+                return Ok(found);
             }
         }
     }
@@ -1026,47 +698,7 @@ impl Client {
     /// # Errors
     /// As the embedded queue.
     pub async fn list(&self, filter: JobFilter) -> Result<JobPage> {
-        let body = self.list_body(&filter).await?;
-        Ok(JobPage {
-            jobs: body
-                .jobs
-                .iter()
-                .map(JobBody::to_job)
-                .collect::<Result<_>>()?,
-            next: body.next.map(JobId),
-        })
-    }
-
-    /// A page of jobs, in its wire form.
-    ///
-    /// # Errors
-    /// As [`Client::list`].
-    pub async fn list_body(&self, filter: &JobFilter) -> Result<JobPageBody> {
-        let mut query = vec![format!("limit={}", filter.limit)];
-        let mut add = |key: &str, value: Option<&str>| {
-            if let Some(value) = value {
-                query.push(format!("{key}={}", cairn_api::percent_encode(value)));
-            }
-        };
-        add("queue", filter.queue.as_deref());
-        add("state", filter.state.map(JobState::as_str));
-        add("name", filter.name.as_deref());
-        add("tag", filter.tag.as_deref());
-        let before = filter.before.map(|b| b.0.to_string());
-        add("before", before.as_deref());
-        let parent = filter.parent.map(|p| p.0.to_string());
-        add("parent", parent.as_deref());
-        add("failure_group", filter.failure_group.as_deref());
-        add("tracked", filter.tracked.then_some("true"));
-        let batch = filter.batch.map(|b| b.0.to_string());
-        add("batch", batch.as_deref());
-        self.call::<(), _>(
-            Method::GET,
-            &format!("/v1/jobs?{}", query.join("&")),
-            None,
-            CALL_TIMEOUT,
-        )
-        .await
+        self.run(filter).await
     }
 }
 
@@ -1098,47 +730,7 @@ fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
     Error::with_source(ErrorKind::Unavailable, format!("{url}: {what}"), e)
 }
 
-/// A queue's name as a path segment: checked first, as the embedded queue does, since a path cannot carry every
-/// name the engine would refuse (an empty one, say).
-fn queue_segment(queue: &str) -> Result<String> {
-    Ok(cairn_api::percent_encode(QueueName::parse(queue)?.as_str()))
-}
-
 cairn::impl_backend_by_inherent_methods!(Client);
-
-/// A job a dequeue or a take claimed, from its body.
-fn claimed_job(body: &ClaimedJobBody) -> Result<ClaimedJob> {
-    Ok(ClaimedJob {
-        job: body.job.to_job()?,
-        lease: body.lease.to_lease()?,
-    })
-}
-
-/// The finishes of a `POST /v1/finish`, as its body lists them.
-fn finish_items(finishes: Vec<Finish>) -> Vec<FinishItem> {
-    finishes
-        .into_iter()
-        .map(|finish| FinishItem {
-            id: finish.job.0,
-            token: finish.token.to_string(),
-            result: finish.result,
-            data: finish.data,
-            usage: finish.usage.map(UsageBody::from),
-            next: finish.next.as_ref().map(ContinueBody::from),
-        })
-        .collect()
-}
-
-/// Each finish's answer, in order.
-fn finish_answers(results: Vec<FinishResult>) -> Vec<Result<()>> {
-    results
-        .into_iter()
-        .map(|result| match result.error {
-            None => Ok(()),
-            Some(error) => Err(ErrorBody { error }.into_error()),
-        })
-        .collect()
-}
 
 impl Jobs for Client {
     fn run<R: Route>(
@@ -1236,7 +828,7 @@ impl Client {
         let from = match from {
             cairn::EventsFrom::Now => {
                 let newest = self
-                    .activity_body(&ActivityFilter {
+                    .run(ActivityFilter {
                         limit: 1,
                         ..ActivityFilter::default()
                     })

@@ -3,7 +3,6 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use cairn::ErrorKind;
 use cairn_api::{ErrorBody, ErrorDetail};
 
 /// An error on its way to the client.
@@ -140,67 +139,16 @@ impl ApiError {
 
 impl From<cairn::Error> for ApiError {
     fn from(e: cairn::Error) -> Self {
-        let (status, kind) = match e.kind() {
-            ErrorKind::InvalidInput => (StatusCode::BAD_REQUEST, "invalid_input"),
-            ErrorKind::NotFound => (StatusCode::NOT_FOUND, "not_found"),
-            ErrorKind::LeaseLost => (StatusCode::CONFLICT, "lease_lost"),
-            ErrorKind::InvalidState => (StatusCode::CONFLICT, "invalid_state"),
-            ErrorKind::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
-            // The queue closing means the server is shutting down: the client should try again elsewhere or later.
-            // So does a database this node cannot reach in time: the client should try again, here or on another node.
-            ErrorKind::Closed | ErrorKind::Locked | ErrorKind::Unavailable => {
-                (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
-            }
-            ErrorKind::StorageFull => (StatusCode::INSUFFICIENT_STORAGE, "storage_full"),
-            _ => (StatusCode::INTERNAL_SERVER_ERROR, "storage"),
-        };
+        let (status, _) = cairn_api::wire_kind(e.kind());
+        let status = StatusCode::from_u16(status).expect("wire_kind gives valid statuses");
         if status.is_server_error() {
             tracing::error!(error = %e, "request failed");
         }
-        match e.field() {
-            Some(field) => {
-                let wire = wire_field(field);
-                let message = e.to_string();
-                // The message starts with the engine's field name; say it the way the request spelt it.
-                let message = match message.strip_prefix(field) {
-                    Some(rest) => format!("{wire}{rest}"),
-                    None => message,
-                };
-                ApiError::new(status, kind, Some(wire), message)
-            }
-            None => ApiError::new(status, kind, None, e.to_string()),
+        ApiError {
+            status,
+            body: ErrorBody::from_error(&e),
         }
     }
-}
-
-/// The engine names a few fields differently from the JSON bodies (durations carry `_ms` on the wire, the retry
-/// policy is an object); errors name the field as the client sent it, keeping the path to it: a batch prefix
-/// (`jobs[2].`) or a nested object (`next.`, so that `next.delay` is `next.delay_ms`).
-fn wire_field(field: &str) -> String {
-    // An option's name is the same on the wire (`/v1/config/{key}`), even where it ends like a body field.
-    if cairn::ConfigKey::parse(field).is_ok() {
-        return field.to_owned();
-    }
-    let (prefix, name) = match field.rfind('.') {
-        Some(at) => field.split_at(at + 1),
-        None => ("", field),
-    };
-    let wire = match name {
-        "delay" => "delay_ms",
-        "wait" => "wait_ms",
-        "lease_timeout" => "lease_timeout_ms",
-        "timeout" => "timeout_ms",
-        "per" => "per_ms",
-        "every" => "every_ms",
-        "backoff_initial" => "retry.initial_delay_ms",
-        "backoff_multiplier" => "retry.multiplier",
-        "backoff_jitter" => "retry.jitter",
-        "backoff_max" => "retry.max_delay_ms",
-        "max_attempts" => "retry.max_attempts",
-        "name_pattern" => "names",
-        other => other,
-    };
-    format!("{prefix}{wire}")
 }
 
 /// How long a client should wait before sending again a request refused for a reason that passes with time: the
@@ -232,20 +180,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn engine_field_names_become_the_wire_names() {
-        assert_eq!(wire_field("lease_timeout"), "lease_timeout_ms");
-        assert_eq!(
-            wire_field("jobs[2].backoff_multiplier"),
-            "jobs[2].retry.multiplier"
-        );
-        assert_eq!(wire_field("jobs[0].name"), "jobs[0].name");
-        assert_eq!(wire_field("priority"), "priority");
-        assert_eq!(wire_field("next.delay"), "next.delay_ms");
-        assert_eq!(wire_field("next.queue"), "next.queue");
-        assert_eq!(wire_field("next.depends_on"), "next.depends_on");
-    }
+    use cairn::ErrorKind;
 
     #[test]
     fn failures_that_pass_with_time_say_when_to_come_back() {

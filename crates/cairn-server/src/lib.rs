@@ -45,34 +45,14 @@ pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
 
 use crate::openapi::ApiDoc;
-use crate::routes::{config, health, jobs, leases, queues, recurring, stats, workers};
 
-/// The API's routes and their OpenAPI document, built from the same lists.
+/// The API's routes and their OpenAPI document, built from the same lists: every declared route, and the two that
+/// cannot be one (the event stream, the metrics).
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(jobs::enqueue, jobs::list_jobs))
-        .routes(routes!(jobs::enqueue_batch))
-        .routes(routes!(jobs::bulk))
-        .routes(routes!(routes::batches::list_batches))
-        .routes(routes!(routes::batches::get_batch))
-        .routes(routes!(routes::events::events))
-        .routes(routes!(jobs::get_job))
-        .routes(routes!(leases::dequeue))
-        .routes(routes!(leases::finish_many))
-        .routes(routes!(workers::list_workers))
-        .routes(routes!(recurring::list_recurring))
-        .routes(routes!(queues::list_queues))
-        .routes(routes!(queues::peek))
-        .routes(routes!(queues::list_failures))
-        .routes(routes!(config::list_config))
-        .routes(routes!(config::get_config))
-        .routes(routes!(stats::stats))
-        .routes(routes!(stats::worker_stats))
-        .routes(routes!(stats::activity))
-        .routes(routes!(stats::sql))
-        .routes(routes!(stats::metrics))
-        .routes(routes!(health::health))
         .merge(routes::declared::routes())
+        .routes(routes!(routes::events::events))
+        .routes(routes!(routes::metrics::metrics))
         .split_for_parts()
 }
 

@@ -165,16 +165,7 @@ fn refer(statuses: &[Shared]) -> BTreeMap<String, RefOr<Response>> {
         .collect()
 }
 
-/// What any operation may answer, whatever it does: `401`, `403`, `503`.
-pub struct ServerErrors;
-
-impl IntoResponses for ServerErrors {
-    fn responses() -> BTreeMap<String, RefOr<Response>> {
-        refer(&[UNAUTHORIZED, FORBIDDEN, UNAVAILABLE])
-    }
-}
-
-/// What an operation that reads the queue, without a body, may answer besides its own: [`ServerErrors`] and `500`.
+/// What an operation that reads the queue, without a body, may answer besides its own: `401`, `403`, `500`, `503`.
 pub struct ReadErrors;
 
 impl IntoResponses for ReadErrors {

@@ -136,7 +136,7 @@ impl Error {
 
     /// Places the error inside `path`: field `name` becomes `path.name`, and the message says so; an error
     /// without a field is prefixed with `path: `.
-    pub(crate) fn within(mut self, path: &str) -> Self {
+    pub fn within(mut self, path: &str) -> Self {
         match self.field.take() {
             Some(field) => {
                 let full = format!("{path}.{field}");

@@ -73,6 +73,10 @@ pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
 pub use postgres;
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
+pub use queue::reads::{
+    BatchPage, Bulk, FinishMany, FinishedMany, GetBatch, GetConfig, GetJob, Health, ListConfig,
+    ListFailures, ListQueues, ListRecurring, ListWorkers, Peek, WorkerStatsQuery,
+};
 pub use queue::request::Request;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].

@@ -322,7 +322,7 @@ impl BatchIdArgs {
         let body = self
             .common
             .client()?
-            .batch_body(self.id)
+            .answer(cairn::GetBatch { batch: self.id })
             .await
             .with_context(|| format!("showing batch {}", self.id))?;
         output::emit(&if self.common.json {
@@ -344,7 +344,7 @@ impl ListBatchesArgs {
         let body = self
             .common
             .client()?
-            .batches_body(&filter)
+            .answer(filter)
             .await
             .context("listing batches")?;
         output::emit(&if self.common.json {

@@ -106,7 +106,7 @@ impl ConfigArgs {
                 let body = args
                     .common
                     .client()?
-                    .config_body()
+                    .answer(cairn::ListConfig)
                     .await
                     .context("reading the options")?;
                 output::emit(&if args.common.json {
@@ -119,7 +119,7 @@ impl ConfigArgs {
                 let body = args
                     .common
                     .client()?
-                    .config_entry_body(args.key)
+                    .answer(cairn::GetConfig { key: args.key })
                     .await
                     .with_context(|| format!("reading option {}", args.key))?;
                 output::outcome(args.common.json, &body, || render_one(&body))?;

@@ -50,13 +50,13 @@ impl DepsArgs {
             return Ok(Code::Success);
         }
         let job = client
-            .get_body(id)
+            .answer(cairn::GetJob::new(id))
             .await
             .with_context(|| format!("reading job {id}"))?;
         let mut dependencies = Vec::with_capacity(job.depends_on.len());
         for &dep in &job.depends_on {
             // A dependency deleted in between is simply no longer there.
-            match client.get_body(JobId(dep)).await {
+            match client.answer(cairn::GetJob::new(JobId(dep))).await {
                 Ok(body) => dependencies.push(body),
                 Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e).with_context(|| format!("reading job {dep}")),

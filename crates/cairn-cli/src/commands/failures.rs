@@ -60,7 +60,7 @@ impl FailuresArgs {
                     ..JobFilter::default()
                 };
                 let page = client
-                    .list_body(&filter)
+                    .answer(filter)
                     .await
                     .with_context(|| format!("listing the failed jobs of group {group:?}"))?;
                 if self.common.json {
@@ -71,7 +71,7 @@ impl FailuresArgs {
             }
             None => {
                 let body = client
-                    .failure_groups_body()
+                    .answer(cairn::ListFailures)
                     .await
                     .context("listing the failure groups")?;
                 if self.common.json {

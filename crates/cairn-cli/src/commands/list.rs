@@ -41,7 +41,7 @@ impl ListArgs {
         let page = self
             .common
             .client()?
-            .list_body(&filter)
+            .answer(filter)
             .await
             .context("listing jobs")?;
         output::emit(&if self.common.json {

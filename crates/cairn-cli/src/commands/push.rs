@@ -178,7 +178,7 @@ impl PushArgs {
         let body = self
             .common
             .client()?
-            .enqueue_request(&request)
+            .answer(cairn::Push::from(request))
             .await
             .with_context(|| format!("enqueueing {:?}", self.name))?;
         if self.common.json {

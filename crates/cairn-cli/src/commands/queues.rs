@@ -279,7 +279,7 @@ impl QueuesArgs {
         let body = self
             .common
             .client()?
-            .queue_stats_body()
+            .answer(cairn::ListQueues)
             .await
             .context("listing the queues")?;
         output::emit(&if self.common.json {
@@ -336,7 +336,7 @@ impl QueueNameArgs {
         let body = self
             .common
             .client()?
-            .queue_stats_body()
+            .answer(cairn::ListQueues)
             .await
             .context("listing the queues")?;
         let queue = body
@@ -361,7 +361,10 @@ impl PeekArgs {
         let body = self
             .common
             .client()?
-            .peek_body(&self.queue, self.limit)
+            .answer(cairn::Peek {
+                queue: self.queue.clone(),
+                limit: self.limit,
+            })
             .await
             .with_context(|| format!("peeking at queue {:?}", self.queue))?;
         output::emit(&if self.common.json {

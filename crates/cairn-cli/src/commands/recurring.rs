@@ -121,7 +121,9 @@ impl SetRecurringArgs {
         let body = self
             .common
             .client()?
-            .set_recurring_request(&self.key, &request)
+            .answer(cairn::SetRecurring {
+                recurring: request.into_recurring(self.key.clone())?,
+            })
             .await
             .with_context(|| format!("setting the recurring template {:?}", self.key))?;
         output::outcome(self.common.json, &body, || {
@@ -139,7 +141,7 @@ impl ListRecurringArgs {
         let body = self
             .common
             .client()?
-            .recurring_body()
+            .answer(cairn::ListRecurring)
             .await
             .context("listing the recurring templates")?;
         if self.common.json {

@@ -32,7 +32,7 @@ impl ShowArgs {
         let job = self
             .common
             .client()?
-            .get_body(self.id)
+            .answer(cairn::GetJob::new(self.id))
             .await
             .with_context(|| format!("showing job {}", self.id))?;
         output::emit(&if self.common.json {

@@ -42,7 +42,7 @@ impl SqlArgs {
         let body = self
             .common
             .client()?
-            .sql_body(&request)
+            .answer(request.to_query())
             .await
             .context("running the query")?;
         output::emit(&if self.common.json {

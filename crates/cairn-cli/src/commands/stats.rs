@@ -41,7 +41,7 @@ impl StatsArgs {
         let body = self
             .common
             .client()?
-            .stats_body(&query)
+            .answer(query)
             .await
             .context("reading the statistics")?;
         output::emit(&if self.common.json {
@@ -135,7 +135,7 @@ impl ActivityArgs {
         let body = self
             .common
             .client()?
-            .activity_body(&filter)
+            .answer(filter)
             .await
             .context("reading the activity log")?;
         output::emit(&if self.common.json {

@@ -44,8 +44,9 @@ impl WaitArgs {
         let job = self
             .common
             .client()?
-            .wait_body(self.id, self.timeout)
+            .wait(self.id, self.timeout)
             .await
+            .map(|job| cairn_api::JobBody::from(&job))
             .with_context(|| format!("waiting for job {}", self.id))?;
         output::emit(&if self.common.json {
             output::json(&job)

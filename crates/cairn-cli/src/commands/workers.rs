@@ -29,7 +29,7 @@ impl WorkersArgs {
         let body = self
             .common
             .client()?
-            .workers_body()
+            .answer(cairn::ListWorkers)
             .await
             .context("listing the workers")?;
         output::emit(&if self.common.json {

@@ -156,7 +156,7 @@ async fn job_details(browser: &Browser, server: &TestServer, id: JobId) -> Strin
 
 /// A queue's settings and counts, over HTTP.
 async fn queue_body(client: &Client, queue: &str) -> Value {
-    let body = client.queue_stats_body().await.unwrap();
+    let body = client.answer(cairn::ListQueues).await.unwrap();
     let found = body.queues.into_iter().find(|q| q.queue == queue);
     serde_json::to_value(found.expect("the queue is listed")).unwrap()
 }
@@ -530,7 +530,7 @@ async fn a_jobs_page_shows_its_result_and_trace_context() {
         .await
         .unwrap();
     // What the server says, so that a failure below is the dashboard's.
-    let body = serde_json::to_value(client.get_body(id).await.unwrap()).unwrap();
+    let body = serde_json::to_value(client.answer(cairn::GetJob::new(id)).await.unwrap()).unwrap();
     assert_eq!(body["result"], result);
     assert_eq!(body["trace_parent"], json!(TRACE));
     assert_eq!(body["history"][0]["result"], Value::Null);
@@ -1201,7 +1201,7 @@ async fn the_page_follows_the_event_stream_with_no_timer_and_polls_while_it_is_d
 
     // Back: it resumes after the last event it had, the first job's push, and polls no more.
     let log = client
-        .activity_body(&cairn::ActivityFilter {
+        .answer(cairn::ActivityFilter {
             job: Some(first),
             ..Default::default()
         })
@@ -1342,7 +1342,7 @@ async fn the_event_streams_parser_reads_frames_split_anywhere() {
 
 /// A queue's count of jobs in `state`, over HTTP (0 for a queue not listed).
 async fn queue_count(client: &Client, queue: &str, state: &str) -> u64 {
-    let body = client.queue_stats_body().await.unwrap();
+    let body = client.answer(cairn::ListQueues).await.unwrap();
     body.queues
         .into_iter()
         .find(|q| q.queue == queue)
@@ -1852,7 +1852,7 @@ async fn recurring_templates_are_paused_run_now_and_removed_from_their_page() {
 
 /// Batch `id` as the API shows it.
 async fn batch_body(client: &Client, id: cairn::BatchId) -> Value {
-    serde_json::to_value(client.batch_body(id).await.unwrap()).unwrap()
+    serde_json::to_value(client.answer(cairn::GetBatch { batch: id }).await.unwrap()).unwrap()
 }
 
 /// Waits until the batch's page shows `counts` (`[total, pending, completed, failed, cancelled]`) in its tiles and

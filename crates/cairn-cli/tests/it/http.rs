@@ -1784,7 +1784,7 @@ async fn a_trace_context_in_the_body_is_checked_and_one_in_the_header_is_taken_w
     assert_eq!(status, 201, "{ignored}");
     let job = server
         .client()
-        .get_body(JobId(ignored["id"].as_i64().unwrap()))
+        .answer(cairn::GetJob::new(JobId(ignored["id"].as_i64().unwrap())))
         .await
         .unwrap();
     assert_eq!(job.trace_parent, None);
@@ -1794,7 +1794,14 @@ async fn a_trace_context_in_the_body_is_checked_and_one_in_the_header_is_taken_w
     let mut parents = Vec::new();
     for job in batch["jobs"].as_array().unwrap() {
         let id = JobId(job["id"].as_i64().unwrap());
-        parents.push(server.client().get_body(id).await.unwrap().trace_parent);
+        parents.push(
+            server
+                .client()
+                .answer(cairn::GetJob::new(id))
+                .await
+                .unwrap()
+                .trace_parent,
+        );
     }
     assert_eq!(
         parents,

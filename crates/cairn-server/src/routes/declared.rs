@@ -1,27 +1,32 @@
 //! Mounting the routes declared in `cairn-api` ([`Route`], listed by `cairn_api::visit_routes`): one handler serves
-//! every one of them (read the path and the body, run the request on the queue, send the answer), and each route's
-//! entry in the OpenAPI document is built from its declaration. A route declared there needs nothing here.
+//! every one of them (read the path, the query or the body, hold the request to the server's limits, run it on the
+//! queue, send the answer), and each route's entry in the OpenAPI document is built from its declaration. A route
+//! declared there needs nothing here.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 
 use axum::Json;
 use axum::extract::path::ErrorKind;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{FromRequestParts, Path, State};
+use axum::http::StatusCode;
 use axum::http::request::Parts;
-use cairn_api::{ErrorBody, Method, PathParams, Route, RouteVisitor};
+use cairn_api::{ErrorBody, Method, Received, Route, RouteVisitor, ServerLimits, WhenStopping};
 use serde::Deserialize;
 use utoipa::openapi::path::{
-    HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, PathItem,
+    HttpMethod, OperationBuilder, Parameter, ParameterBuilder, ParameterIn, PathItem,
 };
 use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::schema::{SchemaType, Type};
 use utoipa::openapi::{ContentBuilder, Paths, Ref, RefOr, Required, ResponseBuilder, Schema};
 use utoipa::{IntoResponses, PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
-use crate::openapi::{WriteErrors, WriteWithBodyErrors};
+use crate::openapi::{ReadErrors, ReadWithBodyErrors, WriteErrors, WriteWithBodyErrors};
+use crate::routes::QueryParams;
 use crate::state::AppState;
 
 /// Every route declared in `cairn-api`, mounted.
@@ -40,31 +45,41 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 /// `R`'s handler and its OpenAPI entry, for `OpenApiRouter::routes`.
 fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
-    let method_router = if R::BODY {
-        on::<R, _>(
-            |State(state): State<AppState>,
-             PathOf(path): PathOf,
-             JsonBody(body): JsonBody<R::Body>| async move {
-                run::<R>(&state, &path, body).await
-            },
-        )
-    } else {
-        // A route without a body reads none: an empty request (or anything sent along) is fine.
-        on::<R, _>(
-            |State(state): State<AppState>, PathOf(path): PathOf| async move {
+    let method_router = match (R::BODY, R::METHOD) {
+        // A route without a body reads none: an empty request (or anything sent along, a query too) is fine.
+        (false, _) => on::<R, _>(
+            |State(state): State<AppState>, ReceivedOf(received, _): ReceivedOf<R>| async move {
                 let body = R::Body::deserialize(serde_json::json!({}))
                     .map_err(|e| ApiError::invalid("body", e.to_string()))?;
-                run::<R>(&state, &path, body).await
+                run::<R>(&state, &received, body).await
             },
-        )
+        ),
+        // A read's body is its query string.
+        (true, Method::Get) => on::<R, _>(
+            |State(state): State<AppState>,
+             ReceivedOf(received, _): ReceivedOf<R>,
+             QueryParams(body): QueryParams<R::Body>| async move {
+                run::<R>(&state, &received, body).await
+            },
+        ),
+        (true, _) => on::<R, _>(
+            |State(state): State<AppState>,
+             ReceivedOf(received, _): ReceivedOf<R>,
+             JsonBody(body): JsonBody<R::Body>| async move {
+                run::<R>(&state, &received, body).await
+            },
+        ),
     };
     let mut schemas = Vec::new();
     <R::Body as ToSchema>::schemas(&mut schemas);
     <R::Answer as ToSchema>::schemas(&mut schemas);
-    schemas.push((
-        <R::Body as ToSchema>::name().into_owned(),
-        <R::Body as PartialSchema>::schema(),
-    ));
+    // A query's parameters are described one by one, not as a body.
+    if R::METHOD != Method::Get {
+        schemas.push((
+            <R::Body as ToSchema>::name().into_owned(),
+            <R::Body as PartialSchema>::schema(),
+        ));
+    }
     schemas.push((
         <R::Answer as ToSchema>::name().into_owned(),
         <R::Answer as PartialSchema>::schema(),
@@ -72,15 +87,32 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
     (schemas, paths::<R>(), method_router)
 }
 
-/// Runs `R` from its path and body, and answers what it gives.
+/// Runs `R` from what arrived, within the server's limits, and answers what it gives. A request that waits is
+/// answered at once when the server stops, as its route says.
 async fn run<R: Route>(
     state: &AppState,
-    path: &PathParams,
+    received: &Received,
     body: R::Body,
-) -> ApiResult<Json<R::Answer>> {
-    let request = R::from_wire(path, body)?;
-    let output = state.queue.run(request).await?;
-    Ok(Json(R::answer(output)))
+) -> ApiResult<(StatusCode, Json<R::Answer>)> {
+    let mut request = R::from_wire(received, body)?;
+    request.limit(&ServerLimits {
+        max_wait: state.config.max_wait,
+        max_batch_jobs: state.config.max_batch_jobs,
+    })?;
+    // If the client goes away, this future is dropped; the engine then gives back any job it claimed for it.
+    let output = match request.when_stopping() {
+        WhenStopping::Finish => state.queue.run(request).await?,
+        WhenStopping::Answer(output) => tokio::select! {
+            answer = state.queue.run(request) => answer?,
+            () = state.shutdown.cancelled() => output,
+        },
+        WhenStopping::RunInstead(instead) => tokio::select! {
+            answer = state.queue.run(request) => answer?,
+            () = state.shutdown.cancelled() => state.queue.run(instead).await?,
+        },
+    };
+    let status = StatusCode::from_u16(R::status(&output)).unwrap_or(StatusCode::OK);
+    Ok((status, Json(R::answer(output))))
 }
 
 /// `handler` mounted for `R`'s method.
@@ -88,6 +120,7 @@ fn on<R: Route, T: 'static>(
     handler: impl axum::handler::Handler<T, AppState>,
 ) -> axum::routing::MethodRouter<AppState> {
     match R::METHOD {
+        Method::Get => axum::routing::get(handler),
         Method::Post => axum::routing::post(handler),
         Method::Put => axum::routing::put(handler),
         Method::Delete => axum::routing::delete(handler),
@@ -101,11 +134,13 @@ fn paths<R: Route>() -> Paths {
             .schema(Some(RefOr::<Schema>::Ref(Ref::from_schema_name(name))))
             .build()
     };
+    let reads = R::METHOD == Method::Get;
+    let with_body = R::BODY && !reads;
     let mut operation = OperationBuilder::new()
         .tag(R::TAG)
         .summary(Some(R::SUMMARY))
         .operation_id(Some(R::OPERATION_ID))
-        .request_body(R::BODY.then(|| {
+        .request_body(with_body.then(|| {
             RequestBodyBuilder::new()
                 .content("application/json", json(&<R::Body as ToSchema>::name()))
                 .required(Some(Required::True))
@@ -118,6 +153,15 @@ fn paths<R: Route>() -> Paths {
                 .content("application/json", json(&<R::Answer as ToSchema>::name()))
                 .build(),
         );
+    for (status, meaning) in R::SUCCESSES {
+        operation = operation.response(
+            status.to_string(),
+            ResponseBuilder::new()
+                .description(*meaning)
+                .content("application/json", json(&<R::Answer as ToSchema>::name()))
+                .build(),
+        );
+    }
     for param in R::PARAMS {
         operation = operation.parameter(
             ParameterBuilder::new()
@@ -130,14 +174,31 @@ fn paths<R: Route>() -> Paths {
                 )))),
         );
     }
-    // Every declared route has a path and a body, either of which may be bad; a route that says how in its own
+    if reads && R::BODY {
+        for parameter in query_parameters::<R::Body>() {
+            operation = operation.parameter(parameter);
+        }
+    }
+    // A route with a path parameter, a query or a body may be given a bad one; a route that says how in its own
     // words keeps them.
-    let bad_input = (
-        400,
-        "Bad input: a path parameter or the body breaks a rule; `field` names it",
-    );
+    let bad_input = if reads {
+        (
+            400,
+            "Bad input: a path or query parameter breaks a rule; `field` names it",
+        )
+    } else {
+        (
+            400,
+            "Bad input: a path parameter or the body breaks a rule; `field` names it",
+        )
+    };
+    let may_be_bad = R::BODY || !R::PARAMS.is_empty();
     let own = R::ERRORS.iter().any(|(status, _)| *status == 400);
-    for (status, meaning) in (!own).then_some(&bad_input).into_iter().chain(R::ERRORS) {
+    for (status, meaning) in (may_be_bad && !own)
+        .then_some(&bad_input)
+        .into_iter()
+        .chain(R::ERRORS)
+    {
         operation = operation.response(
             status.to_string(),
             ResponseBuilder::new()
@@ -146,16 +207,19 @@ fn paths<R: Route>() -> Paths {
                 .build(),
         );
     }
-    // And what every operation that changes the queue (with a body, or without) may answer.
-    let shared = if R::BODY {
-        WriteWithBodyErrors::responses()
-    } else {
-        WriteErrors::responses()
+    // And what every operation of its kind may answer: a write may find the disk full, a body may be too large or
+    // too slow to arrive.
+    let shared = match (R::WRITES, with_body) {
+        (true, true) => WriteWithBodyErrors::responses(),
+        (true, false) => WriteErrors::responses(),
+        (false, true) => ReadWithBodyErrors::responses(),
+        (false, false) => ReadErrors::responses(),
     };
     for (status, response) in shared {
         operation = operation.response(status, response);
     }
     let method = match R::METHOD {
+        Method::Get => HttpMethod::Get,
         Method::Post => HttpMethod::Post,
         Method::Put => HttpMethod::Put,
         Method::Delete => HttpMethod::Delete,
@@ -165,27 +229,123 @@ fn paths<R: Route>() -> Paths {
         .build()
 }
 
-/// A declared route's path parameters. A segment that is not valid UTF-8 once decoded is a `path` error in Cairn's
-/// error shape rather than axum's plain-text rejection; the route names a bad value's field itself.
-struct PathOf(PathParams);
+/// A query's parameters, from the fields of the body it stands for: each optional unless the body requires it,
+/// described as the field is. The fields are text on the wire (read with errors that name them), typed in the
+/// document by what they hold, and never null.
+fn query_parameters<B: PartialSchema>() -> Vec<Parameter> {
+    let RefOr::T(Schema::Object(object)) = B::schema() else {
+        return Vec::new();
+    };
+    object
+        .properties
+        .into_iter()
+        .map(|(name, schema)| {
+            let required = object.required.contains(&name);
+            let (description, schema) = described(schema);
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Query)
+                .description(description)
+                .required(if required {
+                    Required::True
+                } else {
+                    Required::False
+                })
+                .schema(Some(schema))
+                .build()
+        })
+        .collect()
+}
 
-impl<S: Send + Sync> FromRequestParts<S> for PathOf {
+/// A query field's schema without the description it carries (which its parameter carries instead), and
+/// without the null an optional field may be: a parameter that means nothing is left out, never null.
+fn described(schema: RefOr<Schema>) -> (Option<String>, RefOr<Schema>) {
+    match schema {
+        RefOr::Ref(mut reference) => {
+            let description = std::mem::take(&mut reference.description);
+            (
+                (!description.is_empty()).then_some(description),
+                RefOr::Ref(reference),
+            )
+        }
+        RefOr::T(Schema::Object(mut field)) => {
+            if let SchemaType::Array(types) = &field.schema_type {
+                let kinds: Vec<Type> = types
+                    .iter()
+                    .filter(|t| **t != Type::Null)
+                    .cloned()
+                    .collect();
+                if let [only] = kinds.as_slice() {
+                    field.schema_type = SchemaType::Type(only.clone());
+                }
+            }
+            (field.description.take(), RefOr::T(Schema::Object(field)))
+        }
+        // An optional reference: one of null and it.
+        RefOr::T(Schema::OneOf(one_of)) => {
+            let outer = one_of.description.clone();
+            let is_null = |item: &RefOr<Schema>| matches!(item, RefOr::T(Schema::Object(o)) if o.schema_type == SchemaType::Type(Type::Null));
+            let mut items: Vec<_> = one_of
+                .items
+                .iter()
+                .filter(|item| !is_null(item))
+                .cloned()
+                .collect();
+            match (items.len(), items.pop()) {
+                (1, Some(only)) => {
+                    let (inner, schema) = described(only);
+                    (inner.or(outer), schema)
+                }
+                _ => (outer, RefOr::T(Schema::OneOf(one_of))),
+            }
+        }
+        other => (None, other),
+    }
+}
+
+/// What a declared route received besides its body: the path's parameters and the request's trace context. A
+/// segment that is not valid UTF-8 once decoded is a `path` error in Cairn's error shape rather than axum's
+/// plain-text rejection; the route names a bad value's field itself.
+struct ReceivedOf<R>(Received, PhantomData<R>);
+
+impl<R: Route, S: Send + Sync> FromRequestParts<S> for ReceivedOf<R> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let Path(params) = Path::<BTreeMap<String, String>>::from_request_parts(parts, state)
-            .await
-            .map_err(|rejection| {
-                // Name the parameter, as the engine names a bad field, when axum says which one it is.
-                let field = match &rejection {
-                    PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
-                        ErrorKind::InvalidUtf8InPathParam { key } => key.clone(),
-                        _ => "path".to_owned(),
-                    },
-                    _ => "path".to_owned(),
-                };
-                ApiError::invalid(field, "must be UTF-8 text once percent-decoded")
-            })?;
-        Ok(PathOf(PathParams(params)))
+        // axum refuses to read the parameters of a path that has none.
+        let path = if R::PARAMS.is_empty() {
+            BTreeMap::new()
+        } else {
+            path_params(parts, state).await?
+        };
+        // A `traceparent` that is not a valid one is ignored, as W3C Trace Context asks.
+        let trace_parent = parts
+            .headers
+            .get("traceparent")
+            .and_then(|value| value.to_str().ok())
+            .filter(|value| cairn::TraceParent::parse(*value).is_ok())
+            .map(str::to_owned);
+        Ok(ReceivedOf(Received { path, trace_parent }, PhantomData))
     }
+}
+
+/// The path's parameters, by name.
+async fn path_params<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+) -> Result<BTreeMap<String, String>, ApiError> {
+    let Path(path) = Path::<BTreeMap<String, String>>::from_request_parts(parts, state)
+        .await
+        .map_err(|rejection| {
+            // Name the parameter, as the engine names a bad field, when axum says which one it is.
+            let field = match &rejection {
+                PathRejection::FailedToDeserializePathParams(e) => match e.kind() {
+                    ErrorKind::InvalidUtf8InPathParam { key } => key.clone(),
+                    _ => "path".to_owned(),
+                },
+                _ => "path".to_owned(),
+            };
+            ApiError::invalid(field, "must be UTF-8 text once percent-decoded")
+        })?;
+    Ok(path)
 }

@@ -29,7 +29,6 @@ macro_rules! job_columns {
           concurrency_key, concurrency_limit, result, trace_parent, batch_id"
     };
 }
-#[allow(unused_imports)]
 pub(crate) use job_columns;
 
 /// The columns as a constant, for statements built at run time.

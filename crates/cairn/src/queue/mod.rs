@@ -5,6 +5,7 @@ mod backend;
 mod open;
 #[cfg(feature = "postgres")]
 mod postgres_enqueue;
+pub(crate) mod reads;
 pub(crate) mod request;
 
 use std::fs::File;
@@ -1428,18 +1429,6 @@ impl Operation for ReadSettings {
                 "the queue is not stored in SQLite",
             )),
         }
-    }
-}
-
-/// A dequeue answers [`Queue::run`] as [`Queue::dequeue`]: it may wait, parked in the writer.
-impl Request for Dequeue {
-    type Output = Vec<ClaimedJob>;
-
-    fn run_on(
-        self,
-        queue: &Queue,
-    ) -> crate::worker::backend::BoxFuture<'_, Result<Vec<ClaimedJob>>> {
-        Box::pin(queue.dequeue(self))
     }
 }
 
