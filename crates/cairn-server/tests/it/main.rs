@@ -8,6 +8,9 @@
 
 mod guards;
 
+#[path = "../../../cairn/tests/it/poll.rs"]
+mod poll;
+
 #[path = "bedrock/mod.rs"]
 mod sqlite;
 

@@ -564,7 +564,7 @@ async fn retry_after_bookkeeping_shows_as_bedrock_keeps_it_and_manual_jobs_are_n
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_get_job_piped_into_nc_gets_its_job() {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let bedrock = Bedrock::start().await;
     let mut c = bedrock.connect().await;
     let created = c.send("CreateJob", &[("name", "piped")]).await;
@@ -575,8 +575,17 @@ async fn a_get_job_piped_into_nc_gets_its_job() {
     let got = piped.read_reply().await;
     assert_eq!(got.status, "200 OK");
     assert_eq!(got.body["jobID"], created.body["jobID"]);
-    // It keeps the job: not given back after the answer went out.
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    // It keeps the job: not given back after the answer went out. The server decides once it has looked whether
+    // the answer reached a reader (it gives the jobs back before it lets go of the connection), then closes it.
+    let mut rest = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        piped.0.read_to_end(&mut rest),
+    )
+    .await
+    .expect("the server closes the connection")
+    .unwrap();
+    assert!(rest.is_empty(), "nothing after the answer: {rest:?}");
     let queried = c
         .send("QueryJob", &[("jobID", &created.body["jobID"].to_string())])
         .await;

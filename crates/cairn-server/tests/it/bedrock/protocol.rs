@@ -261,19 +261,6 @@ async fn connection_wait_blocks_until_another_connection_creates_a_job() {
     let bedrock = Bedrock::start().await;
     let mut waiter = bedrock.connect().await;
     let mut creator = bedrock.connect().await;
-    // Nothing arrives: after the timeout, 404.
-    let empty = waiter
-        .send(
-            "GetJob",
-            &[
-                ("name", "report"),
-                ("Connection", "wait"),
-                ("timeout", "200"),
-            ],
-        )
-        .await;
-    assert_eq!(empty.status, "404 No job found");
-
     let waiting = tokio::spawn(async move {
         let reply = waiter
             .send(
@@ -287,15 +274,33 @@ async fn connection_wait_blocks_until_another_connection_creates_a_job() {
             .await;
         (waiter, reply)
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Created once the GetJob waits, which shows as its worker seen (this is the test's first GetJob): a job created
+    // before it would be found at once, not wake it.
+    crate::poll::eventually(Duration::from_secs(20), "the GetJob waits", || async {
+        let workers = bedrock.queue.workers().await.unwrap();
+        workers.iter().any(|w| w.id.as_str() == "bedrock")
+    })
+    .await;
     let created = creator.send("CreateJob", &[("name", "report")]).await;
     // Far less than the 60 s timeout: a server that did not wake the waiter would answer only at its end.
-    let (_, reply) = tokio::time::timeout(Duration::from_secs(20), waiting)
+    let (mut waiter, reply) = tokio::time::timeout(Duration::from_secs(20), waiting)
         .await
         .expect("the waiting GetJob is answered when the job is created")
         .unwrap();
     assert_eq!(reply.status, "200 OK");
     assert_eq!(reply.body["jobID"], created.body["jobID"]);
+    // Nothing more arrives: after the timeout, 404.
+    let empty = waiter
+        .send(
+            "GetJob",
+            &[
+                ("name", "report"),
+                ("Connection", "wait"),
+                ("timeout", "200"),
+            ],
+        )
+        .await;
+    assert_eq!(empty.status, "404 No job found");
     bedrock.stop().await;
 }
 
@@ -921,16 +926,17 @@ async fn a_job_with_retry_after_is_handed_out_again_until_it_fails_on_the_tenth(
         assert_eq!(got.body["jobID"].to_string(), id);
     }
     // The tenth hand-out's time runs out too: the job fails instead of being handed out an eleventh time.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let state = c.send("QueryJob", &query).await.body["state"].clone();
+    let asking = &tokio::sync::Mutex::new(&mut c);
+    let query = &query;
+    crate::poll::eventually(Duration::from_secs(10), "the job failed", || async move {
+        let state = asking.lock().await.send("QueryJob", query).await.body["state"].clone();
         if state == "FAILED" {
-            break;
+            return true;
         }
         assert_eq!(state, "RUNQUEUED");
-        assert!(std::time::Instant::now() < deadline, "still {state}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        false
+    })
+    .await;
     assert_eq!(
         c.send("GetJob", &[("name", "flaky")]).await.status,
         "404 No job found"
