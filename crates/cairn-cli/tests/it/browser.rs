@@ -10,10 +10,12 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{Value, json};
+
+use crate::harness::poll;
 
 /// How long a wait for the page may take before the test fails: generous, since it is no measure of speed.
 pub const DEADLINE: Duration = Duration::from_secs(10);
@@ -205,34 +207,32 @@ impl Browser {
     /// As [`Browser::wait_for`], failing after `limit` instead: for what takes long by design (a backoff, a bulk
     /// action over thousands of jobs on a busy machine).
     pub async fn wait_for_within(&self, limit: Duration, what: &str, script: &str) -> Value {
-        let deadline = Instant::now() + limit;
-        loop {
+        let found = poll(limit, || async move {
             let value = self.execute(script, json!([])).await;
             let truthy = !matches!(&value, Value::Null | Value::Bool(false))
                 && value != json!(0)
                 && value != json!("");
-            if truthy {
-                return value;
-            }
-            if Instant::now() > deadline {
-                let text = self
-                    .execute("return document.body.innerText.slice(0, 2000)", json!([]))
-                    .await;
-                panic!(
-                    "timed out after {limit:?} waiting for: {what}\npage errors: {:?}\npage text:\n{}",
-                    self.errors().await,
-                    text.as_str().unwrap_or_default()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            truthy.then_some(value)
+        })
+        .await;
+        if let Some((value, _)) = found {
+            return value;
         }
+        let text = self
+            .execute("return document.body.innerText.slice(0, 2000)", json!([]))
+            .await;
+        panic!(
+            "timed out after {limit:?} waiting for: {what}\npage errors: {:?}\npage text:\n{}",
+            self.errors().await,
+            text.as_str().unwrap_or_default()
+        );
     }
 
     /// Clicks the element that `css` selects, retrying while it is missing or being replaced (the page redraws
     /// what changed on each poll).
     pub async fn click(&self, css: &str) {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
+        let last_error = &std::sync::Mutex::new(None);
+        let clicked = poll(DEADLINE, || async move {
             let clicked = match self.find(css).await {
                 Ok(element) => {
                     let session = self.session.as_deref().expect("an open session");
@@ -246,10 +246,20 @@ impl Browser {
                 Err(e) => Err(e),
             };
             match clicked {
-                Ok(_) => return,
-                Err(e) if Instant::now() > deadline => panic!("clicking {css}: {e:?}"),
-                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Ok(_) => Some(()),
+                Err(e) => {
+                    *last_error.lock().unwrap() = Some(e);
+                    None
+                }
             }
+        })
+        .await;
+        if clicked.is_none() {
+            let e = last_error.lock().unwrap().take();
+            panic!(
+                "clicking {css}: {:?}",
+                e.expect("a failed click left its error")
+            );
         }
     }
 
@@ -380,25 +390,28 @@ fn free_port() -> u16 {
 
 /// Polls chromedriver's `/status` until it is ready; false if it exited (its port was taken) or never got ready.
 async fn wait_until_ready(http: &reqwest::Client, port: u16, driver: &mut Child) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if driver.try_wait().expect("polling chromedriver").is_some() {
-            return false;
+    let ready = poll(Duration::from_secs(20), || {
+        let exited = driver.try_wait().expect("polling chromedriver").is_some();
+        async move {
+            if exited {
+                return Some(false);
+            }
+            let status = http
+                .get(format!("http://127.0.0.1:{port}/status"))
+                .send()
+                .await;
+            if let Ok(response) = status
+                && let Ok(bytes) = response.bytes().await
+                && let Ok(body) = serde_json::from_slice::<Value>(&bytes)
+                && body["value"]["ready"] == json!(true)
+            {
+                return Some(true);
+            }
+            None
         }
-        let status = http
-            .get(format!("http://127.0.0.1:{port}/status"))
-            .send()
-            .await;
-        if let Ok(response) = status
-            && let Ok(bytes) = response.bytes().await
-            && let Ok(body) = serde_json::from_slice::<Value>(&bytes)
-            && body["value"]["ready"] == json!(true)
-        {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
+    })
+    .await;
+    ready.is_some_and(|(ready, _)| ready)
 }
 
 /// `DELETE /session/ID` over a plain socket, waiting at most a few seconds.

@@ -11,7 +11,7 @@ use cairn::{Dequeue, JobId, JobState, Lease, Push, RetryPolicy};
 use cairn_client::Client;
 use serde_json::json;
 
-use crate::harness::{TestServer, all_jobs};
+use crate::harness::{TestServer, all_jobs, eventually};
 
 /// What the clients were told.
 #[derive(Default)]
@@ -79,6 +79,7 @@ async fn sigkill_during_load_loses_nothing_acknowledged() {
     let acked = Arc::new(Mutex::new(Acknowledged::default()));
     for round in 0..4u64 {
         let client = server.client();
+        let finished_before = acked.lock().unwrap().finished.len();
         let mut tasks = tokio::task::JoinSet::new();
         for p in 0..3 {
             tasks.spawn(produce(client.clone(), acked.clone(), round * 10 + p));
@@ -90,8 +91,13 @@ async fn sigkill_during_load_loses_nothing_acknowledged() {
                 format!("w{round}-{w}"),
             ));
         }
-        // Let the load run, then kill the server in the middle of it, at a different moment each round.
-        tokio::time::sleep(Duration::from_millis(300 + 150 * round)).await;
+        // Let the load run, then kill the server in the middle of it, at a different moment each round: once it
+        // has acknowledged 20 finishes more each round.
+        let finishes = 20 * (round as usize + 1);
+        eventually(Duration::from_secs(30), "the load runs", || async {
+            acked.lock().unwrap().finished.len() >= finished_before + finishes
+        })
+        .await;
         let mut killed = tokio::task::spawn_blocking(move || {
             server.kill();
             server

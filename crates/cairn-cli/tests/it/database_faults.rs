@@ -11,7 +11,7 @@ use cairn::{Dequeue, JobId, Push};
 use cairn_client::Client;
 use serde_json::json;
 
-use crate::harness::TestServer;
+use crate::harness::{TestServer, until_waiting};
 use crate::load::{
     Load, all_jobs_with_history, assert_never_held_twice, assert_nothing_lost, drain,
 };
@@ -28,6 +28,8 @@ async fn restart(cluster: &Arc<PrivateCluster>, mode: &'static str, down_for: Du
     tokio::task::spawn_blocking(move || c.down(mode))
         .await
         .unwrap();
+    // Real time: an outage lasts a while, so that what the nodes do by the clock (the lead renewed each second,
+    // sessions tried again, the load's clients refused) meets it, as it would in production.
     tokio::time::sleep(down_for).await;
     let c = cluster.clone();
     tokio::task::spawn_blocking(move || c.up()).await.unwrap();
@@ -65,17 +67,17 @@ async fn after_postgresql_restarts_no_request_fails_and_nodes_still_wake_each_ot
         }
 
         // A worker parked on the second node is woken by a push on the first, as before the restart.
-        let parked = clients[1].clone();
+        let (parked, worker) = (clients[1].clone(), format!("parked-{mode}"));
         let waiting = tokio::spawn(async move {
             parked
                 .dequeue(
-                    Dequeue::new("parked")
+                    Dequeue::new(worker.as_str())
                         .queue(format!("wake-{mode}"))
                         .wait(Duration::from_secs(20)),
                 )
                 .await
         });
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        until_waiting(&clients[0], &[&format!("parked-{mode}")]).await;
         let pushed_at = Instant::now();
         let woken = clients[0]
             .enqueue(Push::new("wake").queue(format!("wake-{mode}")))
@@ -134,17 +136,20 @@ async fn postgresql_stopped_hard_three_times_and_a_node_killed_under_load_loses_
     for (i, node) in nodes.iter().enumerate() {
         start_load(&mut load, i, node.client(), 0);
     }
+    // Each stop comes while the load runs: through the one before, for the second and third.
     for _ in 0..3 {
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        load.runs_for(50, "the load runs before the database stops")
+            .await;
         restart(&cluster, "immediate", Duration::from_secs(1)).await;
     }
-    // One node dies with SIGKILL, holding whatever its workers had taken; it comes back on the same database.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    // One node dies with SIGKILL, holding whatever its workers had taken; the other serves meanwhile; it comes back
+    // on the same database, and the load goes on (the drain below shows that both nodes serve).
+    load.runs_for(50, "the load runs after the last stop").await;
     tokio::task::block_in_place(|| nodes[1].kill());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    load.runs_for(20, "the load runs on the node left").await;
     tokio::task::block_in_place(|| nodes[1].start());
     start_load(&mut load, 1, nodes[1].client(), 1);
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    load.runs_for(50, "the load runs with the node back").await;
     let acked = load.stop().await;
 
     // Both nodes serve, and drain what is left.

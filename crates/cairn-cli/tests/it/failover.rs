@@ -21,7 +21,7 @@ use cairn::__private::PrivateCluster;
 use cairn::{Dequeue, ErrorKind, Push, RetryPolicy};
 use cairn_client::Client;
 
-use crate::harness::TestServer;
+use crate::harness::{TestServer, eventually, poll, until_waiting};
 use crate::load::{
     Load, all_jobs_with_history, assert_never_held_twice, assert_nothing_lost, drain,
 };
@@ -66,6 +66,15 @@ impl Pair {
         }
     }
 
+    /// Promotes the standby once the fault has lasted `outage`; returns when it takes writes.
+    async fn promote_after(&self, outage: Duration) -> Instant {
+        // Real time: a trial's fault lasts so long before anyone promotes the standby (3 s for the primary killed,
+        // 4 s for its host gone silent), the nodes failing against it meanwhile (their calls to a silent host
+        // running into their deadlines), as in production.
+        tokio::time::sleep(outage).await;
+        self.promote().await
+    }
+
     /// Promotes the standby; returns when it takes writes.
     async fn promote(&self) -> Instant {
         let standby = self.standby.clone();
@@ -105,17 +114,13 @@ fn nodes_under_load(pair: &Pair) -> (Vec<TestServer>, Vec<Client>, Load) {
     (nodes, clients, load)
 }
 
-/// How long after `from` each node first served a push and a dequeue, trying every 100 ms; any answer but success
-/// or 503 fails the test.
+/// How long after `from` each node first served a push and a dequeue, trying again and again; any answer but
+/// success or 503 fails the test.
 async fn serving_again(clients: &[Client], from: Instant) -> Vec<Duration> {
     let mut took = Vec::new();
     for (i, client) in clients.iter().enumerate() {
-        let give_up = from + Duration::from_secs(60);
-        loop {
-            assert!(
-                Instant::now() < give_up,
-                "node {i} did not serve again within a minute"
-            );
+        let give_up = Duration::from_secs(60).saturating_sub(from.elapsed());
+        let served = poll(give_up, || async move {
             let pushed = client.enqueue(Push::new("probe").queue("probes")).await;
             let taken = match pushed {
                 // Every probe ready, those of earlier rounds whose dequeue failed with them: none is left open.
@@ -131,17 +136,50 @@ async fn serving_again(clients: &[Client], from: Instant) -> Vec<Duration> {
                     for job in jobs {
                         let _ = client.finish(&job.lease, None).await;
                     }
-                    took.push(from.elapsed());
-                    break;
+                    Some(())
                 }
                 Err(e) => {
                     assert_eq!(e.kind(), ErrorKind::Unavailable, "node {i}: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    None
                 }
             }
-        }
+        })
+        .await;
+        let (_, at) =
+            served.unwrap_or_else(|| panic!("node {i} did not serve again within a minute"));
+        took.push(at.duration_since(from));
     }
     took
+}
+
+/// Waits until a node leads the timed work on the new primary at `url`: its term there is current, and renewed
+/// from a session of the new primary's.
+async fn leads_on(url: &str) {
+    let url = url.to_owned();
+    eventually(
+        Duration::from_secs(30),
+        "a node leads the timed work on the new primary",
+        || {
+            let url = url.clone();
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                    client
+                        .query_one(
+                            "SELECT count(*) FROM cairn_leader l WHERE l.expires_at > now() \
+                             AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = l.pid)",
+                            &[],
+                        )
+                        .unwrap()
+                        .get::<_, i64>(0)
+                        == 1
+                })
+                .await
+                .unwrap()
+            }
+        },
+    )
+    .await;
 }
 
 /// On the new primary: a delayed job comes due, an abandoned lease expires and its job comes back, and a job pushed
@@ -212,7 +250,7 @@ async fn timed_work_and_wake_ups(clients: &[Client]) {
             .unwrap()
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_waiting(b, &["waits"]).await;
     let pushed_at = Instant::now();
     let woke = a.enqueue(Push::new("wake").queue("wake")).await.unwrap().id;
     let got = waiting.await.unwrap();
@@ -255,17 +293,16 @@ fn assert_serving_within(serving: &[Duration], trial: &str) {
 async fn the_primary_killed_and_the_standby_promoted_is_ridden_through() {
     let pair = Pair::start(false).await;
     let (_nodes, clients, load) = nodes_under_load(&pair);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    load.runs_for(50, "the load runs before the fault").await;
 
     let primary = pair.primary.clone();
     tokio::task::spawn_blocking(move || primary.down("immediate"))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let promoted = pair.promote().await;
+    let promoted = pair.promote_after(Duration::from_secs(3)).await;
     let serving = serving_again(&clients, promoted).await;
     assert_serving_within(&serving, "killed and promoted");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    leads_on(&pair.standby.url).await;
     timed_work_and_wake_ups(&clients).await;
     settle(&clients, load, "killed and promoted", &serving).await;
 }
@@ -274,7 +311,7 @@ async fn the_primary_killed_and_the_standby_promoted_is_ridden_through() {
 async fn a_primary_turned_read_only_with_its_sessions_open_is_left_for_the_promoted_standby() {
     let pair = Pair::start(false).await;
     let (_nodes, clients, load) = nodes_under_load(&pair);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    load.runs_for(50, "the load runs before the fault").await;
 
     // As a switchover does: the old primary refuses writes from now on, every session of it still open.
     admin(
@@ -288,7 +325,7 @@ async fn a_primary_turned_read_only_with_its_sessions_open_is_left_for_the_promo
     let promoted = pair.promote().await;
     let serving = serving_again(&clients, promoted).await;
     assert_serving_within(&serving, "read-only and promoted");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    leads_on(&pair.standby.url).await;
     timed_work_and_wake_ups(&clients).await;
     settle(&clients, load, "read-only and promoted", &serving).await;
 }
@@ -297,14 +334,13 @@ async fn a_primary_turned_read_only_with_its_sessions_open_is_left_for_the_promo
 async fn a_primary_whose_host_went_silent_is_left_for_the_promoted_standby() {
     let pair = Pair::start(true).await;
     let (_nodes, clients, load) = nodes_under_load(&pair);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    load.runs_for(50, "the load runs before the fault").await;
 
     pair.proxy.as_ref().unwrap().black_hole();
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let promoted = pair.promote().await;
+    let promoted = pair.promote_after(Duration::from_secs(4)).await;
     let serving = serving_again(&clients, promoted).await;
     assert_serving_within(&serving, "silent and promoted");
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    leads_on(&pair.standby.url).await;
     timed_work_and_wake_ups(&clients).await;
     settle(&clients, load, "silent and promoted", &serving).await;
 }
@@ -313,7 +349,7 @@ async fn a_primary_whose_host_went_silent_is_left_for_the_promoted_standby() {
 async fn with_the_synchronous_standby_lost_no_write_is_acknowledged_until_it_is_back() {
     let pair = Pair::start(false).await;
     let (_nodes, clients, load) = nodes_under_load(&pair);
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    load.runs_for(50, "the load runs before the fault").await;
 
     let standby = pair.standby.clone();
     tokio::task::spawn_blocking(move || standby.down("immediate"))

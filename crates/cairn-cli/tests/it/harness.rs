@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cairn_client::Client;
 
@@ -234,31 +234,43 @@ pub fn signal(pid: u32, sig: i32) {
 
 /// Waits for `child` to exit, killing it after `timeout`; its exit code (None when killed by a signal).
 pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<i32> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().expect("polling the child") {
-            return status.code();
+    // The wait for the exit blocks; a watchdog beside it kills the process if the exit does not come in time.
+    let pid = i32::try_from(child.id()).expect("a pid fits in i32");
+    let (exited, exit) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let late = exit.recv_timeout(timeout).is_err();
+        if late {
+            // SAFETY: kill only sends a signal, to the child that has not been reaped (the wait below reaps it).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the process did not exit within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        late
+    });
+    let status = child.wait().expect("waiting for the child");
+    let _ = exited.send(());
+    let late = watchdog.join().expect("the watchdog ends");
+    assert!(!late, "the process did not exit within {timeout:?}");
+    status.code()
 }
 
-/// Polls `condition` until it holds, failing the test after `timeout`.
-pub async fn eventually<F, Fut>(timeout: Duration, what: &str, mut condition: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+#[path = "../../../cairn/tests/it/poll.rs"]
+mod poll;
+
+pub use poll::{eventually, poll};
+
+/// Waits until each of `workers` was seen by the server behind `client`: the dequeue of a worker not seen before has
+/// reached its queue, which parks it if it found nothing, so that a request made after this finds it waiting.
+pub async fn until_waiting(client: &Client, workers: &[&str]) {
+    eventually(
+        Duration::from_secs(20),
+        "the workers wait for jobs",
+        || async {
+            let seen = client.workers().await.unwrap();
+            workers
+                .iter()
+                .all(|w| seen.iter().any(|s| s.id.as_str() == *w))
+        },
+    )
+    .await;
 }
 
 /// The text of a process's stdout.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use cairn::{Dequeue, ErrorKind, JobFilter, JobId, JobState, Push, Worker};
 use serde_json::{Value, json};
 
-use super::harness::TestServer;
+use super::harness::{TestServer, until_waiting};
 
 /// A raw request: (status, JSON body).
 pub(crate) async fn raw(
@@ -304,8 +304,8 @@ async fn a_long_poll_returns_the_job_the_moment_it_is_enqueued() {
                 .await
         })
     };
-    // Enqueue once the poll is parked: until then, an empty list keeps it waiting either way.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Enqueue once the poll is parked: an enqueue before it would be found at once, not wake it.
+    until_waiting(&client, &["w"]).await;
     let id = client.enqueue(Push::new("x")).await.unwrap().id;
     // Far less than the 50 s wait: a server that did not wake the poll would answer only at the end.
     let claimed = tokio::time::timeout(Duration::from_secs(20), waiting)
@@ -663,7 +663,7 @@ async fn shutdown_answers_long_polls_and_restart_loses_nothing() {
                 .await
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    until_waiting(&client, &["w"]).await;
     let code = tokio::task::spawn_blocking(move || {
         let code = server.terminate();
         (server, code)

@@ -10,7 +10,7 @@ use cairn::{Dequeue, ErrorKind, Job, JobId, JobState, Push, RetryPolicy};
 use cairn_client::Client;
 use serde_json::json;
 
-use crate::harness::all_jobs;
+use crate::harness::{all_jobs, eventually};
 
 /// What the clients were told: jobs enqueued (with their data) and finishes acknowledged.
 #[derive(Default)]
@@ -104,6 +104,16 @@ impl Load {
         });
     }
 
+    /// Waits until the servers have acknowledged `finishes` more finishes than when called: the load runs, whatever
+    /// happened before. Fails the test after a minute.
+    pub async fn runs_for(&self, finishes: usize, what: &str) {
+        let from = self.acked.lock().unwrap().finished.len();
+        eventually(Duration::from_secs(60), what, || async {
+            self.acked.lock().unwrap().finished.len() >= from + finishes
+        })
+        .await;
+    }
+
     /// Stops every producer and consumer; what the servers acknowledged.
     pub async fn stop(mut self) -> Acknowledged {
         self.stop.store(true, Ordering::SeqCst);
@@ -122,6 +132,8 @@ impl Load {
 /// among them, fails the test.
 async fn ride_out(what: &str, e: &cairn::Error) {
     assert_eq!(e.kind(), ErrorKind::Unavailable, "{what}: {e}");
+    // Real time: a client told to try again pauses first, as a real one does, rather than send request after
+    // request to a node that cannot serve them yet; the outage it rides out lasts seconds of real time.
     tokio::time::sleep(RETRY_PAUSE).await;
 }
 

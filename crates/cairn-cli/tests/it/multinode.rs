@@ -10,7 +10,7 @@ use std::time::Duration;
 use cairn::{CreateBatch, Dequeue, Finish, Job, JobFilter, JobId, MissedSlots, Push, Recurring};
 use cairn_client::Client;
 
-use crate::harness::{TestDatabase, TestServer};
+use crate::harness::{TestDatabase, TestServer, all_jobs, eventually};
 use crate::load::{
     Load, all_jobs_with_history, assert_never_held_twice, assert_nothing_lost, drain,
 };
@@ -81,7 +81,7 @@ async fn a_node_killed_mid_load_loses_nothing_and_the_others_take_its_jobs() {
             load.consumer(client.clone(), format!("n{i}-w{w}"), CONSUMER_LEASE);
         }
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    load.runs_for(50, "the load runs on the three nodes").await;
     // A worker on node 0 takes jobs it will never finish: it dies with the node.
     let orphaned: Vec<JobId> = nodes[0]
         .client()
@@ -98,8 +98,24 @@ async fn a_node_killed_mid_load_loses_nothing_and_the_others_take_its_jobs() {
     tokio::task::spawn_blocking(move || killed.kill())
         .await
         .unwrap();
-    // The others go on, past the lease of every job the dead node's workers held.
-    tokio::time::sleep(LEASE + Duration::from_secs(2)).await;
+    // The others go on until every job the doomed worker held came back, its lease run out: found by the node
+    // that took over the timed work.
+    let survivor = nodes[0].client();
+    eventually(
+        Duration::from_secs(60),
+        "the doomed worker's jobs came back",
+        || async {
+            for id in &orphaned {
+                // The doomed worker's attempt, the first, has an outcome once its lease ran out.
+                let job = survivor.get(*id).await.unwrap();
+                if job.history.first().is_none_or(|a| a.outcome.is_none()) {
+                    return false;
+                }
+            }
+            true
+        },
+    )
+    .await;
     let acked = load.stop().await;
 
     // Drain through the survivors: every job comes back, and none is handed out twice.
@@ -142,12 +158,34 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
     for (i, node) in nodes.iter().enumerate() {
         load.consumer(node.client(), format!("n{i}"), CONSUMER_LEASE);
     }
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Slots of the first leader's, then it dies, then slots of its successor's (due a second after the death at
+    // least, so that the first leader could not have made them).
+    let observer = nodes[1].client();
+    let slots_after = |at: jiff::Timestamp| {
+        let observer = observer.clone();
+        async move {
+            all_jobs(&observer)
+                .await
+                .iter()
+                .filter(|job| job.run_at > at)
+                .count()
+        }
+    };
+    eventually(Duration::from_secs(30), "two slots ran", || async {
+        slots_after(jiff::Timestamp::MIN).await >= 2
+    })
+    .await;
     let mut leader = nodes.remove(0);
     tokio::task::spawn_blocking(move || leader.kill())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let after_the_death = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1);
+    eventually(
+        Duration::from_secs(30),
+        "two slots ran after the leader died",
+        || async { slots_after(after_the_death).await >= 2 },
+    )
+    .await;
     load.stop().await;
 
     let jobs = all_jobs_with_history(&nodes[0].client()).await;
@@ -159,7 +197,7 @@ async fn a_recurring_slot_runs_once_across_nodes_even_when_the_leader_dies() {
             job.run_at
         );
     }
-    // One job a second over about six seconds, created by the first leader and then by its successor.
+    // One job a second, created by the first leader and then by its successor.
     assert!(
         jobs.len() >= 4,
         "slots kept coming after the leader died: {}",
