@@ -145,9 +145,9 @@ async fn a_node_cut_off_from_postgresql_answers_quickly_hands_over_its_timed_wor
     let new_leader = leader(&db).unwrap();
     assert_ne!(new_leader, cut_leader, "the other node leads now");
 
-    // The rest of the cut, then the link comes back: the node serves again by itself, within seconds. Real time:
-    // the trial cuts the link for 30 s, past every bound of the node's (a call's deadline, the lead's
-    // term, the sessions' keepalives), and what the node does after such a cut is what is tested.
+    // Real time: the trial cuts the link for 30 s, past every bound of the node's (a call's deadline, the
+    // lead's term, the sessions' keepalives), and what the node does after such a cut is what is tested. Then the
+    // link comes back: the node serves again by itself, within seconds.
     tokio::time::sleep(CUT.saturating_sub(cut_at.elapsed())).await;
     proxy.heal();
     let healed_at = Instant::now();
