@@ -7,7 +7,7 @@
 //!
 //! One module per resource, each body beside its conversions; every public item is re-exported here, so users write
 //! `cairn_api::PushRequest`. A request declared as a [`Route`] (its path, body and answer, in its resource's module)
-//! is mounted by the server and called by the client through one generic path each, and runs through [`Jobs`]
+//! is mounted by the server and called by the client through one generic path each, so `cairn::Jobs` runs
 //! embedded or remote alike. The `openapi` feature derives the OpenAPI schemas the server documents its API with.
 
 #![warn(missing_docs)]

@@ -1,9 +1,7 @@
 //! [`Route`]: how a request travels over HTTP, declared once beside its body, so that the server mounts it and the
-//! client calls it through one generic path each ([`Jobs::run`]), and [`Jobs`]: what code is written against to run
-//! requests embedded or against a server alike.
+//! client calls it through one generic path each (`cairn_client::Client::run`).
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 use cairn::{Error, ErrorKind, JobId, Request, Result};
@@ -129,7 +127,7 @@ impl<T: Serialize + DeserializeOwned + Send + Sync + 'static> Wire for T {}
 
 /// How a [`Request`] travels over HTTP: its method and path, its body and answer on the wire with the conversions
 /// both ways, and what the OpenAPI document says of it. The server mounts every route through one handler and the
-/// client calls every route through [`Jobs::run`], so a route is declared here and nowhere else.
+/// client calls every route through one method, so a route is declared here and nowhere else.
 pub trait Route: Request + Sized {
     /// The method.
     const METHOD: Method;
@@ -261,23 +259,6 @@ pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::activity::visit_activity_routes(visitor);
     crate::sql::visit_sql_routes(visitor);
     crate::health::visit_health_routes(visitor);
-}
-
-/// Where requests run: an embedded [`cairn::Queue`], or a server through `cairn_client::Client`. Code written
-/// against it runs either way unchanged.
-pub trait Jobs: Send + Sync {
-    /// Runs `request` and gives what it answers.
-    ///
-    /// # Errors
-    /// The request's own errors, the same either way; a server adds [`ErrorKind::Unavailable`] and
-    /// [`ErrorKind::Unauthorized`].
-    fn run<R: Route>(&self, request: R) -> impl Future<Output = Result<R::Output>> + Send;
-}
-
-impl Jobs for cairn::Queue {
-    fn run<R: Route>(&self, request: R) -> impl Future<Output = Result<R::Output>> + Send {
-        cairn::Queue::run(self, request)
-    }
 }
 
 /// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, its OpenAPI

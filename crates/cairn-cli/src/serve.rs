@@ -2,6 +2,7 @@
 //! down in order: stop accepting, answer waiting long polls, finish requests in flight, then close the queue
 //! (which flushes it).
 
+use cairn::Jobs;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
-//! The client for a Cairn server: [`Client`] has the methods of the embedded [`cairn::Queue`], returns the same
-//! types and errors, and implements [`cairn::Backend`], so moving a worker from the embedded queue to a server is
-//! a change of one constructor:
+//! The client for a Cairn server: [`Client`] runs every request that has a route ([`cairn::Runs`]), so it has the
+//! calls of [`cairn::Jobs`] as the embedded [`cairn::Queue`] does, with the same types and errors, and implements
+//! [`cairn::Backend`]: moving a worker from the embedded queue to a server is a change of one constructor:
 //!
 //! ```no_run
 //! # async fn run() -> cairn::Result<()> {
@@ -27,5 +27,6 @@ pub struct ReadmeDoctests;
 
 mod client;
 
-pub use cairn_api::{Jobs, Route};
+pub use cairn::{Jobs, Runs};
+pub use cairn_api::Route;
 pub use client::{Client, ClientEvents};

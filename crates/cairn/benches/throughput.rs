@@ -25,6 +25,7 @@ mod report;
 #[path = "throughput/wakeup.rs"]
 mod wakeup;
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Durability, Push, Queue, QueueOptions};

@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo run -p cairn --example checkpoint`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{JobError, JobState, Push, Queue, RetryPolicy, Worker};

@@ -3,6 +3,7 @@
 //!
 //! Run with `cargo run -p cairn --example expired_lease`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, Push, Queue, RetryPolicy};

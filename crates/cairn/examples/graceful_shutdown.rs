@@ -3,6 +3,7 @@
 //!
 //! Run with `cargo run -p cairn --example graceful_shutdown`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Push, Queue, Worker};

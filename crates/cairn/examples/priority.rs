@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo run -p cairn --example priority`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, Push, Queue};

@@ -3,6 +3,7 @@
 //!
 //! Run with `cargo run -p cairn --example retries`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{JobError, JobState, Push, Queue, RetryPolicy, Worker};

@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo run -p cairn --example simple`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Push, Queue, Worker};

@@ -3,6 +3,7 @@
 //!
 //! Run with `cargo run -p cairn --example transactional_enqueue`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, JobFilter, Push, Queue};

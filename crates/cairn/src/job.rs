@@ -255,6 +255,6 @@ pub struct Job {
     pub schedule: Option<String>,
     /// For a cron schedule, its time zone.
     pub time_zone: Option<String>,
-    /// One record per attempt, oldest first. Filled by [`Queue::get`](crate::Queue::get); empty in listings.
+    /// One record per attempt, oldest first. Filled by [`Jobs::get`](crate::Jobs::get); empty in listings.
     pub history: Vec<Attempt>,
 }

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> cairn::Result<()> {
-//! use cairn::{Dequeue, Push, Queue};
+//! use cairn::{Dequeue, Jobs, Push, Queue};
 //!
 //! let queue = Queue::open("jobs.db").await?;
 //! queue.enqueue(Push::new("email.send").data(serde_json::json!({"to": "ada@example.com"}))).await?;
@@ -73,6 +73,7 @@ pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};
 pub use postgres;
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
+pub use queue::jobs::{Jobs, Runs};
 pub use queue::reads::{
     BatchPage, Bulk, FinishMany, FinishedMany, GetBatch, GetConfig, GetJob, Health, ListConfig,
     ListFailures, ListQueues, ListRecurring, ListWorkers, Peek, WorkerStatsQuery,
@@ -97,7 +98,7 @@ pub mod __fuzz {
     };
 }
 
-/// What `impl_backend_by_inherent_methods!` names from other crates; not part of the API.
+/// What `impl_backend_by_jobs!` names from other crates; not part of the API.
 #[doc(hidden)]
 pub mod __private {
     pub use crate::test_support::is_postgres_module;

@@ -1,7 +1,7 @@
 //! Counters and histograms since the queue opened, per queue and job name, kept in memory: what a Prometheus
 //! scrape reads (`/metrics` on the server). The writer adds each batch's totals once the batch has committed, so
 //! nothing counted here was rolled back. They start from zero when the queue opens, as Prometheus expects of
-//! counters; the statistics in the database (`Queue::stats`) are the ones that outlive restarts.
+//! counters; the statistics in the database (`Jobs::stats`) are the ones that outlive restarts.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

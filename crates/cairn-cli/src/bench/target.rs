@@ -1,15 +1,14 @@
-//! [`Target`]: the calls the scenarios make, on an embedded [`Queue`] or a server's [`Client`], so that every
-//! scenario runs unchanged on either. `cairn::Backend` has no enqueue, hence this trait of the bench's own; the
-//! workers scenario runs `cairn::Worker`s on the same handles through `Backend`.
+//! [`Target`]: the calls the scenarios make, on an embedded `Queue` or a server's `Client` (anything with
+//! [`Jobs`]), so that every scenario runs unchanged on either, with the bench's own arguments filled in; the workers
+//! scenario runs `cairn::Worker`s on the same handles through `Backend`.
 
 use std::future::Future;
 use std::time::Duration;
 
 use cairn::{
-    BatchCreated, ClaimedJob, CreateBatch, Dequeue, Enqueued, JobState, Lease, Push, Queue,
+    BatchCreated, ClaimedJob, CreateBatch, Dequeue, Enqueued, JobState, Jobs, Lease, Push,
     SqlQuery, SqlResult,
 };
-use cairn_client::Client;
 
 /// What the bench puts load on.
 pub trait Target: Clone + Send + Sync + 'static {
@@ -48,34 +47,34 @@ pub trait Target: Clone + Send + Sync + 'static {
     fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send;
 }
 
-impl Target for Queue {
+impl<T: Jobs + Clone + 'static> Target for T {
     fn enqueue(&self, push: Push) -> impl Future<Output = cairn::Result<Enqueued>> + Send {
-        Queue::enqueue(self, push)
+        Jobs::enqueue(self, push)
     }
 
     fn enqueue_batch(
         &self,
         jobs: Vec<Push>,
     ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send {
-        Queue::enqueue_batch(self, jobs)
+        Jobs::enqueue_batch(self, jobs)
     }
 
     fn create_batch(
         &self,
         batch: CreateBatch,
     ) -> impl Future<Output = cairn::Result<BatchCreated>> + Send {
-        Queue::create_batch(self, batch)
+        Jobs::create_batch(self, batch)
     }
 
     fn dequeue(
         &self,
         request: Dequeue,
     ) -> impl Future<Output = cairn::Result<Vec<ClaimedJob>>> + Send {
-        Queue::dequeue(self, request)
+        Jobs::dequeue(self, request)
     }
 
     fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
-        Queue::finish(self, lease, None)
+        Jobs::finish(self, lease, None)
     }
 
     fn retry(
@@ -83,53 +82,10 @@ impl Target for Queue {
         lease: &Lease,
         delay: Duration,
     ) -> impl Future<Output = cairn::Result<JobState>> + Send {
-        Queue::retry(self, lease, "bench: again later", Some(delay))
+        Jobs::retry(self, lease, "bench: again later", Some(delay))
     }
 
     fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send {
-        Queue::sql(self, query)
-    }
-}
-
-impl Target for Client {
-    fn enqueue(&self, push: Push) -> impl Future<Output = cairn::Result<Enqueued>> + Send {
-        Client::enqueue(self, push)
-    }
-
-    fn enqueue_batch(
-        &self,
-        jobs: Vec<Push>,
-    ) -> impl Future<Output = cairn::Result<Vec<Enqueued>>> + Send {
-        Client::enqueue_batch(self, jobs)
-    }
-
-    fn create_batch(
-        &self,
-        batch: CreateBatch,
-    ) -> impl Future<Output = cairn::Result<BatchCreated>> + Send {
-        Client::create_batch(self, batch)
-    }
-
-    fn dequeue(
-        &self,
-        request: Dequeue,
-    ) -> impl Future<Output = cairn::Result<Vec<ClaimedJob>>> + Send {
-        Client::dequeue(self, request)
-    }
-
-    fn finish(&self, lease: &Lease) -> impl Future<Output = cairn::Result<()>> + Send {
-        Client::finish(self, lease, None)
-    }
-
-    fn retry(
-        &self,
-        lease: &Lease,
-        delay: Duration,
-    ) -> impl Future<Output = cairn::Result<JobState>> + Send {
-        Client::retry(self, lease, "bench: again later", Some(delay))
-    }
-
-    fn sql(&self, query: SqlQuery) -> impl Future<Output = cairn::Result<SqlResult>> + Send {
-        Client::sql(self, query)
+        Jobs::sql(self, query)
     }
 }

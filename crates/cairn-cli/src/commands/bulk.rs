@@ -2,6 +2,7 @@
 //! cancel, delete, retry or move. Prints how many jobs it matched, acted on and skipped.
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{BulkAction, BulkSelection, JobFilter, JobId};
 use cairn_api::BulkBody;
 use clap::{Args, ValueEnum};

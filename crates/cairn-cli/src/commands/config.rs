@@ -3,6 +3,7 @@
 //! file until it is unset.
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{ConfigKey, ConfigUnit, ConfigValue};
 use cairn_api::{ConfigEntryBody, ConfigListBody};
 use clap::{Args, Subcommand};

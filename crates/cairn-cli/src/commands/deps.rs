@@ -2,6 +2,7 @@
 //! them (only while the job has not started).
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{ChangeDependencies, JobId};
 use cairn_api::{JobBody, StateBody};
 use clap::Args;

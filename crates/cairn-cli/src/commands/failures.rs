@@ -2,6 +2,7 @@
 //! like `cairn list`) and `cairn unfail GROUP` (the oldest of them back in a queue, with fresh attempts).
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{JobFilter, JobId, Unfail};
 use cairn_api::{FailureGroupListBody, UnfailBody};
 use clap::Args;

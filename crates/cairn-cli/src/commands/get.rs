@@ -1,6 +1,7 @@
 //! `cairn get PATTERN`: take (lease) ready jobs whose name matches a GLOB, like Bedrock's `GetJob`, and print
 //! each with the lease token the calls about it need. Exits with [`Code::NoJob`] when none was ready in time.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use anyhow::Context as _;

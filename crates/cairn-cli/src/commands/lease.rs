@@ -7,6 +7,7 @@
 //!
 //! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use anyhow::Context as _;

@@ -4,6 +4,7 @@
 //! The human form is one line, `job ID: what happened`; `--json` prints the server's body.
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{JobId, MoveJob};
 use cairn_api::{EmptyBody, Route as _, StateBody};
 use clap::Args;

@@ -3,6 +3,7 @@
 //! Failure groups and unfail are in `failures`.
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn_api::{EmptyBody, PeekBody, QueueListBody, QueueStatsBody};
 use clap::{Args, Subcommand};
 

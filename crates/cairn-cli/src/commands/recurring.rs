@@ -2,6 +2,7 @@
 //! restarts of the server.
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{PauseRecurring, ResumeRecurring, RunRecurring};
 use cairn_api::{
     EmptyBody, PushRequest, RecurringBody, RecurringListBody, RecurringRequest, Route as _,

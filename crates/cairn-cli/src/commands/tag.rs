@@ -2,6 +2,7 @@
 //! `cairn list --tag` finds the jobs).
 
 use anyhow::Context as _;
+use cairn::Jobs;
 use cairn::{ChangeTags, JobId};
 use cairn_api::EmptyBody;
 use clap::{ArgGroup, Args};

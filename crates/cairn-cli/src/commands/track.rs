@@ -3,6 +3,7 @@
 
 use anyhow::Context as _;
 use cairn::JobId;
+use cairn::Jobs;
 use cairn_api::EmptyBody;
 use clap::Args;
 

@@ -1,6 +1,7 @@
 //! `cairn wait ID`: waits for a job to end and prints it as `cairn show` does, its result or error included. The
 //! exit code says how it ended, so that a script can wait for a job and act on its outcome.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use anyhow::Context as _;

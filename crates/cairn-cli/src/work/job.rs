@@ -3,6 +3,7 @@
 //! then record the outcome (finish on exit status 0, retry otherwise) with the run's usage. Taking jobs and
 //! deciding when to stop is `manager`'s business; the child process itself is `runner`'s.
 
+use cairn::Jobs;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;

@@ -11,6 +11,7 @@
 //! line (the engine's rule, so that no job is too heavy to ever run); then no more are asked for until the total
 //! drops below the concurrency.
 
+use cairn::Jobs;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;

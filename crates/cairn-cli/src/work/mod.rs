@@ -15,6 +15,7 @@ mod manager;
 mod runner;
 mod tail;
 
+use cairn::Jobs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The Bedrock text protocol as `cairn serve` serves it: the sample session of the Bedrock::Jobs documentation,
 //! typed the way `nc` sends it, and jobs crossing between the protocol and the HTTP API.
 
+use cairn::Jobs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;

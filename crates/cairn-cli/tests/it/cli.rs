@@ -2,6 +2,7 @@
 //! runs them: the real binary against a real server. Expected output is inline, with times masked; `--json`
 //! output is read back as the wire types.
 
+use cairn::Jobs;
 use std::process::{Command, Output};
 
 use cairn_api::{

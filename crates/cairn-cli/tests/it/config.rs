@@ -1,5 +1,6 @@
 //! `cairn config` and `/v1/config`: options changed while the server runs, stored across restarts.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ConfigKey, ConfigValue, Push};

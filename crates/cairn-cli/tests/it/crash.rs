@@ -3,6 +3,7 @@
 //! outlived the server finishes its job under the lease it had, and jobs whose worker is gone run again when their
 //! lease expires.
 
+use cairn::Jobs;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

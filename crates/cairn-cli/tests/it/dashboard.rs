@@ -3,6 +3,7 @@
 //! one. Screenshots go to `target/dashboard-screenshots/`; with `CAIRN_DOCS_SCREENSHOT=1` the populated queues
 //! page is also saved as `docs/dashboard.png`.
 
+use cairn::Jobs;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -3,6 +3,7 @@
 //! wakes a worker parked on another as before; stopped hard three times and one node SIGKILLed under load, nothing
 //! acknowledged is lost, no job is held by two workers at once, and both nodes serve at the end.
 
+use cairn::Jobs;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

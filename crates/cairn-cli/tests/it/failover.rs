@@ -13,6 +13,7 @@
 //! the promotion; nothing acknowledged is lost and nothing finished twice; and on the new primary a delayed job
 //! comes due, an abandoned lease expires, and a job pushed on one node wakes a worker waiting on the other.
 
+use cairn::Jobs;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -3,6 +3,7 @@
 //! on the Bedrock port; reads go on; nothing acknowledged is lost, across a SIGKILL too; once space returns, writes
 //! resume without a restart.
 
+use cairn::Jobs;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

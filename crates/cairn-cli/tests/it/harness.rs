@@ -2,6 +2,7 @@
 //! database that several servers share), a `Client` for it, and the `cairn` binary for CLI tests. Kill it with
 //! SIGKILL and start it again on the same database to test recovery.
 
+use cairn::Jobs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -1,6 +1,7 @@
 //! The HTTP API through the wire: the real server, the Rust client, and raw requests for what the client would
 //! never send (bad bodies, missing tokens, unknown routes).
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, ErrorKind, JobFilter, JobId, JobState, Push, Worker};
@@ -172,12 +173,13 @@ async fn every_management_call_works_over_http() {
     assert_eq!(job.history.len(), 2);
 }
 
-/// Code written against `cairn_api::Jobs`: the same function moves and reprioritizes a job embedded and remote.
-async fn move_and_prioritize<J: cairn_api::Jobs>(jobs: &J, job: JobId) {
-    jobs.run(cairn::MoveJob::new(job, "fast")).await.unwrap();
-    jobs.run(cairn::SetPriority { job, priority: 5 })
+/// Code written against `cairn::Jobs` and `cairn::Runs`: the same function moves and reprioritizes a job embedded and
+/// remote.
+async fn move_and_prioritize<J: cairn::Jobs + cairn::Runs<cairn::MoveJob>>(jobs: &J, job: JobId) {
+    jobs.run_request(cairn::MoveJob::new(job, "fast"))
         .await
         .unwrap();
+    jobs.set_priority(job, 5).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

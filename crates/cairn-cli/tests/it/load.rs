@@ -1,6 +1,7 @@
 //! Load for the tests of servers that die or lose their database: producers and consumers that record what the
 //! servers acknowledged and ride out refusals that say to try again, and the checks on the jobs afterwards.
 
+use cairn::Jobs;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,6 +4,7 @@
 //! by two workers at once; a recurring template's slot runs once, even when the node leading the timed work dies;
 //! a batch finished across the nodes makes its callbacks once, even when the node that ended it dies at once.
 
+use cairn::Jobs;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 

@@ -2,6 +2,7 @@
 //! and unfail, tags, and bad input that names its field. The Rust client's methods are checked alongside the
 //! commands that use them.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{

@@ -1,5 +1,6 @@
 //! Seeing the queue over the wire: `/v1/stats`, `/v1/activity`, `/metrics`, and `cairn stats|activity`.
 
+use cairn::Jobs;
 use cairn::{Dequeue, Push};
 use cairn_api::{ActivityPageBody, SqlBody, StatsBody, WorkerStatsBody};
 use serde_json::json;

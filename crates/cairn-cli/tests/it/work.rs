@@ -2,6 +2,7 @@
 //! real `sh -c` commands in the server's temp directory. Commands and tests meet through marker files there; every
 //! wait in a command is bounded, so a bug fails a test rather than hangs it.
 
+use cairn::Jobs;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;

@@ -3,6 +3,7 @@
 //! the job goes on in another queue (`cairn finish --next-queue`, `Client::finish_with` with `next`). Bad input
 //! names its field as the request spelt it.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Continue, Dequeue, ErrorKind, Finish, JobFilter, JobId, JobState, Push};

@@ -1,5 +1,6 @@
 //! `GET /metrics`: Prometheus's text format, which is not a JSON answer and so not a declared route.
 
+use cairn::Jobs;
 use std::fmt::Write as _;
 
 use axum::extract::State;

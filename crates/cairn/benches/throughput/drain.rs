@@ -1,6 +1,7 @@
-//! The dequeue+finish workload: workers built on the raw `Queue::dequeue`/`Queue::finish` API (not the Worker API),
+//! The dequeue+finish workload: workers built on the raw `Jobs::dequeue`/`Jobs::finish` API (not the Worker API),
 //! each keeping up to `slots` no-op jobs in flight, until a known number of jobs has been finished.
 
+use cairn::Jobs;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};

@@ -2,6 +2,7 @@
 //! running no-op handlers. What each costs is a commit and its fsync, so they are measured against the disk's own
 //! rate (`disk::fdatasync_loop`).
 
+use cairn::Jobs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

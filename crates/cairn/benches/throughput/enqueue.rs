@@ -1,6 +1,7 @@
 //! Enqueue workloads: batches of jobs per call from a few callers, and one job per call from many tasks. Each
 //! returns the wall time and one latency sample per call.
 
+use cairn::Jobs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

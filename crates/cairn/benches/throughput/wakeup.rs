@@ -1,6 +1,7 @@
 //! Wake-up latency: a worker parked in `dequeue(.. .wait(..))`, and the time from `enqueue` returning to that
 //! dequeue returning with the job. One sample at a time, so nothing else is in flight.
 
+use cairn::Jobs;
 use std::time::{Duration, Instant};
 
 use cairn::{ClaimedJob, Dequeue, Queue};

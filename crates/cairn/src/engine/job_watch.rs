@@ -1,4 +1,4 @@
-//! Who waits for a job to end ([`Queue::wait`](crate::Queue::wait)): a waiter registers the job here, and the
+//! Who waits for a job to end ([`Jobs::wait`](crate::Jobs::wait)): a waiter registers the job here, and the
 //! writer wakes it after each commit (once durable, for a durable batch) that ended jobs, and on PostgreSQL when
 //! another node says it ended one (`cairn_job_ended`). A woken waiter reads the job again: "ended" is only a hint.
 

@@ -1,5 +1,5 @@
 //! [`BulkAction`]: one operator action over many jobs (those of a filter, or a selection of ids), as
-//! [`Queue::bulk`](crate::Queue::bulk) runs it: a chunk of jobs per transaction ([`BulkChunk`]), so that a bulk
+//! [`Jobs::bulk`](crate::Jobs::bulk) runs it: a chunk of jobs per transaction ([`BulkChunk`]), so that a bulk
 //! action over a hundred thousand jobs holds the writer no longer at a time than a few ordinary batches do, and each
 //! job the same as its own operation (the rules of `Cancel`, `Delete`, `Requeue`, `MoveJob`), in a savepoint of its
 //! own: a job whose state does not allow the action is skipped and counted, and the others go on.
@@ -15,7 +15,7 @@ use crate::ops::requeue::Requeue;
 use crate::ops::{Operation, WriteCtx, in_savepoint};
 use crate::query::JobFilter;
 
-/// What [`Queue::bulk`](crate::Queue::bulk) does to each job it selects.
+/// What [`Jobs::bulk`](crate::Jobs::bulk) does to each job it selects.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BulkAction {
     /// Cancel the jobs that have not finished (and take failed ones out of the failures), as `Cancel` does; a
@@ -46,7 +46,7 @@ impl BulkAction {
     }
 }
 
-/// Which jobs [`Queue::bulk`](crate::Queue::bulk) acts on.
+/// Which jobs [`Jobs::bulk`](crate::Jobs::bulk) acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BulkSelection {
     /// These jobs (at most [`MAX_BULK_IDS`]); one that does not exist is skipped.
@@ -56,7 +56,7 @@ pub enum BulkSelection {
     Filter(JobFilter),
 }
 
-/// What [`Queue::bulk`](crate::Queue::bulk) did.
+/// What [`Jobs::bulk`](crate::Jobs::bulk) did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BulkOutcome {
     /// The jobs it selected.

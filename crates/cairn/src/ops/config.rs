@@ -328,7 +328,7 @@ impl fmt::Display for ConfigValue {
     }
 }
 
-/// One option as [`Queue::config`](crate::Queue::config) lists it.
+/// One option as [`Jobs::config`](crate::Jobs::config) lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigEntry {
     /// The option.

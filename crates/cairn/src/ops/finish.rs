@@ -32,14 +32,14 @@ pub struct Continue {
     pub depends_on: Vec<JobId>,
 }
 
-/// The most jobs one [`Queue::finish_many`](crate::Queue::finish_many) may complete.
+/// The most jobs one [`Jobs::finish_many`](crate::Jobs::finish_many) may complete.
 pub const MAX_FINISH_MANY: usize = 1000;
 
-/// What [`Queue::finish_and_take`](crate::Queue::finish_and_take) did: each finish's answer, in order, and the jobs
+/// What [`Jobs::finish_and_take`](crate::Jobs::finish_and_take) did: each finish's answer, in order, and the jobs
 /// the take claimed. The two parts succeed or fail apart: jobs taken are leased whatever became of the finishes.
 #[derive(Debug)]
 pub struct FinishAndTake {
-    /// Each job's answer, as [`Queue::finish_many`](crate::Queue::finish_many) gives them, or the error that
+    /// Each job's answer, as [`Jobs::finish_many`](crate::Jobs::finish_many) gives them, or the error that
     /// answered them all.
     pub finished: crate::Result<Vec<crate::Result<()>>>,
     /// The jobs taken, or why none could be.

@@ -8,7 +8,7 @@ use crate::lease::Lease;
 use crate::names::JobId;
 use crate::ops::{Operation, WriteCtx, encode_json, lease_is_held, lease_refusal};
 
-/// Records progress for the running attempt (shown by [`Queue::get`](crate::Queue::get) as `progress`). Unlike a
+/// Records progress for the running attempt (shown by [`Jobs::get`](crate::Jobs::get) as `progress`). Unlike a
 /// checkpoint, it does not change what a retry starts from; unlike a heartbeat, it does not extend the lease.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update {

@@ -1,4 +1,4 @@
-//! [`WatchJob`] and [`UnwatchJob`]: a wait for a job to end ([`Queue::wait`](crate::Queue::wait)), registered in
+//! [`WatchJob`] and [`UnwatchJob`]: a wait for a job to end ([`Jobs::wait`](crate::Jobs::wait)), registered in
 //! the database on PostgreSQL so that the node that ends the job tells the node that waits (`cairn_job_waits`, read
 //! by `store/postgres/notify.rs`). SQLite has one process, whose writer wakes its waits itself.
 

@@ -2,12 +2,12 @@
 //! wait on.
 
 use crate::error::Result;
-use crate::impl_backend_by_inherent_methods;
+use crate::impl_backend_by_jobs;
 use crate::ops::finish::Finish;
 use crate::queue::Queue;
 use crate::worker::backend::BoxFuture;
 
-impl_backend_by_inherent_methods!(Queue;
+impl_backend_by_jobs!(Queue;
     fn finish_many_unhurried(
         &self,
         finishes: Vec<Finish>,

@@ -21,7 +21,7 @@ impl Queue {
     ///
     /// It runs the schema's `cairn_push` function, which an application in any language can call itself
     /// (`SELECT cairn_enqueue('email.send', '{"to": "…"}', '{"queue": "mail"}')`). A job with `parent`,
-    /// `depends_on`, `schedule`, `debounce` or `throttle` is refused: push those through [`Queue::enqueue`].
+    /// `depends_on`, `schedule`, `debounce` or `throttle` is refused: push those through [`Jobs::enqueue`](crate::Jobs::enqueue).
     ///
     /// A concurrency key is taken: the job gets it, and its queue is marked as holding keyed jobs (the nodes load
     /// their settings again when `tx` commits).
@@ -51,7 +51,7 @@ impl Queue {
             if set {
                 return Err(Error::invalid(
                     field,
-                    "is not taken in the application's transaction: push the job through Queue::enqueue",
+                    "is not taken in the application's transaction: push the job through Jobs::enqueue",
                 ));
             }
         }

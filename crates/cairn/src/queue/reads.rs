@@ -264,7 +264,7 @@ impl Read for ActivityFilter {
 }
 
 /// A job with its history; with a `wait`, once it ended or as it stands when the wait runs out (see
-/// [`Queue::wait`]).
+/// [`Jobs::wait`](crate::Jobs::wait)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GetJob {
     /// The job.
@@ -289,9 +289,9 @@ impl Request for GetJob {
     fn run_on(self, queue: &Queue) -> BoxFuture<'_, Result<Job>> {
         Box::pin(async move {
             if self.wait.is_zero() {
-                queue.get(self.job).await
+                queue.load_job(self.job).await
             } else {
-                queue.wait(self.job, self.wait).await
+                queue.wait_until_ended(self.job, self.wait).await
             }
         })
     }
@@ -302,12 +302,12 @@ impl Request for Dequeue {
     type Output = Vec<ClaimedJob>;
 
     fn run_on(self, queue: &Queue) -> BoxFuture<'_, Result<Self::Output>> {
-        Box::pin(queue.dequeue(self))
+        Box::pin(queue.take(self))
     }
 }
 
 /// Completes many jobs at once, each as its [`Finish`] would, in one transaction, each answered on its own; with
-/// `take`, takes the worker's next jobs in the same transaction (see [`Queue::finish_and_take`]).
+/// `take`, takes the worker's next jobs in the same transaction (see [`Jobs::finish_and_take`](crate::Jobs::finish_and_take)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinishMany {
     /// The finishes, at most [`MAX_FINISH_MANY`](crate::MAX_FINISH_MANY).
@@ -332,22 +332,22 @@ impl Request for FinishMany {
     fn run_on(self, queue: &Queue) -> BoxFuture<'_, Result<Self::Output>> {
         Box::pin(async move {
             let jobs: Vec<JobId> = self.finishes.iter().map(|f| f.job).collect();
-            let (answers, taken) =
-                match self.take {
-                    None => (queue.finish_many(self.finishes).await?, Ok(Vec::new())),
-                    Some(take) => {
-                        let done = queue.finish_and_take(self.finishes, take).await.map_err(
-                            |e| match e.field() {
-                                // A field of the take's, named as the request holds it: `take.limit`.
-                                Some(field) if field != "finishes" => e.within("take"),
-                                _ => e,
-                            },
-                        )?;
-                        // An error that answered every finish (the queue closing) fails the request; jobs taken in
-                        // the same moment stay leased until their lease expires.
-                        (done.finished?, done.taken)
-                    }
-                };
+            let (answers, taken) = match self.take {
+                None => (queue.finish_all(self.finishes).await?, Ok(Vec::new())),
+                Some(take) => {
+                    let done = queue
+                        .finish_all_and_take(self.finishes, take)
+                        .await
+                        .map_err(|e| match e.field() {
+                            // A field of the take's, named as the request holds it: `take.limit`.
+                            Some(field) if field != "finishes" => e.within("take"),
+                            _ => e,
+                        })?;
+                    // An error that answered every finish (the queue closing) fails the request; jobs taken in
+                    // the same moment stay leased until their lease expires.
+                    (done.finished?, done.taken)
+                }
+            };
             Ok(FinishedMany {
                 finished: jobs.into_iter().zip(answers).collect(),
                 taken,
@@ -356,7 +356,7 @@ impl Request for FinishMany {
     }
 }
 
-/// One action over many jobs (see [`Queue::bulk`]).
+/// One action over many jobs (see [`Jobs::bulk`](crate::Jobs::bulk)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bulk {
     /// What to do to each job.
@@ -369,7 +369,7 @@ impl Request for Bulk {
     type Output = BulkOutcome;
 
     fn run_on(self, queue: &Queue) -> BoxFuture<'_, Result<Self::Output>> {
-        Box::pin(queue.bulk(self.action, self.selection))
+        Box::pin(queue.run_bulk(self.action, self.selection))
     }
 }
 
@@ -377,7 +377,7 @@ impl Request for SqlQuery {
     type Output = SqlResult;
 
     fn run_on(self, queue: &Queue) -> BoxFuture<'_, Result<Self::Output>> {
-        Box::pin(queue.sql(self))
+        Box::pin(queue.run_sql(self))
     }
 }
 

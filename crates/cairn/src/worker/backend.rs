@@ -20,23 +20,25 @@ use crate::ops::finish::{Finish, FinishAndTake};
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Where a [`Worker`](crate::Worker) takes jobs from and reports to. Each method means what the
-/// [`Queue`](crate::Queue) method of the same name means, errors included.
+/// [`Jobs`](crate::Jobs) call of the same name means, errors included. A backend that wraps another (a test double,
+/// a metering layer) calls the inner one as `Jobs::finish(&self.inner, …)`: with both traits in scope, a method call
+/// that both name must say which it means.
 pub trait Backend: Send + Sync + 'static {
-    /// Takes ready jobs; see [`Queue::dequeue`](crate::Queue::dequeue).
+    /// Takes ready jobs; see [`Jobs::dequeue`](crate::Jobs::dequeue).
     fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, Result<Vec<ClaimedJob>>>;
-    /// Extends a lease; see [`Queue::heartbeat`](crate::Queue::heartbeat).
+    /// Extends a lease; see [`Jobs::heartbeat`](crate::Jobs::heartbeat).
     fn heartbeat<'a>(
         &'a self,
         lease: &'a Lease,
         progress: Option<Value>,
     ) -> BoxFuture<'a, Result<Timestamp>>;
-    /// Saves what a retry starts from; see [`Queue::checkpoint`](crate::Queue::checkpoint).
+    /// Saves what a retry starts from; see [`Jobs::checkpoint`](crate::Jobs::checkpoint).
     fn checkpoint<'a>(&'a self, lease: &'a Lease, data: Value) -> BoxFuture<'a, Result<Timestamp>>;
-    /// Records progress; see [`Queue::update`](crate::Queue::update).
+    /// Records progress; see [`Jobs::update`](crate::Jobs::update).
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
-    /// Completes the job; see [`Queue::finish`](crate::Queue::finish).
+    /// Completes the job; see [`Jobs::finish`](crate::Jobs::finish).
     fn finish<'a>(&'a self, lease: &'a Lease, data: Option<Value>) -> BoxFuture<'a, Result<()>>;
-    /// Completes many jobs in one call, answering each; see [`Queue::finish_many`](crate::Queue::finish_many).
+    /// Completes many jobs in one call, answering each; see [`Jobs::finish_many`](crate::Jobs::finish_many).
     fn finish_many(&self, finishes: Vec<Finish>) -> BoxFuture<'_, Result<Vec<Result<()>>>>;
     /// [`Backend::finish_many`] for finishes whose caller does not wait on the answers to go on: a
     /// [`Worker`](crate::Worker)'s, whose slots are free already. The embedded queue may hold their fsync for a
@@ -59,7 +61,7 @@ pub trait Backend: Send + Sync + 'static {
     fn holds_finishes_for_company(&self) -> bool {
         false
     }
-    /// Completes jobs and takes the next ones in one call; see [`Queue::finish_and_take`](crate::Queue::finish_and_take). By default, the two
+    /// Completes jobs and takes the next ones in one call; see [`Jobs::finish_and_take`](crate::Jobs::finish_and_take). By default, the two
     /// calls at once.
     fn finish_and_take(
         &self,
@@ -71,32 +73,30 @@ pub trait Backend: Send + Sync + 'static {
             Ok(FinishAndTake { finished, taken })
         })
     }
-    /// Retries the job later; see [`Queue::retry`](crate::Queue::retry).
+    /// Retries the job later; see [`Jobs::retry`](crate::Jobs::retry).
     fn retry<'a>(
         &'a self,
         lease: &'a Lease,
         error: &'a str,
         delay: Option<Duration>,
     ) -> BoxFuture<'a, Result<JobState>>;
-    /// Fails the job for good; see [`Queue::fail`](crate::Queue::fail).
+    /// Fails the job for good; see [`Jobs::fail`](crate::Jobs::fail).
     fn fail<'a>(
         &'a self,
         lease: &'a Lease,
         group: &'a str,
         message: &'a str,
     ) -> BoxFuture<'a, Result<()>>;
-    /// Gives the job back unfinished; see [`Queue::release`](crate::Queue::release).
+    /// Gives the job back unfinished; see [`Jobs::release`](crate::Jobs::release).
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, Result<()>>;
-    /// Says the worker stops; see [`Queue::worker_stopped`](crate::Queue::worker_stopped).
+    /// Says the worker stops; see [`Jobs::worker_stopped`](crate::Jobs::worker_stopped).
     fn worker_stopped<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, Result<()>>;
 }
 
-/// Implements [`Backend`] for a type whose inherent methods have the [`Queue`](crate::Queue) signatures of the same names
-/// (`dequeue`, `heartbeat`, `checkpoint`, `update`, `finish`, `finish_many`, `finish_and_take`, `retry`, `fail`,
-/// `release`, `worker_stopped`): the embedded queue and the HTTP client both do, so each implementation is this
-/// one line.
+/// Implements [`Backend`] for a type that has [`Jobs`](crate::Jobs) (the embedded queue, the HTTP client): each call
+/// is its [`Jobs`](crate::Jobs) call of the same name, so each implementation is this one line.
 #[macro_export]
-macro_rules! impl_backend_by_inherent_methods {
+macro_rules! impl_backend_by_jobs {
     ($type:ty $(; $($extra:item)*)?) => {
         impl $crate::Backend for $type {
             $($($extra)*)?
@@ -105,7 +105,7 @@ macro_rules! impl_backend_by_inherent_methods {
                 &self,
                 request: $crate::Dequeue,
             ) -> $crate::BoxFuture<'_, $crate::Result<Vec<$crate::ClaimedJob>>> {
-                Box::pin(<$type>::dequeue(self, request))
+                <$type as $crate::Jobs>::dequeue(self, request)
             }
 
             fn heartbeat<'a>(
@@ -113,7 +113,7 @@ macro_rules! impl_backend_by_inherent_methods {
                 lease: &'a $crate::Lease,
                 progress: Option<$crate::__private::Value>,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::__private::Timestamp>> {
-                Box::pin(<$type>::heartbeat(self, lease, progress))
+                <$type as $crate::Jobs>::heartbeat(self, lease, progress)
             }
 
             fn checkpoint<'a>(
@@ -121,7 +121,7 @@ macro_rules! impl_backend_by_inherent_methods {
                 lease: &'a $crate::Lease,
                 data: $crate::__private::Value,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::__private::Timestamp>> {
-                Box::pin(<$type>::checkpoint(self, lease, data))
+                <$type as $crate::Jobs>::checkpoint(self, lease, data)
             }
 
             fn update<'a>(
@@ -129,7 +129,7 @@ macro_rules! impl_backend_by_inherent_methods {
                 lease: &'a $crate::Lease,
                 progress: $crate::__private::Value,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
-                Box::pin(<$type>::update(self, lease, progress))
+                <$type as $crate::Jobs>::update(self, lease, progress)
             }
 
             fn finish<'a>(
@@ -137,14 +137,14 @@ macro_rules! impl_backend_by_inherent_methods {
                 lease: &'a $crate::Lease,
                 data: Option<$crate::__private::Value>,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
-                Box::pin(<$type>::finish(self, lease, data))
+                <$type as $crate::Jobs>::finish(self, lease, data)
             }
 
             fn finish_many(
                 &self,
                 finishes: Vec<$crate::Finish>,
             ) -> $crate::BoxFuture<'_, $crate::Result<Vec<$crate::Result<()>>>> {
-                Box::pin(<$type>::finish_many(self, finishes))
+                <$type as $crate::Jobs>::finish_many(self, finishes)
             }
 
             fn finish_and_take(
@@ -152,7 +152,7 @@ macro_rules! impl_backend_by_inherent_methods {
                 finishes: Vec<$crate::Finish>,
                 take: $crate::Dequeue,
             ) -> $crate::BoxFuture<'_, $crate::Result<$crate::FinishAndTake>> {
-                Box::pin(<$type>::finish_and_take(self, finishes, take))
+                <$type as $crate::Jobs>::finish_and_take(self, finishes, take)
             }
 
             fn retry<'a>(
@@ -161,7 +161,7 @@ macro_rules! impl_backend_by_inherent_methods {
                 error: &'a str,
                 delay: Option<std::time::Duration>,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::JobState>> {
-                Box::pin(<$type>::retry(self, lease, error, delay))
+                <$type as $crate::Jobs>::retry(self, lease, error, delay)
             }
 
             fn fail<'a>(
@@ -170,21 +170,21 @@ macro_rules! impl_backend_by_inherent_methods {
                 group: &'a str,
                 message: &'a str,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
-                Box::pin(<$type>::fail(self, lease, group, message))
+                <$type as $crate::Jobs>::fail(self, lease, group, message)
             }
 
             fn release<'a>(
                 &'a self,
                 lease: &'a $crate::Lease,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
-                Box::pin(<$type>::release(self, lease))
+                <$type as $crate::Jobs>::release(self, lease)
             }
 
             fn worker_stopped<'a>(
                 &'a self,
                 worker: &'a str,
             ) -> $crate::BoxFuture<'a, $crate::Result<()>> {
-                Box::pin(<$type>::worker_stopped(self, worker))
+                <$type as $crate::Jobs>::worker_stopped(self, worker)
             }
         }
     };

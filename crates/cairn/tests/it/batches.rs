@@ -1,6 +1,7 @@
 //! Batches: a group of jobs whose callbacks are pushed once, when every job has ended (`on_complete`) or completed
 //! (`on_success`), with the batch's counts and failed jobs; whatever path ends, revives or deletes a job.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{

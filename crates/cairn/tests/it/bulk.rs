@@ -1,6 +1,7 @@
 //! Bulk actions: one operator action over the jobs of a filter or a list of ids, a chunk per transaction, each job
 //! by its own operation's rules, the ones it does not apply to skipped and counted.
 
+use cairn::Jobs;
 use cairn::{
     BulkAction, BulkOutcome, BulkSelection, Dequeue, ErrorKind, JobFilter, JobId, JobState, Push,
 };

@@ -1,5 +1,6 @@
 //! Dequeue: order, filters, limits, weights, several queues, blocking waits.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, JobFilter, JobName, NamePattern, Push, QueueOrder};

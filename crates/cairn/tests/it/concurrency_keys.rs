@@ -1,6 +1,7 @@
 //! Concurrency keys: a limit per key that claims pass over without blocking the jobs behind it, keys that take
 //! turns, and a freed slot that wakes a waiting worker.
 
+use cairn::Jobs;
 use std::collections::HashMap;
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! Options changed at run time: listed with their defaults, applied at once, stored across restarts, unset.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ConfigKey, ConfigValue, ErrorKind, JobFilter, Push, Queue, QueueOptions};

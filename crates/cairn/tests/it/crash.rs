@@ -6,6 +6,7 @@
 //! The child is this test binary run again with only [`child_process`] selected and `CAIRN_CRASH_CHILD` naming the
 //! database. It prints one line per acknowledged operation, so the parent knows what was promised.
 
+use cairn::Jobs;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

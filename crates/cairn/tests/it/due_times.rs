@@ -11,6 +11,7 @@
 //! (A throttle gives no job a time: it refuses pushes for its period, whoever asks, so there is nothing to come
 //! due.)
 
+use cairn::Jobs;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,5 +1,6 @@
 //! Enqueueing: validation, batches, unique keys, delays, the application's own transaction.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, ErrorKind, JobFilter, JobState, Push, RetryPolicy};

@@ -1,5 +1,6 @@
 //! The event stream: the activity log's events as they are committed, in order, resumable from an id.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ActivityEvent, ActivityKind, ErrorKind, EventFilter, Events, EventsFrom, Push};

@@ -4,6 +4,7 @@
 //! The engine's tests run on both backends: `main.rs` builds each test module twice, in `sqlite` and `postgres`,
 //! whose `harness::TestQueue` opens its backend.
 
+use cairn::Jobs;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;

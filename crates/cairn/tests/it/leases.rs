@@ -1,5 +1,6 @@
 //! Leases: heartbeats extend them, expiry retries the job, stale tokens are refused and change nothing.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{AttemptOutcome, Dequeue, ErrorKind, JobState, Push, RetryPolicy};

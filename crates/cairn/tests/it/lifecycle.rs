@@ -1,5 +1,6 @@
 //! A job's life: finish, retry with backoff, fail, checkpoint, cancel, reschedule, priority, recovery, retention.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{

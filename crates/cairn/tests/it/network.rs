@@ -2,6 +2,7 @@
 //! status that says to try again, another node takes over the timed work, and once the link is back the node
 //! serves again by itself. The link runs through a proxy that black-holes it (`proxy.rs`).
 
+use cairn::Jobs;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cairn::__private::TestDatabase;
 use cairn::{
-    Backend, BoxFuture, ClaimedJob, Dequeue, ErrorKind, Finish, JobId, JobState, Lease, Push, Queue,
+    BoxFuture, ClaimedJob, Dequeue, ErrorKind, Finish, JobId, JobState, Lease, Push, Queue,
 };
 use jiff::Timestamp;
 use serde_json::Value;
@@ -338,26 +339,26 @@ impl NotingFailedFinishes {
     }
 }
 
-impl Backend for NotingFailedFinishes {
+impl cairn::Backend for NotingFailedFinishes {
     fn dequeue(&self, request: Dequeue) -> BoxFuture<'_, cairn::Result<Vec<ClaimedJob>>> {
-        Backend::dequeue(&self.queue, request)
+        cairn::Backend::dequeue(&self.queue, request)
     }
     fn heartbeat<'a>(
         &'a self,
         lease: &'a Lease,
         progress: Option<Value>,
     ) -> BoxFuture<'a, cairn::Result<Timestamp>> {
-        Backend::heartbeat(&self.queue, lease, progress)
+        cairn::Backend::heartbeat(&self.queue, lease, progress)
     }
     fn checkpoint<'a>(
         &'a self,
         lease: &'a Lease,
         data: Value,
     ) -> BoxFuture<'a, cairn::Result<Timestamp>> {
-        Backend::checkpoint(&self.queue, lease, data)
+        cairn::Backend::checkpoint(&self.queue, lease, data)
     }
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, cairn::Result<()>> {
-        Backend::update(&self.queue, lease, progress)
+        cairn::Backend::update(&self.queue, lease, progress)
     }
     fn finish<'a>(
         &'a self,
@@ -365,7 +366,7 @@ impl Backend for NotingFailedFinishes {
         data: Option<Value>,
     ) -> BoxFuture<'a, cairn::Result<()>> {
         Box::pin(async move {
-            let answer = Backend::finish(&self.queue, lease, data).await;
+            let answer = cairn::Backend::finish(&self.queue, lease, data).await;
             if answer.is_err() {
                 self.failed.lock().unwrap().insert(lease.job);
             }
@@ -377,7 +378,7 @@ impl Backend for NotingFailedFinishes {
         finishes: Vec<Finish>,
     ) -> BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
         Box::pin(async move {
-            let answers = Backend::finish_many(&self.queue, finishes.clone()).await;
+            let answers = cairn::Backend::finish_many(&self.queue, finishes.clone()).await;
             self.note(&finishes, &answers);
             answers
         })
@@ -389,13 +390,13 @@ impl Backend for NotingFailedFinishes {
     ) -> BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
         Box::pin(async move {
             let answers =
-                Backend::finish_many_unhurried(&self.queue, finishes.clone(), taken).await;
+                cairn::Backend::finish_many_unhurried(&self.queue, finishes.clone(), taken).await;
             self.note(&finishes, &answers);
             answers
         })
     }
     fn holds_finishes_for_company(&self) -> bool {
-        Backend::holds_finishes_for_company(&self.queue)
+        cairn::Backend::holds_finishes_for_company(&self.queue)
     }
     fn retry<'a>(
         &'a self,
@@ -403,7 +404,7 @@ impl Backend for NotingFailedFinishes {
         error: &'a str,
         delay: Option<Duration>,
     ) -> BoxFuture<'a, cairn::Result<JobState>> {
-        Backend::retry(&self.queue, lease, error, delay)
+        cairn::Backend::retry(&self.queue, lease, error, delay)
     }
     fn fail<'a>(
         &'a self,
@@ -411,12 +412,12 @@ impl Backend for NotingFailedFinishes {
         group: &'a str,
         message: &'a str,
     ) -> BoxFuture<'a, cairn::Result<()>> {
-        Backend::fail(&self.queue, lease, group, message)
+        cairn::Backend::fail(&self.queue, lease, group, message)
     }
     fn release<'a>(&'a self, lease: &'a Lease) -> BoxFuture<'a, cairn::Result<()>> {
-        Backend::release(&self.queue, lease)
+        cairn::Backend::release(&self.queue, lease)
     }
     fn worker_stopped<'a>(&'a self, worker: &'a str) -> BoxFuture<'a, cairn::Result<()>> {
-        Backend::worker_stopped(&self.queue, worker)
+        cairn::Backend::worker_stopped(&self.queue, worker)
     }
 }

@@ -6,6 +6,7 @@
 //! The server is the private cluster `scripts/test` starts (`scripts/postgres`), named by
 //! `CAIRN_TEST_POSTGRES_URL`; each test works in a database of its own, dropped at the end.
 
+use cairn::Jobs;
 use proptest::prelude::*;
 
 use crate::harness::{TestDatabase, futures_join_all};

@@ -1,6 +1,7 @@
 //! Operating a queue: pause and resume, counts by state (stalled included), failure groups and unfail, tags,
 //! peek.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ChangeTags, Dequeue, ErrorKind, JobFilter, JobState, Push, RetryPolicy, Unfail};

@@ -1,6 +1,7 @@
 //! Recurring jobs with Bedrock's repeat syntax, on a manual clock: each base, data carried from run to run,
 //! `SCHEDULED` catch-up, failed runs keeping the schedule, cancel ending it, and no duplicate run after a crash.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ErrorKind, JobFilter, JobState, Push, Queue, QueueOptions, RetryPolicy};

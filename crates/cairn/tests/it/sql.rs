@@ -1,5 +1,6 @@
 //! Read-only SQL: the documented views answer, anything but a read is refused, and a query stops at its limits.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ErrorKind, JobState, Push, SqlQuery};

@@ -3,6 +3,7 @@
 //! exists if and only if the application's transaction commits, wakes a worker on another node at the commit, and
 //! is checked by the same rules as a push: the last test pushes the same generated jobs both ways and compares.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{

@@ -4,6 +4,7 @@
 //! is always the latest one handed out), no job is lost, a stale token is refused with `lease_lost` and changes
 //! nothing, a unique key names at most one live job, and no job runs more attempts than it may.
 
+use cairn::Jobs;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;

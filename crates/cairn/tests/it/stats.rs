@@ -1,5 +1,6 @@
 //! Statistics and the activity log, checked against values computed by hand on a manual clock.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{

@@ -1,5 +1,6 @@
 //! Opening databases: settings, migrations, the single-owner lock.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ErrorKind, Queue};

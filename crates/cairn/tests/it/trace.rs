@@ -1,5 +1,6 @@
 //! Trace context: a push may carry a W3C `traceparent`, which the job keeps and its worker runs it in.
 
+use cairn::Jobs;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

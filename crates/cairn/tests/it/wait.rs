@@ -1,6 +1,7 @@
 //! Results and waits: a finish may carry a result, kept apart from the job's data and with the attempt in its
-//! history, and `Queue::wait` answers the moment a job ends, with that result or its error.
+//! history, and `Jobs::wait` answers the moment a job ends, with that result or its error.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Dequeue, ErrorKind, Finish, JobId, JobState, Push};

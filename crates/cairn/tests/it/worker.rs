@@ -1,5 +1,6 @@
 //! The worker API: handlers by name, outcomes, concurrency with weights, heartbeats, graceful shutdown.
 
+use cairn::Jobs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -496,7 +497,7 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::ClaimedJob>>> {
         self.asked.lock().unwrap().push(request.limit);
         Box::pin(async move {
-            let claimed = self.queue.dequeue(request).await;
+            let claimed = Jobs::dequeue(&self.queue, request).await;
             if let Ok(jobs) = &claimed {
                 self.answered.lock().unwrap().push(jobs.len());
             }
@@ -508,21 +509,21 @@ impl cairn::Backend for HeldFinishes {
         lease: &'a cairn::Lease,
         progress: Option<serde_json::Value>,
     ) -> cairn::BoxFuture<'a, cairn::Result<jiff::Timestamp>> {
-        Box::pin(self.queue.heartbeat(lease, progress))
+        Box::pin(Jobs::heartbeat(&self.queue, lease, progress))
     }
     fn checkpoint<'a>(
         &'a self,
         lease: &'a cairn::Lease,
         data: serde_json::Value,
     ) -> cairn::BoxFuture<'a, cairn::Result<jiff::Timestamp>> {
-        Box::pin(self.queue.checkpoint(lease, data))
+        Box::pin(Jobs::checkpoint(&self.queue, lease, data))
     }
     fn update<'a>(
         &'a self,
         lease: &'a cairn::Lease,
         progress: serde_json::Value,
     ) -> cairn::BoxFuture<'a, cairn::Result<()>> {
-        Box::pin(self.queue.update(lease, progress))
+        Box::pin(Jobs::update(&self.queue, lease, progress))
     }
     fn finish<'a>(
         &'a self,
@@ -531,7 +532,7 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'a, cairn::Result<()>> {
         Box::pin(async move {
             let _open = self.gate.read().await;
-            self.queue.finish(lease, data).await
+            Jobs::finish(&self.queue, lease, data).await
         })
     }
     fn finish_many(
@@ -540,7 +541,7 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'_, cairn::Result<Vec<cairn::Result<()>>>> {
         Box::pin(async move {
             let _open = self.gate.read().await;
-            self.queue.finish_many(finishes).await
+            Jobs::finish_many(&self.queue, finishes).await
         })
     }
     fn finish_many_unhurried(
@@ -562,7 +563,7 @@ impl cairn::Backend for HeldFinishes {
         error: &'a str,
         delay: Option<Duration>,
     ) -> cairn::BoxFuture<'a, cairn::Result<JobState>> {
-        Box::pin(self.queue.retry(lease, error, delay))
+        Box::pin(Jobs::retry(&self.queue, lease, error, delay))
     }
     fn fail<'a>(
         &'a self,
@@ -570,13 +571,13 @@ impl cairn::Backend for HeldFinishes {
         group: &'a str,
         message: &'a str,
     ) -> cairn::BoxFuture<'a, cairn::Result<()>> {
-        Box::pin(self.queue.fail(lease, group, message))
+        Box::pin(Jobs::fail(&self.queue, lease, group, message))
     }
     fn release<'a>(&'a self, lease: &'a cairn::Lease) -> cairn::BoxFuture<'a, cairn::Result<()>> {
-        Box::pin(self.queue.release(lease))
+        Box::pin(Jobs::release(&self.queue, lease))
     }
     fn worker_stopped<'a>(&'a self, worker: &'a str) -> cairn::BoxFuture<'a, cairn::Result<()>> {
-        Box::pin(self.queue.worker_stopped(worker))
+        Box::pin(Jobs::worker_stopped(&self.queue, worker))
     }
 }
 

@@ -1,6 +1,7 @@
 //! Jobs that wait on other jobs: dependencies (chains, diamonds, failures, cancellation, cycles) and parents with
 //! children (the Bedrock life cycle).
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{

@@ -1,5 +1,6 @@
 //! CreateJob and CreateJobs (reference §5.1, §5.2).
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Job, JobFilter, JobState, Push, Repeat, RetryPolicy, RunTimes};

@@ -1,5 +1,6 @@
 //! GetJob and GetJobs (reference §5.3, §7): take due jobs by name, with real blocking behind `Connection: wait`.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{ClaimedJob, Dequeue, JobState};

@@ -1,5 +1,6 @@
 //! FinishJob, RetryJob and FailJob (reference §5.6–5.8): the end of a run, named by job id alone.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{Finish, Job, JobState, Lease, Retry};

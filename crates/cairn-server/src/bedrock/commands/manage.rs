@@ -1,5 +1,6 @@
 //! QueryJob, UpdateJob, DeleteJob, CancelJob and RequeueJobs (reference §5.4, §5.5, §5.9–5.11).
 
+use cairn::Jobs;
 use cairn::{Job, JobFilter, JobId, JobState, Repeat, RunTimes};
 use serde_json::json;
 

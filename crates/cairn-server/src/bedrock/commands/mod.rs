@@ -19,6 +19,7 @@ mod manage;
 mod query;
 mod values;
 
+use cairn::Jobs;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;

@@ -5,6 +5,7 @@
 //! engine's read-only SQL, with its walls and limits (`cairn sql`): jobs change through the Jobs commands, never
 //! through a query.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::SqlQuery;

@@ -1,6 +1,7 @@
 //! What Bedrock's own clients (Bedrock-PHP's `Jobs` and its BedrockWorkerManager) rely on: job names that carry
 //! parameters, data read back as it was written, mocked jobs, and the DB plugin's `Query:`.
 
+use cairn::Jobs;
 use serde_json::json;
 
 use super::Bedrock;

@@ -1,6 +1,7 @@
 //! The commands and their rules: status lines in Bedrock's order, the job objects, repeats, parents and children,
 //! `retryAfter`, the framing.
 
+use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{JobId, JobState};

@@ -486,6 +486,7 @@ fn walk_first(priority: &str, matches: &[String], limit: usize) -> [String; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Jobs;
     use proptest::prelude::*;
 
     #[test]

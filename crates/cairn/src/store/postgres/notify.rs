@@ -13,7 +13,7 @@ pub(crate) const READY_CHANNEL: &str = "cairn_ready";
 /// theirs again; the payload is the node's name.
 pub(crate) const SETTINGS_CHANNEL: &str = "cairn_settings";
 
-/// The channel on which a commit that ended jobs some node waits for ([`crate::Queue::wait`]) says which: one
+/// The channel on which a commit that ended jobs some node waits for ([`crate::Jobs::wait`]) says which: one
 /// notification per job, its id the payload. The activity's flush sends them (`ops/events.rs`), in its statement.
 pub(crate) const JOB_ENDED_CHANNEL: &str = "cairn_job_ended";
 

@@ -1,4 +1,4 @@
-//! Read-only SQL on PostgreSQL (`Queue::sql` for a queue on PostgreSQL; SQLite's is `sql.rs`), with the same
+//! Read-only SQL on PostgreSQL (`Jobs::sql` for a queue on PostgreSQL; SQLite's is `sql.rs`), with the same
 //! documented views and limits.
 //!
 //! The walls: the query runs in a `READ ONLY` transaction on a session of its own, with `statement_timeout` at its
