@@ -2,6 +2,7 @@
 //! index (a read, off the writer), for the `queue_depth` metric. With several instances on one database it is
 //! the whole queue's depth, not one process's.
 
+use cairn::Jobs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -14,6 +14,7 @@ mod producer;
 mod settings;
 mod telemetry;
 
+use cairn::Jobs;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -3,6 +3,7 @@
 //! same jobs, so that the offered load is delivered late rather than lost, and their claim latency counts from
 //! the first attempt.
 
+use cairn::Jobs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};

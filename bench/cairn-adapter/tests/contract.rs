@@ -3,6 +3,7 @@
 //! environment, its JSON lines read from standard output, stopped with SIGTERM; on a SQLite file and on the
 //! PostgreSQL cluster `scripts/test` starts, and through a database restart on a cluster of the test's own.
 
+use cairn::Jobs;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
