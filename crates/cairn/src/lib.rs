@@ -74,10 +74,8 @@ pub use postgres;
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
 pub use queue::jobs::{Jobs, Runs};
-pub use queue::reads::{
-    BatchPage, Bulk, FinishMany, FinishedMany, GetBatch, GetConfig, GetJob, Health, ListConfig,
-    ListFailures, ListQueues, ListRecurring, ListWorkers, Peek, WorkerStatsQuery,
-};
+// Every request that is not an operation of `ops/` (the reads among them), as it is declared.
+pub use queue::reads::*;
 pub use queue::request::Request;
 pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
