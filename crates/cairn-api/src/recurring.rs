@@ -1,8 +1,8 @@
 //! Recurring templates: a cron schedule in a time zone, and the job it creates at each slot.
 
 use cairn::{
-    Error, ErrorKind, ListRecurring, MissedSlots, Overlap, PauseRecurring, Push, Recurring,
-    RecurringInfo, RemoveRecurring, ResumeRecurring, RunRecurring, SetRecurring,
+    Error, ErrorKind, GetRecurring, ListRecurring, MissedSlots, Overlap, PauseRecurring, Push,
+    Recurring, RecurringInfo, RemoveRecurring, ResumeRecurring, RunRecurring, SetRecurring,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -174,6 +174,7 @@ pub(crate) fn visit_recurring_routes(visitor: &mut impl RouteVisitor) {
     visitor.visit::<SetRecurring>();
     visitor.visit::<RemoveRecurring>();
     visitor.visit::<ListRecurring>();
+    visitor.visit::<GetRecurring>();
     visitor.visit::<PauseRecurring>();
     visitor.visit::<ResumeRecurring>();
     visitor.visit::<RunRecurring>();
@@ -274,6 +275,17 @@ impl Answer<Vec<RecurringInfo>> for RecurringListBody {
             .map(RecurringInfo::from)
             .collect())
     }
+}
+
+route! {
+    GetRecurring: Get "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "get_recurring",
+    summary "One template, with its next and last runs.",
+    done "The template",
+    errors [(404, "No such template")],
+    path |r| [r.key],
+    no body,
+    answer RecurringBody,
+    from |path| Ok(GetRecurring { key: path.text("key")?.to_owned() }),
 }
 
 route! {

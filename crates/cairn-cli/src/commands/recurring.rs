@@ -1,4 +1,4 @@
-//! `cairn recurring set|list|remove|pause|resume|run`: cron templates that create a job at every slot, once per slot even across
+//! `cairn recurring set|list|show|remove|pause|resume|run`: cron templates that create a job at every slot, once per slot even across
 //! restarts of the server.
 
 use anyhow::Context as _;
@@ -29,6 +29,8 @@ pub enum RecurringCommand {
     Set(Box<SetRecurringArgs>),
     /// List the templates with their next and last runs.
     List(ListRecurringArgs),
+    /// Show one template with its next and last runs.
+    Show(TemplateArgs),
     /// Remove a template; the jobs it already created stay.
     Remove(TemplateArgs),
     /// Pause a template: it creates no job until resumed.
@@ -99,6 +101,7 @@ impl RecurringArgs {
         match self.command {
             RecurringCommand::Set(args) => args.run().await,
             RecurringCommand::List(args) => args.run().await,
+            RecurringCommand::Show(args) => args.show().await,
             RecurringCommand::Remove(args) => args.run().await,
             RecurringCommand::Pause(args) => args.pause(true).await,
             RecurringCommand::Resume(args) => args.pause(false).await,
@@ -183,6 +186,25 @@ impl TemplateArgs {
             Some(next) => format!("recurring {key}: next run {}", output::time(next)),
             None => format!("recurring {key}: no next run"),
         })?;
+        Ok(Code::Success)
+    }
+
+    async fn show(self) -> anyhow::Result<Code> {
+        let body = self
+            .common
+            .client()?
+            .answer(cairn::GetRecurring {
+                key: self.key.clone(),
+            })
+            .await
+            .with_context(|| format!("reading the recurring template {:?}", self.key))?;
+        if self.common.json {
+            output::emit(&output::json(&body))?;
+        } else {
+            output::emit(&render(&RecurringListBody {
+                recurring: vec![body],
+            }))?;
+        }
         Ok(Code::Success)
     }
 

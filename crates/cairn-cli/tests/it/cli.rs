@@ -768,6 +768,13 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
         "KEY      CRON         TIME ZONE  OVERLAP  NEXT RUN              LAST RUN\n\
          cleanup  */5 * * * *  UTC        skip     YYYY-MM-DDTHH:MM:SSZ  -\n"
     );
+    let shown = mask_times(&ok(&server.cairn(&["recurring", "show", "cleanup"], None)));
+    assert_eq!(shown, list);
+    check_error(
+        &server.cairn(&["recurring", "show", "nope"], None),
+        3,
+        "recurring template \"nope\"",
+    );
     assert_eq!(
         ok(&server.cairn(&["recurring", "pause", "cleanup"], None)),
         "recurring cleanup: paused\n"

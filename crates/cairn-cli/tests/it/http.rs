@@ -1409,6 +1409,47 @@ async fn recurring_templates_are_managed_over_http() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].cron, "0 4 * * *");
     assert_eq!(listed[0].overlap, cairn::Overlap::Replace);
+    // One template read back by its key, which travels as itself (`/` percent-encoded).
+    let one = client
+        .run(cairn::GetRecurring {
+            key: "nightly/report".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(one, listed[0]);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/recurring/nightly%2Freport", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["time_zone"], "Europe/Berlin");
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/recurring/nope", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["kind"].clone()),
+        (404, json!("not_found"))
+    );
+    let too_long = "k".repeat(300);
+    let (status, body) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/recurring/{too_long}", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"]["field"].clone()),
+        (400, json!("key")),
+        "{body}"
+    );
 
     let (status, body) = raw(
         reqwest::Method::PUT,

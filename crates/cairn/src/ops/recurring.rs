@@ -483,7 +483,7 @@ pub(crate) fn list_recurring(db: &Db<'_>) -> Result<Vec<RecurringInfo>> {
 }
 
 /// One template as it stands.
-fn load_info(db: &Db<'_>, key: &str) -> Result<RecurringInfo> {
+pub(crate) fn load_info(db: &Db<'_>, key: &str) -> Result<RecurringInfo> {
     db.query_row(
         Sql::both(concat!(
             "SELECT ",

@@ -80,6 +80,7 @@ read_requests!(
     ListFailures => Vec<FailureGroup>,
     ListWorkers => Vec<WorkerInfo>,
     ListRecurring => Vec<RecurringInfo>,
+    GetRecurring => RecurringInfo,
     ListConfig => Vec<ConfigEntry>,
     GetConfig => ConfigEntry,
     GetBatch => Batch,
@@ -142,6 +143,22 @@ impl Read for ListWorkers {
 
     fn read(&self, db: &Db<'_>, at: &ReadAt) -> Result<Self::Output> {
         crate::ops::workers::list(db, at.now)
+    }
+}
+
+/// One recurring template, with its next and last runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetRecurring {
+    /// The template's key.
+    pub key: String,
+}
+
+impl Read for GetRecurring {
+    type Output = RecurringInfo;
+
+    fn read(&self, db: &Db<'_>, _: &ReadAt) -> Result<Self::Output> {
+        let key = crate::names::RecurringKey::parse(self.key.as_str())?;
+        crate::ops::recurring::load_info(db, key.as_str())
     }
 }
 

@@ -679,11 +679,23 @@ async fn templates_are_validated_and_removable() {
         );
     }
     assert!(t.queue.recurring().await.unwrap().is_empty());
-    t.queue
+    let set = t
+        .queue
         .set_recurring(template("gone", "0 * * * *", cairn::MissedSlots::RunAll))
         .await
         .unwrap();
+    // Read back by its key, as the listing has it; a key that no template has, or no template could have, says so.
+    let read = |key: &str| {
+        t.queue.run(cairn::GetRecurring {
+            key: key.to_owned(),
+        })
+    };
+    assert_eq!(read("gone").await.unwrap(), set);
+    assert_eq!(t.queue.recurring().await.unwrap(), vec![set]);
+    assert!(read("other").await.unwrap_err().is_not_found());
+    assert_eq!(read("").await.unwrap_err().field(), Some("key"));
     t.queue.remove_recurring("gone").await.unwrap();
+    assert!(read("gone").await.unwrap_err().is_not_found());
     assert!(
         t.queue
             .remove_recurring("gone")
