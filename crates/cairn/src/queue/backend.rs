@@ -1,4 +1,4 @@
-//! The embedded queue as a worker's [`Backend`](crate::Backend): its inherent calls, and the finishes a worker need not
+//! The embedded queue as a worker's [`Backend`](crate::Backend): its `Jobs` calls, and the finishes a worker need not
 //! wait on.
 
 use crate::error::Result;
