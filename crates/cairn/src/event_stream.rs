@@ -171,7 +171,7 @@ async fn read_newest(log: &Log) -> Result<i64> {
 
 /// Starts the tail's task once (on the caller's runtime), from the newest event at that moment. Started again by the
 /// next subscription if that runtime shuts down under it.
-pub(crate) async fn start(tail: &Arc<Tail>, log: Log, postgres: bool) -> Result<()> {
+pub(crate) async fn start(tail: &Arc<Tail>, log: Log, shared: bool) -> Result<()> {
     if tail.started.swap(true, Ordering::SeqCst) {
         return Ok(());
     }
@@ -187,7 +187,7 @@ pub(crate) async fn start(tail: &Arc<Tail>, log: Log, postgres: bool) -> Result<
         }
     }
     bell.mark_changed();
-    tokio::spawn(follow(Running(tail.clone()), bell, log, postgres));
+    tokio::spawn(follow(Running(tail.clone()), bell, log, shared));
     Ok(())
 }
 
@@ -201,9 +201,10 @@ impl Drop for Running {
     }
 }
 
-/// The tail's task: while someone listens, reads the log on at each ring of the writer's bell (and on PostgreSQL,
-/// every [`FOLLOW_OTHER_NODES`]) and hands the events out in order. Ends when the queue closes.
-async fn follow(running: Running, mut bell: watch::Receiver<u64>, log: Log, postgres: bool) {
+/// The tail's task: while someone listens, reads the log on at each ring of the writer's bell (and, where nodes
+/// share the database (`shared`), every [`FOLLOW_OTHER_NODES`]) and hands the events out in order. Ends when the
+/// queue closes.
+async fn follow(running: Running, mut bell: watch::Receiver<u64>, log: Log, shared: bool) {
     let t = &running.0;
     let mut closed = t.closed.subscribe();
     // The ids found missing, as ranges (first, last, when first seen): the events after one wait for it until
@@ -229,7 +230,7 @@ async fn follow(running: Running, mut bell: watch::Receiver<u64>, log: Log, post
             continue;
         }
         let poll = async {
-            if postgres || !gaps.is_empty() {
+            if shared || !gaps.is_empty() {
                 tokio::time::sleep(FOLLOW_OTHER_NODES).await;
             } else {
                 std::future::pending::<()>().await;

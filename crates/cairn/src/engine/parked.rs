@@ -65,7 +65,11 @@ pub(super) fn claim_all(
     isolation: Isolation,
     skip_exhausted: bool,
 ) -> std::result::Result<Vec<Claimed>, Failure> {
-    let together = if isolation == Isolation::Shared && ctx.db.is_postgres() && !claims.is_empty() {
+    // Claims go together where every statement is a round trip (`statements_are_round_trips`).
+    let together = if isolation == Isolation::Shared
+        && ctx.db.capabilities().statements_are_round_trips
+        && !claims.is_empty()
+    {
         bulk_claim::claim_together(ctx, claims).map_err(|e| {
             tracing::debug!(error = %e, "a batch's bulk claims failed; running it one operation at a time");
             Failure::Poisoned

@@ -183,11 +183,13 @@ fn apply_ops(
     ops: &mut [Box<dyn ErasedOp>],
     isolation: Isolation,
 ) -> std::result::Result<(), Failure> {
-    let answered = if isolation == Isolation::Shared && ctx.db.is_postgres() {
-        apply_bulk(ctx, ops)?
-    } else {
-        vec![false; ops.len()]
-    };
+    // Pushes and finishes go together where every statement is a round trip (`statements_are_round_trips`).
+    let answered =
+        if isolation == Isolation::Shared && ctx.db.capabilities().statements_are_round_trips {
+            apply_bulk(ctx, ops)?
+        } else {
+            vec![false; ops.len()]
+        };
     for (op, _) in ops
         .iter_mut()
         .zip(&answered)

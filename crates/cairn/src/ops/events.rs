@@ -344,7 +344,12 @@ impl EventLog {
                 workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
             }
         }
-        let per_node = db.is_postgres().then(|| node.unwrap_or_default());
+        // Where nodes share the database, each adds to statistics rows of its own (rather than all waiting for the
+        // same rows' locks), and tells the others which jobs ended, in one statement of arrays.
+        let per_node = db
+            .capabilities()
+            .shared_by_nodes
+            .then(|| node.unwrap_or_default());
         let mut minute_rows = Vec::new();
         for (&key, counts) in &minutes {
             minute_values(&mut minute_rows, key, counts);

@@ -185,23 +185,24 @@ macro_rules! prunable_finished {
     };
 }
 
-/// On SQLite, the prunable jobs; their history and tags follow, one statement each for the whole step.
-const PRUNE_FINISHED_SQLITE: Sql = Sql::sqlite_only(concat!(
-    "DELETE FROM jobs WHERE id IN (",
-    prunable_finished!("INDEXED BY jobs_finished"),
-    ") RETURNING id, finished_at"
-));
-
-/// On PostgreSQL, the prunable jobs with their history and tags, in one statement: one round trip per step, however
-/// many jobs it deletes.
-const PRUNE_FINISHED_POSTGRES: Sql = Sql::postgres_only(concat!(
-    "WITH gone AS (DELETE FROM jobs WHERE id IN (",
-    prunable_finished!(""),
-    ") RETURNING id, finished_at), \
-     history AS (DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM gone)), \
-     tags AS (DELETE FROM job_tags WHERE job_id IN (SELECT id FROM gone)) \
-     SELECT id, finished_at FROM gone"
-));
+/// The prunable jobs, deleted. On SQLite only the jobs: their history and tags follow, one statement each for the
+/// whole step (`Dialect::prune_history_and_tags`). On PostgreSQL with their history and tags, in one statement: one
+/// round trip per step, however many jobs it deletes.
+const PRUNE_FINISHED: Sql = Sql {
+    sqlite: concat!(
+        "DELETE FROM jobs WHERE id IN (",
+        prunable_finished!("INDEXED BY jobs_finished"),
+        ") RETURNING id, finished_at"
+    ),
+    postgres: concat!(
+        "WITH gone AS (DELETE FROM jobs WHERE id IN (",
+        prunable_finished!(""),
+        ") RETURNING id, finished_at), \
+         history AS (DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM gone)), \
+         tags AS (DELETE FROM job_tags WHERE job_id IN (SELECT id FROM gone)) \
+         SELECT id, finished_at FROM gone"
+    ),
+};
 
 /// The newest finished job past the ones retention keeps, in (finished_at, id) order.
 const NTH_NEWEST_FINISHED: Sql = Sql {
@@ -210,12 +211,6 @@ const NTH_NEWEST_FINISHED: Sql = Sql {
     postgres: "SELECT finished_at, id FROM jobs \
                WHERE (state = 'completed' OR state = 'cancelled') ORDER BY finished_at DESC, id DESC LIMIT 1 OFFSET 0 + $1",
 };
-
-/// The history and tags of the jobs whose ids `$1` lists, as a JSON array (SQLite).
-const DELETE_HISTORY: Sql =
-    Sql::sqlite_only("DELETE FROM job_attempts WHERE job_id IN (SELECT value FROM json_each($1))");
-const DELETE_TAGS: Sql =
-    Sql::sqlite_only("DELETE FROM job_tags WHERE job_id IN (SELECT value FROM json_each($1))");
 
 /// The most finished jobs one step of retention deletes, and the fewest: the writer sizes its steps between them
 /// to its time budget (`engine::timed`), since a step runs inside one of its batches and every enqueue and claim of
@@ -232,19 +227,13 @@ fn prune_between(
     limit: i64,
 ) -> Result<(usize, Option<(i64, i64)>)> {
     let params = params![cutoff.0, cutoff.1, floor.0, floor.1, limit];
-    let statement = if ctx.db.is_postgres() {
-        PRUNE_FINISHED_POSTGRES
-    } else {
-        PRUNE_FINISHED_SQLITE
-    };
     let gone: Vec<(i64, i64)> = ctx
         .db
-        .query(statement, &params, |r| Ok((r.get(1)?, r.get(0)?)))?;
-    if !gone.is_empty() && !ctx.db.is_postgres() {
+        .query(PRUNE_FINISHED, &params, |r| Ok((r.get(1)?, r.get(0)?)))?;
+    if !gone.is_empty() {
+        // SQLite's statement deleted only the jobs; its dialect deletes their history and tags after them.
         let ids: Vec<i64> = gone.iter().map(|(_, id)| *id).collect();
-        let list = serde_json::to_string(&ids).expect("integers always serialize");
-        ctx.db.execute(DELETE_HISTORY, &params![list.as_str()])?;
-        ctx.db.execute(DELETE_TAGS, &params![list.as_str()])?;
+        ctx.db.dialect().prune_history_and_tags(&ctx.db, &ids)?;
     }
     Ok((gone.len(), gone.into_iter().max()))
 }

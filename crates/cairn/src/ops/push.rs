@@ -845,14 +845,6 @@ const SELECT_THROTTLED: Sql = Sql::both(
     "SELECT id, state FROM jobs WHERE throttle_key = $1 AND created_at > $2 ORDER BY id DESC LIMIT 1000",
 );
 
-/// On PostgreSQL, pushes of one throttle or debounce key take turns across nodes until their transactions end, so
-/// that two nodes cannot both find the key free and both make a job. (SQLite's one writer needs no lock.) The two
-/// kinds of key hash with different seeds, so that one never waits for the other.
-const LOCK_THROTTLE_KEY: Sql =
-    Sql::postgres_only("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))");
-const LOCK_DEBOUNCE_KEY: Sql =
-    Sql::postgres_only("SELECT pg_advisory_xact_lock(hashtextextended($1, 11))");
-
 /// A new throttled job's key.
 const MARK_THROTTLED: Sql = Sql::both("UPDATE jobs SET throttle_key = $1 WHERE id = $2");
 
@@ -863,10 +855,9 @@ fn throttled_by(
     states: &[JobState],
     ctx: &mut WriteCtx<'_>,
 ) -> Result<Option<Enqueued>> {
-    if ctx.db.is_postgres() {
-        ctx.db
-            .query(LOCK_THROTTLE_KEY, &params![key.as_str()], |_| Ok(()))?;
-    }
+    // Pushes of the key take turns across nodes until their transactions end, so that two nodes cannot both find
+    // it free and both make a job (SQLite's one writer needs no lock: its dialect takes none).
+    ctx.db.dialect().lock_throttle_key(&ctx.db, key.as_str())?;
     let since = ctx.now_ms.saturating_sub(period_ms);
     let held: Vec<(JobId, String)> =
         ctx.db
@@ -896,10 +887,10 @@ fn debounce_into_pending(
     d: &ValidDebounce,
     ctx: &mut WriteCtx<'_>,
 ) -> Result<Option<Enqueued>> {
-    if ctx.db.is_postgres() {
-        ctx.db
-            .query(LOCK_DEBOUNCE_KEY, &params![d.key.as_str()], |_| Ok(()))?;
-    }
+    // As a throttle key's (see `throttled_by`).
+    ctx.db
+        .dialect()
+        .lock_debounce_key(&ctx.db, d.key.as_str())?;
     let pending: Option<(JobId, i64)> = ctx.db.query_row(
         SELECT_DEBOUNCED,
         &params![d.key.as_str(), ctx.now_ms],

@@ -52,9 +52,6 @@ pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
     ),
 };
 
-/// Locks a job's row until the transaction ends: on PostgreSQL only, where nodes write at once.
-const LOCK_JOB: Sql = Sql::postgres_only("SELECT id FROM jobs WHERE id = $1 FOR UPDATE");
-
 /// The ids a one-column statement selects for job `id`.
 fn job_ids(ctx: &WriteCtx<'_>, sql: Sql<'_>, id: JobId) -> Result<Vec<JobId>> {
     ctx.db.query(sql, &params![id], |r| r.get::<JobId>(0))
@@ -64,10 +61,8 @@ fn job_ids(ctx: &WriteCtx<'_>, sql: Sql<'_>, id: JobId) -> Result<Vec<JobId>> {
 pub(crate) fn release_if_unblocked(ctx: &mut WriteCtx<'_>, id: JobId) -> Result<bool> {
     // Between nodes, the last two dependencies (or children) may end at once, each in a transaction that still
     // sees the other's edge: the waiting job's row is locked first, so the second to get it sees the first's
-    // commit. SQLite's single writer gives that order already.
-    if ctx.db.is_postgres() {
-        ctx.db.query(LOCK_JOB, &params![id], |_| Ok(()))?;
-    }
+    // commit. SQLite's single writer gives that order already (its dialect locks nothing).
+    ctx.db.dialect().lock_job(&ctx.db, id.0)?;
     let moved: Option<(String, String)> =
         ctx.db
             .query_row(RELEASE_IF_UNBLOCKED, &params![ctx.now_ms, id.0], |r| {

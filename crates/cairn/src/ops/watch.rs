@@ -37,7 +37,8 @@ impl Operation for WatchJob {
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Option<(JobState, i64)>> {
         let waiter = ctx.tokens.next_token();
-        if ctx.db.is_postgres() {
+        // Where nodes share the database, another may end the job: the wait is registered there for it to see.
+        if ctx.db.capabilities().shared_by_nodes {
             // The waits of a node that stopped without taking them back, past their time.
             ctx.db.execute(PRUNE_WAITS, &params![ctx.now_ms])?;
             ctx.db
@@ -69,7 +70,8 @@ impl Operation for UnwatchJob {
     }
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<()> {
-        if ctx.db.is_postgres() {
+        // Registered only where nodes share the database (see `WatchJob`).
+        if ctx.db.capabilities().shared_by_nodes {
             ctx.db
                 .execute(DELETE_WAIT, &params![self.job, self.waiter])?;
         }

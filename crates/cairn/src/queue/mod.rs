@@ -164,7 +164,8 @@ impl Queue {
         let job_watch = Arc::new(crate::engine::JobWatch::default());
         let tail = crate::event_stream::Tail::new();
         let wake = commands.clone();
-        let postgres = opened.readers.is_postgres();
+        // Where nodes share the database, one at a time leads timed work.
+        let shared = opened.readers.capabilities().shared_by_nodes;
         let syncs = opened.syncer.is_some();
         let writer = Writer {
             settings: opened.settings,
@@ -192,7 +193,7 @@ impl Queue {
             tail: tail.clone(),
             to_release: Vec::new(),
             // A SQLite file has one process, which does its timed work; a PostgreSQL node asks for the lead.
-            lead: if postgres {
+            lead: if shared {
                 crate::engine::Lead::elected()
             } else {
                 crate::engine::Lead::Always
@@ -242,6 +243,7 @@ impl Queue {
 
     /// Refuses what only a queue on a SQLite file can do.
     fn sqlite_only(&self, what: &str) -> Result<()> {
+        // Which database, not what it can do: these calls hand out or join SQLite's own connection.
         if self.is_postgres() {
             return Err(Error::new(
                 ErrorKind::InvalidState,
@@ -343,7 +345,8 @@ impl Queue {
         crate::event_stream::start(
             &self.inner.tail,
             log.clone(),
-            self.inner.readers.is_postgres(),
+            // Where nodes share the database, others append to the log: the tail reads it now and then too.
+            self.inner.readers.capabilities().shared_by_nodes,
         )
         .await?;
         crate::Events::new(self.inner.tail.clone(), log, from, filter).await

@@ -35,6 +35,7 @@ impl Queue {
         tx: &mut postgres::Transaction<'_>,
         push: &Push,
     ) -> Result<Enqueued> {
+        // Which database, not what it can do: the caller's transaction is PostgreSQL's own type.
         if !self.is_postgres() {
             return Err(Error::new(
                 ErrorKind::InvalidState,

@@ -33,7 +33,7 @@ impl Queue {
         let watch = self.inner.job_watch.watch(job.0);
         // On PostgreSQL another node may end the job: the wait is registered in the database too, until a minute
         // past its time (a node that stops without taking it back leaves it that long).
-        let registered = self.inner.readers.is_postgres().then(|| {
+        let registered = self.inner.readers.capabilities().shared_by_nodes.then(|| {
             let until = to_millis(self.inner.clock.now()) + timeout.as_millis() as i64 + 60_000;
             crate::ops::watch::WatchJob {
                 job,

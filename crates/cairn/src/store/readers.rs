@@ -21,11 +21,16 @@ pub(crate) enum Readers {
 }
 
 impl Readers {
-    pub fn is_postgres(&self) -> bool {
-        #[cfg(feature = "postgres")]
-        return matches!(self, Readers::Postgres(_));
-        #[cfg(not(feature = "postgres"))]
-        false
+    /// What the database is, where the engine's choices depend on it.
+    pub fn capabilities(&self) -> crate::store::capabilities::Capabilities {
+        match self {
+            #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+            Readers::Unavailable(never) => match *never {},
+            #[cfg(feature = "sqlite")]
+            Readers::Sqlite(_) => crate::store::capabilities::Capabilities::SQLITE,
+            #[cfg(feature = "postgres")]
+            Readers::Postgres(_) => crate::store::capabilities::Capabilities::POSTGRES,
+        }
     }
 
     /// Runs `f` in a read transaction on a blocking thread.

@@ -274,3 +274,43 @@ fn no_function_of_the_claims_is_over_80_lines() {
         long.join("\n")
     );
 }
+
+/// The backend seam stays visible (issue 39): outside `store/`, the engine asks a transaction what its database can
+/// do (`capabilities()`) or has its dialect run a statement whose shape differs (`dialect()`), rather than asking
+/// which database it is. The few `is_postgres()` left ask which database for a reason of their own (a text built at
+/// run time in its spelling, a public call for one database's own types), and each says why in a comment just above
+/// it.
+#[test]
+fn outside_the_store_few_places_ask_which_database_and_each_says_why() {
+    let mut asks = Vec::new();
+    let mut unexplained = Vec::new();
+    for (module, source) in modules() {
+        if module == "crate::store" || module.starts_with("crate::store::") {
+            continue;
+        }
+        let lines: Vec<&str> = source.lines().collect();
+        for (at, line) in lines.iter().enumerate() {
+            if !line.contains("is_postgres()") || line.contains("fn is_postgres") {
+                continue;
+            }
+            asks.push(format!("{module}:{}", at + 1));
+            let explained = lines[at.saturating_sub(3)..at]
+                .iter()
+                .any(|l| l.trim_start().starts_with("//"));
+            if !explained {
+                unexplained.push(format!("{module}:{}", at + 1));
+            }
+        }
+    }
+    assert!(
+        asks.len() <= 5,
+        "is_postgres() outside store/ ({}), at most 5:\n{}",
+        asks.len(),
+        asks.join("\n")
+    );
+    assert!(
+        unexplained.is_empty(),
+        "is_postgres() outside store/ without a comment above saying why:\n{}",
+        unexplained.join("\n")
+    );
+}

@@ -34,9 +34,6 @@ use crate::ops::WriteCtx;
 use crate::ops::claim::Claim;
 use crate::store::db::{Params, Sql, ToValue, Value, params};
 
-/// Locks a keyed queue's row (PostgreSQL): see [`Walk::has_room`].
-const LOCK_QUEUE: Sql = Sql::postgres_only("SELECT 1 FROM queues WHERE name = $1 FOR UPDATE");
-
 /// How many jobs of `key` in `queue` run now.
 pub(crate) const RUNNING_WITH_KEY: Sql = Sql {
     sqlite: "SELECT count(*) FROM jobs INDEXED BY jobs_running_by_key \
@@ -367,12 +364,16 @@ impl Walk<'_, '_> {
         let Some(limit) = own.or(self.key_limit) else {
             return Ok(true);
         };
-        if self.ctx.db.is_postgres() && !self.locked {
-            // Nodes count a key's running jobs one after another: the queue's row lock, held to the commit, makes
-            // the next node count after this claim's jobs are running. Counts read before it may be stale.
-            self.ctx
+        // Nodes count a key's running jobs one after another: the queue's row lock, held to the commit, makes the
+        // next node count after this claim's jobs are running. Counts read before it may be stale. (A single
+        // writer's dialect takes no lock: its counts are never stale.)
+        if !self.locked
+            && self
+                .ctx
                 .db
-                .query(LOCK_QUEUE, &params![self.queue.as_str()], |_| Ok(()))?;
+                .dialect()
+                .lock_queue(&self.ctx.db, self.queue.as_str())?
+        {
             self.locked = true;
             self.running.clear();
         }
@@ -560,11 +561,9 @@ pub(crate) fn candidates(
     // With a limit for every key, the claim counts under the queue's row lock in any case: on PostgreSQL it takes
     // it before any job's, in the order the queue's other writers do (`LimitKeys`, `PauseQueue`), and reads the
     // first keys' running counts with their jobs. A claim that meets only jobs' own limits takes it when it does.
-    let locked = ctx.db.is_postgres() && key_limit.is_some();
-    if locked {
-        ctx.db
-            .query(LOCK_QUEUE, &params![queue.as_str()], |_| Ok(()))?;
-    }
+    let locked = key_limit.is_some() && ctx.db.dialect().lock_queue(&ctx.db, queue.as_str())?;
+    // The walk's statements are built for the claim, in the database's own dialect: `Sql`'s pairs are literal
+    // texts, and building both would double every keyed claim's work for a text it never runs.
     let probes = Probes::new(claim, ctx.db.is_postgres(), aging, locked);
     // A claim of one priority on a queue without aging starts at that priority's level (see `select_ready_jobs`).
     let floor = match (claim.priority(), ctx.settings.get(queue.as_str()).aging_ms) {
@@ -855,7 +854,13 @@ pub(crate) fn sample_statements() -> Vec<(String, String)> {
         let locked = Probes::new(&claim, true, false, true);
         all.push((String::new(), locked.first.unwrap_or_default()));
     }
-    all.push((String::new(), LOCK_QUEUE.postgres.to_owned()));
+    #[cfg(feature = "postgres")]
+    all.push((
+        String::new(),
+        crate::store::postgres::dialect::LOCK_QUEUE
+            .postgres
+            .to_owned(),
+    ));
     all.push((
         RUNNING_WITH_KEY.sqlite.to_owned(),
         RUNNING_WITH_KEY.postgres.to_owned(),

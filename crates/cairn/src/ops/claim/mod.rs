@@ -417,7 +417,9 @@ fn took(ctx: &mut WriteCtx<'_>, queue: &str) -> Result<()> {
         return Ok(());
     }
     ctx.settings.buckets.take(queue);
-    if let (true, Some((tokens, at))) = (ctx.db.is_postgres(), ctx.settings.buckets.state(queue)) {
+    // Nodes that share the database share the bucket: its row is what the next one reads (see `admissible`).
+    let shared = ctx.db.capabilities().shared_by_nodes;
+    if let (true, Some((tokens, at))) = (shared, ctx.settings.buckets.state(queue)) {
         ctx.db.execute(STORE_BUCKET, &params![tokens, at, queue])?;
     }
     Ok(())
@@ -456,7 +458,9 @@ impl Claim {
             return crate::ops::claim::by_key::candidates(self, ctx, queue, limit);
         }
         let sql = self.select_ready(ctx, queue);
-        if !self.names.is_empty() && !ctx.db.is_postgres() {
+        // A claim of some names: where a statement is a call in process, a statement per name (`by_name.rs`);
+        // where it is a round trip, the one statement for them all.
+        if !self.names.is_empty() && !ctx.db.capabilities().statements_are_round_trips {
             return by_name::sqlite_candidates(
                 &ctx.db,
                 sql,
@@ -524,7 +528,9 @@ impl Claim {
         if settings.paused {
             return Ok(0);
         }
-        if ctx.db.is_postgres() && (settings.concurrency.is_some() || settings.rate.is_some()) {
+        if ctx.db.capabilities().shared_by_nodes
+            && (settings.concurrency.is_some() || settings.rate.is_some())
+        {
             // Nodes take turns on a limited queue: the row's lock makes the next node count the running jobs
             // and read the bucket after this claim commits. The bucket in memory is what the row says. (A claim
             // that meets a key with a limit takes the same lock then: `ops/claim/by_key.rs`.)
@@ -661,7 +667,8 @@ impl Claim {
     /// Leases up to `limit` ready jobs within the weight budget.
     pub(crate) fn run(&self, ctx: &mut WriteCtx<'_>) -> Result<Vec<ClaimedJob>> {
         crate::ops::workers::seen(ctx, self.worker.as_str())?;
-        if ctx.db.is_postgres()
+        // One job in one statement where a statement is a round trip (its text is PostgreSQL's).
+        if ctx.db.capabilities().statements_are_round_trips
             && self.limit == 1
             && self.queues.len() == 1
             && !ctx.settings.get(self.queues[0].as_str()).keyed
@@ -679,8 +686,8 @@ impl Claim {
             weight_left = weight_left.saturating_sub(weight);
             chosen.push(id);
         }
-        let claimed = if ctx.db.is_postgres() {
-            // Locked by the select: leased many to a statement, since every statement is a round trip.
+        let claimed = if ctx.db.capabilities().statements_are_round_trips {
+            // Locked by the select: leased many to a statement (of arrays), since every statement is a round trip.
             crate::ops::claim::bulk::lease_chosen(ctx, self, &chosen)?
         } else {
             let mut claimed = Vec::with_capacity(chosen.len());

@@ -57,7 +57,8 @@ pub(crate) struct DbMark {
 }
 
 impl Db<'_> {
-    /// Which database this is.
+    /// Which database this is. Outside `store/`, ask what it can do ([`Db::capabilities`], in `store/seam.rs`) or
+    /// have its dialect run the statement ([`Db::dialect`]).
     pub fn is_postgres(&self) -> bool {
         #[cfg(feature = "postgres")]
         return matches!(self, Db::Postgres(_));

@@ -6,6 +6,7 @@
 //! SQLite's (`Sql`, in `store/db/sql.rs`).
 
 pub(crate) mod connect;
+pub(crate) mod dialect;
 pub(crate) mod hosts;
 pub(crate) mod leader;
 pub(crate) mod listener;

@@ -8,6 +8,8 @@ pub(crate) mod checkpointer;
 #[cfg(feature = "sqlite")]
 pub(crate) mod connection;
 #[cfg(feature = "sqlite")]
+pub(crate) mod dialect;
+#[cfg(feature = "sqlite")]
 pub(crate) mod migrations;
 #[cfg(feature = "sqlite")]
 pub(crate) mod readers;
