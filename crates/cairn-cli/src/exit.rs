@@ -22,7 +22,7 @@ pub enum Code {
     Unavailable = 5,
     /// The server refused the token.
     Unauthorized = 6,
-    /// `cairn get` found no job before its wait ended.
+    /// `cairn dequeue` found no job before its wait ended.
     NoJob = 7,
     /// `cairn wait`: the job failed or was cancelled.
     Ended = 8,

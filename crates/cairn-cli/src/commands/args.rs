@@ -42,7 +42,7 @@ pub struct LeaseArgs {
     /// The job's id.
     #[arg(value_parser = job_id)]
     pub id: JobId,
-    /// The lease token `cairn get` printed (the job's fencing token, not the server's `--token`).
+    /// The lease token `cairn dequeue` printed (the job's fencing token, not the server's `--token`).
     #[arg(
         long = "lease",
         env = "CAIRN_LEASE_TOKEN",
@@ -82,7 +82,7 @@ pub fn job_id(text: &str) -> Result<JobId, String> {
         .ok_or_else(|| format!("must be a job id (a positive integer), got {text:?}"))
 }
 
-/// Parses a lease token: the decimal integer `cairn get` printed.
+/// Parses a lease token: the decimal integer `cairn dequeue` printed.
 ///
 /// # Errors
 /// The rule and the text given.

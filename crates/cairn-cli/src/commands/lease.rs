@@ -1,4 +1,4 @@
-//! The calls a worker makes about a job it holds, each under the lease `cairn get` printed (`--lease` or
+//! The calls a worker makes about a job it holds, each under the lease `cairn dequeue` printed (`--lease` or
 //! `CAIRN_LEASE_TOKEN`): `update`, `heartbeat`, `checkpoint`, `finish`, `retry`, `fail`. The server fences every
 //! one: a lost lease is refused with exit code 4 and changes nothing.
 //!

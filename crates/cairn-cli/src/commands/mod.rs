@@ -1,4 +1,4 @@
-//! The client commands: `cairn push`, `get`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
+//! The client commands: `cairn push`, `dequeue`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
 //! `checkpoint`, `finish`, `retry`, `fail`), management (`cancel`, `delete`, `priority`, `reschedule`,
 //! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), operating queues (`queues`, `queue
 //! pause|resume|peek|limit|rate|aging`, `failures`, `unfail`, `workers`), cron templates (`recurring
@@ -22,7 +22,7 @@
 //! | 4 | conflict: the lease was lost, or the job's state does not allow the operation |
 //! | 5 | the server could not be reached, or is shutting down |
 //! | 6 | the server refused the token (`--token`, `CAIRN_TOKEN`) |
-//! | 7 | `cairn get` found no job before its wait ended |
+//! | 7 | `cairn dequeue` found no job before its wait ended |
 
 mod args;
 mod batch;
@@ -31,7 +31,7 @@ mod config;
 mod deps;
 mod events;
 mod failures;
-mod get;
+mod dequeue;
 mod lease;
 mod list;
 mod manage;
@@ -58,7 +58,7 @@ pub use config::{ConfigArgs, ConfigCommand};
 pub use deps::DepsArgs;
 pub use events::EventsArgs;
 pub use failures::{FailuresArgs, UnfailArgs};
-pub use get::GetArgs;
+pub use dequeue::DequeueArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
 pub use list::ListArgs;
 pub use manage::{JobArgs, MoveArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
@@ -83,7 +83,7 @@ Exit codes:
   4  conflict: the lease was lost, or the job's state does not allow it
   5  the server could not be reached, or is shutting down
   6  the server refused the token
-  7  no job was ready before the wait ended (cairn get)
+  7  no job was ready before the wait ended (cairn dequeue)
   8  the job failed or was cancelled (cairn wait)
   9  the job had not ended when the wait ran out (cairn wait)";
 
@@ -95,7 +95,11 @@ pub enum ClientCommand {
     Push(Box<PushArgs>),
     /// Take (lease) ready jobs whose name matches a GLOB, and print each with its lease token.
     #[command(after_long_help = EXIT_CODES)]
-    Get(GetArgs),
+    Dequeue(DequeueArgs),
+    /// The former name of `cairn dequeue`, which still works and says so (`cairn get` reads as reading a job, which
+    /// is `cairn show`).
+    #[command(hide = true)]
+    Get(DequeueArgs),
     /// Show one job with its history.
     #[command(after_long_help = EXIT_CODES)]
     Show(ShowArgs),
@@ -229,7 +233,11 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Queue(args) => args.run().await,
         ClientCommand::Failures(args) => args.run().await,
         ClientCommand::Unfail(args) => args.run().await,
-        ClientCommand::Get(args) => args.run().await,
+        ClientCommand::Dequeue(args) => args.run().await,
+        ClientCommand::Get(args) => {
+            eprintln!("note: `cairn get` is now `cairn dequeue`; the old name goes in a later release");
+            args.run().await
+        }
         ClientCommand::Show(args) => args.run().await,
         ClientCommand::Wait(args) => args.run().await,
         ClientCommand::Bulk(args) => args.run().await,

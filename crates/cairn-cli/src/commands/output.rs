@@ -23,7 +23,7 @@ pub fn emit(text: &str) -> anyhow::Result<()> {
 }
 
 /// Writes `text` to stdout, where a closed pipe is an error: for output that must be read, such as the lease
-/// tokens `cairn get` prints (jobs taken and never seen stay leased until their leases expire).
+/// tokens `cairn dequeue` prints (jobs taken and never seen stay leased until their leases expire).
 ///
 /// # Errors
 /// Any write error.

@@ -282,7 +282,7 @@ fn concurrency_keys_from_the_shell_limit_a_key_and_show_where_it_stands() {
     };
     let first = push();
     push();
-    ok(&server.cairn(&["get", "*", "--queue", "mail", "--limit", "5"], None));
+    ok(&server.cairn(&["dequeue", "*", "--queue", "mail", "--limit", "5"], None));
     assert_eq!(
         ok(&server.cairn(&["queue", "key-weight", "mail", "customer:42", "2"], None)),
         "queue mail: key customer:42 takes 2 job(s) per turn\n"
@@ -329,7 +329,7 @@ fn names_and_data_go_in_and_come_out_as_written() {
     // Taken by its exact name: the name's `?`, `[` and `*` are escaped in the pattern.
     let got = ok(&server.cairn(
         &[
-            "get",
+            "dequeue",
             "www-prod/UserActivityEvaluator[?]accountID=856&ids=[[]1,2][*]",
         ],
         None,
@@ -383,7 +383,7 @@ fn get_then_finish_with_the_printed_token() {
     ok(&server.cairn(&["push", "email.send", "--data", r#"{"to": "ada"}"#], None));
     ok(&server.cairn(&["push", "report.daily"], None));
 
-    let got = ok(&server.cairn(&["get", "email.*", "--worker", "w1"], None));
+    let got = ok(&server.cairn(&["dequeue", "email.*", "--worker", "w1"], None));
     let token = lease_token(&got);
     let masked = mask_times(&got).replace(&format!("lease: {token}\n"), "lease: <token>\n");
     assert_eq!(
@@ -439,7 +439,7 @@ fn retry_fail_and_management_commands_say_what_happened() {
     ok(&server.cairn(&["push", "flaky"], None));
     ok(&server.cairn(&["push", "later", "--delay", "1h"], None));
 
-    let token = lease_token(&ok(&server.cairn(&["get", "flaky", "--worker", "w1"], None)));
+    let token = lease_token(&ok(&server.cairn(&["dequeue", "flaky", "--worker", "w1"], None)));
     let retry = [
         "retry",
         "1",
@@ -452,7 +452,7 @@ fn retry_fail_and_management_commands_say_what_happened() {
     ];
     assert_eq!(ok(&server.cairn(&retry, None)), "job 1: queued\n");
 
-    let token = lease_token(&ok(&server.cairn(&["get", "flaky", "--worker", "w2"], None)));
+    let token = lease_token(&ok(&server.cairn(&["dequeue", "flaky", "--worker", "w2"], None)));
     let heartbeat = ok(&server.cairn(&["heartbeat", "1", "--lease", &token], None));
     assert_eq!(
         mask_times(&heartbeat),
@@ -526,7 +526,7 @@ fn json_output_reads_as_the_wire_types() {
         ok_json(&server.cairn(&["push", "x", "--unique-key", "k", "--json"], None));
     assert!(same.existing && same.id == again.id);
 
-    let taken: DequeueBody = ok_json(&server.cairn(&["get", "x", "--limit", "2", "--json"], None));
+    let taken: DequeueBody = ok_json(&server.cairn(&["dequeue", "x", "--limit", "2", "--json"], None));
     assert_eq!(taken.jobs.len(), 2);
     let claimed = &taken.jobs[0];
     assert_eq!((claimed.job.id, claimed.lease.job), (1, 1));
@@ -552,7 +552,7 @@ fn json_output_reads_as_the_wire_types() {
     assert_eq!(page.jobs.len(), 1);
     assert_eq!(page.next, Some(page.jobs[0].id));
 
-    let empty = server.cairn(&["get", "nothing", "--json"], None);
+    let empty = server.cairn(&["dequeue", "nothing", "--json"], None);
     assert_eq!(empty.status.code(), Some(7));
     let none: DequeueBody = serde_json::from_str(&stdout(&empty)).unwrap();
     assert!(none.jobs.is_empty());
@@ -562,7 +562,7 @@ fn json_output_reads_as_the_wire_types() {
 fn errors_exit_with_their_code_and_name_what_was_wrong() {
     let server = TestServer::spawn();
     ok(&server.cairn(&["push", "x"], None));
-    let token = lease_token(&ok(&server.cairn(&["get", "x"], None)));
+    let token = lease_token(&ok(&server.cairn(&["dequeue", "x"], None)));
     let wrong = if token == "1" { "2" } else { "1" };
 
     // (arguments, exit code, what stderr says)
@@ -589,7 +589,7 @@ fn errors_exit_with_their_code_and_name_what_was_wrong() {
             2,
             "'<ID>': must be a job id (a positive integer)",
         ),
-        (&["get", "nothing", "--wait", "0s"], 7, ""),
+        (&["dequeue", "nothing", "--wait", "0s"], 7, ""),
     ];
     for (args, code, message) in cases {
         let out = server.cairn(args, None);
@@ -607,6 +607,14 @@ fn errors_exit_with_their_code_and_name_what_was_wrong() {
     }
     let missing_lease = server.cairn(&["finish", "1"], None);
     check_error(&missing_lease, 2, "--lease <TOKEN>");
+    // The former name of `cairn dequeue` still takes jobs, and says what it is called now.
+    let old = server.cairn(&["get", "nothing", "--wait", "0s"], None);
+    assert_eq!(old.status.code(), Some(7));
+    assert!(
+        stderr(&old).contains("`cairn get` is now `cairn dequeue`"),
+        "{}",
+        stderr(&old)
+    );
 }
 
 #[test]
@@ -659,7 +667,7 @@ fn get_gives_the_jobs_back_when_nobody_can_read_their_tokens() {
     // SAFETY: the writing end is ours; the Stdio takes it over and closes it.
     let closed = unsafe { <std::process::Stdio as std::os::fd::FromRawFd>::from_raw_fd(fds[1]) };
     let out = Command::new(cairn_binary())
-        .args(["get", "report.*"])
+        .args(["dequeue", "report.*"])
         .env("CAIRN_SERVER", server.url())
         .env_remove("CAIRN_TOKEN")
         .env("CAIRN_LOG", "warn")
@@ -692,7 +700,7 @@ fn requeue_and_set_data_fix_a_failed_job_from_the_shell() {
         None,
     ));
     let id = id.trim();
-    let got = ok(&server.cairn(&["get", "import", "--lease-timeout", "1h"], None));
+    let got = ok(&server.cairn(&["dequeue", "import", "--lease-timeout", "1h"], None));
     let token = lease_token(&got);
     ok(&server.cairn(
         &[
@@ -725,7 +733,7 @@ fn requeue_and_set_data_fix_a_failed_job_from_the_shell() {
         "error: requeueing job 999: job 999 not found",
     );
     check_error(
-        &server.cairn(&["get", "import", "--lease-timeout", "soon"], None),
+        &server.cairn(&["dequeue", "import", "--lease-timeout", "soon"], None),
         2,
         "error: invalid value 'soon' for '--lease-timeout <DURATION>'",
     );
@@ -1171,7 +1179,7 @@ fn wait_prints_the_job_once_it_ends_and_says_how_in_its_exit_code() {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let waiting = waiting.spawn().unwrap();
-    let got = ok(&server.cairn(&["get", "render", "--worker", "w1"], None));
+    let got = ok(&server.cairn(&["dequeue", "render", "--worker", "w1"], None));
     let token = lease_token(&got);
     let result = r#"{"pages": 12}"#;
     let finish = ["finish", "1", "--lease", &token, "--result", result];
@@ -1189,7 +1197,7 @@ fn wait_prints_the_job_once_it_ends_and_says_how_in_its_exit_code() {
     let shown = ok(&server.cairn(&["show", "1"], None));
     assert!(shown.contains(r#"result: {"pages":12}"#), "{shown}");
 
-    let got = ok(&server.cairn(&["get", "breaks", "--worker", "w1"], None));
+    let got = ok(&server.cairn(&["dequeue", "breaks", "--worker", "w1"], None));
     let token = lease_token(&got);
     let fail = [
         "fail",

@@ -27,7 +27,7 @@ async fn a_paused_queue_hands_out_nothing_until_it_is_resumed() {
         ok(&server.cairn(&["queue", "pause", "default"], None)),
         "queue default: paused\n"
     );
-    let got = server.cairn(&["get", "report", "--wait", "0s"], None);
+    let got = server.cairn(&["dequeue", "report", "--wait", "0s"], None);
     assert_eq!(got.status.code(), Some(7), "nothing is handed out");
     assert_eq!(
         ok(&server.cairn(&["queue", "peek", "default"], None)),

@@ -114,10 +114,10 @@ async fn workers_shows_the_worker_holding_what_cairn_get_took() {
     for name in ["a", "b", "c"] {
         client.enqueue(Push::new(name)).await.unwrap();
     }
-    let got = ok(&server.cairn(&["get", "*", "--worker", "alpha", "--limit", "2"], None));
+    let got = ok(&server.cairn(&["dequeue", "*", "--worker", "alpha", "--limit", "2"], None));
     assert!(got.contains("id: 1\n") && got.contains("id: 2\n"), "{got}");
     // A worker that asked and found nothing is seen too.
-    let nothing = server.cairn(&["get", "nothing.*", "--worker", "beta"], None);
+    let nothing = server.cairn(&["dequeue", "nothing.*", "--worker", "beta"], None);
     assert_eq!(nothing.status.code(), Some(7), "no job matches");
     assert_eq!(
         mask_times(&ok(&server.cairn(&["workers"], None))),
@@ -136,7 +136,7 @@ beta    YYYY-MM-DDTHH:MM:SSZ  -     -
     assert!(alpha.first_seen <= alpha.last_seen);
 
     // Finishing a job lets go of it; the client reads the same list with the engine's types.
-    let token = lease_token(&ok(&server.cairn(&["get", "c", "--worker", "gamma"], None)));
+    let token = lease_token(&ok(&server.cairn(&["dequeue", "c", "--worker", "gamma"], None)));
     ok(&server.cairn(&["finish", "3", "--lease", &token], None));
     let workers = client.workers().await.unwrap();
     let held: Vec<(&str, Vec<JobId>)> = workers
@@ -167,7 +167,7 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
 
     // Step one ends: the job goes on in `process`, ready now, with fresh attempts and the data it finished with.
     let token = lease_token(&ok(
-        &server.cairn(&["get", "order", "--queue", "ingest"], None)
+        &server.cairn(&["dequeue", "order", "--queue", "ingest"], None)
     ));
     let finish = [
         "finish",
@@ -197,7 +197,7 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
 
     // Step two ends with a delay: the job is scheduled in `ship` an hour from the finish.
     let token = lease_token(&ok(
-        &server.cairn(&["get", "order", "--queue", "process"], None)
+        &server.cairn(&["dequeue", "order", "--queue", "process"], None)
     ));
     let before = Timestamp::now();
     let finish = [
@@ -239,7 +239,7 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
         .await
         .unwrap()
         .id;
-    let token = lease_token(&ok(&server.cairn(&["get", "step", "--queue", "a"], None)));
+    let token = lease_token(&ok(&server.cairn(&["dequeue", "step", "--queue", "a"], None)));
     let (other_text, gate_text) = (other.to_string(), gate.to_string());
     let finish = [
         "finish",

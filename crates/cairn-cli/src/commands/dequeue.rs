@@ -1,4 +1,4 @@
-//! `cairn get PATTERN`: take (lease) ready jobs whose name matches a GLOB, like Bedrock's `GetJob`, and print
+//! `cairn dequeue PATTERN`: take (lease) ready jobs whose name matches a GLOB, like Bedrock's `GetJob`, and print
 //! each with the lease token the calls about it need. Exits with [`Code::NoJob`] when none was ready in time.
 
 use cairn::Jobs;
@@ -13,9 +13,9 @@ use crate::commands::args::CommonArgs;
 use crate::commands::output::{self, Fields};
 use crate::exit::Code;
 
-/// `cairn get` arguments.
+/// `cairn dequeue` arguments.
 #[derive(Debug, Clone, Args)]
-pub struct GetArgs {
+pub struct DequeueArgs {
     /// Which job names to take, as a GLOB: `email.*`, `report.?`, `*` for any.
     pub pattern: String,
     /// A queue to take from; repeat for several (earlier ones first). `default` when absent.
@@ -39,7 +39,7 @@ pub struct GetArgs {
     pub common: CommonArgs,
 }
 
-impl GetArgs {
+impl DequeueArgs {
     /// Takes the jobs and prints them: with `--json`, the `DequeueBody` (also when empty).
     ///
     /// # Errors
