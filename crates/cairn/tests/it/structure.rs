@@ -314,3 +314,17 @@ fn outside_the_store_few_places_ask_which_database_and_each_says_why() {
         unexplained.join("\n")
     );
 }
+
+/// The maps stay maps: ARCHITECTURE.md at most 2,500 words, BENCHMARKS.md at most 3,500 (as `wc -w` counts).
+#[test]
+fn the_architecture_and_benchmarks_pages_stay_short() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for (page, most) in [("ARCHITECTURE.md", 2_500), ("BENCHMARKS.md", 3_500)] {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        let words = text.split_whitespace().count();
+        assert!(
+            words <= most,
+            "{page} has {words} words, over {most}: it is a map, not a log"
+        );
+    }
+}
