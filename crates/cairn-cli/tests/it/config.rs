@@ -8,8 +8,7 @@ use cairn_api::{ConfigEntryBody, ConfigListBody};
 use serde_json::{Value, json};
 
 use super::cli::{check_error, mask_times, ok, ok_json};
-use super::harness::TestServer;
-use super::http::raw;
+use super::harness::{TestServer, raw};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn options_set_from_the_shell_apply_at_once_and_outlive_a_restart() {

@@ -274,6 +274,51 @@ pub async fn until_waiting(client: &Client, workers: &[&str]) {
     .await;
 }
 
+/// A raw request: (status, JSON body).
+pub async fn raw(
+    method: reqwest::Method,
+    url: String,
+    token: Option<&str>,
+    body: Option<&str>,
+) -> (u16, serde_json::Value) {
+    let mut request = reqwest::Client::new().request(method, url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.body(body.to_owned());
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.expect("a body");
+    let value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("a JSON body, got {:?}", String::from_utf8_lossy(&bytes)));
+    (status, value)
+}
+
+/// A raw POST of `body` to `path`: (status, JSON body).
+pub async fn post<const POSTGRES: bool>(
+    server: &TestServerOn<POSTGRES>,
+    path: &str,
+    body: &str,
+) -> (u16, serde_json::Value) {
+    raw(
+        reqwest::Method::POST,
+        format!("{}{path}", server.url()),
+        None,
+        Some(body),
+    )
+    .await
+}
+
+/// One job for `worker`, not waiting.
+pub fn take(worker: &str) -> cairn::Dequeue {
+    cairn::Dequeue {
+        limit: 1,
+        ..cairn::Dequeue::new(worker)
+    }
+}
+
 /// The text of a process's stdout.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

@@ -1,5 +1,7 @@
-//! The integration tests of the `cairn` binary and the server: one binary, a module per area. Every test runs the
-//! real binary on loopback over a real database (see `harness`).
+//! The integration tests of the `cairn` binary: one binary, a module per area. Every test runs the real binary on
+//! loopback over a real database (see `harness`). The HTTP API itself (its calls, errors and OpenAPI document) is
+//! tested next to the server, in process, in `crates/cairn-server/tests/it/http/`; `http` here keeps what needs
+//! the `cairn serve` process (its flags, SIGTERM and restart, its two ports under one budget).
 //!
 //! The modules of `server_suite.rs` are built twice, as `sqlite` and as `postgres`, so that the server's behaviour
 //! is tested on both backends (PostgreSQL: a database of its own per test on the cluster `scripts/test` starts).

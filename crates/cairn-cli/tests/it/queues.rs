@@ -15,8 +15,7 @@ use cairn_api::{
 use serde_json::{Value, json};
 
 use super::cli::{check_error, mask_times, ok, ok_json};
-use super::harness::{TestServer, stdout};
-use super::http::{post, raw, take};
+use super::harness::{TestServer, post, raw, stdout, take};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_hands_out_nothing_until_it_is_resumed() {

@@ -6,8 +6,7 @@ use cairn_api::{ActivityPageBody, SqlBody, StatsBody, WorkerStatsBody};
 use serde_json::json;
 
 use super::cli::{check_error, ok, ok_json};
-use super::harness::TestServer;
-use super::http::{post, raw};
+use super::harness::{TestServer, post, raw};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statistics_activity_and_metrics_show_what_happened() {

@@ -12,8 +12,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::cli::{check_error, lease_token, mask_times, ok, ok_json};
-use super::harness::{TestServer, stdout};
-use super::http::{post, raw};
+use super::harness::{TestServer, post, raw, stdout};
 
 fn take(worker: &str, queue: &str) -> Dequeue {
     Dequeue {
@@ -136,7 +135,9 @@ beta    YYYY-MM-DDTHH:MM:SSZ  -     -
     assert!(alpha.first_seen <= alpha.last_seen);
 
     // Finishing a job lets go of it; the client reads the same list with the engine's types.
-    let token = lease_token(&ok(&server.cairn(&["dequeue", "c", "--worker", "gamma"], None)));
+    let token = lease_token(&ok(
+        &server.cairn(&["dequeue", "c", "--worker", "gamma"], None)
+    ));
     ok(&server.cairn(&["finish", "3", "--lease", &token], None));
     let workers = client.workers().await.unwrap();
     let held: Vec<(&str, Vec<JobId>)> = workers
@@ -239,7 +240,9 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
         .await
         .unwrap()
         .id;
-    let token = lease_token(&ok(&server.cairn(&["dequeue", "step", "--queue", "a"], None)));
+    let token = lease_token(&ok(
+        &server.cairn(&["dequeue", "step", "--queue", "a"], None)
+    ));
     let (other_text, gate_text) = (other.to_string(), gate.to_string());
     let finish = [
         "finish",
