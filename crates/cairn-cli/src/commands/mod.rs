@@ -29,9 +29,9 @@ mod batch;
 mod bulk;
 mod config;
 mod deps;
+mod dequeue;
 mod events;
 mod failures;
-mod dequeue;
 mod lease;
 mod list;
 mod manage;
@@ -56,9 +56,9 @@ pub use batch::{BatchArgs, BatchCommand};
 pub use bulk::BulkArgs;
 pub use config::{ConfigArgs, ConfigCommand};
 pub use deps::DepsArgs;
+pub use dequeue::DequeueArgs;
 pub use events::EventsArgs;
 pub use failures::{FailuresArgs, UnfailArgs};
-pub use dequeue::DequeueArgs;
 pub use lease::{CheckpointArgs, FailArgs, FinishArgs, HeartbeatArgs, RetryArgs, UpdateArgs};
 pub use list::ListArgs;
 pub use manage::{JobArgs, MoveArgs, PriorityArgs, RequeueArgs, RescheduleArgs, SetDataArgs};
@@ -235,7 +235,9 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Unfail(args) => args.run().await,
         ClientCommand::Dequeue(args) => args.run().await,
         ClientCommand::Get(args) => {
-            eprintln!("note: `cairn get` is now `cairn dequeue`; the old name goes in a later release");
+            eprintln!(
+                "note: `cairn get` is now `cairn dequeue`; the old name goes in a later release"
+            );
             args.run().await
         }
         ClientCommand::Show(args) => args.run().await,

@@ -439,7 +439,9 @@ fn retry_fail_and_management_commands_say_what_happened() {
     ok(&server.cairn(&["push", "flaky"], None));
     ok(&server.cairn(&["push", "later", "--delay", "1h"], None));
 
-    let token = lease_token(&ok(&server.cairn(&["dequeue", "flaky", "--worker", "w1"], None)));
+    let token = lease_token(&ok(
+        &server.cairn(&["dequeue", "flaky", "--worker", "w1"], None)
+    ));
     let retry = [
         "retry",
         "1",
@@ -452,7 +454,9 @@ fn retry_fail_and_management_commands_say_what_happened() {
     ];
     assert_eq!(ok(&server.cairn(&retry, None)), "job 1: queued\n");
 
-    let token = lease_token(&ok(&server.cairn(&["dequeue", "flaky", "--worker", "w2"], None)));
+    let token = lease_token(&ok(
+        &server.cairn(&["dequeue", "flaky", "--worker", "w2"], None)
+    ));
     let heartbeat = ok(&server.cairn(&["heartbeat", "1", "--lease", &token], None));
     assert_eq!(
         mask_times(&heartbeat),
@@ -526,7 +530,8 @@ fn json_output_reads_as_the_wire_types() {
         ok_json(&server.cairn(&["push", "x", "--unique-key", "k", "--json"], None));
     assert!(same.existing && same.id == again.id);
 
-    let taken: DequeueBody = ok_json(&server.cairn(&["dequeue", "x", "--limit", "2", "--json"], None));
+    let taken: DequeueBody =
+        ok_json(&server.cairn(&["dequeue", "x", "--limit", "2", "--json"], None));
     assert_eq!(taken.jobs.len(), 2);
     let claimed = &taken.jobs[0];
     assert_eq!((claimed.job.id, claimed.lease.job), (1, 1));
