@@ -256,6 +256,10 @@ pub fn wait_with_timeout(child: &mut Child, timeout: Duration) -> Option<i32> {
 #[path = "../../../cairn/tests/it/poll.rs"]
 mod poll;
 
+#[path = "../../../cairn-server/tests/it/http/wire.rs"]
+mod wire;
+pub use wire::{raw, take};
+
 pub use poll::{eventually, poll};
 
 /// Waits until each of `workers` was seen by the server behind `client`: the dequeue of a worker not seen before has
@@ -274,28 +278,6 @@ pub async fn until_waiting(client: &Client, workers: &[&str]) {
     .await;
 }
 
-/// A raw request: (status, JSON body).
-pub async fn raw(
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Option<&str>,
-) -> (u16, serde_json::Value) {
-    let mut request = reqwest::Client::new().request(method, url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(body) = body {
-        request = request.body(body.to_owned());
-    }
-    let response = request.send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    let bytes = response.bytes().await.expect("a body");
-    let value = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| panic!("a JSON body, got {:?}", String::from_utf8_lossy(&bytes)));
-    (status, value)
-}
-
 /// A raw POST of `body` to `path`: (status, JSON body).
 pub async fn post<const POSTGRES: bool>(
     server: &TestServerOn<POSTGRES>,
@@ -309,14 +291,6 @@ pub async fn post<const POSTGRES: bool>(
         Some(body),
     )
     .await
-}
-
-/// One job for `worker`, not waiting.
-pub fn take(worker: &str) -> cairn::Dequeue {
-    cairn::Dequeue {
-        limit: 1,
-        ..cairn::Dequeue::new(worker)
-    }
 }
 
 /// The text of a process's stdout.

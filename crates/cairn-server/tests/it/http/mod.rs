@@ -6,15 +6,17 @@
 
 mod api;
 mod openapi;
+mod wire;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cairn::{Dequeue, Jobs, Queue};
+use cairn::{Jobs, Queue};
 use cairn_client::Client;
 use cairn_server::{Server, ServerConfig};
 use serde_json::Value;
 use tokio::net::TcpListener;
+pub use wire::{raw, take};
 
 pub use crate::poll::eventually;
 
@@ -114,28 +116,6 @@ impl Drop for TestServer {
     }
 }
 
-/// A raw request: (status, JSON body).
-pub async fn raw(
-    method: reqwest::Method,
-    url: String,
-    token: Option<&str>,
-    body: Option<&str>,
-) -> (u16, Value) {
-    let mut request = reqwest::Client::new().request(method, url);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(body) = body {
-        request = request.body(body.to_owned());
-    }
-    let response = request.send().await.expect("the server answers");
-    let status = response.status().as_u16();
-    let bytes = response.bytes().await.expect("a body");
-    let value = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| panic!("a JSON body, got {:?}", String::from_utf8_lossy(&bytes)));
-    (status, value)
-}
-
 /// A raw POST of `body` to `path`: (status, JSON body).
 pub async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
     raw(
@@ -145,14 +125,6 @@ pub async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
         Some(body),
     )
     .await
-}
-
-/// One job for `worker`, not waiting.
-pub fn take(worker: &str) -> Dequeue {
-    Dequeue {
-        limit: 1,
-        ..Dequeue::new(worker)
-    }
 }
 
 /// Waits until each of `workers` was seen by the server behind `client`: the dequeue of a worker not seen before has
