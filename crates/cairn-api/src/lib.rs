@@ -44,7 +44,7 @@ pub use job_reads::*;
 pub use jobs::*;
 pub use leases::*;
 pub use push::*;
-pub use query::query_string;
+pub use query::{id_param, query_string};
 pub use queues::*;
 pub use recurring::*;
 pub use route::*;

@@ -37,7 +37,7 @@ pub fn query_string(body: &impl Serialize) -> Result<String> {
 ///
 /// # Errors
 /// [`cairn::ErrorKind::InvalidInput`] naming it unless it is a positive integer.
-pub(crate) fn id_param(name: &str, text: &str) -> Result<JobId> {
+pub fn id_param(name: &str, text: &str) -> Result<JobId> {
     text.parse::<i64>()
         .ok()
         .filter(|id| *id > 0)

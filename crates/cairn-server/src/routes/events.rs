@@ -15,7 +15,7 @@ use utoipa::IntoParams;
 
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::ReadErrors;
-use crate::routes::{QueryParams, id_param};
+use crate::routes::QueryParams;
 use crate::state::AppState;
 
 /// A comment every so often keeps a quiet stream's connection from being cut by a proxy, and finds out when the
@@ -98,7 +98,7 @@ pub async fn events(
         job: params
             .job
             .as_deref()
-            .map(|t| id_param("job", t))
+            .map(|t| cairn_api::id_param("job", t))
             .transpose()?,
         kinds,
     };

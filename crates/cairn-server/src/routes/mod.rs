@@ -8,7 +8,6 @@ pub mod metrics;
 
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
-use cairn::JobId;
 
 use crate::error::ApiError;
 
@@ -25,25 +24,6 @@ impl<T: serde::de::DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> 
             .map_err(|e| ApiError::invalid("query", e.body_text()))?;
         Ok(QueryParams(params))
     }
-}
-
-/// A job id given as a query parameter.
-pub(crate) fn id_param(name: &'static str, text: &str) -> Result<JobId, ApiError> {
-    crate::routes::job_id(text).map_err(|_| {
-        ApiError::invalid(
-            name,
-            format!("must be a job id (a positive integer), got {text:?}"),
-        )
-    })
-}
-
-/// A job id from the path.
-pub(crate) fn job_id(text: &str) -> Result<JobId, ApiError> {
-    text.parse::<i64>()
-        .ok()
-        .filter(|id| *id > 0)
-        .map(JobId)
-        .ok_or_else(|| ApiError::invalid("id", format!("must be a positive integer, got {text:?}")))
 }
 
 #[cfg(test)]
