@@ -183,13 +183,21 @@ pub mod __private {
         .map(owned)
         .collect();
         all.extend(crate::ops::maintenance::PRUNE_STATS.map(owned));
-        for rows in [&events::UPSERT_WORKER_HOURS, &events::UPSERT_MINUTES] {
+        #[cfg(feature = "sqlite")]
+        for rows in [
+            &crate::store::sqlite::activity::UPSERT_WORKER_HOURS,
+            &crate::store::sqlite::activity::UPSERT_MINUTES,
+        ] {
             all.push((
                 rows.sqlite_text(2).unwrap_or_default().to_owned(),
                 String::new(),
             ));
         }
-        all.push((String::new(), events::FLUSH_ON_POSTGRES.to_owned()));
+        #[cfg(feature = "postgres")]
+        all.push((
+            String::new(),
+            crate::store::postgres::activity::WRITE_ACTIVITY.to_owned(),
+        ));
         all.push(push::insert_plain_texts());
         all.push((String::new(), finish::complete_plain_text().to_owned()));
         use crate::ops::claim::by_name::NameShape;

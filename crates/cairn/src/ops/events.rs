@@ -8,7 +8,8 @@
 
 use std::collections::HashMap;
 
-use crate::store::db::{Db, MultiRow, ToValue, Value};
+use crate::store::activity::ActivityRows;
+use crate::store::db::{Db, ToValue, Value};
 
 use crate::error::Result;
 use crate::ops::HeldJob;
@@ -293,8 +294,9 @@ impl EventLog {
     }
 
     /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
-    /// the queue keeps in memory once the transaction commits. On PostgreSQL, `node` is the writer's node, which
-    /// adds to statistics rows of its own (see [`FLUSH_ON_POSTGRES`]), and everything goes in one statement.
+    /// the queue keeps in memory once the transaction commits. Where nodes share the database, `node` is the
+    /// writer's node, which adds to statistics rows of its own: rows that every node added to were a lock each
+    /// commit waited on. Each database writes the rows its own way (`store/*/activity.rs`).
     pub fn flush(&mut self, db: &Db<'_>, node: Option<&str>) -> Result<BatchTotals> {
         if self.events.is_empty() && self.presence.is_empty() {
             return Ok(BatchTotals::default());
@@ -344,18 +346,11 @@ impl EventLog {
                 workers.entry((hour, worker.as_str(), "")).or_default().0 += ms;
             }
         }
-        // Where nodes share the database, each adds to statistics rows of its own (rather than all waiting for the
-        // same rows' locks), and tells the others which jobs ended, in one statement of arrays.
-        let per_node = db
-            .capabilities()
-            .shared_by_nodes
-            .then(|| node.unwrap_or_default());
-        let mut minute_rows = Vec::new();
+        let mut minute_rows = Vec::with_capacity(minutes.len() * 22);
         for (&key, counts) in &minutes {
             minute_values(&mut minute_rows, key, counts);
-            minute_rows.extend(per_node.map(ToValue::to_value));
         }
-        let mut histogram_rows = Vec::with_capacity(histogram.len() * 7);
+        let mut histogram_rows = Vec::with_capacity(histogram.len() * 6);
         for ((hour, queue, name, metric, bucket), count) in &histogram {
             histogram_rows.extend([
                 hour.to_value(),
@@ -365,7 +360,6 @@ impl EventLog {
                 bucket.to_value(),
                 count.to_value(),
             ]);
-            histogram_rows.extend(per_node.map(ToValue::to_value));
         }
         let mut worker_rows = Vec::with_capacity(workers.len() * 6);
         for ((hour, worker, queue), (present, busy, attempts)) in &workers {
@@ -389,21 +383,15 @@ impl EventLog {
             })
             .filter_map(|e| e.job)
             .collect();
-        if per_node.is_some() {
-            let mut columns = crate::store::db::columns(7, activity_values(&self.events));
-            columns.extend(crate::store::db::columns(23, minute_rows));
-            columns.extend(crate::store::db::columns(7, histogram_rows));
-            columns.extend(crate::store::db::columns(6, worker_rows));
-            // The same statement tells the nodes that wait for any of the jobs this batch ended (see
-            // `ops/watch.rs`): a notification only when someone waits.
-            columns.push(ended_jobs.iter().map(|id| id.to_value()).collect());
-            db.query_arrays(FLUSH_ON_POSTGRES, Vec::new(), columns, |_| Ok(()))?;
-        } else {
-            INSERT_ACTIVITY.execute(db, activity_values(&self.events))?;
-            UPSERT_MINUTES.execute(db, minute_rows)?;
-            UPSERT_HISTOGRAMS.execute(db, histogram_rows)?;
-            UPSERT_WORKER_HOURS.execute(db, worker_rows)?;
-        }
+        let rows = ActivityRows {
+            activity: activity_values(&self.events),
+            minutes: minute_rows,
+            histograms: histogram_rows,
+            worker_hours: worker_rows,
+            ended_jobs: &ended_jobs,
+        };
+        db.dialect()
+            .write_activity(db, rows, node.unwrap_or_default())?;
         let totals = BatchTotals {
             wrote_events: !self.events.is_empty(),
             ended_jobs,
@@ -562,15 +550,7 @@ impl JobTotals {
     }
 }
 
-/// The activity log's rows on SQLite, in as few statements as [`MultiRow`] allows: fewer statements is most of the
-/// log's cost. (PostgreSQL writes them with the statistics, in [`FLUSH_ON_POSTGRES`].)
-static INSERT_ACTIVITY: MultiRow = MultiRow::sqlite_only(
-    7,
-    "INSERT INTO activity (at, event, job_id, queue, name, worker, detail)",
-    "",
-);
-
-/// The values of `events`' activity rows, seven per row, in the order of [`INSERT_ACTIVITY`].
+/// The values of `events`' activity rows, seven per row, in the order of [`ActivityRows::activity`].
 fn activity_values(events: &[Recorded]) -> Vec<Value<'_>> {
     let mut values = Vec::with_capacity(events.len() * 7);
     for e in events {
@@ -587,80 +567,7 @@ fn activity_values(events: &[Recorded]) -> Vec<Value<'_>> {
     values
 }
 
-/// The columns of a minute's row that a transaction adds to, in the order of [`minute_values`].
-macro_rules! minute_columns {
-    () => {
-        "minute, queue, name, added, started, finished, retried, failed, wait_count, wait_sum, wait_sumsq, \
-         wait_min, wait_max, run_count, run_sum, run_sumsq, run_min, run_max, service_count, service_sum, \
-         service_min, service_max"
-    };
-}
-
-/// How a minute's row takes what a transaction adds; a min or max that is NULL on one side takes the other. In
-/// each dialect's words for the smaller and larger of two values: `minute_additions!(sqlite)`,
-/// `minute_additions!(postgres)`.
-macro_rules! minute_additions {
-    (sqlite) => {
-        minute_additions!("MIN", "MAX")
-    };
-    (postgres) => {
-        minute_additions!("LEAST", "GREATEST")
-    };
-    ($min:literal, $max:literal) => {
-        concat!(
-            "added = stats_minute.added + excluded.added, ",
-            "started = stats_minute.started + excluded.started, ",
-            "finished = stats_minute.finished + excluded.finished, ",
-            "retried = stats_minute.retried + excluded.retried, ",
-            "failed = stats_minute.failed + excluded.failed, ",
-            "wait_count = stats_minute.wait_count + excluded.wait_count, ",
-            "wait_sum = stats_minute.wait_sum + excluded.wait_sum, ",
-            "wait_sumsq = stats_minute.wait_sumsq + excluded.wait_sumsq, ",
-            "wait_min = COALESCE(",
-            $min,
-            "(stats_minute.wait_min, excluded.wait_min), ",
-            "stats_minute.wait_min, excluded.wait_min), ",
-            "wait_max = COALESCE(",
-            $max,
-            "(stats_minute.wait_max, excluded.wait_max), ",
-            "stats_minute.wait_max, excluded.wait_max), ",
-            "run_count = stats_minute.run_count + excluded.run_count, ",
-            "run_sum = stats_minute.run_sum + excluded.run_sum, ",
-            "run_sumsq = stats_minute.run_sumsq + excluded.run_sumsq, ",
-            "run_min = COALESCE(",
-            $min,
-            "(stats_minute.run_min, excluded.run_min), ",
-            "stats_minute.run_min, excluded.run_min), ",
-            "run_max = COALESCE(",
-            $max,
-            "(stats_minute.run_max, excluded.run_max), ",
-            "stats_minute.run_max, excluded.run_max), ",
-            "service_count = stats_minute.service_count + excluded.service_count, ",
-            "service_sum = stats_minute.service_sum + excluded.service_sum, ",
-            "service_min = COALESCE(",
-            $min,
-            "(stats_minute.service_min, excluded.service_min), ",
-            "stats_minute.service_min, excluded.service_min), ",
-            "service_max = COALESCE(",
-            $max,
-            "(stats_minute.service_max, excluded.service_max), ",
-            "stats_minute.service_max, excluded.service_max)"
-        )
-    };
-}
-
-/// Adds to the minutes' rows on SQLite, many at once (the keys of one batch are distinct, as an upsert of many rows
-/// needs).
-pub(crate) static UPSERT_MINUTES: MultiRow = MultiRow::sqlite_only(
-    22,
-    concat!("INSERT INTO stats_minute (", minute_columns!(), ")"),
-    concat!(
-        "ON CONFLICT (minute, queue, name) DO UPDATE SET ",
-        minute_additions!(sqlite)
-    ),
-);
-
-/// A minute's values, in the order of [`minute_columns!`].
+/// A minute's values, in the order of [`minute_columns!`](crate::store::activity::minute_columns).
 fn minute_values<'v>(
     values: &mut Vec<Value<'v>>,
     (minute, queue, name): (i64, &'v str, &'v str),
@@ -691,66 +598,6 @@ fn minute_values<'v>(
         c.service.max.to_value(),
     ]);
 }
-
-/// On PostgreSQL, a transaction's activity rows and its three kinds of statistics rows in one statement, each a
-/// data-modifying `WITH` over arrays (one per column): one round trip where there were four, in every writer
-/// transaction. Activity rows are inserted in the order given (`WITH ORDINALITY`), so that their ids follow it.
-///
-/// The statistics go to rows of the writing node's own (the `node` column; PostgreSQL's migration 0003). Rows that
-/// every node added to were a lock each commit waited on, the nodes taking turns; readers sum over nodes as they
-/// sum over minutes.
-///
-/// Arrays: `$1`–`$7` the activity rows ([`activity_values`]); `$8`–`$30` the minutes' rows ([`minute_values`],
-/// then the node); `$31`–`$37` the histograms' rows (as [`UPSERT_HISTOGRAMS`], then the node); `$38`–`$43` the
-/// worker hours' rows (as [`UPSERT_WORKER_HOURS`]).
-pub(crate) const FLUSH_ON_POSTGRES: &str = concat!(
-    "WITH activity_rows AS (\
-     INSERT INTO activity (at, event, job_id, queue, name, worker, detail) \
-     SELECT at, event, job_id, queue, name, worker, detail \
-     FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) \
-     WITH ORDINALITY AS u (at, event, job_id, queue, name, worker, detail, ord) ORDER BY ord), \
-     minute_rows AS (\
-     INSERT INTO stats_minute (",
-    minute_columns!(),
-    ", node) \
-     SELECT * FROM unnest($8::bigint[], $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[], \
-       $14::bigint[], $15::bigint[], $16::bigint[], $17::double precision[], $18::double precision[], \
-       $19::bigint[], $20::bigint[], $21::bigint[], $22::double precision[], $23::double precision[], \
-       $24::bigint[], $25::bigint[], $26::bigint[], $27::double precision[], $28::bigint[], $29::bigint[], \
-       $30::text[]) \
-     ON CONFLICT (minute, queue, name, node) DO UPDATE SET ",
-    minute_additions!(postgres),
-    "), \
-     histogram_rows AS (\
-       INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count, node) \
-       SELECT * FROM unnest($31::bigint[], $32::text[], $33::text[], $34::text[], $35::bigint[], $36::bigint[], \
-         $37::text[]) \
-       ON CONFLICT (hour, queue, name, metric, bucket, node) \
-       DO UPDATE SET count = stats_histogram.count + excluded.count), \
-     worker_rows AS (\
-       INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts) \
-       SELECT * FROM unnest($38::bigint[], $39::text[], $40::text[], $41::bigint[], $42::bigint[], $43::bigint[]) \
-       ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
-       busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts) \
-     SELECT pg_notify('cairn_job_ended', CAST(w.job_id AS TEXT)) \
-     FROM (SELECT DISTINCT job_id FROM cairn_job_waits WHERE job_id = ANY($44::bigint[])) AS w"
-);
-
-/// Adds to the histograms' buckets on SQLite, many at once (the keys of one batch are distinct).
-pub(crate) static UPSERT_HISTOGRAMS: MultiRow = MultiRow::sqlite_only(
-    6,
-    "INSERT INTO stats_histogram (hour, queue, name, metric, bucket, count)",
-    "ON CONFLICT (hour, queue, name, metric, bucket) DO UPDATE SET count = stats_histogram.count + excluded.count",
-);
-
-/// Adds to the worker-hour rows on SQLite, many at once (the keys of one batch are distinct, as an upsert of many
-/// rows needs).
-pub(crate) static UPSERT_WORKER_HOURS: MultiRow = MultiRow::sqlite_only(
-    6,
-    "INSERT INTO worker_hour (hour, worker, queue, present_ms, busy_ms, attempts)",
-    "ON CONFLICT (hour, worker, queue) DO UPDATE SET present_ms = worker_hour.present_ms + excluded.present_ms, \
-     busy_ms = worker_hour.busy_ms + excluded.busy_ms, attempts = worker_hour.attempts + excluded.attempts",
-);
 
 #[cfg(test)]
 mod tests {

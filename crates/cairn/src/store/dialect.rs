@@ -3,6 +3,7 @@
 //! one method and run on either; a pair of texts of the same shape stays a [`Sql`](crate::store::db::Sql).
 
 use crate::error::Result;
+use crate::store::activity::ActivityRows;
 use crate::store::capabilities::Capabilities;
 use crate::store::db::Db;
 
@@ -31,4 +32,8 @@ pub(crate) trait Dialect: Sync {
     /// Deletes the history and tags of finished jobs `ids` that a step of retention deleted, where its statement
     /// did not delete them with the jobs.
     fn prune_history_and_tags(&self, db: &Db<'_>, ids: &[i64]) -> Result<()>;
+
+    /// Writes a transaction's activity and statistics rows. Where nodes share the database, the statistics go to
+    /// rows of `node`'s own, and the nodes that wait for any of the jobs it ended are told.
+    fn write_activity(&self, db: &Db<'_>, rows: ActivityRows<'_>, node: &str) -> Result<()>;
 }

@@ -5,6 +5,7 @@
 //! operations ask a transaction (`seam`) for its `capabilities`, what the database is, and its `dialect`, the
 //! statements whose shape differs (each database's in `sqlite/dialect.rs` and `postgres/dialect.rs`). Nothing here imports the engine or the operations.
 
+pub(crate) mod activity;
 pub(crate) mod capabilities;
 pub(crate) mod db;
 pub(crate) mod dialect;

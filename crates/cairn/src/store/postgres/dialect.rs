@@ -2,6 +2,7 @@
 //! transaction ends; a step of retention deletes its jobs' history and tags in the jobs' own statement.
 
 use crate::error::Result;
+use crate::store::activity::ActivityRows;
 use crate::store::capabilities::Capabilities;
 use crate::store::db::{Db, Sql, params};
 use crate::store::dialect::Dialect;
@@ -51,5 +52,9 @@ impl Dialect for Postgres {
     /// Nothing: the step's statement deleted them with the jobs, in one round trip.
     fn prune_history_and_tags(&self, _db: &Db<'_>, _ids: &[i64]) -> Result<()> {
         Ok(())
+    }
+
+    fn write_activity(&self, db: &Db<'_>, rows: ActivityRows<'_>, node: &str) -> Result<()> {
+        crate::store::postgres::activity::write(db, rows, node)
     }
 }

@@ -5,6 +5,7 @@
 //! vacuum of the tables a busy queue churns (`vacuum`). The engine's statements carry their PostgreSQL text beside
 //! SQLite's (`Sql`, in `store/db/sql.rs`).
 
+pub(crate) mod activity;
 pub(crate) mod connect;
 pub(crate) mod dialect;
 pub(crate) mod hosts;

@@ -14,7 +14,7 @@ pub(crate) const READY_CHANNEL: &str = "cairn_ready";
 pub(crate) const SETTINGS_CHANNEL: &str = "cairn_settings";
 
 /// The channel on which a commit that ended jobs some node waits for ([`crate::Jobs::wait`]) says which: one
-/// notification per job, its id the payload. The activity's flush sends them (`ops/events.rs`), in its statement.
+/// notification per job, its id the payload. The statement that writes a transaction's activity sends them (`postgres/activity.rs`).
 pub(crate) const JOB_ENDED_CHANNEL: &str = "cairn_job_ended";
 
 /// The channel on which a node that does not lead the timed work tells the leader of a due time it wrote (a delayed

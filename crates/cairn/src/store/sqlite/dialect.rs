@@ -2,6 +2,7 @@
 //! deletes its jobs' history and tags in a statement each, after the jobs.
 
 use crate::error::Result;
+use crate::store::activity::ActivityRows;
 use crate::store::capabilities::Capabilities;
 use crate::store::db::{Db, Sql, params};
 use crate::store::dialect::Dialect;
@@ -41,5 +42,9 @@ impl Dialect for Sqlite {
         db.execute(DELETE_HISTORY, &params![list.as_str()])?;
         db.execute(DELETE_TAGS, &params![list.as_str()])?;
         Ok(())
+    }
+
+    fn write_activity(&self, db: &Db<'_>, rows: ActivityRows<'_>, _node: &str) -> Result<()> {
+        crate::store::sqlite::activity::write(db, rows)
     }
 }
