@@ -21,6 +21,7 @@ pub(crate) struct ActivityRows<'v> {
 }
 
 /// The columns of a minute's row that a transaction adds to, in the order the operations give them (`ops/events.rs`).
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 macro_rules! minute_columns {
     () => {
         "minute, queue, name, added, started, finished, retried, failed, wait_count, wait_sum, wait_sumsq, \
@@ -32,6 +33,7 @@ macro_rules! minute_columns {
 /// How a minute's row takes what a transaction adds; a min or max that is NULL on one side takes the other. In
 /// each dialect's words for the smaller and larger of two values: `minute_additions!(sqlite)`,
 /// `minute_additions!(postgres)`.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 macro_rules! minute_additions {
     (sqlite) => {
         minute_additions!("MIN", "MAX")
@@ -82,4 +84,5 @@ macro_rules! minute_additions {
     };
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) use {minute_additions, minute_columns};
