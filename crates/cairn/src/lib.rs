@@ -74,6 +74,8 @@ pub use postgres;
 pub use query::{JobFilter, JobPage, MAX_PAGE};
 pub use queue::Queue;
 pub use queue::jobs::{Jobs, Runs};
+#[cfg(feature = "postgres")]
+pub use store::postgres::connect::connect_postgres;
 // Every request that is not an operation of `ops/` (the reads among them), as it is declared.
 pub use queue::reads::*;
 pub use queue::request::Request;

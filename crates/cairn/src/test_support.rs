@@ -102,9 +102,25 @@ impl PrivateCluster {
     /// # Panics
     /// When `scripts/postgres` fails.
     pub fn start() -> PrivateCluster {
+        PrivateCluster::start_with(&[])
+    }
+
+    /// Creates and starts a cluster that takes only TLS connections, with the certificate and key
+    /// `certs/server.crt` and `certs/server.key`, checking clients' certificates against `certs/ca.crt`; role
+    /// `cairn_cert`, owner of database `cairn_cert`, must show one (`scripts/postgres start DIR CERTS`).
+    ///
+    /// # Panics
+    /// When `scripts/postgres` fails.
+    pub fn start_with_tls(certs: &std::path::Path) -> PrivateCluster {
+        PrivateCluster::start_with(&[certs.to_str().expect("a UTF-8 path")])
+    }
+
+    fn start_with(extra: &[&str]) -> PrivateCluster {
         let parent = PrivateCluster::parent();
         let dir = parent.join("pg");
-        let url = PrivateCluster::script(&["start", dir.to_str().unwrap()]);
+        let mut args = vec!["start", dir.to_str().unwrap()];
+        args.extend(extra);
+        let url = PrivateCluster::script(&args);
         PrivateCluster {
             parent,
             dir,

@@ -176,11 +176,7 @@ async fn run_embedded(
 async fn refuse_used_database(url: &str) -> anyhow::Result<()> {
     let url = url.to_owned();
     let used = tokio::task::spawn_blocking(move || -> anyhow::Result<bool> {
-        let mut config: postgres::Config = url.parse().context("reading the PostgreSQL URL")?;
-        config.connect_timeout(Duration::from_secs(5));
-        let mut client = config
-            .connect(postgres::NoTls)
-            .with_context(|| format!("connecting to {}", cairn::redacted_location(&url)))?;
+        let mut client = cairn::connect_postgres(&url)?;
         let row = client.query_one(
             "SELECT to_regclass('cairn_migrations') IS NOT NULL OR to_regclass('jobs') IS NOT NULL",
             &[],

@@ -90,7 +90,7 @@ impl Pair {
 async fn admin(url: &str, statements: &'static [&'static str]) {
     let url = url.to_owned();
     tokio::task::spawn_blocking(move || {
-        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut client = cairn::postgres::Client::connect(&url, cairn::postgres::NoTls).unwrap();
         for statement in statements {
             client.batch_execute(statement).unwrap();
         }
@@ -164,7 +164,8 @@ async fn leads_on(url: &str) {
             let url = url.clone();
             async move {
                 tokio::task::spawn_blocking(move || {
-                    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                    let mut client =
+                        cairn::postgres::Client::connect(&url, cairn::postgres::NoTls).unwrap();
                     client
                         .query_one(
                             "SELECT count(*) FROM cairn_leader l WHERE l.expires_at > now() \

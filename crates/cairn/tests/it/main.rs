@@ -20,6 +20,7 @@ mod due_times;
 mod network;
 mod poll;
 mod postgres_backend;
+mod postgres_tls;
 mod proxy;
 mod repeat_syntax;
 mod sql_enqueue;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::postgres::hosts::Hosts;
@@ -40,6 +40,18 @@ pub(crate) fn connect(hosts: &Hosts, role: &str) -> Result<Client> {
     }
 }
 
+/// A synchronous session on the primary of the database `url` names, connected as Cairn connects (TLS as the URL's
+/// `sslmode`, `sslrootcert`, `sslcert` and `sslkey` ask, the same bounds): for the application's own transactions
+/// ([`Queue::enqueue_in_postgres`](crate::Queue::enqueue_in_postgres)) and for tools, with a URL that Cairn accepts
+/// and the driver alone would not.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`], field `database`, for a URL Cairn cannot use (naming the parameter);
+/// [`ErrorKind::Unavailable`] when no host answers as the primary; [`ErrorKind::Storage`] for the server's refusal.
+pub fn connect_postgres(url: &str) -> Result<Client> {
+    connect(&Hosts::parse(url)?, "cairn")
+}
+
 fn connect_to(hosts: &Hosts, host: usize, role: &str) -> Result<Client> {
     let shown = || match hosts.len() {
         1 => format!("connecting to {}", hosts.shown()),
@@ -47,7 +59,7 @@ fn connect_to(hosts: &Hosts, host: usize, role: &str) -> Result<Client> {
     };
     let config = postgres::Config::from(hosts.config(host, role));
     let mut client = config
-        .connect(NoTls)
+        .connect(hosts.tls())
         .map_err(|e| Error::storage(shown(), e))?;
     client
         .batch_execute(&session_settings())

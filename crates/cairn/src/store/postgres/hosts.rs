@@ -17,10 +17,12 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::config::{Host, TargetSessionAttrs};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{Error, Result};
 use crate::store::location::redacted;
 use crate::store::postgres::settings::session_config;
+use crate::store::postgres::tls;
 
 /// How long a host that failed is tried after the others.
 const SUSPECT_FOR: Duration = Duration::from_secs(30);
@@ -31,6 +33,8 @@ pub(crate) struct Hosts {
     shown: String,
     /// Each host's own settings: the URL's, with that host alone.
     hosts: Vec<OneHost>,
+    /// What every session connects with: TLS as the URL asks (`tls.rs`).
+    tls: MakeRustlsConnect,
     state: Mutex<State>,
 }
 
@@ -57,7 +61,10 @@ impl Hosts {
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput), field `database`: a URL that is not one, or
     /// asks for a server Cairn cannot write to.
     pub fn parse(url: &str) -> Result<Hosts> {
-        let config = session_config(url, "cairn")?;
+        let (tls, rest) = tls::split(url)?;
+        let mut config = session_config(&rest, "cairn")?;
+        let (ssl_mode, tls) = tls::connector(&tls)?;
+        config.ssl_mode(ssl_mode);
         // Cairn writes, and reads what it wrote, on every session: it needs the primary, whatever the URL says.
         let attrs = config.get_target_session_attrs();
         if !matches!(
@@ -95,6 +102,7 @@ impl Hosts {
         let hosts = (0..count).map(|i| one_host(&config, i)).collect();
         Ok(Hosts {
             shown: redacted(url),
+            tls,
             state: Mutex::new(State {
                 failed_at: vec![None; count],
                 ..State::default()
@@ -106,6 +114,11 @@ impl Hosts {
     /// The URL, its password hidden.
     pub fn shown(&self) -> &str {
         &self.shown
+    }
+
+    /// What a session connects with, its TLS as the URL asks.
+    pub fn tls(&self) -> MakeRustlsConnect {
+        self.tls.clone()
     }
 
     /// How many hosts the URL names.

@@ -17,5 +17,6 @@ pub(crate) mod readers;
 pub(crate) mod session;
 pub(crate) mod settings;
 pub(crate) mod sql;
+pub(crate) mod tls;
 pub(crate) mod vacuum;
 pub(crate) mod writer;

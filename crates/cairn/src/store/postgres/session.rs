@@ -18,10 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{AsyncMessage, Notification};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::postgres::hosts::Hosts;
@@ -114,6 +116,7 @@ impl Session {
                 .unwrap_or(CONNECT_TIMEOUT);
             let attempt = connect_to(
                 config,
+                hosts.tls(),
                 settings,
                 batch_due.clone(),
                 opening.notifications.clone(),
@@ -226,14 +229,12 @@ enum HostFailure {
 /// Connects to the one host of `config`, sets the session up, and checks that the server takes writes.
 async fn connect_to(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     settings: &str,
     batch_due: Arc<AtomicBool>,
     notifications: Option<UnboundedSender<Notification>>,
 ) -> std::result::Result<tokio_postgres::Client, HostFailure> {
-    let (client, connection) = config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(HostFailure::Driver)?;
+    let (client, connection) = config.connect(tls).await.map_err(HostFailure::Driver)?;
     // Driven whenever the calling thread waits on a call: a current-thread runtime runs its tasks then.
     tokio::spawn(drive(connection, batch_due, notifications));
     client
@@ -256,11 +257,8 @@ async fn connect_to(
 
 /// Reads what the server sends besides answers, until the connection ends: notices (the batch trigger's), and
 /// notifications for the listener.
-async fn drive(
-    mut connection: tokio_postgres::Connection<
-        tokio_postgres::Socket,
-        tokio_postgres::tls::NoTlsStream,
-    >,
+async fn drive<Tls: AsyncRead + AsyncWrite + Unpin>(
+    mut connection: tokio_postgres::Connection<tokio_postgres::Socket, Tls>,
     batch_due: Arc<AtomicBool>,
     notifications: Option<UnboundedSender<Notification>>,
 ) {

@@ -50,8 +50,8 @@ const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The settings of a session to `url`, named `role` in `pg_stat_activity` (`cairn writer`, `cairn reader`,
 /// `cairn listener`), with the bounds of the module's comment where the URL sets none (`?connect_timeout=…`,
-/// `keepalives_idle=…`: an operator may know the network better). Connections are plain TCP or a Unix socket:
-/// Cairn does not speak TLS to PostgreSQL yet, so the database should be on the same host or a private network.
+/// `keepalives_idle=…`: an operator may know the network better). `url` is without its TLS parameters, which
+/// `tls.rs` reads.
 pub(crate) fn session_config(url: &str, role: &str) -> Result<tokio_postgres::Config> {
     let mut config: tokio_postgres::Config = url.parse().map_err(|e| {
         Error::invalid(
