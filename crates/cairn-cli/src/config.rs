@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use cairn::{Durability, QueueOptions, RecoveryPolicy, Retention, RetryPolicy};
 use cairn_server::ServerConfig;
+use cairn_server::tls::TlsFiles;
 use serde::Deserialize;
 
 use crate::serve::ServeArgs;
@@ -21,6 +22,10 @@ pub struct FileConfig {
     db: Option<String>,
     http: Option<String>,
     bedrock: Option<String>,
+    bedrock_tls: Option<String>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_client_ca: Option<PathBuf>,
     token: Option<String>,
     insecure: Option<bool>,
     durability: Option<String>,
@@ -60,6 +65,10 @@ pub struct ServeSettings {
     pub http: SocketAddr,
     /// Where the Bedrock text protocol listens; `None` when it is off.
     pub bedrock: Option<SocketAddr>,
+    /// Where the Bedrock text protocol listens over TLS; `None` when it does not.
+    pub bedrock_tls: Option<SocketAddr>,
+    /// The certificates both ports' TLS is served from (`None`: plain TCP).
+    pub tls: Option<TlsFiles>,
     /// Whether a non-loopback address without a token was allowed.
     pub insecure: bool,
     /// The engine's settings.
@@ -100,6 +109,27 @@ fn timeout(
         );
     }
     Ok(d)
+}
+
+/// The TLS files, checked for what goes together (whether they load is checked when the server starts them).
+fn tls_files(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    client_ca: Option<PathBuf>,
+) -> anyhow::Result<Option<TlsFiles>> {
+    match (cert, key, client_ca) {
+        (None, None, None) => Ok(None),
+        (Some(cert), Some(key), client_ca) => Ok(Some(TlsFiles {
+            cert,
+            key,
+            client_ca,
+        })),
+        (None, None, Some(_)) => {
+            bail!("tls_client_ca: client certificates need TLS: set tls_cert and tls_key too")
+        }
+        (Some(_), None, _) => bail!("tls_key: tls_cert needs its private key (a PEM file)"),
+        (None, Some(_), _) => bail!("tls_cert: tls_key needs its certificate (a PEM file)"),
+    }
 }
 
 /// Where the database is: a SQLite file's path or `sqlite://` URL, or a PostgreSQL URL (`postgres://…`), which
@@ -150,6 +180,28 @@ impl ServeSettings {
                 )
             })?),
         };
+        let bedrock_tls: Option<SocketAddr> = match args
+            .bedrock_tls
+            .as_deref()
+            .or(file.bedrock_tls.as_deref())
+        {
+            None | Some("off") => None,
+            Some(text) => Some(text.parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "bedrock_tls: must be an address such as 127.0.0.1:8889, or off, got {text:?}"
+                )
+            })?),
+        };
+        let tls = tls_files(
+            args.tls_cert.clone().or(file.tls_cert),
+            args.tls_key.clone().or(file.tls_key),
+            args.tls_client_ca.clone().or(file.tls_client_ca),
+        )?;
+        if let (Some(addr), None) = (bedrock_tls, &tls) {
+            bail!(
+                "bedrock_tls: listening on {addr} over TLS needs a certificate: set tls_cert and tls_key"
+            );
+        }
         let token = args.token.clone().or(file.token);
         if let Some(token) = &token {
             if token.len() < 16 {
@@ -271,7 +323,8 @@ impl ServeSettings {
         }
         cairn_server::check_exposure(http, server.token.is_some(), insecure)
             .map_err(anyhow::Error::msg)?;
-        // The Bedrock protocol has no authentication at all: off loopback it needs --insecure, token or not.
+        // The Bedrock protocol has no authentication of its own: off loopback it needs --insecure, token or not,
+        // unless it is the TLS port and clients must show a certificate.
         if let Some(addr) = bedrock
             && !addr.ip().is_loopback()
             && !insecure
@@ -281,10 +334,24 @@ impl ServeSettings {
                  it could run and delete jobs. Listen on a loopback address, pass --bedrock off, or pass --insecure"
             );
         }
+        let client_certificates = tls.as_ref().is_some_and(|t| t.client_ca.is_some());
+        if let Some(addr) = bedrock_tls
+            && !addr.ip().is_loopback()
+            && !insecure
+            && !client_certificates
+        {
+            bail!(
+                "refusing to serve the Bedrock protocol over TLS on {addr} to any client: it has no authentication \
+                 of its own. Require client certificates (--tls-client-ca), listen on a loopback address, or pass \
+                 --insecure"
+            );
+        }
         Ok(ServeSettings {
             db,
             http,
             bedrock,
+            bedrock_tls,
+            tls,
             insecure,
             queue,
             server,
@@ -373,6 +440,55 @@ mod tests {
         let e = resolve(&["--bedrock", "0.0.0.0:8888", "--token", "0123456789abcdef"]).unwrap_err();
         assert!(e.to_string().contains("no authentication"), "{e}");
         assert!(resolve(&["--bedrock", "0.0.0.0:8888", "--insecure"]).is_ok());
+    }
+
+    #[test]
+    fn tls_files_go_together_and_the_bedrock_tls_port_needs_them() {
+        assert!(resolve(&[]).unwrap().tls.is_none());
+        let s = resolve(&[
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "--bedrock-tls",
+            "127.0.0.1:8889",
+        ])
+        .unwrap();
+        let tls = s.tls.unwrap();
+        assert_eq!(
+            (tls.cert.to_str(), tls.key.to_str()),
+            (Some("c.pem"), Some("k.pem"))
+        );
+        assert_eq!(s.bedrock_tls, Some("127.0.0.1:8889".parse().unwrap()));
+        let file =
+            config_file("tls_cert = \"c.pem\"\ntls_key = \"k.pem\"\ntls_client_ca = \"ca.pem\"\n");
+        let s = resolve(&["--config", file.path().to_str().unwrap()]).unwrap();
+        assert_eq!(s.tls.unwrap().client_ca.unwrap().to_str(), Some("ca.pem"));
+        for (args, starts) in [
+            (&["--tls-cert", "c.pem"][..], "tls_key:"),
+            (&["--tls-key", "k.pem"][..], "tls_cert:"),
+            (&["--tls-client-ca", "ca.pem"][..], "tls_client_ca:"),
+            (&["--bedrock-tls", "127.0.0.1:8889"][..], "bedrock_tls:"),
+            (
+                &["--bedrock-tls", "nowhere"][..],
+                "bedrock_tls: must be an address",
+            ),
+        ] {
+            let e = resolve(args).unwrap_err().to_string();
+            assert!(e.starts_with(starts), "{args:?}: {e}");
+        }
+        // Off loopback, the Bedrock protocol's TLS port needs client certificates (its only authentication).
+        let tls = [
+            "--tls-cert",
+            "c.pem",
+            "--tls-key",
+            "k.pem",
+            "--bedrock-tls",
+            "0.0.0.0:8889",
+        ];
+        let e = resolve(&tls).unwrap_err().to_string();
+        assert!(e.contains("--tls-client-ca"), "{e}");
+        assert!(resolve(&[&tls[..], &["--tls-client-ca", "ca.pem"]].concat()).is_ok());
     }
 
     #[test]

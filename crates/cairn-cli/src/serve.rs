@@ -12,6 +12,7 @@ use anyhow::Context;
 use cairn::Queue;
 use cairn_server::bedrock::{BedrockCommands, BedrockConfig};
 use cairn_server::budget::{RESERVED_DESCRIPTORS, open_file_limit};
+use cairn_server::tls::Tls;
 use cairn_server::{ConnectionBudget, Server};
 use clap::Args;
 use tokio::net::TcpListener;
@@ -36,6 +37,20 @@ pub struct ServeArgs {
     /// authentication: a non-loopback address needs --insecure.
     #[arg(long, env = "CAIRN_BEDROCK", value_name = "ADDR|off")]
     pub bedrock: Option<String>,
+    /// Where the Bedrock text protocol listens over TLS (with --tls-cert's certificate), or `off`
+    /// [default: off]. Off loopback, clients must show a certificate (--tls-client-ca) unless --insecure.
+    #[arg(long, env = "CAIRN_BEDROCK_TLS", value_name = "ADDR|off")]
+    pub bedrock_tls: Option<String>,
+    /// Serve HTTPS (and TLS on --bedrock-tls) with this certificate chain, a PEM file; read again when it changes
+    /// on disk or on SIGHUP.
+    #[arg(long, env = "CAIRN_TLS_CERT", value_name = "FILE")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key, a PEM file (unencrypted).
+    #[arg(long, env = "CAIRN_TLS_KEY", value_name = "FILE")]
+    pub tls_key: Option<PathBuf>,
+    /// Require clients to show a certificate signed by this CA (PEM): mutual TLS, on both TLS ports.
+    #[arg(long, env = "CAIRN_TLS_CLIENT_CA", value_name = "FILE")]
+    pub tls_client_ca: Option<PathBuf>,
     /// Require this bearer token on every HTTP request (at least 16 characters).
     #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -99,7 +114,25 @@ pub struct ServeArgs {
 pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
     // First, so that the connection budget's default follows the raised limit.
     raise_open_file_limit();
-    let settings = ServeSettings::resolve(&args)?;
+    let mut settings = ServeSettings::resolve(&args)?;
+    let stop_watching = CancellationToken::new();
+    let tls = match &settings.tls {
+        Some(files) => {
+            let tls = Tls::load(files.clone()).map_err(anyhow::Error::msg)?;
+            tls.watch(stop_watching.clone());
+            // Installed before the server says it listens: a SIGHUP from then on reloads, never kills.
+            let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+                .context("installing a SIGHUP handler")?;
+            tokio::spawn(reload_on_sighup(
+                hangups,
+                tls.clone(),
+                stop_watching.clone(),
+            ));
+            settings.server.tls = Some(tls.clone());
+            Some(tls)
+        }
+        None => None,
+    };
     log_connection_budget(settings.server.max_connections);
     if settings.insecure && settings.server.token.is_none() && !settings.http.ip().is_loopback() {
         tracing::warn!(http = %settings.http, "listening without a token on a non-loopback address (--insecure)");
@@ -129,7 +162,27 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
                 ..BedrockConfig::default()
             };
             // One budget for both ports: a flood on one cannot take the other's descriptors.
-            Some(start_bedrock(&queue, bedrock_addr, config, server.connections()).await?)
+            Some(start_bedrock(&queue, bedrock_addr, config, server.connections(), None).await?)
+        }
+        None => None,
+    };
+    let bedrock_tls = match settings.bedrock_tls {
+        Some(bedrock_addr) => {
+            let config = BedrockConfig {
+                request_timeout: settings.server.request_timeout,
+                idle_timeout: settings.server.idle_timeout,
+                ..BedrockConfig::default()
+            };
+            Some(
+                start_bedrock(
+                    &queue,
+                    bedrock_addr,
+                    config,
+                    server.connections(),
+                    tls.clone(),
+                )
+                .await?,
+            )
         }
         None => None,
     };
@@ -139,8 +192,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
     let bedrock_text = bedrock
         .as_ref()
         .map_or_else(|| "off".to_owned(), |b| b.addr.to_string());
+    // The plain Bedrock port's address (or `off`) stays the line's last word, as scripts read it.
+    let bedrock_tls_text = bedrock_tls
+        .as_ref()
+        .map(|b| format!("; bedrock protocol over TLS {}", b.addr))
+        .unwrap_or_default();
+    let scheme = if tls.is_some() { "https" } else { "http" };
     println!(
-        "cairn: listening on http://{addr} (database {location}); bedrock protocol {bedrock_text}"
+        "cairn: listening on {scheme}://{addr} (database {location}){bedrock_tls_text}; bedrock protocol {bedrock_text}"
     );
 
     let signal = shutdown_signal().await;
@@ -148,10 +207,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
         signal,
         "shutting down: no new connections; answering long polls"
     );
+    stop_watching.cancel();
     let bedrock_stopped = async {
-        if let Some(bedrock) = bedrock {
-            bedrock.stop(settings.server.shutdown_grace).await;
-        }
+        let grace = settings.server.shutdown_grace;
+        let stop = |listener: Option<BedrockListener>| async move {
+            if let Some(listener) = listener {
+                listener.stop(grace).await;
+            }
+        };
+        tokio::join!(stop(bedrock), stop(bedrock_tls));
     };
     let (http_stopped, ()) = tokio::join!(server.shutdown(), bedrock_stopped);
     if let Err(e) = http_stopped {
@@ -190,6 +254,7 @@ async fn start_bedrock(
     addr: SocketAddr,
     config: BedrockConfig,
     budget: Arc<ConnectionBudget>,
+    tls: Option<Arc<Tls>>,
 ) -> anyhow::Result<BedrockListener> {
     let listener = TcpListener::bind(addr).await.with_context(|| {
         format!(
@@ -207,12 +272,29 @@ async fn start_bedrock(
         config,
         budget,
         shutdown.clone(),
+        tls,
     ));
     Ok(BedrockListener {
         addr,
         shutdown,
         task,
     })
+}
+
+/// Reads the TLS files again at each of `hangups` (SIGHUP), until `stop`.
+async fn reload_on_sighup(
+    mut hangup: tokio::signal::unix::Signal,
+    tls: Arc<Tls>,
+    stop: CancellationToken,
+) {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = hangup.recv() => {}
+        }
+        let tls = tls.clone();
+        let _ = tokio::task::spawn_blocking(move || tls.reload_and_log("SIGHUP")).await;
+    }
 }
 
 /// Waits for SIGTERM or SIGINT (Ctrl-C) and says which.

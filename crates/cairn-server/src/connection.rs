@@ -21,7 +21,7 @@ use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio::time::{Instant, Sleep};
@@ -30,6 +30,7 @@ use tower_service::Service as _;
 
 use crate::budget::{ConnectionBudget, Slot};
 use crate::error::ApiError;
+use crate::tls::{Tls, handshake};
 
 /// How long a request and an idle connection may take.
 #[derive(Debug, Clone, Copy)]
@@ -40,27 +41,36 @@ pub(crate) struct Guards {
     pub idle_timeout: Duration,
 }
 
-/// Accepts connections until `shutdown`, then waits for those with a request under way to answer it.
+/// Accepts connections until `shutdown`, then waits for those with a request under way to answer it. With `tls`,
+/// each connection is served after its handshake, which must end within the request timeout.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     budget: Arc<ConnectionBudget>,
     guards: Guards,
     shutdown: CancellationToken,
+    tls: Option<Arc<Tls>>,
 ) {
     let refusal: Arc<[u8]> = refusal().into();
     let mut connections = JoinSet::new();
-    while let Some((stream, _, slot)) = budget
+    while let Some((stream, peer, slot)) = budget
         .next_connection(&listener, &mut connections, &shutdown, &refusal, "http")
         .await
     {
-        connections.spawn(serve_connection(
-            stream,
-            app.clone(),
-            slot,
-            guards,
-            shutdown.clone(),
-        ));
+        let (app, shutdown) = (app.clone(), shutdown.clone());
+        match &tls {
+            None => connections.spawn(serve_connection(stream, app, slot, guards, shutdown)),
+            Some(tls) => {
+                let acceptor = tls.acceptor();
+                connections.spawn(async move {
+                    let limit = guards.request_timeout;
+                    if let Some(stream) = handshake(acceptor, stream, limit, &shutdown, peer).await
+                    {
+                        serve_connection(stream, app, slot, guards, shutdown).await;
+                    }
+                })
+            }
+        };
     }
     drop(listener);
     while connections.join_next().await.is_some() {}
@@ -83,8 +93,8 @@ fn refusal() -> Vec<u8> {
 }
 
 /// Serves one connection until it ends, its deadline passes, it is chosen to make room, or the server shuts down.
-async fn serve_connection(
-    stream: TcpStream,
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
     app: Router,
     slot: Slot,
     guards: Guards,
@@ -234,13 +244,13 @@ impl Activity {
     }
 }
 
-/// The connection's socket, telling its [`Activity`] when bytes arrive.
-struct Watched {
-    stream: TcpStream,
+/// The connection's socket (or its TLS stream), telling its [`Activity`] when bytes arrive.
+struct Watched<S> {
+    stream: S,
     activity: Arc<Activity>,
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -256,7 +266,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

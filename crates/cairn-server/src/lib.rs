@@ -20,6 +20,7 @@ mod error;
 mod openapi;
 mod routes;
 mod state;
+pub mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -144,13 +145,15 @@ impl Server {
             request_timeout: config.request_timeout,
             idle_timeout: config.idle_timeout,
         };
+        let tls = config.tls.clone();
         let state = AppState {
             queue,
             config: Arc::new(config),
             shutdown: shutdown.clone(),
         };
         let app = router(state);
-        let serving = connection::serve(listener, app, budget.clone(), guards, shutdown.clone());
+        let serving =
+            connection::serve(listener, app, budget.clone(), guards, shutdown.clone(), tls);
         let signal = shutdown.clone();
         let task = tokio::spawn(async move {
             // Shutdown waits for requests in flight; long polls end at once, anything else gets `grace`.

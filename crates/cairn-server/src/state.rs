@@ -29,6 +29,8 @@ pub struct ServerConfig {
     /// the longest is closed to make room for a new one; when every one has a request under way, the new one is
     /// refused (`503`). By default, what the open-file limit leaves room for.
     pub max_connections: usize,
+    /// When set, the port speaks HTTPS only, with these certificates (`tls.rs`).
+    pub tls: Option<Arc<crate::tls::Tls>>,
 }
 
 impl Default for ServerConfig {
@@ -45,6 +47,7 @@ impl Default for ServerConfig {
             // curl 118 s), so that they close first and never send on a connection the server is closing.
             idle_timeout: Duration::from_secs(120),
             max_connections: crate::budget::connections_for_open_file_limit(),
+            tls: None,
         }
     }
 }

@@ -27,6 +27,7 @@ pub struct TestServerOn<const POSTGRES: bool> {
     child: Option<Child>,
     url: String,
     bedrock: String,
+    banner: String,
     extra_args: Vec<String>,
     token: Option<String>,
     /// A PostgreSQL URL to serve instead of the SQLite file in `dir`.
@@ -82,6 +83,7 @@ impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
             child: None,
             url: String::new(),
             bedrock: String::new(),
+            banner: String::new(),
             extra_args: args.iter().map(|a| a.to_string()).collect(),
             token: None,
             database,
@@ -133,7 +135,7 @@ impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
             .expect("reading the server's first line");
         let url = line
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("no address in the server's first line: {line:?}"))
             .to_owned();
         self.url = url;
@@ -143,7 +145,13 @@ impl<const POSTGRES: bool> TestServerOn<POSTGRES> {
             .last()
             .unwrap_or_default()
             .to_owned();
+        self.banner = line.trim_end().to_owned();
         self.child = Some(child);
+    }
+
+    /// The line the server printed when it started listening.
+    pub fn banner(&self) -> &str {
+        &self.banner
     }
 
     /// The Bedrock protocol's address, such as `127.0.0.1:40123`.

@@ -23,6 +23,13 @@ mod harness;
 mod load;
 mod multinode;
 mod schedule;
+mod tls;
+
+#[path = "../../../cairn/tests/it/certs.rs"]
+mod certs;
+
+#[path = "../../../cairn-server/tests/it/tls_client.rs"]
+mod tls_client;
 
 #[path = "server_suite.rs"]
 mod sqlite;

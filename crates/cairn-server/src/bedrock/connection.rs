@@ -5,6 +5,7 @@
 //!
 //! What a command means is not decided here: see `Commands`.
 
+use crate::tls::{Socket, Tls, handshake};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,6 +76,7 @@ pub async fn serve(
     config: BedrockConfig,
     budget: Arc<ConnectionBudget>,
     shutdown: CancellationToken,
+    tls: Option<Arc<Tls>>,
 ) -> std::io::Result<()> {
     let busy: Arc<[u8]> = close(Response::status("503 Too many connections"))
         .to_bytes()
@@ -85,8 +87,21 @@ pub async fn serve(
         .await
     {
         let (commands, shutdown) = (commands.clone(), shutdown.clone());
+        let acceptor = tls.as_ref().map(|tls| tls.acceptor());
         connections.spawn(async move {
-            if let Err(e) = handle(stream, commands.as_ref(), &config, &slot, &shutdown).await {
+            let served = match acceptor {
+                None => handle(stream, commands.as_ref(), &config, &slot, &shutdown).await,
+                Some(acceptor) => {
+                    let limit = config.request_timeout;
+                    match handshake(acceptor, stream, limit, &shutdown, peer).await {
+                        Some(stream) => {
+                            handle(stream, commands.as_ref(), &config, &slot, &shutdown).await
+                        }
+                        None => Ok(()),
+                    }
+                }
+            };
+            if let Err(e) = served {
                 tracing::debug!(%peer, error = %e, "Bedrock connection ended with an error");
             }
         });
@@ -114,7 +129,7 @@ fn wants_close(request: &Request) -> bool {
 
 /// Writes all of `bytes`, or fails: a client that does not read for a whole request timeout holds nothing up.
 async fn write_bounded(
-    stream: &mut TcpStream,
+    stream: &mut impl Socket,
     bytes: &[u8],
     limit: Duration,
 ) -> std::io::Result<()> {
@@ -129,7 +144,7 @@ async fn write_bounded(
 
 /// Serves one connection: requests in order, one at a time.
 async fn handle(
-    mut stream: TcpStream,
+    mut stream: impl Socket,
     commands: &dyn Commands,
     config: &BedrockConfig,
     slot: &Slot,
@@ -173,7 +188,7 @@ async fn handle(
                 }
                 if client_gone
                     && !response.handed_out.is_empty()
-                    && !reached_a_reader(&stream).await
+                    && !reached_a_reader(stream.tcp()).await
                 {
                     // The client had gone: the jobs go back rather than stay with nobody.
                     commands.undelivered(&response);
@@ -248,7 +263,7 @@ async fn reached_a_reader(stream: &TcpStream) -> bool {
 /// kept, and if the client closes its side, the command is told (and nothing more is read). Returns the response
 /// and whether the client went away.
 async fn run_watching_peer(
-    stream: &mut TcpStream,
+    stream: &mut impl Socket,
     buffer: &mut Vec<u8>,
     commands: &dyn Commands,
     request: Request,
@@ -357,7 +372,7 @@ mod tests {
         let task = tokio::spawn({
             let (shutdown, echo) = (shutdown.clone(), echo.clone());
             async move {
-                serve(listener, echo, config, budget, shutdown)
+                serve(listener, echo, config, budget, shutdown, None)
                     .await
                     .unwrap();
             }

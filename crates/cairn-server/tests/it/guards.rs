@@ -45,9 +45,16 @@ impl Guarded {
             let commands = Arc::new(BedrockCommands::new(queue.clone()));
             let (budget, stop) = (server.connections(), bedrock_stop.clone());
             async move {
-                cairn_server::bedrock::serve(listener, commands, bedrock_config, budget, stop)
-                    .await
-                    .unwrap();
+                cairn_server::bedrock::serve(
+                    listener,
+                    commands,
+                    bedrock_config,
+                    budget,
+                    stop,
+                    None,
+                )
+                .await
+                .unwrap();
             }
         });
         Guarded {

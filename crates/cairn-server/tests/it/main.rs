@@ -10,6 +10,11 @@
 #![allow(clippy::duplicate_mod)]
 
 mod guards;
+mod tls;
+mod tls_client;
+
+#[path = "../../../cairn/tests/it/certs.rs"]
+mod certs;
 
 #[path = "../../../cairn/tests/it/poll.rs"]
 mod poll;

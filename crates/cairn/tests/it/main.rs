@@ -15,6 +15,7 @@ mod sqlite;
 #[path = "engine.rs"]
 mod postgres;
 
+mod certs;
 mod crash;
 mod due_times;
 mod network;

@@ -52,6 +52,7 @@ impl Bedrock {
                     BedrockConfig::default(),
                     budget,
                     shutdown,
+                    None,
                 )
                 .await
                 .unwrap();
