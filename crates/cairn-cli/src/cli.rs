@@ -1,5 +1,7 @@
 //! The command line: `cairn [-v] <command> …`. Each command's arguments live next to the code that runs it.
 
+use std::path::PathBuf;
+
 use clap::{Args, Parser, Subcommand};
 
 use crate::logging::LogFormat;
@@ -44,15 +46,39 @@ pub struct ClientArgs {
     /// The server's bearer token, if it has one.
     #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Over HTTPS, trust this CA (PEM) instead of the machine's roots: a server's own certificate authority.
+    #[arg(long, env = "CAIRN_CA_FILE", value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+    /// Over HTTPS, show this client certificate (PEM) to a server that requires one; with --client-key.
+    #[arg(
+        long,
+        env = "CAIRN_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "client_key"
+    )]
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM, unencrypted).
+    #[arg(
+        long,
+        env = "CAIRN_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "client_cert"
+    )]
+    pub client_key: Option<PathBuf>,
 }
 
 impl ClientArgs {
     /// A client for the server these arguments name.
     ///
     /// # Errors
-    /// When the URL is not a valid `http://` URL.
+    /// When the URL is not a valid `http://` or `https://` URL, or a TLS file cannot be used.
     pub fn client(&self) -> cairn::Result<cairn_client::Client> {
-        let client = cairn_client::Client::new(&self.server)?;
+        let tls = cairn_client::ClientTls {
+            ca_file: self.ca_file.clone(),
+            cert_file: self.client_cert.clone(),
+            key_file: self.client_key.clone(),
+        };
+        let client = cairn_client::Client::new(&self.server)?.with_tls(&tls)?;
         Ok(match &self.token {
             Some(token) => client.with_token(token),
             None => client,

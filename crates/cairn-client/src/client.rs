@@ -12,6 +12,8 @@ use serde::de::DeserializeOwned;
 use cairn::Runs;
 use cairn_api::{ErrorBody, HealthBody, Method as RouteMethod, Route};
 
+use crate::tls::ClientTls;
+
 /// How long an ordinary call may take before the client gives up on it.
 const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -23,6 +25,18 @@ pub struct Client {
     token: Option<String>,
 }
 
+/// The HTTP client under a [`Client`], with TLS as `tls` says.
+fn http_client(tls: &ClientTls) -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .tcp_nodelay(true)
+        // Cairn's servers are addressed directly; a proxy would break long polls.
+        .no_proxy()
+        .tls_backend_preconfigured(tls.config()?)
+        .build()
+        .map_err(|e| Error::with_source(ErrorKind::Unavailable, "building the HTTP client", e))
+}
+
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never print the token.
@@ -31,42 +45,46 @@ impl std::fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for the server at `url`, such as `http://127.0.0.1:6670`.
+    /// A client for the server at `url`, such as `http://127.0.0.1:6670` or `https://cairn.internal:6670`. Over
+    /// HTTPS it trusts the machine's roots; [`Client::with_tls`] names a CA of your own, or a client certificate.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] (field `server`) when `url` is not an `http://` URL.
+    /// [`ErrorKind::InvalidInput`] (field `server`) when `url` is not an `http://` or `https://` URL.
     pub fn new(url: &str) -> Result<Client> {
         let base = url.trim_end_matches('/');
-        let rest = base.strip_prefix("http://").ok_or_else(|| {
-            Error::from_parts(
-                ErrorKind::InvalidInput,
-                Some("server".into()),
-                format!(
-                    "server: must be an http:// URL such as http://127.0.0.1:6670, got {url:?}"
-                ),
-            )
-        })?;
+        let rest = base
+            .strip_prefix("http://")
+            .or_else(|| base.strip_prefix("https://"))
+            .ok_or_else(|| {
+                Error::from_parts(
+                    ErrorKind::InvalidInput,
+                    Some("server".into()),
+                    format!(
+                        "server: must be an http:// or https:// URL such as http://127.0.0.1:6670, got {url:?}"
+                    ),
+                )
+            })?;
         if rest.is_empty() || rest.contains(['?', '#']) {
             return Err(Error::from_parts(
                 ErrorKind::InvalidInput,
                 Some("server".into()),
-                format!("server: must be an http:// URL with a host and no query, got {url:?}"),
+                format!("server: must be a URL with a host and no query, got {url:?}"),
             ));
         }
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true)
-            // Cairn's servers are addressed directly; a proxy would break long polls.
-            .no_proxy()
-            .build()
-            .map_err(|e| {
-                Error::with_source(ErrorKind::Unavailable, "building the HTTP client", e)
-            })?;
         Ok(Client {
-            http,
+            http: http_client(&ClientTls::default())?,
             base: base.to_owned(),
             token: None,
         })
+    }
+
+    /// The same client, checking the server and showing itself over HTTPS as `tls` says.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] naming the file that cannot be read or used.
+    pub fn with_tls(mut self, tls: &ClientTls) -> Result<Client> {
+        self.http = http_client(tls)?;
+        Ok(self)
     }
 
     /// Sends `token` as a bearer token with every request (the server's `--token`).
@@ -188,7 +206,19 @@ fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
     } else {
         "failed"
     };
-    Error::with_source(ErrorKind::Unavailable, format!("{url}: {what}"), e)
+    // reqwest's own message names only the URL; the cause (refused, a certificate not trusted) is further down.
+    let mut causes = Vec::new();
+    let mut source = std::error::Error::source(&e);
+    while let Some(cause) = source {
+        causes.push(cause.to_string());
+        source = cause.source();
+    }
+    causes.dedup();
+    let because = match causes.last() {
+        Some(cause) => format!(" ({cause})"),
+        None => String::new(),
+    };
+    Error::with_source(ErrorKind::Unavailable, format!("{url}: {what}{because}"), e)
 }
 
 cairn::impl_backend_by_jobs!(Client);

@@ -26,7 +26,9 @@
 pub struct ReadmeDoctests;
 
 mod client;
+mod tls;
 
 pub use cairn::{Jobs, Runs};
 pub use cairn_api::Route;
 pub use client::{Client, ClientEvents};
+pub use tls::ClientTls;

@@ -1,5 +1,6 @@
 //! `cairn serve` with TLS: its flags, the line it prints, HTTPS and the Bedrock protocol's TLS port to a real TLS
-//! client, and a certificate replaced on disk served after SIGHUP, without a restart. (What the listeners do with
+//! client and to the CLI's client commands (`--ca-file`), and a certificate replaced on disk served after SIGHUP,
+//! without a restart. (What the listeners do with
 //! TLS is tested beside them, in the server crate's `tls.rs`.)
 
 use rustls::pki_types::CertificateDer;
@@ -21,7 +22,7 @@ async fn serve_takes_its_certificate_from_flags_and_reloads_it_on_sighup() {
     let dir = tempfile::tempdir().unwrap();
     let ca = Ca::new("Cairn test CA");
     let issue = || {
-        let (cert, key) = ca.sign("localhost", &["localhost"]);
+        let (cert, key) = ca.sign("localhost", &["localhost", "127.0.0.1"]);
         std::fs::write(dir.path().join("server.crt"), &cert).unwrap();
         std::fs::write(dir.path().join("server.key"), key).unwrap();
         CertificateDer::from_pem_slice(cert.as_bytes()).unwrap()
@@ -64,6 +65,24 @@ async fn serve_takes_its_certificate_from_flags_and_reloads_it_on_sighup() {
         served == renewed
     })
     .await;
+    // The CLI's client commands, trusting the CA (the server's URL is https://127.0.0.1:…).
+    let ca_file = dir.path().join("ca.crt");
+    std::fs::write(&ca_file, &ca.pem).unwrap();
+    let out = server.cairn(
+        &["push", "over.https", "--ca-file", ca_file.to_str().unwrap()],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = server.cairn(&["queues"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && stderr.contains("certificate"),
+        "{stderr}"
+    );
     // Still the same process: SIGHUP reloads, it does not stop the server.
     let (answer, _) = exchange(&client, bedrock_tls, "Ping\r\nConnection: close\r\n\r\n")
         .await

@@ -216,3 +216,45 @@ fn files_that_do_not_load_are_refused_naming_the_flag() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn the_rust_client_speaks_https_with_a_ca_file_and_a_client_certificate() {
+    use cairn::{Jobs, Push};
+    use cairn_client::{Client, ClientTls};
+
+    let (files, tls_files) = Files::new(true);
+    let (_dir, queue, server) = https_server(Tls::load(tls_files).unwrap()).await;
+    let url = format!("https://localhost:{}", server.local_addr().port());
+    let (cert, key) = files.client(&files.ca);
+
+    let trusted = ClientTls::default().ca_file(files.path("ca.crt"));
+    let client = Client::new(&url)
+        .unwrap()
+        .with_tls(&trusted.clone().client_cert(&cert, &key))
+        .unwrap();
+    let id = client.enqueue(Push::new("over.https")).await.unwrap().id;
+    assert_eq!(client.get(id).await.unwrap().name.as_str(), "over.https");
+
+    // Without its certificate, or trusting only the machine's roots, the client is refused and says so.
+    let anonymous = Client::new(&url).unwrap().with_tls(&trusted).unwrap();
+    let e = anonymous
+        .get(id)
+        .await
+        .expect_err("refused without a certificate");
+    assert_eq!(e.kind(), cairn::ErrorKind::Unavailable, "{e}");
+    let system = Client::new(&url).unwrap();
+    let e = system
+        .get(id)
+        .await
+        .expect_err("the test CA is not a system root");
+    assert!(e.to_string().contains("certificate"), "{e}");
+
+    let e = Client::new(&url)
+        .unwrap()
+        .with_tls(&ClientTls::default().ca_file(files.path("missing.crt")))
+        .expect_err("a CA file that is not there");
+    assert!(e.to_string().starts_with("ca_file:"), "{e}");
+
+    server.shutdown().await.unwrap();
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
