@@ -4,6 +4,7 @@
 
 import http from "node:http";
 import https from "node:https";
+import { readFileSync } from "node:fs";
 
 import { CairnError, InvalidInput, Unavailable, errorFromBody } from "./errors.js";
 
@@ -82,13 +83,46 @@ function finishItems(finishes) {
 
 const finishErrors = (body) => (body.results ?? []).map((r) => (r.error ? errorFromBody(r.error, 200) : null));
 
+/** Why a request went unanswered: the error's code and what it says (`UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify
+ * the first certificate`), either alone when that is all there is. */
+function unreachable(e) {
+  const code = e?.code;
+  const message = e?.message;
+  if (code && message && !message.includes(code)) return `${code}: ${message}`;
+  return message || code || "the connection closed";
+}
+
+/** The TLS files as `https.Agent` takes them, read now, so that a file that cannot be read is an error here. */
+function tlsOptions({ caFile, certFile, keyFile }) {
+  if ((certFile === null) !== (keyFile === null)) {
+    const missing = certFile === null ? "certFile" : "keyFile";
+    throw new InvalidInput("invalid_input", `${missing}: a client certificate needs both certFile and keyFile`, missing);
+  }
+  const read = (field, path) => {
+    try {
+      return readFileSync(path);
+    } catch (e) {
+      throw new InvalidInput("invalid_input", `${field}: cannot read ${JSON.stringify(path)}: ${e.message}`, field);
+    }
+  };
+  const options = {};
+  if (caFile !== null) options.ca = read("caFile", caFile);
+  if (certFile !== null) {
+    options.cert = read("certFile", certFile);
+    options.key = read("keyFile", keyFile);
+  }
+  return options;
+}
+
 /** A blocking-free client of a Cairn server: every method returns a promise. */
 export class Client {
   /**
    * @param {string} url the server's base URL
-   * @param {{token?: string, timeout?: number}} options a bearer token, and seconds a request may take (30)
+   * @param {{token?: string, timeout?: number, caFile?: string, certFile?: string, keyFile?: string}} options a bearer
+   *   token, and seconds a request may take (30); over https://, the CA (PEM) the server's certificate must come from
+   *   when it is not one Node trusts, and a client certificate and key (PEM) for a server that requires one
    */
-  constructor(url = DEFAULT_URL, { token = null, timeout = 30 } = {}) {
+  constructor(url = DEFAULT_URL, { token = null, timeout = 30, caFile = null, certFile = null, keyFile = null } = {}) {
     this.url = url.replace(/\/+$/, "");
     let parsed;
     try {
@@ -104,7 +138,7 @@ export class Client {
     const hostname = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
     this.target = { hostname, port: parsed.port || undefined, prefix: parsed.pathname.replace(/\/+$/, "") };
     // Idle connections wait in the pool for the next request, without keeping the process alive.
-    this.agent = new this.transport.Agent({ keepAlive: true });
+    this.agent = new this.transport.Agent({ keepAlive: true, ...tlsOptions({ caFile, certFile, keyFile }) });
     this.headers = { "content-type": "application/json" };
     if (token) this.headers.authorization = `Bearer ${token}`;
     this.timeoutMs = timeout * 1000;
@@ -140,7 +174,7 @@ export class Client {
       const fail = (e) =>
         settle(() => {
           if (signal?.aborted) reject(signal.reason ?? e);
-          else reject(new Unavailable("unavailable", `${method} ${path}: ${e?.code ?? e?.message ?? "the connection closed"}`));
+          else reject(new Unavailable("unavailable", `${method} ${path}: ${unreachable(e)}`));
         });
       const request = this.transport.request(
         { ...this.target, path: this.target.prefix + path, method, headers, agent: this.agent },

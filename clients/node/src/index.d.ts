@@ -124,8 +124,15 @@ export type Finishing = Lease | { lease: Lease; data?: unknown; result?: unknown
 
 export function push(name: string, data?: unknown, options?: PushOptions): Record<string, unknown>;
 
+/** HTTPS settings: a CA file (PEM) for a server whose certificate Node does not trust, a client certificate and key. */
+export interface TlsFiles {
+  caFile?: string | null;
+  certFile?: string | null;
+  keyFile?: string | null;
+}
+
 export class Client {
-  constructor(url?: string, options?: { token?: string | null; timeout?: number });
+  constructor(url?: string, options?: { token?: string | null; timeout?: number } & TlsFiles);
   health(): Promise<{ status: string; version: string }>;
   enqueue(name: string, data?: unknown, options?: PushOptions): Promise<Enqueued>;
   enqueueBatch(jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
@@ -207,7 +214,7 @@ export class Worker {
       wait?: number;
       shutdownDeadline?: number;
       logger?: { warn(message: string): void; error(message: string): void };
-    },
+    } & TlsFiles,
   );
   handler(name: string, fn: Handler): this;
   globHandler(pattern: string, fn: Handler): this;

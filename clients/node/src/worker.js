@@ -64,14 +64,19 @@ export class Worker {
   /**
    * @param {string} url the server
    * @param {string} id the worker's id
-   * @param {{token?: string, queues?: string[], maxConcurrency?: number, wait?: number, shutdownDeadline?: number,
+   * @param {{token?: string, caFile?: string, certFile?: string, keyFile?: string, queues?: string[],
+   *   maxConcurrency?: number, wait?: number, shutdownDeadline?: number,
    *   logger?: {warn: Function, error: Function}}} options durations in seconds; `logger` is `console` by default
    */
-  constructor(url, id, { token = null, queues = [], maxConcurrency = 4, wait = 30, shutdownDeadline = 30, logger = console } = {}) {
+  constructor(
+    url,
+    id,
+    { token = null, caFile = null, certFile = null, keyFile = null, queues = [], maxConcurrency = 4, wait = 30, shutdownDeadline = 30, logger = console } = {},
+  ) {
     if (!(Number.isInteger(maxConcurrency) && maxConcurrency >= 1)) {
       throw new InvalidInput("invalid_input", `maxConcurrency: must be an integer of at least 1, got ${maxConcurrency}`, "maxConcurrency");
     }
-    this.client = new Client(url, { token });
+    this.client = new Client(url, { token, caFile, certFile, keyFile });
     this.id = id;
     this.queues = [...queues];
     this.maxConcurrency = maxConcurrency;

@@ -30,7 +30,7 @@ export async function startServer({ token = null, flags = [] } = {}) {
     lines.once("line", resolve);
     child.once("exit", (code) => reject(new Error(`cairn serve exited with ${code} before listening`)));
   });
-  const url = first.split(/\s+/).find((word) => word.startsWith("http://"));
+  const url = first.split(/\s+/).find((word) => word.startsWith("http://") || word.startsWith("https://"));
   if (!url) throw new Error(`no address in the server's first line: ${first}`);
   return {
     url,

@@ -37,7 +37,7 @@ class Server:
         assert self.process.stdout is not None
         # The first line says where it listens.
         line = self.process.stdout.readline()
-        urls = [word for word in line.split() if word.startswith("http://")]
+        urls = [word for word in line.split() if word.startswith(("http://", "https://"))]
         if not urls:
             self.stop()
             raise RuntimeError(f"no address in the server's first line: {line!r}")

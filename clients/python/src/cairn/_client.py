@@ -10,7 +10,8 @@ transport spent per request. So the server is reached directly, whatever HTTP_PR
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+import ssl
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import httpx
 
@@ -58,6 +59,26 @@ class _Requests:
         )
 
 
+# A client certificate: one PEM file holding the certificate and its key, or (certificate file, key file).
+ClientCert = Union[str, Tuple[str, str]]
+
+
+def _ssl_context(ca_file: Optional[str], client_cert: Optional[ClientCert]) -> ssl.SSLContext:
+    """How an https:// server is checked, and the certificate shown to one that requires one: the authorities of
+    `ca_file` (PEM) if given, else httpx's (certifi's, SSL_CERT_FILE and SSL_CERT_DIR)."""
+    try:
+        context = ssl.create_default_context(cafile=ca_file) if ca_file else httpx.create_ssl_context()
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidInput("invalid_input", f"ca_file: cannot use {ca_file!r}: {e}", "ca_file") from None
+    if client_cert is not None:
+        cert, key = (client_cert, None) if isinstance(client_cert, str) else client_cert
+        try:
+            context.load_cert_chain(cert, key)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidInput("invalid_input", f"client_cert: cannot use {client_cert!r}: {e}", "client_cert") from None
+    return context
+
+
 def _read(call: Call, status: int, content: bytes) -> Any:
     try:
         body = json.loads(content) if content else {}
@@ -80,9 +101,19 @@ class Client:
     ...     job = cairn.enqueue("email.send", {"to": "a@example.com"})
     """
 
-    def __init__(self, url: str = DEFAULT_URL, *, token: Optional[str] = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: Optional[str] = None,
+        timeout: float = 30.0,
+        ca_file: Optional[str] = None,
+        client_cert: Optional[ClientCert] = None,
+    ) -> None:
+        """`ca_file` (PEM) is the authority an https:// server's certificate must come from, when not one the
+        machine trusts; `client_cert` is shown to a server that requires one (`cairn serve --tls-client-ca`)."""
         self._requests = _Requests(url, token, timeout)
-        self._http = httpx.HTTPTransport()
+        self._http = httpx.HTTPTransport(verify=_ssl_context(ca_file, client_cert))
 
     def close(self) -> None:
         self._http.close()
@@ -199,10 +230,18 @@ class Client:
 class AsyncClient:
     """`Client` for asyncio: the same methods, awaited."""
 
-    def __init__(self, url: str = DEFAULT_URL, *, token: Optional[str] = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        token: Optional[str] = None,
+        timeout: float = 30.0,
+        ca_file: Optional[str] = None,
+        client_cert: Optional[ClientCert] = None,
+    ) -> None:
         self._requests = _Requests(url, token, timeout)
-        # TLS as httpx sets it up (certifi's authorities, SSL_CERT_FILE and SSL_CERT_DIR), made only for https://.
-        tls = httpx.create_ssl_context() if url.startswith("https:") else None
+        # TLS made only for https://: `Client`'s settings.
+        tls = _ssl_context(ca_file, client_cert) if url.startswith("https:") else None
         try:
             self._http = Connections(self._requests.base, tls)
         except ValueError as e:

@@ -32,7 +32,7 @@ from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 
 from ._calls import Finish, Seconds, millis
-from ._client import AsyncClient
+from ._client import AsyncClient, ClientCert
 from ._errors import CairnError, InvalidInput, LeaseLost
 from ._types import ClaimedJob, Job, Lease
 
@@ -143,6 +143,8 @@ class Worker:
         worker_id: str,
         *,
         token: Optional[str] = None,
+        ca_file: Optional[str] = None,
+        client_cert: Optional[ClientCert] = None,
         queues: Sequence[str] = (),
         max_concurrency: int = 4,
         wait: Seconds = 30.0,
@@ -151,6 +153,7 @@ class Worker:
         if max_concurrency < 1:
             raise InvalidInput("invalid_input", f"max_concurrency: must be at least 1, got {max_concurrency}", "max_concurrency")
         self.url, self.id, self.token = url, worker_id, token
+        self.ca_file, self.client_cert = ca_file, client_cert
         self.queues = list(queues)
         self.max_concurrency = max_concurrency
         self.wait = millis(wait, "wait") / 1000
@@ -213,7 +216,9 @@ class Worker:
         if not self._exact and not self._globs:
             raise InvalidInput("invalid_input", "handlers: a worker needs at least one", "handlers")
         self._loop, self._stop = asyncio.get_running_loop(), stop or asyncio.Event()
-        async with AsyncClient(self.url, token=self.token) as client:
+        async with AsyncClient(
+            self.url, token=self.token, ca_file=self.ca_file, client_cert=self.client_cert
+        ) as client:
             return await _Run(self, client, self._stop).run()
 
 
