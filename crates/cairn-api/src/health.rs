@@ -14,20 +14,22 @@ use crate::route::{Answer, RouteVisitor, route};
 pub struct HealthBody {
     /// `ok`.
     pub status: String,
-    /// The server's version.
-    pub version: String,
+    /// The server's version; absent from an answer to a caller without the token of a server that has one (a
+    /// liveness probe learns that the server is up, and nothing else).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 impl Answer<String> for HealthBody {
     fn from_output(version: String) -> Self {
         HealthBody {
             status: "ok".to_owned(),
-            version,
+            version: Some(version),
         }
     }
 
     fn into_output(self) -> cairn::Result<String> {
-        Ok(self.version)
+        Ok(self.version.unwrap_or_default())
     }
 }
 
@@ -37,7 +39,8 @@ pub(crate) fn visit_health_routes(visitor: &mut impl RouteVisitor) {
 
 route! {
     Health: Get "/v1/health", params [], tag "server", id "health",
-    summary "The server is up and its queue open.",
+    summary "The server is up and its queue open. Answered without the token too, then without the version: a \
+        liveness probe needs no secret.",
     done "The server is up and serving",
     errors [],
     path |_r| [],

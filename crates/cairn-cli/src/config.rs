@@ -27,6 +27,7 @@ pub struct FileConfig {
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
     token: Option<String>,
+    allowed_hosts: Option<Vec<String>>,
     insecure: Option<bool>,
     durability: Option<String>,
     recovery: Option<String>,
@@ -269,8 +270,26 @@ impl ServeSettings {
             queue.max_data_bytes = bytes;
         }
 
+        let allowed_hosts = if args.allowed_hosts.is_empty() {
+            file.allowed_hosts.unwrap_or_default()
+        } else {
+            args.allowed_hosts.clone()
+        };
+        for name in &allowed_hosts {
+            let valid = !name.is_empty()
+                && name.len() <= 253
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+            if !valid {
+                bail!(
+                    "allowed_hosts: must be host names (letters, digits, '-' and '.', no port), got {name:?}"
+                );
+            }
+        }
         let mut server = ServerConfig {
             token,
+            allowed_hosts,
             ..ServerConfig::default()
         };
         if let Some(d) = duration(args.max_wait, file.max_wait.as_deref(), "max_wait")? {
@@ -440,6 +459,25 @@ mod tests {
         let e = resolve(&["--bedrock", "0.0.0.0:8888", "--token", "0123456789abcdef"]).unwrap_err();
         assert!(e.to_string().contains("no authentication"), "{e}");
         assert!(resolve(&["--bedrock", "0.0.0.0:8888", "--insecure"]).is_ok());
+    }
+
+    #[test]
+    fn allowed_hosts_come_from_flags_the_environment_or_the_file_and_must_be_names() {
+        let s = resolve(&[
+            "--allowed-host",
+            "cairn",
+            "--allowed-host",
+            "cairn.jobs.svc",
+        ])
+        .unwrap();
+        assert_eq!(s.server.allowed_hosts, ["cairn", "cairn.jobs.svc"]);
+        let file = config_file("allowed_hosts = [\"queue\"]\n");
+        let s = resolve(&["--config", file.path().to_str().unwrap()]).unwrap();
+        assert_eq!(s.server.allowed_hosts, ["queue"]);
+        for bad in ["cairn:6670", "", "a b", "*"] {
+            let e = resolve(&["--allowed-host", bad]).unwrap_err().to_string();
+            assert!(e.starts_with("allowed_hosts:"), "{bad:?}: {e}");
+        }
     }
 
     #[test]

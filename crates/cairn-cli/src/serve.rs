@@ -54,6 +54,15 @@ pub struct ServeArgs {
     /// Require this bearer token on every HTTP request (at least 16 characters).
     #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// A host name a server without a token answers to besides localhost and IP addresses, such as its service
+    /// name (`cairn` in docker-compose); repeat for several. Other names are refused, against DNS rebinding.
+    #[arg(
+        long = "allowed-host",
+        env = "CAIRN_ALLOWED_HOSTS",
+        value_delimiter = ',',
+        value_name = "NAME"
+    )]
+    pub allowed_hosts: Vec<String>,
     /// Allow listening on a non-loopback address without a token.
     #[arg(long)]
     pub insecure: bool,

@@ -26,7 +26,12 @@ pub struct Client {
 }
 
 /// The HTTP client under a [`Client`], with TLS as `tls` says.
+///
+/// reqwest's TLS without a provider of its own (ring is the one Cairn builds; aws-lc-rs, reqwest's, builds a C
+/// library) wants rustls's process-wide provider installed for any client built without a preconfigured TLS: ring
+/// is installed unless the program installed one first.
 fn http_client(tls: &ClientTls) -> Result<reqwest::Client> {
+    install_ring_provider();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .tcp_nodelay(true)
@@ -35,6 +40,13 @@ fn http_client(tls: &ClientTls) -> Result<reqwest::Client> {
         .tls_backend_preconfigured(tls.config()?)
         .build()
         .map_err(|e| Error::with_source(ErrorKind::Unavailable, "building the HTTP client", e))
+}
+
+/// Installs ring as rustls's process-wide crypto provider, unless one is installed already; for programs that build
+/// other reqwest clients beside Cairn's (see the crate's documentation).
+pub fn install_ring_provider() {
+    // An error is a provider installed already, which stays.
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 impl std::fmt::Debug for Client {

@@ -17,6 +17,11 @@
 //! ```
 //!
 //! The JSON bodies of the HTTP API are [`cairn_api`], which the server shares.
+//!
+//! HTTPS is rustls on ring, through reqwest's `rustls-no-provider` feature. That feature applies to every reqwest
+//! client of the program: one built without a TLS configuration of its own needs rustls's process-wide provider.
+//! Building a [`Client`] installs ring as that provider unless the program installed one first;
+//! [`install_ring_provider`] does it for a program that builds its own reqwest clients before any [`Client`].
 
 #![warn(missing_docs)]
 
@@ -30,5 +35,5 @@ mod tls;
 
 pub use cairn::{Jobs, Runs};
 pub use cairn_api::Route;
-pub use client::{Client, ClientEvents};
+pub use client::{Client, ClientEvents, install_ring_provider};
 pub use tls::ClientTls;

@@ -3,32 +3,52 @@
 use std::net::SocketAddr;
 
 use axum::extract::{Request, State};
-use axum::http::HeaderValue;
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Refuses requests without the configured bearer token (when one is configured).
+/// The liveness check, which answers without the token: a probe should not need the secret. Its answer then
+/// says that the server is up, and not which version it runs.
+const HEALTH: &str = "/v1/health";
+
+/// Refuses requests without the configured bearer token (when one is configured), saying whether it was missing,
+/// malformed or not this server's; but for [`HEALTH`].
 pub async fn require_token(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
-    if let Some(expected) = &state.config.token {
-        let given = request
-            .headers()
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or("");
-        if !constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-            return ApiError::unauthorized().into_response();
+    let Some(expected) = &state.config.token else {
+        return next.run(request).await;
+    };
+    let refusal = match request.headers().get(AUTHORIZATION) {
+        None => Some("this server needs a bearer token: send `Authorization: Bearer <token>`"),
+        Some(value) => match value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) {
+            None => Some("the Authorization header must be `Bearer <token>`"),
+            Some(given) if constant_time_eq(given.as_bytes(), expected.as_bytes()) => None,
+            Some(_) => Some("the bearer token is not one this server knows"),
+        },
+    };
+    match refusal {
+        None => next.run(request).await,
+        Some(_) if request.uri().path() == HEALTH && request.method() == Method::GET => {
+            anonymous_health(next.run(request).await)
         }
+        Some(why) => ApiError::unauthorized(why).into_response(),
     }
-    next.run(request).await
+}
+
+/// The health answer for a caller without the token: its status, and only `status` of its body.
+fn anonymous_health(answer: Response) -> Response {
+    if !answer.status().is_success() {
+        return answer;
+    }
+    let body = serde_json::json!({ "status": "ok" });
+    (answer.status(), axum::Json(body)).into_response()
 }
 
 /// Refuses what a web page in someone's browser could send to a server it should not reach: a request another
@@ -63,9 +83,17 @@ pub async fn refuse_browser_attacks(
     if state.config.token.is_none()
         && let Some(host) = host
         && !is_address_or_localhost(host)
+        && !state
+            .config
+            .allowed_hosts
+            .iter()
+            .any(|allowed| allowed.eq_ignore_ascii_case(host_name(host)))
     {
         return ApiError::forbidden(&format!(
-            "a request for host {host:?} to a server without a token (use localhost or an IP address, or set a token)"
+            "a request for host {host:?} to a server without a token: if that is this server's name (a service \
+             name), let it in with --allowed-host {name} (or allowed_hosts in the config file); else use \
+             localhost or an IP address, or set a token",
+            name = host_name(host)
         ))
         .into_response();
     }
@@ -74,6 +102,12 @@ pub async fn refuse_browser_attacks(
 
 /// `localhost` or an IP address, with or without a port.
 fn is_address_or_localhost(host: &str) -> bool {
+    let name = host_name(host);
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
+}
+
+/// A `Host` header's name, without its port (and an IPv6 literal without its brackets).
+fn host_name(host: &str) -> &str {
     let name = match host.rsplit_once(':') {
         // An IPv6 literal is bracketed: [::1]:6670.
         Some((name, port)) if !name.ends_with(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
@@ -81,8 +115,7 @@ fn is_address_or_localhost(host: &str) -> bool {
         }
         _ => host,
     };
-    let name = name.trim_start_matches('[').trim_end_matches(']');
-    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok()
+    name.trim_start_matches('[').trim_end_matches(']')
 }
 
 /// Compares without an early exit, so the time taken does not tell how much of a guess was right.

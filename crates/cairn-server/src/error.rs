@@ -71,13 +71,13 @@ impl ApiError {
         )
     }
 
-    /// A missing or wrong bearer token.
-    pub fn unauthorized() -> Self {
+    /// A missing, malformed or unknown bearer token; `why` says which.
+    pub fn unauthorized(why: &str) -> Self {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             None,
-            "this server needs a bearer token: send `Authorization: Bearer <token>`".to_owned(),
+            why.to_owned(),
         )
     }
 

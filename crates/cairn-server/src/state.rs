@@ -29,6 +29,10 @@ pub struct ServerConfig {
     /// the longest is closed to make room for a new one; when every one has a request under way, the new one is
     /// refused (`503`). By default, what the open-file limit leaves room for.
     pub max_connections: usize,
+    /// Host names a server without a token answers besides `localhost` and IP addresses: its service names
+    /// (`cairn` in docker-compose, `cairn.jobs.svc` in Kubernetes). Other names are refused, against DNS
+    /// rebinding (see `auth.rs`).
+    pub allowed_hosts: Vec<String>,
     /// When set, the port speaks HTTPS only, with these certificates (`tls.rs`).
     pub tls: Option<Arc<crate::tls::Tls>>,
 }
@@ -47,6 +51,7 @@ impl Default for ServerConfig {
             // curl 118 s), so that they close first and never send on a connection the server is closing.
             idle_timeout: Duration::from_secs(120),
             max_connections: crate::budget::connections_for_open_file_limit(),
+            allowed_hosts: Vec::new(),
             tls: None,
         }
     }

@@ -108,7 +108,7 @@ async fn run_on_server(args: &BenchArgs, settings: &Settings) -> anyhow::Result<
                         .join(", ")
                 ),
             },
-            health.version,
+            health.version.as_deref().unwrap_or("?"),
             describe(settings)
         ),
         "server",
@@ -118,7 +118,11 @@ async fn run_on_server(args: &BenchArgs, settings: &Settings) -> anyhow::Result<
     let around = sustained::Surroundings {
         cpu_pid: settings.server_pid,
         file: None,
-        title: format!("cairn {} at {}", health.version, client.url()),
+        title: format!(
+            "cairn {} at {}",
+            health.version.as_deref().unwrap_or("?"),
+            client.url()
+        ),
     };
     run_scenarios(settings, &handles, true, idle.as_ref(), around, &mut report).await?;
     report.finish();

@@ -67,7 +67,7 @@ impl Browser {
                 .process_group(0)
                 .spawn()
                 .unwrap_or_else(|e| panic!("starting {}: {e}", chromedriver.display()));
-            let http = reqwest::Client::new();
+            let http = crate::harness::http();
             if wait_until_ready(&http, port, &mut driver).await {
                 let mut browser = Browser {
                     driver,

@@ -1019,7 +1019,7 @@ async fn a_bad_search_shows_the_apis_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_needs_no_token_and_the_api_still_does() {
     let server = TestServer::spawn_with(&["--token", "dashboard-s3cret-token"]);
-    let http = reqwest::Client::new();
+    let http = crate::harness::http();
     for (path, content_type) in [
         ("/", "text/html; charset=utf-8"),
         ("/assets/js/app.js", "text/javascript; charset=utf-8"),

@@ -266,7 +266,7 @@ mod poll;
 
 #[path = "../../../cairn-server/tests/it/http/wire.rs"]
 mod wire;
-pub use wire::{raw, take};
+pub use wire::{http, raw, take};
 
 pub use poll::{eventually, poll};
 

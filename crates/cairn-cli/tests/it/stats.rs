@@ -75,7 +75,9 @@ async fn statistics_activity_and_metrics_show_what_happened() {
     assert_eq!(workers.workers[0].attempts, 1);
 
     // Prometheus: counters and histograms per queue and name, and the queues' jobs by state.
-    let response = reqwest::get(format!("{}/metrics", server.url()))
+    let response = crate::harness::http()
+        .get(format!("{}/metrics", server.url()))
+        .send()
         .await
         .unwrap();
     assert_eq!(response.status(), 200);

@@ -577,7 +577,7 @@ async fn a_trace_pushed_over_http_reaches_the_command_and_the_jobs_it_pushes() {
     let server = TestServer::spawn();
     let client = server.client();
     let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
-    let answer = reqwest::Client::new()
+    let answer = crate::harness::http()
         .post(format!("{}/v1/jobs", server.url()))
         .header("traceparent", trace)
         .body(r#"{"name": "report.build"}"#)

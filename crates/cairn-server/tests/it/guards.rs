@@ -380,6 +380,7 @@ async fn a_budget_full_of_long_polls_refuses_a_new_connection_with_a_clear_503()
     assert_eq!(closed_by_server(&mut refused).await, "");
     // hyper's client, as `cairn` uses it, hears the refusal as the answer to its request (written before the
     // request, hyper would call it an unexpected message).
+    cairn_client::install_ring_provider();
     let response = reqwest::get(format!("http://{}/v1/health", guarded.http))
         .await
         .unwrap();

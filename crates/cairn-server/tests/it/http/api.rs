@@ -564,11 +564,13 @@ async fn with_a_token_every_request_needs_it() {
     })
     .await;
     let url = server.url().to_owned();
-    for path in ["/v1/health", "/v1/jobs", "/v1/openapi.json", "/v1/jobs/1"] {
+    for path in ["/v1/jobs", "/v1/openapi.json", "/v1/jobs/1"] {
         let (status, body) = raw(reqwest::Method::GET, format!("{url}{path}"), None, None).await;
         assert_eq!(status, 401, "{path}");
         assert_eq!(body["error"]["kind"], "unauthorized");
-        let (status, _) = raw(
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("needs a bearer token"), "{message}");
+        let (status, body) = raw(
             reqwest::Method::GET,
             format!("{url}{path}"),
             Some("0123456789abcdef-wrong!"),
@@ -576,8 +578,28 @@ async fn with_a_token_every_request_needs_it() {
         )
         .await;
         assert_eq!(status, 401, "{path}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not one this server knows"), "{message}");
     }
-    let (status, _) = raw(
+    let malformed = super::wire::http()
+        .get(format!("{url}/v1/jobs"))
+        .header("authorization", format!("Token {token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 401);
+    let body: Value = serde_json::from_slice(&malformed.bytes().await.unwrap()).unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`Bearer <token>`"),
+        "{body}"
+    );
+    // The liveness check answers without the token, and then tells nothing but that the server is up.
+    let (status, body) = raw(reqwest::Method::GET, format!("{url}/v1/health"), None, None).await;
+    assert_eq!((status, body), (200, json!({ "status": "ok" })));
+    let (status, body) = raw(
         reqwest::Method::GET,
         format!("{url}/v1/health"),
         Some(token),
@@ -585,6 +607,7 @@ async fn with_a_token_every_request_needs_it() {
     )
     .await;
     assert_eq!(status, 200);
+    assert!(body["version"].is_string(), "{body}");
     // The client sends the token; without it the same call is refused.
     server.client().enqueue(Push::new("x")).await.unwrap();
     let anonymous = cairn_client::Client::new(&url).unwrap();
@@ -784,7 +807,7 @@ async fn requests_a_web_page_could_forge_are_refused() {
     let url = server.url().to_owned();
     let host = url.trim_start_matches("http://").to_owned();
     let pause = format!("{url}/v1/queues/default/pause");
-    let client = reqwest::Client::new();
+    let client = super::wire::http();
     for (header, value) in [
         ("origin", "http://evil.example".to_owned()),
         ("origin", "http://127.0.0.1:1".to_owned()),
@@ -825,6 +848,36 @@ async fn requests_a_web_page_could_forge_are_refused() {
         assert_eq!(request.send().await.unwrap().status(), 200, "{headers:?}");
     }
     assert!(server.client().queue_stats().await.unwrap()[0].paused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_a_token_answers_the_service_names_it_is_given() {
+    let server = TestServer::spawn_with(ServerConfig {
+        allowed_hosts: vec!["cairn".to_owned(), "cairn.jobs.svc".to_owned()],
+        ..ServerConfig::default()
+    })
+    .await;
+    let health = format!("{}/v1/health", server.url());
+    let client = super::wire::http();
+    for host in ["cairn:6670", "CAIRN", "cairn.jobs.svc:80"] {
+        let response = client
+            .get(&health)
+            .header("host", host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{host}");
+    }
+    let response = client
+        .get(&health)
+        .header("host", "other:6670")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("--allowed-host other"), "{message}");
 }
 
 /// `POST /v1/finish` answers each job on its own, in order: done, or the one-job call's error; a malformed item is
@@ -1016,7 +1069,7 @@ async fn a_trace_context_in_the_body_is_checked_and_one_in_the_header_is_taken_w
     let with_header = |header: &'static str, path: &'static str, body: &'static str| {
         let url = format!("{}{path}", server.url());
         async move {
-            let answer = reqwest::Client::new()
+            let answer = super::wire::http()
                 .post(url)
                 .header("traceparent", header)
                 .body(body)

@@ -1,6 +1,13 @@
 //! Requests as the Rust client would never send them, for the HTTP tests of this crate and of the CLI's (which
 //! include this file): a raw request and its JSON answer, and a one-job dequeue.
 
+/// A plain reqwest client, for requests the Rust client would not send. reqwest's TLS wants rustls's process-wide
+/// provider (see `cairn_client`'s docs), which a test may need before any `Client` installed it.
+pub fn http() -> reqwest::Client {
+    cairn_client::install_ring_provider();
+    reqwest::Client::new()
+}
+
 /// A raw request: (status, JSON body).
 pub async fn raw(
     method: reqwest::Method,
@@ -8,7 +15,7 @@ pub async fn raw(
     token: Option<&str>,
     body: Option<&str>,
 ) -> (u16, serde_json::Value) {
-    let mut request = reqwest::Client::new().request(method, url);
+    let mut request = http().request(method, url);
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
