@@ -246,14 +246,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn new_refuses_what_is_not_an_http_url() {
-        for bad in ["", "127.0.0.1:6670", "https://x", "http://", "http://h/?q"] {
+    fn new_refuses_what_is_not_an_http_or_https_url() {
+        for bad in [
+            "",
+            "127.0.0.1:6670",
+            "ftp://x",
+            "http://",
+            "https://",
+            "http://h/?q",
+        ] {
             let e = Client::new(bad).unwrap_err();
             assert_eq!(e.field(), Some("server"), "{bad}");
         }
         assert_eq!(
             Client::new("http://127.0.0.1:6670/").unwrap().url(),
             "http://127.0.0.1:6670"
+        );
+        assert_eq!(
+            Client::new("https://cairn.internal:6670").unwrap().url(),
+            "https://cairn.internal:6670"
         );
     }
 
