@@ -30,6 +30,8 @@ const BY_KIND = {
   lease_lost: LeaseLost,
   invalid_state: InvalidState,
   unauthorized: Unauthorized,
+  // A token whose role does not allow the call (403): no more a passing fault than a wrong token.
+  forbidden: Unauthorized,
   unavailable: Unavailable,
 };
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::READ;
 use crate::query::{id_param, optional, time_param};
 use crate::route::{Answer, RouteVisitor, invalid, route};
 
@@ -195,7 +196,7 @@ pub(crate) fn visit_activity_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    ActivityFilter: Get "/v1/activity", params [], tag "stats", id "activity",
+    ActivityFilter: Get "/v1/activity", params [], tag "stats", id "activity", access READ,
     summary "The activity log, newest first: every job and worker transition.",
     done "A page of events",
     errors [(400, "A bad filter")],

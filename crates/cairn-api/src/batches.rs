@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use crate::push::{EnqueuedBatchBody, EnqueuedBody, PushRequest};
 use crate::query::{limit_param, optional, positive_param};
 use crate::route::{Answer, PathParam, Received, RouteVisitor, invalid, route};
+use crate::{ENQUEUE, READ, READ_ONE};
 use crate::{EmptyBody, malformed};
 
 /// The `{id}` of a batch's path.
@@ -254,7 +255,7 @@ pub(crate) fn visit_batch_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    CreateBatch: Post "/v1/batches", params [], tag "batches", id "create_batch",
+    CreateBatch: Post "/v1/batches", params [], tag "batches", id "create_batch", access ENQUEUE,
     summary "Creates a batch of jobs, all or none, with callbacks: on_complete is pushed once every job has ended, \
         on_success once every job has completed; each exactly once.",
     done "Created; the batch's id and its jobs",
@@ -281,7 +282,7 @@ route! {
 }
 
 route! {
-    AddToBatch: Post "/v1/batches/{id}/jobs", params [BATCH_ID], tag "batches", id "add_to_batch",
+    AddToBatch: Post "/v1/batches/{id}/jobs", params [BATCH_ID], tag "batches", id "add_to_batch", access ENQUEUE,
     summary "Adds jobs to a batch that has not completed, all or none.",
     done "Added; the jobs in request order",
     errors [
@@ -302,7 +303,7 @@ route! {
 }
 
 route! {
-    CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch",
+    CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch", access ENQUEUE,
     summary "Closes an open batch: it completes once every job has ended (at once if they all have). Closing a \
         closed batch changes nothing.",
     done "Closed; the batch",
@@ -380,7 +381,7 @@ impl Answer<BatchPage> for BatchListBody {
 }
 
 route! {
-    GetBatch: Get "/v1/batches/{id}", params [BATCH_ID], tag "batches", id "get_batch",
+    GetBatch: Get "/v1/batches/{id}", params [BATCH_ID], tag "batches", id "get_batch", access READ_ONE,
     summary "A batch and its progress.",
     done "The batch: its state, counts and callbacks",
     errors [
@@ -394,7 +395,7 @@ route! {
 }
 
 route! {
-    BatchFilter: Get "/v1/batches", params [], tag "batches", id "list_batches",
+    BatchFilter: Get "/v1/batches", params [], tag "batches", id "list_batches", access READ,
     summary "A page of batches, newest first.",
     done "A page of batches",
     errors [(400, "Bad filter")],

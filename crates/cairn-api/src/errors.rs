@@ -64,7 +64,8 @@ impl ErrorBody {
             "invalid_state" => ErrorKind::InvalidState,
             "storage" => ErrorKind::Storage,
             "storage_full" => ErrorKind::StorageFull,
-            "unauthorized" => ErrorKind::Unauthorized,
+            // A token refused, or one whose role does not allow the route (403): neither passes with time.
+            "unauthorized" | "forbidden" => ErrorKind::Unauthorized,
             _ => ErrorKind::Unavailable,
         };
         Error::from_parts(kind, self.error.field, self.error.message)

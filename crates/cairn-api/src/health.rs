@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::PUBLIC;
 use crate::route::{Answer, RouteVisitor, route};
 
 /// The server's health.
@@ -38,7 +39,7 @@ pub(crate) fn visit_health_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    Health: Get "/v1/health", params [], tag "server", id "health",
+    Health: Get "/v1/health", params [], tag "server", id "health", access PUBLIC,
     summary "The server is up and its queue open. Answered without the token too, then without the version: a \
         liveness probe needs no secret.",
     done "The server is up and serving",

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use crate::jobs::{JobBody, JobPageBody};
 use crate::query::{bool_param, id_param, limit_param, optional, positive_param};
 use crate::route::{Answer, JOB_ID, RouteVisitor, WhenStopping, invalid, route};
+use crate::{READ, READ_ONE};
 
 /// The longest a client may ask to wait for a job, in milliseconds: a day (the server cuts it to its own longest
 /// wait, and the client asks again).
@@ -168,7 +169,7 @@ pub(crate) fn visit_job_read_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    GetJob: Get "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "get_job",
+    GetJob: Get "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "get_job", access READ_ONE,
     summary "A job with its history.",
     done "The job; with `wait_ms`, once it ended (its state completed, failed or cancelled, with its result or \
         error) or as it stands when the wait ran out",
@@ -196,7 +197,7 @@ route! {
 }
 
 route! {
-    JobFilter: Get "/v1/jobs", params [], tag "jobs", id "list_jobs",
+    JobFilter: Get "/v1/jobs", params [], tag "jobs", id "list_jobs", access READ,
     summary "A page of jobs, newest first, without their history.",
     done "A page of jobs",
     errors [(400, "Bad filter")],

@@ -17,6 +17,7 @@ use serde_json::Value;
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::ADMIN;
 use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
@@ -404,7 +405,7 @@ pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    Cancel: Post "/v1/jobs/{id}/cancel", params [JOB_ID], tag "jobs", id "cancel",
+    Cancel: Post "/v1/jobs/{id}/cancel", params [JOB_ID], tag "jobs", id "cancel", access ADMIN,
     summary "Cancels a job that has not finished; its worker, if any, is refused from then on.",
     done "Cancelled",
     errors [
@@ -419,7 +420,7 @@ route! {
 }
 
 route! {
-    Delete: Delete "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "delete",
+    Delete: Delete "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "delete", access ADMIN,
     summary "Deletes a job and its history.",
     done "Deleted",
     errors [(404, "No such job"), (400, "A bad id: not a positive integer")],
@@ -430,7 +431,7 @@ route! {
 }
 
 route! {
-    Track: Post "/v1/jobs/{id}/track", params [JOB_ID], tag "jobs", id "track",
+    Track: Post "/v1/jobs/{id}/track", params [JOB_ID], tag "jobs", id "track", access ADMIN,
     summary "Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it is untracked. \
         Tracking a tracked job is not an error.",
     done "Tracked",
@@ -442,7 +443,7 @@ route! {
 }
 
 route! {
-    Untrack: Post "/v1/jobs/{id}/untrack", params [JOB_ID], tag "jobs", id "untrack",
+    Untrack: Post "/v1/jobs/{id}/untrack", params [JOB_ID], tag "jobs", id "untrack", access ADMIN,
     summary "Stops tracking a job. Untracking a job that is not tracked is not an error.",
     done "No longer tracked",
     errors [(404, "No such job"), (400, "A bad id: not a positive integer")],
@@ -463,7 +464,7 @@ pub struct MoveRequest {
 }
 
 route! {
-    MoveJob: Post "/v1/jobs/{id}/move", params [JOB_ID], tag "jobs", id "move_job",
+    MoveJob: Post "/v1/jobs/{id}/move", params [JOB_ID], tag "jobs", id "move_job", access ADMIN,
     summary "Moves a job that is not running to another queue: as it is if it has not started, to run again if it ended.",
     done "Moved (or already there)",
     errors [
@@ -483,7 +484,7 @@ route! {
 }
 
 route! {
-    SetPriority: Post "/v1/jobs/{id}/priority", params [JOB_ID], tag "jobs", id "set_priority",
+    SetPriority: Post "/v1/jobs/{id}/priority", params [JOB_ID], tag "jobs", id "set_priority", access ADMIN,
     summary "Changes the priority of a job that has not finished.",
     done "Changed",
     errors [(404, "No such job"), (409, "The job already finished")],
@@ -509,7 +510,7 @@ pub struct RescheduleRequest {
 }
 
 route! {
-    Reschedule: Post "/v1/jobs/{id}/reschedule", params [JOB_ID], tag "jobs", id "reschedule",
+    Reschedule: Post "/v1/jobs/{id}/reschedule", params [JOB_ID], tag "jobs", id "reschedule", access ADMIN,
     summary "Moves a job that is not running to another time.",
     done "Moved; its new state",
     errors [
@@ -539,7 +540,7 @@ pub struct RequeueRequest {
 }
 
 route! {
-    Requeue: Post "/v1/jobs/{id}/requeue", params [JOB_ID], tag "jobs", id "requeue",
+    Requeue: Post "/v1/jobs/{id}/requeue", params [JOB_ID], tag "jobs", id "requeue", access ADMIN,
     summary "Runs a job again with a fresh count of attempts, whatever became of it: a failed, \
         cancelled or completed job\ngoes back to its queue, a running one is taken from its worker (whose lease is \
         refused from then on).",
@@ -575,7 +576,7 @@ pub struct DependenciesRequest {
 }
 
 route! {
-    ChangeDependencies: Post "/v1/jobs/{id}/dependencies", params [JOB_ID], tag "jobs", id "change_dependencies",
+    ChangeDependencies: Post "/v1/jobs/{id}/dependencies", params [JOB_ID], tag "jobs", id "change_dependencies", access ADMIN,
     summary "Adds and removes dependencies of a job that has not started. A job with a \
         dependency that has not completed is\n`waiting`; one whose last dependency goes becomes ready.",
     done "Changed; the job's new state",
@@ -636,7 +637,7 @@ impl TagsRequest {
 }
 
 route! {
-    ChangeTags: Post "/v1/jobs/{id}/tags", params [JOB_ID], tag "jobs", id "change_tags",
+    ChangeTags: Post "/v1/jobs/{id}/tags", params [JOB_ID], tag "jobs", id "change_tags", access ADMIN,
     summary "Adds and removes tags of a job, whatever its state. Adding a tag it has, or \
         removing one it lacks, is not an\nerror.",
     done "Changed",
@@ -657,7 +658,7 @@ pub struct SetDataRequest {
 }
 
 route! {
-    SetData: Post "/v1/jobs/{id}/data", params [JOB_ID], tag "jobs", id "set_data",
+    SetData: Post "/v1/jobs/{id}/data", params [JOB_ID], tag "jobs", id "set_data", access ADMIN,
     summary "Replaces the data of a job that is not running.",
     done "Replaced",
     errors [
@@ -877,7 +878,7 @@ impl Answer<cairn::BulkOutcome> for BulkBody {
 const BULK_TIME: std::time::Duration = std::time::Duration::from_secs(600);
 
 route! {
-    Bulk: Post "/v1/jobs/bulk", params [], tag "jobs", id "bulk",
+    Bulk: Post "/v1/jobs/bulk", params [], tag "jobs", id "bulk", access ADMIN,
     summary "One action over many jobs: those of a filter when it starts, or a list of ids; a chunk per \
         transaction, each job by its own operation's rules, the ones it does not apply to skipped and counted.",
     done "What it did: the jobs matched, done and skipped",

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod activity;
 mod batches;
 mod config;
@@ -34,6 +35,7 @@ mod sql;
 mod stats;
 mod workers;
 
+pub use access::{ADMIN, Access, ENQUEUE, PUBLIC, READ, READ_ONE, Role, WORK};
 pub use activity::*;
 pub use batches::*;
 pub use config::*;

@@ -14,6 +14,7 @@ use serde_json::Value;
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::ENQUEUE;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::route::{Answer, Received, RouteVisitor, invalid, route};
@@ -415,7 +416,7 @@ pub(crate) fn visit_push_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    Push: Post "/v1/jobs", params [], tag "jobs", id "enqueue",
+    Push: Post "/v1/jobs", params [], tag "jobs", id "enqueue", access ENQUEUE,
     summary "Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key or a \
         debounced push landed in the pending job of its key.",
     done "A live job holds the unique key, or the debounced push landed in the pending job of its key; this is \
@@ -433,7 +434,7 @@ route! {
 }
 
 route! {
-    PushBatch: Post "/v1/jobs/batch", params [], tag "jobs", id "enqueue_batch",
+    PushBatch: Post "/v1/jobs/batch", params [], tag "jobs", id "enqueue_batch", access ENQUEUE,
     summary "Enqueues many jobs in one transaction: all of them, or none (the error names the bad job's index).",
     done "Every job, in request order",
     errors [

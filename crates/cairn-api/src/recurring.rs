@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use crate::EmptyBody;
 use crate::push::{EnqueuedBody, PushRequest};
 use crate::route::{Answer, PathParam, RouteVisitor, route};
+use crate::{ADMIN, READ};
 
 /// A recurring template: at every slot of `cron` in `time_zone`, a job like `job` is created, due at the slot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -191,7 +192,7 @@ impl Answer<RecurringInfo> for RecurringBody {
 }
 
 route! {
-    PauseRecurring: Post "/v1/recurring/{key}/pause", params [RECURRING_KEY], tag "recurring", id "pause_recurring",
+    PauseRecurring: Post "/v1/recurring/{key}/pause", params [RECURRING_KEY], tag "recurring", id "pause_recurring", access ADMIN,
     summary "Pauses a recurring template: it creates no job, and has no next run, until resumed.",
     done "Paused (or already paused); the template",
     errors [(404, "No such template")],
@@ -204,7 +205,7 @@ route! {
 }
 
 route! {
-    ResumeRecurring: Post "/v1/recurring/{key}/resume", params [RECURRING_KEY], tag "recurring", id "resume_recurring",
+    ResumeRecurring: Post "/v1/recurring/{key}/resume", params [RECURRING_KEY], tag "recurring", id "resume_recurring", access ADMIN,
     summary "Resumes a paused recurring template: its next slot counts from now (the slots it passed paused are not made \
      up).",
     done "Resumed (or not paused); the template, with its next run",
@@ -218,7 +219,7 @@ route! {
 }
 
 route! {
-    RunRecurring: Post "/v1/recurring/{key}/run", params [RECURRING_KEY], tag "recurring", id "run_recurring",
+    RunRecurring: Post "/v1/recurring/{key}/run", params [RECURRING_KEY], tag "recurring", id "run_recurring", access ADMIN,
     summary "Creates a recurring template's job now, outside its schedule, as a slot would: its overlap policy and unique \
      key hold.",
     done "Created; the job (existing: a live job holds the template's unique key, and this is that job)",
@@ -238,7 +239,7 @@ route! {
 }
 
 route! {
-    SetRecurring: Put "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "set_recurring",
+    SetRecurring: Put "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "set_recurring", access ADMIN,
     summary "Creates or replaces the template `key`; its next slot counts from now.",
     done "The template, with its next run",
     errors [(400, "Bad input, naming the field")],
@@ -251,7 +252,7 @@ route! {
 }
 
 route! {
-    RemoveRecurring: Delete "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "remove_recurring",
+    RemoveRecurring: Delete "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "remove_recurring", access ADMIN,
     summary "Removes the template `key`; the jobs it already created stay.",
     done "Removed",
     errors [(400, "A key that is not UTF-8 text"), (404, "No such template")],
@@ -278,7 +279,7 @@ impl Answer<Vec<RecurringInfo>> for RecurringListBody {
 }
 
 route! {
-    GetRecurring: Get "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "get_recurring",
+    GetRecurring: Get "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "get_recurring", access READ,
     summary "One template, with its next and last runs.",
     done "The template",
     errors [(404, "No such template")],
@@ -289,7 +290,7 @@ route! {
 }
 
 route! {
-    ListRecurring: Get "/v1/recurring", params [], tag "recurring", id "list_recurring",
+    ListRecurring: Get "/v1/recurring", params [], tag "recurring", id "list_recurring", access READ,
     summary "Every template, by key, with its next and last runs.",
     done "The templates",
     errors [],

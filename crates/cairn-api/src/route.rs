@@ -139,6 +139,8 @@ pub trait Route: Request + Sized {
     const TAG: &'static str;
     /// The OpenAPI operation id.
     const OPERATION_ID: &'static str;
+    /// Who may call it: the roles of the tokens the server answers (see [`Access`](crate::Access)).
+    const ACCESS: crate::Access;
     /// What the route does, in one sentence.
     const SUMMARY: &'static str;
     /// What a `200` means.
@@ -261,8 +263,9 @@ pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::health::visit_health_routes(visitor);
 }
 
-/// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, its OpenAPI
-/// words, its body and answer and the conversions both ways. The path's parameters are filled, in order and
+/// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, who may call it
+/// (`access`: one of the [`Access`](crate::Access) rules), its OpenAPI words, its body and answer and the
+/// conversions both ways. The path's parameters are filled, in order and
 /// percent-encoded, from the values `path` gives. A request without a body says `no body` instead of `body …`, and
 /// its `from` takes the path alone. After `from` come the hooks it needs, each optional, in any order:
 /// `reads` (a `POST` that changes nothing), `status [(201, "…")] |output| …`, `limit |request, limits| …`,
@@ -270,7 +273,7 @@ pub fn visit_routes(visitor: &mut impl RouteVisitor) {
 ///
 /// ```ignore
 /// route! {
-///     CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch",
+///     CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch", access ENQUEUE,
 ///     summary "Closes an open batch …",
 ///     done "Closed; the batch",
 ///     errors [(404, "No such batch")],
@@ -317,7 +320,7 @@ macro_rules! route {
     (
         @body $has_body:literal,
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
-        tag $tag:literal, id $id:literal,
+        tag $tag:literal, id $id:literal, access $access:expr,
         summary $summary:expr,
         done $done:expr,
         errors [$($error:expr),* $(,)?],
@@ -333,6 +336,7 @@ macro_rules! route {
             const PARAMS: &'static [$crate::route::PathParam] = &[$($param),*];
             const TAG: &'static str = $tag;
             const OPERATION_ID: &'static str = $id;
+            const ACCESS: $crate::Access = $access;
             const SUMMARY: &'static str = $summary;
             const DONE: &'static str = $done;
             const ERRORS: &'static [(u16, &'static str)] = &[$($error),*];
@@ -362,7 +366,7 @@ macro_rules! route {
     };
     (
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
-        tag $tag:literal, id $id:literal,
+        tag $tag:literal, id $id:literal, access $access:expr,
         summary $summary:expr,
         done $done:expr,
         errors [$($error:expr),* $(,)?],
@@ -375,7 +379,7 @@ macro_rules! route {
         $crate::route::route! {
             @body false,
             $request : $method $path, params [$($param),*],
-            tag $tag, id $id,
+            tag $tag, id $id, access $access,
             summary $summary,
             done $done,
             errors [$($error),*],
@@ -388,7 +392,7 @@ macro_rules! route {
     };
     (
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
-        tag $tag:literal, id $id:literal,
+        tag $tag:literal, id $id:literal, access $access:expr,
         summary $summary:expr,
         done $done:expr,
         errors [$($error:expr),* $(,)?],
@@ -401,7 +405,7 @@ macro_rules! route {
         $crate::route::route! {
             @body true,
             $request : $method $path, params [$($param),*],
-            tag $tag, id $id,
+            tag $tag, id $id, access $access,
             summary $summary,
             done $done,
             errors [$($error),*],

@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use crate::EmptyBody;
 use crate::errors::malformed;
 use crate::route::{Answer, PathParam, RouteVisitor, route};
+use crate::{READ, WORK};
 
 /// A worker the queue has seen: when it took jobs or heartbeated, and what it holds now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +83,7 @@ pub(crate) fn visit_worker_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    WorkerStopped: Post "/v1/workers/{worker}/stop", params [WORKER], tag "workers", id "stop_worker",
+    WorkerStopped: Post "/v1/workers/{worker}/stop", params [WORKER], tag "workers", id "stop_worker", access WORK,
     summary "A worker says it stops: the activity log shows it stopped rather than lost. Its next dequeue starts it \
         again.",
     done "Noted",
@@ -106,7 +107,7 @@ impl Answer<Vec<WorkerInfo>> for WorkerListBody {
 }
 
 route! {
-    ListWorkers: Get "/v1/workers", params [], tag "workers", id "list_workers",
+    ListWorkers: Get "/v1/workers", params [], tag "workers", id "list_workers", access READ,
     summary "Every worker the queue remembers, by id: when it was first and last seen (taking jobs or \
         heartbeating), the jobs it holds, and which of those stalled (their lease ran out and the queue has not \
         retried them yet).",

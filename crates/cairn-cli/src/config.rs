@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use cairn::{Durability, QueueOptions, RecoveryPolicy, Retention, RetryPolicy};
 use cairn_server::ServerConfig;
+use cairn_server::credentials::Credentials;
 use cairn_server::tls::TlsFiles;
 use serde::Deserialize;
 
@@ -27,6 +28,7 @@ pub struct FileConfig {
     tls_key: Option<PathBuf>,
     tls_client_ca: Option<PathBuf>,
     token: Option<String>,
+    token_file: Option<PathBuf>,
     allowed_hosts: Option<Vec<String>>,
     insecure: Option<bool>,
     durability: Option<String>,
@@ -110,6 +112,25 @@ fn timeout(
         );
     }
     Ok(d)
+}
+
+/// The tokens of the token file at `path`.
+fn token_file(path: &Path) -> anyhow::Result<Credentials> {
+    let shown = path.display();
+    let size = std::fs::metadata(path)
+        .with_context(|| format!("token_file: reading {shown}"))?
+        .len();
+    if size > cairn_server::credentials::MAX_TOKEN_FILE_BYTES as u64 {
+        bail!("token_file: {shown} is {size} bytes; a token file holds at most 1 MiB");
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("token_file: reading {shown}"))?;
+    let tokens =
+        Credentials::parse_file(&text).map_err(|e| anyhow::anyhow!("token_file {shown}: {e}"))?;
+    if tokens.is_empty() {
+        bail!("token_file: {shown} holds no [[tokens]]: with no token, leave --token-file out");
+    }
+    Ok(tokens)
 }
 
 /// The TLS files, checked for what goes together (whether they load is checked when the server starts them).
@@ -287,8 +308,13 @@ impl ServeSettings {
                 );
             }
         }
+        let tokens = match args.token_file.clone().or(file.token_file) {
+            Some(path) => token_file(&path)?,
+            None => Credentials::none(),
+        };
         let mut server = ServerConfig {
             token,
+            tokens,
             allowed_hosts,
             ..ServerConfig::default()
         };
@@ -340,7 +366,7 @@ impl ServeSettings {
             }
             server.max_connections = n;
         }
-        cairn_server::check_exposure(http, server.token.is_some(), insecure)
+        cairn_server::check_exposure(http, server.has_tokens(), insecure)
             .map_err(anyhow::Error::msg)?;
         // The Bedrock protocol has no authentication of its own: off loopback it needs --insecure, token or not,
         // unless it is the TLS port and clients must show a certificate.

@@ -51,6 +51,11 @@ pub struct ServeArgs {
     /// Require clients to show a certificate signed by this CA (PEM): mutual TLS, on both TLS ports.
     #[arg(long, env = "CAIRN_TLS_CLIENT_CA", value_name = "FILE")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Tokens with a name and a role each (read, enqueue, work, admin), in a TOML file of `[[tokens]]` tables that
+    /// holds their SHA-256, not the tokens ([server.md](docs/server.md)); with it, every HTTP request but the
+    /// liveness check needs one of them or --token.
+    #[arg(long, env = "CAIRN_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Require this bearer token on every HTTP request (at least 16 characters).
     #[arg(long, env = "CAIRN_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
@@ -143,7 +148,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<Code> {
         None => None,
     };
     log_connection_budget(settings.server.max_connections);
-    if settings.insecure && settings.server.token.is_none() && !settings.http.ip().is_loopback() {
+    if settings.insecure && !settings.server.has_tokens() && !settings.http.ip().is_loopback() {
         tracing::warn!(http = %settings.http, "listening without a token on a non-loopback address (--insecure)");
     }
     let location = cairn::redacted_location(&settings.db.to_string_lossy());

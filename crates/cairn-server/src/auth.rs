@@ -4,45 +4,139 @@ use std::net::SocketAddr;
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
+use std::sync::OnceLock;
+
 use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use cairn_api::{Access, Role, Route, RouteVisitor};
 
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The liveness check, which answers without the token: a probe should not need the secret. Its answer then
-/// says that the server is up, and not which version it runs.
-const HEALTH: &str = "/v1/health";
+/// Who made a request: the token's name and role, put in the request's extensions by [`require_token`] for the
+/// handlers to check ([`allow`]). A server without tokens puts none there: every request may do everything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's name (`token` for `--token`).
+    pub name: String,
+    /// What it may do.
+    pub role: Role,
+}
 
-/// Refuses requests without the configured bearer token (when one is configured), saying whether it was missing,
-/// malformed or not this server's; but for [`HEALTH`].
-pub async fn require_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(expected) = &state.config.token else {
-        return next.run(request).await;
-    };
-    let refusal = match request.headers().get(AUTHORIZATION) {
-        None => Some("this server needs a bearer token: send `Authorization: Bearer <token>`"),
-        Some(value) => match value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) {
-            None => Some("the Authorization header must be `Bearer <token>`"),
-            Some(given) if constant_time_eq(given.as_bytes(), expected.as_bytes()) => None,
-            Some(_) => Some("the bearer token is not one this server knows"),
-        },
-    };
-    match refusal {
-        None => next.run(request).await,
-        Some(_) if request.uri().path() == HEALTH && request.method() == Method::GET => {
-            anonymous_health(next.run(request).await)
-        }
-        Some(why) => ApiError::unauthorized(why).into_response(),
+/// A handler's caller, if the request had one (see [`Caller`]).
+pub struct CallerOf(pub Option<Caller>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for CallerOf {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(CallerOf(parts.extensions.get::<Caller>().cloned()))
     }
 }
 
-/// The health answer for a caller without the token: its status, and only `status` of its body.
+/// The name `--token` goes by in messages and the audit trail.
+pub const ADMIN_TOKEN_NAME: &str = "token";
+
+/// The paths of the routes declared public (the liveness check), answered without a token: an anonymous request to
+/// one goes on, with no [`Caller`].
+fn public_paths() -> &'static [&'static str] {
+    static PATHS: OnceLock<Vec<&'static str>> = OnceLock::new();
+    PATHS.get_or_init(|| {
+        struct Public(Vec<&'static str>);
+        impl RouteVisitor for Public {
+            fn visit<R: Route>(&mut self) {
+                if R::ACCESS.public && R::METHOD == cairn_api::Method::Get && R::PARAMS.is_empty() {
+                    self.0.push(R::PATH);
+                }
+            }
+        }
+        let mut public = Public(Vec::new());
+        cairn_api::visit_routes(&mut public);
+        public.0
+    })
+}
+
+/// The caller a request's `Authorization` names among the server's tokens: `--token` (compared whole, in
+/// constant time) or one of `--token-file`'s (by its digest).
+fn caller(state: &AppState, request: &Request) -> Result<Caller, &'static str> {
+    let Some(value) = request.headers().get(AUTHORIZATION) else {
+        return Err("this server needs a bearer token: send `Authorization: Bearer <token>`");
+    };
+    let Some(given) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) else {
+        return Err("the Authorization header must be `Bearer <token>`");
+    };
+    if let Some(expected) = &state.config.token
+        && constant_time_eq(given.as_bytes(), expected.as_bytes())
+    {
+        return Ok(Caller {
+            name: ADMIN_TOKEN_NAME.to_owned(),
+            role: Role::Admin,
+        });
+    }
+    match state.config.tokens.find(given) {
+        Some(credential) => Ok(Caller {
+            name: credential.name.clone(),
+            role: credential.role,
+        }),
+        None => Err("the bearer token is not one this server knows"),
+    }
+}
+
+/// Refuses requests without one of the server's tokens (when it has any), saying whether it was missing,
+/// malformed or not one it knows; the routes declared public answer anyway. The caller goes in the request's
+/// extensions, for each handler to hold to its route's rule.
+pub async fn require_token(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match caller(&state, &request) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(_)
+            if request.method() == Method::GET
+                && public_paths().contains(&request.uri().path()) =>
+        {
+            anonymous_health(next.run(request).await)
+        }
+        Err(why) => ApiError::unauthorized(why).into_response(),
+    }
+}
+
+/// Whether `caller` may call a route of `access`, on a server with tokens or none (`has_tokens`): a 403 naming the
+/// token, its role and the roles the route takes when not.
+///
+/// # Errors
+/// [`ApiError`] 403 (`forbidden`), or 401 for an anonymous request to a route that is not public.
+pub fn allow(
+    has_tokens: bool,
+    caller: Option<&Caller>,
+    access: Access,
+    what: &str,
+) -> Result<(), ApiError> {
+    match caller {
+        _ if !has_tokens || access.public => Ok(()),
+        Some(caller) if access.allows(caller.role) => Ok(()),
+        Some(caller) => Err(ApiError::forbidden(&format!(
+            "{what} to token {:?}, whose role is {}: it needs a token of role {}",
+            caller.name,
+            caller.role,
+            access.describe()
+        ))),
+        None => Err(ApiError::unauthorized(
+            "this server needs a bearer token: send `Authorization: Bearer <token>`",
+        )),
+    }
+}
+
+/// A public route's answer to a caller without a token: its status, and only `status` of its body (the liveness
+/// check's, which then says nothing of the server's version).
 fn anonymous_health(answer: Response) -> Response {
     if !answer.status().is_success() {
         return answer;
@@ -80,7 +174,7 @@ pub async fn refuse_browser_attacks(
         ))
         .into_response();
     }
-    if state.config.token.is_none()
+    if !state.config.has_tokens()
         && let Some(host) = host
         && !is_address_or_localhost(host)
         && !state

@@ -15,6 +15,7 @@ pub mod bedrock;
 mod body;
 pub mod budget;
 mod connection;
+pub mod credentials;
 mod dashboard;
 mod error;
 mod openapi;
@@ -40,7 +41,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-pub use auth::check_exposure;
+pub use auth::{Caller, check_exposure};
 pub use budget::ConnectionBudget;
 pub use error::ApiError;
 pub use state::{AppState, ServerConfig};
@@ -82,7 +83,7 @@ pub fn router(state: AppState) -> Router {
         })
         .layer(DefaultBodyLimit::max(state.config.max_body_bytes));
     // Without a token there is nothing to check: no layer, no cost per request.
-    let app = if state.config.token.is_some() {
+    let app = if state.config.has_tokens() {
         app.layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

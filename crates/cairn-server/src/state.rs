@@ -9,8 +9,11 @@ use tokio_util::sync::CancellationToken;
 /// The HTTP server's settings, with production defaults.
 #[derive(Clone)]
 pub struct ServerConfig {
-    /// When set, every request must carry `Authorization: Bearer <token>`.
+    /// The admin token: with it, a request may do everything (`--token`).
     pub token: Option<String>,
+    /// The tokens of `--token-file`, each with a name and a role. With this or `token`, every request but the
+    /// liveness check must carry one of them (`Authorization: Bearer <token>`), and may do what its role allows.
+    pub tokens: crate::credentials::Credentials,
     /// The longest a dequeue may wait for a job (a long poll); longer requests wait this long.
     pub max_wait: Duration,
     /// The largest request body accepted, in bytes.
@@ -37,10 +40,18 @@ pub struct ServerConfig {
     pub tls: Option<Arc<crate::tls::Tls>>,
 }
 
+impl ServerConfig {
+    /// Whether requests must carry a token.
+    pub fn has_tokens(&self) -> bool {
+        self.token.is_some() || !self.tokens.is_empty()
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             token: None,
+            tokens: crate::credentials::Credentials::none(),
             max_wait: Duration::from_secs(60),
             max_body_bytes: 16 * 1024 * 1024,
             max_batch_jobs: 10_000,

@@ -26,7 +26,7 @@ pub enum ErrorKind {
     /// The database has no room left (a full disk, PostgreSQL's `disk_full`). Nothing was written; the same
     /// request succeeds once space is freed.
     StorageFull,
-    /// A Cairn server refused the request's credentials (from the HTTP client).
+    /// A Cairn server refused the request's credentials, or their role does not allow it (from the HTTP client).
     Unauthorized,
     /// Try again shortly: the database could not be reached within a bound (a PostgreSQL restart, a link that
     /// went silent, a statement that ran out of time), PostgreSQL aborted the transaction for a conflict with

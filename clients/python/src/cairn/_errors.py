@@ -47,7 +47,8 @@ class InvalidState(CairnError):
 
 
 class Unauthorized(CairnError):
-    """The server wants a bearer token, and this one is missing or wrong."""
+    """The server wants a bearer token, and this one is missing or wrong, or its role does not allow the call
+    (`kind` is then `forbidden`)."""
 
 
 class Unavailable(CairnError):
@@ -60,6 +61,7 @@ _BY_KIND = {
     "lease_lost": LeaseLost,
     "invalid_state": InvalidState,
     "unauthorized": Unauthorized,
+    "forbidden": Unauthorized,
     "unavailable": Unavailable,
 }
 

@@ -24,6 +24,7 @@ mod load;
 mod multinode;
 mod schedule;
 mod tls;
+mod tokens;
 
 #[path = "../../../cairn/tests/it/certs.rs"]
 mod certs;

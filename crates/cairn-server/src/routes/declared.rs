@@ -48,7 +48,9 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
     let method_router = match (R::BODY, R::METHOD) {
         // A route without a body reads none: an empty request (or anything sent along, a query too) is fine.
         (false, _) => on::<R, _>(
-            |State(state): State<AppState>, ReceivedOf(received, _): ReceivedOf<R>| async move {
+            |State(state): State<AppState>,
+             _: Allowed<R>,
+             ReceivedOf(received, _): ReceivedOf<R>| async move {
                 let body = R::Body::deserialize(serde_json::json!({}))
                     .map_err(|e| ApiError::invalid("body", e.to_string()))?;
                 run::<R>(&state, &received, body).await
@@ -57,6 +59,7 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
         // A read's body is its query string.
         (true, Method::Get) => on::<R, _>(
             |State(state): State<AppState>,
+             _: Allowed<R>,
              ReceivedOf(received, _): ReceivedOf<R>,
              QueryParams(body): QueryParams<R::Body>| async move {
                 run::<R>(&state, &received, body).await
@@ -64,6 +67,7 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
         ),
         (true, _) => on::<R, _>(
             |State(state): State<AppState>,
+             _: Allowed<R>,
              ReceivedOf(received, _): ReceivedOf<R>,
              JsonBody(body): JsonBody<R::Body>| async move {
                 run::<R>(&state, &received, body).await
@@ -139,6 +143,10 @@ fn paths<R: Route>() -> Paths {
     let mut operation = OperationBuilder::new()
         .tag(R::TAG)
         .summary(Some(R::SUMMARY))
+        .description(Some(format!(
+            "Who may call it, on a server with tokens: {}.",
+            R::ACCESS.describe()
+        )))
         .operation_id(Some(R::OPERATION_ID))
         .request_body(with_body.then(|| {
             RequestBodyBuilder::new()
@@ -306,6 +314,25 @@ fn described(schema: RefOr<Schema>) -> (Option<String>, RefOr<Schema>) {
 /// What a declared route received besides its body: the path's parameters and the request's trace context. A
 /// segment that is not valid UTF-8 once decoded is a `path` error in Cairn's error shape rather than axum's
 /// plain-text rejection; the route names a bad value's field itself.
+/// `R`'s rule held to the request's caller (see `auth.rs`), before anything of the request is read: a token that
+/// may not call the route learns nothing of what its request would have met.
+struct Allowed<R>(PhantomData<R>);
+
+impl<R: Route> FromRequestParts<AppState> for Allowed<R> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let what = format!("{} {}", parts.method, R::PATH);
+        crate::auth::allow(
+            state.config.has_tokens(),
+            parts.extensions.get::<crate::auth::Caller>(),
+            R::ACCESS,
+            &what,
+        )?;
+        Ok(Allowed(PhantomData))
+    }
+}
+
 struct ReceivedOf<R>(Received, PhantomData<R>);
 
 impl<R: Route, S: Send + Sync> FromRequestParts<S> for ReceivedOf<R> {

@@ -13,10 +13,12 @@ use futures_util::{Stream, StreamExt as _};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
+use crate::auth::{CallerOf, allow};
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::ReadErrors;
 use crate::routes::QueryParams;
 use crate::state::AppState;
+use cairn_api::READ;
 
 /// A comment every so often keeps a quiet stream's connection from being cut by a proxy, and finds out when the
 /// other end went away.
@@ -55,9 +57,16 @@ pub struct EventParams {
     ))]
 pub async fn events(
     State(state): State<AppState>,
+    CallerOf(caller): CallerOf,
     headers: HeaderMap,
     QueryParams(params): QueryParams<EventParams>,
 ) -> ApiResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    allow(
+        state.config.has_tokens(),
+        caller.as_ref(),
+        READ,
+        "GET /v1/events",
+    )?;
     let from = match headers.get("last-event-id") {
         Some(value) => {
             let text = value.to_str().unwrap_or_default();

@@ -8,9 +8,11 @@ use axum::http::header;
 use axum::response::IntoResponse;
 use cairn::{ActivityKind, HISTOGRAM_BOUNDS, JobMetrics};
 
+use crate::auth::{CallerOf, allow};
 use crate::error::ApiResult;
 use crate::openapi::ReadErrors;
 use crate::state::AppState;
+use cairn_api::READ;
 
 const COUNTERS: [(ActivityKind, &str, &str); 7] = [
     (
@@ -54,7 +56,16 @@ const COUNTERS: [(ActivityKind, &str, &str); 7] = [
 /// started, and the jobs of each queue by state now.
 #[utoipa::path(get, path = "/metrics", tag = "stats",
     responses((status = 200, description = "Prometheus text format 0.0.4", content_type = "text/plain"), ReadErrors))]
-pub async fn metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
+pub async fn metrics(
+    State(state): State<AppState>,
+    CallerOf(caller): CallerOf,
+) -> ApiResult<impl IntoResponse> {
+    allow(
+        state.config.has_tokens(),
+        caller.as_ref(),
+        READ,
+        "GET /metrics",
+    )?;
     let snapshot = state.queue.metrics();
     let queues = state.queue.queue_stats().await?;
     let mut out = String::new();

@@ -4,6 +4,7 @@
 //! their errors) and `openapi` (the document against what the server really sends). What needs the `cairn serve`
 //! process itself (its flags, signals, restarts, the Bedrock port beside it) is tested in the CLI crate.
 
+mod access;
 mod api;
 mod openapi;
 mod wire;

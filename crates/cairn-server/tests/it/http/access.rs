@@ -1,0 +1,157 @@
+//! Every route's declared rule, held for every role: the matrix of every route (the declared ones, listed by
+//! `cairn_api::visit_routes`, and the event stream and `/metrics`) × every token (one per role, an unknown one, and
+//! none). A route added without a rule does not compile; one whose rule the server does not hold fails here.
+
+use cairn_api::{Access, Method, READ, Role, Route, RouteVisitor};
+use cairn_server::ServerConfig;
+use cairn_server::credentials::{Credential, Credentials};
+use serde_json::Value;
+
+use super::{TestServer, wire::http};
+
+const ADMIN_SECRET: &str = "the-admin-token-of-this-test";
+
+fn secret(role: Role) -> String {
+    match role {
+        Role::Admin => ADMIN_SECRET.to_owned(),
+        other => format!("the-{other}-token-of-this-test"),
+    }
+}
+
+/// A route as the matrix calls it: method, path with its parameters filled, whether it takes a body, its rule.
+struct Call {
+    method: reqwest::Method,
+    path: String,
+    body: bool,
+    access: Access,
+}
+
+struct Calls(Vec<Call>);
+
+impl RouteVisitor for Calls {
+    fn visit<R: Route>(&mut self) {
+        let values: Vec<String> = R::PARAMS
+            .iter()
+            .map(|param| match param.name {
+                "key" if R::PATH.starts_with("/v1/config") => "default_lease_timeout".to_owned(),
+                "id" => "1".to_owned(),
+                other => format!("some-{other}"),
+            })
+            .collect();
+        let method = match R::METHOD {
+            Method::Get => reqwest::Method::GET,
+            Method::Post => reqwest::Method::POST,
+            Method::Put => reqwest::Method::PUT,
+            Method::Delete => reqwest::Method::DELETE,
+        };
+        self.0.push(Call {
+            method,
+            path: cairn_api::fill_path(R::PATH, &values).unwrap(),
+            body: R::BODY && R::METHOD != Method::Get,
+            access: R::ACCESS,
+        });
+    }
+}
+
+/// Sends `call` with `token`: (status, error body if any). Only the head is waited for: the event stream's body
+/// never ends.
+async fn send(server: &TestServer, call: &Call, token: Option<&str>) -> (u16, Value) {
+    let mut request = http().request(
+        call.method.clone(),
+        format!("{}{}", server.url(), call.path),
+    );
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if call.body {
+        request = request
+            .header("content-type", "application/json")
+            .body("{}");
+    }
+    let response = request.send().await.expect("the server answers");
+    let status = response.status().as_u16();
+    if !matches!(status, 401 | 403) {
+        return (status, Value::Null);
+    }
+    let body = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null);
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_holds_its_declared_rule_for_every_role() {
+    let mut tokens = Credentials::none();
+    for role in [Role::Read, Role::Enqueue, Role::Work] {
+        let credential = Credential {
+            name: format!("{role}-token"),
+            role,
+        };
+        tokens.add_secret(&secret(role), credential).unwrap();
+    }
+    let server = TestServer::spawn_with(ServerConfig {
+        token: Some(ADMIN_SECRET.to_owned()),
+        tokens,
+        ..ServerConfig::default()
+    })
+    .await;
+    let mut calls = Calls(Vec::new());
+    cairn_api::visit_routes(&mut calls);
+    for path in ["/v1/events", "/metrics"] {
+        calls.0.push(Call {
+            method: reqwest::Method::GET,
+            path: path.to_owned(),
+            body: false,
+            access: READ,
+        });
+    }
+    assert!(calls.0.len() > 50, "every route is in the matrix");
+
+    for call in &calls.0 {
+        let route = format!("{} {}", call.method, call.path);
+        for role in Role::ALL {
+            let (status, body) = send(&server, call, Some(&secret(role))).await;
+            if call.access.allows(role) {
+                assert!(
+                    !matches!(status, 401 | 403),
+                    "{route} refused {role}: {body}"
+                );
+            } else {
+                assert_eq!(status, 403, "{route} let {role} in");
+                assert_eq!(body["error"]["kind"], "forbidden", "{route}: {body}");
+                let message = body["error"]["message"].as_str().unwrap();
+                assert!(
+                    message.contains(&format!("\"{role}-token\", whose role is {role}"))
+                        && message.contains(&call.access.describe()),
+                    "{route}: {message}"
+                );
+            }
+        }
+        for token in [None, Some("a-token-this-server-does-not-know")] {
+            let (status, body) = send(&server, call, token).await;
+            if call.access.public {
+                assert!(
+                    !matches!(status, 401 | 403),
+                    "{route} refused {token:?}: {body}"
+                );
+            } else {
+                assert_eq!(status, 401, "{route} let {token:?} in");
+                assert_eq!(body["error"]["kind"], "unauthorized", "{route}: {body}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_tokens_lets_every_request_do_everything() {
+    let server = TestServer::spawn().await;
+    let mut calls = Calls(Vec::new());
+    cairn_api::visit_routes(&mut calls);
+    for call in &calls.0 {
+        let (status, body) = send(&server, call, None).await;
+        assert!(
+            !matches!(status, 401 | 403),
+            "{} {}: {body}",
+            call.method,
+            call.path
+        );
+    }
+}
