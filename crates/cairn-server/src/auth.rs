@@ -63,12 +63,7 @@ fn public_paths() -> &'static [&'static str] {
 /// The caller a request's `Authorization` names among the server's tokens: `--token` (compared whole, in
 /// constant time) or one of `--token-file`'s (by its digest).
 fn caller(state: &AppState, request: &Request) -> Result<Caller, &'static str> {
-    let Some(value) = request.headers().get(AUTHORIZATION) else {
-        return Err("this server needs a bearer token: send `Authorization: Bearer <token>`");
-    };
-    let Some(given) = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) else {
-        return Err("the Authorization header must be `Bearer <token>`");
-    };
+    let given = bearer(request.headers().get(AUTHORIZATION))?;
     if let Some(expected) = &state.config.token
         && constant_time_eq(given.as_bytes(), expected.as_bytes())
     {
@@ -84,6 +79,20 @@ fn caller(state: &AppState, request: &Request) -> Result<Caller, &'static str> {
         }),
         None => Err("the bearer token is not one this server knows"),
     }
+}
+
+/// The token of an `Authorization` header (`Bearer <token>`), or why there is none: the header is missing, or
+/// is not a bearer token of visible ASCII.
+pub(crate) fn bearer(value: Option<&HeaderValue>) -> Result<&str, &'static str> {
+    let Some(value) = value else {
+        return Err("this server needs a bearer token: send `Authorization: Bearer <token>`");
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .filter(|token| !token.is_empty())
+        .ok_or("the Authorization header must be `Bearer <token>`")
 }
 
 /// Refuses requests without one of the server's tokens (when it has any), saying whether it was missing,

@@ -16,6 +16,7 @@ mod body;
 pub mod budget;
 mod connection;
 pub mod credentials;
+mod credentials_fuzz;
 mod dashboard;
 mod error;
 mod openapi;
@@ -40,6 +41,12 @@ use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+
+/// The `credentials` fuzz target's harness (`fuzz/`, `docs/fuzzing.md`); not part of the API.
+#[doc(hidden)]
+pub mod __fuzz {
+    pub use crate::credentials_fuzz::credentials;
+}
 
 pub use auth::{Caller, check_exposure};
 pub use budget::ConnectionBudget;

@@ -83,7 +83,7 @@ pub use retry_policy::RetryPolicy;
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 #[cfg(feature = "sqlite")]
 pub use rusqlite;
-pub use sql::{MAX_SQL_ROWS, MAX_SQL_TIME, SqlQuery, SqlResult};
+pub use sql::{MAX_SQL_BYTES, MAX_SQL_ROWS, MAX_SQL_TIME, SqlQuery, SqlResult};
 pub use stats::{
     Counts, HistogramBucket, QueueUsage, Stats, StatsPeriod, StatsPoint, StatsQuery, Summary,
     WorkerStats, WorkerUsage,

@@ -18,8 +18,9 @@ pub const MAX_SQL_ROWS: u32 = 10_000;
 /// How long a query may run at most.
 pub const MAX_SQL_TIME: Duration = Duration::from_secs(30);
 
-/// About how much a result may hold in all; rows beyond it are cut off as at the row limit.
-pub(crate) const MAX_RESULT_BYTES: usize = 32 * 1024 * 1024;
+/// The most a result holds, about, in bytes of its values: rows that would take it past this are cut off, as at
+/// the row limit (a first row larger than this is kept whole).
+pub const MAX_SQL_BYTES: usize = 8 * 1024 * 1024;
 
 /// How many queries run at once; more wait for a turn, so that queries cannot take every blocking thread.
 pub(crate) const CONCURRENT_QUERIES: usize = 4;

@@ -138,6 +138,30 @@ async fn a_query_stops_at_its_row_limit_and_its_time_limit() {
         .unwrap();
     assert_eq!(many.rows.len(), 5);
     assert!(many.truncated);
+    // Rows of a megabyte each stop at the result's size, whatever the row limit.
+    let megabyte = if t.is_postgres() {
+        "repeat('x', 1048576)"
+    } else {
+        "printf('%.*c', 1048576, 'x')"
+    };
+    let big = t
+        .queue
+        .sql(SqlQuery::new(format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 12) SELECT i, {megabyte} FROM n"
+        )))
+        .await
+        .unwrap();
+    assert!(big.truncated);
+    let held: usize = big
+        .rows
+        .iter()
+        .map(|row| row[1].as_str().unwrap().len())
+        .sum();
+    assert!(
+        !big.rows.is_empty() && held <= cairn::MAX_SQL_BYTES,
+        "{} rows, {held} bytes",
+        big.rows.len()
+    );
     // A query that would run for ever is stopped, and the queue goes on meanwhile and after.
     let endless = SqlQuery {
         timeout: Duration::from_millis(300),

@@ -15,7 +15,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::types::Type;
 
 use crate::error::{Error, Result};
-use crate::sql::{MAX_RESULT_BYTES, SqlQuery, SqlResult, checked};
+use crate::sql::{MAX_SQL_BYTES, SqlQuery, SqlResult, checked};
 use crate::store::postgres::hosts::Hosts;
 use crate::store::postgres::session::{Opening, Session};
 use crate::store::postgres::settings::CALL_MARGIN;
@@ -80,16 +80,22 @@ fn read(session: &Session, sql: &str, query: &SqlQuery) -> Result<SqlResult> {
         let SimpleQueryMessage::Row(row) = message else {
             continue;
         };
-        if rows.len() == query.limit as usize || bytes > MAX_RESULT_BYTES {
+        if rows.len() == query.limit as usize {
             truncated = true;
             break;
         }
         let mut values = Vec::with_capacity(types.len());
+        let mut row_bytes = 0;
         for (i, ty) in types.iter().enumerate() {
             let text = row.get(i);
-            bytes += text.map_or(8, |t| t.len() + 2);
+            row_bytes += text.map_or(8, |t| t.len() + 2);
             values.push(json(text, ty));
         }
+        if !rows.is_empty() && bytes + row_bytes > MAX_SQL_BYTES {
+            truncated = true;
+            break;
+        }
+        bytes += row_bytes;
         rows.push(values);
     }
     session.call(client.batch_execute("ROLLBACK"), storage)?;

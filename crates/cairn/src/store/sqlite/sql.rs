@@ -8,7 +8,7 @@ use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::ValueRef;
 
 use crate::error::{Error, Result};
-use crate::sql::{MAX_RESULT_BYTES, SqlQuery, SqlResult, checked};
+use crate::sql::{MAX_SQL_BYTES, SqlQuery, SqlResult, checked};
 use crate::store::sqlite::connection;
 
 /// The largest text or blob a query may make (SQLite's length limit on its connection).
@@ -69,16 +69,22 @@ pub(crate) fn run(path: &Path, query: &SqlQuery) -> Result<SqlResult> {
     let mut bytes = 0;
     let mut cursor = stmt.query([]).map_err(refused)?;
     while let Some(row) = cursor.next().map_err(refused)? {
-        if rows.len() == query.limit as usize || bytes > MAX_RESULT_BYTES {
+        if rows.len() == query.limit as usize {
             truncated = true;
             break;
         }
         let mut values = Vec::with_capacity(width);
+        let mut row_bytes = 0;
         for i in 0..width {
             let value = row.get_ref(i).map_err(refused)?;
-            bytes += size(value);
+            row_bytes += size(value);
             values.push(json(value));
         }
+        if !rows.is_empty() && bytes + row_bytes > MAX_SQL_BYTES {
+            truncated = true;
+            break;
+        }
+        bytes += row_bytes;
         rows.push(values);
     }
     Ok(SqlResult {
