@@ -62,6 +62,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(routes::declared::routes())
         .routes(routes!(routes::events::events))
         .routes(routes!(routes::metrics::metrics))
+        .routes(routes!(routes::token::token))
         .split_for_parts()
 }
 

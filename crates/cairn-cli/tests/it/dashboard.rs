@@ -970,6 +970,129 @@ async fn with_a_token_the_page_asks_for_it_then_works() {
     browser.close().await;
 }
 
+/// Whether no control that changes something shows (buttons, the bulk bar, the change forms, row checkboxes).
+const NO_CONTROLS: &str = "return [...document.querySelectorAll('[data-action], [data-bulk], form.change, #bulk, \
+     input[data-pick]')].every((e) => e.offsetParent === null)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_token_sees_every_page_without_its_controls_and_the_server_refuses_them_by_hand() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tokens.toml");
+    let read_secret = "dashboard-read-only-0123456789";
+    std::fs::write(
+        &file,
+        format!(
+            "[[tokens]]\nname = \"on-call\"\nrole = \"read\"\nsecret_sha256 = \"{}\"\n",
+            crate::harness::sha256(read_secret)
+        ),
+    )
+    .unwrap();
+    let server = TestServer::spawn_with(&[
+        "--token",
+        "dashboard-admin-0123456789",
+        "--token-file",
+        file.to_str().unwrap(),
+    ]);
+    let populated = populate(&server.client()).await;
+    let browser = Browser::start(Viewport::Desktop).await;
+    browser.goto(&format!("{}/#/queues", server.url())).await;
+    browser
+        .wait_for(
+            "the token dialog",
+            "return document.querySelector('#token-dialog').open",
+        )
+        .await;
+    browser.type_into("#token-input", read_secret).await;
+    browser.click("#token-form button[type=submit]").await;
+    wait_loaded(&browser, "queues").await;
+    browser
+        .wait_for(
+            "the page marked read-only",
+            "return document.body.classList.contains('read-only')",
+        )
+        .await;
+    let foot = browser
+        .execute(
+            "return document.querySelector('#role').innerText",
+            json!([]),
+        )
+        .await;
+    assert_eq!(foot, json!("token “on-call”, read: read-only here"));
+    for route in [
+        "queues".to_owned(),
+        "jobs".to_owned(),
+        format!("jobs/{}", populated.failed),
+        "failures".to_owned(),
+        "recurring".to_owned(),
+        "batches".to_owned(),
+    ] {
+        open(&browser, &server, &route).await;
+        assert_eq!(
+            browser.execute(NO_CONTROLS, json!([])).await,
+            json!(true),
+            "#/{route}"
+        );
+        browser
+            .screenshot(&format!("read-only-{}", route.replace('/', "-")))
+            .await;
+    }
+    assert_no_page_errors(&browser, "the read-only pages").await;
+    browser.close().await;
+
+    // What the page hides, the server refuses when sent by hand with the same token.
+    let (status, body) = crate::harness::raw(
+        reqwest::Method::POST,
+        format!("{}/v1/queues/email/pause", server.url()),
+        Some(read_secret),
+        Some("{}"),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"on-call\", whose role is read"),
+        "{body}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_token_sees_the_controls() {
+    let server = TestServer::spawn_with(&["--token", "dashboard-admin-0123456789"]);
+    server
+        .client()
+        .enqueue(Push::new("email.send").queue("email"))
+        .await
+        .unwrap();
+    let browser = Browser::start(Viewport::Desktop).await;
+    // The token saved in this browser, as the dialog saves it, before the page loads again.
+    browser.goto(&format!("{}/#/queues", server.url())).await;
+    browser
+        .execute(
+            "localStorage.setItem('cairn.token', 'dashboard-admin-0123456789')",
+            json!([]),
+        )
+        .await;
+    browser.goto("about:blank").await;
+    open(&browser, &server, "queues").await;
+    browser
+        .wait_for(
+            "the role asked",
+            "return document.body.dataset.role === 'admin'",
+        )
+        .await;
+    let controls = browser
+        .execute(
+            "return document.querySelectorAll('[data-action]').length",
+            json!([]),
+        )
+        .await;
+    assert!(controls.as_u64().unwrap() > 0, "{controls}");
+    assert_eq!(browser.execute(NO_CONTROLS, json!([])).await, json!(false));
+    browser.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_search_shows_the_apis_error() {
     let server = TestServer::spawn();

@@ -331,3 +331,19 @@ pub async fn all_jobs(client: &Client) -> Vec<cairn::Job> {
         }
     }
 }
+
+/// The SHA-256 of `secret` in hexadecimal, as `sha256sum` gives it (and as the docs tell users to make a token
+/// file's `secret_sha256`).
+pub fn sha256(secret: &str) -> String {
+    let out = std::process::Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(secret.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum, as the docs tell users to run it");
+    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+}

@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use super::harness::TestServer;
+use super::harness::{TestServer, sha256};
 
 /// The token file: a read token and a work token, by the SHA-256 of their secrets.
 const TOKEN_FILE: &str = r#"
@@ -19,20 +19,6 @@ name = "mailer"
 role = "work"
 secret_sha256 = "SHA_WORK"
 "#;
-
-fn sha256(secret: &str) -> String {
-    let out = std::process::Command::new("sha256sum")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(secret.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("sha256sum, as the docs tell users to run it");
-    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
-}
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

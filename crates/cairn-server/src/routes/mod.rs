@@ -1,10 +1,12 @@
 //! The `/v1` routes: every operation and read is declared in `cairn-api` and mounted by `declared` through one
-//! handler; the rest cannot be a request with one JSON answer: `events` (a stream of Server-Sent Events) and
-//! `metrics` (Prometheus's text format).
+//! handler; the rest cannot be a request to the queue with one JSON answer: `events` (a stream of Server-Sent
+//! Events), `metrics` (Prometheus's text format) and `token` (the caller's own token, which the queue knows nothing
+//! of).
 
 pub mod declared;
 pub mod events;
 pub mod metrics;
+pub mod token;
 
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
@@ -57,7 +59,7 @@ mod tests {
     }
 
     #[test]
-    fn the_api_mounts_the_declared_routes_and_only_the_event_stream_and_metrics_besides() {
+    fn the_api_mounts_the_declared_routes_and_only_the_event_stream_metrics_and_token_besides() {
         struct Declared(BTreeSet<(&'static str, String)>);
         impl RouteVisitor for Declared {
             fn visit<R: Route>(&mut self) {
@@ -81,9 +83,10 @@ mod tests {
             others,
             BTreeSet::from([
                 ("GET", "/metrics".to_owned()),
-                ("GET", "/v1/events".to_owned())
+                ("GET", "/v1/events".to_owned()),
+                ("GET", "/v1/token".to_owned())
             ]),
-            "only what cannot be a request with one JSON answer is mounted by hand"
+            "only what cannot be a request to the queue with one JSON answer is mounted by hand"
         );
     }
 }

@@ -1,8 +1,8 @@
 //! Every route's declared rule, held for every role: the matrix of every route (the declared ones, listed by
-//! `cairn_api::visit_routes`, and the event stream and `/metrics`) × every token (one per role, an unknown one, and
+//! `cairn_api::visit_routes`, and the event stream, `/metrics` and `/v1/token`) × every token (one per role, an unknown one, and
 //! none). A route added without a rule does not compile; one whose rule the server does not hold fails here.
 
-use cairn_api::{Access, Method, READ, Role, Route, RouteVisitor};
+use cairn_api::{Access, Method, READ, READ_ONE, Role, Route, RouteVisitor};
 use cairn_server::ServerConfig;
 use cairn_server::credentials::{Credential, Credentials};
 use serde_json::Value;
@@ -95,12 +95,17 @@ async fn every_route_holds_its_declared_rule_for_every_role() {
     .await;
     let mut calls = Calls(Vec::new());
     cairn_api::visit_routes(&mut calls);
-    for path in ["/v1/events", "/metrics"] {
+    // The routes mounted by hand: the event stream and /metrics are reads; any token may ask who it is.
+    for (path, access) in [
+        ("/v1/events", READ),
+        ("/metrics", READ),
+        ("/v1/token", READ_ONE),
+    ] {
         calls.0.push(Call {
             method: reqwest::Method::GET,
             path: path.to_owned(),
             body: false,
-            access: READ,
+            access,
         });
     }
     assert!(calls.0.len() > 50, "every route is in the matrix");
@@ -154,4 +159,50 @@ async fn a_server_without_tokens_lets_every_request_do_everything() {
             call.path
         );
     }
+    let (status, body) = super::raw(
+        reqwest::Method::GET,
+        format!("{}/v1/token", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (200, serde_json::json!({ "role": "admin" }))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_learns_its_own_name_and_role() {
+    let mut tokens = Credentials::none();
+    let credential = Credential {
+        name: "ci".to_owned(),
+        role: Role::Enqueue,
+    };
+    tokens
+        .add_secret(&secret(Role::Enqueue), credential)
+        .unwrap();
+    let server = TestServer::spawn_with(ServerConfig {
+        token: Some(ADMIN_SECRET.to_owned()),
+        tokens,
+        ..ServerConfig::default()
+    })
+    .await;
+    let url = format!("{}/v1/token", server.url());
+    let (status, body) = super::raw(
+        reqwest::Method::GET,
+        url.clone(),
+        Some(&secret(Role::Enqueue)),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (200, serde_json::json!({ "name": "ci", "role": "enqueue" }))
+    );
+    let (status, body) = super::raw(reqwest::Method::GET, url, Some(ADMIN_SECRET), None).await;
+    assert_eq!(
+        (status, body),
+        (200, serde_json::json!({ "name": "token", "role": "admin" }))
+    );
 }

@@ -139,6 +139,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/sql",
             "/v1/stats",
             "/v1/stats/workers",
+            "/v1/token",
             "/v1/workers",
             "/v1/workers/{worker}/stop",
         ]

@@ -40,6 +40,8 @@ const notice = document.getElementById("notice");
 const indicator = document.getElementById("live");
 let current = null;
 let version = null;
+/** The token the page last asked the server about (`GET /v1/token`), and so whose role it shows; `undefined` before. */
+let identityOf;
 
 /** Shows an error (or, with `ok`, a result) above the view. Poll errors go away when polling works again. */
 function notify(message, { ok = false, source = "action" } = {}) {
@@ -98,15 +100,33 @@ const ctx = {
 /** A view's refresh, for the events given (or null: all of it), with what the shell adds around it. */
 async function refresh(mine, events) {
   if (version === null) {
+    // Without the token, a server that has tokens answers that it is up, without its version: ask again later.
     const health = await get("/v1/health");
-    version = health.version;
-    document.getElementById("version").textContent = `Cairn ${version}`;
+    version = health.version ?? null;
+    if (version !== null) document.getElementById("version").textContent = `Cairn ${version}`;
   }
+  if (identityOf !== token()) await showIdentity();
   await mine.instance.refresh(events);
   if (current === mine) {
     mine.root.dataset.loaded = "true";
     if (notice.dataset.source === "poll") notice.hidden = true;
   }
+}
+
+/**
+ * Asks the server who the token is, and shows it: its name and role at the foot, and, for any role but admin (which
+ * alone may change things from here), the page without its buttons and forms (see `body.read-only`).
+ */
+async function showIdentity() {
+  const asked = token();
+  const me = await get("/v1/token");
+  identityOf = asked;
+  const readOnly = me.role !== "admin";
+  document.body.classList.toggle("read-only", readOnly);
+  document.body.dataset.role = me.role;
+  const label = document.getElementById("role");
+  label.hidden = !me.name;
+  label.textContent = me.name ? `token “${me.name}”, ${me.role}${readOnly ? ": read-only here" : ""}` : "";
 }
 
 /** What the indicator in the bar says, and its tooltip. */
