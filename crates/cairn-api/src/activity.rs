@@ -21,8 +21,8 @@ pub struct ActivityEventBody {
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub at: Timestamp,
     /// added, debounced, started, heartbeat_lost, retried, finished, failed, cancelled, released, requeued, unfailed,
-    /// worker_started, worker_stopped, worker_lost, moved, rescheduled, prioritized, deleted, queue_changed or
-    /// promoted.
+    /// worker_started, worker_stopped, worker_lost, moved, rescheduled, prioritized, deleted, queue_changed,
+    /// promoted or audit.
     pub event: String,
     /// The job, for a job's transition.
     pub job: Option<i64>,

@@ -49,28 +49,28 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
         // A route without a body reads none: an empty request (or anything sent along, a query too) is fine.
         (false, _) => on::<R, _>(
             |State(state): State<AppState>,
-             _: Allowed<R>,
+             Allowed(caller, _): Allowed<R>,
              ReceivedOf(received, _): ReceivedOf<R>| async move {
                 let body = R::Body::deserialize(serde_json::json!({}))
                     .map_err(|e| ApiError::invalid("body", e.to_string()))?;
-                run::<R>(&state, &received, body).await
+                run::<R>(&state, caller, &received, body).await
             },
         ),
         // A read's body is its query string.
         (true, Method::Get) => on::<R, _>(
             |State(state): State<AppState>,
-             _: Allowed<R>,
+             Allowed(caller, _): Allowed<R>,
              ReceivedOf(received, _): ReceivedOf<R>,
              QueryParams(body): QueryParams<R::Body>| async move {
-                run::<R>(&state, &received, body).await
+                run::<R>(&state, caller, &received, body).await
             },
         ),
         (true, _) => on::<R, _>(
             |State(state): State<AppState>,
-             _: Allowed<R>,
+             Allowed(caller, _): Allowed<R>,
              ReceivedOf(received, _): ReceivedOf<R>,
              JsonBody(body): JsonBody<R::Body>| async move {
-                run::<R>(&state, &received, body).await
+                run::<R>(&state, caller, &received, body).await
             },
         ),
     };
@@ -95,6 +95,7 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
 /// answered at once when the server stops, as its route says.
 async fn run<R: Route>(
     state: &AppState,
+    caller: Option<crate::auth::Caller>,
     received: &Received,
     body: R::Body,
 ) -> ApiResult<(StatusCode, Json<R::Answer>)> {
@@ -103,6 +104,9 @@ async fn run<R: Route>(
         max_wait: state.config.max_wait,
         max_batch_jobs: state.config.max_batch_jobs,
     })?;
+    let audit = caller
+        .filter(|_| R::ACCESS == cairn_api::ADMIN)
+        .map(|caller| audit_of(&request, &caller, received));
     // If the client goes away, this future is dropped; the engine then gives back any job it claimed for it.
     let output = match request.when_stopping() {
         WhenStopping::Finish => state.queue.run(request).await?,
@@ -115,8 +119,52 @@ async fn run<R: Route>(
             () = state.shutdown.cancelled() => state.queue.run(instead).await?,
         },
     };
+    if let Some(audit) = audit {
+        // The change is made: an audit record that cannot be written is logged, not answered as a failure of it.
+        if let Err(e) = state.queue.run(audit).await {
+            tracing::warn!(error = %e, "could not record an audit event for a change made with a token");
+        }
+    }
     let status = StatusCode::from_u16(R::status(&output)).unwrap_or(StatusCode::OK);
     Ok((status, Json(R::answer(output))))
+}
+
+/// The audit trail's record of `request`, an admin's (what only `admin` may do changes what others made, or how
+/// the queue runs): the token, the method and path with the body, and the job or queue the path names.
+fn audit_of<R: Route>(
+    request: &R,
+    caller: &crate::auth::Caller,
+    received: &Received,
+) -> cairn::RecordAudit {
+    let method = match R::METHOD {
+        Method::Get => "GET",
+        Method::Post => "POST",
+        Method::Put => "PUT",
+        Method::Delete => "DELETE",
+    };
+    let path = request.path().unwrap_or_else(|_| R::PATH.to_owned());
+    let body = serde_json::to_string(&request.body()).unwrap_or_default();
+    let mut said = format!("{method} {path}");
+    if R::BODY && body != "{}" {
+        said.push(' ');
+        said.push_str(&body);
+    }
+    let job = R::PARAMS
+        .iter()
+        .any(|param| *param == cairn_api::JOB_ID)
+        .then(|| received.job().ok())
+        .flatten();
+    let queue = R::PARAMS
+        .iter()
+        .any(|param| *param == cairn_api::QUEUE_NAME)
+        .then(|| received.text("queue").ok().map(str::to_owned))
+        .flatten();
+    cairn::RecordAudit {
+        token: caller.name.clone(),
+        request: said,
+        job,
+        queue,
+    }
 }
 
 /// `handler` mounted for `R`'s method.
@@ -316,20 +364,16 @@ fn described(schema: RefOr<Schema>) -> (Option<String>, RefOr<Schema>) {
 /// plain-text rejection; the route names a bad value's field itself.
 /// `R`'s rule held to the request's caller (see `auth.rs`), before anything of the request is read: a token that
 /// may not call the route learns nothing of what its request would have met.
-struct Allowed<R>(PhantomData<R>);
+struct Allowed<R>(Option<crate::auth::Caller>, PhantomData<R>);
 
 impl<R: Route> FromRequestParts<AppState> for Allowed<R> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let what = format!("{} {}", parts.method, R::PATH);
-        crate::auth::allow(
-            state.config.has_tokens(),
-            parts.extensions.get::<crate::auth::Caller>(),
-            R::ACCESS,
-            &what,
-        )?;
-        Ok(Allowed(PhantomData))
+        let caller = parts.extensions.get::<crate::auth::Caller>().cloned();
+        crate::auth::allow(state.config.has_tokens(), caller.as_ref(), R::ACCESS, &what)?;
+        Ok(Allowed(caller, PhantomData))
     }
 }
 

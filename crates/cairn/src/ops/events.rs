@@ -59,6 +59,9 @@ pub enum ActivityKind {
     /// Scheduled jobs of a queue came due and are ready (one row per queue and pass; `detail` says how many).
     /// Names the queue, no job.
     Promoted,
+    /// A change was made through the server with a token, or SQL was run: `detail` names the token and the
+    /// request (`token "ops": POST /v1/jobs/7/cancel`); the job or queue it named, if any.
+    Audit,
     /// An event of a kind this version does not know, written by a newer Cairn on the same database (a cluster in
     /// the middle of an upgrade): read and passed on as it is, never written. Not in [`ActivityKind::ALL`].
     Unknown,
@@ -71,7 +74,7 @@ pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_sec
 
 impl ActivityKind {
     /// Every kind.
-    pub const ALL: [ActivityKind; 20] = [
+    pub const ALL: [ActivityKind; 21] = [
         ActivityKind::Added,
         ActivityKind::Debounced,
         ActivityKind::Started,
@@ -92,6 +95,7 @@ impl ActivityKind {
         ActivityKind::Deleted,
         ActivityKind::QueueChanged,
         ActivityKind::Promoted,
+        ActivityKind::Audit,
     ];
 
     /// The name as stored and shown.
@@ -117,6 +121,7 @@ impl ActivityKind {
             ActivityKind::Deleted => "deleted",
             ActivityKind::QueueChanged => "queue_changed",
             ActivityKind::Promoted => "promoted",
+            ActivityKind::Audit => "audit",
             ActivityKind::Unknown => "unknown",
         }
     }
@@ -279,6 +284,15 @@ impl EventLog {
         event.queue = queue.map(str::to_owned);
         event.worker = worker.map(str::to_owned);
         event.detail = detail.map(str::to_owned);
+        self.events.push(event);
+    }
+
+    /// A change made through the server (see [`ActivityKind::Audit`]).
+    pub fn audit(&mut self, at: i64, job: Option<i64>, queue: Option<&str>, detail: &str) {
+        let mut event = Recorded::new(at, ActivityKind::Audit);
+        event.job = job;
+        event.queue = queue.map(str::to_owned);
+        event.detail = Some(detail.to_owned());
         self.events.push(event);
     }
 

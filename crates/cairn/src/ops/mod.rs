@@ -22,6 +22,7 @@ use crate::schedule::repeat::RunTimes;
 use crate::store::db::{Db, Row, Sql, params};
 
 pub(crate) mod aging;
+pub(crate) mod audit;
 pub(crate) mod batch_jobs;
 pub(crate) mod batches;
 pub(crate) mod bulk;
@@ -64,6 +65,7 @@ pub(crate) mod workers;
 /// The operations' public types, which `lib.rs` re-exports: an operation added here is in the crate's API.
 pub mod public {
     pub use super::aging::{AgeQueue, MAX_AGING_STEP, MIN_AGING_STEP};
+    pub use super::audit::{MAX_AUDIT_DETAIL, RecordAudit};
     pub use super::batch_jobs::BatchId;
     pub use super::batches::{
         AddToBatch, Batch, BatchCallback, BatchCreated, BatchFilter, BatchState, CloseBatch,

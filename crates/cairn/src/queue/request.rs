@@ -36,6 +36,7 @@ macro_rules! written_requests {
 // Every operation the writer applies answers `Queue::run` with its output.
 written_requests!(
     crate::ops::aging::AgeQueue => (),
+    crate::ops::audit::RecordAudit => (),
     crate::ops::batches::AddToBatch => Vec<crate::ops::push::Enqueued>,
     crate::ops::batches::CloseBatch => crate::ops::batches::Batch,
     crate::ops::batches::CreateBatch => crate::ops::batches::BatchCreated,

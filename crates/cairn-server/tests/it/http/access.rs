@@ -206,3 +206,98 @@ async fn a_token_learns_its_own_name_and_role() {
         (200, serde_json::json!({ "name": "token", "role": "admin" }))
     );
 }
+
+/// An admin's change with a token: each is an `audit` event on the activity log and the event stream, naming the
+/// token, the request and the job or queue; changes the server refused, and what other roles do, are not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_change_an_admin_token_makes_is_on_the_audit_trail() {
+    use cairn::{ActivityFilter, ActivityKind, EventFilter, EventsFrom, Jobs, Push};
+
+    let mut tokens = Credentials::none();
+    let ops = Credential {
+        name: "ops".to_owned(),
+        role: Role::Admin,
+    };
+    tokens
+        .add_secret("the-ops-token-of-this-test", ops)
+        .unwrap();
+    let worker = Credential {
+        name: "mailer".to_owned(),
+        role: Role::Work,
+    };
+    tokens.add_secret(&secret(Role::Work), worker).unwrap();
+    let server = TestServer::spawn_with(ServerConfig {
+        tokens,
+        ..ServerConfig::default()
+    })
+    .await;
+    let ops = cairn_client::Client::new(server.url())
+        .unwrap()
+        .with_token("the-ops-token-of-this-test");
+    let mailer = cairn_client::Client::new(server.url())
+        .unwrap()
+        .with_token(secret(Role::Work));
+    let mut stream = ops
+        .events(
+            EventsFrom::Now,
+            EventFilter {
+                kinds: vec![ActivityKind::Audit],
+                ..EventFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let id = mailer
+        .enqueue(Push::new("email.send").queue("mail"))
+        .await
+        .unwrap()
+        .id;
+    ops.cancel(id).await.unwrap();
+    let missing = cairn::JobId(id.0 + 1000);
+    assert!(
+        ops.set_priority(missing, 1).await.is_err(),
+        "a change of a job that is not there is refused, and is no change"
+    );
+    ops.pause_queue("mail", true).await.unwrap();
+    ops.sql(cairn::SqlQuery::new("SELECT count(*) FROM cairn_jobs"))
+        .await
+        .unwrap();
+
+    let mut streamed = Vec::new();
+    for _ in 0..3 {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(20), stream.next())
+            .await
+            .expect("an audit event within 20 s")
+            .unwrap();
+        streamed.push((event.job, event.queue, event.detail));
+    }
+    let cancel = format!("token \"ops\": POST /v1/jobs/{id}/cancel");
+    let expected = vec![
+        (Some(id), None, Some(cancel)),
+        (
+            None,
+            Some("mail".to_owned()),
+            Some("token \"ops\": POST /v1/queues/mail/pause".to_owned()),
+        ),
+        (
+            None,
+            None,
+            Some(
+                "token \"ops\": POST /v1/sql {\"query\":\"SELECT count(*) FROM cairn_jobs\",\"limit\":1000,\"timeout_ms\":5000}"
+                    .to_owned(),
+            ),
+        ),
+    ];
+    assert_eq!(streamed, expected);
+    // The same on the activity log, newest first; the push and the take of the worker's token are not audited.
+    let page = ops.activity(ActivityFilter::default()).await.unwrap();
+    let audited: Vec<_> = page
+        .events
+        .iter()
+        .filter(|e| e.kind == ActivityKind::Audit)
+        .map(|e| (e.job, e.queue.clone(), e.detail.clone()))
+        .rev()
+        .collect();
+    assert_eq!(audited, expected);
+}
