@@ -14,8 +14,8 @@ use cairn_api::{Access, Role, Route, RouteVisitor};
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// Who made a request: the token's name and role, put in the request's extensions by [`require_token`] for the
-/// handlers to check ([`allow`]). A server without tokens puts none there: every request may do everything.
+/// Who made a request: the token's name and role, put in the request's extensions by `require_token` for the
+/// handlers to check (`allow`). A server without tokens puts none there: every request may do everything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
     /// The token's name (`token` for `--token`).

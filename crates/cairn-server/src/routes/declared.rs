@@ -150,13 +150,11 @@ fn audit_of<R: Route>(
         said.push_str(&body);
     }
     let job = R::PARAMS
-        .iter()
-        .any(|param| *param == cairn_api::JOB_ID)
+        .contains(&cairn_api::JOB_ID)
         .then(|| received.job().ok())
         .flatten();
     let queue = R::PARAMS
-        .iter()
-        .any(|param| *param == cairn_api::QUEUE_NAME)
+        .contains(&cairn_api::QUEUE_NAME)
         .then(|| received.text("queue").ok().map(str::to_owned))
         .flatten();
     cairn::RecordAudit {
