@@ -703,3 +703,103 @@ async fn a_push_with_a_batch_is_refused_in_the_applications_transaction() {
     );
     assert_eq!(queue.batch(batch).await.unwrap().total, 0);
 }
+
+/// A producer's role with no right on Cairn's tables, only EXECUTE on the two functions (docs/postgres.md): it
+/// enqueues in its own transaction, the job is checked as any push, and it can neither read nor write the tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_that_may_only_call_cairn_enqueue_pushes_jobs_and_touches_nothing_else() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    // Roles belong to the cluster, which other tests share: a name of this test's own, dropped at the end.
+    let role = format!("cairn_producer_{}", std::process::id());
+    let setup = format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; \
+         GRANT USAGE ON SCHEMA public TO {role}; \
+         GRANT EXECUTE ON FUNCTION cairn_enqueue(text, json, jsonb), cairn_push(text, json, jsonb) TO {role}"
+    );
+    app(&db, move |client| client.batch_execute(&setup).unwrap()).await;
+
+    let producer_url = db.url.replacen("://cairn@", &format!("://{role}@"), 1);
+    assert_ne!(
+        producer_url, db.url,
+        "the test cluster's URL names its user"
+    );
+    let (id, refusals) = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&producer_url, postgres::NoTls).unwrap();
+        let mut tx = client.transaction().unwrap();
+        let id: i64 = tx
+            .query_one(
+                "SELECT cairn_enqueue('report.build', '{\"n\": 1}', '{\"queue\": \"reports\"}')",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        tx.commit().unwrap();
+        let mut refusals = Vec::new();
+        for statement in [
+            "SELECT count(*) FROM jobs",
+            "INSERT INTO jobs (name) VALUES ('x')",
+            "DELETE FROM jobs",
+            "SELECT cairn_enqueue('', '{}')",
+        ] {
+            let e = client.batch_execute(statement).expect_err(statement);
+            refusals.push(
+                e.as_db_error()
+                    .map(|d| d.message().to_owned())
+                    .unwrap_or_default(),
+            );
+        }
+        (id, refusals)
+    })
+    .await
+    .unwrap();
+    let job = queue.get(JobId(id)).await.unwrap();
+    assert_eq!(
+        (job.name.as_str(), job.queue.as_str()),
+        ("report.build", "reports")
+    );
+    for refusal in &refusals[..3] {
+        assert!(refusal.contains("permission denied"), "{refusals:?}");
+    }
+    // The function still checks what it is given, whoever calls it.
+    assert!(refusals[3].starts_with("name:"), "{refusals:?}");
+
+    let drop = format!(
+        "REVOKE ALL ON FUNCTION cairn_enqueue(text, json, jsonb), cairn_push(text, json, jsonb) FROM {role}; \
+         REVOKE USAGE ON SCHEMA public FROM {role}; DROP ROLE {role}"
+    );
+    queue.close(Duration::from_secs(5)).await.unwrap();
+    app(&db, move |client| client.batch_execute(&drop).unwrap()).await;
+}
+
+/// PUBLIC no longer runs the two functions, which now run with their owner's rights (migration 0019): a role that
+/// was given nothing cannot push.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_role_given_nothing_cannot_push() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    let role = format!("cairn_nobody_{}", std::process::id());
+    let setup = format!(
+        "DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN; GRANT USAGE ON SCHEMA public TO {role}"
+    );
+    app(&db, move |client| client.batch_execute(&setup).unwrap()).await;
+    let url = db.url.replacen("://cairn@", &format!("://{role}@"), 1);
+    let refused = tokio::task::spawn_blocking(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let e = client
+            .batch_execute("SELECT cairn_enqueue('x', '{}')")
+            .unwrap_err();
+        e.as_db_error()
+            .map(|d| d.message().to_owned())
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap();
+    assert!(
+        refused.contains("permission denied for function cairn_enqueue"),
+        "{refused}"
+    );
+    let drop = format!("REVOKE USAGE ON SCHEMA public FROM {role}; DROP ROLE {role}");
+    queue.close(Duration::from_secs(5)).await.unwrap();
+    app(&db, move |client| client.batch_execute(&drop).unwrap()).await;
+}

@@ -99,6 +99,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "push_tells_due_times",
         include_str!("../../../migrations/postgres/0018_push_tells_due_times.sql"),
     ),
+    (
+        19,
+        "push_runs_as_its_owner",
+        include_str!("../../../migrations/postgres/0019_push_runs_as_its_owner.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
