@@ -88,7 +88,7 @@ pub mod public {
     pub use super::failures::{FailureGroup, MAX_UNFAIL, Unfail};
     pub use super::finish::{Continue, Finish, FinishAndTake, MAX_FINISH_MANY};
     pub use super::heartbeat::Heartbeat;
-    pub use super::limits::{MAX_DEQUEUE, MAX_KEY_CONCURRENCY};
+    pub use super::limits::{MAX_DEQUEUE, MAX_KEY_CONCURRENCY, MAX_TAGS};
     pub use super::move_job::MoveJob;
     pub use super::push::{
         Concurrency, Debounce, Enqueued, MAX_DEBOUNCE, MAX_DEPENDENCIES, MAX_THROTTLE, Push,

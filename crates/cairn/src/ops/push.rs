@@ -1,7 +1,7 @@
 //! Enqueueing: [`Push`] (one job) and [`PushBatch`] (many, all or nothing).
 
 use crate::ops::events::{ActivityKind, JobRef};
-use crate::ops::limits::{MAX_KEY_CONCURRENCY, MAX_LEASE_TIMEOUT, MIN_LEASE_TIMEOUT};
+use crate::ops::limits::{MAX_KEY_CONCURRENCY, MAX_LEASE_TIMEOUT, MAX_TAGS, MIN_LEASE_TIMEOUT};
 use std::borrow::Borrow;
 use std::time::Duration;
 
@@ -501,6 +501,12 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         .collect::<Result<Vec<_>>>()?;
     tags.sort();
     tags.dedup();
+    if tags.len() > MAX_TAGS {
+        return Err(Error::invalid(
+            "tags",
+            format!("a job holds at most {MAX_TAGS} tags, got {}", tags.len()),
+        ));
+    }
     let data = encode_json("data", &push.data, limits)?;
     if push.time_zone.is_some() && push.schedule.is_none() {
         return Err(Error::invalid(

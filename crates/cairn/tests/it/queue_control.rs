@@ -228,6 +228,51 @@ async fn tags_are_added_and_removed_and_list_newest_first() {
 }
 
 #[tokio::test]
+async fn a_job_holds_at_most_max_tags_however_they_come() {
+    let t = TestQueue::new().await;
+    let tags = |from: usize, to: usize| (from..to).map(|i| format!("t{i}")).collect::<Vec<_>>();
+    let mut push = Push::new("tagged");
+    for tag in tags(0, cairn::MAX_TAGS + 1) {
+        push = push.tag(tag);
+    }
+    let e = t.queue.enqueue(push).await.unwrap_err();
+    assert_eq!(
+        (e.kind(), e.field()),
+        (ErrorKind::InvalidInput, Some("tags")),
+        "{e}"
+    );
+    assert!(e.to_string().contains("at most 64 tags, got 65"), "{e}");
+
+    let mut push = Push::new("tagged");
+    for tag in tags(0, cairn::MAX_TAGS - 1) {
+        push = push.tag(tag);
+    }
+    let id = t.queue.enqueue(push).await.unwrap().id;
+    let change = |add: Vec<String>, remove: Vec<String>| ChangeTags {
+        job: id,
+        add,
+        remove,
+    };
+    // Two more would make 65: refused, and nothing changes; one removed first makes room.
+    let e = t
+        .queue
+        .change_tags(change(tags(100, 102), Vec::new()))
+        .await
+        .unwrap_err();
+    assert_eq!(e.field(), Some("add"), "{e}");
+    assert_eq!(
+        t.queue.get(id).await.unwrap().tags.len(),
+        cairn::MAX_TAGS - 1
+    );
+    t.queue
+        .change_tags(change(tags(100, 102), tags(0, 1)))
+        .await
+        .unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().tags.len(), cairn::MAX_TAGS);
+    t.close().await;
+}
+
+#[tokio::test]
 async fn peek_shows_the_next_jobs_in_claim_order_without_taking_them() {
     let t = TestQueue::new().await;
     t.queue.enqueue(Push::new("low")).await.unwrap();

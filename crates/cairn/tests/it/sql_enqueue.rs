@@ -772,6 +772,38 @@ async fn a_role_that_may_only_call_cairn_enqueue_pushes_jobs_and_touches_nothing
     app(&db, move |client| client.batch_execute(&drop).unwrap()).await;
 }
 
+/// The application's own push is held to the engine's cap on tags (migration 0020's trigger), with the error a bad
+/// option gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_in_sql_is_held_to_the_cap_on_tags() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    let tags: Vec<String> = (0..=cairn::MAX_TAGS).map(|i| format!("\"t{i}\"")).collect();
+    let options = format!("{{\"tags\": [{}]}}", tags.join(","));
+    let error = app(&db, move |client| {
+        let e = client
+            .query_one(
+                "SELECT cairn_enqueue('tagged', '{}', CAST($1 AS text)::jsonb)",
+                &[&options],
+            )
+            .unwrap_err();
+        let db_error = e.as_db_error().expect("the function's error");
+        (
+            db_error.code().code().to_owned(),
+            db_error.message().to_owned(),
+        )
+    })
+    .await;
+    assert_eq!(error.0, "22023");
+    assert!(
+        error
+            .1
+            .starts_with("tags: a job holds at most 64 tags, got 65"),
+        "{error:?}"
+    );
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
+
 /// PUBLIC no longer runs the two functions, which now run with their owner's rights (migration 0019): a role that
 /// was given nothing cannot push.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

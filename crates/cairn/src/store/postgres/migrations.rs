@@ -104,6 +104,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "push_runs_as_its_owner",
         include_str!("../../../migrations/postgres/0019_push_runs_as_its_owner.sql"),
     ),
+    (
+        20,
+        "tags_capped",
+        include_str!("../../../migrations/postgres/0020_tags_capped.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
