@@ -1,11 +1,10 @@
 //! Bearer-token authentication, and the rule that keeps a server without a token off the network.
 
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
-use std::sync::OnceLock;
-
 use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
