@@ -117,8 +117,9 @@ pub async fn require_token(
     }
 }
 
-/// Whether `caller` may call a route of `access`, on a server with tokens or none (`has_tokens`): a 403 naming the
-/// token, its role and the roles the route takes when not.
+/// Whether `caller` may call a route of `access` (`method` and `path`, for the refusal), on a server with tokens or
+/// none (`has_tokens`): a 403 naming the token, its role and the roles the route takes when not. Nothing is
+/// allocated unless it refuses: every request passes here.
 ///
 /// # Errors
 /// [`ApiError`] 403 (`forbidden`), or 401 for an anonymous request to a route that is not public.
@@ -126,13 +127,14 @@ pub fn allow(
     has_tokens: bool,
     caller: Option<&Caller>,
     access: Access,
-    what: &str,
+    method: &Method,
+    path: &str,
 ) -> Result<(), ApiError> {
     match caller {
         _ if !has_tokens || access.public => Ok(()),
         Some(caller) if access.allows(caller.role) => Ok(()),
         Some(caller) => Err(ApiError::forbidden(&format!(
-            "{what} to token {:?}, whose role is {}: it needs a token of role {}",
+            "{method} {path} to token {:?}, whose role is {}: it needs a token of role {}",
             caller.name,
             caller.role,
             access.describe()

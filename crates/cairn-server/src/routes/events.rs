@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use cairn::{ActivityKind, EventFilter, EventsFrom};
 use cairn_api::{ActivityEventBody, ErrorBody};
@@ -65,7 +65,8 @@ pub async fn events(
         state.config.has_tokens(),
         caller.as_ref(),
         READ,
-        "GET /v1/events",
+        &Method::GET,
+        "/v1/events",
     )?;
     let from = match headers.get("last-event-id") {
         Some(value) => {

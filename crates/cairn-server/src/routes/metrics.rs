@@ -4,7 +4,7 @@ use cairn::Jobs;
 use std::fmt::Write as _;
 
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{Method, header};
 use axum::response::IntoResponse;
 use cairn::{ActivityKind, HISTOGRAM_BOUNDS, JobMetrics};
 
@@ -64,7 +64,8 @@ pub async fn metrics(
         state.config.has_tokens(),
         caller.as_ref(),
         READ,
-        "GET /metrics",
+        &Method::GET,
+        "/metrics",
     )?;
     let snapshot = state.queue.metrics();
     let queues = state.queue.queue_stats().await?;
