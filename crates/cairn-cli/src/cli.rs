@@ -32,6 +32,8 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Preview schedules: `cairn schedule next "<spec>"`.
     Schedule(crate::schedule::ScheduleArgs),
+    /// Make a token for `serve --token-file`: `cairn token new NAME --role ROLE >> tokens.toml`.
+    Token(crate::token::TokenArgs),
     /// Client commands against a running server.
     #[command(flatten)]
     Client(crate::commands::ClientCommand),

@@ -15,6 +15,7 @@ pub mod exit;
 pub mod logging;
 pub mod schedule;
 pub mod serve;
+pub mod token;
 pub mod work;
 
 use std::process::ExitCode;
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> ExitCode {
             Command::Work(args) => work::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::Schedule(args) => schedule::run(args),
+            Command::Token(args) => token::run(args),
             Command::Client(command) => commands::run(command).await,
         }
     });

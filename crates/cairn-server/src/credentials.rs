@@ -154,6 +154,47 @@ impl Credentials {
     }
 }
 
+/// A new token: 32 random bytes from the operating system, as 64 hexadecimal digits (visible ASCII, as a header
+/// carries it).
+///
+/// # Errors
+/// A message when the system's random source fails.
+pub fn new_secret() -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "the system's random source failed".to_owned())?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A token file's entry for the token `secret`, named `name`, of role `role`: a `[[tokens]]` table holding its
+/// SHA-256, checked as the server reads the file.
+///
+/// # Errors
+/// The file's own message for a name it would refuse (`tokens[0].name: …`).
+pub fn entry(name: &str, role: Role, secret: &str) -> Result<String, String> {
+    let digest: String = digest(secret).iter().map(|b| format!("{b:02x}")).collect();
+    // A TOML basic string: quotes and backslashes escaped, control characters as \uXXXX (the file refuses them).
+    let mut quoted = String::from("\"");
+    for c in name.chars() {
+        match c {
+            '"' | '\\' => {
+                quoted.push('\\');
+                quoted.push(c);
+            }
+            c if c.is_control() => quoted.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    let name = quoted;
+    let entry =
+        format!("[[tokens]]\nname = {name}\nrole = \"{role}\"\nsecret_sha256 = \"{digest}\"\n");
+    Credentials::parse_file(&entry)?;
+    Ok(entry)
+}
+
 /// The SHA-256 of `secret`.
 fn digest(secret: &str) -> [u8; 32] {
     let digest = ring::digest::digest(&ring::digest::SHA256, secret.as_bytes());
@@ -243,6 +284,25 @@ mod tests {
         }
         let e = Credentials::parse_file("[[tokens]]\nname = \"a\"\nrol = \"read\"\n").unwrap_err();
         assert!(e.contains("rol"), "{e}");
+    }
+
+    #[test]
+    fn a_new_token_makes_an_entry_the_file_reads_back() {
+        let secret = new_secret().unwrap();
+        assert_eq!(secret.len(), 64);
+        assert_ne!(secret, new_secret().unwrap());
+        let text = entry("ci \"nightly\" \\ eu", Role::Enqueue, &secret).unwrap();
+        let credentials = Credentials::parse_file(&text).unwrap();
+        let found = credentials.find(&secret).unwrap();
+        assert_eq!(
+            (found.name.as_str(), found.role),
+            ("ci \"nightly\" \\ eu", Role::Enqueue)
+        );
+        assert!(
+            entry("", Role::Read, &secret)
+                .unwrap_err()
+                .starts_with("tokens[0].name")
+        );
     }
 
     #[test]

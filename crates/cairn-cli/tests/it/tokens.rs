@@ -101,3 +101,45 @@ fn a_token_file_with_a_mistake_stops_the_server_naming_it() {
         "{message}"
     );
 }
+
+#[test]
+fn cairn_token_new_makes_a_token_and_the_entry_that_lets_it_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(super::harness::cairn_binary())
+        .args(["token", "new", "nightly ci", "--role", "enqueue"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let entry = String::from_utf8(made.stdout.clone()).unwrap();
+    assert!(
+        entry.starts_with("[[tokens]]\nname = \"nightly ci\"\nrole = \"enqueue\"\n"),
+        "{entry}"
+    );
+    let secret = stderr(&made).lines().last().unwrap().to_owned();
+    assert_eq!(secret.len(), 64, "{}", stderr(&made));
+    assert!(!entry.contains(&secret), "the file keeps only the digest");
+    let file = dir.path().join("tokens.toml");
+    std::fs::write(&file, &entry).unwrap();
+
+    let server = TestServer::spawn_with(&["--token-file", file.to_str().unwrap()]);
+    let pushed = server.cairn(&["push", "report.build", "--token", &secret], None);
+    assert!(pushed.status.success(), "{}", stderr(&pushed));
+    let refused = server.cairn(&["list", "--token", &secret], None);
+    assert_eq!(refused.status.code(), Some(6), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).contains("\"nightly ci\", whose role is enqueue"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let bad = std::process::Command::new(super::harness::cairn_binary())
+        .args(["token", "new", "ci", "--role", "root"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("role: must be read, enqueue, work or admin"),
+        "{}",
+        stderr(&bad)
+    );
+}

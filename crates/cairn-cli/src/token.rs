@@ -1,0 +1,62 @@
+//! `cairn token new NAME --role ROLE`: a new token for `cairn serve --token-file`. The token file's entry goes to
+//! stdout (`>> tokens.toml` appends it), the token itself to stderr, once: the file keeps only its SHA-256.
+
+use clap::{Args, Subcommand};
+
+use crate::exit::Code;
+
+/// A bad argument, named, which exits with the code of invalid input.
+fn invalid(field: &str, rule: impl std::fmt::Display) -> cairn::Error {
+    cairn::Error::from_parts(
+        cairn::ErrorKind::InvalidInput,
+        Some(field.to_owned()),
+        format!("{field}: {rule}"),
+    )
+}
+
+/// `cairn token` commands.
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+/// What `cairn token` can do.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TokenCommand {
+    /// Make a new random token: its token file entry on stdout, the token on stderr
+    /// (`cairn token new ci --role enqueue >> tokens.toml`).
+    New {
+        /// Its name, which 403s and the audit trail show.
+        name: String,
+        /// What it may do: read, enqueue, work or admin.
+        #[arg(long)]
+        role: String,
+    },
+}
+
+/// Runs a `cairn token` command.
+///
+/// # Errors
+/// A bad name or role (the message names which), or no randomness from the system.
+pub fn run(args: TokenArgs) -> anyhow::Result<Code> {
+    match args.command {
+        TokenCommand::New { name, role } => {
+            let role = cairn_api::Role::parse(&role).ok_or_else(|| {
+                invalid(
+                    "role",
+                    format!("must be read, enqueue, work or admin, got {role:?}"),
+                )
+            })?;
+            let secret = cairn_server::credentials::new_secret().map_err(anyhow::Error::msg)?;
+            let entry = cairn_server::credentials::entry(&name, role, &secret)
+                .map_err(|e| invalid("name", e.trim_start_matches("tokens[0].name: ")))?;
+            print!("{entry}");
+            eprintln!(
+                "the token of {name:?} ({role}); give it to its client now, the file keeps only its SHA-256:\n{secret}"
+            );
+            Ok(Code::Success)
+        }
+    }
+}
