@@ -268,23 +268,7 @@ mod poll;
 mod wire;
 pub use wire::{http, raw, take};
 
-pub use poll::{eventually, poll};
-
-/// Waits until each of `workers` was seen by the server behind `client`: the dequeue of a worker not seen before has
-/// reached its queue, which parks it if it found nothing, so that a request made after this finds it waiting.
-pub async fn until_waiting(client: &Client, workers: &[&str]) {
-    eventually(
-        Duration::from_secs(20),
-        "the workers wait for jobs",
-        || async {
-            let seen = client.workers().await.unwrap();
-            workers
-                .iter()
-                .all(|w| seen.iter().any(|s| s.id.as_str() == *w))
-        },
-    )
-    .await;
-}
+pub use poll::{eventually, poll, until_waiting};
 
 /// A raw POST of `body` to `path`: (status, JSON body).
 pub async fn post<const POSTGRES: bool>(

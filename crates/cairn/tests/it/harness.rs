@@ -125,16 +125,7 @@ impl<const POSTGRES: bool> TestQueueOn<POSTGRES> {
     /// made after this finds it parked. It shows as the worker being seen, which its first dequeue writes, so
     /// `worker` must not have been seen before.
     pub async fn until_parked(&self, worker: &str) {
-        let queue = &self.queue;
-        eventually(
-            PATIENCE,
-            &format!("{worker} waits for jobs"),
-            || async move {
-                let workers = queue.workers().await.unwrap();
-                workers.iter().any(|w| w.id.as_str() == worker)
-            },
-        )
-        .await;
+        crate::poll::until_waiting(&self.queue, &[worker]).await;
     }
 
     /// Takes every ready job, one at a time, and returns their names in the order they came.

@@ -45,3 +45,20 @@ where
         "timed out after {limit:?} waiting for: {what}"
     );
 }
+
+/// Waits until `jobs` (an embedded queue or a server's client) has seen each of `workers`: the dequeue of a worker
+/// not seen before has reached its queue, which parks it if it found nothing, so that a request made after this
+/// finds it waiting.
+pub async fn until_waiting(jobs: &impl cairn::Jobs, workers: &[&str]) {
+    eventually(
+        Duration::from_secs(20),
+        "the workers wait for jobs",
+        || async {
+            let seen = jobs.workers().await.unwrap();
+            workers
+                .iter()
+                .all(|w| seen.iter().any(|s| s.id.as_str() == *w))
+        },
+    )
+    .await;
+}

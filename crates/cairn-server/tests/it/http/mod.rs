@@ -12,14 +12,14 @@ mod wire;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cairn::{Jobs, Queue};
+use cairn::Queue;
 use cairn_client::Client;
 use cairn_server::{Server, ServerConfig};
 use serde_json::Value;
 use tokio::net::TcpListener;
 pub use wire::{raw, take};
 
-pub use crate::poll::eventually;
+pub use crate::poll::{eventually, until_waiting};
 
 /// Whether this copy of the module runs on PostgreSQL (see `main.rs`).
 const POSTGRES: bool = cairn::__private::is_postgres_module(module_path!());
@@ -126,20 +126,4 @@ pub async fn post(server: &TestServer, path: &str, body: &str) -> (u16, Value) {
         Some(body),
     )
     .await
-}
-
-/// Waits until each of `workers` was seen by the server behind `client`: the dequeue of a worker not seen before has
-/// reached its queue, which parks it if it found nothing, so that a request made after this finds it waiting.
-pub async fn until_waiting(client: &Client, workers: &[&str]) {
-    eventually(
-        Duration::from_secs(20),
-        "the workers wait for jobs",
-        || async {
-            let seen = client.workers().await.unwrap();
-            workers
-                .iter()
-                .all(|w| seen.iter().any(|s| s.id.as_str() == *w))
-        },
-    )
-    .await;
 }
