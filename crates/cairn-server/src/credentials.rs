@@ -165,7 +165,7 @@ pub fn new_secret() -> Result<String, String> {
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| "the system's random source failed".to_owned())?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(to_hex(&bytes))
 }
 
 /// A token file's entry for the token `secret`, named `name`, of role `role`: a `[[tokens]]` table holding its
@@ -174,7 +174,7 @@ pub fn new_secret() -> Result<String, String> {
 /// # Errors
 /// The file's own message for a name it would refuse (`tokens[0].name: …`).
 pub fn entry(name: &str, role: Role, secret: &str) -> Result<String, String> {
-    let digest: String = digest(secret).iter().map(|b| format!("{b:02x}")).collect();
+    let digest = to_hex(&digest(secret));
     // A TOML basic string: quotes and backslashes escaped, control characters as \uXXXX (the file refuses them).
     let mut quoted = String::from("\"");
     for c in name.chars() {
@@ -193,6 +193,11 @@ pub fn entry(name: &str, role: Role, secret: &str) -> Result<String, String> {
         format!("[[tokens]]\nname = {name}\nrole = \"{role}\"\nsecret_sha256 = \"{digest}\"\n");
     Credentials::parse_file(&entry)?;
     Ok(entry)
+}
+
+/// `bytes` as lowercase hexadecimal digits, as `sha256sum` writes a digest.
+fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The SHA-256 of `secret`.
@@ -222,7 +227,7 @@ mod tests {
     const DASHBOARD: &str = "a47a2a39d7b9a4cba4fd9b6f2e0bae60e30e7bc8a6a0d0e1eb8ed5d7d5a7a5d1";
 
     fn hex(secret: &str) -> String {
-        digest(secret).iter().map(|b| format!("{b:02x}")).collect()
+        to_hex(&digest(secret))
     }
 
     #[test]
