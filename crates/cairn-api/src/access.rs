@@ -1,8 +1,10 @@
 //! Who may call a route: the [`Role`] of a token (`cairn serve --token-file`), and the [`Access`] each route
-//! declares with it, so that no route exists without its rule.
+//! declares with it, so that no route exists without its rule; and how far it [`Reach`]es, for a token limited to
+//! some queues.
 
 use std::fmt;
 
+use cairn::{BatchId, Dequeue, JobId, Push, QueueName};
 use serde::{Deserialize, Serialize};
 
 /// What a token may do.
@@ -110,6 +112,92 @@ pub const ADMIN: Access = Access {
     public: false,
     roles: &[],
 };
+
+/// How far a route reaches, declared with it, for tokens limited to some queues (`queues` in a token file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The whole server: a list over every queue, the activity log, statistics, run-time options, recurring
+    /// templates, bulk actions, SQL. A token limited to some queues may not call it.
+    Server,
+    /// Only the queues it names: the queue of its path, the queue of its path's job or the queues of its path's
+    /// batch, and what [`Route::names`](crate::Route::names) finds in its body. A token limited to some queues may
+    /// call it when each of those is one of them.
+    Queues,
+}
+
+/// What one request names, for a token limited to some queues: queues, jobs and a batch, whose queues it must be
+/// limited to; or every queue (a list without a queue to filter by).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Named {
+    /// The queues named.
+    pub queues: Vec<String>,
+    /// The jobs named, whose queues the server looks up.
+    pub jobs: Vec<JobId>,
+    /// The batch named, whose jobs' and callbacks' queues the server looks up.
+    pub batch: Option<BatchId>,
+    /// Every queue: no token limited to some may make the request.
+    pub every_queue: bool,
+}
+
+impl Named {
+    /// These queues.
+    pub fn queues<'a>(queues: impl IntoIterator<Item = &'a str>) -> Named {
+        Named {
+            queues: queues.into_iter().map(str::to_owned).collect(),
+            ..Named::default()
+        }
+    }
+
+    /// These jobs.
+    pub fn jobs(jobs: impl IntoIterator<Item = JobId>) -> Named {
+        Named {
+            jobs: jobs.into_iter().collect(),
+            ..Named::default()
+        }
+    }
+
+    /// Every queue.
+    pub fn every_queue() -> Named {
+        Named {
+            every_queue: true,
+            ..Named::default()
+        }
+    }
+
+    /// What pushing `pushes` reaches: each job's queue, parent and dependencies.
+    pub fn pushes<'a>(pushes: impl IntoIterator<Item = &'a Push>) -> Named {
+        let mut named = Named::default();
+        for push in pushes {
+            named.queues.push(push.queue.clone());
+            named.jobs.extend(push.parent);
+            named.jobs.extend(&push.depends_on);
+        }
+        named
+    }
+
+    /// The queues `dequeue` takes from: those it names, or `default` when it names none, as the engine takes.
+    pub fn dequeue(dequeue: &Dequeue) -> Named {
+        if dequeue.queues.is_empty() {
+            return Named::queues([QueueName::default().as_str()]);
+        }
+        Named::queues(dequeue.queues.iter().map(String::as_str))
+    }
+
+    /// Adds what `other` names.
+    #[must_use]
+    pub fn and(mut self, other: Named) -> Named {
+        self.queues.extend(other.queues);
+        self.jobs.extend(other.jobs);
+        self.batch = self.batch.or(other.batch);
+        self.every_queue |= other.every_queue;
+        self
+    }
+
+    /// Whether it names nothing to look up or hold a token to.
+    pub fn is_empty(&self) -> bool {
+        self == &Named::default()
+    }
+}
 
 #[cfg(test)]
 mod tests {

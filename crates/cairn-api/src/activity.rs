@@ -196,7 +196,7 @@ pub(crate) fn visit_activity_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    ActivityFilter: Get "/v1/activity", params [], tag "stats", id "activity", access READ,
+    ActivityFilter: Get "/v1/activity", params [], tag "stats", id "activity", access READ, reach Server,
     summary "The activity log, newest first: every job and worker transition.",
     done "A page of events",
     errors [(400, "A bad filter")],

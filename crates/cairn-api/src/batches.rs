@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::Named;
 use crate::push::{EnqueuedBatchBody, EnqueuedBody, PushRequest};
 use crate::query::{limit_param, optional, positive_param};
 use crate::route::{Answer, PathParam, Received, RouteVisitor, invalid, route};
@@ -255,7 +256,7 @@ pub(crate) fn visit_batch_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    CreateBatch: Post "/v1/batches", params [], tag "batches", id "create_batch", access ENQUEUE,
+    CreateBatch: Post "/v1/batches", params [], tag "batches", id "create_batch", access ENQUEUE, reach Queues,
     summary "Creates a batch of jobs, all or none, with callbacks: on_complete is pushed once every job has ended, \
         on_success once every job has completed; each exactly once.",
     done "Created; the batch's id and its jobs",
@@ -279,10 +280,12 @@ route! {
         open: body.open,
         description: body.description,
     }),
+    names |r| Named::pushes(r.jobs.iter().chain(&r.on_success).chain(&r.on_complete)),
 }
 
 route! {
-    AddToBatch: Post "/v1/batches/{id}/jobs", params [BATCH_ID], tag "batches", id "add_to_batch", access ENQUEUE,
+    AddToBatch: Post "/v1/batches/{id}/jobs", params [BATCH_ID], tag "batches", id "add_to_batch",
+        access ENQUEUE, reach Queues,
     summary "Adds jobs to a batch that has not completed, all or none.",
     done "Added; the jobs in request order",
     errors [
@@ -300,10 +303,12 @@ route! {
         batch: path.batch()?,
         jobs: body.jobs.into_iter().map(Push::from).collect(),
     }),
+    names |r| Named::pushes(&r.jobs),
 }
 
 route! {
-    CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch", access ENQUEUE,
+    CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch",
+        access ENQUEUE, reach Queues,
     summary "Closes an open batch: it completes once every job has ended (at once if they all have). Closing a \
         closed batch changes nothing.",
     done "Closed; the batch",
@@ -381,7 +386,7 @@ impl Answer<BatchPage> for BatchListBody {
 }
 
 route! {
-    GetBatch: Get "/v1/batches/{id}", params [BATCH_ID], tag "batches", id "get_batch", access READ_ONE,
+    GetBatch: Get "/v1/batches/{id}", params [BATCH_ID], tag "batches", id "get_batch", access READ_ONE, reach Queues,
     summary "A batch and its progress.",
     done "The batch: its state, counts and callbacks",
     errors [
@@ -395,7 +400,7 @@ route! {
 }
 
 route! {
-    BatchFilter: Get "/v1/batches", params [], tag "batches", id "list_batches", access READ,
+    BatchFilter: Get "/v1/batches", params [], tag "batches", id "list_batches", access READ, reach Server,
     summary "A page of batches, newest first.",
     done "A page of batches",
     errors [(400, "Bad filter")],

@@ -107,7 +107,7 @@ impl Answer<ConfigEntry> for ConfigEntryBody {
 }
 
 route! {
-    SetConfig: Put "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "set_config", access ADMIN,
+    SetConfig: Put "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "set_config", access ADMIN, reach Server,
     summary "Sets an option: stored, applied at once, kept across restarts.",
     done "The option as it now is",
     errors [(400, "No such option, or a bad value, naming the option")],
@@ -121,7 +121,8 @@ route! {
 }
 
 route! {
-    UnsetConfig: Delete "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "unset_config", access ADMIN,
+    UnsetConfig: Delete "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "unset_config",
+        access ADMIN, reach Server,
     summary "Goes back to the server's default for an option.",
     done "The option as it now is",
     errors [(400, "No such option, or a default that does not fit the values set")],
@@ -144,7 +145,7 @@ impl Answer<Vec<ConfigEntry>> for ConfigListBody {
 }
 
 route! {
-    ListConfig: Get "/v1/config", params [], tag "config", id "list_config", access READ,
+    ListConfig: Get "/v1/config", params [], tag "config", id "list_config", access READ, reach Server,
     summary "Every option, with the value in force, the server's default, and when it was set at run time.",
     done "The options",
     errors [],
@@ -155,7 +156,7 @@ route! {
 }
 
 route! {
-    GetConfig: Get "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "get_config", access READ,
+    GetConfig: Get "/v1/config/{key}", params [CONFIG_KEY], tag "config", id "get_config", access READ, reach Server,
     summary "One option.",
     done "The option",
     errors [(400, "No such option")],

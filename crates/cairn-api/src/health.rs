@@ -39,7 +39,7 @@ pub(crate) fn visit_health_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    Health: Get "/v1/health", params [], tag "server", id "health", access PUBLIC,
+    Health: Get "/v1/health", params [], tag "server", id "health", access PUBLIC, reach Server,
     summary "The server is up and its queue open. Answered without the token too, then without the version: a \
         liveness probe needs no secret.",
     done "The server is up and serving",

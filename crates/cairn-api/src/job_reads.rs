@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::Named;
 use crate::jobs::{JobBody, JobPageBody};
 use crate::query::{bool_param, id_param, limit_param, optional, positive_param};
 use crate::route::{Answer, JOB_ID, RouteVisitor, WhenStopping, invalid, route};
@@ -169,7 +170,7 @@ pub(crate) fn visit_job_read_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    GetJob: Get "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "get_job", access READ_ONE,
+    GetJob: Get "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "get_job", access READ_ONE, reach Queues,
     summary "A job with its history.",
     done "The job; with `wait_ms`, once it ended (its state completed, failed or cancelled, with its result or \
         error) or as it stands when the wait ran out",
@@ -197,7 +198,7 @@ route! {
 }
 
 route! {
-    JobFilter: Get "/v1/jobs", params [], tag "jobs", id "list_jobs", access READ,
+    JobFilter: Get "/v1/jobs", params [], tag "jobs", id "list_jobs", access READ, reach Queues,
     summary "A page of jobs, newest first, without their history.",
     done "A page of jobs",
     errors [(400, "Bad filter")],
@@ -205,4 +206,8 @@ route! {
     body JobListQuery = |r| JobListQuery::from(r),
     answer JobPageBody,
     from |_received, query| query.into_filter(),
+    names |r| match &r.queue {
+        Some(queue) => Named::queues([queue.as_str()]),
+        None => Named::every_queue(),
+    },
 }

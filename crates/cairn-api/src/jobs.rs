@@ -18,6 +18,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::ADMIN;
+use crate::Named;
 use crate::empty::EmptyBody;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
@@ -405,7 +406,7 @@ pub(crate) fn visit_job_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    Cancel: Post "/v1/jobs/{id}/cancel", params [JOB_ID], tag "jobs", id "cancel", access ADMIN,
+    Cancel: Post "/v1/jobs/{id}/cancel", params [JOB_ID], tag "jobs", id "cancel", access ADMIN, reach Queues,
     summary "Cancels a job that has not finished; its worker, if any, is refused from then on.",
     done "Cancelled",
     errors [
@@ -420,7 +421,7 @@ route! {
 }
 
 route! {
-    Delete: Delete "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "delete", access ADMIN,
+    Delete: Delete "/v1/jobs/{id}", params [JOB_ID], tag "jobs", id "delete", access ADMIN, reach Queues,
     summary "Deletes a job and its history.",
     done "Deleted",
     errors [(404, "No such job"), (400, "A bad id: not a positive integer")],
@@ -431,7 +432,7 @@ route! {
 }
 
 route! {
-    Track: Post "/v1/jobs/{id}/track", params [JOB_ID], tag "jobs", id "track", access ADMIN,
+    Track: Post "/v1/jobs/{id}/track", params [JOB_ID], tag "jobs", id "track", access ADMIN, reach Queues,
     summary "Tracks a job: `GET /v1/jobs?tracked=true` lists it, whatever its state, until it is untracked. \
         Tracking a tracked job is not an error.",
     done "Tracked",
@@ -443,7 +444,7 @@ route! {
 }
 
 route! {
-    Untrack: Post "/v1/jobs/{id}/untrack", params [JOB_ID], tag "jobs", id "untrack", access ADMIN,
+    Untrack: Post "/v1/jobs/{id}/untrack", params [JOB_ID], tag "jobs", id "untrack", access ADMIN, reach Queues,
     summary "Stops tracking a job. Untracking a job that is not tracked is not an error.",
     done "No longer tracked",
     errors [(404, "No such job"), (400, "A bad id: not a positive integer")],
@@ -464,7 +465,7 @@ pub struct MoveRequest {
 }
 
 route! {
-    MoveJob: Post "/v1/jobs/{id}/move", params [JOB_ID], tag "jobs", id "move_job", access ADMIN,
+    MoveJob: Post "/v1/jobs/{id}/move", params [JOB_ID], tag "jobs", id "move_job", access ADMIN, reach Queues,
     summary "Moves a job that is not running to another queue: as it is if it has not started, to run again if it ended.",
     done "Moved (or already there)",
     errors [
@@ -481,10 +482,12 @@ route! {
     },
     answer EmptyBody,
     from |path, body| Ok(MoveJob::new(path.job()?, body.queue)),
+    names |r| Named::queues([r.queue.as_str()]),
 }
 
 route! {
-    SetPriority: Post "/v1/jobs/{id}/priority", params [JOB_ID], tag "jobs", id "set_priority", access ADMIN,
+    SetPriority: Post "/v1/jobs/{id}/priority", params [JOB_ID], tag "jobs", id "set_priority",
+        access ADMIN, reach Queues,
     summary "Changes the priority of a job that has not finished.",
     done "Changed",
     errors [(404, "No such job"), (409, "The job already finished")],
@@ -510,7 +513,8 @@ pub struct RescheduleRequest {
 }
 
 route! {
-    Reschedule: Post "/v1/jobs/{id}/reschedule", params [JOB_ID], tag "jobs", id "reschedule", access ADMIN,
+    Reschedule: Post "/v1/jobs/{id}/reschedule", params [JOB_ID], tag "jobs", id "reschedule",
+        access ADMIN, reach Queues,
     summary "Moves a job that is not running to another time.",
     done "Moved; its new state",
     errors [
@@ -540,7 +544,7 @@ pub struct RequeueRequest {
 }
 
 route! {
-    Requeue: Post "/v1/jobs/{id}/requeue", params [JOB_ID], tag "jobs", id "requeue", access ADMIN,
+    Requeue: Post "/v1/jobs/{id}/requeue", params [JOB_ID], tag "jobs", id "requeue", access ADMIN, reach Queues,
     summary "Runs a job again with a fresh count of attempts, whatever became of it: a failed, \
         cancelled or completed job\ngoes back to its queue, a running one is taken from its worker (whose lease is \
         refused from then on).",
@@ -576,7 +580,8 @@ pub struct DependenciesRequest {
 }
 
 route! {
-    ChangeDependencies: Post "/v1/jobs/{id}/dependencies", params [JOB_ID], tag "jobs", id "change_dependencies", access ADMIN,
+    ChangeDependencies: Post "/v1/jobs/{id}/dependencies", params [JOB_ID], tag "jobs", id "change_dependencies",
+        access ADMIN, reach Queues,
     summary "Adds and removes dependencies of a job that has not started. A job with a \
         dependency that has not completed is\n`waiting`; one whose last dependency goes becomes ready.",
     done "Changed; the job's new state",
@@ -599,6 +604,7 @@ route! {
         add: body.add.into_iter().map(JobId).collect(),
         remove: body.remove.into_iter().map(JobId).collect(),
     }),
+    names |r| Named::jobs(r.add.iter().chain(&r.remove).copied()),
 }
 
 /// Add and remove tags of a job, in any state. Adding a tag it has, or removing one it lacks, is not an error.
@@ -637,7 +643,7 @@ impl TagsRequest {
 }
 
 route! {
-    ChangeTags: Post "/v1/jobs/{id}/tags", params [JOB_ID], tag "jobs", id "change_tags", access ADMIN,
+    ChangeTags: Post "/v1/jobs/{id}/tags", params [JOB_ID], tag "jobs", id "change_tags", access ADMIN, reach Queues,
     summary "Adds and removes tags of a job, whatever its state. Adding a tag it has, or \
         removing one it lacks, is not an\nerror.",
     done "Changed",
@@ -658,7 +664,7 @@ pub struct SetDataRequest {
 }
 
 route! {
-    SetData: Post "/v1/jobs/{id}/data", params [JOB_ID], tag "jobs", id "set_data", access ADMIN,
+    SetData: Post "/v1/jobs/{id}/data", params [JOB_ID], tag "jobs", id "set_data", access ADMIN, reach Queues,
     summary "Replaces the data of a job that is not running.",
     done "Replaced",
     errors [
@@ -878,7 +884,7 @@ impl Answer<cairn::BulkOutcome> for BulkBody {
 const BULK_TIME: std::time::Duration = std::time::Duration::from_secs(600);
 
 route! {
-    Bulk: Post "/v1/jobs/bulk", params [], tag "jobs", id "bulk", access ADMIN,
+    Bulk: Post "/v1/jobs/bulk", params [], tag "jobs", id "bulk", access ADMIN, reach Server,
     summary "One action over many jobs: those of a filter when it starts, or a list of ids; a chunk per \
         transaction, each job by its own operation's rules, the ones it does not apply to skipped and counted.",
     done "What it did: the jobs matched, done and skipped",

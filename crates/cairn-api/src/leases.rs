@@ -12,6 +12,7 @@ use serde_json::Value;
 #[cfg(feature = "openapi")]
 use utoipa::ToSchema;
 
+use crate::Named;
 use crate::WORK;
 use crate::errors::{ErrorDetail, malformed};
 use crate::jobs::{JobBody, UsageBody};
@@ -467,7 +468,8 @@ const BAD_LEASE_CALL: (u16, &str) = (
 );
 
 route! {
-    Heartbeat: Post "/v1/jobs/{id}/heartbeat", params [JOB_ID], tag "workers", id "heartbeat", access WORK,
+    Heartbeat: Post "/v1/jobs/{id}/heartbeat", params [JOB_ID], tag "workers", id "heartbeat",
+        access WORK, reach Queues,
     summary "Extends the lease to a full lease timeout from now, optionally recording progress.",
     done "The lease's new expiry",
     errors [LEASE_LOST, BAD_LEASE_CALL],
@@ -485,7 +487,8 @@ route! {
 }
 
 route! {
-    Checkpoint: Post "/v1/jobs/{id}/checkpoint", params [JOB_ID], tag "workers", id "checkpoint", access WORK,
+    Checkpoint: Post "/v1/jobs/{id}/checkpoint", params [JOB_ID], tag "workers", id "checkpoint",
+        access WORK, reach Queues,
     summary "Saves the data a retry starts from, and extends the lease.",
     done "The lease's new expiry",
     errors [LEASE_LOST, BAD_LEASE_CALL],
@@ -503,7 +506,7 @@ route! {
 }
 
 route! {
-    Update: Post "/v1/jobs/{id}/update", params [JOB_ID], tag "workers", id "update", access WORK,
+    Update: Post "/v1/jobs/{id}/update", params [JOB_ID], tag "workers", id "update", access WORK, reach Queues,
     summary "Records progress for queries to show.",
     done "Recorded",
     errors [LEASE_LOST, BAD_LEASE_CALL],
@@ -521,7 +524,7 @@ route! {
 }
 
 route! {
-    Finish: Post "/v1/jobs/{id}/finish", params [JOB_ID], tag "workers", id "finish", access WORK,
+    Finish: Post "/v1/jobs/{id}/finish", params [JOB_ID], tag "workers", id "finish", access WORK, reach Queues,
     summary "Completes the job, optionally replacing its data with a result. With `next`, completes only this step: \
         the attempt ends and the job goes on in another queue (after `delay_ms`, once `depends_on` complete), with \
         fresh attempts and the data it finished with, in one step.",
@@ -551,7 +554,7 @@ route! {
 }
 
 route! {
-    Retry: Post "/v1/jobs/{id}/retry", params [JOB_ID], tag "workers", id "retry", access WORK,
+    Retry: Post "/v1/jobs/{id}/retry", params [JOB_ID], tag "workers", id "retry", access WORK, reach Queues,
     summary "Reports a transient error: the job runs again after its backoff (or `delay_ms`, or at `run_at`), or \
         fails when out of attempts.",
     done "The job's new state: queued, scheduled, or failed",
@@ -576,7 +579,7 @@ route! {
 }
 
 route! {
-    Fail: Post "/v1/jobs/{id}/fail", params [JOB_ID], tag "workers", id "fail", access WORK,
+    Fail: Post "/v1/jobs/{id}/fail", params [JOB_ID], tag "workers", id "fail", access WORK, reach Queues,
     summary "Fails the job for good, with a failure group and a message.",
     done "Failed",
     errors [LEASE_LOST, BAD_LEASE_CALL],
@@ -598,7 +601,7 @@ route! {
 }
 
 route! {
-    Release: Post "/v1/jobs/{id}/release", params [JOB_ID], tag "workers", id "release", access WORK,
+    Release: Post "/v1/jobs/{id}/release", params [JOB_ID], tag "workers", id "release", access WORK, reach Queues,
     summary "Gives the job back to its queue at once, without counting the attempt.",
     done "Released",
     errors [LEASE_LOST, BAD_LEASE_CALL],
@@ -614,7 +617,7 @@ route! {
 }
 
 route! {
-    Dequeue: Post "/v1/dequeue", params [], tag "workers", id "dequeue", access WORK,
+    Dequeue: Post "/v1/dequeue", params [], tag "workers", id "dequeue", access WORK, reach Queues,
     summary "Takes up to `limit` ready jobs. With `wait_ms`, waits (a long poll) until a job is ready, answering the \
         moment one is, or with no job when the wait ends or the server shuts down.",
     done "The jobs taken, each with its lease (possibly none)",
@@ -629,6 +632,7 @@ route! {
     },
     stopping |_r| WhenStopping::Answer(Vec::new()),
     waits |r| r.wait.min(cairn::MAX_WAIT),
+    names |r| Named::dequeue(r),
 }
 
 impl Answer<Vec<ClaimedJob>> for DequeueBody {
@@ -657,7 +661,7 @@ impl ClaimedJobBody {
 }
 
 route! {
-    FinishMany: Post "/v1/finish", params [], tag "workers", id "finish_many", access WORK,
+    FinishMany: Post "/v1/finish", params [], tag "workers", id "finish_many", access WORK, reach Queues,
     summary "Completes many jobs at once, each as `POST /v1/jobs/{id}/finish` would: for a worker that reports \
         several jobs together, in one request and one transaction. Each job is answered on its own, in order (a \
         lost lease refuses only its job); a malformed request (a bad id or token, more than 1,000 jobs, a bad \
@@ -678,6 +682,8 @@ route! {
         }
         Ok(())
     },
+    names |r| Named::jobs(r.finishes.iter().map(|finish| finish.job))
+        .and(r.take.as_ref().map(Named::dequeue).unwrap_or_default()),
 }
 
 impl FinishManyRequest {

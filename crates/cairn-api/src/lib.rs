@@ -35,7 +35,7 @@ mod sql;
 mod stats;
 mod workers;
 
-pub use access::{ADMIN, Access, ENQUEUE, PUBLIC, READ, READ_ONE, Role, WORK};
+pub use access::{ADMIN, Access, ENQUEUE, Named, PUBLIC, READ, READ_ONE, Reach, Role, WORK};
 pub use activity::*;
 pub use batches::*;
 pub use config::*;

@@ -15,6 +15,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::ENQUEUE;
+use crate::Named;
 use crate::errors::malformed;
 use crate::millis::{millis, to_millis};
 use crate::route::{Answer, Received, RouteVisitor, invalid, route};
@@ -416,7 +417,7 @@ pub(crate) fn visit_push_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    Push: Post "/v1/jobs", params [], tag "jobs", id "enqueue", access ENQUEUE,
+    Push: Post "/v1/jobs", params [], tag "jobs", id "enqueue", access ENQUEUE, reach Queues,
     summary "Enqueues one job. Answers 201 for a new job, 200 when a live job already held the unique key or a \
         debounced push landed in the pending job of its key.",
     done "A live job holds the unique key, or the debounced push landed in the pending job of its key; this is \
@@ -431,10 +432,11 @@ route! {
     answer EnqueuedBody,
     from |received, body| Ok(in_trace(Push::from(body), received)),
     status [(201, "Enqueued")] |enqueued| if enqueued.existing { 200 } else { 201 },
+    names |r| Named::pushes([r]),
 }
 
 route! {
-    PushBatch: Post "/v1/jobs/batch", params [], tag "jobs", id "enqueue_batch", access ENQUEUE,
+    PushBatch: Post "/v1/jobs/batch", params [], tag "jobs", id "enqueue_batch", access ENQUEUE, reach Queues,
     summary "Enqueues many jobs in one transaction: all of them, or none (the error names the bad job's index).",
     done "Every job, in request order",
     errors [
@@ -458,4 +460,5 @@ route! {
         )),
         _ => Ok(()),
     },
+    names |r| Named::pushes(&r.jobs),
 }

@@ -386,7 +386,8 @@ impl Answer<u64> for UnfailBody {
 }
 
 route! {
-    PauseQueue: Post "/v1/queues/{queue}/pause", params [QUEUE_NAME], tag "queues", id "pause", access ADMIN,
+    PauseQueue: Post "/v1/queues/{queue}/pause", params [QUEUE_NAME], tag "queues", id "pause",
+        access ADMIN, reach Queues,
     summary "Pauses a queue: it hands out no job until it is resumed; enqueue, cancel, finish and everything else \
         work as usual. A queue may be paused before it has any job.",
     done "Paused",
@@ -398,7 +399,8 @@ route! {
 }
 
 route! {
-    ResumeQueue: Post "/v1/queues/{queue}/resume", params [QUEUE_NAME], tag "queues", id "resume", access ADMIN,
+    ResumeQueue: Post "/v1/queues/{queue}/resume", params [QUEUE_NAME], tag "queues", id "resume",
+        access ADMIN, reach Queues,
     summary "Resumes a queue: its ready jobs go at once to the workers waiting for them.",
     done "Resumed",
     errors [(400, "A bad queue name")],
@@ -409,7 +411,8 @@ route! {
 }
 
 route! {
-    LimitQueue: Post "/v1/queues/{queue}/concurrency", params [QUEUE_NAME], tag "queues", id "set_concurrency", access ADMIN,
+    LimitQueue: Post "/v1/queues/{queue}/concurrency", params [QUEUE_NAME], tag "queues", id "set_concurrency",
+        access ADMIN, reach Queues,
     summary "Sets or removes a queue's concurrency limit: at most that many of its jobs run at once, across all \
         workers.",
     done "Set",
@@ -425,7 +428,7 @@ route! {
 
 route! {
     LimitKeys: Post "/v1/queues/{queue}/key-concurrency", params [QUEUE_NAME], tag "queues",
-        id "set_key_concurrency", access ADMIN,
+        id "set_key_concurrency", access ADMIN, reach Queues,
     summary "Sets or removes a queue's limit per concurrency key: at most that many of its jobs with one key run at \
         once, across all workers and nodes, unless a job carries its own limit. Claims pass over a key at its \
         limit.",
@@ -444,7 +447,8 @@ route! {
 }
 
 route! {
-    WeighKey: Post "/v1/queues/{queue}/key-weight", params [QUEUE_NAME], tag "queues", id "set_key_weight", access ADMIN,
+    WeighKey: Post "/v1/queues/{queue}/key-weight", params [QUEUE_NAME], tag "queues", id "set_key_weight",
+        access ADMIN, reach Queues,
     summary "Sets or removes a concurrency key's weight in a queue: a key of weight N takes up to N jobs per turn \
         where the others take one.",
     done "Set",
@@ -463,7 +467,8 @@ route! {
 }
 
 route! {
-    RateLimitQueue: Post "/v1/queues/{queue}/rate", params [QUEUE_NAME], tag "queues", id "set_rate", access ADMIN,
+    RateLimitQueue: Post "/v1/queues/{queue}/rate", params [QUEUE_NAME], tag "queues", id "set_rate",
+        access ADMIN, reach Queues,
     summary "Sets or removes a queue's rate limit: at most `jobs` of its jobs start per `per_ms`, across all \
         workers.",
     done "Set",
@@ -478,7 +483,8 @@ route! {
 }
 
 route! {
-    AgeQueue: Post "/v1/queues/{queue}/aging", params [QUEUE_NAME], tag "queues", id "set_aging", access ADMIN,
+    AgeQueue: Post "/v1/queues/{queue}/aging", params [QUEUE_NAME], tag "queues", id "set_aging",
+        access ADMIN, reach Queues,
     summary "Turns a queue's priority aging on or off: with it, a ready job gains one priority point per `every_ms` \
         of waiting, so a stream of high-priority jobs cannot starve the low ones. Applies at once to the queue's \
         jobs.",
@@ -497,7 +503,8 @@ route! {
 }
 
 route! {
-    Unfail: Post "/v1/failures/{group}/unfail", params [FAILURE_GROUP], tag "queues", id "unfail", access ADMIN,
+    Unfail: Post "/v1/failures/{group}/unfail", params [FAILURE_GROUP], tag "queues", id "unfail",
+        access ADMIN, reach Server,
     summary "Puts the oldest failed jobs of a failure group back in a queue (their own, or `queue`), ready now, with \
         fresh attempts; their history is kept. A job whose unique key another live job holds now stays failed. One \
         statement, however many jobs.",
@@ -562,7 +569,7 @@ impl Answer<Vec<FailureGroup>> for FailureGroupListBody {
 }
 
 route! {
-    ListQueues: Get "/v1/queues", params [], tag "queues", id "list_queues", access READ,
+    ListQueues: Get "/v1/queues", params [], tag "queues", id "list_queues", access READ, reach Server,
     summary "Every queue that has jobs or settings, by name, with its jobs counted by state (`stalled`: running jobs \
         whose lease ran out and that were not retried yet) and whether it is paused. This reads every job: it is \
         for operators and dashboards, not for a hot path.",
@@ -575,7 +582,7 @@ route! {
 }
 
 route! {
-    Peek: Get "/v1/queues/{queue}/peek", params [QUEUE_NAME], tag "queues", id "peek", access READ,
+    Peek: Get "/v1/queues/{queue}/peek", params [QUEUE_NAME], tag "queues", id "peek", access READ, reach Queues,
     summary "The next jobs a worker taking from the queue would get, in that order, without taking them; none while \
         the queue is paused.",
     done "The next jobs, in claim order",
@@ -593,7 +600,7 @@ route! {
 }
 
 route! {
-    ListFailures: Get "/v1/failures", params [], tag "queues", id "list_failures", access READ,
+    ListFailures: Get "/v1/failures", params [], tag "queues", id "list_failures", access READ, reach Server,
     summary "Every failure group that holds failed jobs, by name, with how many and when they failed. A group's jobs \
         are listed by `GET /v1/jobs?failure_group=…`.",
     done "The failure groups",

@@ -192,7 +192,8 @@ impl Answer<RecurringInfo> for RecurringBody {
 }
 
 route! {
-    PauseRecurring: Post "/v1/recurring/{key}/pause", params [RECURRING_KEY], tag "recurring", id "pause_recurring", access ADMIN,
+    PauseRecurring: Post "/v1/recurring/{key}/pause", params [RECURRING_KEY], tag "recurring", id "pause_recurring",
+        access ADMIN, reach Server,
     summary "Pauses a recurring template: it creates no job, and has no next run, until resumed.",
     done "Paused (or already paused); the template",
     errors [(404, "No such template")],
@@ -205,7 +206,8 @@ route! {
 }
 
 route! {
-    ResumeRecurring: Post "/v1/recurring/{key}/resume", params [RECURRING_KEY], tag "recurring", id "resume_recurring", access ADMIN,
+    ResumeRecurring: Post "/v1/recurring/{key}/resume", params [RECURRING_KEY], tag "recurring", id "resume_recurring",
+        access ADMIN, reach Server,
     summary "Resumes a paused recurring template: its next slot counts from now (the slots it passed paused are not made \
      up).",
     done "Resumed (or not paused); the template, with its next run",
@@ -219,7 +221,8 @@ route! {
 }
 
 route! {
-    RunRecurring: Post "/v1/recurring/{key}/run", params [RECURRING_KEY], tag "recurring", id "run_recurring", access ADMIN,
+    RunRecurring: Post "/v1/recurring/{key}/run", params [RECURRING_KEY], tag "recurring", id "run_recurring",
+        access ADMIN, reach Server,
     summary "Creates a recurring template's job now, outside its schedule, as a slot would: its overlap policy and unique \
      key hold.",
     done "Created; the job (existing: a live job holds the template's unique key, and this is that job)",
@@ -239,7 +242,8 @@ route! {
 }
 
 route! {
-    SetRecurring: Put "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "set_recurring", access ADMIN,
+    SetRecurring: Put "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "set_recurring",
+        access ADMIN, reach Server,
     summary "Creates or replaces the template `key`; its next slot counts from now.",
     done "The template, with its next run",
     errors [(400, "Bad input, naming the field")],
@@ -252,7 +256,8 @@ route! {
 }
 
 route! {
-    RemoveRecurring: Delete "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "remove_recurring", access ADMIN,
+    RemoveRecurring: Delete "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "remove_recurring",
+        access ADMIN, reach Server,
     summary "Removes the template `key`; the jobs it already created stay.",
     done "Removed",
     errors [(400, "A key that is not UTF-8 text"), (404, "No such template")],
@@ -279,7 +284,8 @@ impl Answer<Vec<RecurringInfo>> for RecurringListBody {
 }
 
 route! {
-    GetRecurring: Get "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "get_recurring", access READ,
+    GetRecurring: Get "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "get_recurring",
+        access READ, reach Server,
     summary "One template, with its next and last runs.",
     done "The template",
     errors [(404, "No such template")],
@@ -290,7 +296,7 @@ route! {
 }
 
 route! {
-    ListRecurring: Get "/v1/recurring", params [], tag "recurring", id "list_recurring", access READ,
+    ListRecurring: Get "/v1/recurring", params [], tag "recurring", id "list_recurring", access READ, reach Server,
     summary "Every template, by key, with its next and last runs.",
     done "The templates",
     errors [],

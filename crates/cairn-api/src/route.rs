@@ -88,6 +88,26 @@ impl Received {
             .map(JobId)
             .ok_or_else(|| invalid("id", format!("must be a positive integer, got {text:?}")))
     }
+
+    /// What the path of a request to `R` names, for a token limited to some queues: its `{queue}`, its job's
+    /// `{id}` or its batch's. A parameter that is not a valid one names nothing: the route refuses it itself.
+    pub fn named<R: Route>(&self) -> crate::Named {
+        let mut named = crate::Named::default();
+        if R::PARAMS.contains(&QUEUE_NAME)
+            && let Ok(queue) = self.text(QUEUE_NAME.name)
+        {
+            named.queues.push(queue.to_owned());
+        }
+        if R::PARAMS.contains(&JOB_ID)
+            && let Ok(job) = self.job()
+        {
+            named.jobs.push(job);
+        }
+        if R::PARAMS.contains(&crate::BATCH_ID) {
+            named.batch = self.batch().ok();
+        }
+        named
+    }
 }
 
 /// What the server holds every request to, from its flags.
@@ -141,6 +161,8 @@ pub trait Route: Request + Sized {
     const OPERATION_ID: &'static str;
     /// Who may call it: the roles of the tokens the server answers (see [`Access`](crate::Access)).
     const ACCESS: crate::Access;
+    /// How far it reaches: the whole server, or only the queues it names (see [`Reach`](crate::Reach)).
+    const REACH: crate::Reach;
     /// What the route does, in one sentence.
     const SUMMARY: &'static str;
     /// What a `200` means.
@@ -156,6 +178,9 @@ pub trait Route: Request + Sized {
     const WRITES: bool = !matches!(Self::METHOD, Method::Get);
     /// The successes besides `200` that [`Self::status`] may answer, each with what it means.
     const SUCCESSES: &'static [(u16, &'static str)] = &[];
+    /// Whether [`Self::names`] finds anything in the body: a test of who may call the route must then send a body
+    /// that names something.
+    const NAMES_IN_BODY: bool = false;
 
     /// The request's body on the wire.
     type Body: Wire;
@@ -194,6 +219,11 @@ pub trait Route: Request + Sized {
     /// wait): the client waits that much longer for the answer.
     fn waits(&self) -> Duration {
         Duration::ZERO
+    }
+    /// What the request names besides its path's queue, job or batch (which [`Received::named`] gives), for a
+    /// token limited to some queues: the queues, jobs and batch in its body.
+    fn names(&self) -> crate::Named {
+        crate::Named::default()
     }
     /// The answer to send for what the request gave.
     fn answer(output: Self::Output) -> Self::Answer {
@@ -264,16 +294,18 @@ pub fn visit_routes(visitor: &mut impl RouteVisitor) {
 }
 
 /// Declares how a request travels over HTTP, in one place: `impl Route` from its method and path, who may call it
-/// (`access`: one of the [`Access`](crate::Access) rules), its OpenAPI words, its body and answer and the
+/// (`access`: one of the [`Access`](crate::Access) rules) and how far it reaches (`reach Server` or `reach Queues`:
+/// see [`Reach`](crate::Reach)), its OpenAPI words, its body and answer and the
 /// conversions both ways. The path's parameters are filled, in order and
 /// percent-encoded, from the values `path` gives. A request without a body says `no body` instead of `body …`, and
 /// its `from` takes the path alone. After `from` come the hooks it needs, each optional, in any order:
 /// `reads` (a `POST` that changes nothing), `status [(201, "…")] |output| …`, `limit |request, limits| …`,
-/// `stopping |request| …`, `waits |request| …` (see [`Route`]).
+/// `stopping |request| …`, `waits |request| …`, `names |request| …` (see [`Route`]).
 ///
 /// ```ignore
 /// route! {
-///     CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch", access ENQUEUE,
+///     CloseBatch: Post "/v1/batches/{id}/close", params [BATCH_ID], tag "batches", id "close_batch",
+///     access ENQUEUE, reach Queues,
 ///     summary "Closes an open batch …",
 ///     done "Closed; the batch",
 ///     errors [(404, "No such batch")],
@@ -310,6 +342,14 @@ macro_rules! route {
         }
         $crate::route::route!(@hooks $($rest)*);
     };
+    (@hooks names |$request:pat_param| $names:expr, $($rest:tt)*) => {
+        const NAMES_IN_BODY: bool = true;
+        fn names(&self) -> $crate::Named {
+            let $request = self;
+            $names
+        }
+        $crate::route::route!(@hooks $($rest)*);
+    };
     (@hooks waits |$request:pat_param| $waits:expr, $($rest:tt)*) => {
         fn waits(&self) -> std::time::Duration {
             let $request = self;
@@ -320,7 +360,7 @@ macro_rules! route {
     (
         @body $has_body:literal,
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
-        tag $tag:literal, id $id:literal, access $access:expr,
+        tag $tag:literal, id $id:literal, access $access:expr, reach $reach:ident,
         summary $summary:expr,
         done $done:expr,
         errors [$($error:expr),* $(,)?],
@@ -337,6 +377,7 @@ macro_rules! route {
             const TAG: &'static str = $tag;
             const OPERATION_ID: &'static str = $id;
             const ACCESS: $crate::Access = $access;
+            const REACH: $crate::Reach = $crate::Reach::$reach;
             const SUMMARY: &'static str = $summary;
             const DONE: &'static str = $done;
             const ERRORS: &'static [(u16, &'static str)] = &[$($error),*];
@@ -366,7 +407,7 @@ macro_rules! route {
     };
     (
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
-        tag $tag:literal, id $id:literal, access $access:expr,
+        tag $tag:literal, id $id:literal, access $access:expr, reach $reach:ident,
         summary $summary:expr,
         done $done:expr,
         errors [$($error:expr),* $(,)?],
@@ -379,7 +420,7 @@ macro_rules! route {
         $crate::route::route! {
             @body false,
             $request : $method $path, params [$($param),*],
-            tag $tag, id $id, access $access,
+            tag $tag, id $id, access $access, reach $reach,
             summary $summary,
             done $done,
             errors [$($error),*],
@@ -392,7 +433,7 @@ macro_rules! route {
     };
     (
         $request:ty : $method:ident $path:literal, params [$($param:expr),* $(,)?],
-        tag $tag:literal, id $id:literal, access $access:expr,
+        tag $tag:literal, id $id:literal, access $access:expr, reach $reach:ident,
         summary $summary:expr,
         done $done:expr,
         errors [$($error:expr),* $(,)?],
@@ -405,7 +446,7 @@ macro_rules! route {
         $crate::route::route! {
             @body true,
             $request : $method $path, params [$($param),*],
-            tag $tag, id $id, access $access,
+            tag $tag, id $id, access $access, reach $reach,
             summary $summary,
             done $done,
             errors [$($error),*],

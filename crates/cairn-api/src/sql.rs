@@ -106,7 +106,7 @@ pub(crate) fn visit_sql_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    SqlQuery: Post "/v1/sql", params [], tag "stats", id "sql", access ADMIN,
+    SqlQuery: Post "/v1/sql", params [], tag "stats", id "sql", access ADMIN, reach Server,
     summary "Runs one read-only SQL statement over the queue's database. Anything but a read is refused; a query \
         stops at its time limit and never blocks the queue's writes.",
     done "The rows",

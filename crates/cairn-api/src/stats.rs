@@ -417,7 +417,7 @@ pub(crate) fn visit_stats_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    StatsQuery: Get "/v1/stats", params [], tag "stats", id "stats", access READ,
+    StatsQuery: Get "/v1/stats", params [], tag "stats", id "stats", access READ, reach Server,
     summary "Counts, wait, run and service times over a window ending now, with one point per bucket for graphs.",
     done "The statistics",
     errors [(400, "A bad period or an unknown parameter")],
@@ -436,7 +436,7 @@ route! {
 }
 
 route! {
-    WorkerStatsQuery: Get "/v1/stats/workers", params [], tag "stats", id "worker_stats", access READ,
+    WorkerStatsQuery: Get "/v1/stats/workers", params [], tag "stats", id "worker_stats", access READ, reach Server,
     summary "Worker utilization: busy time over the time each worker was there, per worker and per queue.",
     done "Utilization",
     errors [(400, "A bad period or an unknown parameter")],

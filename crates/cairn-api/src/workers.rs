@@ -83,7 +83,8 @@ pub(crate) fn visit_worker_routes(visitor: &mut impl RouteVisitor) {
 }
 
 route! {
-    WorkerStopped: Post "/v1/workers/{worker}/stop", params [WORKER], tag "workers", id "stop_worker", access WORK,
+    WorkerStopped: Post "/v1/workers/{worker}/stop", params [WORKER], tag "workers", id "stop_worker",
+        access WORK, reach Queues,
     summary "A worker says it stops: the activity log shows it stopped rather than lost. Its next dequeue starts it \
         again.",
     done "Noted",
@@ -107,7 +108,7 @@ impl Answer<Vec<WorkerInfo>> for WorkerListBody {
 }
 
 route! {
-    ListWorkers: Get "/v1/workers", params [], tag "workers", id "list_workers", access READ,
+    ListWorkers: Get "/v1/workers", params [], tag "workers", id "list_workers", access READ, reach Server,
     summary "Every worker the queue remembers, by id: when it was first and last seen (taking jobs or \
         heartbeating), the jobs it holds, and which of those stalled (their lease ran out and the queue has not \
         retried them yet).",

@@ -1,4 +1,4 @@
-//! `cairn token new NAME --role ROLE`: a new token for `cairn serve --token-file`. The token file's entry goes to
+//! `cairn token new NAME --role ROLE [--queue QUEUE]…`: a new token for `cairn serve --token-file`. The token file's entry goes to
 //! stdout (`>> tokens.toml` appends it), the token itself to stderr, once: the file keeps only its SHA-256.
 
 use clap::{Args, Subcommand};
@@ -33,6 +33,10 @@ pub enum TokenCommand {
         /// What it may do: read, enqueue, work or admin.
         #[arg(long)]
         role: String,
+        /// Limit it to this queue (repeat for more): it may then name only these queues, and jobs and batches in
+        /// them. Every queue if not given.
+        #[arg(long = "queue", value_name = "QUEUE")]
+        queues: Vec<String>,
     },
 }
 
@@ -42,7 +46,7 @@ pub enum TokenCommand {
 /// A bad name or role (the message names which), or no randomness from the system.
 pub fn run(args: TokenArgs) -> anyhow::Result<Code> {
     match args.command {
-        TokenCommand::New { name, role } => {
+        TokenCommand::New { name, role, queues } => {
             let role = cairn_api::Role::parse(&role).ok_or_else(|| {
                 invalid(
                     "role",
@@ -50,11 +54,24 @@ pub fn run(args: TokenArgs) -> anyhow::Result<Code> {
                 )
             })?;
             let secret = cairn_server::credentials::new_secret().map_err(anyhow::Error::msg)?;
-            let entry = cairn_server::credentials::entry(&name, role, &secret)
-                .map_err(|e| invalid("name", e.trim_start_matches("tokens[0].name: ")))?;
+            let entry =
+                cairn_server::credentials::entry(&name, role, &queues, &secret).map_err(|e| {
+                    // The file's words for the entry it would refuse (`tokens[0].queues[1]: …`), said of the
+                    // argument at fault.
+                    let (field, rule) = e.split_once(": ").unwrap_or(("", e.as_str()));
+                    match field.strip_prefix("tokens[0].queues") {
+                        Some(index) => invalid(&format!("queue{index}"), rule),
+                        None => invalid("name", rule),
+                    }
+                })?;
             print!("{entry}");
+            let limited = match queues.as_slice() {
+                [] => String::new(),
+                queues => format!(", limited to queues {}", queues.join(", ")),
+            };
             eprintln!(
-                "the token of {name:?} ({role}); give it to its client now, the file keeps only its SHA-256:\n{secret}"
+                "the token of {name:?} ({role}{limited}); give it to its client now, the file keeps only its \
+                 SHA-256:\n{secret}"
             );
             Ok(Code::Success)
         }

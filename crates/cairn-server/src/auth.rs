@@ -1,14 +1,15 @@
 //! Bearer-token authentication, and the rule that keeps a server without a token off the network.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, HOST, ORIGIN};
 use axum::http::{HeaderValue, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cairn_api::{Access, Role, Route, RouteVisitor};
+use cairn_api::{Access, Reach, Role, Route, RouteVisitor};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -21,6 +22,8 @@ pub struct Caller {
     pub name: String,
     /// What it may do.
     pub role: Role,
+    /// The only queues it may reach, if it is limited to some (see `reach.rs`).
+    pub queues: Option<Arc<BTreeSet<String>>>,
 }
 
 /// A handler's caller, if the request had one (see [`Caller`]).
@@ -69,12 +72,14 @@ fn caller(state: &AppState, request: &Request) -> Result<Caller, &'static str> {
         return Ok(Caller {
             name: ADMIN_TOKEN_NAME.to_owned(),
             role: Role::Admin,
+            queues: None,
         });
     }
     match state.config.tokens.find(given) {
         Some(credential) => Ok(Caller {
             name: credential.name.clone(),
             role: credential.role,
+            queues: credential.queues.clone(),
         }),
         None => Err("the bearer token is not one this server knows"),
     }
@@ -117,9 +122,10 @@ pub async fn require_token(
     }
 }
 
-/// Whether `caller` may call a route of `access` (`method` and `path`, for the refusal), on a server with tokens or
-/// none (`has_tokens`): a 403 naming the token, its role and the roles the route takes when not. Nothing is
-/// allocated unless it refuses: every request passes here.
+/// Whether `caller` may call a route of `access` and `reach` (`method` and `path`, for the refusal), on a server
+/// with tokens or none (`has_tokens`): a 403 naming the token, its role and the roles the route takes when not, or
+/// the queues it is limited to when the route reaches the whole server. Nothing is allocated unless it refuses:
+/// every request passes here.
 ///
 /// # Errors
 /// [`ApiError`] 403 (`forbidden`), or 401 for an anonymous request to a route that is not public.
@@ -127,18 +133,28 @@ pub fn allow(
     has_tokens: bool,
     caller: Option<&Caller>,
     access: Access,
+    reach: Reach,
     method: &Method,
     path: &str,
 ) -> Result<(), ApiError> {
     match caller {
         _ if !has_tokens || access.public => Ok(()),
-        Some(caller) if access.allows(caller.role) => Ok(()),
-        Some(caller) => Err(ApiError::forbidden(&format!(
+        Some(caller) if !access.allows(caller.role) => Err(ApiError::forbidden(&format!(
             "{method} {path} to token {:?}, whose role is {}: it needs a token of role {}",
             caller.name,
             caller.role,
             access.describe()
         ))),
+        Some(caller) => match (&caller.queues, reach) {
+            (Some(queues), Reach::Server) => Err(crate::reach::limited(
+                caller,
+                queues,
+                method,
+                path,
+                "the route reaches every queue",
+            )),
+            _ => Ok(()),
+        },
         None => Err(ApiError::unauthorized(
             "this server needs a bearer token: send `Authorization: Bearer <token>`",
         )),

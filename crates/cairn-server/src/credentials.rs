@@ -6,11 +6,18 @@
 //! name = "dashboard"
 //! role = "read"
 //! secret_sha256 = "…"   # printf %s "$SECRET" | sha256sum
+//!
+//! [[tokens]]
+//! name = "mailer"
+//! role = "work"
+//! queues = ["mail", "mail.bulk"]   # only these queues, and their jobs
+//! secret_sha256 = "…"
 //! ```
 //!
 //! A token is looked up by the digest of what a request presents.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use cairn_api::Role;
 use serde::Deserialize;
@@ -22,7 +29,32 @@ pub struct Credential {
     pub name: String,
     /// What it may do.
     pub role: Role,
+    /// The only queues it may reach (and their jobs and batches), if it is limited to some; see `reach.rs`.
+    pub queues: Option<Arc<BTreeSet<String>>>,
 }
+
+impl Credential {
+    /// A token of `role`, named `name`, that may reach every queue.
+    pub fn new(name: impl Into<String>, role: Role) -> Credential {
+        Credential {
+            name: name.into(),
+            role,
+            queues: None,
+        }
+    }
+
+    /// The same token, limited to `queues`.
+    #[must_use]
+    pub fn limited_to<'a>(self, queues: impl IntoIterator<Item = &'a str>) -> Credential {
+        Credential {
+            queues: Some(Arc::new(queues.into_iter().map(str::to_owned).collect())),
+            ..self
+        }
+    }
+}
+
+/// The most queues one token may be limited to.
+pub const MAX_TOKEN_QUEUES: usize = 1000;
 
 /// The tokens a server answers. Empty: the server takes no token, and every request may do everything (a server
 /// on loopback, or `--insecure`).
@@ -117,13 +149,10 @@ impl Credentials {
                     entry.role
                 )
             })?;
-            if entry.queues.is_some() {
-                return Err(format!(
-                    "{}: tokens limited to some queues are not supported yet; give this token no queues, or \
-                     leave it out",
-                    at("queues")
-                ));
-            }
+            let queues = entry
+                .queues
+                .map(|queues| token_queues(queues).map_err(|e| format!("{}{e}", at("queues"))))
+                .transpose()?;
             let digest = parse_digest(&entry.secret_sha256).ok_or_else(|| {
                 format!(
                     "{}: must be the token's SHA-256 as 64 hexadecimal digits (printf %s \"$SECRET\" | sha256sum)",
@@ -136,6 +165,7 @@ impl Credentials {
                     Credential {
                         name: name.to_owned(),
                         role,
+                        queues,
                     },
                 )
                 .map_err(|e| format!("{}: {e}", at("secret_sha256")))?;
@@ -154,6 +184,29 @@ impl Credentials {
     }
 }
 
+/// A token's `queues`, each a valid queue name: at least one (a token of no queue could do nothing; leave
+/// `queues` out for every queue), at most [`MAX_TOKEN_QUEUES`].
+fn token_queues(queues: Vec<String>) -> Result<Arc<BTreeSet<String>>, String> {
+    if queues.is_empty() || queues.len() > MAX_TOKEN_QUEUES {
+        return Err(format!(
+            ": must list 1 to {MAX_TOKEN_QUEUES} queues, got {} (leave queues out for a token of every queue)",
+            queues.len()
+        ));
+    }
+    for (i, queue) in queues.iter().enumerate() {
+        cairn::QueueName::parse(queue.as_str()).map_err(|e| {
+            // The rule, without the engine's own name for the field (`queue: `).
+            let message = e.message();
+            let rule = e
+                .field()
+                .and_then(|field| message.strip_prefix(field)?.strip_prefix(": "))
+                .unwrap_or(message);
+            format!("[{i}]: {rule}")
+        })?;
+    }
+    Ok(Arc::new(queues.into_iter().collect()))
+}
+
 /// A new token: 32 random bytes from the operating system, as 64 hexadecimal digits (visible ASCII, as a header
 /// carries it).
 ///
@@ -168,16 +221,29 @@ pub fn new_secret() -> Result<String, String> {
     Ok(to_hex(&bytes))
 }
 
-/// A token file's entry for the token `secret`, named `name`, of role `role`: a `[[tokens]]` table holding its
-/// SHA-256, checked as the server reads the file.
+/// A token file's entry for the token `secret`, named `name`, of role `role`, limited to `queues` unless none are
+/// given: a `[[tokens]]` table holding its SHA-256, checked as the server reads the file.
 ///
 /// # Errors
-/// The file's own message for a name it would refuse (`tokens[0].name: …`).
-pub fn entry(name: &str, role: Role, secret: &str) -> Result<String, String> {
+/// The file's own message for a name or queue it would refuse (`tokens[0].name: …`, `tokens[0].queues[1]: …`).
+pub fn entry(name: &str, role: Role, queues: &[String], secret: &str) -> Result<String, String> {
     let digest = to_hex(&digest(secret));
-    // A TOML basic string: quotes and backslashes escaped, control characters as \uXXXX (the file refuses them).
+    let name = toml_string(name);
+    let mut entry = format!("[[tokens]]\nname = {name}\nrole = \"{role}\"\n");
+    if !queues.is_empty() {
+        let queues: Vec<String> = queues.iter().map(|queue| toml_string(queue)).collect();
+        entry.push_str(&format!("queues = [{}]\n", queues.join(", ")));
+    }
+    entry.push_str(&format!("secret_sha256 = \"{digest}\"\n"));
+    Credentials::parse_file(&entry)?;
+    Ok(entry)
+}
+
+/// `text` as a TOML basic string: quotes and backslashes escaped, control characters as \uXXXX (which the file
+/// refuses in a name, and the queue rules in a queue).
+fn toml_string(text: &str) -> String {
     let mut quoted = String::from("\"");
-    for c in name.chars() {
+    for c in text.chars() {
         match c {
             '"' | '\\' => {
                 quoted.push('\\');
@@ -188,11 +254,7 @@ pub fn entry(name: &str, role: Role, secret: &str) -> Result<String, String> {
         }
     }
     quoted.push('"');
-    let name = quoted;
-    let entry =
-        format!("[[tokens]]\nname = {name}\nrole = \"{role}\"\nsecret_sha256 = \"{digest}\"\n");
-    Credentials::parse_file(&entry)?;
-    Ok(entry)
+    quoted
 }
 
 /// `bytes` as lowercase hexadecimal digits, as `sha256sum` writes a digest.
@@ -280,8 +342,12 @@ mod tests {
                 "tokens[1].secret_sha256: tokens \"a\" and \"b\" have the same secret",
             ),
             (
-                entry("a", "read", &good) + "queues = [\"mail\"]\n",
-                "tokens[0].queues",
+                entry("a", "read", &good) + "queues = []\n",
+                "tokens[0].queues: must list 1 to 1000 queues, got 0",
+            ),
+            (
+                entry("a", "read", &good) + "queues = [\"mail\", \"\"]\n",
+                "tokens[0].queues[1]: must not be empty",
             ),
         ] {
             let e = Credentials::parse_file(&text).unwrap_err();
@@ -292,11 +358,30 @@ mod tests {
     }
 
     #[test]
+    fn a_token_may_be_limited_to_some_queues() {
+        let secret = new_secret().unwrap();
+        let queues = ["mail".to_owned(), "mail.bulk".to_owned()];
+        let text = entry("mailer", Role::Work, &queues, &secret).unwrap();
+        assert!(
+            text.contains("queues = [\"mail\", \"mail.bulk\"]\n"),
+            "{text}"
+        );
+        let credentials = Credentials::parse_file(&text).unwrap();
+        let found = credentials.find(&secret).unwrap();
+        assert_eq!(
+            found,
+            &Credential::new("mailer", Role::Work).limited_to(["mail.bulk", "mail"])
+        );
+        let e = entry("mailer", Role::Work, &["bad queue".to_owned()], &secret).unwrap_err();
+        assert!(e.starts_with("tokens[0].queues[0]: "), "{e}");
+    }
+
+    #[test]
     fn a_new_token_makes_an_entry_the_file_reads_back() {
         let secret = new_secret().unwrap();
         assert_eq!(secret.len(), 64);
         assert_ne!(secret, new_secret().unwrap());
-        let text = entry("ci \"nightly\" \\ eu", Role::Enqueue, &secret).unwrap();
+        let text = entry("ci \"nightly\" \\ eu", Role::Enqueue, &[], &secret).unwrap();
         let credentials = Credentials::parse_file(&text).unwrap();
         let found = credentials.find(&secret).unwrap();
         assert_eq!(
@@ -304,7 +389,7 @@ mod tests {
             ("ci \"nightly\" \\ eu", Role::Enqueue)
         );
         assert!(
-            entry("", Role::Read, &secret)
+            entry("", Role::Read, &[], &secret)
                 .unwrap_err()
                 .starts_with("tokens[0].name")
         );
@@ -313,10 +398,7 @@ mod tests {
     #[test]
     fn the_admin_token_joins_the_file_unless_it_repeats_a_secret() {
         let mut credentials = Credentials::none();
-        let admin = Credential {
-            name: "token".to_owned(),
-            role: Role::Admin,
-        };
+        let admin = Credential::new("token", Role::Admin);
         credentials
             .add_secret("0123456789abcdef", admin.clone())
             .unwrap();

@@ -7,7 +7,7 @@
 use axum::http::HeaderValue;
 
 use crate::auth::bearer;
-use crate::credentials::Credentials;
+use crate::credentials::{Credentials, MAX_TOKEN_QUEUES};
 
 /// The `credentials` target.
 pub fn credentials(data: &[u8]) {
@@ -32,7 +32,8 @@ fn header(bytes: &[u8]) {
     }
 }
 
-/// A token file never panics the parser; what it accepts names each token once, and any text is found as a token
+/// A token file never panics the parser; what it accepts names each token once, limits a token to valid queues
+/// only, and any text is found as a token
 /// only if its digest is one of the file's.
 fn token_file(text: &str) {
     let Ok(credentials) = Credentials::parse_file(text) else {
@@ -46,6 +47,12 @@ fn token_file(text: &str) {
             "{:?} twice",
             credential.name
         );
+        if let Some(queues) = &credential.queues {
+            assert!((1..=MAX_TOKEN_QUEUES).contains(&queues.len()));
+            for queue in queues.iter() {
+                assert!(cairn::QueueName::parse(queue.as_str()).is_ok(), "{queue:?}");
+            }
+        }
     }
     assert!(credentials.find(text).is_none() || !credentials.is_empty());
 }

@@ -20,6 +20,7 @@ mod credentials_fuzz;
 mod dashboard;
 mod error;
 mod openapi;
+mod reach;
 mod routes;
 mod state;
 pub mod tls;

@@ -143,3 +143,74 @@ fn cairn_token_new_makes_a_token_and_the_entry_that_lets_it_in() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn a_token_limited_to_some_queues_reaches_only_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(super::harness::cairn_binary())
+        .args([
+            "token", "new", "mailer", "--role", "work", "--queue", "mail",
+        ])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let entry = String::from_utf8(made.stdout.clone()).unwrap();
+    assert!(entry.contains("queues = [\"mail\"]\n"), "{entry}");
+    assert!(
+        stderr(&made).contains("limited to queues mail"),
+        "{}",
+        stderr(&made)
+    );
+    let secret = stderr(&made).lines().last().unwrap().to_owned();
+    let file = dir.path().join("tokens.toml");
+    std::fs::write(&file, &entry).unwrap();
+    let server = TestServer::spawn_with(&["--token-file", file.to_str().unwrap()]);
+    let token = ["--token", secret.as_str()];
+
+    let pushed = server.cairn(
+        &[&["push", "email.send", "--queue", "mail"][..], &token].concat(),
+        None,
+    );
+    assert!(pushed.status.success(), "{}", stderr(&pushed));
+    let id = String::from_utf8_lossy(&pushed.stdout).trim().to_owned();
+    let taken = server.cairn(
+        &[&["dequeue", "*", "--queue", "mail"][..], &token].concat(),
+        None,
+    );
+    assert!(taken.status.success(), "{}", stderr(&taken));
+    let shown = server.cairn(&[&["show", id.as_str()][..], &token].concat(), None);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+
+    // Another queue, or the default one: refused for good, saying why.
+    for args in [
+        &["push", "invoice.send", "--queue", "billing"][..],
+        &["push", "invoice.send"][..],
+        &["dequeue", "*", "--queue", "mail", "--queue", "billing"][..],
+    ] {
+        let refused = server.cairn(&[args, &token].concat(), None);
+        assert_eq!(
+            refused.status.code(),
+            Some(6),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+        assert!(
+            stderr(&refused).contains("token \"mailer\", which is limited to queues mail"),
+            "{args:?}: {}",
+            stderr(&refused)
+        );
+    }
+
+    let bad = std::process::Command::new(super::harness::cairn_binary())
+        .args([
+            "token", "new", "ci", "--role", "work", "--queue", "mail", "--queue", "",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("queue[1]: must not be empty"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -23,6 +23,7 @@ use utoipa::openapi::{ContentBuilder, Paths, Ref, RefOr, Required, ResponseBuild
 use utoipa::{IntoResponses, PartialSchema, ToSchema};
 use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouter};
 
+use crate::auth::Caller;
 use crate::body::JsonBody;
 use crate::error::{ApiError, ApiResult};
 use crate::openapi::{ReadErrors, ReadWithBodyErrors, WriteErrors, WriteWithBodyErrors};
@@ -48,9 +49,7 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
     let method_router = match (R::BODY, R::METHOD) {
         // A route without a body reads none: an empty request (or anything sent along, a query too) is fine.
         (false, _) => on::<R, _>(
-            |State(state): State<AppState>,
-             Allowed(caller, _): Allowed<R>,
-             ReceivedOf(received, _): ReceivedOf<R>| async move {
+            |State(state): State<AppState>, Arrived(caller, received, _): Arrived<R>| async move {
                 let body = R::Body::deserialize(serde_json::json!({}))
                     .map_err(|e| ApiError::invalid("body", e.to_string()))?;
                 run::<R>(&state, caller, &received, body).await
@@ -59,16 +58,14 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
         // A read's body is its query string.
         (true, Method::Get) => on::<R, _>(
             |State(state): State<AppState>,
-             Allowed(caller, _): Allowed<R>,
-             ReceivedOf(received, _): ReceivedOf<R>,
+             Arrived(caller, received, _): Arrived<R>,
              QueryParams(body): QueryParams<R::Body>| async move {
                 run::<R>(&state, caller, &received, body).await
             },
         ),
         (true, _) => on::<R, _>(
             |State(state): State<AppState>,
-             Allowed(caller, _): Allowed<R>,
-             ReceivedOf(received, _): ReceivedOf<R>,
+             Arrived(caller, received, _): Arrived<R>,
              JsonBody(body): JsonBody<R::Body>| async move {
                 run::<R>(&state, caller, &received, body).await
             },
@@ -95,11 +92,15 @@ fn mount<R: Route>() -> UtoipaMethodRouter<AppState> {
 /// answered at once when the server stops, as its route says.
 async fn run<R: Route>(
     state: &AppState,
-    caller: Option<crate::auth::Caller>,
+    caller: Option<Caller>,
     received: &Received,
     body: R::Body,
 ) -> ApiResult<(StatusCode, Json<R::Answer>)> {
     let mut request = R::from_wire(received, body)?;
+    if R::NAMES_IN_BODY {
+        let method = http_method(R::METHOD);
+        crate::reach::hold(state, caller.as_ref(), request.names(), &method, R::PATH).await?;
+    }
     request.limit(&ServerLimits {
         max_wait: state.config.max_wait,
         max_batch_jobs: state.config.max_batch_jobs,
@@ -131,17 +132,8 @@ async fn run<R: Route>(
 
 /// The audit trail's record of `request`, an admin's (what only `admin` may do changes what others made, or how
 /// the queue runs): the token, the method and path with the body, and the job or queue the path names.
-fn audit_of<R: Route>(
-    request: &R,
-    caller: &crate::auth::Caller,
-    received: &Received,
-) -> cairn::RecordAudit {
-    let method = match R::METHOD {
-        Method::Get => "GET",
-        Method::Post => "POST",
-        Method::Put => "PUT",
-        Method::Delete => "DELETE",
-    };
+fn audit_of<R: Route>(request: &R, caller: &Caller, received: &Received) -> cairn::RecordAudit {
+    let method = http_method(R::METHOD);
     let path = request.path().unwrap_or_else(|_| R::PATH.to_owned());
     let body = serde_json::to_string(&request.body()).unwrap_or_default();
     let mut said = format!("{method} {path}");
@@ -162,6 +154,16 @@ fn audit_of<R: Route>(
         request: said,
         job,
         queue,
+    }
+}
+
+/// A declared method as HTTP names it.
+fn http_method(method: Method) -> axum::http::Method {
+    match method {
+        Method::Get => axum::http::Method::GET,
+        Method::Post => axum::http::Method::POST,
+        Method::Put => axum::http::Method::PUT,
+        Method::Delete => axum::http::Method::DELETE,
     }
 }
 
@@ -190,8 +192,13 @@ fn paths<R: Route>() -> Paths {
         .tag(R::TAG)
         .summary(Some(R::SUMMARY))
         .description(Some(format!(
-            "Who may call it, on a server with tokens: {}.",
-            R::ACCESS.describe()
+            "Who may call it, on a server with tokens: {}{}.",
+            R::ACCESS.describe(),
+            match R::REACH {
+                _ if R::ACCESS.public => "",
+                cairn_api::Reach::Server => "; not a token limited to some queues",
+                cairn_api::Reach::Queues => "; a token limited to some queues, for what is in them",
+            }
         )))
         .operation_id(Some(R::OPERATION_ID))
         .request_body(with_body.then(|| {
@@ -357,38 +364,32 @@ fn described(schema: RefOr<Schema>) -> (Option<String>, RefOr<Schema>) {
     }
 }
 
-/// What a declared route received besides its body: the path's parameters and the request's trace context. A
-/// segment that is not valid UTF-8 once decoded is a `path` error in Cairn's error shape rather than axum's
+/// What a request to `R` arrived with, besides its body, once `R`'s rule is held to its caller (see `auth.rs` and
+/// `reach.rs`): the caller, where a change is audited or a token limited to some queues must be held to what the
+/// body names; and the path's parameters and trace context. The rule is held before anything is read but the path:
+/// a token that may not call the route learns nothing of what its request would have met.
+///
+/// A path segment that is not valid UTF-8 once decoded is a `path` error in Cairn's error shape rather than axum's
 /// plain-text rejection; the route names a bad value's field itself.
-/// `R`'s rule held to the request's caller (see `auth.rs`), before anything of the request is read: a token that
-/// may not call the route learns nothing of what its request would have met. Carries the caller of a route whose
-/// changes are audited.
-struct Allowed<R>(Option<crate::auth::Caller>, PhantomData<R>);
+struct Arrived<R>(Option<Caller>, Received, PhantomData<R>);
 
-impl<R: Route> FromRequestParts<AppState> for Allowed<R> {
+impl<R: Route> FromRequestParts<AppState> for Arrived<R> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = parts.extensions.get::<crate::auth::Caller>();
+        let caller = parts.extensions.get::<Caller>();
         crate::auth::allow(
             state.config.has_tokens(),
             caller,
             R::ACCESS,
+            R::REACH,
             &parts.method,
             R::PATH,
         )?;
-        // Kept only where the audit trail names it: an admin's change.
-        let audited = caller.filter(|_| R::ACCESS == cairn_api::ADMIN).cloned();
-        Ok(Allowed(audited, PhantomData))
-    }
-}
-
-struct ReceivedOf<R>(Received, PhantomData<R>);
-
-impl<R: Route, S: Send + Sync> FromRequestParts<S> for ReceivedOf<R> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        // Kept only where it is needed again: an admin's change is audited, a limited token's body is held.
+        let caller = caller
+            .filter(|c| R::ACCESS == cairn_api::ADMIN || c.queues.is_some())
+            .cloned();
         // axum refuses to read the parameters of a path that has none.
         let path = if R::PARAMS.is_empty() {
             BTreeMap::new()
@@ -402,7 +403,12 @@ impl<R: Route, S: Send + Sync> FromRequestParts<S> for ReceivedOf<R> {
             .and_then(|value| value.to_str().ok())
             .filter(|value| cairn::TraceParent::parse(*value).is_ok())
             .map(str::to_owned);
-        Ok(ReceivedOf(Received { path, trace_parent }, PhantomData))
+        let received = Received { path, trace_parent };
+        if caller.as_ref().is_some_and(|c| c.queues.is_some()) {
+            let named = received.named::<R>();
+            crate::reach::hold(state, caller.as_ref(), named, &parts.method, R::PATH).await?;
+        }
+        Ok(Arrived(caller, received, PhantomData))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::openapi::ReadErrors;
 use crate::routes::QueryParams;
 use crate::state::AppState;
-use cairn_api::READ;
+use cairn_api::{READ, Reach};
 
 /// A comment every so often keeps a quiet stream's connection from being cut by a proxy, and finds out when the
 /// other end went away.
@@ -65,6 +65,7 @@ pub async fn events(
         state.config.has_tokens(),
         caller.as_ref(),
         READ,
+        Reach::Server,
         &Method::GET,
         "/v1/events",
     )?;

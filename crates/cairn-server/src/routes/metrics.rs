@@ -12,7 +12,7 @@ use crate::auth::{CallerOf, allow};
 use crate::error::ApiResult;
 use crate::openapi::ReadErrors;
 use crate::state::AppState;
-use cairn_api::READ;
+use cairn_api::{READ, Reach};
 
 const COUNTERS: [(ActivityKind, &str, &str); 7] = [
     (
@@ -64,6 +64,7 @@ pub async fn metrics(
         state.config.has_tokens(),
         caller.as_ref(),
         READ,
+        Reach::Server,
         &Method::GET,
         "/metrics",
     )?;

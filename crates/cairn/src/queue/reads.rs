@@ -3,6 +3,7 @@
 //! [`Dequeue`] for a job to take, [`SqlQuery`] runs on a connection of its own). Each is a [`Request`], so the
 //! server mounts it and the client calls it as it does any operation.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -26,7 +27,7 @@ use crate::queue::Queue;
 use crate::queue::request::Request;
 use crate::sql::{SqlQuery, SqlResult};
 use crate::stats::{Stats, StatsPeriod, StatsQuery, WorkerStats};
-use crate::store::db::Db;
+use crate::store::db::{Db, Sql, params};
 use crate::worker::backend::BoxFuture;
 
 /// A request answered by one read on the reader pool, never by the writer.
@@ -89,7 +90,58 @@ read_requests!(
     StatsQuery => Stats,
     WorkerStatsQuery => WorkerStats,
     ActivityFilter => ActivityPage,
+    QueuesOf => QueuesFound,
 );
+
+/// The queues some jobs and a batch are in: what a server looks up to hold a token limited to some queues to them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueuesOf {
+    /// The jobs.
+    pub jobs: Vec<JobId>,
+    /// The batch, if any.
+    pub batch: Option<BatchId>,
+}
+
+/// What a [`QueuesOf`] found: each job that is there with its queue (one that is not is left out, for the request
+/// that names it to answer itself), and the queues of the batch's jobs and callbacks (none if it is not there).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueuesFound {
+    /// The jobs found, each with its queue, in the order asked.
+    pub jobs: Vec<(JobId, String)>,
+    /// The queues the batch's jobs are in, and its callbacks' queues.
+    pub batch: BTreeSet<String>,
+}
+
+const QUEUE_OF_JOB: Sql = Sql::both("SELECT queue FROM jobs WHERE id = $1");
+const QUEUES_OF_BATCH: Sql = Sql::both("SELECT DISTINCT queue FROM jobs WHERE batch_id = $1");
+
+impl Read for QueuesOf {
+    type Output = QueuesFound;
+
+    fn read(&self, db: &Db<'_>, _: &ReadAt) -> Result<Self::Output> {
+        let mut found = QueuesFound::default();
+        for &job in &self.jobs {
+            if let Some(queue) = db.query_row(QUEUE_OF_JOB, &params![job.0], |r| r.get(0))? {
+                found.jobs.push((job, queue));
+            }
+        }
+        if let Some(batch) = self.batch {
+            let queues = db.query(QUEUES_OF_BATCH, &params![batch.0], |r| r.get(0))?;
+            found.batch.extend(queues);
+            match crate::ops::batches::load_batch(db, batch) {
+                Ok(batch) => found.batch.extend(
+                    [batch.on_success, batch.on_complete]
+                        .into_iter()
+                        .flatten()
+                        .map(|callback| callback.queue.as_str().to_owned()),
+                ),
+                Err(e) if e.kind() == crate::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(found)
+    }
+}
 
 /// Every queue that has jobs or settings, by name, with its jobs counted by state. This reads every job: it is for
 /// operators and dashboards, not for a hot path.

@@ -126,7 +126,9 @@ async function showIdentity() {
   document.body.dataset.role = me.role;
   const label = document.getElementById("role");
   label.hidden = !me.name;
-  label.textContent = me.name ? `token “${me.name}”, ${me.role}${readOnly ? ": read-only here" : ""}` : "";
+  // A token limited to some queues says which: the views over every queue refuse it.
+  const queues = me.queues ? ` (queues ${me.queues.join(", ")})` : "";
+  label.textContent = me.name ? `token “${me.name}”, ${me.role}${queues}${readOnly ? ": read-only here" : ""}` : "";
 }
 
 /** What the indicator in the bar says, and its tooltip. */
