@@ -66,10 +66,12 @@ impl BedrockCommands {
         )])))
     }
 
-    /// CreateJobs: many jobs, all or none; answers `{"jobIDs": […]}` in input order. A `mockRequest` on the
-    /// request mocks every job of it, and a job whose parent is not alike is refused.
+    /// CreateJobs: many jobs, all or none; answers `{"jobIDs": […]}` in input order. Whether its jobs are mocked
+    /// is one setting for the whole request, as in Bedrock: its `mockRequest`, turned to the parent's by each job
+    /// whose parent is mocked otherwise (so the last such job decides, and a job without a parent in the same
+    /// request follows). A job whose parent is then mocked otherwise is refused.
     pub(super) async fn create_jobs(&self, headers: &Headers) -> Answer {
-        let mocked = values::is_mock_request(headers);
+        let mut mocked = values::is_mock_request(headers);
         let invalid = || status("401 Invalid JSON");
         let jobs: Vec<Value> = match serde_json::from_str(headers.get("jobs").unwrap_or("")) {
             Ok(Value::Array(jobs)) if !jobs.is_empty() => jobs,
@@ -100,8 +102,11 @@ impl BedrockCommands {
         let mut early = Vec::with_capacity(each.len());
         for job in &each {
             let data = early_checks(job)?;
-            let data = values::new_job_data(data, mocked);
             let parent = self.parent_check(job).await?;
+            if let Some(parent) = &parent {
+                mocked = values::is_mocked(parent);
+            }
+            // A unique job is looked for among jobs mocked as the request is so far, as Bedrock looks.
             let existing = if job.get("unique") == Some("true") {
                 let name = job.get("name").unwrap_or("");
                 let found = self.unique_match(name, mocked).await?;
@@ -119,6 +124,7 @@ impl BedrockCommands {
         let mut updates = Vec::new();
         let mut ids: Vec<Option<i64>> = vec![None; each.len()];
         for (index, (job, (data, parent, existing))) in each.iter().zip(early).enumerate() {
+            let data = values::new_job_data(data, mocked);
             match existing {
                 // A job found again contributes its id, merged with the new data as a unique CreateJob does.
                 Some(existing) => {
@@ -367,21 +373,23 @@ fn early_checks(headers: &Headers) -> Result<Value, Response> {
     Ok(data)
 }
 
-/// A job's `retryAfter` (reference §6.5): one date modifier, such as `+5 MINUTES`, and how long it gives a worker
-/// from now. Cairn makes it the job's timeout: an attempt that has not ended by then loses the job, which is handed
-/// out again (Bedrock's RUNQUEUED). A list of modifiers, which Bedrock accepts and then fails at the first GetJob,
-/// is refused here.
+/// A job's `retryAfter` (reference §6.5): date modifiers, as Bedrock checks them (`+5 MINUTES`, or a list such
+/// as `+1 HOUR, START OF DAY`), and how long they give a worker. Cairn makes it the job's timeout: an attempt that
+/// has not ended by then loses the job, which is handed out again (Bedrock's RUNQUEUED). The span is measured once,
+/// from the whole second the job is created in, as Bedrock applies modifiers to a time without milliseconds: so
+/// `+2 SECONDS` is exactly two seconds, and `lastRun` and `nextRun` are that far apart. `START OF HOUR`, which
+/// `repeat` takes but Bedrock's check of `retryAfter` does not, is refused.
 fn retry_after(headers: &Headers) -> Result<Option<(String, Duration)>, Response> {
     let Some(text) = headers.get("retryafter").filter(|r| !r.is_empty()) else {
         return Ok(None);
     };
     let malformed = || status("402 Malformed retryAfter");
-    let upper = text.to_ascii_uppercase();
-    if text.contains(',') || upper.contains("START OF HOUR") || text.len() > 100 {
+    if text.to_ascii_uppercase().contains("START OF HOUR") || text.len() > 100 {
         return Err(malformed());
     }
     let repeat = Repeat::parse(&format!("FINISHED, {text}")).map_err(|_| malformed())?;
-    let now = jiff::Timestamp::now();
+    let now = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second())
+        .map_err(|_| malformed())?;
     let until = repeat
         .next_run(RunTimes {
             scheduled: now,

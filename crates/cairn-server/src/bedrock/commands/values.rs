@@ -215,7 +215,7 @@ pub fn job_fields(job: &Job, last_run: String, handed_out: u32) -> Vec<(&'static
             .as_deref()
             .is_some_and(|s| s.contains("SCHEDULED"))
         {
-            map.insert("originalNextRun".to_owned(), json!(time_text(job.run_at)));
+            map.insert("originalNextRun".to_owned(), json!(next_run_text(job)));
         }
     }
     vec![

@@ -364,7 +364,7 @@ async fn mocked_and_real_jobs_never_mix_in_unique_updates_or_families() {
     .await;
     let queried = c.send("QueryJob", &[("jobID", &id(&real))]).await;
     assert_eq!(queried.body["data"], json!({"y": 2}));
-    // A child follows its mocked parent without being told; a batch that says otherwise is refused.
+    // A child follows its mocked parent without being told.
     let first = c.send("GetJob", &[("name", "one")]).await;
     assert_eq!(first.body["jobID"].to_string(), id(&real));
     let parent = c
@@ -380,9 +380,27 @@ async fn mocked_and_real_jobs_never_mix_in_unique_updates_or_families() {
     assert_eq!(child.status, "200 OK");
     let queried = c.send("QueryJob", &[("jobID", &id(&child))]).await;
     assert_eq!(queried.body["data"], json!({"mockRequest": true}));
-    let batch = format!(r#"[{{"name":"child2","parentJobID":{}}}]"#, id(&mocked));
+    // So does a CreateJobs, all of it, as in Bedrock (its `createWithParentMocked`): the job without a parent
+    // beside the child is mocked too. Two parents mocked differently are refused.
+    let batch = format!(
+        r#"[{{"name":"child2","parentJobID":{}}},{{"name":"alone"}}]"#,
+        id(&mocked)
+    );
+    let followed = c.send("CreateJobs", &[("jobs", &batch)]).await;
+    assert_eq!(followed.status, "200 OK");
+    for created in followed.body["jobIDs"].as_array().unwrap() {
+        let queried = c.send("QueryJob", &[("jobID", &created.to_string())]).await;
+        assert_eq!(queried.body["data"], json!({"mockRequest": true}));
+    }
+    let mixed = format!(
+        r#"[{{"name":"child3","parentJobID":{}}},{{"name":"child4","parentJobID":{}}}]"#,
+        id(&mocked),
+        id(&real)
+    );
     assert_eq!(
-        c.send("CreateJobs", &[("jobs", &batch)]).await.status,
+        c.send("CreateJobs", &[("jobs", &mixed), ("mockRequest", "true")])
+            .await
+            .status,
         "405 Parent and child jobs must have matching mockRequest setting"
     );
     let batch_ok = c

@@ -1,9 +1,11 @@
 //! The Bedrock::Jobs commands over TCP, checked against the status lines and bodies of the reference: the
 //! harness here, the tests by area in `protocol` (the commands and their rules) and `clients` (what Bedrock's own
-//! clients rely on: their job names, their data as written, mocked jobs, `Query:`).
+//! clients rely on: their job names, their data as written, mocked jobs, `Query:`) and `suite` (cases of
+//! Bedrock's own test suite).
 
 mod clients;
 mod protocol;
+mod suite;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -145,8 +145,9 @@ async fn create_job_checks_its_headers_in_bedrocks_order() {
             vec![("name", "a"), ("retryAfter", "10")],
             "402 Malformed retryAfter",
         ),
+        // Bedrock's check of a retryAfter knows no START OF HOUR, which a repeat may use.
         (
-            vec![("name", "a"), ("retryAfter", "+1 HOUR, START OF DAY")],
+            vec![("name", "a"), ("retryAfter", "+1 HOUR, START OF HOUR")],
             "402 Malformed retryAfter",
         ),
         // The order: retryAfter (step 4) before the parent (step 5), the parent before the repeat (step 7).
