@@ -51,6 +51,11 @@ pub struct JobBody {
     /// When it may run (next).
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub run_at: Timestamp,
+    /// When its current run was first due: `run_at` moves when an attempt is retried, this does not (for a
+    /// recurring job, the slot the run is for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub due_at: Option<Timestamp>,
     /// Attempts started so far.
     pub attempt: u32,
     /// Attempts and backoff.
@@ -85,6 +90,9 @@ pub struct JobBody {
     pub parent: Option<i64>,
     /// True while it is a child waiting for the run of its parent that created it to finish.
     pub awaits_parent: bool,
+    /// Whose the children are that its runs create: `run` or `job` (see the push's `children`).
+    #[serde(default)]
+    pub children: crate::ChildrenBody,
     /// True when someone marked it to keep an eye on.
     pub tracked: bool,
     /// The jobs it still waits for: its dependencies that have not completed.
@@ -128,6 +136,7 @@ impl From<&Job> for JobBody {
             priority: j.priority,
             weight: j.weight,
             run_at: j.run_at,
+            due_at: Some(j.due_at),
             attempt: j.attempt,
             retry: j.retry.into(),
             lease_timeout_ms: to_millis(j.lease_timeout),
@@ -142,6 +151,7 @@ impl From<&Job> for JobBody {
             tags: j.tags.iter().map(|t| t.to_string()).collect(),
             parent: j.parent.map(|p| p.0),
             awaits_parent: j.awaits_parent,
+            children: j.children.into(),
             tracked: j.tracked,
             depends_on: j.depends_on.iter().map(|d| d.0).collect(),
             worker: j.worker.as_ref().map(|w| w.to_string()),
@@ -191,6 +201,8 @@ impl JobBody {
             priority: self.priority,
             weight: self.weight,
             run_at: self.run_at,
+            // A server that does not say (an older one): the run was due when it is.
+            due_at: self.due_at.unwrap_or(self.run_at),
             attempt: self.attempt,
             retry: self.retry.into(),
             lease_timeout: millis(self.lease_timeout_ms),
@@ -235,6 +247,7 @@ impl JobBody {
                 .map_err(malformed)?,
             parent: self.parent.map(JobId),
             awaits_parent: self.awaits_parent,
+            children: self.children.into(),
             tracked: self.tracked,
             depends_on: self.depends_on.iter().copied().map(JobId).collect(),
             worker: self

@@ -110,6 +110,45 @@ pub struct PushRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::BatchId>))]
     pub batch: Option<i64>,
+    /// Whose the children are that the job's runs create: `run` when absent, or `job`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub children: Option<ChildrenBody>,
+}
+
+/// Whose the children are that a job's runs create.
+///
+/// - `run` (the default): a child starts when the run that created it finishes, and is cancelled if that run ends
+///   any other way; a child that fails holds its waiting parent until it is requeued, cancelled or deleted.
+/// - `job`, as in Bedrock: a child starts when any later run of the job finishes, so a run that times out, is
+///   retried, released or requeued leaves it waiting; a failed child does not hold its parent once another child
+///   completes, or is cancelled or deleted, last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+pub enum ChildrenBody {
+    /// The run's.
+    #[default]
+    Run,
+    /// The job's.
+    Job,
+}
+
+impl From<cairn::Children> for ChildrenBody {
+    fn from(children: cairn::Children) -> Self {
+        match children {
+            cairn::Children::OfTheRun => ChildrenBody::Run,
+            cairn::Children::OfTheJob => ChildrenBody::Job,
+        }
+    }
+}
+
+impl From<ChildrenBody> for cairn::Children {
+    fn from(children: ChildrenBody) -> Self {
+        match children {
+            ChildrenBody::Run => cairn::Children::OfTheRun,
+            ChildrenBody::Job => cairn::Children::OfTheJob,
+        }
+    }
 }
 
 /// A push's concurrency key, and maybe its own limit.
@@ -228,6 +267,7 @@ impl From<PushRequest> for Push {
         });
         push.trace_parent = r.trace_parent;
         push.batch = r.batch.map(cairn::BatchId);
+        push.children = r.children.unwrap_or_default().into();
         push
     }
 }
@@ -267,6 +307,7 @@ impl From<&Push> for PushRequest {
             }),
             trace_parent: p.trace_parent.clone(),
             batch: p.batch.map(|b| b.0),
+            children: (p.children != cairn::Children::OfTheRun).then(|| p.children.into()),
         }
     }
 }

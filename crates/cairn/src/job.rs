@@ -181,6 +181,41 @@ pub struct RunUsage {
     pub peak_memory: u64,
 }
 
+/// Whose the children are that a job's runs create: the run's (the default) or the job's. It decides what becomes
+/// of them when a run does not finish, and whether a child that fails holds its parent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Children {
+    /// The run's, as a step of work: a child starts when the run that created it finishes, and is cancelled if that
+    /// run ends any other way (the next run creates its own); a child that fails holds its waiting parent until it
+    /// is requeued and completes, or is cancelled or deleted.
+    #[default]
+    OfTheRun,
+    /// The job's, as in Bedrock: a child starts when a run of the job finishes, whichever run created it, so a run
+    /// that times out, is retried, released or requeued leaves it waiting (a run that fails the job for good still
+    /// cancels it). A child that fails does not hold its parent once another child completes, or is cancelled or
+    /// deleted, last: the parent runs again and finds the failed child among its children. A child whose failure
+    /// is the last thing to happen leaves its parent waiting, as in Bedrock, until it is requeued, cancelled or
+    /// deleted.
+    OfTheJob,
+}
+
+impl Children {
+    /// Its name on the wire: `run` or `job`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Children::OfTheRun => "run",
+            Children::OfTheJob => "job",
+        }
+    }
+
+    /// The value named `name`.
+    pub fn parse(name: &str) -> Option<Children> {
+        [Children::OfTheRun, Children::OfTheJob]
+            .into_iter()
+            .find(|c| c.as_str() == name)
+    }
+}
+
 /// Everything about one job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -235,6 +270,11 @@ pub struct Job {
     pub tracked: bool,
     /// While it is a child waiting for the run of its parent that created it to finish.
     pub awaits_parent: bool,
+    /// Whose the children are that its runs create.
+    pub children: Children,
+    /// When its current run was first due: `run_at` moves when an attempt is retried, this does not (for a
+    /// recurring job, the slot the run is for).
+    pub due_at: Timestamp,
     /// The jobs it still waits for, sorted: its dependencies that have not completed yet.
     pub depends_on: Vec<JobId>,
     /// The worker holding it, while running.

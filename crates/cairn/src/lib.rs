@@ -59,7 +59,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use event_stream::{
     EventFilter, Events, EventsFrom, EventsMissed, FOLLOW_OTHER_NODES, GAP_GRACE,
 };
-pub use job::{Attempt, AttemptOutcome, Job, JobState, RunUsage};
+pub use job::{Attempt, AttemptOutcome, Children, Job, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use names::{

@@ -86,7 +86,7 @@ impl Operation for Fail {
             true,
             Some(&detail),
         );
-        run_did_not_finish(ctx, &held)?;
+        run_did_not_finish(ctx, &held, false)?;
         run_failed(ctx, &held)?;
         Ok(())
     }

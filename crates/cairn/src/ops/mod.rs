@@ -312,17 +312,19 @@ pub(crate) struct HeldJob {
     /// Its name and when it was created, for the activity log and the statistics.
     pub name: String,
     pub created_at: i64,
+    /// Whose the children are that its runs create.
+    pub children: crate::Children,
 }
 
 /// How many columns [`held_job_columns!`] selects: the index of the first column a statement adds after them.
-pub(crate) const HELD_JOB_COLUMNS: usize = 19;
+pub(crate) const HELD_JOB_COLUMNS: usize = 20;
 
 /// The columns [`held_job_from_row`] reads, from index 0. A macro so that statements can `concat!` it.
 macro_rules! held_job_columns {
     () => {
         "id, queue, attempt, max_attempts, backoff_initial_ms, backoff_multiplier, backoff_max_ms, backoff_jitter, \
          worker, attempt_started_at, claims, schedule, time_zone, slot_at, parent_id, has_children, has_dependents, \
-         name, created_at"
+         name, created_at, children_of_job"
     };
 }
 pub(crate) use held_job_columns;
@@ -345,6 +347,7 @@ pub(crate) fn held_job_from_row(row: &Row<'_>) -> Result<HeldJob> {
         has_dependents: row.get(16)?,
         name: row.get(17)?,
         created_at: row.get(18)?,
+        children: crate::ops::rows::children_from(row.get(19)?),
     })
 }
 
@@ -583,7 +586,7 @@ pub(crate) fn retry_or_fail(
             result: None,
         },
     )?;
-    run_did_not_finish(ctx, held)?;
+    run_did_not_finish(ctx, held, held.attempt < held.retry.max_attempts)?;
     // The worker ended the attempt itself (not a lost lease or a crash): its run time counts.
     let by_worker = outcome == AttemptOutcome::Retried;
     if held.attempt >= held.retry.max_attempts {
@@ -616,9 +619,16 @@ pub(crate) fn retry_or_fail(
     requeue(ctx, held.id, &held.queue, run_at, Some(error))
 }
 
-/// What every end of a run other than finishing does: the children the run created are cancelled.
-pub(crate) fn run_did_not_finish(ctx: &mut WriteCtx<'_>, held: &HeldJob) -> Result<()> {
-    if held.has_children {
+/// What every end of a run other than finishing does: the children the run created are cancelled, unless the job
+/// `runs_again` and its children are the job's ([`Children::OfTheJob`](crate::Children::OfTheJob)): they then wait
+/// for a run that finishes.
+pub(crate) fn run_did_not_finish(
+    ctx: &mut WriteCtx<'_>,
+    held: &HeldJob,
+    runs_again: bool,
+) -> Result<()> {
+    let kept = runs_again && held.children == crate::Children::OfTheJob;
+    if held.has_children && !kept {
         waiting::discard_unstarted_children(ctx, held.id)?;
     }
     Ok(())

@@ -78,6 +78,8 @@ pub struct Push {
     /// combined with `schedule`, `unique_key`, `debounce` or `throttle`: a job of a batch is one run, made by this
     /// push.
     pub batch: Option<BatchId>,
+    /// Whose the children are that the job's runs create (see [`Children`](crate::Children)): the run's unless set.
+    pub children: crate::Children,
 }
 
 /// A job's concurrency group. Jobs with a key take turns by key when workers claim them, so that a key with a
@@ -153,6 +155,7 @@ impl Push {
             concurrency: None,
             trace_parent: None,
             batch: None,
+            children: crate::Children::OfTheRun,
         }
     }
 
@@ -299,6 +302,12 @@ impl Push {
         self
     }
 
+    /// Makes the children the job's runs create the run's or the job's (see [`Children`](crate::Children)).
+    pub fn children(mut self, children: crate::Children) -> Self {
+        self.children = children;
+        self
+    }
+
     /// Debounces the job under `key`: it runs `delay` after the latest push with the key, at most `max_wait` after
     /// the first (see [`Debounce`]).
     pub fn debounce(mut self, key: impl Into<String>, delay: Duration, max_wait: Duration) -> Self {
@@ -354,6 +363,7 @@ pub(crate) struct ValidPush {
     concurrency: Option<(ConcurrencyKey, Option<u32>)>,
     trace_parent: Option<TraceParent>,
     batch: Option<BatchId>,
+    children: crate::Children,
 }
 
 /// A [`Debounce`] whose every field passed validation, in milliseconds.
@@ -555,6 +565,7 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
         concurrency,
         trace_parent,
         batch: push.batch,
+        children: push.children,
         aging_ms: None,
         schedule,
         priority: push.priority,
@@ -675,7 +686,8 @@ macro_rules! insert_jobs_into {
     () => {
         "INSERT INTO jobs (queue, name, state, data, priority, weight, run_at, max_attempts, backoff_initial_ms, \
          backoff_multiplier, backoff_max_ms, backoff_jitter, lease_timeout_ms, unique_key, parent_id, created_at, \
-         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit, trace_parent, batch_id)"
+         schedule, time_zone, slot_at, timeout_ms, aging_ms, concurrency_key, concurrency_limit, trace_parent, batch_id, \
+         children_of_job)"
     };
 }
 
@@ -689,13 +701,13 @@ static INSERT_PLAIN: MultiRow = MultiRow::new(
     concat!(
         insert_jobs_into!(),
         " SELECT c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
-         c22, c23, c24, c25 \
+         c22, c23, c24, c25, c26 \
          FROM unnest($1::text[], $2::text[], $3::text[], $4::json[], $5::bigint[], $6::bigint[], $7::bigint[], \
          $8::bigint[], $9::bigint[], $10::double precision[], $11::bigint[], $12::double precision[], \
          $13::bigint[], $14::text[], $15::bigint[], $16::bigint[], $17::text[], $18::text[], $19::bigint[], \
-         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[], $24::text[], $25::bigint[]) WITH ORDINALITY \
-         AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, \
-         c22, c23, c24, c25, ord) ORDER BY ord RETURNING id"
+         $20::bigint[], $21::bigint[], $22::text[], $23::bigint[], $24::text[], $25::bigint[], $26::boolean[]) \
+         WITH ORDINALITY AS u (c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16, c17, c18, \
+         c19, c20, c21, c22, c23, c24, c25, c26, ord) ORDER BY ord RETURNING id"
     ),
 );
 
@@ -741,12 +753,12 @@ pub(crate) fn insert_plain_texts() -> (String, String) {
 const INSERT_JOB: Sql = Sql::both(concat!(
     insert_jobs_into!(),
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
-     $22, $23, $24, $25) \
+     $22, $23, $24, $25, $26) \
      RETURNING id"
 ));
 
 /// The values one job binds in INSERT_JOB and INSERT_PLAIN.
-const COLUMNS_PER_JOB: usize = 25;
+const COLUMNS_PER_JOB: usize = 26;
 
 /// Appends one job's [`COLUMNS_PER_JOB`] values, in the order of [`insert_jobs_into!`].
 fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: JobState, now: i64) {
@@ -782,6 +794,7 @@ fn job_values<'v>(values: &mut Vec<DbValue<'v>>, valid: &'v ValidPush, state: Jo
         valid.concurrency.as_ref().and_then(|(_, l)| *l).to_value(),
         valid.trace_parent.as_ref().map(|t| t.as_str()).to_value(),
         valid.batch.map(|b| b.0).to_value(),
+        (valid.children == crate::Children::OfTheJob).to_value(),
     ]);
 }
 

@@ -47,7 +47,7 @@ impl Operation for Release {
             Some(&held.worker),
             None,
         );
-        run_did_not_finish(ctx, &held)?;
+        run_did_not_finish(ctx, &held, true)?;
         ctx.db.execute(UNCOUNT_ATTEMPT, &params![self.job.0])?;
         requeue(ctx, self.job, &held.queue, ctx.now_ms, None)?;
         Ok(())

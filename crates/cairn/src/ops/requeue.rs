@@ -87,7 +87,7 @@ impl Operation for Requeue {
                     ..Default::default()
                 },
             )?;
-            run_did_not_finish(ctx, &held)?;
+            run_did_not_finish(ctx, &held, true)?;
         }
         let run_at = self.run_at.map_or(ctx.now_ms, to_millis);
         ctx.db.execute(FRESH_START, &params![self.job.0])?;

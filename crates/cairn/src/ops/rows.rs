@@ -26,7 +26,7 @@ macro_rules! job_columns {
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
-          concurrency_key, concurrency_limit, result, trace_parent, batch_id"
+          concurrency_key, concurrency_limit, result, trace_parent, batch_id, children_of_job, slot_at"
     };
 }
 pub(crate) use job_columns;
@@ -35,7 +35,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 40;
+pub(crate) const JOB_COLUMN_COUNT: usize = 42;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -56,6 +56,15 @@ pub(crate) fn retry_policy_from_row(row: &Row<'_>, first: usize) -> Result<Retry
         max_delay: millis(row.get(first + 3)?),
         jitter: row.get(first + 4)?,
     })
+}
+
+/// Whose a job's children are, from its `children_of_job` column.
+pub(crate) fn children_from(of_job: bool) -> crate::Children {
+    if of_job {
+        crate::Children::OfTheJob
+    } else {
+        crate::Children::OfTheRun
+    }
 }
 
 /// Reads one job (without its history) from a row selected with [`JOB_COLUMNS`].
@@ -124,6 +133,8 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
             .get::<Option<String>>(38)?
             .map(TraceParent::from_trusted),
         batch: row.get::<Option<i64>>(39)?.map(crate::BatchId),
+        children: children_from(row.get(40)?),
+        due_at: from_millis(row.get(41)?),
         timeout: row.get::<Option<i64>>(31)?.map(millis),
         depends_on: row
             .get::<Option<String>>(30)?

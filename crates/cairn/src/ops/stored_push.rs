@@ -53,6 +53,7 @@ pub(crate) fn to_json(push: &Push) -> Value {
         tags,
         unique_key,
         concurrency,
+        children,
         // Refused by `check`: the template's owner times each job it makes, and such a job has no parent,
         // dependencies, schedule or batch of its own.
         run_at: _,
@@ -85,6 +86,7 @@ pub(crate) fn to_json(push: &Push) -> Value {
         "tags": tags,
         "unique_key": unique_key,
         "concurrency": concurrency.as_ref().map(|c| json!({"key": c.key, "limit": c.limit})),
+        "children": children.as_str(),
     })
 }
 
@@ -126,6 +128,11 @@ pub(crate) fn from_json(text: &str) -> Result<Push> {
                 .as_u64()
                 .and_then(|l| u32::try_from(l).ok()),
         });
+    // Absent from templates stored before it was kept: their children were the run's.
+    push.children = v["children"]
+        .as_str()
+        .and_then(crate::Children::parse)
+        .unwrap_or_default();
     if let Some(r) = v["retry"].as_object() {
         push.retry = Some(RetryPolicy {
             max_attempts: r["max_attempts"]

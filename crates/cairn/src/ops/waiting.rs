@@ -17,6 +17,9 @@
 //!   fresh attempts) and finds them with `JobFilter::parent`. A child that **fails** holds its waiting parent, as
 //!   a failed dependency holds its dependents: requeue the child to go on, or cancel or delete it to give up
 //!   (Bedrock's parents wait the same way).
+//! - A parent whose children are the job's ([`Children::OfTheJob`](crate::Children::OfTheJob), as Bedrock's are)
+//!   keeps the children a run created when that run ends without finishing but the job runs again: they start
+//!   when a later run finishes. A failed child does not hold it once another child completes or is cancelled.
 //! - Cancelling or deleting a parent cancels its live children.
 
 use crate::ops::events::{ActivityKind, JobRef};
@@ -28,7 +31,7 @@ use crate::names::JobId;
 use crate::ops::{WriteCtx, end_attempt, live, parse_stored_state, running_job};
 
 /// Moves a waiting job with nothing left to wait for to `queued` (or `scheduled`, if its `run_at` is ahead): no
-/// dependency, and no child that is live or failed. A job ready now is ready from now: `run_at` is when it became
+/// dependency, and no child that is live or (unless its children are the job's) failed. A job ready now is ready from now: `run_at` is when it became
 /// ready, for its wait time and its priority aging.
 /// `$1` now, `$2` the job.
 pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
@@ -39,7 +42,7 @@ pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
          AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $2) \
          AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $2 AND (",
         live!("c"),
-        " OR c.state = 'failed')) RETURNING queue, state"
+        " OR (c.state = 'failed' AND NOT jobs.children_of_job))) RETURNING queue, state"
     ),
     postgres: concat!(
         "UPDATE jobs SET state = CASE WHEN run_at <= $1 THEN 'queued' ELSE 'scheduled' END, \
@@ -48,7 +51,7 @@ pub(crate) const RELEASE_IF_UNBLOCKED: Sql = Sql {
          AND NOT EXISTS (SELECT 1 FROM job_dependencies WHERE job_id = $2) \
          AND NOT EXISTS (SELECT 1 FROM jobs AS c WHERE c.parent_id = $2 AND (",
         live!("c"),
-        " OR c.state = 'failed')) RETURNING queue, state"
+        " OR (c.state = 'failed' AND NOT jobs.children_of_job))) RETURNING queue, state"
     ),
 };
 

@@ -43,11 +43,13 @@ impl Queue {
             ));
         }
         // Either lands in, or answers with, a job another transaction may hold: push those through the engine. And a
-        // batch's counts and callbacks are the engine's to keep (the schema's function knows nothing of batches).
+        // batch's counts and callbacks are the engine's to keep (the schema's function knows nothing of batches),
+        // as are children that belong to the job rather than the run (nor of those).
         for (field, set) in [
             ("debounce", push.debounce.is_some()),
             ("throttle", push.throttle.is_some()),
             ("batch", push.batch.is_some()),
+            ("children", push.children != crate::Children::OfTheRun),
         ] {
             if set {
                 return Err(Error::invalid(

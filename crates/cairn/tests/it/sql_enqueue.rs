@@ -275,6 +275,8 @@ async fn bad_input_raises_an_error_naming_the_field() {
                     jitter: 1.5,
                     ..RetryPolicy::default()
                 }),
+                // What the schema's function does not know is refused rather than dropped.
+                Push::new("x").children(cairn::Children::OfTheJob),
             ];
             pushes
                 .iter()
@@ -294,6 +296,7 @@ async fn bad_input_raises_an_error_naming_the_field() {
             (ErrorKind::InvalidInput, Some("tags".to_owned())),
             (ErrorKind::InvalidInput, Some("schedule".to_owned())),
             (ErrorKind::InvalidInput, Some("retry.jitter".to_owned())),
+            (ErrorKind::InvalidInput, Some("children".to_owned())),
         ]
     );
     let jobs: i64 = app(&db, |client| {

@@ -5,8 +5,8 @@ use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{
-    AttemptOutcome, ChangeDependencies, Dequeue, ErrorKind, JobFilter, JobId, JobState, Push,
-    RetryPolicy,
+    AttemptOutcome, ChangeDependencies, Children, Dequeue, ErrorKind, JobFilter, JobId, JobState,
+    Push, RetryPolicy,
 };
 use serde_json::json;
 
@@ -446,6 +446,131 @@ async fn a_failed_child_holds_its_parent_until_it_is_requeued_or_given_up() {
         let again = t.take("w").await.unwrap();
         assert_eq!(again.job.id, parent, "{give_up}");
         t.queue.finish(&again.lease, None).await.unwrap();
+    }
+    t.close().await;
+}
+
+/// A parent whose children are the job's keeps them through runs that do not finish (a retry, a lapsed lease, a
+/// release, a requeue): they start when a run finishes. A run that fails the job for good still cancels them.
+#[tokio::test]
+async fn children_of_the_job_wait_for_a_run_that_finishes() {
+    let t = TestQueue::new().await;
+    let parent = push(
+        &t,
+        Push::new("parent")
+            .children(Children::OfTheJob)
+            .retry(RetryPolicy::immediate(5)),
+    )
+    .await;
+    assert_eq!(
+        t.queue.get(parent).await.unwrap().children,
+        Children::OfTheJob
+    );
+    let mut children = Vec::new();
+    for ending in ["retry", "lease", "release", "requeue"] {
+        let run = t.take("w").await.unwrap();
+        assert_eq!(run.job.id, parent, "{ending}");
+        children.push(push(&t, Push::new(format!("child-{ending}")).parent(parent)).await);
+        match ending {
+            "retry" => {
+                t.queue
+                    .retry(&run.lease, "boom", Some(Duration::ZERO))
+                    .await
+                    .unwrap();
+            }
+            "lease" => {
+                t.advance(run.job.lease_timeout + Duration::from_secs(1));
+                // Any batch does the timed work: the parent's lease expires, and it is due again at once.
+                let again = t.take("w").await.unwrap();
+                t.queue.release(&again.lease).await.unwrap();
+            }
+            "release" => t.queue.release(&run.lease).await.unwrap(),
+            _ => {
+                t.queue.requeue(parent, None).await.unwrap();
+            }
+        }
+        for child in &children {
+            let job = t.queue.get(*child).await.unwrap();
+            assert_eq!(job.state, JobState::Waiting, "{ending}: {job:?}");
+            assert!(job.awaits_parent, "{ending}");
+        }
+    }
+    let run = t.take("w").await.unwrap();
+    t.queue.finish(&run.lease, None).await.unwrap();
+    assert_eq!(state(&t, parent).await, JobState::Waiting);
+    for _ in &children {
+        assert!(run_one(&t).await.unwrap().starts_with("child-"));
+    }
+    let again = t.take("w").await.unwrap();
+    assert_eq!(again.job.id, parent);
+
+    // Failed for good, the job cancels the children its runs left waiting.
+    let child = push(&t, Push::new("orphan").parent(parent)).await;
+    t.queue.fail(&again.lease, "bad", "no").await.unwrap();
+    assert_eq!(state(&t, child).await, JobState::Cancelled);
+    t.close().await;
+}
+
+/// A parent whose children are the job's is not held by a failed child once another child completes, or is
+/// cancelled, last: it runs again and finds the failure among its children. A failure that comes last leaves it
+/// waiting until the failed child is given up or requeued, as Bedrock does.
+#[tokio::test]
+async fn a_failed_child_of_the_job_holds_its_parent_only_while_its_failure_came_last() {
+    let t = TestQueue::new().await;
+    let fails = |t: &TestQueue| {
+        let q = t.queue.clone();
+        async move {
+            let c = q.dequeue(cairn::Dequeue::new("w")).await.unwrap().remove(0);
+            q.fail(&c.lease, "bad", "no").await.unwrap();
+            c.job.id
+        }
+    };
+    for failure_first in [true, false] {
+        let parent = push(&t, Push::new("parent").children(Children::OfTheJob)).await;
+        let run = t.take("w").await.unwrap();
+        let first = push(
+            &t,
+            Push::new("first")
+                .parent(parent)
+                .retry(RetryPolicy::immediate(1)),
+        )
+        .await;
+        let second = push(&t, Push::new("second").parent(parent).priority(-1)).await;
+        t.queue.finish(&run.lease, None).await.unwrap();
+        if failure_first {
+            assert_eq!(fails(&t).await, first);
+            assert_eq!(state(&t, parent).await, JobState::Waiting);
+            assert_eq!(run_one(&t).await.as_deref(), Some("second"));
+            // The sibling completed last: the parent runs, and sees the failure.
+            let again = t.take("w").await.unwrap();
+            assert_eq!(again.job.id, parent);
+            let family = t
+                .queue
+                .list(JobFilter {
+                    parent: Some(parent),
+                    ..JobFilter::default()
+                })
+                .await
+                .unwrap();
+            assert!(
+                family
+                    .jobs
+                    .iter()
+                    .any(|j| j.id == first && j.state == JobState::Failed)
+            );
+            t.queue.finish(&again.lease, None).await.unwrap();
+        } else {
+            t.queue.set_priority(second, 10).await.unwrap();
+            assert_eq!(run_one(&t).await.as_deref(), Some("second"));
+            assert_eq!(fails(&t).await, first);
+            // The failure came last: nothing wakes the parent until the child is given up.
+            assert_eq!(state(&t, parent).await, JobState::Waiting);
+            assert!(t.take("w").await.is_none(), "the parent must wait");
+            t.queue.cancel(first).await.unwrap();
+            let again = t.take("w").await.unwrap();
+            assert_eq!(again.job.id, parent);
+            t.queue.finish(&again.lease, None).await.unwrap();
+        }
     }
     t.close().await;
 }

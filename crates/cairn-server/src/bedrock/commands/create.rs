@@ -430,7 +430,9 @@ fn late_checks(headers: &Headers, data: Value, mocked: bool) -> Result<Push, Res
         .data(data)
         .priority(values::to_cairn_priority(priority))
         // Bedrock never fails a job for its retries: RetryJob always says when to run again.
-        .retry(RetryPolicy::immediate(u32::MAX));
+        .retry(RetryPolicy::immediate(u32::MAX))
+        // Bedrock's children are the job's: a run whose retryAfter lapses leaves them for the run that finishes.
+        .children(cairn::Children::OfTheJob);
     if let Some(first_run) = headers.get("firstrun").filter(|f| !f.is_empty()) {
         push = push.run_at(
             cairn::parse_first_run(first_run).map_err(|_| status("402 Malformed firstRun"))?,

@@ -164,7 +164,42 @@ impl BedrockCommands {
         }
         self.queue.cancel(id).await.map_err(engine_error)?;
         self.forget(id);
+        if let Some(parent) = job.parent {
+            self.requeue_running_parent(parent).await?;
+        }
         Ok(Response::status("200 OK"))
+    }
+
+    /// After a child is cancelled: Bedrock queues its parent once no child is queued or running, whatever the
+    /// parent's state. For a parent running now (taken again after its children ended, one of them failed), that
+    /// sends it back, so that its next hand-out lists the child as cancelled; the worker that had it is refused its
+    /// FinishJob, as in Bedrock. A parent that waits is queued by the engine itself.
+    async fn requeue_running_parent(&self, parent: JobId) -> Result<(), Response> {
+        let Ok(job) = self.queue.get(parent).await else {
+            return Ok(());
+        };
+        if job.state != cairn::JobState::Running {
+            return Ok(());
+        }
+        let busy = self.children(parent).await?.iter().any(|child| {
+            matches!(
+                values::state_name(child),
+                "QUEUED" | "RUNQUEUED" | "RUNNING"
+            )
+        });
+        let Some(lease) = self.lease_of(parent).await else {
+            return Ok(());
+        };
+        if busy {
+            return Ok(());
+        }
+        match self.queue.release(&lease).await {
+            Ok(()) => {}
+            Err(e) if e.is_lease_lost() || e.is_not_found() => {}
+            Err(e) => return Err(engine_error(e)),
+        }
+        self.forget(parent);
+        Ok(())
     }
 
     /// A job's children, as Bedrock has them (every state).

@@ -146,10 +146,15 @@ pub fn time_text(at: Timestamp) -> String {
 /// created, as Bedrock writes the `nextRun` it gives a new job (reference §1.6). Every time Bedrock computes is
 /// whole seconds, and so are the times this layer gives a job (RequeueJobs' `created`, for one).
 fn next_run_text(job: &Job) -> String {
-    if job.run_at == job.created_at {
-        job.run_at.strftime("%Y-%m-%d %H:%M:%S%.3f").to_string()
+    due_text(job, job.run_at)
+}
+
+/// `at`, a time `job` is due, as [`next_run_text`] writes it.
+fn due_text(job: &Job, at: jiff::Timestamp) -> String {
+    if at == job.created_at {
+        at.strftime("%Y-%m-%d %H:%M:%S%.3f").to_string()
     } else {
-        time_text(job.run_at)
+        time_text(at)
     }
 }
 
@@ -202,7 +207,7 @@ pub fn is_manual(name: &str) -> bool {
 /// The fields every job object has (QueryJob adds `state`, GetJob may add parent fields). A job with a
 /// `retryAfter` shows its bookkeeping in its data as Bedrock keeps it there (reference §7.6): how often it was
 /// handed out, `handed_out`, as `retryAfterCount` (Cairn counts it as the job's attempts), and, for a `SCHEDULED`
-/// repeat, when it was due before it was first handed out, as `originalNextRun`. A `manual…` job has neither.
+/// repeat, when the run was due before it was first handed out, as `originalNextRun`. A `manual…` job has neither.
 pub fn job_fields(job: &Job, last_run: String, handed_out: u32) -> Vec<(&'static str, Value)> {
     let mut data = job.data.clone();
     if let (Some(_), Value::Object(map)) = (retry_after(job), &mut data)
@@ -215,7 +220,11 @@ pub fn job_fields(job: &Job, last_run: String, handed_out: u32) -> Vec<(&'static
             .as_deref()
             .is_some_and(|s| s.contains("SCHEDULED"))
         {
-            map.insert("originalNextRun".to_owned(), json!(next_run_text(job)));
+            // When the run was first due, however often it was handed out since.
+            map.insert(
+                "originalNextRun".to_owned(),
+                json!(due_text(job, job.due_at)),
+            );
         }
     }
     vec![

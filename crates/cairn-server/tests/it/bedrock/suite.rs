@@ -18,8 +18,8 @@ async fn query(c: &mut Conn, id: &str) -> serde_json::Value {
 }
 
 /// `CreateJob retryRecurringJobs` and `retryLifecycle`: a new job's `nextRun` keeps its milliseconds, and so does
-/// the `originalNextRun` a hand-out records from it; `lastRun` and `nextRun` of a handed-out job are exactly its
-/// `retryAfter` apart, whatever the millisecond it was created in.
+/// the `originalNextRun` a hand-out records from it, at the next hand-out too; `lastRun` and `nextRun` of a
+/// handed-out job are exactly its `retryAfter` apart, whatever the millisecond it was created in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_after_is_exact_and_the_original_next_run_keeps_its_milliseconds() {
     let bedrock = Bedrock::start().await;
@@ -73,6 +73,20 @@ async fn a_retry_after_is_exact_and_the_original_next_run_keeps_its_milliseconds
             .as_secs();
         assert_eq!(apart, if i % 2 == 0 { 2 } else { 60 }, "{queried}");
     }
+    // Handed out again once its retryAfter lapses, it is handed out with the time the run was first due, as
+    // Bedrock's second GetJob shows it.
+    let (name, id, next_run) = &ids[0];
+    let wait = [
+        ("name", name.as_str()),
+        ("Connection", "wait"),
+        ("timeout", "10000"),
+    ];
+    let again = c.send("GetJob", &wait).await;
+    assert_eq!(again.body["jobID"].to_string(), *id, "{}", again.text);
+    assert_eq!(
+        again.body["data"],
+        json!({"retryAfterCount": 1, "originalNextRun": next_run})
+    );
     // Finished, it repeats from when it was due: ten seconds after that, within the second it ran in.
     let (_, id, _) = &ids[1];
     let finished = c.send("FinishJob", &[("jobID", id)]).await;
@@ -183,6 +197,153 @@ async fn create_jobs_follows_a_mocked_parent_for_all_its_jobs() {
         assert_eq!(finished.status, "200 OK");
     }
     // A mocked job is finished in any state, as the case finishes its parent without taking it again.
+    let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
+    assert_eq!(finished.status, "200 OK", "{}", finished.text);
+    for id in children.iter().chain([&parent]) {
+        let reply = c.send("QueryJob", &[("jobID", id)]).await;
+        assert_eq!(reply.status, "404 No job with this jobID", "{id}");
+    }
+    bedrock.stop().await;
+}
+
+/// `GetJob testRetryableParentJobs`: a parent whose `retryAfter` lapses is handed out again with the child its
+/// first run created still `PAUSED`; the child runs once a run of the parent finishes, and the family then ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_handed_out_again_keeps_the_children_of_its_earlier_run() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let state = |body: serde_json::Value| body["state"].as_str().unwrap().to_owned();
+    let parent = c
+        .send(
+            "CreateJob",
+            &[("name", "ParentJob"), ("retryAfter", "+1 SECOND")],
+        )
+        .await
+        .body["jobID"]
+        .to_string();
+    let got = c.send("GetJob", &[("name", "ParentJob")]).await;
+    assert_eq!(got.body["jobID"].to_string(), parent);
+    assert_eq!(state(query(&mut c, &parent).await), "RUNQUEUED");
+    let child = c
+        .send(
+            "CreateJob",
+            &[("name", "ChildJob"), ("parentJobID", &parent)],
+        )
+        .await
+        .body["jobID"]
+        .to_string();
+    assert_eq!(state(query(&mut c, &child).await), "PAUSED");
+
+    // Once its retryAfter lapses, the parent is handed out again; the child still waits.
+    let wait = [
+        ("name", "ParentJob"),
+        ("Connection", "wait"),
+        ("timeout", "10000"),
+    ];
+    let again = c.send("GetJob", &wait).await;
+    assert_eq!(again.body["jobID"].to_string(), parent, "{}", again.text);
+    assert_eq!(state(query(&mut c, &parent).await), "RUNQUEUED");
+    assert_eq!(state(query(&mut c, &child).await), "PAUSED");
+    let none = c.send("GetJob", &[("name", "ChildJob")]).await;
+    assert_eq!(none.status, "404 No job found");
+
+    // This run finishes: the parent waits for the child, which runs.
+    let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
+    assert_eq!(finished.status, "200 OK", "{}", finished.text);
+    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+    assert_eq!(state(query(&mut c, &child).await), "QUEUED");
+    let got = c.send("GetJob", &[("name", "ChildJob")]).await;
+    assert_eq!(got.body["jobID"].to_string(), child);
+    assert_eq!(state(query(&mut c, &child).await), "RUNNING");
+    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+    let finished = c.send("FinishJob", &[("jobID", &child)]).await;
+    assert_eq!(finished.status, "200 OK");
+    assert_eq!(state(query(&mut c, &child).await), "FINISHED");
+    assert_eq!(state(query(&mut c, &parent).await), "QUEUED");
+
+    let got = c.send("GetJob", &[("name", "ParentJob")]).await;
+    assert_eq!(got.body["jobID"].to_string(), parent);
+    let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
+    assert_eq!(finished.status, "200 OK");
+    for id in [&child, &parent] {
+        let reply = c.send("QueryJob", &[("jobID", id)]).await;
+        assert_eq!(reply.status, "404 No job with this jobID", "{id}");
+    }
+    bedrock.stop().await;
+}
+
+/// A parent whose child failed, as Bedrock's FinishJob, FailJob and CancelJob leave it: a failure does not wake
+/// it, the sibling that finishes last does; it is handed out with the finished child, and its FinishJob is refused
+/// while the failed child is there. Cancelling that child sends the parent back, and its next hand-out lists the
+/// child as cancelled; then it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_child_holds_its_parent_only_until_a_sibling_finishes() {
+    let bedrock = Bedrock::start().await;
+    let mut c = bedrock.connect().await;
+    let state = |body: serde_json::Value| body["state"].as_str().unwrap().to_owned();
+    let parent = c
+        .send(
+            "CreateJob",
+            &[("name", "parent"), ("data", r#"{"foo":"bar"}"#)],
+        )
+        .await
+        .body["jobID"]
+        .to_string();
+    c.send("GetJob", &[("name", "parent")]).await;
+    let mut children = Vec::new();
+    for name in ["child_failed", "child_finished"] {
+        let created = c
+            .send("CreateJob", &[("name", name), ("parentJobID", &parent)])
+            .await;
+        children.push(created.body["jobID"].to_string());
+    }
+    let (failing, finishing) = (&children[0], &children[1]);
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "200 OK"
+    );
+    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+
+    // The failure leaves the parent PAUSED; the sibling that finishes last queues it.
+    c.send("GetJob", &[("name", "child_failed")]).await;
+    let failed = c.send("FailJob", &[("jobID", failing)]).await;
+    assert_eq!(failed.status, "200 OK");
+    assert_eq!(state(query(&mut c, failing).await), "FAILED");
+    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+    c.send("GetJob", &[("name", "child_finished")]).await;
+    let finished = c.send("FinishJob", &[("jobID", finishing)]).await;
+    assert_eq!(finished.status, "200 OK");
+    assert_eq!(state(query(&mut c, &parent).await), "QUEUED");
+
+    let got = c.send("GetJob", &[("name", "parent")]).await;
+    assert_eq!(got.body["jobID"].to_string(), parent, "{}", got.text);
+    assert_eq!(
+        got.body["finishedChildJobs"],
+        json!([{"data": {}, "jobID": finishing.parse::<i64>().unwrap()}])
+    );
+    assert_eq!(got.body["cancelledChildJobs"], json!([]), "{}", got.text);
+    let refused = c.send("FinishJob", &[("jobID", &parent)]).await;
+    assert_eq!(
+        refused.status,
+        "405 Failed to delete a job with outstanding children"
+    );
+    assert_eq!(state(query(&mut c, finishing).await), "FINISHED");
+
+    // Cancelling the failed child queues the parent again, as Bedrock's CancelJob does: the worker that had it is
+    // refused, and its next hand-out lists both children.
+    let cancelled = c.send("CancelJob", &[("jobID", failing)]).await;
+    assert_eq!(cancelled.status, "200 OK");
+    assert_eq!(state(query(&mut c, &parent).await), "QUEUED");
+    assert_eq!(
+        c.send("FinishJob", &[("jobID", &parent)]).await.status,
+        "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
+    );
+    let got = c.send("GetJob", &[("name", "parent")]).await;
+    assert_eq!(got.body["jobID"].to_string(), parent, "{}", got.text);
+    assert_eq!(
+        got.body["cancelledChildJobs"],
+        json!([{"data": {}, "jobID": failing.parse::<i64>().unwrap()}])
+    );
     let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
     assert_eq!(finished.status, "200 OK", "{}", finished.text);
     for id in children.iter().chain([&parent]) {

@@ -361,6 +361,29 @@ async fn a_throttle_over_http_counts_the_states_it_names() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whose_children_a_job_has_travels_both_ways() {
+    use cairn::{Children, Jobs, Push};
+    let server = TestServer::spawn().await;
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("parent").children(Children::OfTheJob))
+        .await
+        .unwrap()
+        .id;
+    assert_eq!(client.get(id).await.unwrap().children, Children::OfTheJob);
+    let (status, plain) = post(&server, "/v1/jobs", r#"{"name":"plain"}"#).await;
+    assert_eq!(status, 201, "{plain}");
+    let shown = client
+        .get(JobId(plain["id"].as_i64().unwrap()))
+        .await
+        .unwrap();
+    assert_eq!(shown.children, Children::OfTheRun);
+    let (status, refused) = post(&server, "/v1/jobs", r#"{"name":"x","children":"mine"}"#).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["field"], "children", "{refused}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrency_keys_over_http_limit_a_key_and_show_in_the_queue() {
     let server = TestServer::spawn().await;
     let (status, set) = post(&server, "/v1/queues/mail/key-concurrency", r#"{"limit":1}"#).await;

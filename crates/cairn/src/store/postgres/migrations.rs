@@ -109,6 +109,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tags_capped",
         include_str!("../../../migrations/postgres/0020_tags_capped.sql"),
     ),
+    (
+        21,
+        "children_of_the_job",
+        include_str!("../../../migrations/postgres/0021_children_of_the_job.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

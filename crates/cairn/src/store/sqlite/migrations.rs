@@ -131,6 +131,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "batch_total_counted_by_insert",
         include_str!("../../../migrations/sqlite/0025_batch_total_counted_by_insert.sql"),
     ),
+    (
+        26,
+        "children_of_the_job",
+        include_str!("../../../migrations/sqlite/0026_children_of_the_job.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
