@@ -20,6 +20,13 @@ async fn push(t: &TestQueue, push: Push) -> JobId {
     t.queue.enqueue(push).await.unwrap().id
 }
 
+/// Takes the one ready job and fails it for good; returns its id.
+async fn take_and_fail(t: &TestQueue) -> JobId {
+    let claimed = t.take("w").await.unwrap();
+    t.queue.fail(&claimed.lease, "bad", "no").await.unwrap();
+    claimed.job.id
+}
+
 /// Takes the one ready job, finishes it, and returns its name.
 async fn run_one(t: &TestQueue) -> Option<String> {
     let claimed = t.take("w").await?;
@@ -386,14 +393,6 @@ async fn children_of_a_run_that_does_not_finish_are_cancelled() {
 #[tokio::test]
 async fn a_failed_child_holds_its_parent_until_it_is_requeued_or_given_up() {
     let t = TestQueue::new().await;
-    let fails = |t: &TestQueue| {
-        let q = t.queue.clone();
-        async move {
-            let c = q.dequeue(cairn::Dequeue::new("w")).await.unwrap().remove(0);
-            q.fail(&c.lease, "bad", "no").await.unwrap();
-            c.job.id
-        }
-    };
     // Whether the failure comes first or last, the parent waits while a child has failed.
     for failure_first in [true, false] {
         let parent = t.push("parent").await;
@@ -408,12 +407,12 @@ async fn a_failed_child_holds_its_parent_until_it_is_requeued_or_given_up() {
         let second = push(&t, Push::new("second").parent(parent).priority(-1)).await;
         t.queue.finish(&run.lease, None).await.unwrap();
         if failure_first {
-            assert_eq!(fails(&t).await, first);
+            assert_eq!(take_and_fail(&t).await, first);
             assert_eq!(run_one(&t).await.as_deref(), Some("second"));
         } else {
             t.queue.set_priority(second, 10).await.unwrap();
             assert_eq!(run_one(&t).await.as_deref(), Some("second"));
-            assert_eq!(fails(&t).await, first);
+            assert_eq!(take_and_fail(&t).await, first);
         }
         assert_eq!(state(&t, parent).await, JobState::Waiting);
         assert!(t.take("w").await.is_none(), "the parent must wait");
@@ -437,7 +436,7 @@ async fn a_failed_child_holds_its_parent_until_it_is_requeued_or_given_up() {
         )
         .await;
         t.queue.finish(&run.lease, None).await.unwrap();
-        assert_eq!(fails(&t).await, child);
+        assert_eq!(take_and_fail(&t).await, child);
         assert_eq!(state(&t, parent).await, JobState::Waiting);
         match give_up {
             "cancel" => t.queue.cancel(child).await.unwrap(),
@@ -517,14 +516,6 @@ async fn children_of_the_job_wait_for_a_run_that_finishes() {
 #[tokio::test]
 async fn a_failed_child_of_the_job_holds_its_parent_only_while_its_failure_came_last() {
     let t = TestQueue::new().await;
-    let fails = |t: &TestQueue| {
-        let q = t.queue.clone();
-        async move {
-            let c = q.dequeue(cairn::Dequeue::new("w")).await.unwrap().remove(0);
-            q.fail(&c.lease, "bad", "no").await.unwrap();
-            c.job.id
-        }
-    };
     for failure_first in [true, false] {
         let parent = push(&t, Push::new("parent").children(Children::OfTheJob)).await;
         let run = t.take("w").await.unwrap();
@@ -538,7 +529,7 @@ async fn a_failed_child_of_the_job_holds_its_parent_only_while_its_failure_came_
         let second = push(&t, Push::new("second").parent(parent).priority(-1)).await;
         t.queue.finish(&run.lease, None).await.unwrap();
         if failure_first {
-            assert_eq!(fails(&t).await, first);
+            assert_eq!(take_and_fail(&t).await, first);
             assert_eq!(state(&t, parent).await, JobState::Waiting);
             assert_eq!(run_one(&t).await.as_deref(), Some("second"));
             // The sibling completed last: the parent runs, and sees the failure.
@@ -562,7 +553,7 @@ async fn a_failed_child_of_the_job_holds_its_parent_only_while_its_failure_came_
         } else {
             t.queue.set_priority(second, 10).await.unwrap();
             assert_eq!(run_one(&t).await.as_deref(), Some("second"));
-            assert_eq!(fails(&t).await, first);
+            assert_eq!(take_and_fail(&t).await, first);
             // The failure came last: nothing wakes the parent until the child is given up.
             assert_eq!(state(&t, parent).await, JobState::Waiting);
             assert!(t.take("w").await.is_none(), "the parent must wait");

@@ -11,6 +11,19 @@ fn at(text: &str) -> jiff::Timestamp {
     civil.to_zoned(jiff::tz::TimeZone::UTC).unwrap().timestamp()
 }
 
+/// The Bedrock state QueryJob shows for job `id`.
+async fn state(c: &mut Conn, id: &str) -> String {
+    query(c, id).await["state"].as_str().unwrap().to_owned()
+}
+
+/// Checks that every job of `ids` is gone, as Bedrock deletes a family that ended.
+async fn all_gone<'a>(c: &mut Conn, ids: impl IntoIterator<Item = &'a String>) {
+    for id in ids {
+        let reply = c.send("QueryJob", &[("jobID", id)]).await;
+        assert_eq!(reply.status, "404 No job with this jobID", "{id}");
+    }
+}
+
 async fn query(c: &mut Conn, id: &str) -> serde_json::Value {
     let reply = c.send("QueryJob", &[("jobID", id)]).await;
     assert_eq!(reply.status, "200 OK", "{id}: {}", reply.text);
@@ -199,10 +212,7 @@ async fn create_jobs_follows_a_mocked_parent_for_all_its_jobs() {
     // A mocked job is finished in any state, as the case finishes its parent without taking it again.
     let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
     assert_eq!(finished.status, "200 OK", "{}", finished.text);
-    for id in children.iter().chain([&parent]) {
-        let reply = c.send("QueryJob", &[("jobID", id)]).await;
-        assert_eq!(reply.status, "404 No job with this jobID", "{id}");
-    }
+    all_gone(&mut c, children.iter().chain([&parent])).await;
     bedrock.stop().await;
 }
 
@@ -212,7 +222,6 @@ async fn create_jobs_follows_a_mocked_parent_for_all_its_jobs() {
 async fn a_parent_handed_out_again_keeps_the_children_of_its_earlier_run() {
     let bedrock = Bedrock::start().await;
     let mut c = bedrock.connect().await;
-    let state = |body: serde_json::Value| body["state"].as_str().unwrap().to_owned();
     let parent = c
         .send(
             "CreateJob",
@@ -223,7 +232,7 @@ async fn a_parent_handed_out_again_keeps_the_children_of_its_earlier_run() {
         .to_string();
     let got = c.send("GetJob", &[("name", "ParentJob")]).await;
     assert_eq!(got.body["jobID"].to_string(), parent);
-    assert_eq!(state(query(&mut c, &parent).await), "RUNQUEUED");
+    assert_eq!(state(&mut c, &parent).await, "RUNQUEUED");
     let child = c
         .send(
             "CreateJob",
@@ -232,7 +241,7 @@ async fn a_parent_handed_out_again_keeps_the_children_of_its_earlier_run() {
         .await
         .body["jobID"]
         .to_string();
-    assert_eq!(state(query(&mut c, &child).await), "PAUSED");
+    assert_eq!(state(&mut c, &child).await, "PAUSED");
 
     // Once its retryAfter lapses, the parent is handed out again; the child still waits.
     let wait = [
@@ -242,33 +251,30 @@ async fn a_parent_handed_out_again_keeps_the_children_of_its_earlier_run() {
     ];
     let again = c.send("GetJob", &wait).await;
     assert_eq!(again.body["jobID"].to_string(), parent, "{}", again.text);
-    assert_eq!(state(query(&mut c, &parent).await), "RUNQUEUED");
-    assert_eq!(state(query(&mut c, &child).await), "PAUSED");
+    assert_eq!(state(&mut c, &parent).await, "RUNQUEUED");
+    assert_eq!(state(&mut c, &child).await, "PAUSED");
     let none = c.send("GetJob", &[("name", "ChildJob")]).await;
     assert_eq!(none.status, "404 No job found");
 
     // This run finishes: the parent waits for the child, which runs.
     let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
     assert_eq!(finished.status, "200 OK", "{}", finished.text);
-    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
-    assert_eq!(state(query(&mut c, &child).await), "QUEUED");
+    assert_eq!(state(&mut c, &parent).await, "PAUSED");
+    assert_eq!(state(&mut c, &child).await, "QUEUED");
     let got = c.send("GetJob", &[("name", "ChildJob")]).await;
     assert_eq!(got.body["jobID"].to_string(), child);
-    assert_eq!(state(query(&mut c, &child).await), "RUNNING");
-    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+    assert_eq!(state(&mut c, &child).await, "RUNNING");
+    assert_eq!(state(&mut c, &parent).await, "PAUSED");
     let finished = c.send("FinishJob", &[("jobID", &child)]).await;
     assert_eq!(finished.status, "200 OK");
-    assert_eq!(state(query(&mut c, &child).await), "FINISHED");
-    assert_eq!(state(query(&mut c, &parent).await), "QUEUED");
+    assert_eq!(state(&mut c, &child).await, "FINISHED");
+    assert_eq!(state(&mut c, &parent).await, "QUEUED");
 
     let got = c.send("GetJob", &[("name", "ParentJob")]).await;
     assert_eq!(got.body["jobID"].to_string(), parent);
     let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
     assert_eq!(finished.status, "200 OK");
-    for id in [&child, &parent] {
-        let reply = c.send("QueryJob", &[("jobID", id)]).await;
-        assert_eq!(reply.status, "404 No job with this jobID", "{id}");
-    }
+    all_gone(&mut c, [&child, &parent]).await;
     bedrock.stop().await;
 }
 
@@ -280,7 +286,6 @@ async fn a_parent_handed_out_again_keeps_the_children_of_its_earlier_run() {
 async fn a_failed_child_holds_its_parent_only_until_a_sibling_finishes() {
     let bedrock = Bedrock::start().await;
     let mut c = bedrock.connect().await;
-    let state = |body: serde_json::Value| body["state"].as_str().unwrap().to_owned();
     let parent = c
         .send(
             "CreateJob",
@@ -302,18 +307,18 @@ async fn a_failed_child_holds_its_parent_only_until_a_sibling_finishes() {
         c.send("FinishJob", &[("jobID", &parent)]).await.status,
         "200 OK"
     );
-    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+    assert_eq!(state(&mut c, &parent).await, "PAUSED");
 
     // The failure leaves the parent PAUSED; the sibling that finishes last queues it.
     c.send("GetJob", &[("name", "child_failed")]).await;
     let failed = c.send("FailJob", &[("jobID", failing)]).await;
     assert_eq!(failed.status, "200 OK");
-    assert_eq!(state(query(&mut c, failing).await), "FAILED");
-    assert_eq!(state(query(&mut c, &parent).await), "PAUSED");
+    assert_eq!(state(&mut c, failing).await, "FAILED");
+    assert_eq!(state(&mut c, &parent).await, "PAUSED");
     c.send("GetJob", &[("name", "child_finished")]).await;
     let finished = c.send("FinishJob", &[("jobID", finishing)]).await;
     assert_eq!(finished.status, "200 OK");
-    assert_eq!(state(query(&mut c, &parent).await), "QUEUED");
+    assert_eq!(state(&mut c, &parent).await, "QUEUED");
 
     let got = c.send("GetJob", &[("name", "parent")]).await;
     assert_eq!(got.body["jobID"].to_string(), parent, "{}", got.text);
@@ -327,13 +332,13 @@ async fn a_failed_child_holds_its_parent_only_until_a_sibling_finishes() {
         refused.status,
         "405 Failed to delete a job with outstanding children"
     );
-    assert_eq!(state(query(&mut c, finishing).await), "FINISHED");
+    assert_eq!(state(&mut c, finishing).await, "FINISHED");
 
     // Cancelling the failed child queues the parent again, as Bedrock's CancelJob does: the worker that had it is
     // refused, and its next hand-out lists both children.
     let cancelled = c.send("CancelJob", &[("jobID", failing)]).await;
     assert_eq!(cancelled.status, "200 OK");
-    assert_eq!(state(query(&mut c, &parent).await), "QUEUED");
+    assert_eq!(state(&mut c, &parent).await, "QUEUED");
     assert_eq!(
         c.send("FinishJob", &[("jobID", &parent)]).await.status,
         "405 Can only retry/finish RUNNING and RUNQUEUED jobs"
@@ -346,9 +351,6 @@ async fn a_failed_child_holds_its_parent_only_until_a_sibling_finishes() {
     );
     let finished = c.send("FinishJob", &[("jobID", &parent)]).await;
     assert_eq!(finished.status, "200 OK", "{}", finished.text);
-    for id in children.iter().chain([&parent]) {
-        let reply = c.send("QueryJob", &[("jobID", id)]).await;
-        assert_eq!(reply.status, "404 No job with this jobID", "{id}");
-    }
+    all_gone(&mut c, children.iter().chain([&parent])).await;
     bedrock.stop().await;
 }
