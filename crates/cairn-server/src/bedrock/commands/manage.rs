@@ -181,15 +181,16 @@ impl BedrockCommands {
         if job.state != cairn::JobState::Running {
             return Ok(());
         }
+        // A parent taken over HTTP has a lease this layer does not hold: it is left to its worker.
+        let Some(lease) = self.lease_of(parent).await else {
+            return Ok(());
+        };
         let busy = self.children(parent).await?.iter().any(|child| {
             matches!(
                 values::state_name(child),
                 "QUEUED" | "RUNQUEUED" | "RUNNING"
             )
         });
-        let Some(lease) = self.lease_of(parent).await else {
-            return Ok(());
-        };
         if busy {
             return Ok(());
         }
