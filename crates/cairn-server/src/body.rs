@@ -128,18 +128,28 @@ impl Failure {
         };
         let path = path.to_string();
         let inner = self.error;
-        let rule = if inner.is_eof() && bytes.iter().all(u8::is_ascii_whitespace) {
-            "must be a JSON object, got an empty body".to_owned()
-        } else {
-            // serde's message carries a position that only means something to a parser; drop it.
-            let text = inner.to_string();
-            match text.rfind(" at line ") {
-                Some(at) => text[..at].to_owned(),
-                None => text,
-            }
+        if inner.is_eof() && bytes.iter().all(u8::is_ascii_whitespace) {
+            return ApiError::invalid("body", "must be a JSON object, got an empty body");
+        }
+        // serde's message ends with a position; a syntax error keeps it, in words, and is the body's.
+        let text = inner.to_string();
+        let reason = match text.rfind(" at line ") {
+            Some(at) => &text[..at],
+            None => text.as_str(),
         };
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::invalid(
+                "body",
+                format!(
+                    "is not valid JSON: {} (line {}, column {})",
+                    syntax_in_words(reason, inner.is_eof()),
+                    inner.line(),
+                    inner.column()
+                ),
+            );
+        }
         // A missing field's path is the object that lacks it; name the field itself.
-        let missing = rule
+        let missing = reason
             .strip_prefix("missing field `")
             .and_then(|rest| rest.split('`').next());
         let field = match (path.as_str(), missing) {
@@ -148,7 +158,117 @@ impl Failure {
             (".", None) => "body".to_owned(),
             (_, None) => path,
         };
-        ApiError::invalid(field, rule)
+        ApiError::invalid(field, rule_in_words(reason))
+    }
+}
+
+/// A JSON syntax error as a person would say it.
+fn syntax_in_words(reason: &str, eof: bool) -> String {
+    let words = match reason {
+        _ if eof => "the body ends before the JSON does",
+        "trailing comma" => "a comma before the closing bracket or brace",
+        "key must be a string" => "a key must be a string in double quotes",
+        "expected value" => "a value was expected here",
+        "expected ident" => "a value was expected here (true, false or null?)",
+        other => {
+            return other.replace(
+                "expected `,` or `}`",
+                "a comma or a closing brace was expected here",
+            );
+        }
+    };
+    words.to_owned()
+}
+
+/// serde's refusal of a value, in people's words: the rule and what came instead, with no Rust type in it.
+fn rule_in_words(reason: &str) -> String {
+    if reason.starts_with("missing field `") {
+        return "is required".to_owned();
+    }
+    if let Some(rest) = reason
+        .strip_prefix("invalid type: ")
+        .or_else(|| reason.strip_prefix("invalid value: "))
+        && let Some((got, wanted)) = rest.rsplit_once(", expected ")
+    {
+        return format!(
+            "must be {}, got {}",
+            expected_in_words(wanted),
+            got_in_words(got)
+        );
+    }
+    // serde reads an object from a list of its fields in order; a body never means that.
+    if reason.starts_with("invalid length ") && reason.contains(", expected struct ") {
+        return "must be an object, got a list".to_owned();
+    }
+    if let Some(rest) = reason.strip_prefix("unknown variant `")
+        && let Some((got, wanted)) = rest.split_once("`, expected ")
+    {
+        return format!("must be {}, got {got:?}", wanted.replace('`', ""));
+    }
+    if let Some(rest) = reason.strip_prefix("unknown field `")
+        && let Some((got, known)) = rest.split_once('`')
+    {
+        let known = known
+            .trim_start_matches(", expected one of ")
+            .trim_start_matches(", expected ")
+            .replace('`', "");
+        return match known.as_str() {
+            ", there are no fields" => format!("{got:?} is not a field here, which takes none"),
+            known => format!("{got:?} is not a field here; the fields are {known}"),
+        };
+    }
+    // A time that does not parse: jiff says where its parser stopped, in its own terms.
+    if reason.starts_with("failed to ") {
+        return TIME_RULE.to_owned();
+    }
+    reason.to_owned()
+}
+
+/// What a time field takes.
+const TIME_RULE: &str =
+    "must be a time like 2026-01-31T09:00:00Z (RFC 3339: a date, a time, and Z or an offset)";
+
+/// What serde expected, as a rule: Rust's integer types as the range they hold.
+fn expected_in_words(wanted: &str) -> String {
+    let range = |min: i128, max: i128| format!("a whole number from {min} to {max}");
+    match wanted {
+        "i8" => range(i8::MIN.into(), i8::MAX.into()),
+        "i16" => range(i16::MIN.into(), i16::MAX.into()),
+        "i32" => range(i32::MIN.into(), i32::MAX.into()),
+        "i64" | "isize" => range(i64::MIN.into(), i64::MAX.into()),
+        "u8" => range(0, u8::MAX.into()),
+        "u16" => range(0, u16::MAX.into()),
+        "u32" => range(0, u32::MAX.into()),
+        "u64" | "usize" => range(0, u64::MAX.into()),
+        "f32" | "f64" => "a number".to_owned(),
+        "a string" | "a borrowed string" => "text (a JSON string)".to_owned(),
+        "a boolean" => "true or false".to_owned(),
+        "a sequence" => "a list".to_owned(),
+        "a map" => "an object".to_owned(),
+        "a timestamp string" => TIME_RULE
+            .strip_prefix("must be ")
+            .unwrap_or(TIME_RULE)
+            .to_owned(),
+        other if other.starts_with("struct ") => "an object".to_owned(),
+        other => other.replace('`', ""),
+    }
+}
+
+/// What came instead, as serde names it: the value itself where it gives one, else its kind.
+fn got_in_words(got: &str) -> String {
+    for prefix in ["floating point ", "integer ", "boolean "] {
+        if let Some(value) = got.strip_prefix(prefix) {
+            return value.trim_matches('`').to_owned();
+        }
+    }
+    if let Some(text) = got.strip_prefix("string ") {
+        return format!("the text {text}");
+    }
+    match got {
+        "map" => "an object".to_owned(),
+        "sequence" => "a list".to_owned(),
+        "unit value" | "null" => "null".to_owned(),
+        other => other.to_owned(),
     }
 }
 
@@ -171,19 +291,19 @@ mod tests {
         check::<PushBatchRequest>(
             r#"{"jobs":[{"name":"a"},{"name":"b","priority":"high"}]}"#,
             "jobs[1].priority",
-            r#"jobs[1].priority: invalid type: string "high", expected i32"#,
+            r#"jobs[1].priority: must be a whole number from -2147483648 to 2147483647, got the text "high""#,
         );
         check::<PushRequest>(
             r#"{"name":"a","weight":-1}"#,
             "weight",
-            "weight: invalid value: integer `-1`, expected u32",
+            "weight: must be a whole number from 0 to 4294967295, got -1",
         );
         check::<PushRequest>("", "body", "body: must be a JSON object, got an empty body");
-        check::<PushRequest>("{}", "name", "name: missing field `name`");
+        check::<PushRequest>("{}", "name", "name: is required");
         check::<PushBatchRequest>(
             r#"{"jobs":[{"name":"a"},{}]}"#,
             "jobs[1].name",
-            "jobs[1].name: missing field `name`",
+            "jobs[1].name: is required",
         );
         check::<PushRequest>(
             r#"{"name":"a"} x"#,
@@ -204,12 +324,12 @@ mod tests {
         check::<PushRequest>(
             r#"{"name":"a","weight":2.5}"#,
             "weight",
-            "weight: invalid type: floating point `2.5`, expected u32",
+            "weight: must be a whole number from 0 to 4294967295, got 2.5",
         );
         check::<PushRequest>(
             r#"{"name":"a","weight":-1.0}"#,
             "weight",
-            "weight: invalid value: integer `-1`, expected u32",
+            "weight: must be a whole number from 0 to 4294967295, got -1",
         );
     }
 
@@ -222,9 +342,81 @@ mod tests {
     #[test]
     fn unknown_fields_are_refused() {
         let e = decode::<PushRequest>(br#"{"name":"a","prio":1}"#).unwrap_err();
+        let message = &e.body().error.message;
         assert!(
-            e.body().error.message.contains("unknown field `prio`"),
-            "{e:?}"
+            message.starts_with(
+                "prio: \"prio\" is not a field here; the fields are queue, name, data, priority,"
+            ),
+            "{message}"
+        );
+    }
+
+    /// The inputs people sent that got a parser's or a Rust type's words back: each is answered in a person's.
+    #[test]
+    fn errors_say_what_is_accepted_in_words() {
+        check::<PushRequest>(
+            r#"{"name":"x","#,
+            "body",
+            "body: is not valid JSON: the body ends before the JSON does (line 1, column 12)",
+        );
+        check::<PushRequest>(
+            "{\n  \"name\": \"x\",\n}",
+            "body",
+            "body: is not valid JSON: a comma before the closing bracket or brace (line 3, column 1)",
+        );
+        check::<PushRequest>(
+            r#"{name: "x"}"#,
+            "body",
+            "body: is not valid JSON: a key must be a string in double quotes (line 1, column 2)",
+        );
+        check::<PushRequest>(
+            r#"{"name":"x" "b":1}"#,
+            "body",
+            "body: is not valid JSON: a comma or a closing brace was expected here (line 1, column 13)",
+        );
+        check::<PushRequest>(
+            r#"{"name":"x","priority":1e20}"#,
+            "priority",
+            "priority: must be a whole number from -2147483648 to 2147483647, got 1e+20",
+        );
+        for run_at in [
+            r#""2026-13-01T00:00:00Z""#,
+            r#""yesterday""#,
+            r#""2026-01-31""#,
+            "5",
+        ] {
+            let e =
+                decode::<PushRequest>(format!(r#"{{"name":"x","run_at":{run_at}}}"#).as_bytes())
+                    .unwrap_err();
+            assert_eq!(e.body().error.field.as_deref(), Some("run_at"));
+            assert!(
+                e.body()
+                    .error
+                    .message
+                    .starts_with("run_at: must be a time like 2026-01-31T09:00:00Z"),
+                "{run_at}: {}",
+                e.body().error.message
+            );
+        }
+        check::<PushRequest>(
+            r#"{"name":5}"#,
+            "name",
+            "name: must be text (a JSON string), got 5",
+        );
+        check::<PushRequest>(
+            r#"{"name":"x","tags":"a"}"#,
+            "tags",
+            r#"tags: must be a list, got the text "a""#,
+        );
+        check::<PushRequest>(
+            r#"{"name":"x","children":"mine"}"#,
+            "children",
+            r#"children: must be run or job, got "mine""#,
+        );
+        check::<PushRequest>(
+            r#"{"name":"x","retry":[]}"#,
+            "retry",
+            "retry: must be an object, got a list",
         );
     }
 }

@@ -474,7 +474,7 @@ async fn errors_are_json_with_kind_field_message_and_one_status_per_kind() {
     check(
         post(&server, "/v1/jobs", r#"{"name":"x","priority":"high"}"#).await,
         400,
-        json!({"kind": "invalid_input", "field": "priority", "message": "priority: invalid type: string \"high\", expected i32"}),
+        json!({"kind": "invalid_input", "field": "priority", "message": "priority: must be a whole number from -2147483648 to 2147483647, got the text \"high\""}),
     );
     check(
         post(&server, "/v1/jobs", "not json").await,
