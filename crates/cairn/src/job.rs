@@ -95,9 +95,9 @@ impl FromStr for JobState {
 pub enum AttemptOutcome {
     /// The worker finished the job.
     Completed,
-    /// The worker reported a transient error; the job was retried or, out of attempts, failed.
+    /// The worker reported a transient error, and the job was retried. One that finds no attempt left is `Failed`.
     Retried,
-    /// The worker failed the job permanently.
+    /// The worker failed the job permanently, or reported an error with no attempt left.
     Failed,
     /// The lease ran out before the worker finished.
     LeaseExpired,

@@ -567,7 +567,8 @@ const FAIL_JOB: Sql = Sql::both(
 pub(crate) const RETRIES_EXHAUSTED: &str = "retries-exhausted";
 
 /// Ends the held attempt with `outcome`, then schedules the next attempt after the backoff (or at `run_at_ms`), or
-/// fails the job when its attempts are used up. Returns the job's new state.
+/// fails the job when its attempts are used up. A worker's retry that finds no attempt left is recorded as the
+/// failure it is, not as a retry. Returns the job's new state.
 pub(crate) fn retry_or_fail(
     ctx: &mut WriteCtx<'_>,
     held: &HeldJob,
@@ -576,20 +577,25 @@ pub(crate) fn retry_or_fail(
     run_at_ms: Option<i64>,
     usage: Option<&RunUsage>,
 ) -> Result<JobState> {
+    let exhausted = held.attempt >= held.retry.max_attempts;
+    let recorded = match outcome {
+        AttemptOutcome::Retried if exhausted => AttemptOutcome::Failed,
+        other => other,
+    };
     end_attempt(
         ctx,
         held,
-        outcome,
+        recorded,
         Ending {
             error: Some(error),
             usage,
             result: None,
         },
     )?;
-    run_did_not_finish(ctx, held, held.attempt < held.retry.max_attempts)?;
+    run_did_not_finish(ctx, held, !exhausted)?;
     // The worker ended the attempt itself (not a lost lease or a crash): its run time counts.
     let by_worker = outcome == AttemptOutcome::Retried;
-    if held.attempt >= held.retry.max_attempts {
+    if exhausted {
         ctx.events.attempt_ended(
             ctx.now_ms,
             ActivityKind::Failed,

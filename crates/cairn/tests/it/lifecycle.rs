@@ -88,6 +88,16 @@ async fn retry_backs_off_exponentially_then_fails_when_attempts_run_out() {
         .map(|a| a.error.as_deref().unwrap())
         .collect();
     assert_eq!(errors, ["boom 1", "boom 2", "boom 3"]);
+    // The retry that found no attempt left is the failure, as the job's state says.
+    let outcomes: Vec<_> = job.history.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Some(AttemptOutcome::Retried),
+            Some(AttemptOutcome::Retried),
+            Some(AttemptOutcome::Failed)
+        ]
+    );
     t.close().await;
 }
 

@@ -250,8 +250,14 @@ impl ModelJob {
 
     /// As the engine's `retry_or_fail`: fails when the attempts are used up, else waits `delay` or the backoff.
     fn retry_or_fail(&mut self, outcome: AttemptOutcome, delay: Option<i64>, now: i64) -> JobState {
+        let exhausted = self.view.attempt >= self.view.max_attempts;
+        // A worker's retry with no attempt left is its failure.
+        let outcome = match outcome {
+            AttemptOutcome::Retried if exhausted => AttemptOutcome::Failed,
+            other => other,
+        };
         self.end_attempt(outcome, now);
-        if self.view.attempt >= self.view.max_attempts {
+        if exhausted {
             self.view.failure_group = Some(RETRIES_EXHAUSTED.to_owned());
             self.finish_as(JobState::Failed, now);
             return JobState::Failed;
@@ -861,7 +867,6 @@ fn check_job(job: &Job, now: i64) -> TestCaseResult {
                     outcome,
                     Some(
                         AttemptOutcome::Failed
-                            | AttemptOutcome::Retried
                             | AttemptOutcome::LeaseExpired
                             | AttemptOutcome::Crashed
                     )
