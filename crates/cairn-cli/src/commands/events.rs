@@ -1,5 +1,5 @@
-//! `cairn events --follow`: the server's event stream, a line per event as it is committed, until Ctrl-C. It
-//! reconnects by itself, resuming after the last event printed; `--after ID` starts after an event printed before.
+//! `cairn events`: the server's event stream, a line per event as it is committed, until Ctrl-C. It reconnects by
+//! itself, resuming after the last event printed; `--after ID` starts after an event printed before.
 
 use anyhow::Context as _;
 use cairn::{ActivityKind, EventFilter, EventsFrom, JobId};
@@ -13,8 +13,8 @@ use crate::exit::Code;
 /// `cairn events` arguments.
 #[derive(Debug, Clone, Args)]
 pub struct EventsArgs {
-    /// Keep following the stream (the only way it runs: it stops on Ctrl-C).
-    #[arg(long, short = 'f', required = true)]
+    /// Follow the stream until Ctrl-C, which is what it always does: the flag is accepted, and changes nothing.
+    #[arg(long, short = 'f')]
     pub follow: bool,
     /// Start after this event's id (the first column printed): every event still retained after it, then the new
     /// ones. Without it, from the next event.

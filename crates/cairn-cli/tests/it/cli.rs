@@ -1266,14 +1266,15 @@ fn bulk_acts_on_a_filter_or_ids_and_counts_what_it_did() {
     );
 }
 
-/// `cairn events --follow` prints each event as it is committed, a line each, and `--after` resumes.
+/// `cairn events` follows the stream without being told (`--follow` is accepted): each event as it is committed, a
+/// line each, and `--after` resumes.
 #[test]
-fn events_follow_prints_each_event_as_it_comes() {
+fn events_follows_the_stream_and_prints_each_event_as_it_comes() {
     use std::io::BufRead;
     let server = TestServer::spawn();
     ok(&server.cairn(&["push", "first"], None));
     let mut follow = Command::new(cairn_binary())
-        .args(["events", "--follow", "--after", "0", "--kind", "added"])
+        .args(["events", "--after", "0", "--kind", "added"])
         .env("CAIRN_SERVER", server.url())
         .env_remove("CAIRN_TOKEN")
         .stdout(std::process::Stdio::piped())
