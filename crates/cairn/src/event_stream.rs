@@ -157,6 +157,28 @@ async fn read_after(log: &Log, id: i64) -> Result<Vec<ActivityEvent>> {
     readers.read(move |db| after(db, id, READ)).await
 }
 
+/// Refuses a resume point no subscriber of this log can have seen: below 0, or after the newest event (an id from
+/// another server's log, or a database restored from an older copy), where the stream would stay silent until ids
+/// caught up with it.
+fn check_resume_point(after: i64, newest: i64) -> Result<()> {
+    if after < 0 {
+        return Err(Error::invalid(
+            "after",
+            format!("must be an event's id, 0 or more (0 for every event kept), got {after}"),
+        ));
+    }
+    if after > newest {
+        return Err(Error::invalid(
+            "after",
+            format!(
+                "{after} is after the newest event, {newest}: it comes from another server's log (or this database was \
+                 restored); start again without it, or after {newest}"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The oldest event's id still retained.
 async fn read_oldest(log: &Log) -> Result<Option<i64>> {
     let readers = log.upgrade().ok_or_else(Error::closed)?;
@@ -329,6 +351,7 @@ impl Events {
         let (last, missed) = match from {
             EventsFrom::Now => (read_newest(&log).await?, None),
             EventsFrom::After(id) => {
+                check_resume_point(id, read_newest(&log).await?)?;
                 let missed = read_oldest(&log)
                     .await?
                     .filter(|oldest| *oldest > id.saturating_add(1))

@@ -113,7 +113,20 @@ pub async fn events(
             .transpose()?,
         kinds,
     };
-    let subscription = state.queue.events(from, filter).await?;
+    let from_header = headers.contains_key("last-event-id");
+    let subscription =
+        state
+            .queue
+            .events(from, filter)
+            .await
+            .map_err(|e| match (from_header, e.field()) {
+                // The engine names its own parameter; this one came as the header.
+                (true, Some("after")) => ApiError::invalid(
+                    "Last-Event-ID",
+                    e.message().trim_start_matches("after: ").to_owned(),
+                ),
+                _ => ApiError::from(e),
+            })?;
     // First, if the resume point is older than what the log keeps, say so: an event without an id, so that a
     // client's Last-Event-ID stays where it was.
     let missed = subscription.missed().map(|m| {

@@ -1249,6 +1249,40 @@ async fn an_sse_consumer_resumes_with_last_event_id_and_gets_exactly_what_it_mis
     assert_eq!((status, &refused["error"]["field"]), (400, &json!("kinds")));
 }
 
+/// A resume point no consumer of this server can have seen, below zero or after its newest event (an id from
+/// another server's log), is refused naming where it came from, rather than a stream that stays silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resume_point_from_nowhere_is_refused() {
+    let server = TestServer::spawn().await;
+    server.client().enqueue(Push::new("one")).await.unwrap();
+    let (status, refused) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/events?after=-5", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "after: must be an event's id, 0 or more (0 for every event kept), got -5"
+    );
+    let response = super::wire::http()
+        .get(format!("{}/v1/events", server.url()))
+        .header("Last-Event-ID", "99999")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let refused: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+    assert_eq!(refused["error"]["field"], "Last-Event-ID", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Last-Event-ID: 99999 is after the newest event, "),
+        "{message}"
+    );
+}
+
 /// A consumer that resumes from an event the server's log no longer holds gets a `missed` notice (with no id, so its
 /// `Last-Event-ID` stays), then the oldest event kept; `cairn events` says so on stderr.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
