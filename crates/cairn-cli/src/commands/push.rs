@@ -68,6 +68,11 @@ pub struct PushArgs {
     /// Add the job to this batch (`cairn batch create`), which must not have completed.
     #[arg(long, value_name = "ID", value_parser = crate::commands::batch::batch_id)]
     pub batch: Option<cairn::BatchId>,
+    /// Whose the children are that the job's runs create: `run` (the default: a child starts when the run that
+    /// created it finishes, and is cancelled if it does not) or `job` (a child waits for any run that finishes, as
+    /// Bedrock's do; see docs/workflows.md).
+    #[arg(long, value_name = "run|job", value_parser = ["run", "job"])]
+    pub children: Option<String>,
     /// The server, and `--json`.
     #[command(flatten)]
     pub common: CommonArgs,
@@ -160,6 +165,10 @@ impl PushArgs {
                 states: Vec::new(),
             }),
             batch: self.batch.map(|b| b.0),
+            children: self.children.as_deref().map(|children| match children {
+                "job" => cairn_api::ChildrenBody::Job,
+                _ => cairn_api::ChildrenBody::Run,
+            }),
             trace_parent: self.trace_parent.clone().or_else(|| {
                 std::env::var("TRACEPARENT")
                     .ok()

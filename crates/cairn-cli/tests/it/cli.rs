@@ -260,6 +260,22 @@ fn a_throttled_push_from_the_shell_answers_with_the_job_of_its_period() {
 }
 
 #[test]
+fn a_push_from_the_shell_says_whose_its_children_are() {
+    let server = TestServer::spawn();
+    let pushed: EnqueuedBody =
+        ok_json(&server.cairn(&["push", "family", "--children", "job", "--json"], None));
+    let shown: serde_json::Value = serde_json::from_str(&ok(
+        &server.cairn(&["show", &pushed.id.to_string(), "--json"], None)
+    ))
+    .unwrap();
+    assert_eq!(shown["children"], "job", "{shown}");
+    let refused = server.cairn(&["push", "family", "--children", "mine"], None);
+    assert_eq!(refused.status.code(), Some(2));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(message.contains("[possible values: run, job]"), "{message}");
+}
+
+#[test]
 fn concurrency_keys_from_the_shell_limit_a_key_and_show_where_it_stands() {
     let server = TestServer::spawn();
     assert_eq!(
