@@ -20,6 +20,23 @@ async fn push(t: &TestQueue, push: Push) -> JobId {
     t.queue.enqueue(push).await.unwrap().id
 }
 
+/// Pushes `parent` and runs it once, creating two children: `first`, which has one attempt, and `second`, which
+/// comes after it. Returns the three ids; the parent then waits for them.
+async fn family_of_two(t: &TestQueue, parent: Push) -> (JobId, JobId, JobId) {
+    let parent = push(t, parent).await;
+    let run = t.take("w").await.unwrap();
+    let first = push(
+        t,
+        Push::new("first")
+            .parent(parent)
+            .retry(RetryPolicy::immediate(1)),
+    )
+    .await;
+    let second = push(t, Push::new("second").parent(parent).priority(-1)).await;
+    t.queue.finish(&run.lease, None).await.unwrap();
+    (parent, first, second)
+}
+
 /// Takes the one ready job and fails it for good; returns its id.
 async fn take_and_fail(t: &TestQueue) -> JobId {
     let claimed = t.take("w").await.unwrap();
@@ -395,17 +412,7 @@ async fn a_failed_child_holds_its_parent_until_it_is_requeued_or_given_up() {
     let t = TestQueue::new().await;
     // Whether the failure comes first or last, the parent waits while a child has failed.
     for failure_first in [true, false] {
-        let parent = t.push("parent").await;
-        let run = t.take("w").await.unwrap();
-        let first = push(
-            &t,
-            Push::new("first")
-                .parent(parent)
-                .retry(RetryPolicy::immediate(1)),
-        )
-        .await;
-        let second = push(&t, Push::new("second").parent(parent).priority(-1)).await;
-        t.queue.finish(&run.lease, None).await.unwrap();
+        let (parent, first, second) = family_of_two(&t, Push::new("parent")).await;
         if failure_first {
             assert_eq!(take_and_fail(&t).await, first);
             assert_eq!(run_one(&t).await.as_deref(), Some("second"));
@@ -517,17 +524,8 @@ async fn children_of_the_job_wait_for_a_run_that_finishes() {
 async fn a_failed_child_of_the_job_holds_its_parent_only_while_its_failure_came_last() {
     let t = TestQueue::new().await;
     for failure_first in [true, false] {
-        let parent = push(&t, Push::new("parent").children(Children::OfTheJob)).await;
-        let run = t.take("w").await.unwrap();
-        let first = push(
-            &t,
-            Push::new("first")
-                .parent(parent)
-                .retry(RetryPolicy::immediate(1)),
-        )
-        .await;
-        let second = push(&t, Push::new("second").parent(parent).priority(-1)).await;
-        t.queue.finish(&run.lease, None).await.unwrap();
+        let parent = Push::new("parent").children(Children::OfTheJob);
+        let (parent, first, second) = family_of_two(&t, parent).await;
         if failure_first {
             assert_eq!(take_and_fail(&t).await, first);
             assert_eq!(state(&t, parent).await, JobState::Waiting);
