@@ -37,6 +37,18 @@ async fn family_of_two(t: &TestQueue, parent: Push) -> (JobId, JobId, JobId) {
     (parent, first, second)
 }
 
+/// The children of `parent`, as it finds them when it runs again.
+async fn children_of(t: &TestQueue, parent: JobId) -> Vec<cairn::Job> {
+    t.queue
+        .list(JobFilter {
+            parent: Some(parent),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap()
+        .jobs
+}
+
 /// Takes the one ready job and fails it for good; returns its id.
 async fn take_and_fail(t: &TestQueue) -> JobId {
     let claimed = t.take("w").await.unwrap();
@@ -321,15 +333,7 @@ async fn a_parent_runs_again_after_its_children_with_their_results() {
     // The last one ends: the parent runs again, with fresh attempts, and finds its children.
     let again = t.take("w").await.unwrap();
     assert_eq!((again.job.id, again.job.attempt), (parent, 1));
-    let children = t
-        .queue
-        .list(JobFilter {
-            parent: Some(parent),
-            ..JobFilter::default()
-        })
-        .await
-        .unwrap()
-        .jobs;
+    let children = children_of(&t, parent).await;
     let results: Vec<_> = children
         .iter()
         .map(|c| (c.id, c.state, c.data.clone()))
@@ -533,17 +537,9 @@ async fn a_failed_child_of_the_job_holds_its_parent_only_while_its_failure_came_
             // The sibling completed last: the parent runs, and sees the failure.
             let again = t.take("w").await.unwrap();
             assert_eq!(again.job.id, parent);
-            let family = t
-                .queue
-                .list(JobFilter {
-                    parent: Some(parent),
-                    ..JobFilter::default()
-                })
-                .await
-                .unwrap();
+            let family = children_of(&t, parent).await;
             assert!(
                 family
-                    .jobs
                     .iter()
                     .any(|j| j.id == first && j.state == JobState::Failed)
             );
