@@ -2,7 +2,8 @@
 //! engine's [`Push`], [`RetryPolicy`] and [`Enqueued`]. A job as it is read back is in `jobs`.
 
 use cairn::{
-    Concurrency, Debounce, Enqueued, Error, JobId, JobState, Push, PushBatch, RetryPolicy, Throttle,
+    Concurrency, Debounce, Enqueued, Error, JobId, JobState, Push, PushBatch, RetryOverrides,
+    RetryPolicy, Throttle,
 };
 // Named only in doc links.
 #[cfg(doc)]
@@ -53,9 +54,10 @@ pub struct PushRequest {
         schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
     )]
     pub delay_ms: Option<u64>,
-    /// Attempts and backoff; the queue's default when absent.
+    /// Attempts and backoff: the parts given, and the server's default policy (`default_retry`) for the rest, so
+    /// that `{"max_attempts": 1}` runs the job once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry: Option<RetryPolicyBody>,
+    pub retry: Option<RetryOverridesBody>,
     /// How long a lease lasts without a heartbeat, in milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(minimum = 100, maximum = 86_400_000))]
@@ -242,7 +244,7 @@ impl From<PushRequest> for Push {
         }
         push.run_at = r.run_at;
         push.delay = r.delay_ms.map(millis);
-        push.retry = r.retry.map(RetryPolicy::from);
+        push.retry = r.retry.map(RetryOverrides::from).unwrap_or_default();
         push.lease_timeout = r.lease_timeout_ms.map(millis);
         push.timeout = r.timeout_ms.map(millis);
         push.unique_key = r.unique_key;
@@ -282,7 +284,7 @@ impl From<&Push> for PushRequest {
             weight: Some(p.weight),
             run_at: p.run_at,
             delay_ms: p.delay.map(to_millis),
-            retry: p.retry.map(RetryPolicyBody::from),
+            retry: (!p.retry.is_empty()).then(|| RetryOverridesBody::from(p.retry)),
             lease_timeout_ms: p.lease_timeout.map(to_millis),
             timeout_ms: p.timeout.map(to_millis),
             unique_key: p.unique_key.clone(),
@@ -364,6 +366,72 @@ impl From<RetryPolicy> for RetryPolicyBody {
             max_delay_ms: to_millis(p.max_delay),
             jitter: p.jitter,
         }
+    }
+}
+
+/// The parts of a retry policy a push sets: each one left out (or null) is the server's default policy's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RetryOverridesBody {
+    /// Attempts in all, counting the first: 1 runs the job once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 1, format = "uint32", maximum = 4_294_967_295_u32)
+    )]
+    pub max_attempts: Option<u32>,
+    /// The delay after the first failed attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
+    pub initial_delay_ms: Option<u64>,
+    /// Each further delay is this many times the previous one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1.0))]
+    pub multiplier: Option<f64>,
+    /// No delay is longer than this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+    )]
+    pub max_delay_ms: Option<u64>,
+    /// The fraction by which a delay is randomly lengthened or shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0.0, maximum = 1.0))]
+    pub jitter: Option<f64>,
+}
+
+impl From<RetryOverridesBody> for RetryOverrides {
+    fn from(b: RetryOverridesBody) -> Self {
+        RetryOverrides {
+            max_attempts: b.max_attempts,
+            initial_delay: b.initial_delay_ms.map(millis),
+            multiplier: b.multiplier,
+            max_delay: b.max_delay_ms.map(millis),
+            jitter: b.jitter,
+        }
+    }
+}
+
+impl From<RetryOverrides> for RetryOverridesBody {
+    fn from(o: RetryOverrides) -> Self {
+        RetryOverridesBody {
+            max_attempts: o.max_attempts,
+            initial_delay_ms: o.initial_delay.map(to_millis),
+            multiplier: o.multiplier,
+            max_delay_ms: o.max_delay.map(to_millis),
+            jitter: o.jitter,
+        }
+    }
+}
+
+impl From<RetryPolicy> for RetryOverridesBody {
+    fn from(p: RetryPolicy) -> Self {
+        RetryOverridesBody::from(RetryOverrides::from(p))
     }
 }
 

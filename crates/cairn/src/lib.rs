@@ -79,7 +79,7 @@ pub use store::postgres::connect::connect_postgres;
 // Every request that is not an operation of `ops/` (the reads among them), as it is declared.
 pub use queue::reads::*;
 pub use queue::request::Request;
-pub use retry_policy::RetryPolicy;
+pub use retry_policy::{RetryOverrides, RetryPolicy};
 /// The SQLite driver Cairn uses, for [`Queue::enqueue_in`] and [`Queue::connect`].
 #[cfg(feature = "sqlite")]
 pub use rusqlite;

@@ -1,4 +1,5 @@
-//! [`RetryPolicy`]: how many attempts a job gets and how long it waits between them.
+//! [`RetryPolicy`]: how many attempts a job gets and how long it waits between them; [`RetryOverrides`]: the parts
+//! of one a job sets itself.
 
 use std::time::Duration;
 
@@ -80,7 +81,7 @@ impl RetryPolicy {
             return Err(Error::invalid(
                 "backoff_initial",
                 format!(
-                    "must not exceed backoff_max ({:?}), got {:?}",
+                    "must not exceed the longest delay ({:?}), got {:?}",
                     self.max_delay, self.initial_delay
                 ),
             ));
@@ -96,6 +97,54 @@ impl RetryPolicy {
         let unit = spread(job.0 as u64, u64::from(failed_attempt)); // in [-1, 1)
         let spread = capped * (1.0 + self.jitter * unit);
         Duration::from_secs_f64(spread.clamp(0.0, self.max_delay.as_secs_f64()))
+    }
+}
+
+/// The parts of a retry policy a job sets itself: each one it leaves unset is the default policy's
+/// (`default_retry`), as it stands when the job is pushed. "Try this job once" is `max_attempts` alone.
+///
+/// A whole [`RetryPolicy`] converts into one that sets every part.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RetryOverrides {
+    /// Attempts in all, counting the first.
+    pub max_attempts: Option<u32>,
+    /// The delay after the first failed attempt.
+    pub initial_delay: Option<Duration>,
+    /// Each further delay is this many times the previous one.
+    pub multiplier: Option<f64>,
+    /// No delay is longer than this.
+    pub max_delay: Option<Duration>,
+    /// The fraction (0.0 to 1.0) by which a delay is randomly lengthened or shortened.
+    pub jitter: Option<f64>,
+}
+
+impl RetryOverrides {
+    /// Whether it sets nothing, so that the job takes the default policy whole.
+    pub fn is_empty(&self) -> bool {
+        *self == RetryOverrides::default()
+    }
+
+    /// The policy it makes over `defaults`: its own parts where it sets them, the defaults' elsewhere.
+    pub fn over(self, defaults: RetryPolicy) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.max_attempts.unwrap_or(defaults.max_attempts),
+            initial_delay: self.initial_delay.unwrap_or(defaults.initial_delay),
+            multiplier: self.multiplier.unwrap_or(defaults.multiplier),
+            max_delay: self.max_delay.unwrap_or(defaults.max_delay),
+            jitter: self.jitter.unwrap_or(defaults.jitter),
+        }
+    }
+}
+
+impl From<RetryPolicy> for RetryOverrides {
+    fn from(p: RetryPolicy) -> Self {
+        RetryOverrides {
+            max_attempts: Some(p.max_attempts),
+            initial_delay: Some(p.initial_delay),
+            multiplier: Some(p.multiplier),
+            max_delay: Some(p.max_delay),
+            jitter: Some(p.jitter),
+        }
     }
 }
 
@@ -143,6 +192,31 @@ mod tests {
             bad.validate().unwrap_err().to_string(),
             "backoff_jitter: must be between 0.0 and 1.0, got 1.5"
         );
+    }
+
+    #[test]
+    fn overrides_take_the_defaults_for_what_they_leave_unset() {
+        let defaults = RetryPolicy {
+            max_attempts: 7,
+            initial_delay: Duration::from_secs(2),
+            multiplier: 3.0,
+            max_delay: Duration::from_secs(90),
+            jitter: 0.1,
+        };
+        let once = RetryOverrides {
+            max_attempts: Some(1),
+            ..RetryOverrides::default()
+        };
+        assert_eq!(
+            once.over(defaults),
+            RetryPolicy {
+                max_attempts: 1,
+                ..defaults
+            }
+        );
+        assert_eq!(RetryOverrides::default().over(defaults), defaults);
+        let whole = RetryPolicy::immediate(4);
+        assert_eq!(RetryOverrides::from(whole).over(defaults), whole);
     }
 
     proptest! {

@@ -4,8 +4,10 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use cairn::{JobId, RetryPolicy};
-use cairn_api::{ConcurrencyBody, DebounceBody, EnqueuedBody, PushRequest, ThrottleBody};
+use cairn::JobId;
+use cairn_api::{
+    ConcurrencyBody, DebounceBody, EnqueuedBody, PushRequest, RetryOverridesBody, ThrottleBody,
+};
 use clap::Args;
 use jiff::Timestamp;
 
@@ -127,7 +129,11 @@ impl JobSettings {
             data: self.data.as_ref().map(|d| d.read("--data")).transpose()?,
             priority: self.priority,
             weight: self.weight,
-            retry: self.max_attempts.map(|n| RetryPolicy::attempts(n).into()),
+            // The server's default backoff for the rest.
+            retry: self.max_attempts.map(|n| RetryOverridesBody {
+                max_attempts: Some(n),
+                ..RetryOverridesBody::default()
+            }),
             lease_timeout_ms: self.lease_timeout.map(args::millis),
             timeout_ms: self.timeout.map(args::millis),
             tags: self.tags.clone(),

@@ -19,7 +19,7 @@ use crate::names::{
 use crate::ops::batch_jobs::{self, BatchId};
 use crate::ops::waiting::{DependencyOn, check_dependency, record_dependency};
 use crate::ops::{Limits, Operation, WriteCtx, encode_json, parse_stored_state};
-use crate::retry_policy::RetryPolicy;
+use crate::retry_policy::{RetryOverrides, RetryPolicy};
 use crate::schedule::Schedule;
 
 /// A job to enqueue. Fields are outside input: they are validated when the job is pushed, and a bad field fails
@@ -40,8 +40,8 @@ pub struct Push {
     pub run_at: Option<Timestamp>,
     /// How long from now until the job becomes ready. Cannot be combined with `run_at`.
     pub delay: Option<Duration>,
-    /// Attempts and backoff; the queue's default unless set.
-    pub retry: Option<RetryPolicy>,
+    /// Attempts and backoff: what it sets, the default policy (`default_retry`) for the rest.
+    pub retry: RetryOverrides,
     /// How long a worker may hold the job between heartbeats; the queue's default unless set.
     pub lease_timeout: Option<Duration>,
     /// The longest one attempt may run, heartbeats or not (at most a day): then its lease expires and the job is
@@ -141,7 +141,7 @@ impl Push {
             weight: 1,
             run_at: None,
             delay: None,
-            retry: None,
+            retry: RetryOverrides::default(),
             lease_timeout: None,
             timeout: None,
             unique_key: None,
@@ -205,9 +205,15 @@ impl Push {
         self
     }
 
-    /// Sets the retry policy.
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = Some(retry);
+    /// Sets the retry policy: a whole [`RetryPolicy`], or the [`RetryOverrides`] of some of its parts.
+    pub fn retry(mut self, retry: impl Into<RetryOverrides>) -> Self {
+        self.retry = retry.into();
+        self
+    }
+
+    /// Gives the job `attempts` attempts in all, counting the first (1: no retry), with the default backoff.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.retry.max_attempts = Some(attempts);
         self
     }
 
@@ -478,7 +484,7 @@ pub(crate) fn check(push: &Push, now_ms: i64, limits: &Limits) -> Result<ValidPu
             ),
         ));
     }
-    let retry = push.retry.unwrap_or(limits.default_retry);
+    let retry = push.retry.over(limits.default_retry);
     retry.validate()?;
     let lease_timeout = push.lease_timeout.unwrap_or(limits.default_lease_timeout);
     if !(MIN_LEASE_TIMEOUT..=MAX_LEASE_TIMEOUT).contains(&lease_timeout) {

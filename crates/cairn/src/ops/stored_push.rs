@@ -9,6 +9,8 @@ use crate::clock::duration_millis;
 use crate::error::{Error, Result};
 use crate::ops::Limits;
 use crate::ops::push::{Push, ValidPush};
+use crate::retry_policy::RetryOverrides;
+#[cfg(test)]
 use crate::retry_policy::RetryPolicy;
 
 /// Checks a push to store, named `field` in errors (`job`, `on_success`): it must leave its timing, parent,
@@ -76,12 +78,13 @@ pub(crate) fn to_json(push: &Push) -> Value {
         "weight": weight,
         "lease_timeout_ms": lease_timeout.map(duration_millis),
         "timeout_ms": timeout.map(duration_millis),
-        "retry": retry.map(|r| json!({
-            "max_attempts": r.max_attempts,
-            "initial_ms": duration_millis(r.initial_delay),
-            "multiplier": r.multiplier,
-            "max_ms": duration_millis(r.max_delay),
-            "jitter": r.jitter,
+        // The parts the job sets; the rest are the default policy's when each job is made.
+        "retry": (!retry.is_empty()).then(|| json!({
+            "max_attempts": retry.max_attempts,
+            "initial_ms": retry.initial_delay.map(duration_millis),
+            "multiplier": retry.multiplier,
+            "max_ms": retry.max_delay.map(duration_millis),
+            "jitter": retry.jitter,
         })),
         "tags": tags,
         "unique_key": unique_key,
@@ -134,16 +137,16 @@ pub(crate) fn from_json(text: &str) -> Result<Push> {
         .and_then(crate::Children::parse)
         .unwrap_or_default();
     if let Some(r) = v["retry"].as_object() {
-        push.retry = Some(RetryPolicy {
-            max_attempts: r["max_attempts"]
-                .as_u64()
-                .and_then(|n| u32::try_from(n).ok())
-                .unwrap_or(1),
-            initial_delay: millis(&r["initial_ms"]).unwrap_or_default(),
-            multiplier: r["multiplier"].as_f64().unwrap_or(1.0),
-            max_delay: millis(&r["max_ms"]).unwrap_or_default(),
-            jitter: r["jitter"].as_f64().unwrap_or(0.0),
-        });
+        push.retry = RetryOverrides {
+            max_attempts: r
+                .get("max_attempts")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok()),
+            initial_delay: r.get("initial_ms").and_then(millis),
+            multiplier: r.get("multiplier").and_then(Value::as_f64),
+            max_delay: r.get("max_ms").and_then(millis),
+            jitter: r.get("jitter").and_then(Value::as_f64),
+        };
     }
     push.tags = v["tags"]
         .as_array()
@@ -180,5 +183,18 @@ mod tests {
             .unique_key("report:nightly");
         let stored = to_json(&job).to_string();
         assert_eq!(from_json(&stored).unwrap(), job);
+    }
+
+    /// A template that sets only some parts of its retry policy keeps only those: each job it makes takes the
+    /// default policy, as it stands then, for the rest.
+    #[test]
+    fn a_template_keeps_only_the_retry_parts_it_sets() {
+        let job = Push::new("report.build").max_attempts(1);
+        let stored = to_json(&job);
+        assert_eq!(stored["retry"]["initial_ms"], Value::Null);
+        assert_eq!(from_json(&stored.to_string()).unwrap(), job);
+        let without = Push::new("report.build");
+        assert_eq!(to_json(&without)["retry"], Value::Null);
+        assert_eq!(from_json(&to_json(&without).to_string()).unwrap(), without);
     }
 }

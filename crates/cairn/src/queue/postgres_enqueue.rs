@@ -91,17 +91,27 @@ fn sql_options(push: &Push) -> Value {
             json!(delay.as_millis().min(u128::from(u64::MAX)) as u64),
         );
     }
-    if let Some(retry) = push.retry {
-        put(
-            "retry",
-            json!({
-                "max_attempts": retry.max_attempts,
-                "initial_delay_ms": duration_millis(retry.initial_delay),
-                "multiplier": retry.multiplier,
-                "max_delay_ms": duration_millis(retry.max_delay),
-                "jitter": retry.jitter,
-            }),
+    if !push.retry.is_empty() {
+        // Only the parts the push sets: cairn_push takes the default policy's for the rest, as a push does.
+        let retry = push.retry;
+        let mut parts = Map::new();
+        let mut part = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                parts.insert(key.to_owned(), value);
+            }
+        };
+        part("max_attempts", retry.max_attempts.map(|n| json!(n)));
+        part(
+            "initial_delay_ms",
+            retry.initial_delay.map(|d| json!(duration_millis(d))),
         );
+        part("multiplier", retry.multiplier.map(|m| json!(m)));
+        part(
+            "max_delay_ms",
+            retry.max_delay.map(|d| json!(duration_millis(d))),
+        );
+        part("jitter", retry.jitter.map(|j| json!(j)));
+        put("retry", Value::Object(parts));
     }
     if let Some(lease) = push.lease_timeout {
         put("lease_timeout_ms", json!(duration_millis(lease)));

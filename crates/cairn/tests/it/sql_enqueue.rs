@@ -7,7 +7,8 @@ use cairn::Jobs;
 use std::time::Duration;
 
 use cairn::{
-    ConfigKey, ConfigValue, Dequeue, ErrorKind, JobId, JobState, Push, Queue, RetryPolicy,
+    ConfigKey, ConfigValue, Dequeue, ErrorKind, JobId, JobState, Push, Queue, RetryOverrides,
+    RetryPolicy,
 };
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -214,7 +215,7 @@ async fn bad_input_raises_an_error_naming_the_field() {
             "SELECT cairn_enqueue('x', '{}', '{\"weight\": 0}')",
             "SELECT cairn_enqueue('x', '{}', '{\"priority\": \"high\"}')",
             "SELECT cairn_enqueue('x', '{}', '{\"run_at\": \"tomorrow\"}')",
-            "SELECT cairn_enqueue('x', '{}', '{\"retry\": {\"max_attempts\": 3}}')",
+            "SELECT cairn_enqueue('x', '{}', '{\"retry\": {\"max_attempts\": 3, \"max_delay_ms\": 10}}')",
             "SELECT cairn_enqueue('x', '{}', '{\"lease_timeout_ms\": 5}')",
             "SELECT cairn_enqueue('x', '{}', '{\"tags\": [\"ok\", 7]}')",
             "SELECT cairn_enqueue('x', '{}', '{\"depends_on\": [1]}')",
@@ -455,12 +456,13 @@ fn job() -> impl Strategy<Value = Push> {
     let ms = |valid: Vec<u64>, invalid: Vec<u64>| prop::option::of(mostly(valid, invalid));
     let lease = ms(vec![100, 30_000, 86_400_000], vec![99, 86_400_001]);
     let timeout = ms(vec![100, 5_000, 86_400_000], vec![99, 86_400_001]);
+    // Each part of a policy given or left to the defaults: a push may set only some.
     let retry = prop::option::of((
-        mostly(vec![1u32, 3], vec![0]),
-        prop::sample::select(vec![0u64, 10, 1_000]),
-        mostly(vec![1.0f64, 2.5], vec![0.5]),
-        mostly(vec![1_000u64, 60_000], vec![5]),
-        mostly(vec![0.0f64, 0.3, 1.0], vec![-0.1, 1.1]),
+        prop::option::of(mostly(vec![1u32, 3], vec![0])),
+        prop::option::of(prop::sample::select(vec![0u64, 10, 1_000])),
+        prop::option::of(mostly(vec![1.0f64, 2.5], vec![0.5])),
+        prop::option::of(mostly(vec![1_000u64, 60_000], vec![5])),
+        prop::option::of(mostly(vec![0.0f64, 0.3, 1.0], vec![-0.1, 1.1])),
     ));
     let unique = mostly(vec![0u8, 1], vec![2, 3, 4]);
     let tags = mostly(
@@ -510,16 +512,15 @@ fn job() -> impl Strategy<Value = Push> {
                 }
                 push.lease_timeout = lease.map(Duration::from_millis);
                 push.timeout = timeout.map(Duration::from_millis);
-                push.retry =
-                    retry.map(
-                        |(max_attempts, initial, multiplier, max, jitter)| RetryPolicy {
-                            max_attempts,
-                            initial_delay: Duration::from_millis(initial),
-                            multiplier,
-                            max_delay: Duration::from_millis(max),
-                            jitter,
-                        },
-                    );
+                if let Some((max_attempts, initial, multiplier, max, jitter)) = retry {
+                    push = push.retry(RetryOverrides {
+                        max_attempts,
+                        initial_delay: initial.map(Duration::from_millis),
+                        multiplier,
+                        max_delay: max.map(Duration::from_millis),
+                        jitter,
+                    });
+                }
                 // Each valid key is made unique per job below, so that the two paths do not meet.
                 push.unique_key = match unique {
                     1 => Some("key".to_owned()),
@@ -606,6 +607,13 @@ async fn the_sql_function_checks_and_stores_a_job_as_a_push_does() {
         .unwrap();
     queue
         .set_config(ConfigKey::RetryMaxAttempts, ConfigValue::Count(9))
+        .await
+        .unwrap();
+    queue
+        .set_config(
+            ConfigKey::RetryInitialDelay,
+            ConfigValue::Duration(Duration::from_millis(2_500)),
+        )
         .await
         .unwrap();
     queue

@@ -360,6 +360,60 @@ async fn a_throttle_over_http_counts_the_states_it_names() {
     assert_eq!(refused["error"]["field"], "throttle.states", "{refused}");
 }
 
+/// "Try this job once" is one field: the parts of a retry policy a push leaves out are the server's default policy's,
+/// as it stands when the job is pushed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_policy_with_some_parts_takes_the_defaults_for_the_rest() {
+    let server = TestServer::spawn().await;
+    let retry_of = |id: &Value| {
+        let url = format!("{}/v1/jobs/{}", server.url(), id);
+        async move { raw(reqwest::Method::GET, url, None, None).await.1["retry"].clone() }
+    };
+    let (status, once) = post(
+        &server,
+        "/v1/jobs",
+        r#"{"name":"x","retry":{"max_attempts":1}}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{once}");
+    assert_eq!(
+        retry_of(&once["id"]).await,
+        json!({"max_attempts":1,"initial_delay_ms":5000,"multiplier":2.0,"max_delay_ms":3600000,"jitter":0.2})
+    );
+    let (status, set) = raw(
+        reqwest::Method::PUT,
+        format!("{}/v1/config/default_retry.max_attempts", server.url()),
+        None,
+        Some(r#"{"value":9}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{set}");
+    let (status, slower) = post(
+        &server,
+        "/v1/jobs",
+        r#"{"name":"x","retry":{"initial_delay_ms":60000,"jitter":null}}"#,
+    )
+    .await;
+    assert_eq!(status, 201, "{slower}");
+    assert_eq!(
+        retry_of(&slower["id"]).await,
+        json!({"max_attempts":9,"initial_delay_ms":60000,"multiplier":2.0,"max_delay_ms":3600000,"jitter":0.2})
+    );
+    // What the parts make together is held to the rules, naming the part at fault.
+    let (status, refused) = post(
+        &server,
+        "/v1/jobs",
+        r#"{"name":"x","retry":{"max_delay_ms":1000}}"#,
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        "retry.initial_delay_ms: must not exceed the longest delay (1s), got 5s",
+        "{refused}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn whose_children_a_job_has_travels_both_ways() {
     use cairn::{Children, Jobs, Push};

@@ -114,6 +114,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "children_of_the_job",
         include_str!("../../../migrations/postgres/0021_children_of_the_job.sql"),
     ),
+    (
+        22,
+        "retry_parts",
+        include_str!("../../../migrations/postgres/0022_retry_parts.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
