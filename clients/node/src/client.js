@@ -1,12 +1,14 @@
-// `Client`: the HTTP API's calls on Node's own `node:http` (or `node:https`), over kept-alive connections. Node's
-// `fetch` cost about 590 µs per request on loopback where `node:http` took 260, and a worker makes a request or two
-// per round of jobs.
+// `Client`: the HTTP API's calls, one method each (`src/api.js` lists which method makes which operation of the
+// server's OpenAPI document, and the few it leaves out). Options are camelCase and checked here: an unknown one is
+// refused by name before anything is sent. Answers are the server's JSON as it sends it (snake_case fields).
 
-import http from "node:http";
-import https from "node:https";
-import { readFileSync } from "node:fs";
+import { EVENT_FILTER, EventStream } from "./events.js";
+import { errorFromBody } from "./errors.js";
+import { as, build, checkOptions, listField, millis, nested, query, seconds, time, timeField } from "./options.js";
+import { push } from "./push.js";
+import { Transport } from "./transport.js";
 
-import { CairnError, InvalidInput, Unavailable, errorFromBody } from "./errors.js";
+export { push };
 
 export const DEFAULT_URL = "http://127.0.0.1:6670";
 // How much longer than a long poll's wait the request may take before it counts as lost (ms).
@@ -16,56 +18,58 @@ const MAX_WAIT_MS = 24 * 3600 * 1000;
 // The states a job ends in: a wait for it is over.
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 
-/** Whole milliseconds of a duration in seconds, refusing a negative one as the server would. */
-export function millis(seconds, field) {
-  if (typeof seconds !== "number" || !(seconds >= 0)) {
-    throw new InvalidInput("invalid_input", `${field}: must be a number of seconds, at least 0, got ${seconds}`, field);
-  }
-  return Math.round(seconds * 1000);
-}
+const CLIENT_OPTIONS = { token: as("token"), timeout: as("timeout"), caFile: as("caFile"), certFile: as("certFile"), keyFile: as("keyFile") };
 
-/**
- * A job to enqueue, as `enqueueBatch` takes them; the server validates every field and names a bad one.
- * Durations are seconds (`delay`, `leaseTimeout`, `timeout`); `runAt` is an RFC 3339 time; `retry` the whole policy.
- * `debounce: {key, delay, maxWait}`: a push whose key a pending job holds lands in that job, which then runs `delay`
- * after the latest push and no later than `maxWait` after the first. `throttle: {key, period}`: one job per key per
- * period, whatever became of it. Both answer with the job they landed in (`existing`). `concurrencyKey`: keyed jobs
- * take turns by key, and at most the queue's limit per key run at once (`concurrencyLimit`: this job's own limit).
- * `batch`: the id of a batch the job joins (see `Client.createBatch`).
- */
-export function push(name, data, options = {}) {
-  const body = { name };
-  if (data !== undefined && data !== null) body.data = data;
-  const direct = { queue: "queue", priority: "priority", runAt: "run_at", uniqueKey: "unique_key", weight: "weight", schedule: "schedule", retry: "retry", batch: "batch" };
-  for (const [option, field] of Object.entries(direct)) {
-    if (options[option] !== undefined && options[option] !== null) body[field] = options[option];
-  }
-  if (options.delay != null) body.delay_ms = millis(options.delay, "delay");
-  if (options.leaseTimeout != null) body.lease_timeout_ms = millis(options.leaseTimeout, "lease_timeout");
-  if (options.timeout != null) body.timeout_ms = millis(options.timeout, "timeout");
-  if (options.tags?.length) body.tags = [...options.tags];
-  if (options.debounce != null) {
-    const { key, delay, maxWait } = options.debounce;
-    body.debounce = { key, delay_ms: millis(delay, "debounce.delay"), max_wait_ms: millis(maxWait, "debounce.max_wait") };
-  }
-  if (options.throttle != null) {
-    const { key, period } = options.throttle;
-    body.throttle = { key, period_ms: millis(period, "throttle.period") };
-  }
-  if (options.concurrencyKey != null || options.concurrencyLimit != null) {
-    body.concurrency = { key: options.concurrencyKey ?? null };
-    if (options.concurrencyLimit != null) body.concurrency.limit = options.concurrencyLimit;
-  }
-  return body;
-}
+/** The filters of `GET /v1/jobs` (and of a bulk action, without the paging). */
+const JOB_SELECTION = {
+  queue: as("queue"),
+  state: as("state"),
+  name: as("name"),
+  tag: as("tag"),
+  failureGroup: as("failure_group"),
+  parent: as("parent"),
+  batch: as("batch"),
+  tracked: as("tracked"),
+};
+export const JOB_FILTER = { ...JOB_SELECTION, before: as("before"), limit: as("limit") };
+export const BATCH_FILTER = { state: as("state"), before: as("before"), limit: as("limit") };
+export const ACTIVITY_FILTER = {
+  queue: as("queue"),
+  job: as("job"),
+  worker: as("worker"),
+  since: timeField("since"),
+  until: timeField("until"),
+  before: as("before"),
+  limit: as("limit"),
+};
 
-function dequeueBody(worker, { queues = [], names = [], limit = 1, wait = null, maxWeight = null } = {}) {
-  const body = { worker, limit };
-  if (queues.length) body.queues = [...queues];
-  if (names.length) body.names = [...names];
-  if (wait != null) body.wait_ms = millis(wait, "wait");
-  if (maxWeight != null) body.max_weight = maxWeight;
-  return body;
+const DEQUEUE_OPTIONS = {
+  queues: listField("queues"),
+  names: listField("names"),
+  limit: as("limit"),
+  wait: seconds("wait_ms"),
+  maxWeight: as("max_weight"),
+  leaseTimeout: seconds("lease_timeout_ms"),
+  priority: as("priority"),
+  order: as("order"),
+  weights: listField("weights"),
+  signal: { field: "signal", convert: (value) => value },
+};
+const BATCH_OPTIONS = { onSuccess: as("on_success"), onComplete: as("on_complete"), open: as("open"), description: as("description") };
+const NEXT_OPTIONS = { queue: as("queue"), delay: seconds("delay_ms"), dependsOn: listField("depends_on") };
+const FINISH_OPTIONS = { result: as("result"), next: nested("next", NEXT_OPTIONS, "next option") };
+const RETRY_CALL_OPTIONS = { delay: seconds("delay_ms"), runAt: timeField("run_at") };
+const RECURRING_OPTIONS = { cron: as("cron"), job: as("job"), timeZone: as("time_zone"), missed: as("missed"), overlap: as("overlap") };
+const BULK_OPTIONS = { filter: nested("filter", JOB_SELECTION, "filter option"), ids: listField("ids"), queue: as("queue") };
+const CHANGE_OPTIONS = { add: listField("add"), remove: listField("remove") };
+const UNFAIL_OPTIONS = { limit: as("limit"), queue: as("queue") };
+const RATE_OPTIONS = { jobs: as("jobs"), per: seconds("per_ms") };
+const EVENT_OPTIONS = { ...EVENT_FILTER, signal: as("signal") };
+
+/** The request body of a dequeue; `wait` is left out of a take, which never waits. */
+function dequeueBody(worker, options) {
+  const { signal: _signal, ...body } = build(DEQUEUE_OPTIONS, options, "dequeue option");
+  return { worker, limit: 1, ...body };
 }
 
 function finishFields(body, data, result) {
@@ -82,125 +86,41 @@ function finishItems(finishes) {
 }
 
 const finishErrors = (body) => (body.results ?? []).map((r) => (r.error ? errorFromBody(r.error, 200) : null));
+const id = (value) => Number(value);
+const segment = (value) => encodeURIComponent(value);
 
-/** Why a request went unanswered: the error's code and what it says (`UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify
- * the first certificate`), either alone when that is all there is. */
-function unreachable(e) {
-  const code = e?.code;
-  const message = e?.message;
-  if (code && message && !message.includes(code)) return `${code}: ${message}`;
-  return message || code || "the connection closed";
-}
-
-/** The TLS files as `https.Agent` takes them, read now, so that a file that cannot be read is an error here. */
-function tlsOptions({ caFile, certFile, keyFile }) {
-  if ((certFile === null) !== (keyFile === null)) {
-    const missing = certFile === null ? "certFile" : "keyFile";
-    throw new InvalidInput("invalid_input", `${missing}: a client certificate needs both certFile and keyFile`, missing);
-  }
-  const read = (field, path) => {
-    try {
-      return readFileSync(path);
-    } catch (e) {
-      throw new InvalidInput("invalid_input", `${field}: cannot read ${JSON.stringify(path)}: ${e.message}`, field);
-    }
-  };
-  const options = {};
-  if (caFile !== null) options.ca = read("caFile", caFile);
-  if (certFile !== null) {
-    options.cert = read("certFile", certFile);
-    options.key = read("keyFile", keyFile);
-  }
-  return options;
-}
-
-/** A blocking-free client of a Cairn server: every method returns a promise. */
+/** A client of a Cairn server: every method returns a promise. */
 export class Client {
+  #http;
+
   /**
    * @param {string} url the server's base URL
    * @param {{token?: string, timeout?: number, caFile?: string, certFile?: string, keyFile?: string}} options a bearer
    *   token, and seconds a request may take (30); over https://, the CA (PEM) the server's certificate must come from
    *   when it is not one Node trusts, and a client certificate and key (PEM) for a server that requires one
    */
-  constructor(url = DEFAULT_URL, { token = null, timeout = 30, caFile = null, certFile = null, keyFile = null } = {}) {
-    this.url = url.replace(/\/+$/, "");
-    let parsed;
-    try {
-      parsed = new URL(this.url);
-    } catch {
-      parsed = null;
-    }
-    if (!parsed || !["http:", "https:"].includes(parsed.protocol)) {
-      throw new InvalidInput("invalid_input", `server: must be an http:// or https:// URL, got ${JSON.stringify(url)}`, "server");
-    }
-    this.transport = parsed.protocol === "https:" ? https : http;
-    // An IPv6 host comes bracketed in a URL (`[::1]`), and bare to `node:http`.
-    const hostname = parsed.hostname.replace(/^\[(.*)\]$/, "$1");
-    this.target = { hostname, port: parsed.port || undefined, prefix: parsed.pathname.replace(/\/+$/, "") };
-    // Idle connections wait in the pool for the next request, without keeping the process alive.
-    this.agent = new this.transport.Agent({ keepAlive: true, ...tlsOptions({ caFile, certFile, keyFile }) });
-    this.headers = { "content-type": "application/json" };
-    if (token) this.headers.authorization = `Bearer ${token}`;
-    this.timeoutMs = timeout * 1000;
+  constructor(url = DEFAULT_URL, options = {}) {
+    checkOptions(options, CLIENT_OPTIONS, "client option");
+    const { token = null, timeout = 30, caFile = null, certFile = null, keyFile = null } = options ?? {};
+    this.#http = new Transport(url, { token, timeout, caFile, certFile, keyFile });
+    this.url = this.#http.url;
   }
 
-  async #send(method, path, body = null, timeoutMs = this.timeoutMs, signal = null) {
-    const { status, text } = await this.#exchange(method, path, body, timeoutMs, signal);
-    let parsed = null;
-    try {
-      parsed = text ? JSON.parse(text) : {};
-    } catch {
-      parsed = null;
-    }
-    if (status >= 200 && status < 300) return parsed;
-    throw errorFromBody(parsed?.error, status);
-  }
-
-  /** One request and its whole answer. It ends at its timeout, or when `signal` aborts (a worker that stops mid-poll). */
-  #exchange(method, path, body, timeoutMs, signal) {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const payload = body === null ? null : JSON.stringify(body);
-      const headers = { ...this.headers };
-      if (payload !== null) headers["content-length"] = Buffer.byteLength(payload);
-      let settled = false;
-      const settle = (outcome) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        outcome();
-      };
-      const fail = (e) =>
-        settle(() => {
-          if (signal?.aborted) reject(signal.reason ?? e);
-          else reject(new Unavailable("unavailable", `${method} ${path}: ${unreachable(e)}`));
-        });
-      const request = this.transport.request(
-        { ...this.target, path: this.target.prefix + path, method, headers, agent: this.agent },
-        (response) => {
-          const chunks = [];
-          response.on("data", (chunk) => chunks.push(chunk));
-          response.on("end", () =>
-            settle(() => resolve({ status: response.statusCode, text: Buffer.concat(chunks).toString("utf8") })),
-          );
-          response.on("error", fail);
-          // Closed before its end: the connection was cut mid-answer.
-          response.on("close", () => fail(new Error("the answer was cut short")));
-        },
-      );
-      const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      const onAbort = () => request.destroy(signal.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      request.on("error", fail);
-      request.end(payload ?? undefined);
-    });
+  #send(method, path, body = null, timeoutMs = undefined, signal = null) {
+    return this.#http.send(method, path, body, timeoutMs, signal);
   }
 
   /** The server's status and version. */
   async health() {
     return this.#send("GET", "/v1/health");
   }
+
+  /** Who the client is to the server: its token's name, role and queues. */
+  async whoami() {
+    return this.#send("GET", "/v1/token");
+  }
+
+  // Jobs.
 
   /** Enqueues one job; `options` are `push`'s. Resolves to `{id, state, existing}`. */
   async enqueue(name, data, options = {}) {
@@ -212,9 +132,9 @@ export class Client {
     return (await this.#send("POST", "/v1/jobs/batch", { jobs })).jobs;
   }
 
-  /** The job, as it is now. */
-  async get(id) {
-    return this.#send("GET", `/v1/jobs/${Number(id)}`);
+  /** The job, as it is now, with its history. */
+  async get(jobId) {
+    return this.#send("GET", `/v1/jobs/${id(jobId)}`);
   }
 
   /**
@@ -222,15 +142,86 @@ export class Client {
    * result or error; at the timeout, as it stands (check its `state`). The server answers the moment the job ends; a
    * wait longer than its --max-wait (60 s by default) asks again, as the Rust client's `Client::wait` does.
    */
-  async wait(id, timeout) {
+  async wait(jobId, timeout) {
     const deadline = performance.now() + Math.min(millis(timeout, "timeout"), MAX_WAIT_MS);
     for (;;) {
       // Rounded up: a request that answers at its wait's end finds the deadline passed, rather than asking again.
       const waitMs = Math.ceil(Math.max(deadline - performance.now(), 0));
-      const job = await this.#send("GET", `/v1/jobs/${Number(id)}?wait_ms=${waitMs}`, null, waitMs + LONG_POLL_MARGIN_MS);
+      const job = await this.#send("GET", `/v1/jobs/${id(jobId)}?wait_ms=${waitMs}`, null, waitMs + LONG_POLL_MARGIN_MS);
       if (ENDED.has(job.state) || performance.now() >= deadline) return job;
     }
   }
+
+  /** A page of jobs, newest first, by the filters of `GET /v1/jobs`: `{jobs, next}` (pass `next` as `before`). */
+  async jobs(filter = {}) {
+    return this.#send("GET", `/v1/jobs${query(JOB_FILTER, filter, "job filter")}`);
+  }
+
+  /** Cancels a job that has not finished; its worker, if any, is refused from then on. */
+  async cancel(jobId) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/cancel`);
+  }
+
+  /** Deletes a job and its history (a live one is cancelled first). */
+  async delete(jobId) {
+    await this.#send("DELETE", `/v1/jobs/${id(jobId)}`);
+  }
+
+  /** Runs a job again with fresh attempts, whatever became of it, now or at `runAt`; resolves to its new state. */
+  async requeue(jobId, options = {}) {
+    return (await this.#send("POST", `/v1/jobs/${id(jobId)}/requeue`, build({ runAt: timeField("run_at") }, options, "requeue option"))).state;
+  }
+
+  /** Moves a job that has not started to another time; resolves to its new state. */
+  async reschedule(jobId, runAt) {
+    return (await this.#send("POST", `/v1/jobs/${id(jobId)}/reschedule`, { run_at: time(runAt, "runAt") })).state;
+  }
+
+  /** Changes the priority of a job that has not finished. */
+  async setPriority(jobId, priority) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/priority`, { priority });
+  }
+
+  /** Moves a job that is not running to another queue (to run again there if it ended). */
+  async move(jobId, queue) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/move`, { queue });
+  }
+
+  /** Replaces the data of a job that is not running. */
+  async setData(jobId, data) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/data`, { data });
+  }
+
+  /** Adds and removes dependencies (`{add, remove}`: job ids) of a job that has not started; resolves to its state. */
+  async changeDependencies(jobId, change) {
+    return (await this.#send("POST", `/v1/jobs/${id(jobId)}/dependencies`, build(CHANGE_OPTIONS, change, "dependency change"))).state;
+  }
+
+  /** Adds and removes tags (`{add, remove}`), whatever the job's state. */
+  async changeTags(jobId, change) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/tags`, build(CHANGE_OPTIONS, change, "tag change"));
+  }
+
+  /** Marks a job to keep an eye on (`jobs({ tracked: true })` lists it). */
+  async track(jobId) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/track`);
+  }
+
+  /** Stops tracking a job. */
+  async untrack(jobId) {
+    await this.#send("POST", `/v1/jobs/${id(jobId)}/untrack`);
+  }
+
+  /**
+   * One action over many jobs: `cancel`, `delete`, `retry` (run again those that ended) or `move` (with `queue`),
+   * over the jobs of `filter` (the filters of `jobs`, without paging) or the `ids` listed. Resolves to
+   * `{matched, done, skipped}`.
+   */
+  async bulk(action, selection) {
+    return this.#send("POST", "/v1/jobs/bulk", { action, ...build(BULK_OPTIONS, selection, "bulk option") });
+  }
+
+  // Batches.
 
   /**
    * Creates a batch of jobs made with `push`, all or none: `onComplete` (a job made with `push`, without timing) is
@@ -238,47 +229,161 @@ export class Client {
    * exactly once; their data, an object, gets a member `batch` with the counts and the failed jobs' ids. `open` holds
    * the batch open until `closeBatch`. Resolves to `{id, jobs}`.
    */
-  async createBatch(jobs = [], { onSuccess = null, onComplete = null, open = false, description = null } = {}) {
-    const body = { jobs };
-    if (onSuccess) body.on_success = onSuccess;
-    if (onComplete) body.on_complete = onComplete;
-    if (open) body.open = true;
-    if (description !== null) body.description = description;
+  async createBatch(jobs = [], options = {}) {
+    const body = { jobs, ...build(BATCH_OPTIONS, options, "batch option") };
+    if (body.open === false) delete body.open;
     return this.#send("POST", "/v1/batches", body);
   }
 
   /** Adds jobs made with `push` to a batch that has not completed, all or none. */
-  async addToBatch(id, jobs) {
-    return (await this.#send("POST", `/v1/batches/${Number(id)}/jobs`, { jobs })).jobs;
+  async addToBatch(batchId, jobs) {
+    return (await this.#send("POST", `/v1/batches/${id(batchId)}/jobs`, { jobs })).jobs;
   }
 
   /** Closes an open batch: it completes once every job has ended. Resolves to the batch. */
-  async closeBatch(id) {
-    return this.#send("POST", `/v1/batches/${Number(id)}/close`, {});
+  async closeBatch(batchId) {
+    return this.#send("POST", `/v1/batches/${id(batchId)}/close`, {});
   }
 
   /** A batch: its state (`open`, `running`, `completed`), counts and callbacks. */
-  async batch(id) {
-    return this.#send("GET", `/v1/batches/${Number(id)}`);
+  async batch(batchId) {
+    return this.#send("GET", `/v1/batches/${id(batchId)}`);
   }
 
   /** Batches, newest first: `{batches, next}` (pass `next` as `before` for the next page). */
-  async batches({ state = null, before = null, limit = 100 } = {}) {
-    const query = new URLSearchParams({ limit: String(limit) });
-    if (state !== null) query.set("state", state);
-    if (before !== null) query.set("before", String(before));
-    return this.#send("GET", `/v1/batches?${query}`);
+  async batches(filter = {}) {
+    return this.#send("GET", `/v1/batches${query(BATCH_FILTER, { limit: 100, ...filter }, "batch filter")}`);
   }
 
-  /** Cancels a job that has not finished; its worker, if any, is refused from then on. */
-  async cancel(id) {
-    await this.#send("POST", `/v1/jobs/${Number(id)}/cancel`);
-  }
+  // Queues and failures.
 
-  /** Every queue with its jobs counted by state. */
+  /** Every queue with its jobs counted by state, whether it is paused, and its limits. */
   async queues() {
     return (await this.#send("GET", "/v1/queues")).queues;
   }
+
+  /** Stops a queue from handing out jobs; everything else about it goes on. */
+  async pauseQueue(queue) {
+    await this.#send("POST", `/v1/queues/${segment(queue)}/pause`);
+  }
+
+  /** Lets a paused queue hand out jobs again. */
+  async resumeQueue(queue) {
+    await this.#send("POST", `/v1/queues/${segment(queue)}/resume`);
+  }
+
+  /** The next jobs a worker would take from a queue (at most `limit`), without taking them. */
+  async peek(queue, options = {}) {
+    return (await this.#send("GET", `/v1/queues/${segment(queue)}/peek${query({ limit: as("limit") }, options, "peek option")}`)).jobs;
+  }
+
+  /** Lets at most `concurrency` of a queue's jobs run at once across all workers; null removes the limit. */
+  async limitQueue(queue, concurrency) {
+    await this.#send("POST", `/v1/queues/${segment(queue)}/concurrency`, { concurrency: concurrency ?? null });
+  }
+
+  /** Lets at most `limit` jobs of one concurrency key run at once in a queue; null removes the limit. */
+  async limitKeys(queue, limit) {
+    await this.#send("POST", `/v1/queues/${segment(queue)}/key-concurrency`, { limit: limit ?? null });
+  }
+
+  /** Lets a concurrency key take `weight` jobs per turn in a queue; null goes back to 1. */
+  async weighKey(queue, key, weight) {
+    await this.#send("POST", `/v1/queues/${segment(queue)}/key-weight`, { key, weight: weight ?? null });
+  }
+
+  /** Lets at most `{jobs}` of a queue's jobs start `{per}` seconds; null removes the limit. */
+  async rateLimitQueue(queue, rate) {
+    const body = rate == null ? null : build(RATE_OPTIONS, rate, "rate option");
+    await this.#send("POST", `/v1/queues/${segment(queue)}/rate`, { rate: body });
+  }
+
+  /** Turns on priority aging, a point per `every` seconds of waiting; null goes back to strict priority. */
+  async ageQueue(queue, every) {
+    await this.#send("POST", `/v1/queues/${segment(queue)}/aging`, { every_ms: every == null ? null : millis(every, "every") });
+  }
+
+  /** Every failure group that holds failed jobs, with how many and when they failed. */
+  async failureGroups() {
+    return (await this.#send("GET", "/v1/failures")).groups;
+  }
+
+  /** Puts the oldest failed jobs of a group back (`limit` of them, to `queue`); resolves to how many went back. */
+  async unfail(group, options = {}) {
+    return (await this.#send("POST", `/v1/failures/${segment(group)}/unfail`, build(UNFAIL_OPTIONS, options, "unfail option"))).moved;
+  }
+
+  // Recurring templates.
+
+  /**
+   * Creates or replaces the template `key`: at every slot of `cron` in `timeZone` (UTC when absent), the job `job`
+   * (made with `push`, without timing) is created; `missed` is `skip`, `once` or `all`, `overlap` `allow`, `skip` or
+   * `replace`. Resolves to the template.
+   */
+  async setRecurring(key, template) {
+    return this.#send("PUT", `/v1/recurring/${segment(key)}`, build(RECURRING_OPTIONS, template, "recurring option"));
+  }
+
+  /** The template `key`, with its job and its next and last runs. */
+  async getRecurring(key) {
+    return this.#send("GET", `/v1/recurring/${segment(key)}`);
+  }
+
+  /** Every template. */
+  async listRecurring() {
+    return (await this.#send("GET", "/v1/recurring")).recurring;
+  }
+
+  /** Pauses a template: it creates no job until resumed. Resolves to the template. */
+  async pauseRecurring(key) {
+    return this.#send("POST", `/v1/recurring/${segment(key)}/pause`, {});
+  }
+
+  /** Resumes a template; its next slot counts from now. Resolves to the template. */
+  async resumeRecurring(key) {
+    return this.#send("POST", `/v1/recurring/${segment(key)}/resume`, {});
+  }
+
+  /** Creates the template's job now, as a slot would; resolves to it as `enqueue` does. */
+  async runRecurring(key) {
+    return this.#send("POST", `/v1/recurring/${segment(key)}/run`, {});
+  }
+
+  /** Removes a template; the jobs it created stay. */
+  async removeRecurring(key) {
+    await this.#send("DELETE", `/v1/recurring/${segment(key)}`);
+  }
+
+  // Seeing what happens.
+
+  /** Every worker seen: when last, the jobs it holds and which of them stalled. */
+  async workers() {
+    return (await this.#send("GET", "/v1/workers")).workers;
+  }
+
+  /** A page of the activity log, newest first: `{events, next_before}`. */
+  async activity(filter = {}) {
+    return this.#send("GET", `/v1/activity${query(ACTIVITY_FILTER, filter, "activity filter")}`);
+  }
+
+  /**
+   * Follows the server's events as they are committed (`for await (const event of stream)`), those of `queue`,
+   * `name` (a GLOB), `job` and `kinds` only when given, from the next one or after the event `after`. It resumes by
+   * itself after a disconnect. Resolves once connected; a bad filter is refused here.
+   */
+  async events(filter = {}) {
+    const { signal = null, after, ...params } = build(EVENT_OPTIONS, filter, "event filter");
+    const search = new URLSearchParams();
+    for (const [name, value] of Object.entries(params)) search.set(name, Array.isArray(value) ? value.join(",") : String(value));
+    const path = `/v1/events${search.size ? `?${search}` : ""}`;
+    // "Now" is where the log stands, so that a connection made again before any event resumes from there.
+    const from = after ?? (await this.activity({ limit: 1 })).events[0]?.id ?? 0;
+    const stream = new EventStream(this.#http, path, from, signal);
+    await stream.connect();
+    return stream;
+  }
+
+  // A worker's calls, under a lease.
 
   /**
    * Takes up to `limit` ready jobs (`{job, lease}` each); with `wait` (seconds), a long poll that returns the moment one
@@ -287,22 +392,33 @@ export class Client {
   async dequeue(worker, options = {}) {
     const body = dequeueBody(worker, options);
     const timeoutMs = (body.wait_ms ?? 0) + LONG_POLL_MARGIN_MS;
-    return (await this.#send("POST", "/v1/dequeue", body, timeoutMs, options.signal ?? null)).jobs;
+    return (await this.#send("POST", "/v1/dequeue", body, timeoutMs, options?.signal ?? null)).jobs;
   }
 
-  /** Extends the lease; resolves to its new expiry. */
+  /** Extends the lease, recording `progress` when given; resolves to its new expiry. */
   async heartbeat(lease, progress = null) {
     const body = { token: lease.token };
-    if (progress !== null) body.progress = progress;
+    if (progress !== null && progress !== undefined) body.progress = progress;
     return (await this.#send("POST", `/v1/jobs/${lease.job}/heartbeat`, body)).lease_expires_at;
+  }
+
+  /** Records the job's progress, for queries and the dashboard to show. */
+  async progress(lease, progress) {
+    await this.#send("POST", `/v1/jobs/${lease.job}/update`, { token: lease.token, progress });
+  }
+
+  /** Saves the data a retry of the job starts from, and extends the lease; resolves to its new expiry. */
+  async checkpoint(lease, data) {
+    return (await this.#send("POST", `/v1/jobs/${lease.job}/checkpoint`, { token: lease.token, data })).lease_expires_at;
   }
 
   /**
    * Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its data with
-   * `data` when given.
+   * `data` when given; with `next: {queue, delay, dependsOn}`, the job goes on in that queue instead.
    */
-  async finish(lease, data = null, { result = null } = {}) {
-    await this.#send("POST", `/v1/jobs/${lease.job}/finish`, finishFields({ token: lease.token }, data, result));
+  async finish(lease, data = null, options = {}) {
+    const { result, ...rest } = build(FINISH_OPTIONS, options, "finish option");
+    await this.#send("POST", `/v1/jobs/${lease.job}/finish`, finishFields({ token: lease.token, ...rest }, data, result));
   }
 
   /**
@@ -315,7 +431,7 @@ export class Client {
 
   /** Completes jobs and takes the next ones (without waiting) in one request: `{errors, taken, takeError}`. */
   async finishAndTake(finishes, worker, options = {}) {
-    const take = dequeueBody(worker, { ...options, wait: null });
+    const { wait_ms: _wait, ...take } = dequeueBody(worker, options);
     const body = await this.#send("POST", "/v1/finish", { jobs: finishItems(finishes), take });
     return {
       errors: finishErrors(body),
@@ -325,9 +441,8 @@ export class Client {
   }
 
   /** Reports a transient error; resolves to the job's new state (`queued`, `scheduled`, or `failed`). */
-  async retry(lease, error, { delay = null } = {}) {
-    const body = { token: lease.token, error };
-    if (delay !== null) body.delay_ms = millis(delay, "delay");
+  async retry(lease, error, options = {}) {
+    const body = { token: lease.token, error, ...build(RETRY_CALL_OPTIONS, options, "retry call option") };
     return (await this.#send("POST", `/v1/jobs/${lease.job}/retry`, body)).state;
   }
 
@@ -343,8 +458,6 @@ export class Client {
 
   /** Says the worker stops: the activity log shows it stopped, not lost. */
   async workerStopped(worker) {
-    await this.#send("POST", `/v1/workers/${encodeURIComponent(worker)}/stop`);
+    await this.#send("POST", `/v1/workers/${segment(worker)}/stop`);
   }
 }
-
-export { CairnError };

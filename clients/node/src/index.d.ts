@@ -1,7 +1,43 @@
-// Types of Cairn's Node client. Times are RFC 3339 strings and durations seconds, as numbers.
+// Types of Cairn's Node client. Options are camelCase, with durations in seconds (numbers) and times RFC 3339 strings
+// or `Date`s; what the server answers keeps its own names (snake_case) and its times as RFC 3339 strings. Each
+// interface named after a body of the server's OpenAPI document declares every field of it, and no other: the test
+// `test/parity.test.js` compares them.
 
 export const DEFAULT_URL: string;
 
+export type JobState = "scheduled" | "queued" | "waiting" | "running" | "completed" | "failed" | "cancelled";
+
+/** Whose the children are that a job's runs create: the run's (the default) or, as in Bedrock, the job's. */
+export type Children = "run" | "job";
+
+/** The kinds of event the activity log records. */
+export type EventKind =
+  | "added"
+  | "debounced"
+  | "started"
+  | "heartbeat_lost"
+  | "retried"
+  | "finished"
+  | "failed"
+  | "cancelled"
+  | "released"
+  | "requeued"
+  | "unfailed"
+  | "worker_started"
+  | "worker_stopped"
+  | "worker_lost"
+  | "moved"
+  | "rescheduled"
+  | "prioritized"
+  | "deleted"
+  | "queue_changed"
+  | "promoted"
+  | "audit";
+
+/** A time: an RFC 3339 string (`2026-01-31T09:00:00Z`) or a `Date`. */
+export type Time = string | Date;
+
+/** The lease on a running job (LeaseBody). */
 export interface Lease {
   job: number;
   /** 64-bit, so a string. */
@@ -10,37 +46,7 @@ export interface Lease {
   expires_at: string;
 }
 
-/** A job as the server shows it (every field of `GET /v1/jobs/{id}`). */
-export interface Job {
-  id: number;
-  queue: string;
-  name: string;
-  state: string;
-  data: unknown;
-  /** What its last completed run produced, kept apart from its data; null when none (each attempt in `history` has its own). */
-  result: unknown;
-  priority: number;
-  weight: number;
-  attempt: number;
-  run_at: string;
-  lease_timeout_ms: number;
-  error: string | null;
-  failure_group: string | null;
-  tags: string[];
-  [field: string]: unknown;
-}
-
-export interface ClaimedJob {
-  job: Job;
-  lease: Lease;
-}
-
-export interface Enqueued {
-  id: number;
-  state: string;
-  existing: boolean;
-}
-
+/** Attempts and backoff, as the server shows them (RetryPolicyBody). */
 export interface RetryPolicy {
   max_attempts: number;
   initial_delay_ms: number;
@@ -49,42 +55,177 @@ export interface RetryPolicy {
   jitter: number;
 }
 
+/** What an attempt's process used, when its worker measured it (UsageBody). */
+export interface Usage {
+  run_ms: number;
+  cpu_ms: number;
+  peak_memory: number;
+}
+
+/** One attempt at running a job (AttemptBody). */
+export interface Attempt {
+  number: number;
+  worker: string;
+  started_at: string;
+  finished_at?: string | null;
+  outcome?: string | null;
+  error?: string | null;
+  /** What a completed attempt finished with. */
+  result?: unknown;
+  usage?: Usage | null;
+}
+
+/** A job as the server shows it (JobBody: `get`, `jobs`, `peek`, `wait`). */
+export interface Job {
+  id: number;
+  queue: string;
+  name: string;
+  state: JobState;
+  data: unknown;
+  /** What its last completed run produced, kept apart from its data; null when none (each attempt in `history` has its own). */
+  result?: unknown;
+  /** The last progress reported. */
+  progress?: unknown;
+  priority: number;
+  weight: number;
+  attempt: number;
+  retry: RetryPolicy;
+  run_at: string;
+  due_at?: string | null;
+  created_at: string;
+  started_at?: string | null;
+  finished_at?: string | null;
+  lease_timeout_ms: number;
+  lease_expires_at?: string | null;
+  timeout_ms?: number | null;
+  worker?: string | null;
+  error?: string | null;
+  failure_group?: string | null;
+  tags: string[];
+  tracked: boolean;
+  schedule?: string | null;
+  time_zone?: string | null;
+  unique_key?: string | null;
+  depends_on: number[];
+  parent?: number | null;
+  awaits_parent: boolean;
+  children?: Children;
+  batch?: number | null;
+  trace_parent?: string | null;
+  concurrency_key?: string | null;
+  concurrency_limit?: number | null;
+  debounce_key?: string | null;
+  throttle_key?: string | null;
+  /** Its attempts, oldest first (empty in listings). */
+  history: Attempt[];
+}
+
+export interface ClaimedJob {
+  job: Job;
+  lease: Lease;
+}
+
+/** What an enqueue did (EnqueuedBody). */
+export interface Enqueued {
+  id: number;
+  state: string;
+  /** Whether a live job already held the unique key, or a debounce or throttle key (and this is that job). */
+  existing: boolean;
+}
+
+/** Attempts and backoff for one job: any of them, the queue's default for the rest. */
+export interface RetryOptions {
+  /** Attempts in all, counting the first: 1 runs the job once. */
+  maxAttempts?: number;
+  /** Seconds after the first failed attempt. */
+  initialDelay?: number;
+  multiplier?: number;
+  /** Seconds no delay is longer than. */
+  maxDelay?: number;
+  jitter?: number;
+}
+
+/** Every option of a push (the fields of `POST /v1/jobs` but `name` and `data`, which are arguments). */
 export interface PushOptions {
   queue?: string;
   priority?: number;
   /** Seconds from now until the job is ready. */
   delay?: number;
-  runAt?: string;
+  runAt?: Time;
   uniqueKey?: string;
   tags?: string[];
-  retry?: RetryPolicy;
+  /** Older code passed the server's own fields (`{max_attempts, initial_delay_ms, …}`), which still work. */
+  retry?: RetryOptions | Partial<RetryPolicy>;
+  /** Seconds a lease lasts without a heartbeat. */
   leaseTimeout?: number;
+  /** Seconds one attempt may run, heartbeats or not. */
   timeout?: number;
   weight?: number;
+  /** Bedrock's repeat syntax (`FINISHED, +5 MINUTES`) or a cron expression (in `timeZone`). */
   schedule?: string;
+  /** The IANA time zone of a cron `schedule` (`Europe/Berlin`); UTC when absent. */
+  timeZone?: string;
+  /** Jobs that must complete before this one runs. */
+  dependsOn?: number[];
+  /** The running job creating this one: the child starts when that run finishes. */
+  parent?: number;
+  /** Whose the children are that this job's runs create. */
+  children?: Children;
+  /** A W3C `traceparent` the job's worker runs it in. */
+  traceParent?: string;
+  /** The batch the job joins, which must not have completed. */
+  batch?: number;
   /** A burst of pushes with one key makes one job, run `delay` seconds after the latest, at most `maxWait` after the first. */
   debounce?: { key: string; delay: number; maxWait: number };
-  /** One job per key per `period` seconds, whatever became of it. */
-  throttle?: { key: string; period: number };
+  /** One job per key per `period` seconds, counting earlier jobs in `states` only when given. */
+  throttle?: { key: string; period: number; states?: JobState[] };
   /** Keyed jobs take turns by key, and at most the queue's limit per key run at once. */
   concurrencyKey?: string;
   /** At most this many jobs of the key run at once when this one is next, instead of the queue's limit per key. */
   concurrencyLimit?: number;
-  /** The batch the job joins, which must not have completed. */
-  batch?: number;
 }
 
-/** A batch's callback: the job it pushes, and the job it pushed once the batch reached its end. */
+/** A job to enqueue, as the server takes it (PushRequest): what `push` makes. */
+export interface PushBody {
+  name: string;
+  data?: unknown;
+  queue?: string;
+  priority?: number;
+  delay_ms?: number;
+  run_at?: string;
+  unique_key?: string;
+  tags?: string[];
+  retry?: Partial<RetryPolicy>;
+  lease_timeout_ms?: number;
+  timeout_ms?: number;
+  weight?: number;
+  schedule?: string;
+  time_zone?: string;
+  depends_on?: number[];
+  parent?: number;
+  children?: Children;
+  trace_parent?: string;
+  batch?: number;
+  debounce?: { key: string; delay_ms: number; max_wait_ms: number };
+  throttle?: { key: string; period_ms: number; states?: JobState[] };
+  concurrency?: { key: string; limit?: number };
+}
+
+export function push(name: string, data?: unknown, options?: PushOptions): PushBody;
+
+/** A batch's callback: the job it pushes, and the job it pushed once the batch reached its end (BatchCallbackBody). */
 export interface BatchCallback {
   queue: string;
   name: string;
-  job: number | null;
+  job?: number | null;
+  /** Why it could not be pushed when the batch reached its end, if it could not. */
+  error?: string | null;
 }
 
-/** A batch and its progress (`GET /v1/batches/{id}`). */
+/** A batch and its progress (BatchBody). */
 export interface Batch {
   id: number;
-  description: string | null;
+  description?: string | null;
   state: "open" | "running" | "completed";
   total: number;
   pending: number;
@@ -92,29 +233,219 @@ export interface Batch {
   failed: number;
   cancelled: number;
   created_at: string;
-  completed_at: string | null;
-  succeeded_at: string | null;
-  on_success: BatchCallback | null;
-  on_complete: BatchCallback | null;
+  completed_at?: string | null;
+  succeeded_at?: string | null;
+  on_success?: BatchCallback | null;
+  on_complete?: BatchCallback | null;
 }
 
 export interface BatchOptions {
   /** Pushed once every job has completed (a job made with `push`). */
-  onSuccess?: Record<string, unknown> | null;
+  onSuccess?: PushBody | null;
   /** Pushed once every job has completed, failed or been cancelled. */
-  onComplete?: Record<string, unknown> | null;
+  onComplete?: PushBody | null;
   /** Hold the batch open until `closeBatch`. */
   open?: boolean;
   description?: string | null;
 }
 
+/** Which jobs: the filters of `GET /v1/jobs`. */
+export interface JobSelection {
+  queue?: string;
+  state?: JobState;
+  /** A GLOB pattern. */
+  name?: string;
+  tag?: string;
+  failureGroup?: string;
+  /** The children of this job. */
+  parent?: number;
+  batch?: number;
+  tracked?: boolean;
+}
+
+export interface JobFilter extends JobSelection {
+  /** Jobs older than this id: the `next` of the previous page. */
+  before?: number;
+  limit?: number;
+}
+
+export type BulkAction = "cancel" | "delete" | "retry" | "move";
+
+/** The jobs of a filter, or those listed; `queue` is where `move` takes them. */
+export type BulkSelection = ({ filter: JobSelection; ids?: never } | { ids: number[]; filter?: never }) & { queue?: string };
+
+/** What a bulk action did (BulkBody). */
+export interface BulkOutcome {
+  matched: number;
+  done: number;
+  skipped: number;
+}
+
+/** A concurrency key of a queue (KeyStatsBody). */
+export interface KeyStats {
+  key: string;
+  running: number;
+  queued: number;
+  full: boolean;
+  limit?: number | null;
+  weight?: number;
+}
+
+/** A rate limit: at most `jobs` starts per `per_ms` (RateLimitBody). */
+export interface RateLimit {
+  jobs: number;
+  per_ms: number;
+}
+
+/** A queue: whether it is paused, its jobs counted by state, and its limits (QueueStatsBody). */
+export interface QueueStats {
+  queue: string;
+  paused: boolean;
+  scheduled: number;
+  queued: number;
+  waiting: number;
+  running: number;
+  stalled: number;
+  failed: number;
+  completed: number;
+  cancelled: number;
+  concurrency?: number | null;
+  key_concurrency?: number | null;
+  rate_limit?: RateLimit | null;
+  priority_aging_ms?: number | null;
+  top_keys?: KeyStats[];
+  waiting_on_keys?: number;
+}
+
+/** A failure group (FailureGroupBody). */
+export interface FailureGroup {
+  group: string;
+  count: number;
+  first_failed_at: string;
+  last_failed_at: string;
+}
+
+export type MissedSlots = "skip" | "once" | "all";
+export type OverlapPolicy = "allow" | "skip" | "replace";
+
+/** A recurring template, with its job and when it runs (RecurringBody). */
+export interface Recurring {
+  key: string;
+  cron: string;
+  time_zone: string;
+  /** The job each slot creates, as `push` makes it. */
+  job: PushBody;
+  missed: MissedSlots;
+  overlap: OverlapPolicy;
+  paused?: boolean;
+  next_run?: string | null;
+  last_run?: string | null;
+  last_job?: number | null;
+}
+
+export interface RecurringOptions {
+  /** A cron expression, such as `0 4 * * *`. */
+  cron: string;
+  /** The job to create at each slot, made with `push` (without timing). */
+  job: PushBody;
+  /** An IANA time zone such as `Europe/Berlin`; UTC when absent. */
+  timeZone?: string;
+  missed?: MissedSlots;
+  overlap?: OverlapPolicy;
+}
+
+/** A worker the queue has seen (WorkerBody). */
+export interface WorkerInfo {
+  id: string;
+  first_seen: string;
+  last_seen: string;
+  jobs: number[];
+  stalled: number[];
+}
+
+/** The caller's token (TokenBody). */
+export interface TokenInfo {
+  role: "read" | "enqueue" | "work" | "admin";
+  name?: string | null;
+  queues?: string[] | null;
+}
+
+/** The server's health (HealthBody). */
+export interface Health {
+  status: string;
+  version?: string | null;
+}
+
+/** One transition in the activity log (ActivityEventBody): an event of `activity` and of `events`. */
+export interface ActivityEvent {
+  id: number;
+  at: string;
+  event: EventKind;
+  job?: number | null;
+  queue?: string | null;
+  name?: string | null;
+  worker?: string | null;
+  detail?: string | null;
+}
+
+/** The server's notice that a resumed stream starts past events its log no longer holds: it goes on from `oldest`. */
+export interface EventsMissed {
+  event: "missed";
+  after: number;
+  oldest: number;
+}
+
+export type StreamEvent = ActivityEvent | EventsMissed;
+
+export interface EventFilter {
+  queue?: string;
+  /** A GLOB pattern. */
+  name?: string;
+  job?: number;
+  kinds?: EventKind[];
+  /** Start after this event's id: every event the log still holds after it, then the new ones. */
+  after?: number;
+  /** Closes the stream when aborted. */
+  signal?: AbortSignal;
+}
+
+/** The server's events as they are committed; it resumes after a disconnect from the last event it gave. */
+export class EventStream implements AsyncIterable<StreamEvent> {
+  private constructor();
+  /** The id of the last event given: where the stream resumes. */
+  readonly position: number;
+  readonly closed: boolean;
+  /** Ends the stream: a `for await` over it ends. */
+  close(): void;
+  [Symbol.asyncIterator](): AsyncIterator<StreamEvent>;
+}
+
+export interface ActivityFilter {
+  queue?: string;
+  job?: number;
+  worker?: string;
+  since?: Time;
+  until?: Time;
+  /** Events older than this id: the `next_before` of the previous page. */
+  before?: number;
+  limit?: number;
+}
+
 export interface DequeueOptions {
   queues?: string[];
+  /** GLOB patterns. */
   names?: string[];
   limit?: number;
   /** Seconds to wait for a job (a long poll). */
   wait?: number;
   maxWeight?: number;
+  /** Seconds these leases last before their first heartbeat, instead of each job's lease timeout. */
+  leaseTimeout?: number;
+  /** Only jobs of exactly this priority. */
+  priority?: number;
+  order?: "ordered" | "round_robin";
+  /** With `round_robin`, how many jobs each queue gives per turn. */
+  weights?: number[];
   /** Ends the request when aborted; the server gives back a job it claimed for it. */
   signal?: AbortSignal;
 }
@@ -122,7 +453,11 @@ export interface DequeueOptions {
 /** A job to finish: its lease, or its lease with its `result` and the `data` that replaces its input. */
 export type Finishing = Lease | { lease: Lease; data?: unknown; result?: unknown };
 
-export function push(name: string, data?: unknown, options?: PushOptions): Record<string, unknown>;
+export interface FinishOptions {
+  result?: unknown;
+  /** Instead of completing, the job goes on in `queue`, after `delay` seconds or once `dependsOn` complete. */
+  next?: { queue: string; delay?: number; dependsOn?: number[] };
+}
 
 /** HTTPS settings: a CA file (PEM) for a server whose certificate Node does not trust, a client certificate and key. */
 export interface TlsFiles {
@@ -131,31 +466,82 @@ export interface TlsFiles {
   keyFile?: string | null;
 }
 
+export interface ClientOptions extends TlsFiles {
+  token?: string | null;
+  /** Seconds a request may take (30). */
+  timeout?: number;
+}
+
 export class Client {
-  constructor(url?: string, options?: { token?: string | null; timeout?: number } & TlsFiles);
-  health(): Promise<{ status: string; version: string }>;
+  constructor(url?: string, options?: ClientOptions);
+  readonly url: string;
+  health(): Promise<Health>;
+  whoami(): Promise<TokenInfo>;
+
   enqueue(name: string, data?: unknown, options?: PushOptions): Promise<Enqueued>;
-  enqueueBatch(jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
+  enqueueBatch(jobs: PushBody[]): Promise<Enqueued[]>;
   get(id: number): Promise<Job>;
-  createBatch(jobs?: Record<string, unknown>[], options?: BatchOptions): Promise<{ id: number; jobs: Enqueued[] }>;
-  addToBatch(id: number, jobs: Record<string, unknown>[]): Promise<Enqueued[]>;
-  closeBatch(id: number): Promise<Batch>;
-  batch(id: number): Promise<Batch>;
-  batches(options?: { state?: "open" | "running" | "completed" | null; before?: number | null; limit?: number }): Promise<{ batches: Batch[]; next: number | null }>;
   /** The job once it ended (completed, failed or cancelled), or as it stands after `timeout` seconds. */
   wait(id: number, timeout: number): Promise<Job>;
+  jobs(filter?: JobFilter): Promise<{ jobs: Job[]; next?: number | null }>;
   cancel(id: number): Promise<void>;
-  queues(): Promise<Record<string, unknown>[]>;
+  delete(id: number): Promise<void>;
+  requeue(id: number, options?: { runAt?: Time }): Promise<string>;
+  reschedule(id: number, runAt: Time): Promise<string>;
+  setPriority(id: number, priority: number): Promise<void>;
+  move(id: number, queue: string): Promise<void>;
+  setData(id: number, data: unknown): Promise<void>;
+  changeDependencies(id: number, change: { add?: number[]; remove?: number[] }): Promise<string>;
+  changeTags(id: number, change: { add?: string[]; remove?: string[] }): Promise<void>;
+  track(id: number): Promise<void>;
+  untrack(id: number): Promise<void>;
+  bulk(action: BulkAction, selection: BulkSelection): Promise<BulkOutcome>;
+
+  createBatch(jobs?: PushBody[], options?: BatchOptions): Promise<{ id: number; jobs: Enqueued[] }>;
+  addToBatch(id: number, jobs: PushBody[]): Promise<Enqueued[]>;
+  closeBatch(id: number): Promise<Batch>;
+  batch(id: number): Promise<Batch>;
+  batches(filter?: { state?: "open" | "running" | "completed" | null; before?: number | null; limit?: number }): Promise<{ batches: Batch[]; next?: number | null }>;
+
+  queues(): Promise<QueueStats[]>;
+  pauseQueue(queue: string): Promise<void>;
+  resumeQueue(queue: string): Promise<void>;
+  peek(queue: string, options?: { limit?: number }): Promise<Job[]>;
+  /** null removes the limit. */
+  limitQueue(queue: string, concurrency: number | null): Promise<void>;
+  limitKeys(queue: string, limit: number | null): Promise<void>;
+  weighKey(queue: string, key: string, weight: number | null): Promise<void>;
+  /** At most `jobs` starts per `per` seconds; null removes the limit. */
+  rateLimitQueue(queue: string, rate: { jobs: number; per: number } | null): Promise<void>;
+  /** A priority point per `every` seconds of waiting; null goes back to strict priority. */
+  ageQueue(queue: string, every: number | null): Promise<void>;
+  failureGroups(): Promise<FailureGroup[]>;
+  unfail(group: string, options?: { limit?: number; queue?: string }): Promise<number>;
+
+  setRecurring(key: string, template: RecurringOptions): Promise<Recurring>;
+  getRecurring(key: string): Promise<Recurring>;
+  listRecurring(): Promise<Recurring[]>;
+  pauseRecurring(key: string): Promise<Recurring>;
+  resumeRecurring(key: string): Promise<Recurring>;
+  runRecurring(key: string): Promise<Enqueued>;
+  removeRecurring(key: string): Promise<void>;
+
+  workers(): Promise<WorkerInfo[]>;
+  activity(filter?: ActivityFilter): Promise<{ events: ActivityEvent[]; next_before?: number | null }>;
+  events(filter?: EventFilter): Promise<EventStream>;
+
   dequeue(worker: string, options?: DequeueOptions): Promise<ClaimedJob[]>;
   heartbeat(lease: Lease, progress?: unknown): Promise<string>;
-  finish(lease: Lease, data?: unknown, options?: { result?: unknown }): Promise<void>;
+  progress(lease: Lease, progress: unknown): Promise<void>;
+  checkpoint(lease: Lease, data: unknown): Promise<string>;
+  finish(lease: Lease, data?: unknown, options?: FinishOptions): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
   finishAndTake(
     finishes: Finishing[],
     worker: string,
     options?: Omit<DequeueOptions, "wait" | "signal">,
   ): Promise<{ errors: (CairnError | null)[]; taken: ClaimedJob[]; takeError: CairnError | null }>;
-  retry(lease: Lease, error: string, options?: { delay?: number }): Promise<string>;
+  retry(lease: Lease, error: string, options?: { delay?: number; runAt?: Time }): Promise<string>;
   fail(lease: Lease, group: string, message: string): Promise<void>;
   release(lease: Lease): Promise<void>;
   workerStopped(worker: string): Promise<void>;
@@ -164,7 +550,7 @@ export class Client {
 export class CairnError extends Error {
   kind: string;
   field: string | null;
-  /** The HTTP status; null when no answer came. */
+  /** The HTTP status; null when no answer came, or when the client refused the input itself. */
   status: number | null;
 }
 export class InvalidInput extends CairnError {}
@@ -183,17 +569,37 @@ export class FailJob extends Error {
   group: string;
 }
 
-/** What a handler gets besides the job. */
+/**
+ * The job a handler gets: every field of `Job` as the run starts, and the calls about its own run. `progress` is the
+ * method that reports progress (the last one reported before this run is `client.get(job.id)`'s `progress`).
+ */
+export interface RunningJob extends Job {
+  readonly lease: Lease;
+  /** Aborted when the lease is lost, or when the worker stops and gives the job back. */
+  readonly signal: AbortSignal;
+  /** Records progress (any JSON) for queries and the dashboard. */
+  progress(value: unknown): Promise<void>;
+  /** Extends the lease now, recording `progress` when given; resolves to its new expiry. */
+  heartbeat(progress?: unknown): Promise<string>;
+  /** Saves the data a retry starts from, and extends the lease; resolves to its new expiry. */
+  checkpoint(data: unknown): Promise<string>;
+  /** The result when the handler returns undefined or null. */
+  setResult(value: unknown): void;
+  /** Replaces the job's data when the handler returns; null keeps it. */
+  setData(value: unknown): void;
+}
+
+/** What a handler gets besides the job, as older handlers read it. */
 export interface JobContext {
   lease: Lease;
   /** Aborted when the lease is lost, or when the worker stops and gives the job back. */
   signal: AbortSignal;
-  /** Replaces the job's data when the handler returns (what a recurring job's next run starts from); null keeps it. */
+  /** As `job.setData`. */
   setData(data: unknown): void;
 }
 
-/** What a handler returns becomes the job's result, kept apart from its data; undefined or null is none. */
-export type Handler = (job: Job, context: JobContext) => unknown | Promise<unknown>;
+/** What a handler returns becomes the job's result, kept apart from its data; undefined or null: `setResult`'s, or none. */
+export type Handler = (job: RunningJob, context: JobContext) => unknown | Promise<unknown>;
 
 export interface WorkerReport {
   finished: number;
@@ -203,19 +609,19 @@ export interface WorkerReport {
   released: number;
 }
 
+export interface WorkerOptions extends TlsFiles {
+  token?: string | null;
+  queues?: string[];
+  maxConcurrency?: number;
+  /** Seconds a request for jobs waits for one (a long poll). */
+  wait?: number;
+  /** Seconds running jobs get to finish once the worker stops. */
+  shutdownDeadline?: number;
+  logger?: { warn(message: string): void; error(message: string): void };
+}
+
 export class Worker {
-  constructor(
-    url: string,
-    id: string,
-    options?: {
-      token?: string | null;
-      queues?: string[];
-      maxConcurrency?: number;
-      wait?: number;
-      shutdownDeadline?: number;
-      logger?: { warn(message: string): void; error(message: string): void };
-    } & TlsFiles,
-  );
+  constructor(url: string, id: string, options?: WorkerOptions);
   handler(name: string, fn: Handler): this;
   globHandler(pattern: string, fn: Handler): this;
   /** Runs until SIGTERM or SIGINT, or `stop()`. */

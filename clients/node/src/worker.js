@@ -3,14 +3,18 @@
 // It takes as many jobs per request as it has free slots (a long poll when none is ready), extends each running job's
 // lease every third of its timeout, and reports the jobs that ended together in one request (`POST /v1/finish`), one
 // such request at a time, while it takes the next ones: a take that carried the finishes would come back only once
-// they are durable. A slot is free once its handler settles. What a handler returns is the job's result, kept apart
-// from its data, which the context's `setData` replaces. A handler that throws `RetryLater` or anything else has the
-// job retried with the error's text; `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops
-// what it returns. `stop()` (or SIGTERM with `run()`) takes no more
-// jobs, lets running ones finish until the deadline, gives back the rest, and says the worker stopped.
+// they are durable. A slot is free once its handler settles. A handler gets the job (`src/job.js`: its fields, and
+// progress, heartbeat, checkpoint, setResult and setData), and a context that older handlers read (`{lease, signal,
+// setData}`). What it returns is the job's result (or what it passed to `setResult`), kept apart from its data, which
+// `setData` replaces. A handler that throws `RetryLater` or anything else has the job retried with the error's text;
+// `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what it returns. `stop()` (or
+// SIGTERM with `run()`) takes no more jobs, lets running ones finish until the deadline, gives back the rest, and says
+// the worker stopped.
 
 import { Client } from "./client.js";
 import { CairnError, InvalidInput, LeaseLost } from "./errors.js";
+import { RunningJob, SETTLED } from "./job.js";
+import { as, checkOptions } from "./options.js";
 
 // A worker of few slots still takes jobs while this many finishes wait for their answer (see the Rust worker).
 const MIN_UNANSWERED_FINISHES = 32;
@@ -60,6 +64,10 @@ export function globRegExp(pattern) {
 /** The GLOB pattern that matches `name` alone. */
 export const exactPattern = (name) => name.replace(/[*?[]/g, "[$&]");
 
+const WORKER_OPTIONS = Object.fromEntries(
+  ["token", "caFile", "certFile", "keyFile", "queues", "maxConcurrency", "wait", "shutdownDeadline", "logger"].map((o) => [o, as(o)]),
+);
+
 export class Worker {
   /**
    * @param {string} url the server
@@ -68,11 +76,19 @@ export class Worker {
    *   maxConcurrency?: number, wait?: number, shutdownDeadline?: number,
    *   logger?: {warn: Function, error: Function}}} options durations in seconds; `logger` is `console` by default
    */
-  constructor(
-    url,
-    id,
-    { token = null, caFile = null, certFile = null, keyFile = null, queues = [], maxConcurrency = 4, wait = 30, shutdownDeadline = 30, logger = console } = {},
-  ) {
+  constructor(url, id, options = {}) {
+    checkOptions(options, WORKER_OPTIONS, "worker option");
+    const {
+      token = null,
+      caFile = null,
+      certFile = null,
+      keyFile = null,
+      queues = [],
+      maxConcurrency = 4,
+      wait = 30,
+      shutdownDeadline = 30,
+      logger = console,
+    } = options ?? {};
     if (!(Number.isInteger(maxConcurrency) && maxConcurrency >= 1)) {
       throw new InvalidInput("invalid_input", `maxConcurrency: must be an integer of at least 1, got ${maxConcurrency}`, "maxConcurrency");
     }
@@ -90,7 +106,8 @@ export class Worker {
 
   /**
    * Registers `fn(job, {lease, signal, setData})` for jobs named exactly `name`. What it returns is the job's result
-   * (undefined or null: none); `setData(value)` replaces the job's data (what a recurring job's next run starts from).
+   * (undefined or null: what it passed to `job.setResult`, or none); `job.setData(value)` replaces the job's data
+   * (what a recurring job's next run starts from).
    */
   handler(name, fn) {
     this.exact.set(name, fn);
@@ -224,18 +241,22 @@ class Run {
       this.freeSlot(weight);
       return this.record(this.client.release(claimed.lease), "released");
     }
-    let result;
-    let data;
+    let returned;
     let failure = null;
-    const setData = (value) => {
-      data = value;
-    };
-    const context = { lease: claimed.lease, signal: entry.abort.signal, setData };
+    const job = new RunningJob(claimed, {
+      client: this.client,
+      signal: entry.abort.signal,
+      extended: () => (entry.next = Date.now() + entry.every),
+      lost: (e) => this.leaseLost(entry, e),
+    });
+    const context = { lease: claimed.lease, signal: entry.abort.signal, setData: (value) => job.setData(value) };
     try {
-      result = await handler(claimed.job, context);
+      returned = await handler(job, context);
     } catch (e) {
       failure = e;
     }
+    const { result: set, data } = job[SETTLED]();
+    const result = returned ?? set;
     this.freeSlot(weight);
     if (entry.lost) {
       this.report.lost += 1;
@@ -280,15 +301,18 @@ class Run {
       if (entry.next > now || entry.lost) continue;
       entry.next = now + entry.every;
       this.client.heartbeat(entry.claimed.lease).catch((e) => {
-        if (e instanceof LeaseLost) {
-          this.log.warn(`job ${entry.claimed.job.id}: lease lost (${e.message}); its handler's result will not be reported`);
-          entry.lost = true;
-          entry.abort.abort(e);
-        } else {
-          this.log.warn(`job ${entry.claimed.job.id}: heartbeat failed (${e.message}); trying again`);
-        }
+        if (e instanceof LeaseLost) this.leaseLost(entry, e);
+        else this.log.warn(`job ${entry.claimed.job.id}: heartbeat failed (${e.message}); trying again`);
       });
     }
+  }
+
+  /** The job was taken back: its handler's `signal` aborts, and what it returns is dropped. */
+  leaseLost(entry, e) {
+    if (entry.lost) return;
+    this.log.warn(`job ${entry.claimed.job.id}: lease lost (${e.message}); its handler's result will not be reported`);
+    entry.lost = true;
+    entry.abort.abort(e);
   }
 
   countFinished(errors) {

@@ -1,0 +1,78 @@
+// What of the server's HTTP API this client covers, in one place: the method that makes each operation of the OpenAPI
+// document (by its operationId), and what the client leaves out, each with why. `test/parity.test.js` holds this to
+// a real server's `GET /v1/openapi.json` both ways: an operation or a push field the server has and the client neither
+// reaches nor lists here fails it, and so does an entry here the server does not have.
+
+/** Each operation's `Client` method. */
+export const OPERATIONS = {
+  health: "health",
+  token: "whoami",
+  enqueue: "enqueue",
+  enqueue_batch: "enqueueBatch",
+  get_job: "get", // and `wait`, with `wait_ms`
+  list_jobs: "jobs",
+  cancel: "cancel",
+  delete: "delete",
+  requeue: "requeue",
+  reschedule: "reschedule",
+  set_priority: "setPriority",
+  move_job: "move",
+  set_data: "setData",
+  change_dependencies: "changeDependencies",
+  change_tags: "changeTags",
+  track: "track",
+  untrack: "untrack",
+  bulk: "bulk",
+  create_batch: "createBatch",
+  add_to_batch: "addToBatch",
+  close_batch: "closeBatch",
+  get_batch: "batch",
+  list_batches: "batches",
+  list_queues: "queues",
+  pause: "pauseQueue",
+  resume: "resumeQueue",
+  peek: "peek",
+  set_concurrency: "limitQueue",
+  set_key_concurrency: "limitKeys",
+  set_key_weight: "weighKey",
+  set_rate: "rateLimitQueue",
+  set_aging: "ageQueue",
+  list_failures: "failureGroups",
+  unfail: "unfail",
+  set_recurring: "setRecurring",
+  get_recurring: "getRecurring",
+  list_recurring: "listRecurring",
+  pause_recurring: "pauseRecurring",
+  resume_recurring: "resumeRecurring",
+  run_recurring: "runRecurring",
+  remove_recurring: "removeRecurring",
+  list_workers: "workers",
+  activity: "activity",
+  events: "events",
+  dequeue: "dequeue",
+  heartbeat: "heartbeat",
+  update: "progress",
+  checkpoint: "checkpoint",
+  finish: "finish",
+  finish_many: "finishMany", // and `finishAndTake`, with `take`
+  retry: "retry",
+  fail: "fail",
+  release: "release",
+  stop_worker: "workerStopped",
+};
+
+/** What the client leaves out of the server's API, and why. */
+export const LEFT_OUT = {
+  operations: {
+    metrics: "Prometheus's text format, for a scraper rather than a program",
+    sql: "read-only SQL against the database's own tables, whose shape is the server's to change: `cairn sql` and the dashboard",
+    stats: "the dashboard's graphs and `cairn stats`, shaped for them",
+    worker_stats: "the dashboard's utilization graphs and `cairn stats`, shaped for them",
+    list_config: "the server's run-time options are its operator's: `cairn config` and the dashboard",
+    get_config: "the server's run-time options are its operator's: `cairn config` and the dashboard",
+    set_config: "the server's run-time options are its operator's: `cairn config` and the dashboard",
+    unset_config: "the server's run-time options are its operator's: `cairn config` and the dashboard",
+  },
+  // Fields of a push the client does not send. None: every field of `POST /v1/jobs` is an option of `push`.
+  pushFields: {},
+};
