@@ -1,36 +1,69 @@
-"""Cairn's Python client: enqueue jobs and work them over a Cairn server's HTTP API.
+"""Cairn's Python client: enqueue jobs, manage them and work them over a Cairn server's HTTP API.
 
-`Client` blocks; `AsyncClient` is the same for asyncio. `push` builds a job for `enqueue_batch`, `Finish` a job's
-finish with its result for `finish_many`. `Worker` runs handlers for the jobs it takes. Errors are `CairnError`s
-that carry the server's `kind` and the `field` they name.
+`Client` blocks; `AsyncClient` is the same for asyncio. `push` builds a job for `enqueue_batch`, `create_batch` and
+`set_recurring` (with `Retry`, `Debounce` and `Throttle` for its options), `Finish` a job's finish with its result for
+`finish_many`. `Worker` runs handlers for the jobs it takes, each given the job (`RunningJob`). `events` follows the
+activity log. Errors are `CairnError`s that carry the server's `kind` and the `field` they name.
 """
 
-from ._calls import Finish, push
-from ._client import AsyncClient, Client
-from ._errors import CairnError, InvalidInput, InvalidState, LeaseLost, NotFound, Unauthorized, Unavailable
-from ._types import ClaimedJob, Enqueued, FinishAndTake, Job, Lease
-from ._worker import FailJob, JobContext, RetryLater, Worker, WorkerReport
+from ._async_client import AsyncClient
+from ._calls import Finish
+from ._client import Client
+from ._errors import (CairnError, InvalidInput, InvalidState, LeaseLost, NotFound, Unauthorized, Unavailable,
+                      UnknownOption)
+from ._events import AsyncEventStream, EventStream, Missed
+from ._options import Debounce, JobFilter, PushOptions, Retry, RetryPolicy, Throttle, push
+from ._running import JobContext, RunningJob
+from ._types import (ActivityPage, Attempt, Batch, BatchCallback, BatchCreated, BatchPage, BulkResult, ClaimedJob,
+                     Enqueued, Event, FailureGroup, FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Token,
+                     WorkerInfo)
+from ._worker import FailJob, RetryLater, Worker, WorkerReport
 
 __all__ = [
+    "ActivityPage",
     "AsyncClient",
+    "AsyncEventStream",
+    "Attempt",
+    "Batch",
+    "BatchCallback",
+    "BatchCreated",
+    "BatchPage",
+    "BulkResult",
     "CairnError",
     "ClaimedJob",
     "Client",
+    "Debounce",
     "Enqueued",
+    "Event",
+    "EventStream",
     "FailJob",
+    "FailureGroup",
     "Finish",
     "FinishAndTake",
     "InvalidInput",
     "InvalidState",
     "Job",
     "JobContext",
+    "JobFilter",
+    "JobPage",
     "Lease",
     "LeaseLost",
+    "Missed",
     "NotFound",
+    "PushOptions",
+    "QueueStats",
+    "Recurring",
+    "Retry",
     "RetryLater",
+    "RetryPolicy",
+    "RunningJob",
+    "Throttle",
+    "Token",
     "Unauthorized",
     "Unavailable",
+    "UnknownOption",
     "Worker",
+    "WorkerInfo",
     "WorkerReport",
     "push",
 ]

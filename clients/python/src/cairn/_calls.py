@@ -1,19 +1,20 @@
 """Each call of the HTTP API once: the request it makes and how its answer reads. `Client` and `AsyncClient` only
-send them, so the two cannot drift apart."""
+send them, so the two cannot drift apart. (The event stream, which is no request and answer, is `_events`'s.)"""
 
 from __future__ import annotations
 
 import math
 import time
-from datetime import timedelta
-from urllib.parse import quote
-from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Generic, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, TypeVar, Union
+from urllib.parse import quote, urlencode
 
 from ._errors import CairnError, InvalidInput, error_from_body
-from ._types import ClaimedJob, Enqueued, FinishAndTake, Job, Lease
+from ._options import PushBody, Seconds, Time, job_filter, millis, rfc3339
+from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Token, WorkerInfo)
 
-Seconds = Union[float, int, timedelta]
-"""A duration: seconds as a number, or a `timedelta`."""
+T = TypeVar("T")
 
 # How much longer than a long poll's wait the HTTP request may take before it counts as lost.
 LONG_POLL_MARGIN = 10.0
@@ -21,91 +22,31 @@ LONG_POLL_MARGIN = 10.0
 MAX_WAIT = 24 * 3600.0
 # The states a job ends in: a wait for it is over.
 ENDED = frozenset(("completed", "failed", "cancelled"))
+# The actions of `POST /v1/jobs/bulk`.
+BULK_ACTIONS = ("cancel", "delete", "retry", "move")
 
 
-class Call(NamedTuple):
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request, and how its answer's JSON reads as what the call returns (`T`)."""
+
     method: str
     path: str
     body: Optional[Dict[str, Any]]
-    read: Callable[[Any], Any]
+    read: Callable[[Any], T]
     # Seconds the whole request may take; None: the client's own timeout.
     timeout: Optional[float] = None
 
 
-def millis(duration: Seconds, field: str) -> int:
-    """Whole milliseconds of a duration, refusing a negative one as the server would."""
-    seconds = duration.total_seconds() if isinstance(duration, timedelta) else float(duration)
-    if seconds < 0:
-        raise InvalidInput("invalid_input", f"{field}: must not be negative, got {seconds} s", field)
-    return int(round(seconds * 1000))
+def segment(value: Union[str, int]) -> str:
+    """A path segment: a queue's name, a template's key or a failure group, whatever characters it holds."""
+    return quote(str(value), safe="")
 
 
-def push(
-    name: str,
-    data: Any = None,
-    *,
-    queue: Optional[str] = None,
-    priority: Optional[int] = None,
-    delay: Optional[Seconds] = None,
-    run_at: Optional[str] = None,
-    unique_key: Optional[str] = None,
-    tags: Sequence[str] = (),
-    retry: Optional[Dict[str, Any]] = None,
-    lease_timeout: Optional[Seconds] = None,
-    timeout: Optional[Seconds] = None,
-    weight: Optional[int] = None,
-    schedule: Optional[str] = None,
-    debounce: Optional[Tuple[str, Seconds, Seconds]] = None,
-    throttle: Optional[Tuple[str, Seconds]] = None,
-    concurrency_key: Optional[str] = None,
-    concurrency_limit: Optional[int] = None,
-) -> Dict[str, Any]:
-    """A job to enqueue, as `Client.enqueue_batch` takes them; the server validates every field and names a bad
-    one. `run_at` is an RFC 3339 time; `schedule` a Bedrock repeat or a cron expression; `retry` the whole policy
-    (`max_attempts`, `initial_delay_ms`, `multiplier`, `max_delay_ms`, `jitter`), the queue's default when absent.
-    `debounce=(key, delay, max_wait)`: a push whose key a pending job holds lands in that job, which then runs
-    `delay` after the latest push and no later than `max_wait` after the first. `throttle=(key, period)`: one job
-    per key per period, whatever became of it. Both answer with the job they landed in (`existing`).
-    `concurrency_key`: keyed jobs take turns by key, and at most the queue's limit per key run at once
-    (`concurrency_limit`: this job's own limit instead)."""
-    body: Dict[str, Any] = {"name": name}
-    if data is not None:
-        body["data"] = data
-    optional = {
-        "queue": queue,
-        "priority": priority,
-        "run_at": run_at,
-        "unique_key": unique_key,
-        "weight": weight,
-        "schedule": schedule,
-    }
-    body.update({k: v for k, v in optional.items() if v is not None})
-    if delay is not None:
-        body["delay_ms"] = millis(delay, "delay")
-    if lease_timeout is not None:
-        body["lease_timeout_ms"] = millis(lease_timeout, "lease_timeout")
-    if timeout is not None:
-        body["timeout_ms"] = millis(timeout, "timeout")
-    if tags:
-        body["tags"] = list(tags)
-    if retry is not None:
-        body["retry"] = dict(retry)
-    if debounce is not None:
-        key, wait, max_wait = debounce
-        body["debounce"] = {
-            "key": key,
-            "delay_ms": millis(wait, "debounce.delay"),
-            "max_wait_ms": millis(max_wait, "debounce.max_wait"),
-        }
-    if throttle is not None:
-        key, period = throttle
-        body["throttle"] = {"key": key, "period_ms": millis(period, "throttle.period")}
-    if concurrency_key is not None or concurrency_limit is not None:
-        concurrency: Dict[str, Any] = {"key": concurrency_key}
-        if concurrency_limit is not None:
-            concurrency["limit"] = concurrency_limit
-        body["concurrency"] = concurrency
-    return body
+def query(path: str, params: Mapping[str, Any]) -> str:
+    """`path` with the parameters that are not None as its query string (booleans as `true` and `false`)."""
+    given = {k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in params.items() if v is not None}
+    return f"{path}?{urlencode(given)}" if given else path
 
 
 def dequeue_body(
@@ -136,6 +77,18 @@ def _none(_: Any) -> None:
     return None
 
 
+def _state(body: Any) -> str:
+    return str(body["state"])
+
+
+def _expiry(body: Any) -> str:
+    return str(body["lease_expires_at"])
+
+
+def _enqueued(body: Any) -> List[Enqueued]:
+    return [Enqueued.from_body(j) for j in body["jobs"]]
+
+
 class Finish(NamedTuple):
     """A job to finish with what it produced: `result`, kept apart from its data, and `data`, which replaces its
     input (what a recurring job's next run starts from); None leaves each out."""
@@ -163,7 +116,7 @@ def _finish_items(finishes: Iterable[Finishing]) -> List[Dict[str, Any]]:
         if isinstance(finish, Finish):
             lease, data, result = finish
         elif isinstance(finish, tuple):
-            (lease, data), result = finish, None
+            lease, data, result = finish[0], finish[1], None
         else:
             lease, data, result = finish, None, None
         items.append(_finish_fields({"id": lease.job, "token": lease.token}, data, result))
@@ -184,7 +137,7 @@ class Waiting:
         self.job = int(job)
         self.deadline = time.monotonic() + min(millis(timeout, "timeout") / 1000, MAX_WAIT)
 
-    def call(self) -> Call:
+    def call(self) -> Call[Job]:
         # Rounded up: a request that answers at its wait's end finds the deadline passed, rather than asking again.
         wait_ms = math.ceil(max(self.deadline - time.monotonic(), 0.0) * 1000)
         path = f"/v1/jobs/{self.job}?wait_ms={wait_ms}"
@@ -194,34 +147,255 @@ class Waiting:
         return job.state in ENDED or time.monotonic() >= self.deadline
 
 
+def _batch_body(
+    jobs: Sequence[PushBody],
+    on_success: Optional[PushBody],
+    on_complete: Optional[PushBody],
+    open: bool,
+    description: Optional[str],
+) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"jobs": list(jobs)}
+    for name, value in (("on_success", on_success), ("on_complete", on_complete), ("description", description)):
+        if value is not None:
+            body[name] = value
+    if open:
+        body["open"] = True
+    return body
+
+
+def _bulk_body(action: str, ids: Optional[Sequence[int]], to_queue: Optional[str], filters: Mapping[str, Any]) -> Dict[str, Any]:
+    if action not in BULK_ACTIONS:
+        raise InvalidInput("invalid_input", f"action: must be one of {', '.join(BULK_ACTIONS)}, got {action!r}", "action")
+    selection = job_filter(filters)
+    if ids is None and not selection:
+        # The server would take an empty filter as every job: a bulk delete of everything deserves more than a
+        # forgotten argument.
+        raise InvalidInput("invalid_input", "ids: give the jobs' ids or at least one filter (queue=, state=, …)", "ids")
+    body: Dict[str, Any] = {"action": action}
+    if ids is not None:
+        body["ids"] = [int(i) for i in ids]
+    if selection:
+        body["filter"] = selection
+    if to_queue is not None:
+        body["queue"] = to_queue
+    return body
+
+
+def _tags(add: Sequence[Any], remove: Sequence[Any]) -> Dict[str, Any]:
+    body: Dict[str, Any] = {}
+    if add:
+        body["add"] = list(add)
+    if remove:
+        body["remove"] = list(remove)
+    return body
+
+
+def _recurring_body(
+    cron: str, job: PushBody, time_zone: Optional[str], missed: Optional[str], overlap: Optional[str]
+) -> Dict[str, Any]:
+    body: Dict[str, Any] = {"cron": cron, "job": job}
+    for name, value in (("time_zone", time_zone), ("missed", missed), ("overlap", overlap)):
+        if value is not None:
+            body[name] = value
+    return body
+
+
 class Calls:
-    """The API's calls, by the names of the Rust client's methods."""
+    """The API's calls, by the names of the clients' methods (`_openapi.OPERATIONS` says which is which)."""
 
     @staticmethod
-    def health() -> Call:
+    def health() -> Call[Dict[str, Any]]:
         return Call("GET", "/v1/health", None, lambda body: body)
 
     @staticmethod
-    def enqueue(job: Dict[str, Any]) -> Call:
+    def token() -> Call[Token]:
+        return Call("GET", "/v1/token", None, Token.from_body)
+
+    # Jobs.
+
+    @staticmethod
+    def enqueue(job: PushBody) -> Call[Enqueued]:
         return Call("POST", "/v1/jobs", job, Enqueued.from_body)
 
     @staticmethod
-    def enqueue_batch(jobs: Sequence[Dict[str, Any]]) -> Call:
-        return Call(
-            "POST", "/v1/jobs/batch", {"jobs": list(jobs)}, lambda body: [Enqueued.from_body(j) for j in body["jobs"]]
-        )
+    def enqueue_batch(jobs: Sequence[PushBody]) -> Call[List[Enqueued]]:
+        return Call("POST", "/v1/jobs/batch", {"jobs": list(jobs)}, _enqueued)
 
     @staticmethod
-    def get(job: int) -> Call:
+    def get(job: int) -> Call[Job]:
         return Call("GET", f"/v1/jobs/{int(job)}", None, Job.from_body)
 
     @staticmethod
-    def cancel(job: int) -> Call:
+    def list_jobs(filters: Mapping[str, Any], before: Optional[int], limit: Optional[int]) -> Call[JobPage]:
+        params = {**job_filter(filters), "before": before, "limit": limit}
+        return Call("GET", query("/v1/jobs", params), None, JobPage.from_body)
+
+    @staticmethod
+    def bulk(action: str, ids: Optional[Sequence[int]], to_queue: Optional[str], filters: Mapping[str, Any]) -> Call[BulkResult]:
+        return Call("POST", "/v1/jobs/bulk", _bulk_body(action, ids, to_queue, filters), BulkResult.from_body)
+
+    @staticmethod
+    def cancel(job: int) -> Call[None]:
         return Call("POST", f"/v1/jobs/{int(job)}/cancel", None, _none)
 
     @staticmethod
-    def queues() -> Call:
+    def delete(job: int) -> Call[None]:
+        return Call("DELETE", f"/v1/jobs/{int(job)}", None, _none)
+
+    @staticmethod
+    def requeue(job: int, run_at: Optional[Time]) -> Call[str]:
+        body = {} if run_at is None else {"run_at": rfc3339(run_at, "run_at")}
+        return Call("POST", f"/v1/jobs/{int(job)}/requeue", body, _state)
+
+    @staticmethod
+    def set_priority(job: int, priority: int) -> Call[None]:
+        return Call("POST", f"/v1/jobs/{int(job)}/priority", {"priority": priority}, _none)
+
+    @staticmethod
+    def reschedule(job: int, run_at: Time) -> Call[str]:
+        return Call("POST", f"/v1/jobs/{int(job)}/reschedule", {"run_at": rfc3339(run_at, "run_at")}, _state)
+
+    @staticmethod
+    def move(job: int, queue: str) -> Call[None]:
+        return Call("POST", f"/v1/jobs/{int(job)}/move", {"queue": queue}, _none)
+
+    @staticmethod
+    def set_data(job: int, data: Any) -> Call[None]:
+        return Call("POST", f"/v1/jobs/{int(job)}/data", {"data": data}, _none)
+
+    @staticmethod
+    def change_tags(job: int, add: Sequence[str], remove: Sequence[str]) -> Call[None]:
+        return Call("POST", f"/v1/jobs/{int(job)}/tags", _tags(add, remove), _none)
+
+    @staticmethod
+    def change_dependencies(job: int, add: Sequence[int], remove: Sequence[int]) -> Call[str]:
+        return Call("POST", f"/v1/jobs/{int(job)}/dependencies", _tags(add, remove), _state)
+
+    @staticmethod
+    def track(job: int, tracked: bool) -> Call[None]:
+        return Call("POST", f"/v1/jobs/{int(job)}/{'track' if tracked else 'untrack'}", None, _none)
+
+    # Batches.
+
+    @staticmethod
+    def create_batch(
+        jobs: Sequence[PushBody],
+        on_success: Optional[PushBody],
+        on_complete: Optional[PushBody],
+        open: bool,
+        description: Optional[str],
+    ) -> Call[BatchCreated]:
+        body = _batch_body(jobs, on_success, on_complete, open, description)
+        return Call("POST", "/v1/batches", body, BatchCreated.from_body)
+
+    @staticmethod
+    def add_to_batch(batch: int, jobs: Sequence[PushBody]) -> Call[List[Enqueued]]:
+        return Call("POST", f"/v1/batches/{int(batch)}/jobs", {"jobs": list(jobs)}, _enqueued)
+
+    @staticmethod
+    def close_batch(batch: int) -> Call[Batch]:
+        return Call("POST", f"/v1/batches/{int(batch)}/close", {}, Batch.from_body)
+
+    @staticmethod
+    def get_batch(batch: int) -> Call[Batch]:
+        return Call("GET", f"/v1/batches/{int(batch)}", None, Batch.from_body)
+
+    @staticmethod
+    def list_batches(state: Optional[str], before: Optional[int], limit: Optional[int]) -> Call[BatchPage]:
+        path = query("/v1/batches", {"state": state, "before": before, "limit": limit})
+        return Call("GET", path, None, BatchPage.from_body)
+
+    # Queues, failures and workers.
+
+    @staticmethod
+    def queues() -> Call[List[QueueStats]]:
         return Call("GET", "/v1/queues", None, lambda body: body["queues"])
+
+    @staticmethod
+    def pause_queue(queue: str, paused: bool) -> Call[None]:
+        return Call("POST", f"/v1/queues/{segment(queue)}/{'pause' if paused else 'resume'}", None, _none)
+
+    @staticmethod
+    def peek(queue: str, limit: Optional[int]) -> Call[List[Job]]:
+        path = query(f"/v1/queues/{segment(queue)}/peek", {"limit": limit})
+        return Call("GET", path, None, lambda body: [Job.from_body(j) for j in body["jobs"]])
+
+    @staticmethod
+    def limit_queue(queue: str, concurrency: Optional[int]) -> Call[None]:
+        return Call("POST", f"/v1/queues/{segment(queue)}/concurrency", {"concurrency": concurrency}, _none)
+
+    @staticmethod
+    def limit_keys(queue: str, limit: Optional[int]) -> Call[None]:
+        return Call("POST", f"/v1/queues/{segment(queue)}/key-concurrency", {"limit": limit}, _none)
+
+    @staticmethod
+    def weigh_key(queue: str, key: str, weight: Optional[int]) -> Call[None]:
+        return Call("POST", f"/v1/queues/{segment(queue)}/key-weight", {"key": key, "weight": weight}, _none)
+
+    @staticmethod
+    def rate_limit_queue(queue: str, jobs: Optional[int], per: Optional[Seconds]) -> Call[None]:
+        if (jobs is None) != (per is None):
+            raise InvalidInput("invalid_input", "per: a rate limit needs both jobs and per, or neither to remove it", "per")
+        rate = None if jobs is None or per is None else {"jobs": jobs, "per_ms": millis(per, "per")}
+        return Call("POST", f"/v1/queues/{segment(queue)}/rate", {"rate": rate}, _none)
+
+    @staticmethod
+    def age_queue(queue: str, every: Optional[Seconds]) -> Call[None]:
+        every_ms = None if every is None else millis(every, "every")
+        return Call("POST", f"/v1/queues/{segment(queue)}/aging", {"every_ms": every_ms}, _none)
+
+    @staticmethod
+    def failure_groups() -> Call[List[FailureGroup]]:
+        return Call("GET", "/v1/failures", None, lambda body: [FailureGroup.from_body(g) for g in body["groups"]])
+
+    @staticmethod
+    def unfail(group: str, limit: Optional[int], queue: Optional[str]) -> Call[int]:
+        body = {k: v for k, v in (("limit", limit), ("queue", queue)) if v is not None}
+        return Call("POST", f"/v1/failures/{segment(group)}/unfail", body, lambda b: int(b["moved"]))
+
+    @staticmethod
+    def workers() -> Call[List[WorkerInfo]]:
+        return Call("GET", "/v1/workers", None, lambda body: [WorkerInfo.from_body(w) for w in body["workers"]])
+
+    @staticmethod
+    def worker_stopped(worker: str) -> Call[None]:
+        return Call("POST", f"/v1/workers/{segment(worker)}/stop", None, _none)
+
+    @staticmethod
+    def activity(params: Mapping[str, Any]) -> Call[ActivityPage]:
+        return Call("GET", query("/v1/activity", params), None, ActivityPage.from_body)
+
+    # Recurring templates.
+
+    @staticmethod
+    def set_recurring(
+        key: str, cron: str, job: PushBody, time_zone: Optional[str], missed: Optional[str], overlap: Optional[str]
+    ) -> Call[Recurring]:
+        body = _recurring_body(cron, job, time_zone, missed, overlap)
+        return Call("PUT", f"/v1/recurring/{segment(key)}", body, Recurring.from_body)
+
+    @staticmethod
+    def get_recurring(key: str) -> Call[Recurring]:
+        return Call("GET", f"/v1/recurring/{segment(key)}", None, Recurring.from_body)
+
+    @staticmethod
+    def list_recurring() -> Call[List[Recurring]]:
+        return Call("GET", "/v1/recurring", None, lambda b: [Recurring.from_body(r) for r in b["recurring"]])
+
+    @staticmethod
+    def pause_recurring(key: str, paused: bool) -> Call[Recurring]:
+        action = "pause" if paused else "resume"
+        return Call("POST", f"/v1/recurring/{segment(key)}/{action}", {}, Recurring.from_body)
+
+    @staticmethod
+    def run_recurring(key: str) -> Call[Enqueued]:
+        return Call("POST", f"/v1/recurring/{segment(key)}/run", {}, Enqueued.from_body)
+
+    @staticmethod
+    def remove_recurring(key: str) -> Call[None]:
+        return Call("DELETE", f"/v1/recurring/{segment(key)}", None, _none)
+
+    # A worker's calls.
 
     @staticmethod
     def dequeue(
@@ -231,25 +405,33 @@ class Calls:
         limit: int,
         wait: Optional[Seconds],
         max_weight: Optional[int] = None,
-    ) -> Call:
+    ) -> Call[List[ClaimedJob]]:
         body = dequeue_body(worker, queues, names, limit, wait, max_weight)
         timeout = body.get("wait_ms", 0) / 1000 + LONG_POLL_MARGIN
         return Call("POST", "/v1/dequeue", body, _claimed, timeout)
 
     @staticmethod
-    def heartbeat(lease: Lease, progress: Any) -> Call:
+    def heartbeat(lease: Lease, progress: Any) -> Call[str]:
         body: Dict[str, Any] = {"token": lease.token}
         if progress is not None:
             body["progress"] = progress
-        return Call("POST", f"/v1/jobs/{lease.job}/heartbeat", body, lambda b: b["lease_expires_at"])
+        return Call("POST", f"/v1/jobs/{lease.job}/heartbeat", body, _expiry)
 
     @staticmethod
-    def finish(lease: Lease, data: Any, result: Any = None) -> Call:
+    def update(lease: Lease, progress: Any) -> Call[None]:
+        return Call("POST", f"/v1/jobs/{lease.job}/update", {"token": lease.token, "progress": progress}, _none)
+
+    @staticmethod
+    def checkpoint(lease: Lease, data: Any) -> Call[str]:
+        return Call("POST", f"/v1/jobs/{lease.job}/checkpoint", {"token": lease.token, "data": data}, _expiry)
+
+    @staticmethod
+    def finish(lease: Lease, data: Any, result: Any = None) -> Call[None]:
         body = _finish_fields({"token": lease.token}, data, result)
         return Call("POST", f"/v1/jobs/{lease.job}/finish", body, _none)
 
     @staticmethod
-    def finish_many(finishes: Iterable[Finishing]) -> Call:
+    def finish_many(finishes: Iterable[Finishing]) -> Call[List[Optional[CairnError]]]:
         return Call("POST", "/v1/finish", {"jobs": _finish_items(finishes)}, _finish_errors)
 
     @staticmethod
@@ -260,7 +442,7 @@ class Calls:
         names: Sequence[str],
         limit: int,
         max_weight: Optional[int] = None,
-    ) -> Call:
+    ) -> Call[FinishAndTake]:
         take = dequeue_body(worker, queues, names, limit, None, max_weight)
         body = {"jobs": _finish_items(finishes), "take": take}
 
@@ -275,21 +457,19 @@ class Calls:
         return Call("POST", "/v1/finish", body, read)
 
     @staticmethod
-    def retry(lease: Lease, error: str, delay: Optional[Seconds]) -> Call:
+    def retry(lease: Lease, error: str, delay: Optional[Seconds], run_at: Optional[Time] = None) -> Call[str]:
         body: Dict[str, Any] = {"token": lease.token, "error": error}
         if delay is not None:
             body["delay_ms"] = millis(delay, "delay")
-        return Call("POST", f"/v1/jobs/{lease.job}/retry", body, lambda b: b["state"])
+        if run_at is not None:
+            body["run_at"] = rfc3339(run_at, "run_at")
+        return Call("POST", f"/v1/jobs/{lease.job}/retry", body, _state)
 
     @staticmethod
-    def fail(lease: Lease, group: str, message: str) -> Call:
+    def fail(lease: Lease, group: str, message: str) -> Call[None]:
         body = {"token": lease.token, "group": group, "message": message}
         return Call("POST", f"/v1/jobs/{lease.job}/fail", body, _none)
 
     @staticmethod
-    def release(lease: Lease) -> Call:
+    def release(lease: Lease) -> Call[None]:
         return Call("POST", f"/v1/jobs/{lease.job}/release", {"token": lease.token}, _none)
-
-    @staticmethod
-    def worker_stopped(worker: str) -> Call:
-        return Call("POST", f"/v1/workers/{quote(worker, safe='')}/stop", None, _none)

@@ -73,3 +73,8 @@ def error_from_body(detail: Any, status: Optional[int]) -> CairnError:
     kind = detail["kind"]
     cls = _BY_KIND.get(kind, CairnError)
     return cls(kind, str(detail.get("message", "")), detail.get("field"), status)
+
+
+class UnknownOption(InvalidInput, TypeError):
+    """An option, filter or member this client does not know, refused before anything is sent: `field` names it,
+    and the message lists the names it takes. It is a `TypeError` too, as Python's own unknown keyword is."""

@@ -5,7 +5,8 @@ A worker makes two requests per round of jobs, a take and the finishes. Through 
 some 380 µs of Python (httpcore's pool, h11, anyio's locks and cancel scopes, each lock a turn of the event loop),
 half of the worker's time; through this, about 80 µs (both with the call's JSON, on the machine of BENCHMARKS.md).
 It does no more than the server's API needs: no redirects, cookies, proxies, compression or HTTP/2. A response is
-read by its Content-Length, as chunks, or to the connection's end.
+read by its Content-Length, as chunks, or to the connection's end; a stream (the event stream's response, which
+does not end) piece by piece as it comes, on a connection of its own (`Connections.stream`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import AsyncIterator, Deque, Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 # How long an unused connection is kept, as httpx keeps one: the server closes idle ones, later (120 s by default).
@@ -114,6 +115,55 @@ class _Connection(asyncio.Protocol):
         except ValueError:
             raise HTTPError(f"a response with a bad Content-Length: {length!r}") from None
         return status, await self._take(size), reusable
+
+    async def start(self, request: bytes) -> Tuple[int, Dict[str, str]]:
+        """Sends a request and reads its response's head: the status and the headers (the body is left to read)."""
+        assert self.transport is not None
+        self.transport.write(request)
+        if self.writable is not None:
+            await self.writable
+        status, headers, _ = await self._head()
+        while status < 200:
+            status, headers, _ = await self._head()
+        return status, headers
+
+    async def pieces(self, headers: Dict[str, str]) -> AsyncIterator[bytes]:
+        """The body after `start`, piece by piece as it arrives, however it is framed; it ends with the body."""
+        coding = headers.get("transfer-encoding")
+        if coding is not None and coding.rsplit(",", 1)[-1].strip().lower() == "chunked":
+            while True:
+                line = await self._line()
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    raise HTTPError(f"a malformed chunk size: {line[:80]!r}") from None
+                if size == 0:
+                    return
+                async for piece in self._up_to(size):
+                    yield piece
+                if await self._take(2) != b"\r\n":
+                    raise HTTPError("a chunk without its line end")
+        length = headers.get("content-length")
+        if coding is None and length is not None and length.isdigit():
+            async for piece in self._up_to(int(length)):
+                yield piece
+            return
+        while not self.ended or self.buffer:
+            if self.buffer:
+                piece = bytes(self.buffer)
+                self.buffer.clear()
+                yield piece
+            else:
+                await self._more_or_end()
+
+    async def _up_to(self, size: int) -> AsyncIterator[bytes]:
+        while size > 0:
+            if not self.buffer:
+                await self._more()
+            piece = bytes(self.buffer[:size])
+            del self.buffer[: len(piece)]
+            size -= len(piece)
+            yield piece
 
     async def _line(self, limit: int = MAX_HEAD) -> bytes:
         while True:
@@ -247,6 +297,26 @@ class Connections:
         else:
             connection.close()
         return status, body
+
+    async def stream(self, request: bytes, timeout: Optional[float]) -> Tuple[int, Dict[str, str], _Connection]:
+        """Sends `request` on a connection of its own and answers its status, headers and the connection, to read the
+        body from (`_Connection.pieces`) and close; the head must come within `timeout` seconds."""
+        if self.closed:
+            raise HTTPError("the client is closed")
+        loop = asyncio.get_running_loop()
+        connection = await self._connect(loop, timeout)
+        timer = None if timeout is None else loop.call_later(timeout, connection.expire)
+        try:
+            status, headers = await connection.start(request)
+        except BaseException as e:
+            connection.close()
+            if isinstance(e, HTTPError) and connection.expired:
+                raise HTTPError(f"no answer within {timeout} s") from None
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return status, headers, connection
 
     def _reuse(self, now: float) -> Optional[_Connection]:
         # The most recently used first: the others may expire unused.

@@ -1,9 +1,33 @@
-"""What the server answers with, as plain data classes. Times stay RFC 3339 strings, as the server sends them."""
+"""What the server answers with, as plain data classes whose attributes are the server's field names (`_openapi`
+lists which class reads which schema, and a test holds them to the server's document). Times stay RFC 3339 strings
+and durations milliseconds, as the server sends them; `raw` keeps the whole body where a class has it."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Type, TypedDict, TypeVar
+
+from ._options import RetryPolicy
+
+T = TypeVar("T")
+
+
+def _read(cls: Type[T], body: Dict[str, Any], **nested: Callable[[Any], Any]) -> T:
+    """An instance of the data class `cls` from a body: each field from the member of its name, through
+    `nested[name]` for a member that is an object of its own; a member absent or null takes the field's default
+    (None for a field without one). `raw`, where the class has it, is the whole body."""
+    values: Dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        value = body.get(f.name)
+        if f.name == "raw":
+            values["raw"] = body
+        elif value is not None:
+            read = nested.get(f.name)
+            values[f.name] = value if read is None else read(value)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            values[f.name] = None
+    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -20,9 +44,29 @@ class Enqueued:
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """One attempt at running a job: its worker, when it started and ended, and how (`outcome`)."""
+
+    number: int
+    worker: str
+    started_at: str
+    finished_at: Optional[str] = None
+    # `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released` or `requeued`.
+    outcome: Optional[str] = None
+    error: Optional[str] = None
+    # What a completed attempt finished with.
+    result: Any = None
+    # What its process used (`run_ms`, `cpu_ms`, `peak_memory`), when the worker measured it.
+    usage: Optional[Dict[str, int]] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Attempt":
+        return _read(Attempt, body)
+
+
+@dataclass(frozen=True)
 class Job:
-    """A job as the server shows it. The fields most code needs are attributes; `raw` holds every field (its
-    `history` gives each attempt's own `result`)."""
+    """A job as the server shows it, every field of its body an attribute of the same name; `raw` is the body."""
 
     id: int
     queue: str
@@ -36,22 +80,56 @@ class Job:
     raw: Dict[str, Any] = field(repr=False, compare=False)
     # What its last completed run produced, kept apart from its data; None when it has none.
     result: Any = None
+    weight: int = 1
+    retry: Optional[RetryPolicy] = None
+    lease_timeout_ms: int = 0
+    tags: List[str] = field(default_factory=list)
+    # True while it is a child waiting for the run of its parent that created it to finish.
+    awaits_parent: bool = False
+    tracked: bool = False
+    # The jobs it still waits for.
+    depends_on: List[int] = field(default_factory=list)
+    created_at: str = ""
+    # Its attempts, oldest first (empty in listings).
+    history: List[Attempt] = field(default_factory=list, repr=False)
+    batch: Optional[int] = None
+    # Whose the children its runs create are: `run` or `job`.
+    children: str = "run"
+    concurrency_key: Optional[str] = None
+    concurrency_limit: Optional[int] = None
+    debounce_key: Optional[str] = None
+    due_at: Optional[str] = None
+    failure_group: Optional[str] = None
+    finished_at: Optional[str] = None
+    lease_expires_at: Optional[str] = None
+    parent: Optional[int] = None
+    # The last progress reported.
+    progress: Any = None
+    schedule: Optional[str] = None
+    started_at: Optional[str] = None
+    throttle_key: Optional[str] = None
+    time_zone: Optional[str] = None
+    timeout_ms: Optional[int] = None
+    trace_parent: Optional[str] = None
+    unique_key: Optional[str] = None
+    # The worker holding it, while it runs.
+    worker: Optional[str] = None
 
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Job":
-        return Job(
-            id=body["id"],
-            queue=body["queue"],
-            name=body["name"],
-            state=body["state"],
-            data=body.get("data"),
-            priority=body.get("priority", 0),
-            attempt=body.get("attempt", 0),
-            run_at=body.get("run_at", ""),
-            error=body.get("error"),
-            raw=body,
-            result=body.get("result"),
-        )
+        return _read(Job, body, history=lambda history: [Attempt.from_body(a) for a in history])
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """A page of jobs, newest first; `next` is the `before` of the next page (None on the last)."""
+
+    jobs: List[Job]
+    next: Optional[int] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "JobPage":
+        return _read(JobPage, body, jobs=lambda jobs: [Job.from_body(j) for j in jobs])
 
 
 @dataclass(frozen=True)
@@ -87,3 +165,201 @@ class FinishAndTake:
     errors: List[Optional[Exception]]
     taken: List[ClaimedJob]
     take_error: Optional[Exception] = None
+
+
+@dataclass(frozen=True)
+class BulkResult:
+    """What a bulk action did: the jobs it selected, those it acted on, and those it left as they were."""
+
+    matched: int
+    done: int
+    skipped: int
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "BulkResult":
+        return _read(BulkResult, body)
+
+
+@dataclass(frozen=True)
+class BatchCallback:
+    """A batch's callback: the job it pushes (`queue`, `name`), and the job it pushed once the batch ended, or why
+    it could not (`error`)."""
+
+    queue: str
+    name: str
+    job: Optional[int] = None
+    error: Optional[str] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "BatchCallback":
+        return _read(BatchCallback, body)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A batch and its progress: `state` is `open`, `running` or `completed`."""
+
+    id: int
+    state: str
+    total: int
+    pending: int
+    completed: int
+    failed: int
+    cancelled: int
+    created_at: str
+    completed_at: Optional[str] = None
+    succeeded_at: Optional[str] = None
+    description: Optional[str] = None
+    on_success: Optional[BatchCallback] = None
+    on_complete: Optional[BatchCallback] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Batch":
+        return _read(Batch, body, on_success=BatchCallback.from_body, on_complete=BatchCallback.from_body)
+
+
+@dataclass(frozen=True)
+class BatchCreated:
+    """A new batch: its id, and its jobs in the order they were given."""
+
+    id: int
+    jobs: List[Enqueued]
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "BatchCreated":
+        return _read(BatchCreated, body, jobs=lambda jobs: [Enqueued.from_body(j) for j in jobs])
+
+
+@dataclass(frozen=True)
+class BatchPage:
+    """A page of batches, newest first; `next` is the `before` of the next page (None on the last)."""
+
+    batches: List[Batch]
+    next: Optional[int] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "BatchPage":
+        return _read(BatchPage, body, batches=lambda batches: [Batch.from_body(b) for b in batches])
+
+
+@dataclass(frozen=True)
+class Recurring:
+    """A recurring template: at every slot of `cron` in `time_zone` it creates a job like `job` (a push body, as
+    `push` makes one); `missed` and `overlap` are its policies for slots missed and runs still live."""
+
+    key: str
+    cron: str
+    time_zone: str
+    overlap: str
+    paused: bool = False
+    next_run: Optional[str] = None
+    last_run: Optional[str] = None
+    # The last job it created (at a slot, or run by hand); it may be gone since.
+    last_job: Optional[int] = None
+    job: Optional[Dict[str, Any]] = None
+    # `skip`, `once` or `all`.
+    missed: Optional[str] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Recurring":
+        return _read(Recurring, body)
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A worker the server has seen: when, the jobs it holds, and those of them whose lease ran out."""
+
+    id: str
+    first_seen: str
+    last_seen: str
+    jobs: List[int]
+    stalled: List[int]
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "WorkerInfo":
+        return _read(WorkerInfo, body)
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """A failure group: how many failed jobs it holds, and when they failed."""
+
+    group: str
+    count: int
+    first_failed_at: str
+    last_failed_at: str
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "FailureGroup":
+        return _read(FailureGroup, body)
+
+
+@dataclass(frozen=True)
+class Token:
+    """The caller's token: its `role` (`read`, `enqueue`, `work` or `admin`), its `name` in the token file, and the
+    only `queues` it may reach when it is limited to some."""
+
+    role: str
+    name: Optional[str] = None
+    queues: Optional[List[str]] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Token":
+        return _read(Token, body)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One transition of the activity log, as `GET /v1/activity` and the event stream show it: `event` is its kind
+    (`added`, `started`, `finished`, `failed`, …), `id` its place in the log."""
+
+    id: int
+    at: str
+    event: str
+    job: Optional[int] = None
+    queue: Optional[str] = None
+    name: Optional[str] = None
+    worker: Optional[str] = None
+    # An error message, a reason, a count.
+    detail: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Event":
+        return _read(Event, body)
+
+
+@dataclass(frozen=True)
+class ActivityPage:
+    """A page of the activity log, newest first; `next_before` is the `before` of the next page."""
+
+    events: List[Event]
+    next_before: Optional[int] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "ActivityPage":
+        return _read(ActivityPage, body, events=lambda events: [Event.from_body(e) for e in events])
+
+
+class QueueStats(TypedDict, total=False):
+    """One queue, as `Client.queues` lists them (a dict, as it always was): its jobs counted by state, whether it
+    is paused, and its limits."""
+
+    queue: str
+    paused: bool
+    scheduled: int
+    queued: int
+    waiting: int
+    running: int
+    stalled: int
+    failed: int
+    completed: int
+    cancelled: int
+    concurrency: Optional[int]
+    key_concurrency: Optional[int]
+    priority_aging_ms: Optional[int]
+    # `{"jobs": N, "per_ms": M}`.
+    rate_limit: Optional[Dict[str, int]]
+    # The busiest concurrency keys: `key`, `running`, `queued`, `full`, `limit`, `weight`.
+    top_keys: List[Dict[str, Any]]
+    waiting_on_keys: int

@@ -11,8 +11,9 @@ or taken back after the lease expired) stops reporting: what the handler returns
 says it stopped.
 
 Handlers may be plain functions (run on threads of the worker's own, as many as its slots) or `async def` functions
-(run on the worker's event loop); either takes a `JobContext` and returns the job's result (None for none), which the job keeps
-apart from its data. `JobContext.set_data` replaces the data (what a recurring job's next run starts from).
+(run on the worker's event loop); either takes the job (a `RunningJob`: the job's fields, and calls about its run)
+and returns the job's result (None for none), which the job keeps apart from its data. `set_data` replaces the data
+(what a recurring job's next run starts from).
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ from dataclasses import dataclass
 from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 
-from ._calls import Finish, Seconds, millis
-from ._client import AsyncClient, ClientCert
+from ._async_client import AsyncClient
+from ._calls import Finish
+from ._client import ClientCert
 from ._errors import CairnError, InvalidInput, LeaseLost
-from ._types import ClaimedJob, Job, Lease
+from ._options import Seconds, millis
+from ._running import RunningJob
+from ._types import ClaimedJob
 
 log = logging.getLogger("cairn.worker")
 
@@ -61,27 +65,8 @@ class FailJob(Exception):
         self.message = message
 
 
-class JobContext:
-    """What a handler gets: the job, its lease, and whether the lease was lost meanwhile."""
-
-    def __init__(self, claimed: ClaimedJob) -> None:
-        self.job: Job = claimed.job
-        self.lease: Lease = claimed.lease
-        self.lost = False
-        self._new_data: Any = None
-
-    @property
-    def data(self) -> Any:
-        """The job's data."""
-        return self.job.data
-
-    def set_data(self, data: Any) -> None:
-        """Replaces the job's data with `data` when the handler returns (None: keeps it): what a recurring job's next
-        run starts from. What the handler returns is the job's result, kept apart."""
-        self._new_data = data
-
-
-Handler = Callable[[JobContext], Union[Any, Awaitable[Any]]]
+Handler = Callable[[RunningJob], Union[Any, Awaitable[Any]]]
+"""A handler: given the job, it returns the job's result (None for none), or an awaitable of it."""
 
 
 @dataclass
@@ -225,9 +210,9 @@ class Worker:
 class _Heartbeat:
     """A running job's lease to extend, and when."""
 
-    def __init__(self, claimed: ClaimedJob, ctx: JobContext, task: "Optional[asyncio.Task[Any]]") -> None:
-        self.claimed, self.ctx, self.task = claimed, ctx, task
-        self.every = max(claimed.job.raw.get("lease_timeout_ms", 60_000) / 3000, 0.05)
+    def __init__(self, claimed: ClaimedJob, job: RunningJob, task: "Optional[asyncio.Task[Any]]") -> None:
+        self.claimed, self.job, self.task = claimed, job, task
+        self.every = max((claimed.job.lease_timeout_ms or 60_000) / 3000, 0.05)
         self.next = time.monotonic() + self.every
 
 
@@ -318,7 +303,7 @@ class _Run:
         return self.report
 
     def start(self, claimed: ClaimedJob) -> None:
-        weight = int(claimed.job.raw.get("weight", 1))
+        weight = claimed.job.weight
         self.weight += weight
         task = asyncio.create_task(self.run_job(claimed, weight))
         self.jobs[task] = claimed
@@ -329,37 +314,44 @@ class _Run:
         self.slot_freed.set()
 
     async def run_job(self, claimed: ClaimedJob, weight: int) -> None:
-        ctx = JobContext(claimed)
+        job = RunningJob.start(claimed, self.client, asyncio.get_running_loop())
         handler = self.worker._handler_for(claimed.job.name)
         if handler is None:  # only names with a handler are asked for
             self.free(weight)
             await self.record(claimed, self.client.release(claimed.lease), "released")
             return
-        beat = _Heartbeat(claimed, ctx, asyncio.current_task())
+        beat = _Heartbeat(claimed, job, asyncio.current_task())
         self.heartbeats[claimed.job.id] = beat
         if beat.next < self.heartbeat_at:
             self.heartbeat_wake.set()
         try:
             try:
                 if self.worker._is_async(handler):
-                    result = await handler(ctx)
+                    result = await handler(job)
                 else:
                     # A thread cannot be stopped: on a lost lease, what it returns is dropped.
-                    result = await self.on_thread(handler, ctx)
+                    result = await self.on_thread(handler, job)
             finally:
                 self.heartbeats.pop(claimed.job.id, None)
         except asyncio.CancelledError:
-            if not ctx.lost:
+            if not job.lost:
                 raise  # stopping: `drain` gives the job back
             self.free(weight)
             self.report.lost += 1
             return
         except Exception as e:  # noqa: BLE001 - the handler's failure is the job's outcome, below
             self.free(weight)
-            await self.failed(claimed, e)
+            if job.lost:
+                self.report.lost += 1
+            else:
+                await self.failed(claimed, e)
             return
         self.free(weight)
-        finish = Finish(claimed.lease, data=ctx._new_data, result=result)
+        if job.lost:
+            self.report.lost += 1
+            return
+        state = job._state
+        finish = Finish(claimed.lease, data=state.new_data, result=state.result if result is None else result)
         for what, value in (("result", finish.result), ("data", finish.data)):
             if value is None:
                 continue
@@ -374,12 +366,12 @@ class _Run:
         self.finishes.append(finish)
         self.finish_ready.set()
 
-    def on_thread(self, handler: Handler, ctx: JobContext) -> "asyncio.Future[Any]":
+    def on_thread(self, handler: Handler, job: RunningJob) -> "asyncio.Future[Any]":
         """Runs a plain-function handler on one of the worker's threads, in a copy of this context (as
         `asyncio.to_thread` does)."""
         if self.threads is None:
             self.threads = ThreadPoolExecutor(self.worker.max_concurrency, thread_name_prefix=f"cairn-{self.worker.id}")
-        call = functools.partial(contextvars.copy_context().run, handler, ctx)
+        call = functools.partial(contextvars.copy_context().run, handler, job)
         return asyncio.get_running_loop().run_in_executor(self.threads, call)
 
     async def failed(self, claimed: ClaimedJob, error: Exception) -> None:
@@ -419,7 +411,7 @@ class _Run:
             if self.heartbeats.pop(beat.claimed.job.id, None) is None:
                 return  # it ended meanwhile
             log.warning("job %s: lease lost (%s); its handler's result will not be reported", beat.claimed.job.id, e)
-            beat.ctx.lost = True
+            beat.job._state.lost = True
             if beat.task is not None:
                 beat.task.cancel()
         except CairnError as e:
@@ -451,7 +443,7 @@ class _Run:
             batch.append(self.finishes.popleft())
         return batch
 
-    def count_finished(self, errors: List[Optional[Exception]]) -> None:
+    def count_finished(self, errors: Sequence[Optional[Exception]]) -> None:
         for error in errors:
             if error is None:
                 self.report.finished += 1
@@ -475,7 +467,7 @@ class _Run:
         delay = 0.1
         while True:
             try:
-                errors = await self.client.finish_many(batch)
+                errors: Sequence[Optional[Exception]] = await self.client.finish_many(batch)
                 break
             except CairnError as e:
                 if e.kind != "unavailable" or delay > 30:
