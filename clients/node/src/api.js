@@ -3,6 +3,25 @@
 // a real server's `GET /v1/openapi.json` both ways: an operation or a push field the server has and the client neither
 // reaches nor lists here fails it, and so does an entry here the server does not have.
 
+import {
+  ACTIVITY_FILTER,
+  BATCH_FILTER,
+  BATCH_OPTIONS,
+  BULK_OPTIONS,
+  CHANGE_OPTIONS,
+  DEQUEUE_OPTIONS,
+  EVENT_OPTIONS,
+  FINISH_OPTIONS,
+  JOB_FILTER,
+  PEEK_OPTIONS,
+  RATE_OPTIONS,
+  RECURRING_OPTIONS,
+  REQUEUE_OPTIONS,
+  RETRY_CALL_OPTIONS,
+  UNFAIL_OPTIONS,
+} from "./client.js";
+import { PUSH_OPTIONS } from "./push.js";
+
 /** Each operation's `Client` method. */
 export const OPERATIONS = {
   health: "health",
@@ -61,6 +80,35 @@ export const OPERATIONS = {
   stop_worker: "workerStopped",
 };
 
+/**
+ * The request bodies the client builds from options: the table of options (`src/options.js` says how to read one),
+ * the body's schema, and its fields the call takes as arguments rather than options. A nested table (`retry`,
+ * `debounce`) is held to the schema of its field.
+ */
+export const REQUESTS = [
+  { schema: "PushRequest", options: PUSH_OPTIONS, arguments: ["name", "data"] },
+  { schema: "CreateBatchRequest", options: BATCH_OPTIONS, arguments: ["jobs"] },
+  { schema: "RecurringRequest", options: RECURRING_OPTIONS, arguments: [] },
+  { schema: "DequeueRequest", options: DEQUEUE_OPTIONS, arguments: ["worker"] },
+  { schema: "FinishRequest", options: FINISH_OPTIONS, arguments: ["token", "data"] },
+  { schema: "RetryRequest", options: RETRY_CALL_OPTIONS, arguments: ["token", "error"] },
+  { schema: "BulkRequest", options: BULK_OPTIONS, arguments: ["action"] },
+  { schema: "DependenciesRequest", options: CHANGE_OPTIONS, arguments: [] },
+  { schema: "TagsRequest", options: CHANGE_OPTIONS, arguments: [] },
+  { schema: "RequeueRequest", options: REQUEUE_OPTIONS, arguments: [] },
+  { schema: "UnfailRequest", options: UNFAIL_OPTIONS, arguments: [] },
+  { schema: "RateLimitBody", options: RATE_OPTIONS, arguments: [] },
+];
+
+/** The query strings the client builds from options, by operation (the path's own parameters are arguments). */
+export const QUERIES = [
+  { operation: "list_jobs", options: JOB_FILTER },
+  { operation: "list_batches", options: BATCH_FILTER },
+  { operation: "activity", options: ACTIVITY_FILTER },
+  { operation: "events", options: EVENT_OPTIONS },
+  { operation: "peek", options: PEEK_OPTIONS },
+];
+
 /** What the client leaves out of the server's API, and why. */
 export const LEFT_OUT = {
   operations: {
@@ -73,6 +121,10 @@ export const LEFT_OUT = {
     set_config: "the server's run-time options are its operator's: `cairn config` and the dashboard",
     unset_config: "the server's run-time options are its operator's: `cairn config` and the dashboard",
   },
-  // Fields of a push the client does not send. None: every field of `POST /v1/jobs` is an option of `push`.
-  pushFields: {},
+  // Fields of the requests above that no option fills, by schema. Every field of `POST /v1/jobs` (PushRequest) is an
+  // option of `push`.
+  fields: {
+    FinishRequest: { usage: "what the attempt's process used, which `cairn work` measures; a Node handler runs in the worker's process" },
+    RetryRequest: { usage: "what the attempt's process used, which `cairn work` measures; a Node handler runs in the worker's process" },
+  },
 };

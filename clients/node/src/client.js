@@ -4,7 +4,7 @@
 
 import { EVENT_FILTER, EventStream } from "./events.js";
 import { errorFromBody } from "./errors.js";
-import { as, build, checkOptions, listField, millis, nested, query, seconds, time, timeField } from "./options.js";
+import { as, build, checkOptions, listField, local, millis, nested, query, seconds, time, timeField } from "./options.js";
 import { push } from "./push.js";
 import { Transport } from "./transport.js";
 
@@ -18,7 +18,7 @@ const MAX_WAIT_MS = 24 * 3600 * 1000;
 // The states a job ends in: a wait for it is over.
 const ENDED = new Set(["completed", "failed", "cancelled"]);
 
-const CLIENT_OPTIONS = { token: as("token"), timeout: as("timeout"), caFile: as("caFile"), certFile: as("certFile"), keyFile: as("keyFile") };
+export const CLIENT_OPTIONS = { token: as("token"), timeout: as("timeout"), caFile: as("caFile"), certFile: as("certFile"), keyFile: as("keyFile") };
 
 /** The filters of `GET /v1/jobs` (and of a bulk action, without the paging). */
 const JOB_SELECTION = {
@@ -43,7 +43,7 @@ export const ACTIVITY_FILTER = {
   limit: as("limit"),
 };
 
-const DEQUEUE_OPTIONS = {
+export const DEQUEUE_OPTIONS = {
   queues: listField("queues"),
   names: listField("names"),
   limit: as("limit"),
@@ -53,18 +53,20 @@ const DEQUEUE_OPTIONS = {
   priority: as("priority"),
   order: as("order"),
   weights: listField("weights"),
-  signal: { field: "signal", convert: (value) => value },
+  signal: local("signal"),
 };
-const BATCH_OPTIONS = { onSuccess: as("on_success"), onComplete: as("on_complete"), open: as("open"), description: as("description") };
-const NEXT_OPTIONS = { queue: as("queue"), delay: seconds("delay_ms"), dependsOn: listField("depends_on") };
-const FINISH_OPTIONS = { result: as("result"), next: nested("next", NEXT_OPTIONS, "next option") };
-const RETRY_CALL_OPTIONS = { delay: seconds("delay_ms"), runAt: timeField("run_at") };
-const RECURRING_OPTIONS = { cron: as("cron"), job: as("job"), timeZone: as("time_zone"), missed: as("missed"), overlap: as("overlap") };
-const BULK_OPTIONS = { filter: nested("filter", JOB_SELECTION, "filter option"), ids: listField("ids"), queue: as("queue") };
-const CHANGE_OPTIONS = { add: listField("add"), remove: listField("remove") };
-const UNFAIL_OPTIONS = { limit: as("limit"), queue: as("queue") };
-const RATE_OPTIONS = { jobs: as("jobs"), per: seconds("per_ms") };
-const EVENT_OPTIONS = { ...EVENT_FILTER, signal: as("signal") };
+export const BATCH_OPTIONS = { onSuccess: as("on_success"), onComplete: as("on_complete"), open: as("open"), description: as("description") };
+export const NEXT_OPTIONS = { queue: as("queue"), delay: seconds("delay_ms"), dependsOn: listField("depends_on") };
+export const FINISH_OPTIONS = { result: as("result"), next: nested("next", NEXT_OPTIONS, "next option") };
+export const RETRY_CALL_OPTIONS = { delay: seconds("delay_ms"), runAt: timeField("run_at") };
+export const RECURRING_OPTIONS = { cron: as("cron"), job: as("job"), timeZone: as("time_zone"), missed: as("missed"), overlap: as("overlap") };
+export const BULK_OPTIONS = { filter: nested("filter", JOB_SELECTION, "filter option"), ids: listField("ids"), queue: as("queue") };
+export const CHANGE_OPTIONS = { add: listField("add"), remove: listField("remove") };
+export const UNFAIL_OPTIONS = { limit: as("limit"), queue: as("queue") };
+export const RATE_OPTIONS = { jobs: as("jobs"), per: seconds("per_ms") };
+export const EVENT_OPTIONS = { ...EVENT_FILTER, signal: local("signal") };
+export const REQUEUE_OPTIONS = { runAt: timeField("run_at") };
+export const PEEK_OPTIONS = { limit: as("limit") };
 
 /** The request body of a dequeue; `wait` is left out of a take, which never waits. */
 function dequeueBody(worker, options) {
@@ -169,7 +171,7 @@ export class Client {
 
   /** Runs a job again with fresh attempts, whatever became of it, now or at `runAt`; resolves to its new state. */
   async requeue(jobId, options = {}) {
-    return (await this.#send("POST", `/v1/jobs/${id(jobId)}/requeue`, build({ runAt: timeField("run_at") }, options, "requeue option"))).state;
+    return (await this.#send("POST", `/v1/jobs/${id(jobId)}/requeue`, build(REQUEUE_OPTIONS, options, "requeue option"))).state;
   }
 
   /** Moves a job that has not started to another time; resolves to its new state. */
@@ -274,7 +276,7 @@ export class Client {
 
   /** The next jobs a worker would take from a queue (at most `limit`), without taking them. */
   async peek(queue, options = {}) {
-    return (await this.#send("GET", `/v1/queues/${segment(queue)}/peek${query({ limit: as("limit") }, options, "peek option")}`)).jobs;
+    return (await this.#send("GET", `/v1/queues/${segment(queue)}/peek${query(PEEK_OPTIONS, options, "peek option")}`)).jobs;
   }
 
   /** Lets at most `concurrency` of a queue's jobs run at once across all workers; null removes the limit. */

@@ -45,7 +45,7 @@ export function list(value, field) {
 // How an option becomes its request field: `field` is the field's name in the request, `convert` turns the value,
 // `options` is the table of an option that is itself an object of options, and `part` names the member of `field`
 // that several options fill together (`concurrencyKey` and `concurrencyLimit` make `concurrency`). An option marked
-// `legacy` is accepted and not offered: a spelling earlier versions took.
+// `legacy` is accepted and not offered: a spelling earlier versions took; one made with `local` is not sent.
 export const as = (field) => ({ field, convert: (value) => value });
 export const seconds = (field) => ({ field, convert: millis });
 export const timeField = (field) => ({ field, convert: time });
@@ -57,18 +57,36 @@ export const nested = (field, options, what) => ({
   convert: (value, path) => build(options, value, what, `${path}.`),
 });
 export const legacy = (spec) => ({ ...spec, legacy: true });
+// An option the client keeps for itself (an `AbortSignal`): it fills no field of the request.
+export const local = (name) => ({ field: name, local: true, convert: (value) => value });
 
 /** The options a table offers, in its order, without the legacy spellings. */
 export const offered = (table) => Object.keys(table).filter((option) => !table[option].legacy);
 
 const squash = (name) => name.toLowerCase().replaceAll("_", "");
 
-/** What an unknown option may have meant: an option spelt another way (`time_zone`, `timezone`), or a hint given. */
+/** How many letters to add, remove or change to make `a` into `b` (Levenshtein's distance). */
+function distance(a, b) {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
+}
+
+/**
+ * What an unknown option may have meant: a hint given for it, an option spelt another way (`time_zone`, `timezone`),
+ * the option that fills a field of that name (`delay_ms`), or one a slip of two letters away (`queues`, `maxAttempt`).
+ */
 function suggestion(key, table, hints) {
   if (hints[key]) return hints[key];
   const options = offered(table);
-  const near = options.find((option) => squash(option) === squash(key)) ??
-    options.find((option) => table[option].field === key && !table[option].part);
+  const near =
+    options.find((option) => squash(option) === squash(key)) ??
+    options.find((option) => table[option].field === key && !table[option].part) ??
+    options.find((option) => key.length > 3 && distance(squash(option), squash(key)) <= 2);
   return near ? `did you mean ${near}?` : null;
 }
 

@@ -64,7 +64,7 @@ export function globRegExp(pattern) {
 /** The GLOB pattern that matches `name` alone. */
 export const exactPattern = (name) => name.replace(/[*?[]/g, "[$&]");
 
-const WORKER_OPTIONS = Object.fromEntries(
+export const WORKER_OPTIONS = Object.fromEntries(
   ["token", "caFile", "certFile", "keyFile", "queues", "maxConcurrency", "wait", "shutdownDeadline", "logger"].map((o) => [o, as(o)]),
 );
 
