@@ -143,6 +143,81 @@ test("a lost lease aborts the handler's signal and drops its result", async () =
   assert.deepEqual([cancelled.state, cancelled.data, cancelled.result], ["cancelled", {}, null]);
 });
 
+test("a handler gets the job: its fields, progress, heartbeat and setResult", async () => {
+  const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const pushed = await client.enqueue("report.job", { n: 1 }, { queue: "q-job", tags: ["t"], traceParent: trace });
+  const set = await client.enqueue("report.set", null, { queue: "q-job" });
+  const both = await client.enqueue("report.both", null, { queue: "q-job" });
+  const seen = {};
+  const worker = new Worker(server.url, "node-job", { queues: ["q-job"], wait: 1 })
+    .handler("report.job", async (job, context) => {
+      const { id, name, data, attempt, queue, tags, trace_parent, failure_group } = job;
+      seen.fields = { id, name, data, attempt, queue, tags, trace_parent, failure_group };
+      seen.same = context.lease === job.lease && context.signal === job.signal;
+      await job.progress({ done: 0.5 });
+      seen.expiry = await job.heartbeat({ done: 0.9 });
+      seen.json = Object.keys(JSON.parse(JSON.stringify(job)));
+      return { pages: 12 };
+    })
+    .handler("report.set", (job) => job.setResult({ set: true }))
+    .handler("report.both", (job) => {
+      job.setResult("set");
+      return "returned";
+    });
+  const running = worker.start();
+  await eventually("the three completed", async () => (await count([pushed.id, set.id, both.id], "completed")) === 3);
+  worker.stop();
+  await running;
+  assert.deepEqual(seen.fields, { id: pushed.id, name: "report.job", data: { n: 1 }, attempt: 1, queue: "q-job", tags: ["t"], trace_parent: trace, failure_group: null });
+  assert.ok(seen.same, "the context's lease and signal are the job's");
+  assert.match(seen.expiry, /^\d{4}-\d\d-\d\dT/);
+  assert.ok(!seen.json.includes("lease") && !seen.json.includes("signal") && seen.json.includes("trace_parent"), "the job's JSON is its fields");
+  const [done, setOnly, returned] = await Promise.all([pushed.id, set.id, both.id].map((id) => client.get(id)));
+  assert.deepEqual([done.result, done.progress], [{ pages: 12 }, { done: 0.9 }]);
+  assert.deepEqual(setOnly.result, { set: true });
+  assert.equal(returned.result, "returned", "what the handler returns wins over setResult");
+});
+
+test("a checkpoint is the data the retry starts from", async () => {
+  const { id } = await client.enqueue("import", { row: 0 }, { queue: "q-checkpoint" });
+  const starts = [];
+  const worker = new Worker(server.url, "node-checkpoint", { queues: ["q-checkpoint"], wait: 1, logger: quiet }).handler("import", async (job) => {
+    starts.push(job.data.row);
+    if (job.attempt > 1) return { rows: job.data.row };
+    assert.match(await job.checkpoint({ row: 500 }), /^\d{4}-/);
+    throw new RetryLater("the database went away", { delay: 0 });
+  });
+  const running = worker.start();
+  await eventually("the job completed", async () => (await count([id], "completed")) === 1);
+  worker.stop();
+  await running;
+  assert.deepEqual(starts, [0, 500]);
+  assert.deepEqual((await client.get(id)).result, { rows: 500 });
+});
+
+test("a call under a lost lease rejects, aborts the signal and drops the result", async () => {
+  const { id } = await client.enqueue("held.job", null, { queue: "q-job-lost" });
+  let cancelled;
+  const cancelledPromise = new Promise((resolve) => (cancelled = resolve));
+  const outcome = {};
+  const worker = new Worker(server.url, "node-job-lost", { queues: ["q-job-lost"], wait: 1, logger: quiet }).handler("held.job", async (job) => {
+    await client.cancel(job.id);
+    cancelled();
+    outcome.error = await job.progress({ done: 1 }).then(() => null, (e) => e);
+    outcome.aborted = job.signal.aborted;
+    return { "should not": "be saved" };
+  });
+  const running = worker.start();
+  await cancelledPromise;
+  await eventually("the handler returned", async () => "aborted" in outcome);
+  worker.stop();
+  const report = await running;
+  assert.ok(outcome.error instanceof LeaseLost, String(outcome.error));
+  assert.equal(outcome.aborted, true);
+  assert.deepEqual([report.lost, report.finished], [1, 0]);
+  assert.deepEqual((await client.get(id)).result, null);
+});
+
 const WORKER_SCRIPT = `
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
