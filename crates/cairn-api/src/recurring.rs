@@ -1,8 +1,8 @@
 //! Recurring templates: a cron schedule in a time zone, and the job it creates at each slot.
 
 use cairn::{
-    Error, ErrorKind, GetRecurring, ListRecurring, MissedSlots, Overlap, PauseRecurring, Push,
-    Recurring, RecurringInfo, RemoveRecurring, ResumeRecurring, RunRecurring, SetRecurring,
+    Error, GetRecurring, ListRecurring, MissedSlots, Overlap, PauseRecurring, Push, Recurring,
+    RecurringInfo, RemoveRecurring, ResumeRecurring, RunRecurring, SetRecurring,
 };
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
@@ -45,21 +45,15 @@ impl RecurringRequest {
     /// The engine's template under `key`.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] on `missed` when it is not `skip`, `once` or `all`, and on `overlap` when it is
+    /// [`cairn::ErrorKind::InvalidInput`] on `missed` when it is not `skip`, `once` or `all`, and on `overlap` when it is
     /// not `allow`, `skip` or `replace`.
     pub fn into_recurring(self, key: String) -> Result<Recurring, Error> {
-        let missed = match self.missed.as_deref() {
-            None | Some("once") => MissedSlots::RunOnce,
-            Some("skip") => MissedSlots::Skip,
-            Some("all") => MissedSlots::RunAll,
-            Some(other) => {
-                return Err(Error::from_parts(
-                    ErrorKind::InvalidInput,
-                    Some("missed".into()),
-                    format!("missed: must be skip, once or all, got {other:?}"),
-                ));
-            }
-        };
+        let missed = self
+            .missed
+            .as_deref()
+            .map(MissedSlots::parse)
+            .transpose()?
+            .unwrap_or_default();
         let overlap = self
             .overlap
             .as_deref()
@@ -82,14 +76,7 @@ impl From<&Recurring> for RecurringRequest {
         RecurringRequest {
             cron: r.cron.clone(),
             time_zone: Some(r.time_zone.clone()),
-            missed: Some(
-                match r.missed {
-                    MissedSlots::Skip => "skip",
-                    MissedSlots::RunAll => "all",
-                    _ => "once",
-                }
-                .to_owned(),
-            ),
+            missed: Some(r.missed.as_str().to_owned()),
             overlap: Some(r.overlap.as_str().to_owned()),
             job: PushRequest::from(&r.job),
         }
@@ -97,7 +84,7 @@ impl From<&Recurring> for RecurringRequest {
 }
 
 /// A recurring template as stored, and when it runs next.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct RecurringBody {
     /// The template's key.
@@ -121,6 +108,11 @@ pub struct RecurringBody {
     /// The last job it created (at a slot, or run by hand); it may be gone since.
     #[serde(default)]
     pub last_job: Option<i64>,
+    /// What it does with slots that passed while the server was down: `skip`, `once` or `all`.
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::MissedSlots))]
+    pub missed: String,
+    /// The job it creates at each slot, as it was set.
+    pub job: PushRequest,
 }
 
 impl From<&RecurringInfo> for RecurringBody {
@@ -134,6 +126,8 @@ impl From<&RecurringInfo> for RecurringBody {
             overlap: info.overlap.as_str().to_owned(),
             paused: info.paused,
             last_job: info.last_job.map(|j| j.0),
+            missed: info.missed.as_str().to_owned(),
+            job: PushRequest::from(&info.job),
         }
     }
 }
@@ -151,12 +145,15 @@ impl From<RecurringBody> for RecurringInfo {
             overlap: Overlap::parse(&body.overlap).unwrap_or_default(),
             paused: body.paused,
             last_job: body.last_job.map(cairn::JobId),
+            // As for `overlap` above.
+            missed: MissedSlots::parse(&body.missed).unwrap_or_default(),
+            job: Push::from(body.job),
         }
     }
 }
 
 /// Every recurring template, by key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 pub struct RecurringListBody {
     /// The templates.
@@ -286,7 +283,7 @@ impl Answer<Vec<RecurringInfo>> for RecurringListBody {
 route! {
     GetRecurring: Get "/v1/recurring/{key}", params [RECURRING_KEY], tag "recurring", id "get_recurring",
         access READ, reach Server,
-    summary "One template, with its next and last runs.",
+    summary "One template: its schedule and policies, the job it creates, and its next and last runs.",
     done "The template",
     errors [(404, "No such template")],
     path |r| [r.key],
@@ -297,7 +294,7 @@ route! {
 
 route! {
     ListRecurring: Get "/v1/recurring", params [], tag "recurring", id "list_recurring", access READ, reach Server,
-    summary "Every template, by key, with its next and last runs.",
+    summary "Every template, by key, as `GET /v1/recurring/{key}` shows one.",
     done "The templates",
     errors [],
     path |_r| [],

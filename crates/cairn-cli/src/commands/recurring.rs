@@ -235,6 +235,8 @@ fn render(body: &RecurringListBody) -> String {
     }
     let mut table = Table::new(&[
         "KEY",
+        "JOB",
+        "QUEUE",
         "CRON",
         "TIME ZONE",
         "OVERLAP",
@@ -250,11 +252,15 @@ fn render(body: &RecurringListBody) -> String {
         overlap,
         paused,
         last_job: _,
+        missed: _,
+        job,
     } in &body.recurring
     {
         let when = |at: &Option<jiff::Timestamp>| at.map_or_else(|| "-".to_owned(), output::time);
         table.row(vec![
             key.clone(),
+            job.name.clone(),
+            job.queue.clone().unwrap_or_else(|| "default".to_owned()),
             cron.clone(),
             time_zone.clone(),
             overlap.clone(),

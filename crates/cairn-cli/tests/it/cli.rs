@@ -794,11 +794,37 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
     let list = mask_times(&ok(&server.cairn(&["recurring", "list"], None)));
     assert_eq!(
         list,
-        "KEY      CRON         TIME ZONE  OVERLAP  NEXT RUN              LAST RUN\n\
-         cleanup  */5 * * * *  UTC        skip     YYYY-MM-DDTHH:MM:SSZ  -\n"
+        "KEY      JOB         QUEUE    CRON         TIME ZONE  OVERLAP  NEXT RUN              LAST RUN\n\
+         cleanup  db.cleanup  default  */5 * * * *  UTC        skip     YYYY-MM-DDTHH:MM:SSZ  -\n"
     );
     let shown = mask_times(&ok(&server.cairn(&["recurring", "show", "cleanup"], None)));
     assert_eq!(shown, list);
+    // The whole template reads back, the job it makes among it.
+    let shown = ok(&server.cairn(&["recurring", "show", "cleanup", "--json"], None));
+    let shown: serde_json::Value = serde_json::from_str(&shown).unwrap();
+    assert_eq!(
+        (
+            &shown["missed"],
+            &shown["job"]["name"],
+            &shown["job"]["weight"]
+        ),
+        (
+            &serde_json::json!("skip"),
+            &serde_json::json!("db.cleanup"),
+            &serde_json::json!(2)
+        ),
+        "{shown}"
+    );
+    assert_eq!(
+        shown["job"]["tags"],
+        serde_json::json!(["nightly"]),
+        "{shown}"
+    );
+    assert_eq!(
+        shown["job"]["timeout_ms"],
+        serde_json::json!(300_000),
+        "{shown}"
+    );
     check_error(
         &server.cairn(&["recurring", "show", "nope"], None),
         3,
@@ -811,8 +837,8 @@ fn recurring_templates_are_set_listed_and_removed_from_the_shell() {
     let list = mask_times(&ok(&server.cairn(&["recurring", "list"], None)));
     assert_eq!(
         list,
-        "KEY      CRON         TIME ZONE  OVERLAP  NEXT RUN  LAST RUN\n\
-         cleanup  */5 * * * *  UTC        skip     paused    -\n"
+        "KEY      JOB         QUEUE    CRON         TIME ZONE  OVERLAP  NEXT RUN  LAST RUN\n\
+         cleanup  db.cleanup  default  */5 * * * *  UTC        skip     paused    -\n"
     );
     let id = ok(&server.cairn(&["recurring", "run", "cleanup"], None));
     let job = ok(&server.cairn(&["show", id.trim(), "--json"], None));

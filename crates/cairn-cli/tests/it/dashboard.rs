@@ -1830,7 +1830,10 @@ async fn recurring_templates_are_paused_run_now_and_removed_from_their_page() {
             ),
         )
         .await;
-    assert_eq!(cells[0], json!(nightly));
+    assert_eq!(
+        cells[0],
+        json!(format!("{nightly}\nmakes report.nightly in reports"))
+    );
     assert_eq!(cells[1], json!("0 4 * * * Europe/Berlin"));
     assert_eq!(cells[2], json!("allow"));
     assert_eq!(cells[4], json!("never"), "no slot has run yet");

@@ -32,11 +32,28 @@ pub enum MissedSlots {
 }
 
 impl MissedSlots {
-    fn as_str(self) -> &'static str {
+    /// The policy's name, as the API and the CLI take it: `skip`, `once` or `all`.
+    pub fn as_str(self) -> &'static str {
         match self {
             MissedSlots::Skip => "skip",
             MissedSlots::RunOnce => "once",
             MissedSlots::RunAll => "all",
+        }
+    }
+
+    /// The policy named `name`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) on `missed` for another name.
+    pub fn parse(name: &str) -> Result<MissedSlots> {
+        match name {
+            "skip" => Ok(MissedSlots::Skip),
+            "once" => Ok(MissedSlots::RunOnce),
+            "all" => Ok(MissedSlots::RunAll),
+            other => Err(Error::invalid(
+                "missed",
+                format!("must be skip, once or all, got {other:?}"),
+            )),
         }
     }
 
@@ -133,6 +150,10 @@ pub struct RecurringInfo {
     pub paused: bool,
     /// The last job it created (at a slot, or run by hand), which its overlap policy looks at; it may be gone since.
     pub last_job: Option<JobId>,
+    /// What it does with slots that passed unseen.
+    pub missed: MissedSlots,
+    /// The job it creates at each slot, as it was set.
+    pub job: Push,
 }
 
 /// Creates or replaces a recurring template. Its next slot counts from now; a paused template stays paused.
@@ -230,6 +251,8 @@ impl Operation for SetRecurring {
             overlap: r.overlap,
             paused,
             last_job: stored_last_job,
+            missed: r.missed,
+            job: job.clone(),
         })
     }
 }
@@ -452,7 +475,7 @@ fn last_slot_at_or_before(cron: &Cron, first: Timestamp, now: Timestamp) -> Time
 /// The columns [`info_from_row`] reads. A macro so that statements can `concat!` it.
 macro_rules! info_columns {
     () => {
-        "key, cron, time_zone, next_slot_at, last_slot_at, overlap, paused, last_job_id"
+        "key, cron, time_zone, next_slot_at, last_slot_at, overlap, paused, last_job_id, missed, template"
     };
 }
 
@@ -466,6 +489,8 @@ fn info_from_row(r: &crate::store::db::Row<'_>) -> Result<RecurringInfo> {
         overlap: Overlap::parse(&r.get::<String>(5)?).unwrap_or_default(),
         paused: r.get(6)?,
         last_job: r.get::<Option<i64>>(7)?.map(JobId),
+        missed: MissedSlots::parse_stored(&r.get::<String>(8)?),
+        job: stored_push::from_json(&r.get::<String>(9)?)?,
     })
 }
 

@@ -764,6 +764,12 @@ async fn recurring_templates_are_managed_over_http() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].cron, "0 4 * * *");
     assert_eq!(listed[0].overlap, cairn::Overlap::Replace);
+    // The whole template reads back: its policies and the job it makes.
+    assert_eq!(listed[0].missed, cairn::MissedSlots::Skip);
+    assert_eq!(
+        listed[0].job,
+        Push::new("report.nightly").data(json!({"kind": "full"}))
+    );
     // One template read back by its key, which travels as itself (`/` percent-encoded).
     let one = client
         .run(cairn::GetRecurring {
@@ -781,6 +787,15 @@ async fn recurring_templates_are_managed_over_http() {
     .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["time_zone"], "Europe/Berlin");
+    assert_eq!(
+        (&body["missed"], &body["job"]["name"], &body["job"]["data"]),
+        (
+            &json!("skip"),
+            &json!("report.nightly"),
+            &json!({"kind": "full"})
+        ),
+        "{body}"
+    );
     let (status, body) = raw(
         reqwest::Method::GET,
         format!("{}/v1/recurring/nope", server.url()),

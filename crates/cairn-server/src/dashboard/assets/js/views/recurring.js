@@ -1,5 +1,5 @@
-// Recurring templates: each with its cron schedule and time zone, its overlap policy, its next and last runs and
-// whether it is paused; paused and resumed, run now (its job made at once, as a slot would make it) and removed
+// Recurring templates: each with the job it makes, its cron schedule and time zone, its overlap policy, its next and
+// last runs and whether it is paused; paused and resumed, run now (its job made at once, as a slot would make it) and removed
 // from here. `GET /v1/recurring` names the last job a template made (`last_job`, at a slot or run by hand), which
 // the row links; a Run now made here says so beside it.
 
@@ -65,7 +65,8 @@ function templateTable(templates, ctx) {
   const rows = templates.map((t) => ({
     attributes: { "data-key": t.key, "data-paused": String(t.paused), class: t.paused ? "paused" : null },
     cells: [
-      [h("code", { class: "template-key" }, t.key), t.paused ? h("span", { class: "badge paused" }, "paused") : null],
+      [h("code", { class: "template-key" }, t.key), t.paused ? h("span", { class: "badge paused" }, "paused") : null,
+        h("div", { class: "muted template-job" }, "makes ", h("code", {}, t.job.name), " in ", t.job.queue ?? "default")],
       h("span", {}, h("code", {}, t.cron), " ", h("span", { class: "muted" }, t.time_zone)),
       h("span", { title: OVERLAP[t.overlap] ?? "" }, t.overlap),
       t.paused ? h("span", { class: "muted" }, "paused") : t.next_run ? timeElement(t.next_run) : h("span", { class: "muted" }, "none"),
