@@ -69,6 +69,58 @@ test("a batch's callback comes once every job ended, with the counts and the fai
   await assert.rejects(client.batch(987654), (e) => e instanceof NotFound);
 });
 
+test("every push option reaches the server, read back from the job", async () => {
+  const client = new Client(server.url);
+  const trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const first = await client.enqueue("options.first", { n: 1 }, {
+    queue: "options",
+    priority: 3,
+    weight: 2,
+    uniqueKey: "options-1",
+    tags: ["a"],
+    leaseTimeout: 90,
+    timeout: 30,
+    traceParent: trace,
+    concurrencyKey: "customer:1",
+    concurrencyLimit: 1,
+    retry: { maxAttempts: 4, initialDelay: 1, multiplier: 3, maxDelay: 60, jitter: 0 },
+  });
+  let job = await client.get(first.id);
+  assert.deepEqual(
+    [job.queue, job.priority, job.weight, job.unique_key, job.tags, job.lease_timeout_ms, job.timeout_ms, job.trace_parent, job.concurrency_key, job.concurrency_limit],
+    ["options", 3, 2, "options-1", ["a"], 90_000, 30_000, trace, "customer:1", 1],
+  );
+  assert.deepEqual(job.retry, { max_attempts: 4, initial_delay_ms: 1000, multiplier: 3, max_delay_ms: 60_000, jitter: 0 });
+  const cron = await client.enqueue("options.cron", null, { queue: "options-cron", schedule: "0 4 * * *", timeZone: "Europe/Berlin" });
+  const [run] = await client.dequeue("w", { queues: ["options-cron"] });
+  await client.finish(run.lease);
+  job = await client.get(cron.id);
+  assert.deepEqual([job.state, job.schedule, job.time_zone], ["scheduled", "0 4 * * *", "Europe/Berlin"]);
+  assert.match(job.run_at, /T0[23]:00:00/, "the next run is at 04:00 in Berlin, not in UTC");
+  const later = await client.enqueue("options.later", null, { queue: "options-later", runAt: new Date(Date.UTC(2099, 0, 1)) });
+  assert.equal((await client.get(later.id)).run_at, "2099-01-01T00:00:00Z");
+  const waiting = await client.enqueue("options.waiting", null, { queue: "options-later", dependsOn: [first.id], children: "job" });
+  job = await client.get(waiting.id);
+  assert.deepEqual([job.state, job.depends_on, job.children], ["waiting", [first.id], "job"]);
+  const [parent] = await client.dequeue("w", { queues: ["options"] });
+  const child = await client.enqueue("options.child", null, { queue: "options-later", parent: parent.job.id });
+  job = await client.get(child.id);
+  assert.deepEqual([job.parent, job.awaits_parent], [parent.job.id, true]);
+  const throttle = { key: "options-throttle", period: 3600, states: ["queued"] };
+  const throttled = await client.enqueue("options.throttled", null, { queue: "options-later", throttle });
+  assert.equal((await client.get(throttled.id)).throttle_key, "options-throttle");
+});
+
+test("a partial retry policy: maxAttempts 1 runs the job once (needs the server of issue 42)", async () => {
+  const client = new Client(server.url);
+  const { id } = await client.enqueue("once", null, { queue: "once", retry: { maxAttempts: 1 } });
+  assert.equal((await client.get(id)).retry.max_attempts, 1);
+  const [claimed] = await client.dequeue("w", { queues: ["once"] });
+  assert.equal(await client.retry(claimed.lease, "boom"), "failed");
+  const job = await client.get(id);
+  assert.deepEqual([job.state, job.failure_group], ["failed", "retries-exhausted"]);
+});
+
 test("a concurrency key limits its jobs and shows on them", async () => {
   const client = new Client(server.url);
   for (const n of [1, 2, 3]) {
