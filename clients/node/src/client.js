@@ -377,7 +377,7 @@ export class Client {
     const { signal = null, after, ...params } = build(EVENT_OPTIONS, filter, "event filter");
     const search = new URLSearchParams();
     for (const [name, value] of Object.entries(params)) search.set(name, Array.isArray(value) ? value.join(",") : String(value));
-    const path = `/v1/events${search.size ? `?${search}` : ""}`;
+    const path = `/v1/events${search.toString() ? `?${search}` : ""}`;
     // "Now" is where the log stands, so that a connection made again before any event resumes from there.
     const from = after ?? (await this.activity({ limit: 1 })).events[0]?.id ?? 0;
     const stream = new EventStream(this.#http, path, from, signal);
