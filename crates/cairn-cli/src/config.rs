@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use cairn::{Durability, QueueOptions, RecoveryPolicy, Retention, RetryPolicy};
+use cairn::{Durability, NameFamilies, QueueOptions, RecoveryPolicy, Retention, RetryPolicy};
 use cairn_server::ServerConfig;
 use cairn_server::credentials::Credentials;
 use cairn_server::tls::TlsFiles;
@@ -38,6 +38,7 @@ pub struct FileConfig {
     retention_age: Option<String>,
     retention_count: Option<u64>,
     max_data: Option<usize>,
+    stats_name_cut: Option<String>,
     max_wait: Option<String>,
     max_body: Option<usize>,
     max_batch: Option<usize>,
@@ -289,6 +290,14 @@ impl ServeSettings {
                 bail!("max_data: must be at least 1 byte");
             }
             queue.max_data_bytes = bytes;
+        }
+        if let Some(cut) = args
+            .stats_name_cut
+            .as_deref()
+            .or(file.stats_name_cut.as_deref())
+        {
+            queue.name_families =
+                NameFamilies::cut_at(cut).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
         }
 
         let allowed_hosts = if args.allowed_hosts.is_empty() {

@@ -95,6 +95,10 @@ pub struct ServeArgs {
     /// The largest job data, in bytes [default: 1 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_data: Option<usize>,
+    /// Statistics and metrics count each job name up to the first of these characters, so that names made per
+    /// entity (`Worker?accountID=42`) share a row and a series; "" keeps names whole [default: ?].
+    #[arg(long, value_name = "CHARACTERS")]
+    pub stats_name_cut: Option<String>,
     /// The longest one request may wait: a dequeue for a job, or `GET /v1/jobs/{id}?wait_ms=` for a job to end
     /// [default: 60s].
     #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]

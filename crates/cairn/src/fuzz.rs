@@ -144,6 +144,7 @@ fn default_limits() -> Limits {
         default_retry: options.default_retry,
         default_lease_timeout: options.default_lease_timeout,
         max_data_bytes: options.max_data_bytes,
+        name_families: options.name_families,
     }
 }
 

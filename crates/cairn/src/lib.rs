@@ -40,6 +40,7 @@ mod fuzz;
 mod job;
 mod lease;
 mod metrics;
+mod name_families;
 mod names;
 mod ops;
 mod options;
@@ -62,6 +63,7 @@ pub use event_stream::{
 pub use job::{Attempt, AttemptOutcome, Children, Job, JobState, RunUsage};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
+pub use name_families::NameFamilies;
 pub use names::{
     ConcurrencyKey, DebounceKey, JobId, JobName, NamePattern, QueueName, RecurringKey, Tag,
     ThrottleKey, TraceParent, UniqueKey, WorkerId,

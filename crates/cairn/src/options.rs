@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
+use crate::name_families::NameFamilies;
 use crate::retry_policy::RetryPolicy;
 
 /// What an acknowledged write survives.
@@ -105,6 +106,9 @@ pub struct QueueOptions {
     /// a minute at best and lets a busy queue slow down by half in between (each job updates its row twice and
     /// deletes it once). `None` leaves vacuuming to autovacuum. Ignored on SQLite, which keeps no dead rows.
     pub vacuum_after: Option<u64>,
+    /// How the statistics and metrics group job names (by default, each name up to its first `?`), so that names
+    /// made per entity cannot add a row and a series each.
+    pub name_families: NameFamilies,
 }
 
 impl Default for QueueOptions {
@@ -121,6 +125,7 @@ impl Default for QueueOptions {
             read_connections: 4,
             max_read_connections: 16,
             vacuum_after: Some(100_000),
+            name_families: NameFamilies::default(),
         }
     }
 }
@@ -138,6 +143,7 @@ impl std::fmt::Debug for QueueOptions {
             .field("read_connections", &self.read_connections)
             .field("max_read_connections", &self.max_read_connections)
             .field("vacuum_after", &self.vacuum_after)
+            .field("name_families", &self.name_families)
             .finish_non_exhaustive()
     }
 }

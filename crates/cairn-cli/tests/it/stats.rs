@@ -248,3 +248,73 @@ async fn the_client_reads_statistics_activity_and_sql_in_the_engines_types() {
     assert_eq!(result.columns, ["one", "two", "three"]);
     assert_eq!(result.rows, [vec![json!(1), json!("x"), json!(null)]]);
 }
+
+/// Names made per entity (BedrockWorkerManager's `Worker?accountID=…`) count under their family, the name up to its
+/// first `?`: 10,000 of them make one statistics row a minute and one series per metric, while each job keeps its
+/// whole name. `--stats-name-cut` chooses other characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_made_per_entity_count_under_their_family() {
+    let server = TestServer::spawn();
+    for chunk in 0..10 {
+        let jobs: Vec<_> = (0..1000)
+            .map(|n| json!({"name": format!("Worker?accountID={}", chunk * 1000 + n)}))
+            .collect();
+        let (status, body) = post(
+            &server,
+            "/v1/jobs/batch",
+            &json!({"jobs": jobs}).to_string(),
+        )
+        .await;
+        assert_eq!(status, 200, "{}", body["error"]);
+    }
+    let rows: SqlBody = ok_json(&server.cairn(
+        &[
+            "sql",
+            "SELECT name, CAST(sum(added) AS BIGINT) FROM cairn_stats_minute GROUP BY name",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(rows.rows, [[json!("Worker"), json!(10_000)]], "{rows:?}");
+    let page: cairn_api::JobPageBody =
+        ok_json(&server.cairn(&["list", "--limit", "1", "--json"], None));
+    assert!(
+        page.jobs[0].name.starts_with("Worker?accountID="),
+        "{:?}",
+        page.jobs[0].name
+    );
+    let metrics = crate::harness::http()
+        .get(format!("{}/metrics", server.url()))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let series: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("cairn_jobs_added_total{"))
+        .collect();
+    assert_eq!(
+        series,
+        ["cairn_jobs_added_total{queue=\"default\",name=\"Worker\"} 10000"]
+    );
+
+    let server = TestServer::spawn_with(&["--stats-name-cut", "#/"]);
+    for name in ["report#1", "report/2", "report?3"] {
+        let (status, body) = post(&server, "/v1/jobs", &json!({"name": name}).to_string()).await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let rows: SqlBody = ok_json(&server.cairn(
+        &[
+            "sql",
+            "SELECT name, CAST(sum(added) AS BIGINT) FROM cairn_stats_minute GROUP BY name ORDER BY name",
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(
+        rows.rows,
+        [[json!("report"), json!(2)], [json!("report?3"), json!(1)]]
+    );
+}

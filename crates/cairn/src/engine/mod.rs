@@ -285,7 +285,11 @@ impl Writer {
             for lease in &leases {
                 let _ = in_savepoint(&mut ctx, |ctx| Release::new(lease).apply(ctx));
             }
-            ctx.events.flush(&ctx.db, node.as_deref())?;
+            ctx.events.flush(
+                &ctx.db,
+                node.as_deref(),
+                &ctx.settings.config.limits.name_families,
+            )?;
             ctx.db.commit()
         })();
         if let Err(e) = result {

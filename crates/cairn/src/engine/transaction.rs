@@ -300,7 +300,10 @@ fn commit(
             told: None,
         },
     };
-    let totals = ctx.events.flush(&ctx.db, node).map_err(Failure::Storage)?;
+    let totals = ctx
+        .events
+        .flush(&ctx.db, node, &ctx.settings.config.limits.name_families)
+        .map_err(Failure::Storage)?;
     if let Some(node) = node {
         let changed = std::mem::take(&mut ctx.settings.changed);
         WriterDb::notify(

@@ -12,6 +12,7 @@ use crate::store::activity::ActivityRows;
 use crate::store::db::{Db, ToValue, Value};
 
 use crate::error::Result;
+use crate::name_families::NameFamilies;
 use crate::ops::HeldJob;
 
 /// One kind of transition in the activity log.
@@ -310,8 +311,14 @@ impl EventLog {
     /// Writes the activity rows and adds the statistics, then forgets them. Returns the totals, for the metrics
     /// the queue keeps in memory once the transaction commits. Where nodes share the database, `node` is the
     /// writer's node, which adds to statistics rows of its own: rows that every node added to were a lock each
-    /// commit waited on. Each database writes the rows its own way (`store/*/activity.rs`).
-    pub fn flush(&mut self, db: &Db<'_>, node: Option<&str>) -> Result<BatchTotals> {
+    /// commit waited on. The statistics and the totals count each job under its name's family (`families`). Each
+    /// database writes the rows its own way (`store/*/activity.rs`).
+    pub fn flush(
+        &mut self,
+        db: &Db<'_>,
+        node: Option<&str>,
+        families: &NameFamilies,
+    ) -> Result<BatchTotals> {
         if self.events.is_empty() && self.presence.is_empty() {
             return Ok(BatchTotals::default());
         }
@@ -325,6 +332,7 @@ impl EventLog {
             let (Some(queue), Some(name)) = (e.queue.as_deref(), e.name.as_deref()) else {
                 continue;
             };
+            let name = families.family(name);
             let counts = minutes
                 .entry((floor(e.at, MINUTE), queue, name))
                 .or_default();

@@ -126,7 +126,8 @@ pub(crate) fn recover_at_open(
         settings: &mut settings,
     };
     let recovered = recover_orphans(&mut ctx, policy)?;
-    ctx.events.flush(&ctx.db, None)?;
+    ctx.events
+        .flush(&ctx.db, None, &ctx.settings.config.limits.name_families)?;
     drop(ctx);
     tx.commit()?;
     Ok(recovered)

@@ -14,6 +14,7 @@ use crate::clock::{duration_millis, from_millis, to_millis};
 use crate::error::{Error, Result};
 use crate::job::{AttemptOutcome, JobState, RunUsage};
 use crate::lease::Lease;
+use crate::name_families::NameFamilies;
 use crate::names::JobId;
 use crate::ops::rows::retry_policy_from_row;
 use crate::retry_policy::RetryPolicy;
@@ -145,6 +146,8 @@ pub(crate) struct Limits {
     pub default_retry: RetryPolicy,
     pub default_lease_timeout: Duration,
     pub max_data_bytes: usize,
+    /// How the statistics group job names.
+    pub name_families: NameFamilies,
 }
 
 /// What an operation sees of the writer: the transaction, the time, and where to note newly ready jobs.

@@ -145,6 +145,7 @@ impl Queue {
                 default_retry: options.default_retry,
                 default_lease_timeout: options.default_lease_timeout,
                 max_data_bytes: options.max_data_bytes,
+                name_families: options.name_families.clone(),
             },
             retention: options.retention,
         };

@@ -62,7 +62,8 @@ impl Queue {
             ));
         }
         let enqueued = crate::ops::push::insert(push, &mut ctx)?;
-        ctx.events.flush(&ctx.db, None)?;
+        ctx.events
+            .flush(&ctx.db, None, &ctx.settings.config.limits.name_families)?;
         Ok(enqueued)
     }
 

@@ -815,6 +815,42 @@ async fn a_push_in_sql_is_held_to_the_cap_on_tags() {
     queue.close(Duration::from_secs(5)).await.unwrap();
 }
 
+/// A push in SQL counts in the statistics under its name's family, as a push through the engine does by default:
+/// names made per entity add no row each (migration 0023). The job keeps its whole name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_in_sql_counts_under_its_names_family() {
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    let (families, names) = app(&db, |client| {
+        for account in 1..=50 {
+            client
+                .query_one(
+                    "SELECT cairn_enqueue($1, '{}')",
+                    &[&format!("Worker?accountID={account}")],
+                )
+                .unwrap();
+        }
+        let families: Vec<(String, i64)> = client
+            .query(
+                "SELECT name, CAST(sum(added) AS bigint) FROM stats_minute GROUP BY name",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect();
+        let names: i64 = client
+            .query_one("SELECT count(DISTINCT name) FROM jobs", &[])
+            .unwrap()
+            .get(0);
+        (families, names)
+    })
+    .await;
+    assert_eq!(families, [("Worker".to_owned(), 50)]);
+    assert_eq!(names, 50);
+    queue.close(Duration::from_secs(5)).await.unwrap();
+}
+
 /// PUBLIC no longer runs the two functions, which now run with their owner's rights (migration 0019): a role that
 /// was given nothing cannot push.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

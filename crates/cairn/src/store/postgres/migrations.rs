@@ -119,6 +119,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "retry_parts",
         include_str!("../../../migrations/postgres/0022_retry_parts.sql"),
     ),
+    (
+        23,
+        "sql_pushes_count_by_family",
+        include_str!("../../../migrations/postgres/0023_sql_pushes_count_by_family.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
