@@ -251,6 +251,17 @@ rule!(
 );
 
 rule!(
+    /// Whether a worker is still about.
+    WorkerStatus => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(["live", "stopped", "gone"]))
+        .description(Some(
+            "`live`: seen within five minutes, or holding a lease that has not run out; `stopped`: it said it \
+             stops; `gone`: silent for five minutes, holding no live lease",
+        ))
+);
+
+rule!(
     /// A job's state.
     JobStateName => ObjectBuilder::new()
         .schema_type(Type::String)

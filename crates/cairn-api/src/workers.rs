@@ -1,6 +1,6 @@
 //! The workers a queue has seen, and what each holds now.
 
-use cairn::{Error, JobId, ListWorkers, WorkerId, WorkerInfo, WorkerStopped};
+use cairn::{Error, JobId, ListWorkers, WorkerId, WorkerInfo, WorkerStatus, WorkerStopped};
 // Named only in doc links.
 #[cfg(doc)]
 use cairn::ErrorKind;
@@ -31,6 +31,11 @@ pub struct WorkerBody {
     pub jobs: Vec<i64>,
     /// Those of its jobs whose lease ran out and that the queue has not retried yet.
     pub stalled: Vec<i64>,
+    /// Whether it is still about: `live` (seen within five minutes, or holding a lease that has not run out),
+    /// `stopped` (it said it stops, as a worker shutting down or a one-off `cairn dequeue` does) or `gone` (silent
+    /// for five minutes, holding no live lease).
+    #[cfg_attr(feature = "openapi", schema(value_type = crate::rules::WorkerStatus))]
+    pub status: String,
 }
 
 impl From<&WorkerInfo> for WorkerBody {
@@ -41,6 +46,7 @@ impl From<&WorkerInfo> for WorkerBody {
             last_seen: w.last_seen,
             jobs: w.jobs.iter().map(|j| j.0).collect(),
             stalled: w.stalled.iter().map(|j| j.0).collect(),
+            status: w.status.as_str().to_owned(),
         }
     }
 }
@@ -57,6 +63,8 @@ impl WorkerBody {
             last_seen: self.last_seen,
             jobs: self.jobs.iter().copied().map(JobId).collect(),
             stalled: self.stalled.iter().copied().map(JobId).collect(),
+            status: WorkerStatus::parse(&self.status)
+                .ok_or_else(|| malformed(format_args!("a worker status {:?}", self.status)))?,
         })
     }
 }

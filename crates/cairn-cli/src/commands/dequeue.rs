@@ -13,6 +13,10 @@ use crate::commands::args::CommonArgs;
 use crate::commands::output::{self, Fields};
 use crate::exit::Code;
 
+/// The worker a take without `--worker` is made as: one name for every one-off take, so that they add one row to
+/// the workers list, not one each.
+const ONE_OFF_WORKER: &str = "cairn-cli";
+
 /// `cairn dequeue` arguments.
 #[derive(Debug, Clone, Args)]
 pub struct DequeueArgs {
@@ -21,7 +25,8 @@ pub struct DequeueArgs {
     /// A queue to take from; repeat for several (earlier ones first). `default` when absent.
     #[arg(long = "queue", value_name = "QUEUE")]
     pub queues: Vec<String>,
-    /// Who takes the jobs, as their history records it (`cairn-cli-<pid>` when absent).
+    /// Who takes the jobs, as their history records it. When absent, `cairn-cli`, which says it stops once it has
+    /// taken them: a one-off take is not a worker to keep track of.
     #[arg(long, value_name = "ID")]
     pub worker: Option<String>,
     /// How long to wait for a job when none is ready (the server caps it): `0s` answers at once.
@@ -48,7 +53,7 @@ impl DequeueArgs {
         let worker = self
             .worker
             .clone()
-            .unwrap_or_else(|| format!("cairn-cli-{}", std::process::id()));
+            .unwrap_or_else(|| ONE_OFF_WORKER.to_owned());
         let request = Dequeue {
             queues: self.queues.clone(),
             names: vec![self.pattern.clone()],
@@ -62,6 +67,12 @@ impl DequeueArgs {
             .dequeue(request)
             .await
             .with_context(|| format!("taking jobs matching {:?}", self.pattern))?;
+        if self.worker.is_none() {
+            // The workers list shows it stopped rather than live until it goes silent; its leases are untouched.
+            if let Err(e) = client.worker_stopped(ONE_OFF_WORKER).await {
+                tracing::warn!(error = %e, "could not say that {ONE_OFF_WORKER} stops");
+            }
+        }
         let body = DequeueBody {
             jobs: claimed.iter().map(ClaimedJobBody::from).collect(),
         };

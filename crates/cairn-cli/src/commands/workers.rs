@@ -46,10 +46,11 @@ fn render(body: &WorkerListBody) -> String {
     if body.workers.is_empty() {
         return "no workers\n".to_owned();
     }
-    let mut table = Table::new(&["WORKER", "LAST SEEN", "JOBS", "STALLED"]);
+    let mut table = Table::new(&["WORKER", "STATUS", "LAST SEEN", "JOBS", "STALLED"]);
     for w in &body.workers {
         table.row(vec![
             w.id.clone(),
+            w.status.clone(),
             output::time(w.last_seen),
             ids(&w.jobs),
             ids(&w.stalled),
@@ -88,6 +89,7 @@ mod tests {
                     last_seen: at,
                     jobs: (1..=12).collect(),
                     stalled: vec![3],
+                    status: "live".into(),
                 },
                 WorkerBody {
                     id: "beta".into(),
@@ -95,15 +97,16 @@ mod tests {
                     last_seen: at,
                     jobs: vec![],
                     stalled: vec![],
+                    status: "gone".into(),
                 },
             ],
         };
         assert_eq!(
             render(&body),
             "\
-WORKER  LAST SEEN             JOBS                            STALLED
-alpha   2025-01-31T09:00:00Z  1,2,3,4,5,6,7,8,9,10 (+2 more)  3
-beta    2025-01-31T09:00:00Z  -                               -
+WORKER  STATUS  LAST SEEN             JOBS                            STALLED
+alpha   live    2025-01-31T09:00:00Z  1,2,3,4,5,6,7,8,9,10 (+2 more)  3
+beta    gone    2025-01-31T09:00:00Z  -                               -
 "
         );
         assert_eq!(render(&WorkerListBody::default()), "no workers\n");

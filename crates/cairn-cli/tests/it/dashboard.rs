@@ -212,6 +212,21 @@ async fn every_page_loads_without_errors() {
         queues,
         json!([["email", "false"], ["images", "true"], ["reports", "false"]])
     );
+    open(&browser, &server, "workers").await;
+    let workers = browser
+        .wait_for(
+            "the workers, each with its status",
+            "const rows = [...document.querySelectorAll('tr[data-worker]')]; \
+             return rows.length > 0 && rows.map(r => [r.dataset.worker, r.dataset.status, r.cells[1].innerText])",
+        )
+        .await;
+    assert!(
+        workers
+            .as_array()
+            .unwrap()
+            .contains(&json!(["worker-2", "live", "live"])),
+        "{workers}"
+    );
     if std::env::var_os("CAIRN_DOCS_SCREENSHOT").is_some() {
         let shot = browser.screenshot("dashboard").await;
         let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/dashboard.png");

@@ -121,9 +121,9 @@ async fn workers_shows_the_worker_holding_what_cairn_get_took() {
     assert_eq!(
         mask_times(&ok(&server.cairn(&["workers"], None))),
         "\
-WORKER  LAST SEEN             JOBS  STALLED
-alpha   YYYY-MM-DDTHH:MM:SSZ  1,2   -
-beta    YYYY-MM-DDTHH:MM:SSZ  -     -
+WORKER  STATUS  LAST SEEN             JOBS  STALLED
+alpha   live    YYYY-MM-DDTHH:MM:SSZ  1,2   -
+beta    live    YYYY-MM-DDTHH:MM:SSZ  -     -
 "
     );
     let body: WorkerListBody = ok_json(&server.cairn(&["workers", "--json"], None));
@@ -153,6 +153,20 @@ beta    YYYY-MM-DDTHH:MM:SSZ  -     -
         ]
     );
     assert_eq!(workers[0], body.workers[0].to_worker().unwrap());
+
+    // One-off takes without --worker add one worker between them, which says it stops; it keeps its lease.
+    for name in ["d", "e"] {
+        client.enqueue(Push::new(name)).await.unwrap();
+        ok(&server.cairn(&["dequeue", name], None));
+    }
+    let body: WorkerListBody = ok_json(&server.cairn(&["workers", "--json"], None));
+    let one_off: Vec<_> = body
+        .workers
+        .iter()
+        .filter(|w| w.id.starts_with("cairn-cli"))
+        .map(|w| (w.id.as_str(), w.status.as_str(), w.jobs.clone()))
+        .collect();
+    assert_eq!(one_off, [("cairn-cli", "stopped", vec![4, 5])]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,7 +207,7 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
     ] {
         assert!(shown.contains(line), "{line:?} in {shown}");
     }
-    assert!(shown.contains("  1  cairn-cli-"), "{shown}");
+    assert!(shown.contains("  1  cairn-cli  "), "{shown}");
     assert!(shown.contains("completed"), "{shown}");
 
     // Step two ends with a delay: the job is scheduled in `ship` an hour from the finish.

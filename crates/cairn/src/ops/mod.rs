@@ -115,8 +115,8 @@ pub mod public {
     pub use super::tags::ChangeTags;
     pub use super::track::{Track, Untrack};
     pub use super::update::Update;
-    pub use super::workers::WorkerInfo;
     pub use super::workers::WorkerStopped;
+    pub use super::workers::{WorkerInfo, WorkerStatus};
 }
 
 /// An operation the writer applies in a transaction.

@@ -25,6 +25,41 @@ pub struct WorkerInfo {
     pub jobs: Vec<JobId>,
     /// Those of its jobs whose lease ran out and that the queue has not retried yet.
     pub stalled: Vec<JobId>,
+    /// Whether it is still about.
+    pub status: WorkerStatus,
+}
+
+/// Whether a worker is still about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerStatus {
+    /// Seen within the last five minutes, or holding a lease that has not run out.
+    Live,
+    /// It said it stops (a worker shutting down, or a one-off `cairn dequeue`); its next dequeue starts it again.
+    Stopped,
+    /// Silent for five minutes and holding no live lease: lost.
+    Gone,
+}
+
+impl WorkerStatus {
+    /// The status's name, as the API shows it: `live`, `stopped` or `gone`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkerStatus::Live => "live",
+            WorkerStatus::Stopped => "stopped",
+            WorkerStatus::Gone => "gone",
+        }
+    }
+
+    /// The status named `name`, if there is one.
+    pub fn parse(name: &str) -> Option<WorkerStatus> {
+        [
+            WorkerStatus::Live,
+            WorkerStatus::Stopped,
+            WorkerStatus::Gone,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 /// Records a sign of life: writes `last_seen` and marks the worker active.
@@ -176,7 +211,7 @@ pub(crate) fn forget_before(ctx: &mut WriteCtx<'_>, cutoff_ms: i64) -> Result<us
     Ok(forgotten.len())
 }
 
-const WORKERS: Sql = Sql::both("SELECT id, first_seen, last_seen FROM workers ORDER BY id");
+const WORKERS: Sql = Sql::both("SELECT id, first_seen, last_seen, status FROM workers ORDER BY id");
 const HELD: Sql = Sql {
     sqlite: "SELECT id, lease_expires_at <= $1 FROM jobs INDEXED BY jobs_by_worker \
              WHERE state = 'running' AND worker = $2 ORDER BY id",
@@ -186,16 +221,20 @@ const HELD: Sql = Sql {
 
 /// Every worker the queue remembers, by id, with what it holds at `now_ms`.
 pub(crate) fn list(db: &Db<'_>, now_ms: i64) -> Result<Vec<WorkerInfo>> {
-    let mut workers: Vec<WorkerInfo> = db.query(WORKERS, &Params::NONE, |r| {
-        Ok(WorkerInfo {
+    let lost_before = now_ms - duration_millis(WORKER_LOST_AFTER);
+    let mut workers: Vec<(WorkerInfo, i64, String)> = db.query(WORKERS, &Params::NONE, |r| {
+        let last_seen: i64 = r.get(2)?;
+        let worker = WorkerInfo {
             id: WorkerId::from_trusted(r.get(0)?),
             first_seen: from_millis(r.get(1)?),
-            last_seen: from_millis(r.get(2)?),
+            last_seen: from_millis(last_seen),
             jobs: Vec::new(),
             stalled: Vec::new(),
-        })
+            status: WorkerStatus::Live,
+        };
+        Ok((worker, last_seen, r.get(3)?))
     })?;
-    for worker in &mut workers {
+    for (worker, last_seen, status) in &mut workers {
         let rows = db.query(HELD, &params![now_ms, worker.id.as_str()], |r| {
             Ok((JobId(r.get(0)?), r.get::<bool>(1)?))
         })?;
@@ -205,6 +244,14 @@ pub(crate) fn list(db: &Db<'_>, now_ms: i64) -> Result<Vec<WorkerInfo>> {
                 worker.stalled.push(job);
             }
         }
+        // As housekeeping will mark it: a worker silent too long that holds no live lease is lost, whether or not
+        // housekeeping has come round to it yet.
+        let holds_live_lease = worker.jobs.len() > worker.stalled.len();
+        worker.status = match status.as_str() {
+            "stopped" => WorkerStatus::Stopped,
+            "active" if *last_seen >= lost_before || holds_live_lease => WorkerStatus::Live,
+            _ => WorkerStatus::Gone,
+        };
     }
-    Ok(workers)
+    Ok(workers.into_iter().map(|(worker, _, _)| worker).collect())
 }

@@ -41,6 +41,13 @@ export function mount(root) {
   };
 }
 
+/** What each worker status means. */
+const STATUS = {
+  live: "seen within five minutes, or holding a lease that has not run out",
+  stopped: "it said it stops: a worker shut down, or a one-off cairn dequeue",
+  gone: "silent for five minutes, holding no live lease",
+};
+
 /** Workers and their jobs; with `usage` (`GET /v1/stats/workers`), how busy each was. */
 export function workerTable(workers, usage = null) {
   if (workers.length === 0) {
@@ -49,6 +56,7 @@ export function workerTable(workers, usage = null) {
   const busy = new Map((usage ? usage.workers : []).map((w) => [w.worker, w]));
   const columns = [
     { label: "Worker", class: "name" },
+    { label: "Status" },
     { label: "Last seen" },
     { label: "Holds" },
     { label: "Stalled" },
@@ -57,9 +65,10 @@ export function workerTable(workers, usage = null) {
   const rows = workers.map((w) => {
     const stats = busy.get(w.id);
     return {
-      attributes: { "data-worker": w.id },
+      attributes: { "data-worker": w.id, "data-status": w.status },
       cells: [
         w.id,
+        h("span", { class: w.status === "live" ? null : "muted", title: STATUS[w.status] ?? "" }, w.status),
         timeElement(w.last_seen),
         jobLinks(w.jobs, "none"),
         w.stalled.length ? h("span", { class: "warn" }, jobLinks(w.stalled)) : h("span", { class: "muted" }, "none"),
