@@ -361,6 +361,8 @@ export interface WorkerInfo {
   last_seen: string;
   jobs: number[];
   stalled: number[];
+  /** `live` (seen within five minutes, or holding a live lease), `stopped` (it said it stops) or `gone`. */
+  status: "live" | "stopped" | "gone";
 }
 
 /** The caller's token (TokenBody). */
