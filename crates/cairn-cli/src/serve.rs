@@ -81,13 +81,13 @@ pub struct ServeArgs {
     #[arg(long, env = "CAIRN_RECOVERY", value_name = "POLICY")]
     pub recovery: Option<String>,
     /// A job's lease without a heartbeat, unless the job sets its own [default: 60s].
-    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub lease_timeout: Option<Duration>,
     /// Attempts a job gets, unless it sets its own [default: 5].
     #[arg(long)]
     pub max_attempts: Option<u32>,
     /// Delete finished jobs older than this [default: 7 days].
-    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub retention_age: Option<Duration>,
     /// Keep at most this many finished jobs [default: 100000].
     #[arg(long)]
@@ -101,7 +101,7 @@ pub struct ServeArgs {
     pub stats_name_cut: Option<String>,
     /// The longest one request may wait: a dequeue for a job, or `GET /v1/jobs/{id}?wait_ms=` for a job to end
     /// [default: 60s].
-    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub max_wait: Option<Duration>,
     /// The largest request body, in bytes [default: 16 MiB].
     #[arg(long, value_name = "BYTES")]
@@ -110,14 +110,14 @@ pub struct ServeArgs {
     #[arg(long)]
     pub max_batch: Option<usize>,
     /// How long shutdown waits for requests in flight [default: 10s].
-    #[arg(long, value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub shutdown_grace: Option<Duration>,
     /// A request must arrive whole (headers and body) within this long of its first byte, on both ports; a long
     /// poll waiting for its answer is not bound by it [default: 30s].
-    #[arg(long, env = "CAIRN_REQUEST_TIMEOUT", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, env = "CAIRN_REQUEST_TIMEOUT", allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub request_timeout: Option<Duration>,
     /// A connection with no request under way is closed after this long, on both ports [default: 120s].
-    #[arg(long, env = "CAIRN_IDLE_TIMEOUT", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, env = "CAIRN_IDLE_TIMEOUT", allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub idle_timeout: Option<Duration>,
     /// The most connections at once, HTTP and Bedrock together: beyond it the longest idle one is closed, or, if
     /// every one has a request under way, the new one is refused with 503 [default: the open-file limit less 128].

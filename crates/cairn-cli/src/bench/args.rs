@@ -98,7 +98,7 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PID")]
     pub server_pid: Option<u32>,
     /// How long the sustained scenario runs.
-    #[arg(long, default_value = "10m", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, default_value = "10m", allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub duration: Duration,
     /// Jobs the sustained scenario's producers keep ready (enqueued and not yet started).
     #[arg(
@@ -112,10 +112,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "N")]
     pub rate: Option<u64>,
     /// How long each job's handler works in the sustained scenario.
-    #[arg(long, default_value = "1ms", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, default_value = "1ms", allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub work: Duration,
     /// Time between the sustained scenario's samples.
-    #[arg(long, default_value = "5s", value_parser = crate::duration::parse, value_name = "DURATION")]
+    #[arg(long, default_value = "5s", allow_hyphen_values = true, value_parser = crate::duration::parse, value_name = "DURATION")]
     pub interval: Duration,
     /// Write the sustained scenario's samples to this file, as JSON lines.
     #[arg(long, value_name = "PATH")]

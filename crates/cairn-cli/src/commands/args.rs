@@ -82,6 +82,35 @@ pub fn job_id(text: &str) -> Result<JobId, String> {
         .ok_or_else(|| format!("must be a job id (a positive integer), got {text:?}"))
 }
 
+/// A whole-number type a flag takes, and its range in words.
+pub trait WholeNumber: std::str::FromStr {
+    /// `from -2147483648 to 2147483647`, for the error.
+    const RANGE: &'static str;
+}
+
+impl WholeNumber for i32 {
+    const RANGE: &'static str = "from -2147483648 to 2147483647";
+}
+
+impl WholeNumber for u32 {
+    const RANGE: &'static str = "from 0 to 4294967295";
+}
+
+impl WholeNumber for u64 {
+    const RANGE: &'static str = "from 0 to 18446744073709551615";
+}
+
+/// Parses a whole number, with an error that says what is accepted (`--priority high` would otherwise say "invalid
+/// digit found in string").
+///
+/// # Errors
+/// The rule, the range and the text given.
+pub fn whole_number<T: WholeNumber>(text: &str) -> Result<T, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("must be a whole number {}, got {text:?}", T::RANGE))
+}
+
 /// Parses a lease token: the decimal integer `cairn dequeue` printed.
 ///
 /// # Errors

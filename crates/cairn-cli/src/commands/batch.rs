@@ -121,7 +121,7 @@ pub struct ListBatchesArgs {
     #[arg(long, value_name = "ID", value_parser = batch_id)]
     pub before: Option<BatchId>,
     /// At most this many.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// The server, and `--json`.
     #[command(flatten)]

@@ -30,14 +30,14 @@ pub struct DequeueArgs {
     #[arg(long, value_name = "ID")]
     pub worker: Option<String>,
     /// How long to wait for a job when none is ready (the server caps it): `0s` answers at once.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, default_value = "0s")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, default_value = "0s")]
     pub wait: Duration,
     /// The most jobs to take.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// How long the leases last before a heartbeat, instead of each job's own lease timeout: a script that will
     /// not heartbeat should ask for as long as it needs.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse)]
     pub lease_timeout: Option<Duration>,
     /// The server, and `--json`.
     #[command(flatten)]

@@ -18,7 +18,7 @@ pub struct FailuresArgs {
     /// A failure group: list its failed jobs, newest first, instead of the groups.
     pub group: Option<String>,
     /// At most this many jobs (1 to 1000).
-    #[arg(long, value_name = "N", default_value_t = JobFilter::default().limit, requires = "group")]
+    #[arg(long, value_name = "N", default_value_t = JobFilter::default().limit, requires = "group", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// Only jobs older than this one: the `--before` a previous page printed.
     #[arg(long, value_name = "ID", value_parser = args::job_id, requires = "group")]
@@ -37,7 +37,7 @@ pub struct UnfailArgs {
     #[arg(long)]
     pub queue: Option<String>,
     /// At most this many jobs, oldest first (1 to 1000000); all of them by default.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: Option<u32>,
     /// The server, and `--json`.
     #[command(flatten)]

@@ -79,7 +79,7 @@ pub struct FinishArgs {
     #[arg(long, value_name = "QUEUE")]
     pub next_queue: Option<String>,
     /// With `--next-queue`: the job is ready again after this long (`30s`, `5m`; at most a year).
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "next_queue")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, requires = "next_queue")]
     pub next_delay: Option<Duration>,
     /// With `--next-queue`: the job runs again only once this job completes; repeat for several.
     #[arg(long, value_name = "ID", value_parser = args::job_id, requires = "next_queue")]
@@ -99,7 +99,7 @@ pub struct RetryArgs {
     #[arg(long, value_name = "MESSAGE")]
     pub error: String,
     /// Wait this long instead of the job's backoff: `30s`, `5m`.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse)]
     pub delay: Option<Duration>,
     /// The server, and `--json`.
     #[command(flatten)]

@@ -17,7 +17,7 @@ pub struct ListArgs {
     #[command(flatten)]
     pub filter: args::JobFilterArgs,
     /// At most this many jobs (1 to 1000).
-    #[arg(long, value_name = "N", default_value_t = JobFilter::default().limit)]
+    #[arg(long, value_name = "N", default_value_t = JobFilter::default().limit, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// Only jobs older than this one: the `--before` a previous page printed.
     #[arg(long, value_name = "ID", value_parser = args::job_id)]

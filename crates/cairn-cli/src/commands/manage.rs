@@ -32,7 +32,7 @@ pub struct PriorityArgs {
     #[arg(value_parser = args::job_id)]
     pub id: JobId,
     /// The new priority: higher runs first (may be negative).
-    #[arg(allow_negative_numbers = true)]
+    #[arg(allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<i32>)]
     pub priority: i32,
     /// The server, and `--json`.
     #[command(flatten)]

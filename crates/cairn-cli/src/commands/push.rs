@@ -24,7 +24,7 @@ pub struct PushArgs {
     #[command(flatten)]
     pub settings: JobSettings,
     /// Do not run before this long from now: `30s`, `5m`, `1h 30m`.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, conflicts_with = "run_at")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, conflicts_with = "run_at")]
     pub delay: Option<Duration>,
     /// Do not run before this time (RFC 3339, such as `2025-01-31T09:00:00Z`).
     #[arg(long, value_name = "TIME", value_parser = args::time)]
@@ -50,17 +50,17 @@ pub struct PushArgs {
     #[arg(long, value_name = "KEY", requires_all = ["debounce_delay", "debounce_max_wait"])]
     pub debounce: Option<String>,
     /// With `--debounce`: how long after the latest push the job runs.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "debounce")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, requires = "debounce")]
     pub debounce_delay: Option<Duration>,
     /// With `--debounce`: the longest the job waits after the first push of its burst.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "debounce")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, requires = "debounce")]
     pub debounce_max_wait: Option<Duration>,
     /// One job per key per period: a push whose key a job created less than `--throttle-period` ago holds answers
     /// with that job, whatever became of it.
     #[arg(long, value_name = "KEY", requires = "throttle_period")]
     pub throttle: Option<String>,
     /// With `--throttle`: how long after a job was created its key refuses another (`1h`, `24h`).
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "throttle")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, requires = "throttle")]
     pub throttle_period: Option<Duration>,
     /// The W3C trace context the job runs in (`00-<trace id>-<span id>-<flags>`). When absent, a valid one in the
     /// `TRACEPARENT` environment variable, so that a command `cairn work` runs pushes its follow-up jobs in its own
@@ -90,22 +90,22 @@ pub struct JobSettings {
     #[arg(long)]
     pub queue: Option<String>,
     /// Higher runs first (0 when absent).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<i32>)]
     pub priority: Option<i32>,
     /// How much of a worker's concurrency the job takes (1 when absent).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub weight: Option<u32>,
     /// A label for listing (`cairn list --tag`); repeat for several.
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
     /// Attempts in all, counting the first, with the default backoff (the queue's policy when absent).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub max_attempts: Option<u32>,
     /// How long a worker may hold the job between heartbeats (the queue's default when absent).
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse)]
     pub lease_timeout: Option<Duration>,
     /// The longest one attempt may run, heartbeats or not (at most a day); then the job is retried.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse)]
     pub timeout: Option<Duration>,
     /// The job's concurrency key, such as `customer:42`: keyed jobs take turns by key, and at most the queue's
     /// limit per key (`cairn queue key-limit`) run at once.
@@ -113,7 +113,7 @@ pub struct JobSettings {
     pub concurrency_key: Option<String>,
     /// With `--concurrency-key`: at most this many jobs of the key run at once when this job is next, instead of
     /// the queue's limit per key.
-    #[arg(long, value_name = "N", requires = "concurrency_key")]
+    #[arg(long, value_name = "N", requires = "concurrency_key", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub concurrency_limit: Option<u32>,
 }
 

@@ -63,7 +63,7 @@ pub struct AgingArgs {
     /// The queue's name.
     pub queue: String,
     /// How long a job waits to gain one point: `1s`, `1m`, `1h` (1 ms to a day).
-    #[arg(value_name = "DURATION", value_parser = crate::duration::parse, required_unless_present = "off",
+    #[arg(value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, required_unless_present = "off",
           conflicts_with = "off")]
     pub every: Option<std::time::Duration>,
     /// Strict priority: no aging.
@@ -100,7 +100,7 @@ pub struct LimitArgs {
     /// The queue's name.
     pub queue: String,
     /// The most of its jobs that may run at once.
-    #[arg(required_unless_present = "off", conflicts_with = "off")]
+    #[arg(required_unless_present = "off", conflicts_with = "off", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub concurrency: Option<u32>,
     /// Remove the limit.
     #[arg(long)]
@@ -116,7 +116,7 @@ pub struct KeyLimitArgs {
     /// The queue's name.
     pub queue: String,
     /// The most of its jobs with one key that may run at once.
-    #[arg(required_unless_present = "off", conflicts_with = "off")]
+    #[arg(required_unless_present = "off", conflicts_with = "off", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: Option<u32>,
     /// Remove the limit.
     #[arg(long)]
@@ -153,7 +153,7 @@ pub struct KeyWeightArgs {
     /// The concurrency key.
     pub key: String,
     /// Jobs it takes per turn (1 to 1000).
-    #[arg(required_unless_present = "off", conflicts_with = "off")]
+    #[arg(required_unless_present = "off", conflicts_with = "off", allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub weight: Option<u32>,
     /// Back to one job per turn.
     #[arg(long)]
@@ -194,11 +194,12 @@ pub struct RateArgs {
         value_name = "N",
         required_unless_present = "off",
         conflicts_with = "off",
-        requires = "per"
+        requires = "per",
+        value_parser = crate::commands::args::whole_number::<u32>
     )]
     pub jobs: Option<u32>,
     /// The period: `1s`, `1m`, `1h`.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, requires = "jobs")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, requires = "jobs")]
     pub per: Option<std::time::Duration>,
     /// Remove the limit.
     #[arg(long)]
@@ -264,7 +265,7 @@ pub struct PeekArgs {
     /// The queue's name.
     pub queue: String,
     /// At most this many jobs (1 to 1000).
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_PEEK)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PEEK, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// The server, and `--json`.
     #[command(flatten)]

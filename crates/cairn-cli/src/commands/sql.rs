@@ -16,10 +16,10 @@ pub struct SqlArgs {
     /// One SELECT statement, such as `SELECT state, count(*) FROM cairn_jobs GROUP BY state`.
     pub query: String,
     /// At most this many rows (1 to 10,000).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// Stop the query after this long (at most 30s).
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse)]
     pub timeout: Option<std::time::Duration>,
     /// The server, and `--json`.
     #[command(flatten)]

@@ -110,7 +110,7 @@ pub struct ActivityArgs {
     #[arg(long)]
     pub until: Option<jiff::Timestamp>,
     /// At most this many (1 to 1000).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true, value_parser = crate::commands::args::whole_number::<u32>)]
     pub limit: u32,
     /// The server, and `--json`.
     #[command(flatten)]

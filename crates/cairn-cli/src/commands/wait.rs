@@ -20,7 +20,7 @@ pub struct WaitArgs {
     pub id: JobId,
     /// How long to wait for the job to end (`30s`, `10m`; at most a day); the server answers each request within
     /// its own cap, and this asks again until then.
-    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = crate::duration::parse, default_value = "60s")]
     pub timeout: Duration,
     /// The server, and `--json`.
     #[command(flatten)]

@@ -587,7 +587,7 @@ fn errors_exit_with_their_code_and_name_what_was_wrong() {
     let wrong = if token == "1" { "2" } else { "1" };
 
     // (arguments, exit code, what stderr says)
-    let cases: [(&[&str], i32, &str); 11] = [
+    let cases: [(&[&str], i32, &str); 14] = [
         (&["show", "999"], 3, "job 999 not found"),
         (&["move", "999", "q"], 3, "moving job 999 to queue \"q\""),
         (&["cancel", "999"], 3, "not found"),
@@ -611,6 +611,23 @@ fn errors_exit_with_their_code_and_name_what_was_wrong() {
             "'<ID>': must be a job id (a positive integer)",
         ),
         (&["dequeue", "nothing", "--wait", "0s"], 7, ""),
+        // Flags say what they accept, in words, whatever the value looks like.
+        (
+            &["push", "x", "--priority", "high"],
+            2,
+            "invalid value 'high' for '--priority <PRIORITY>': must be a whole number from -2147483648 to \
+             2147483647, got \"high\"",
+        ),
+        (
+            &["push", "x", "--delay", "-5s"],
+            2,
+            "invalid value '-5s' for '--delay <DURATION>': must not be negative, got \"-5s\"",
+        ),
+        (
+            &["push", "x", "--weight", "-1"],
+            2,
+            "invalid value '-1' for '--weight <WEIGHT>': must be a whole number from 0 to 4294967295, got \"-1\"",
+        ),
     ];
     for (args, code, message) in cases {
         let out = server.cairn(args, None);
