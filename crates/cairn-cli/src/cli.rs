@@ -1,5 +1,6 @@
 //! The command line: `cairn [-v] <command> …`. Each command's arguments live next to the code that runs it.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
@@ -88,6 +89,69 @@ impl ClientArgs {
     }
 }
 
+/// The flags of a command that talks to a server, which `cairn` also takes before the command (`cairn --server URL
+/// list`), and whether each takes a value.
+const CLIENT_FLAGS: [(&str, bool); 6] = [
+    ("--server", true),
+    ("--token", true),
+    ("--ca-file", true),
+    ("--client-cert", true),
+    ("--client-key", true),
+    ("--json", false),
+];
+
+/// `cairn`'s own flags, which stay where they are.
+const OWN_FLAGS: [(&str, bool); 3] = [("--verbose", false), ("-v", false), ("--log-format", true)];
+
+/// Moves the client flags given before the command to after it, where the command reads them: `cairn --server URL
+/// queue pause mail` is `cairn queue pause mail --server URL`, and in `cairn --server URL work PAT -- CMD` they go
+/// before the `--`. A command that takes no such flag (`cairn --server URL serve`) then refuses it, as it would
+/// after it. Arguments from the first that is neither a client flag nor one of `cairn`'s own stay as they are.
+pub fn client_flags_after_command(args: Vec<OsString>) -> Vec<OsString> {
+    let takes_value = |arg: &OsString, flags: &[(&str, bool)]| {
+        let arg = arg.to_str()?;
+        flags.iter().find_map(|(flag, value)| {
+            if arg == *flag {
+                Some(*value)
+            } else if arg.starts_with(flag) && arg[flag.len()..].starts_with('=') {
+                // `--server=URL`: the value is in the argument.
+                Some(false)
+            } else {
+                None
+            }
+        })
+    };
+    let mut args = args.into_iter();
+    let mut kept: Vec<OsString> = args.next().into_iter().collect();
+    let mut moved = Vec::new();
+    let mut rest: Vec<OsString> = Vec::new();
+    while let Some(arg) = args.next() {
+        let is_verbosity = arg.to_str().is_some_and(|a| {
+            a.len() > 1 && a.starts_with('-') && a[1..].bytes().all(|b| b == b'v')
+        });
+        let (into, value) = if let Some(value) = takes_value(&arg, &CLIENT_FLAGS) {
+            (&mut moved, value)
+        } else if let Some(value) = takes_value(&arg, &OWN_FLAGS) {
+            (&mut kept, value)
+        } else if is_verbosity {
+            (&mut kept, false)
+        } else {
+            rest.push(arg);
+            break;
+        };
+        into.push(arg);
+        if value {
+            into.extend(args.next());
+        }
+    }
+    rest.extend(args);
+    let at = rest.iter().position(|a| a == "--").unwrap_or(rest.len());
+    kept.extend(rest.drain(..at));
+    kept.extend(moved);
+    kept.extend(rest);
+    kept
+}
+
 impl Cli {
     /// The log format asked for (text by default).
     pub fn log_format(&self) -> LogFormat {
@@ -98,5 +162,98 @@ impl Cli {
     pub fn verbosity(&self) -> u8 {
         let base = u8::from(matches!(self.command, Command::Serve(_) | Command::Work(_)));
         base.saturating_add(self.verbose)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moved(args: &[&str]) -> Vec<String> {
+        client_flags_after_command(args.iter().map(OsString::from).collect())
+            .into_iter()
+            .map(|a| a.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn client_flags_before_the_command_move_after_it() {
+        assert_eq!(
+            moved(&[
+                "cairn",
+                "--server",
+                "http://h:1",
+                "-v",
+                "queue",
+                "pause",
+                "mail"
+            ]),
+            [
+                "cairn",
+                "-v",
+                "queue",
+                "pause",
+                "mail",
+                "--server",
+                "http://h:1"
+            ]
+        );
+        assert_eq!(
+            moved(&[
+                "cairn",
+                "--token=t",
+                "--json",
+                "work",
+                "a*",
+                "--",
+                "echo",
+                "--json"
+            ]),
+            [
+                "cairn",
+                "work",
+                "a*",
+                "--token=t",
+                "--json",
+                "--",
+                "echo",
+                "--json"
+            ]
+        );
+        assert_eq!(
+            moved(&["cairn", "list", "--server", "u"]),
+            ["cairn", "list", "--server", "u"]
+        );
+        assert_eq!(
+            moved(&[
+                "cairn",
+                "--log-format",
+                "json",
+                "-vv",
+                "--server",
+                "u",
+                "serve"
+            ]),
+            [
+                "cairn",
+                "--log-format",
+                "json",
+                "-vv",
+                "serve",
+                "--server",
+                "u"
+            ]
+        );
+        assert_eq!(moved(&["cairn", "--server"]), ["cairn", "--server"]);
+    }
+
+    #[test]
+    fn a_command_after_moved_flags_parses_as_if_they_were_after_it() {
+        let cli = Cli::try_parse_from(moved(&["cairn", "--server", "http://h:1", "list"])).unwrap();
+        let Command::Client(_) = cli.command else {
+            panic!("a client command")
+        };
+        let refused = Cli::try_parse_from(moved(&["cairn", "--server", "http://h:1", "serve"]));
+        assert!(refused.is_err());
     }
 }

@@ -10,7 +10,9 @@ use clap::Parser;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = cairn_cli::Cli::parse();
+    let cli = cairn_cli::Cli::parse_from(cairn_cli::cli::client_flags_after_command(
+        std::env::args_os().collect(),
+    ));
     cairn_cli::logging::init(cli.log_format(), cli.verbosity());
     cairn_cli::run(cli)
 }
