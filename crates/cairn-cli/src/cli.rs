@@ -257,3 +257,82 @@ mod tests {
         assert!(refused.is_err());
     }
 }
+
+/// docs/cli.md lists every command and flag `cairn --help` prints, and names none it does not.
+#[cfg(test)]
+mod docs {
+    use std::collections::BTreeSet;
+
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    const DOCS: &str = include_str!("../../../docs/cli.md");
+
+    /// Every command's path (`queue pause`) and the long flags it takes, hidden ones left out.
+    fn commands(command: &clap::Command, path: &str, out: &mut Vec<(String, BTreeSet<String>)>) {
+        let flags = command
+            .get_arguments()
+            .filter(|a| !a.is_hide_set())
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        out.push((path.to_owned(), flags));
+        for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let path = format!("{path} {}", sub.get_name()).trim().to_owned();
+            commands(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn the_docs_list_every_command_and_flag_and_no_other() {
+        let mut all = Vec::new();
+        commands(&Cli::command(), "", &mut all);
+        // A flag as a word of its own: `--throttle` is not mentioned by `--throttle-period`.
+        let mentions = |flag: &str| {
+            DOCS.match_indices(flag).any(|(at, _)| {
+                !DOCS[at + flag.len()..]
+                    .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+            })
+        };
+        let mut missing = Vec::new();
+        for (path, flags) in &all {
+            if !path.is_empty()
+                && path != "help"
+                && !path.ends_with(" help")
+                && !DOCS.contains(&format!("cairn {path}"))
+            {
+                missing.push(format!("the command `cairn {path}`"));
+            }
+            for flag in flags {
+                if flag != "--help" && flag != "--version" && !mentions(flag) {
+                    missing.push(format!("`cairn {path} {flag}`"));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "docs/cli.md does not mention:\n{}",
+            missing.join("\n")
+        );
+
+        // The reverse: every flag the page names is one some command takes.
+        // clap's own, and cargo's (`cargo install --path`, `cargo run --release`), which the page names too.
+        let others = ["--help", "--version", "--path", "--release"];
+        let known: BTreeSet<&str> = all
+            .iter()
+            .flat_map(|(_, f)| f.iter().map(String::as_str))
+            .chain(others)
+            .collect();
+        let named: BTreeSet<&str> = DOCS
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| {
+                w.starts_with("--") && w[2..].starts_with(|c: char| c.is_ascii_alphanumeric())
+            })
+            .collect();
+        let unknown: Vec<&str> = named.difference(&known).copied().collect();
+        assert!(
+            unknown.is_empty(),
+            "docs/cli.md names flags no command takes: {unknown:?}"
+        );
+    }
+}
