@@ -267,13 +267,15 @@ class Recurring:
 
 @dataclass(frozen=True)
 class WorkerInfo:
-    """A worker the server has seen: when, the jobs it holds, and those of them whose lease ran out."""
+    """A worker the server has seen: when, the jobs it holds, those of them whose lease ran out, and whether it is
+    `live`, `stopped` (it said so) or `gone` (not seen for a while)."""
 
     id: str
     first_seen: str
     last_seen: str
     jobs: List[int]
     stalled: List[int]
+    status: Optional[str] = None
 
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "WorkerInfo":
