@@ -51,9 +51,17 @@ pub fn code_for(e: &cairn::Error) -> Code {
 }
 
 /// Prints an error (with its causes) to stderr and picks the exit code: an engine error's own code when there
-/// is one in the chain, [`Code::Failure`] otherwise.
+/// is one in the chain, [`Code::Failure`] otherwise. The chain ends at the first engine error, whose message already
+/// says what caused it.
 pub fn report(e: &anyhow::Error) -> Code {
-    eprintln!("error: {e:#}");
+    let mut said = Vec::new();
+    for cause in e.chain() {
+        said.push(cause.to_string());
+        if cause.is::<cairn::Error>() {
+            break;
+        }
+    }
+    eprintln!("error: {}", said.join(": "));
     e.chain()
         .find_map(|cause| cause.downcast_ref::<cairn::Error>())
         .map_or(Code::Failure, code_for)

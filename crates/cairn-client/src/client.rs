@@ -230,7 +230,13 @@ fn unreachable_server(url: &str, e: reqwest::Error) -> Error {
         Some(cause) => format!(" ({cause})"),
         None => String::new(),
     };
-    Error::with_source(ErrorKind::Unavailable, format!("{url}: {what}{because}"), e)
+    // The message says all of it: the error itself is not kept as the source, whose text (reqwest's, then each
+    // cause's again) a report of the whole chain would repeat.
+    Error::from_parts(
+        ErrorKind::Unavailable,
+        None,
+        format!("{url}: {what}{because}"),
+    )
 }
 
 cairn::impl_backend_by_jobs!(Client);

@@ -663,6 +663,13 @@ fn an_unreachable_server_exits_5() {
     };
     let url = format!("http://127.0.0.1:{port}");
     let out = cairn_with_env(&url, &["show", "1"], &[]);
+    // Once, in words: the cause is not repeated by each layer it passed through.
+    assert_eq!(
+        stderr(&out).trim_end(),
+        format!(
+            "error: showing job 1: {url}/v1/jobs/1: could not connect (Connection refused (os error 111))"
+        )
+    );
     check_error(&out, 5, "could not connect");
     let bad_url = cairn_with_env("127.0.0.1:1", &["list"], &[]);
     check_error(&bad_url, 2, "--server");
