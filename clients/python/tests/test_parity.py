@@ -167,7 +167,7 @@ def test_unknown_push_options_are_refused_before_anything_is_sent() -> None:
     assert error.field == "time_zon"
     assert str(error).startswith("time_zon: is not a push option (did you mean time_zone?); the names it takes are ")
     assert "batch, children, concurrency_key" in str(error) and "trace_parent, unique_key, weight" in str(error)
-    with pytest.raises(cairn.UnknownOption, match=r"^maxAttempts: is not a push option; the names it takes are "):
+    with pytest.raises(cairn.UnknownOption, match=r"^maxAttempts: is not a push option \(it belongs in retry=Retry\(max_attempts=…\)\); the names it takes are "):
         cairn.push("x", maxAttempts=3)  # type: ignore[call-arg]
     with pytest.raises(cairn.UnknownOption, match=r"^retry\.max_attempt: is not a member of a retry policy \(did "
                                                   r"you mean max_attempts\?\); the names it takes are initial_delay_ms, "):

@@ -6,6 +6,7 @@ error, and the client keeps that promise (`UnknownOption`)."""
 from __future__ import annotations
 
 import difflib
+import re
 from datetime import datetime, timedelta
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, NamedTuple, Optional,
                     Sequence, Tuple, Type, TypedDict, TypeVar, Union)
@@ -52,14 +53,20 @@ def rfc3339(time: Time, field: str) -> str:
     return time
 
 
-def refuse_unknown(given: Iterable[str], known: Iterable[str], what: str, prefix: str = "") -> None:
-    """Raises `UnknownOption` for the first of `given` that is not one of `known`, naming it, the names it is
-    close to, and every known one."""
+def refuse_unknown(
+    given: Iterable[str], known: Iterable[str], what: str, prefix: str = "", hints: Mapping[str, str] = {}
+) -> None:
+    """Raises `UnknownOption` for the first of `given` that is not one of `known`, naming it, where it belongs
+    (`hints`, by the name in snake case) or the name it is close to, and every known one."""
     known = sorted(known)
     for name in given:
         if name not in known:
+            snake = re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
             close = difflib.get_close_matches(name, known, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            if snake in hints:
+                hint = f" ({hints[snake]})"
+            else:
+                hint = f" (did you mean {close[0]}?)" if close else ""
             message = f"{prefix}{name}: is not {what}{hint}; the names it takes are {', '.join(known)}"
             raise UnknownOption("invalid_input", message, prefix + name)
 
@@ -166,6 +173,11 @@ def _list(value: Any, field: str) -> List[Any]:
     return list(value)
 
 
+# A retry policy's members given to push itself: where they belong.
+_RETRY_HINTS = {name: f"it belongs in retry=Retry({name}=…)" for name in RETRY_MEMBERS}
+_RETRY_HINTS.update({wire: f"it belongs in retry={{{wire!r}: …}}" for wire in RETRY_MEMBERS.values() if wire not in RETRY_MEMBERS})
+
+
 class PushOptions(TypedDict, total=False):
     """What `push` (and `enqueue`) take besides the name and data; None leaves an option out."""
 
@@ -239,7 +251,7 @@ def push(name: str, data: Any = None, **options: Unpack[PushOptions]) -> PushBod
     jobs that must complete first; `parent` the running job creating this one (`children`: whose the children are,
     `run` or `job`); `batch` the batch it joins; `trace_parent` a W3C `traceparent`. The server checks every value
     and names a bad one; an option this client does not know raises `UnknownOption` before anything is sent."""
-    refuse_unknown(options, PUSH_OPTIONS, "a push option")
+    refuse_unknown(options, PUSH_OPTIONS, "a push option", hints=_RETRY_HINTS)
     body: PushBody = {"name": name}
     if data is not None:
         body["data"] = data
