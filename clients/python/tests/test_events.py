@@ -174,3 +174,21 @@ async def test_the_async_stream_resumes_after_a_cut_and_stops_when_closed(server
             with pytest.raises(cairn.InvalidInput) as refused:
                 await other.events(after=10**9).__anext__()
             assert refused.value.field == "Last-Event-ID"
+
+
+async def test_a_stream_waiting_for_a_server_out_of_reach_stops_when_closed():
+    with Client("http://127.0.0.1:9", timeout=2) as client:
+        stream = client.events()
+        found = read_in_thread(stream)
+        time.sleep(0.3)
+        assert found.empty(), "no server, no event, no error: it waits"
+        stream.close()
+        assert found.get(timeout=5) is StopIteration
+    async with AsyncClient("http://127.0.0.1:9", timeout=2) as client:
+        events = client.events()
+        waiting = asyncio.ensure_future(events.__anext__())
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await events.aclose()
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(waiting, 5)

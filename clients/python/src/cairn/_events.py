@@ -246,6 +246,8 @@ class AsyncEventStream:
         self._connection: Any = None
         self._pending: List[Event] = []
         self._closed = False
+        # Set by `aclose`, to end a back-off at once; made on the loop that reads the stream.
+        self._closing: Optional[asyncio.Event] = None
 
     @property
     def last_id(self) -> Optional[int]:
@@ -290,7 +292,7 @@ class AsyncEventStream:
             except Unavailable as e:
                 wait = position.wait()
                 log.info("the event stream is out of reach (%s); trying again in %s s", e, wait)
-                await asyncio.sleep(wait)
+                await self._pause(wait)
                 continue
             if status != 200:
                 content = b"".join([piece async for piece in connection.pieces(headers)])
@@ -298,12 +300,20 @@ class AsyncEventStream:
                 error = _refusal(status, content)
                 if not isinstance(error, Unavailable):
                     raise error
-                await asyncio.sleep(position.wait())
+                await self._pause(position.wait())
                 continue
             self._connection = connection
             self._pieces = connection.pieces(headers)
             position.connected()
             return
+
+    async def _pause(self, seconds: float) -> None:
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._closing.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
 
     def _disconnect(self) -> None:
         connection, self._connection, self._pieces = self._connection, None, None
@@ -311,8 +321,10 @@ class AsyncEventStream:
             connection.close()
 
     async def aclose(self) -> None:
-        """Ends the stream: an `__anext__` waiting for an event returns at once."""
+        """Ends the stream: an `__anext__` waiting for an event, or for the server, returns at once."""
         self._closed = True
+        if self._closing is not None:
+            self._closing.set()
         self._disconnect()
 
     async def __aenter__(self) -> "AsyncEventStream":
