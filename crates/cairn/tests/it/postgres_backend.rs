@@ -50,7 +50,9 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (18, "push_tells_due_times".to_owned(), 1_000),
             (19, "push_runs_as_its_owner".to_owned(), 1_000),
             (20, "tags_capped".to_owned(), 1_000),
-            (21, "children_of_the_job".to_owned(), 1_000)
+            (21, "children_of_the_job".to_owned(), 1_000),
+            (22, "retry_parts".to_owned(), 1_000),
+            (23, "sql_pushes_count_by_family".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
