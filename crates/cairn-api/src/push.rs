@@ -372,7 +372,7 @@ impl From<RetryPolicy> for RetryPolicyBody {
 /// The parts of a retry policy a push sets: each one left out (or null) is the server's default policy's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
-#[serde(deny_unknown_fields)]
+#[serde(from = "RetryOverridesObject")]
 pub struct RetryOverridesBody {
     /// Attempts in all, counting the first: 1 runs the job once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -403,6 +403,59 @@ pub struct RetryOverridesBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(minimum = 0.0, maximum = 1.0))]
     pub jitter: Option<f64>,
+}
+
+/// A retry policy's parts as they arrive: read from an object only. serde reads a struct from a list of its fields
+/// in order too, and with every part optional, `[]` or `[3]` would be a policy.
+struct RetryOverridesObject(RetryOverridesBody);
+
+impl<'de> Deserialize<'de> for RetryOverridesObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The same fields, read by serde's derive from the map it is handed.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Parts {
+            #[serde(default)]
+            max_attempts: Option<u32>,
+            #[serde(default)]
+            initial_delay_ms: Option<u64>,
+            #[serde(default)]
+            multiplier: Option<f64>,
+            #[serde(default)]
+            max_delay_ms: Option<u64>,
+            #[serde(default)]
+            jitter: Option<f64>,
+        }
+
+        struct ObjectOnly;
+
+        impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+            type Value = Parts;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("struct RetryOverridesBody")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Parts, A::Error> {
+                Parts::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+
+        let p = deserializer.deserialize_map(ObjectOnly)?;
+        Ok(RetryOverridesObject(RetryOverridesBody {
+            max_attempts: p.max_attempts,
+            initial_delay_ms: p.initial_delay_ms,
+            multiplier: p.multiplier,
+            max_delay_ms: p.max_delay_ms,
+            jitter: p.jitter,
+        }))
+    }
+}
+
+impl From<RetryOverridesObject> for RetryOverridesBody {
+    fn from(object: RetryOverridesObject) -> Self {
+        object.0
+    }
 }
 
 impl From<RetryOverridesBody> for RetryOverrides {

@@ -418,5 +418,22 @@ mod tests {
             "retry",
             "retry: must be an object, got a list",
         );
+        // Every part of a policy may be left out, so a list of them in order must not read as one.
+        check::<PushRequest>(
+            r#"{"name":"x","retry":[3]}"#,
+            "retry",
+            "retry: must be an object, got a list",
+        );
+        check::<PushRequest>(
+            r#"{"name":"x","retry":{"max_attempts":1,"attempts":2}}"#,
+            "retry.attempts",
+            "retry.attempts: \"attempts\" is not a field here; the fields are max_attempts, initial_delay_ms, \
+             multiplier, max_delay_ms, jitter",
+        );
+        check::<PushRequest>(
+            r#"{"name":"x","retry":{"max_attempts":"once"}}"#,
+            "retry.max_attempts",
+            r#"retry.max_attempts: must be a whole number from 0 to 4294967295, got the text "once""#,
+        );
     }
 }
