@@ -372,7 +372,7 @@ impl From<RetryPolicy> for RetryPolicyBody {
 /// The parts of a retry policy a push sets: each one left out (or null) is the server's default policy's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
-#[serde(from = "RetryOverridesObject")]
+#[serde(deny_unknown_fields, from = "RetryOverridesObject")]
 pub struct RetryOverridesBody {
     /// Attempts in all, counting the first: 1 runs the job once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
