@@ -32,7 +32,8 @@ export type EventKind =
   | "deleted"
   | "queue_changed"
   | "promoted"
-  | "audit";
+  | "audit"
+  | "step_recorded";
 
 /** A time: an RFC 3339 string (`2026-01-31T09:00:00Z`) or a `Date`. */
 export type Time = string | Date;

@@ -121,6 +121,13 @@ pub struct JobBody {
     pub time_zone: Option<String>,
     /// Its attempts, oldest first (empty in listings).
     pub history: Vec<AttemptBody>,
+    /// How many steps its handler has recorded.
+    #[serde(default)]
+    pub step_count: u32,
+    /// The steps its handler has recorded, in order (empty in listings): what a handler that runs again reads
+    /// instead of running them.
+    #[serde(default)]
+    pub steps: Vec<crate::steps::StepBody>,
 }
 
 impl From<&Job> for JobBody {
@@ -164,6 +171,8 @@ impl From<&Job> for JobBody {
             schedule: j.schedule.clone(),
             time_zone: j.time_zone.clone(),
             history: j.history.iter().map(AttemptBody::from).collect(),
+            step_count: j.step_count,
+            steps: j.steps.iter().map(crate::steps::StepBody::from).collect(),
         }
     }
 }
@@ -265,6 +274,8 @@ impl JobBody {
             schedule: self.schedule.clone(),
             time_zone: self.time_zone.clone(),
             history,
+            step_count: self.step_count,
+            steps: self.steps.iter().map(cairn::Step::from).collect(),
         })
     }
 }

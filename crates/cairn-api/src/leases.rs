@@ -265,7 +265,7 @@ pub struct UpdateRequest {
     pub progress: Value,
 }
 
-/// Complete the job, or with `next`, this step of it.
+/// Complete the job, or with `next`, this stage of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -356,7 +356,7 @@ pub struct FinishResult {
     pub error: Option<ErrorDetail>,
 }
 
-/// Where a finished step of a job goes on: another queue, after a delay or once other jobs complete, with fresh
+/// Where a finished stage of a job goes on: another queue, after a delay or once other jobs complete, with fresh
 /// attempts and the data it finished with.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(ToSchema))]
@@ -525,7 +525,7 @@ route! {
 
 route! {
     Finish: Post "/v1/jobs/{id}/finish", params [JOB_ID], tag "workers", id "finish", access WORK, reach Queues,
-    summary "Completes the job, optionally replacing its data with a result. With `next`, completes only this step: \
+    summary "Completes the job, optionally replacing its data with a result. With `next`, completes only this stage: \
         the attempt ends and the job goes on in another queue (after `delay_ms`, once `depends_on` complete), with \
         fresh attempts and the data it finished with, in one step.",
     done "Completed, or moved on to its next queue",

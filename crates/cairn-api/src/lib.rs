@@ -33,6 +33,7 @@ mod route;
 pub mod rules;
 mod sql;
 mod stats;
+mod steps;
 mod workers;
 
 pub use access::{ADMIN, Access, ENQUEUE, Named, PUBLIC, READ, READ_ONE, Reach, Role, WORK};
@@ -52,6 +53,7 @@ pub use recurring::*;
 pub use route::*;
 pub use sql::*;
 pub use stats::*;
+pub use steps::*;
 pub use workers::*;
 
 /// The `api_bodies` fuzz target's harness (`fuzz/`, `docs/fuzzing.md`); not part of the API.

@@ -122,6 +122,11 @@ rule!(
 );
 
 rule!(
+    /// A step's name within its job.
+    StepName => text(255, "A step's name within its job")
+);
+
+rule!(
     /// A tag.
     Tag => text(128, "A tag")
 );

@@ -156,7 +156,7 @@ impl Error {
     }
 
     /// The same input error reported under another field name: `repeat: …` becomes `schedule: …`.
-    pub(crate) fn renamed(mut self, field: &'static str) -> Self {
+    pub fn renamed(mut self, field: &'static str) -> Self {
         if let Some(rest) = self
             .field
             .replace(Cow::Borrowed(field))

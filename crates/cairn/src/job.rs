@@ -297,4 +297,23 @@ pub struct Job {
     pub time_zone: Option<String>,
     /// One record per attempt, oldest first. Filled by [`Jobs::get`](crate::Jobs::get); empty in listings.
     pub history: Vec<Attempt>,
+    /// How many steps its handler has recorded ([`RecordStep`](crate::RecordStep)).
+    pub step_count: u32,
+    /// The steps its handler has recorded, in the order they were: filled by [`Jobs::get`](crate::Jobs::get) and
+    /// for a worker's claim, so that a handler that runs again finds them; empty in listings.
+    pub steps: Vec<Step>,
+}
+
+/// A step a job's handler recorded: a piece of its run whose result is kept, so that a later attempt reads it
+/// instead of running that piece again (see [`JobContext::step`](crate::JobContext::step)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// Its name within the job (a name the handler used again in one run is numbered: `charge#2`).
+    pub name: String,
+    /// What it produced.
+    pub result: Value,
+    /// The attempt that recorded it.
+    pub attempt: u32,
+    /// When it was recorded.
+    pub recorded_at: Timestamp,
 }

@@ -60,13 +60,13 @@ pub use error::{Error, ErrorKind, Result};
 pub use event_stream::{
     EventFilter, Events, EventsFrom, EventsMissed, FOLLOW_OTHER_NODES, GAP_GRACE,
 };
-pub use job::{Attempt, AttemptOutcome, Children, Job, JobState, RunUsage};
+pub use job::{Attempt, AttemptOutcome, Children, Job, JobState, RunUsage, Step};
 pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use name_families::NameFamilies;
 pub use names::{
-    ConcurrencyKey, DebounceKey, JobId, JobName, NamePattern, QueueName, RecurringKey, Tag,
-    ThrottleKey, TraceParent, UniqueKey, WorkerId,
+    ConcurrencyKey, DebounceKey, JobId, JobName, NamePattern, QueueName, RecurringKey, StepName,
+    Tag, ThrottleKey, TraceParent, UniqueKey, WorkerId,
 };
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};

@@ -107,6 +107,11 @@ text_id!(
 );
 
 text_id!(
+    /// A step's name within its job ([`RecordStep`](crate::RecordStep)). At most 255 bytes.
+    StepName, "step", 255, |_| Ok(())
+);
+
+text_id!(
     /// A tag on a job. At most 128 bytes.
     Tag, "tags", 128, |_| Ok(())
 );

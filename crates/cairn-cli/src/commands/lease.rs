@@ -246,10 +246,10 @@ impl FinishArgs {
     }
 }
 
-/// What became of a job whose step finished: `step completed, goes on in queue Q after 5m once jobs 3, 4
+/// What became of a job whose stage finished: `stage completed, goes on in queue Q after 5m once jobs 3, 4
 /// complete`.
 fn goes_on(next: &Continue) -> String {
-    let mut said = format!("step completed, goes on in queue {}", next.queue);
+    let mut said = format!("stage completed, goes on in queue {}", next.queue);
     if let Some(delay) = next.delay.filter(|d| !d.is_zero()) {
         said.push_str(&format!(" after {}", crate::duration::format(delay)));
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use cairn::JobId;
-use cairn_api::{AttemptBody, JobBody};
+use cairn_api::{AttemptBody, JobBody, StepBody};
 use clap::Args;
 
 use crate::commands::args::{self, CommonArgs};
@@ -91,12 +91,29 @@ pub fn render(job: &JobBody) -> String {
         .add("data", output::compact(&job.data))
         .add_some("result", job.result.as_ref().map(output::compact))
         .add_some("progress", job.progress.as_ref().map(output::compact));
+    if !job.steps.is_empty() {
+        fields.add("steps", "").append(&steps(&job.steps));
+    }
     if job.history.is_empty() {
         fields.add("history", "none");
     } else {
         fields.add("history", "").append(&history(&job.history));
     }
     fields.finish()
+}
+
+/// The steps its handler recorded, in order, indented under `steps:`.
+fn steps(steps: &[StepBody]) -> String {
+    let mut table = Table::new(&["STEP", "ATTEMPT", "RECORDED", "RESULT"]);
+    for step in steps {
+        table.row(vec![
+            step.name.clone(),
+            step.attempt.to_string(),
+            output::time(step.recorded_at),
+            output::compact(&step.result),
+        ]);
+    }
+    table.render("  ")
 }
 
 /// What a waiting job waits for, in words.

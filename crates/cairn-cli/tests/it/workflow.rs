@@ -196,7 +196,7 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
     ];
     assert_eq!(
         ok(&server.cairn(&finish, None)),
-        format!("job {id}: step completed, goes on in queue process\n")
+        format!("job {id}: stage completed, goes on in queue process\n")
     );
     let shown = mask_times(&ok(&server.cairn(&["show", &id_text], None)));
     for line in [
@@ -275,7 +275,7 @@ async fn finish_next_queue_moves_the_job_on_to_another_queue() {
     assert_eq!(
         ok(&server.cairn(&finish, None)),
         format!(
-            "job {other}: step completed, goes on in queue b after 5m once jobs {gate}, {id} complete\n"
+            "job {other}: stage completed, goes on in queue b after 5m once jobs {gate}, {id} complete\n"
         )
     );
     let job = client.get(other).await.unwrap();
@@ -601,4 +601,31 @@ async fn bad_input_to_tracking_workers_and_next_steps_names_the_field() {
     assert_eq!(client.get(id).await.unwrap().state, JobState::Running);
     let done = server.cairn(&["finish", &id_text, "--lease", &token], None);
     assert_eq!(stdout(&done), format!("job {id}: completed\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_lists_the_steps_a_handler_recorded() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client.enqueue(Push::new("order")).await.unwrap().id;
+    let claimed = client.dequeue(Dequeue::new("w1")).await.unwrap().remove(0);
+    for (name, result) in [("charge", json!({"receipt": 7})), ("ship", json!("DHL"))] {
+        client
+            .record_step(
+                &claimed.lease,
+                cairn::StepName::parse(name).unwrap(),
+                result,
+            )
+            .await
+            .unwrap();
+    }
+    let shown = mask_times(&ok(&server.cairn(&["show", &id.to_string()], None)));
+    assert!(
+        shown.contains(
+            "steps:\n  STEP    ATTEMPT  RECORDED              RESULT\n  \
+             charge  1        YYYY-MM-DDTHH:MM:SSZ  {\"receipt\":7}\n  \
+             ship    1        YYYY-MM-DDTHH:MM:SSZ  \"DHL\"\n"
+        ),
+        "{shown}"
+    );
 }

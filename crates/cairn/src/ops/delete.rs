@@ -20,6 +20,7 @@ pub struct Delete {
 const DELETE_JOB: Sql = Sql::both("DELETE FROM jobs WHERE id = $1 RETURNING queue, name");
 const DELETE_HISTORY: Sql = Sql::both("DELETE FROM job_attempts WHERE job_id = $1");
 const DELETE_TAGS: Sql = Sql::both("DELETE FROM job_tags WHERE job_id = $1");
+const DELETE_STEPS: Sql = Sql::both("DELETE FROM job_steps WHERE job_id = $1");
 
 impl Operation for Delete {
     type Output = ();
@@ -48,6 +49,7 @@ impl Operation for Delete {
         // The job's rows in other tables go with it (there are no foreign keys to cascade; see the migration).
         ctx.db.execute(DELETE_HISTORY, &params![self.job.0])?;
         ctx.db.execute(DELETE_TAGS, &params![self.job.0])?;
+        ctx.db.execute(DELETE_STEPS, &params![self.job.0])?;
         Ok(())
     }
 }

@@ -63,6 +63,8 @@ pub enum ActivityKind {
     /// A change was made through the server with a token, or SQL was run: `detail` names the token and the
     /// request (`token "ops": POST /v1/jobs/7/cancel`); the job or queue it named, if any.
     Audit,
+    /// Its handler recorded a step of its run (`detail` names the step).
+    StepRecorded,
     /// An event of a kind this version does not know, written by a newer Cairn on the same database (a cluster in
     /// the middle of an upgrade): read and passed on as it is, never written. Not in [`ActivityKind::ALL`].
     Unknown,
@@ -75,7 +77,7 @@ pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_sec
 
 impl ActivityKind {
     /// Every kind.
-    pub const ALL: [ActivityKind; 21] = [
+    pub const ALL: [ActivityKind; 22] = [
         ActivityKind::Added,
         ActivityKind::Debounced,
         ActivityKind::Started,
@@ -97,6 +99,7 @@ impl ActivityKind {
         ActivityKind::QueueChanged,
         ActivityKind::Promoted,
         ActivityKind::Audit,
+        ActivityKind::StepRecorded,
     ];
 
     /// The name as stored and shown.
@@ -123,6 +126,7 @@ impl ActivityKind {
             ActivityKind::QueueChanged => "queue_changed",
             ActivityKind::Promoted => "promoted",
             ActivityKind::Audit => "audit",
+            ActivityKind::StepRecorded => "step_recorded",
             ActivityKind::Unknown => "unknown",
         }
     }

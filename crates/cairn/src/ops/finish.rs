@@ -1,4 +1,5 @@
-//! [`Finish`]: a worker completed its job, or this step of it ([`Continue`]).
+//! [`Finish`]: a worker completed its job, or this stage of it ([`Continue`]); a job's stages move it across
+//! queues, where the steps of `ops/step.rs` live inside one run of a handler.
 
 use crate::ops::events::{ActivityKind, JobRef};
 use std::time::Duration;
@@ -19,9 +20,9 @@ use crate::ops::{
     held_job_from_row, is_running, lease_is_held, lease_refusal, schedule_next_run, waiting,
 };
 
-/// What a finished step of a job does instead of completing it: the job goes on in another queue, after a delay
+/// What a finished stage of a job does instead of completing it: the job goes on in another queue, after a delay
 /// or once other jobs complete, with fresh attempts and the data it finished with (qless's `complete … next`).
-/// One atomic step: the attempt ends and the job moves in the same transaction.
+/// Atomic: the attempt ends and the job moves in the same transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Continue {
     /// The queue the job goes on in.
@@ -315,13 +316,15 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
 /// Returns whether the job has a concurrency key, which its next queue must then know of.
 pub(crate) const GO_ON: Sql = Sql::both(
     "UPDATE jobs SET state = $1, queue = $2, run_at = $3, slot_at = $3, \
-     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4 WHERE id = $5 \
+     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4, step_count = 0, step_bytes = 0 WHERE id = $5 \
      RETURNING concurrency_key IS NOT NULL",
 );
 
-/// The step finished: the job goes on in its next queue. It waits for its new dependencies, and for the children
-/// this step created (which start now), before it runs again.
+/// The stage finished: the job goes on in its next queue. It waits for its new dependencies, and for the children
+/// this stage created (which start now), before it runs again. The steps its handler recorded were this stage's:
+/// the next stage's handler starts with none.
 fn go_on(ctx: &mut WriteCtx<'_>, held: &HeldJob, next: ValidContinue) -> Result<()> {
+    crate::ops::step::forget_steps(ctx, held.id)?;
     for &on in &next.pending {
         record_dependency(ctx, held.id, on)?;
     }

@@ -200,7 +200,8 @@ const PRUNE_FINISHED: Sql = Sql {
         prunable_finished!(""),
         ") RETURNING id, finished_at), \
          history AS (DELETE FROM job_attempts WHERE job_id IN (SELECT id FROM gone)), \
-         tags AS (DELETE FROM job_tags WHERE job_id IN (SELECT id FROM gone)) \
+         tags AS (DELETE FROM job_tags WHERE job_id IN (SELECT id FROM gone)), \
+         steps AS (DELETE FROM job_steps WHERE job_id IN (SELECT id FROM gone)) \
          SELECT id, finished_at FROM gone"
     ),
 };

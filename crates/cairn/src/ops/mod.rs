@@ -55,6 +55,7 @@ pub(crate) mod rows;
 pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod set_schedule;
+pub(crate) mod step;
 pub(crate) mod stored_push;
 pub(crate) mod tags;
 pub(crate) mod track;
@@ -112,6 +113,7 @@ pub mod public {
     pub use super::set_data::SetData;
     pub use super::set_priority::SetPriority;
     pub use super::set_schedule::SetSchedule;
+    pub use super::step::{MAX_STEP_BYTES_PER_DATA, MAX_STEPS, RecordStep};
     pub use super::tags::ChangeTags;
     pub use super::track::{Track, Untrack};
     pub use super::update::Update;
@@ -660,7 +662,7 @@ pub(crate) fn run_failed(ctx: &mut WriteCtx<'_>, held: &HeldJob) -> Result<JobSt
 }
 
 const NEXT_RUN: Sql = Sql::both(
-    "UPDATE jobs SET state = $1, run_at = $2, slot_at = $2, attempt = 0, \
+    "UPDATE jobs SET state = $1, run_at = $2, slot_at = $2, attempt = 0, step_count = 0, step_bytes = 0, \
      finished_at = NULL, progress = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = $3",
 );
 
@@ -700,6 +702,8 @@ pub(crate) fn schedule_next_run(
     };
     ctx.db
         .execute(NEXT_RUN, &params![state.as_str(), next, held.id])?;
+    // The steps were the run's; the next run records its own.
+    crate::ops::step::forget_steps(ctx, held.id)?;
     if state == JobState::Queued {
         ctx.ready.mark(&held.queue);
     }

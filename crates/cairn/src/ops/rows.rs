@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crate::clock::from_millis;
 use crate::error::{Error, ErrorKind, Result};
-use crate::job::{Attempt, AttemptOutcome, Job, JobState, RunUsage};
+use crate::job::{Attempt, AttemptOutcome, Job, JobState, RunUsage, Step};
 use crate::lease::Lease;
 use crate::names::JobId;
 use crate::names::{
@@ -26,7 +26,7 @@ macro_rules! job_columns {
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
-          concurrency_key, concurrency_limit, result, trace_parent, batch_id, children_of_job, slot_at"
+          concurrency_key, concurrency_limit, result, trace_parent, batch_id, children_of_job, slot_at, step_count"
     };
 }
 pub(crate) use job_columns;
@@ -35,7 +35,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 42;
+pub(crate) const JOB_COLUMN_COUNT: usize = 43;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -146,6 +146,24 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
             })
             .unwrap_or_default(),
         history: Vec::new(),
+        step_count: row.get(42)?,
+        steps: Vec::new(),
+    })
+}
+
+/// Reads a job's steps, in the order they were recorded. Only a job whose `step_count` is not 0 has any.
+pub(crate) fn load_steps(db: &Db<'_>, id: JobId) -> Result<Vec<Step>> {
+    const SELECT_STEPS: Sql = Sql::both(
+        "SELECT name, result, attempt, recorded_at FROM job_steps WHERE job_id = $1 ORDER BY seq",
+    );
+    db.query(SELECT_STEPS, &params![id], |row| {
+        let result: String = row.get(1)?;
+        Ok(Step {
+            name: row.get(0)?,
+            result: parse_json(&result)?,
+            attempt: row.get(2)?,
+            recorded_at: from_millis(row.get(3)?),
+        })
     })
 }
 
@@ -166,6 +184,9 @@ fn load_job(db: &Db<'_>, id: JobId) -> Result<Option<(Job, Option<i64>)>> {
 pub(crate) fn load_job_with_history(db: &Db<'_>, id: JobId) -> Result<Job> {
     let (mut job, attempt_started_at) =
         load_job(db, id)?.ok_or_else(|| Error::not_found(format!("job {id}")))?;
+    if job.step_count > 0 {
+        job.steps = load_steps(db, id)?;
+    }
     const SELECT_HISTORY: Sql = Sql::both(
         "SELECT attempt, worker, started_at, finished_at, outcome, error, run_ms, cpu_ms, peak_memory, result \
          FROM job_attempts WHERE job_id = $1 ORDER BY claim",

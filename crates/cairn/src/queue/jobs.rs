@@ -9,9 +9,9 @@ use serde_json::Value;
 
 use crate::activity::{ActivityFilter, ActivityPage};
 use crate::error::{Error, Result};
-use crate::job::{Job, JobState};
+use crate::job::{Job, JobState, Step};
 use crate::lease::Lease;
-use crate::names::JobId;
+use crate::names::{JobId, StepName};
 use crate::ops::claim::MAX_WAIT;
 use crate::ops::public::*;
 use crate::query::{JobFilter, JobPage};
@@ -68,7 +68,7 @@ macro_rules! jobs {
 jobs! {
     // Every request a call below makes, and so every one a type must run to have the calls.
     [
-        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, Update, Finish, FinishMany, Retry, Fail, Release,
+        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Update, Finish, FinishMany, Retry, Fail, Release,
         WorkerStopped, GetJob, JobFilter, Bulk, Cancel, Delete, Requeue, Reschedule, SetPriority, SetData,
         ChangeDependencies, ChangeTags, Track, Untrack, ListWorkers, ListQueues, Peek, PauseQueue, ResumeQueue,
         LimitQueue, LimitKeys, WeighKey, RateLimitQueue, AgeQueue, ListFailures, Unfail, ActivityFilter, StatsQuery,
@@ -115,6 +115,16 @@ jobs! {
     /// [`ErrorKind::LeaseLost`](crate::ErrorKind::LeaseLost); [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for oversized data.
     fn checkpoint(&self, lease: &Lease, data: Value) -> BoxFuture<'_, Result<Timestamp>> {
         run!(self, Checkpoint, Checkpoint::new(lease, data))
+    }
+
+    /// Records step `name` of the running attempt with its `result`, and extends the lease; a step already recorded
+    /// keeps its first result, which is the answer. Handlers use [`JobContext::step`](crate::JobContext::step).
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`](crate::ErrorKind::LeaseLost); [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// for an oversized result, or a job at its limit of steps.
+    fn record_step(&self, lease: &Lease, name: StepName, result: Value) -> BoxFuture<'_, Result<Step>> {
+        run!(self, RecordStep, RecordStep::new(lease, name, result))
     }
 
     /// Records progress for queries to show.

@@ -11,8 +11,9 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::job::JobState;
+use crate::job::{JobState, Step};
 use crate::lease::Lease;
+use crate::names::StepName;
 use crate::ops::claim::{ClaimedJob, Dequeue};
 use crate::ops::finish::{Finish, FinishAndTake};
 
@@ -34,6 +35,13 @@ pub trait Backend: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Timestamp>>;
     /// Saves what a retry starts from; see [`Jobs::checkpoint`](crate::Jobs::checkpoint).
     fn checkpoint<'a>(&'a self, lease: &'a Lease, data: Value) -> BoxFuture<'a, Result<Timestamp>>;
+    /// Records a step's result; see [`Jobs::record_step`](crate::Jobs::record_step).
+    fn record_step<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: StepName,
+        result: Value,
+    ) -> BoxFuture<'a, Result<Step>>;
     /// Records progress; see [`Jobs::update`](crate::Jobs::update).
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
     /// Completes the job; see [`Jobs::finish`](crate::Jobs::finish).
@@ -122,6 +130,15 @@ macro_rules! impl_backend_by_jobs {
                 data: $crate::__private::Value,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::__private::Timestamp>> {
                 <$type as $crate::Jobs>::checkpoint(self, lease, data)
+            }
+
+            fn record_step<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                name: $crate::StepName,
+                result: $crate::__private::Value,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::Step>> {
+                <$type as $crate::Jobs>::record_step(self, lease, name, result)
             }
 
             fn update<'a>(

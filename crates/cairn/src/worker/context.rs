@@ -1,15 +1,20 @@
 //! [`JobContext`]: what a handler sees of the job it runs, and the calls it can make under the job's lease.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::Result;
 use crate::job::Job;
 use crate::lease::Lease;
-use crate::names::JobId;
+use crate::names::{JobId, StepName};
 use crate::worker::backend::Backend;
+use crate::worker::job_error::JobError;
 
 /// The job a handler runs, with its lease. Cheap to clone.
 #[derive(Clone)]
@@ -19,6 +24,28 @@ pub struct JobContext {
     lease: Lease,
     /// What the job finishes with when the handler returns `Ok`: its result, and data replacing its input.
     ending: Arc<Mutex<Ending>>,
+    /// The steps recorded so far, and how often this run used each name.
+    steps: Arc<Mutex<StepBook>>,
+}
+
+/// The steps a run knows of: those recorded (by earlier attempts, and by this one), and how many times this run has
+/// used each name, which numbers a name used again.
+#[derive(Default)]
+struct StepBook {
+    recorded: HashMap<String, Value>,
+    used: HashMap<String, u32>,
+}
+
+impl StepBook {
+    /// The name the next use of `name` records under: `name` the first time in a run, then `name#2`, `name#3`, ….
+    fn next_name(&mut self, name: &str) -> String {
+        let used = self.used.entry(name.to_owned()).or_insert(0);
+        *used += 1;
+        match *used {
+            1 => name.to_owned(),
+            n => format!("{name}#{n}"),
+        }
+    }
 }
 
 /// What a handler set for its job's finish.
@@ -30,11 +57,20 @@ pub(crate) struct Ending {
 
 impl JobContext {
     pub(crate) fn new(backend: Arc<dyn Backend>, job: Job, lease: Lease) -> Self {
+        let recorded = job
+            .steps
+            .iter()
+            .map(|s| (s.name.clone(), s.result.clone()))
+            .collect();
         JobContext {
             backend,
             job: Arc::new(job),
             lease,
             ending: Arc::default(),
+            steps: Arc::new(Mutex::new(StepBook {
+                recorded,
+                used: HashMap::new(),
+            })),
         }
     }
 
@@ -77,6 +113,92 @@ impl JobContext {
     /// [`ErrorKind::LeaseLost`](crate::ErrorKind::LeaseLost); oversized data.
     pub async fn checkpoint(&self, data: Value) -> Result<Timestamp> {
         self.backend.checkpoint(&self.lease, data).await
+    }
+
+    /// Runs `body` as step `name` of the job, once. The first time, `body` runs and its `Ok` value is recorded under
+    /// the job's lease before it is returned. On every later attempt (after a crash, a deploy, a retry), the
+    /// recorded value is returned and `body` does not run. A step that returns `Err` records nothing: the error is
+    /// the handler's (so the job is retried by its policy), its message naming the step.
+    ///
+    /// A name used again in one run is numbered (`charge`, `charge#2`, …), so the steps of a loop are recorded, and
+    /// found again, in the order the run reaches them: keep that order the same from run to run. A step name the
+    /// handler no longer uses is ignored. The value is stored as JSON: at most the largest job data, and a job's
+    /// steps hold at most [`MAX_STEPS`](crate::MAX_STEPS) results and eight times the largest job data in all.
+    ///
+    /// Only the step in flight when a worker dies may run twice: keep each step's effect idempotent where it can be
+    /// (an idempotency key such as `"{job id}:{step}"` for a payment).
+    ///
+    /// # Errors
+    /// The body's error (its message naming the step), and as a permanent failure (group `step`), a name that is
+    /// empty, too long or holds `#` or a control character, a value that does not serialize, or a recorded value that
+    /// does not read as a `T` (the handler changed the step's type: see docs/workflows.md on changing a workflow).
+    /// A lost lease or a refused record is the handler's error too.
+    pub async fn step<T, E, F, Fut>(&self, name: &str, body: F) -> std::result::Result<T, JobError>
+    where
+        T: Serialize + DeserializeOwned,
+        E: Into<JobError>,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+    {
+        if name.contains('#') {
+            return Err(JobError::fail(
+                "step",
+                format!(
+                    "step {name:?}: a step's name must not hold '#', which numbers a name used again"
+                ),
+            ));
+        }
+        let (full, recorded) = {
+            let mut book = self.book();
+            let full = book.next_name(name);
+            let recorded = book.recorded.get(&full).cloned();
+            (full, recorded)
+        };
+        let step_name =
+            StepName::parse(full.as_str()).map_err(|e| JobError::fail("step", e.to_string()))?;
+        if let Some(value) = recorded {
+            return serde_json::from_value(value).map_err(|e| {
+                JobError::fail(
+                    "step",
+                    format!(
+                        "step {full:?}: its recorded result does not read as this step's type: {e}"
+                    ),
+                )
+            });
+        }
+        let value = body().await.map_err(|e| e.into().in_step(&full))?;
+        let json = serde_json::to_value(&value).map_err(|e| {
+            JobError::fail(
+                "step",
+                format!("step {full:?}: its result does not serialize: {e}"),
+            )
+        })?;
+        let stored = self
+            .backend
+            .record_step(&self.lease, step_name, json.clone())
+            .await
+            .map_err(|e| JobError::from(e).in_step(&full))?;
+        self.book()
+            .recorded
+            .insert(full.clone(), stored.result.clone());
+        if stored.result != json {
+            // Recorded already under this name (a request sent again after its answer was lost): the first stands.
+            return serde_json::from_value(stored.result).map_err(|e| {
+                JobError::fail(
+                    "step",
+                    format!(
+                        "step {full:?}: its recorded result does not read as this step's type: {e}"
+                    ),
+                )
+            });
+        }
+        Ok(value)
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, StepBook> {
+        self.steps
+            .lock()
+            .expect("the steps' lock is never poisoned")
     }
 
     /// Reports progress for queries to show.

@@ -55,6 +55,17 @@ impl JobError {
     }
 }
 
+impl JobError {
+    /// The same failure, its message saying that it happened in step `step`.
+    pub(crate) fn in_step(mut self, step: &str) -> Self {
+        let message = match &mut self.kind {
+            JobErrorKind::Retry { message, .. } | JobErrorKind::Fail { message, .. } => message,
+        };
+        *message = format!("step {step:?}: {message}");
+        self
+    }
+}
+
 impl<E: std::error::Error> From<E> for JobError {
     fn from(error: E) -> Self {
         let mut message = error.to_string();

@@ -20,6 +20,7 @@ mod recurring;
 mod sql;
 mod state_machine;
 mod stats;
+mod steps;
 mod trace;
 mod wait;
 mod worker;

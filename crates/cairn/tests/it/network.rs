@@ -360,6 +360,14 @@ impl cairn::Backend for NotingFailedFinishes {
     ) -> BoxFuture<'a, cairn::Result<Timestamp>> {
         cairn::Backend::checkpoint(&self.queue, lease, data)
     }
+    fn record_step<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: cairn::StepName,
+        result: Value,
+    ) -> BoxFuture<'a, cairn::Result<cairn::Step>> {
+        cairn::Backend::record_step(&self.queue, lease, name, result)
+    }
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, cairn::Result<()>> {
         cairn::Backend::update(&self.queue, lease, progress)
     }

@@ -52,7 +52,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (20, "tags_capped".to_owned(), 1_000),
             (21, "children_of_the_job".to_owned(), 1_000),
             (22, "retry_parts".to_owned(), 1_000),
-            (23, "sql_pushes_count_by_family".to_owned(), 1_000)
+            (23, "sql_pushes_count_by_family".to_owned(), 1_000),
+            (24, "job_steps".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -60,6 +61,7 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         "jobs",
         "job_attempts",
         "job_tags",
+        "job_steps",
         "job_dependencies",
         "recurring",
         "queues",

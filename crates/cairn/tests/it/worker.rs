@@ -518,6 +518,14 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'a, cairn::Result<jiff::Timestamp>> {
         Box::pin(Jobs::checkpoint(&self.queue, lease, data))
     }
+    fn record_step<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        name: cairn::StepName,
+        result: serde_json::Value,
+    ) -> cairn::BoxFuture<'a, cairn::Result<cairn::Step>> {
+        Box::pin(Jobs::record_step(&self.queue, lease, name, result))
+    }
     fn update<'a>(
         &'a self,
         lease: &'a cairn::Lease,

@@ -360,6 +360,70 @@ async fn a_throttle_over_http_counts_the_states_it_names() {
     assert_eq!(refused["error"]["field"], "throttle.states", "{refused}");
 }
 
+/// A step is recorded under the lease over HTTP, comes back with the job and with its next claim, and a stale token,
+/// a bad name or a body without a result is refused naming the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steps_are_recorded_over_http_and_come_back_with_the_job() {
+    let server = TestServer::spawn().await;
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("order").retry(cairn::RetryPolicy::immediate(2)))
+        .await
+        .unwrap()
+        .id;
+    let first = client.dequeue(take("w1")).await.unwrap().remove(0);
+    let name = cairn::StepName::parse("charge").unwrap();
+    let step = client
+        .record_step(&first.lease, name.clone(), json!({"receipt": 7}))
+        .await
+        .unwrap();
+    assert_eq!((step.name.as_str(), step.attempt), ("charge", 1));
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/steps"),
+        &format!(
+            r#"{{"token":"{}","name":"","result":1}}"#,
+            first.lease.token
+        ),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("name")),
+        "{body}"
+    );
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/steps"),
+        &format!(r#"{{"token":"{}","name":"x"}}"#, first.lease.token),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("result")),
+        "{body}"
+    );
+    client.retry(&first.lease, "again", None).await.unwrap();
+    let stale = client
+        .record_step(&first.lease, name, json!(1))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.kind(), ErrorKind::LeaseLost);
+    let second = client.dequeue(take("w2")).await.unwrap().remove(0);
+    assert_eq!(second.job.steps, [step]);
+    let (status, shown) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/jobs/{id}", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(shown["step_count"], 1);
+    assert_eq!(shown["steps"][0]["name"], "charge");
+    assert_eq!(shown["steps"][0]["result"], json!({"receipt": 7}));
+}
+
 /// "Try this job once" is one field: the parts of a retry policy a push leaves out are the server's default policy's,
 /// as it stands when the job is pushed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

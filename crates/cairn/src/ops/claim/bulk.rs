@@ -146,7 +146,7 @@ fn lease_slots(
     let leased = ctx.db.query_arrays(&sql, args, columns.into(), |row| {
         Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?))
     })?;
-    Ok(numbered(ctx, claims, slots, &tokens, leased))
+    numbered(ctx, claims, slots, &tokens, leased)
 }
 
 /// Leases jobs chosen for claims and locked by the select that chose them: `chosen` holds (claim index, job id),
@@ -176,7 +176,7 @@ fn lease_rows(
         |row| Ok((row.get::<i64>(JOB_COLUMN_COUNT)?, job_from_row(row)?)),
     )?;
     let owners: Vec<usize> = chosen.iter().map(|(index, _)| *index).collect();
-    Ok(numbered(ctx, claims, &owners, &tokens, leased))
+    numbered(ctx, claims, &owners, &tokens, leased)
 }
 
 /// Jobs a statement leased, each with the number of its row: sorted by it, and handed to the claim of that row
@@ -187,14 +187,14 @@ fn numbered(
     owners: &[usize],
     tokens: &[i64],
     mut leased: Vec<(i64, crate::job::Job)>,
-) -> Vec<(usize, ClaimedJob)> {
+) -> Result<Vec<(usize, ClaimedJob)>> {
     leased.sort_by_key(|(n, _)| *n);
     leased
         .into_iter()
         .map(|(n, job)| {
             let row = usize::try_from(n - 1).expect("rows are numbered from 1");
             let index = owners[row];
-            (index, claims[index].leased(ctx, job, tokens[row]))
+            Ok((index, claims[index].leased(ctx, job, tokens[row])?))
         })
         .collect()
 }

@@ -583,7 +583,7 @@ impl Claim {
         let Some(job) = job else {
             return Ok(Vec::new());
         };
-        let claimed = self.leased(ctx, job, token);
+        let claimed = self.leased(ctx, job, token)?;
         took(ctx, claimed.job.queue.as_str())?;
         Ok(vec![claimed])
     }
@@ -596,11 +596,20 @@ impl Claim {
             job_from_row,
         )?;
         let Some(job) = job else { return Ok(None) };
-        Ok(Some(self.leased(ctx, job, token)))
+        Ok(Some(self.leased(ctx, job, token)?))
     }
 
-    /// A job this claim just leased under `token`: its start recorded, and its lease.
-    pub(crate) fn leased(&self, ctx: &mut WriteCtx<'_>, job: Job, token: i64) -> ClaimedJob {
+    /// A job this claim just leased under `token`: its start recorded, its steps read (a handler that runs again
+    /// finds them all in the claim), and its lease.
+    pub(crate) fn leased(
+        &self,
+        ctx: &mut WriteCtx<'_>,
+        mut job: Job,
+        token: i64,
+    ) -> Result<ClaimedJob> {
+        if job.step_count > 0 {
+            job.steps = crate::ops::rows::load_steps(&ctx.db, job.id)?;
+        }
         let job_ref = crate::ops::events::JobRef {
             id: job.id.0,
             queue: job.queue.as_str(),
@@ -621,7 +630,7 @@ impl Claim {
             worker: self.worker.clone(),
             expires_at,
         };
-        ClaimedJob { job, lease }
+        Ok(ClaimedJob { job, lease })
     }
 
     /// Picks which jobs to take: (id, weight) in the order they will be handed out.

@@ -124,6 +124,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "sql_pushes_count_by_family",
         include_str!("../../../migrations/postgres/0023_sql_pushes_count_by_family.sql"),
     ),
+    (
+        24,
+        "job_steps",
+        include_str!("../../../migrations/postgres/0024_job_steps.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

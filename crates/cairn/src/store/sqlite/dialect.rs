@@ -12,6 +12,8 @@ pub(crate) const DELETE_HISTORY: Sql =
     Sql::sqlite_only("DELETE FROM job_attempts WHERE job_id IN (SELECT value FROM json_each($1))");
 pub(crate) const DELETE_TAGS: Sql =
     Sql::sqlite_only("DELETE FROM job_tags WHERE job_id IN (SELECT value FROM json_each($1))");
+pub(crate) const DELETE_STEPS: Sql =
+    Sql::sqlite_only("DELETE FROM job_steps WHERE job_id IN (SELECT value FROM json_each($1))");
 
 /// SQLite's statements.
 pub(crate) struct Sqlite;
@@ -41,6 +43,7 @@ impl Dialect for Sqlite {
         let list = serde_json::to_string(ids).expect("integers always serialize");
         db.execute(DELETE_HISTORY, &params![list.as_str()])?;
         db.execute(DELETE_TAGS, &params![list.as_str()])?;
+        db.execute(DELETE_STEPS, &params![list.as_str()])?;
         Ok(())
     }
 

@@ -136,6 +136,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "children_of_the_job",
         include_str!("../../../migrations/sqlite/0026_children_of_the_job.sql"),
     ),
+    (
+        27,
+        "job_steps",
+        include_str!("../../../migrations/sqlite/0027_job_steps.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.

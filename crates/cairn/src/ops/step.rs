@@ -1,0 +1,182 @@
+//! [`RecordStep`]: a handler records a step of its run, so that a later attempt reads the step's result instead of
+//! running it again.
+//!
+//! These steps live inside one run of a handler. They are not a job's stages across queues (`Finish { next }`),
+//! which move the whole job on.
+
+use serde_json::Value;
+
+use crate::clock::from_millis;
+use crate::error::{Error, Result};
+use crate::job::Step;
+use crate::names::{JobId, StepName};
+use crate::ops::events::{ActivityKind, JobRef};
+use crate::ops::{Operation, WriteCtx, encode_json, extended_lease, lease_is_held, lease_refusal};
+use crate::store::db::{Sql, params};
+
+/// The most steps one job records.
+pub const MAX_STEPS: u32 = 1000;
+
+/// The most bytes of JSON a job's steps' results hold in all, as a multiple of the largest job data (8 MiB by
+/// default): every claim of the job reads them all.
+pub const MAX_STEP_BYTES_PER_DATA: u64 = 8;
+
+/// Records the result of step `name` of the job's run, under the job's lease, and extends the lease as a heartbeat
+/// does. A step already recorded (by this attempt, or an earlier one) keeps its first result: the answer is the
+/// step as stored, so that a request sent again after its answer was lost changes nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordStep {
+    /// The job.
+    pub job: JobId,
+    /// The lease's fencing token.
+    pub token: i64,
+    /// The step's name within the job.
+    pub name: StepName,
+    /// What the step produced.
+    pub result: Value,
+}
+
+impl RecordStep {
+    /// Records step `name` with `result` under `lease`.
+    pub fn new(lease: &crate::Lease, name: StepName, result: Value) -> Self {
+        RecordStep {
+            job: lease.job,
+            token: lease.token,
+            name,
+            result,
+        }
+    }
+}
+
+/// The job's attempt, step count and step bytes, queue, name and worker, with its lease extended, if job `$2` is held under token `$3` at
+/// `$1`.
+const HOLD_FOR_STEP: Sql = Sql {
+    sqlite: concat!(
+        "UPDATE jobs SET lease_expires_at = ",
+        extended_lease!(sqlite, "$1"),
+        " WHERE ",
+        lease_is_held!("$2", "$3", "$1"),
+        " RETURNING attempt, step_count, step_bytes, queue, name, worker"
+    ),
+    postgres: concat!(
+        "UPDATE jobs SET lease_expires_at = ",
+        extended_lease!(postgres, "$1"),
+        " WHERE ",
+        lease_is_held!("$2", "$3", "$1"),
+        " RETURNING attempt, step_count, step_bytes, queue, name, worker"
+    ),
+};
+
+const STORED_STEP: Sql =
+    Sql::both("SELECT result, attempt, recorded_at FROM job_steps WHERE job_id = $1 AND name = $2");
+
+const INSERT_STEP: Sql = Sql::both(
+    "INSERT INTO job_steps (job_id, name, seq, result, attempt, recorded_at) VALUES ($1, $2, $3, $4, $5, $6)",
+);
+
+const COUNT_STEP: Sql = Sql::both(
+    "UPDATE jobs SET step_count = step_count + 1, step_bytes = step_bytes + $1 WHERE id = $2",
+);
+
+impl Operation for RecordStep {
+    type Output = Step;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Step> {
+        let held: Option<(u32, u32, i64, String, String, String)> = ctx.db.query_row(
+            HOLD_FOR_STEP,
+            &params![ctx.now_ms, self.job.0, self.token],
+            |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                    row.get(5)?,
+                ))
+            },
+        )?;
+        let Some((attempt, count, bytes, queue, job_name, worker)) = held else {
+            return Err(lease_refusal(ctx, self.job, self.token));
+        };
+        let name = self.name.as_str();
+        let stored: Option<(String, u32, i64)> =
+            ctx.db
+                .query_row(STORED_STEP, &params![self.job.0, name], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })?;
+        if let Some((result, attempt, at)) = stored {
+            let result = serde_json::from_str(&result).map_err(|e| {
+                Error::storage("the database holds a step whose result is not JSON", e)
+            })?;
+            return Ok(Step {
+                name: name.to_owned(),
+                result,
+                attempt,
+                recorded_at: from_millis(at),
+            });
+        }
+        let text = encode_json("result", &self.result, ctx.limits())?;
+        if count >= MAX_STEPS {
+            return Err(Error::invalid(
+                "step",
+                format!(
+                    "a job records at most {MAX_STEPS} steps, and job {} has; make a step of a loop, not of each turn",
+                    self.job
+                ),
+            ));
+        }
+        let most = ctx.limits().max_data_bytes as u64 * MAX_STEP_BYTES_PER_DATA;
+        let total = bytes.max(0) as u64 + text.len() as u64;
+        if total > most {
+            return Err(Error::invalid(
+                "result",
+                format!(
+                    "a job's step results hold at most {most} bytes of JSON in all, and this one would make {total}; \
+                     keep large results elsewhere and record where"
+                ),
+            ));
+        }
+        ctx.db.execute(
+            INSERT_STEP,
+            &params![
+                self.job.0,
+                name,
+                i64::from(count),
+                text.as_str(),
+                attempt,
+                ctx.now_ms
+            ],
+        )?;
+        ctx.db
+            .execute(COUNT_STEP, &params![text.len() as i64, self.job.0])?;
+        let job = JobRef {
+            id: self.job.0,
+            queue: &queue,
+            name: &job_name,
+        };
+        ctx.events.job(
+            ctx.now_ms,
+            ActivityKind::StepRecorded,
+            job,
+            Some(&worker),
+            Some(name),
+        );
+        Ok(Step {
+            name: name.to_owned(),
+            result: self.result.clone(),
+            attempt,
+            recorded_at: from_millis(ctx.now_ms),
+        })
+    }
+}
+
+/// Forgets a job's steps when it starts over as new work (its next stage, or a recurring job's next run). The job's
+/// own statement sets its count of them to 0.
+pub(crate) fn forget_steps(ctx: &WriteCtx<'_>, job: JobId) -> Result<()> {
+    ctx.db.execute(
+        Sql::both("DELETE FROM job_steps WHERE job_id = $1"),
+        &params![job.0],
+    )?;
+    Ok(())
+}

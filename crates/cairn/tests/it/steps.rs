@@ -1,0 +1,271 @@
+//! Steps inside a handler's run: recorded once under the lease, read back by every later attempt, never run again.
+
+use cairn::Jobs;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use cairn::{ErrorKind, JobError, JobFilter, JobState, Push, RetryPolicy, StepName, Worker};
+use serde_json::{Value, json};
+
+use super::harness::{PATIENCE, TestQueue, eventually, futures_join_all};
+
+fn step(name: &str) -> StepName {
+    StepName::parse(name).unwrap()
+}
+
+/// The first attempt charges and then fails; the second reads the charge back without charging again, pages through
+/// a loop whose turns are steps of their own, and completes. Each body ran once, counted outside the queue.
+#[tokio::test]
+async fn a_recorded_step_is_read_back_by_later_attempts_and_never_run_again() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("order").retry(RetryPolicy::immediate(3)))
+        .await
+        .unwrap()
+        .id;
+    let charges = Arc::new(AtomicU32::new(0));
+    let pages = Arc::new(AtomicU32::new(0));
+    let (c, p) = (charges.clone(), pages.clone());
+    let worker = Worker::builder(&t.queue, "w1")
+        .handler("order", move |job| {
+            let (charges, pages) = (c.clone(), p.clone());
+            async move {
+                let receipt: u32 = job
+                    .step("charge", || async {
+                        Ok::<_, JobError>(charges.fetch_add(1, Ordering::SeqCst) + 100)
+                    })
+                    .await?;
+                if job.attempt() == 1 {
+                    return Err(JobError::retry("the warehouse did not answer"));
+                }
+                let mut seen = Vec::new();
+                for _ in 0..3 {
+                    let page: u32 = job
+                        .step("page", || async {
+                            Ok::<_, JobError>(pages.fetch_add(1, Ordering::SeqCst))
+                        })
+                        .await?;
+                    seen.push(page);
+                }
+                job.set_result(json!({"receipt": receipt, "pages": seen}));
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    let t = &t;
+    eventually(PATIENCE, "the order completes", || async move {
+        t.queue.get(id).await.unwrap().state == JobState::Completed
+    })
+    .await;
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(charges.load(Ordering::SeqCst), 1, "charged once");
+    assert_eq!(pages.load(Ordering::SeqCst), 3, "each page once");
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        job.result,
+        Some(json!({"receipt": 100, "pages": [0, 1, 2]}))
+    );
+    let steps: Vec<(&str, Value, u32)> = job
+        .steps
+        .iter()
+        .map(|s| (s.name.as_str(), s.result.clone(), s.attempt))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("charge", json!(100), 1),
+            ("page", json!(0), 2),
+            ("page#2", json!(1), 2),
+            ("page#3", json!(2), 2)
+        ]
+    );
+    assert_eq!(job.step_count, 4);
+    // The failed attempt's error names no step: it came after the step.
+    assert_eq!(
+        job.history[0].error.as_deref(),
+        Some("the warehouse did not answer")
+    );
+}
+
+/// A step that fails records nothing, and its error names it; the next attempt runs it again.
+#[tokio::test]
+async fn a_failed_step_records_nothing_and_its_error_names_it() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("flaky").retry(RetryPolicy::immediate(2)))
+        .await
+        .unwrap()
+        .id;
+    let worker = Worker::builder(&t.queue, "w1")
+        .handler("flaky", |job| async move {
+            let attempt = job.attempt();
+            job.step("call", || async move {
+                match attempt {
+                    1 => Err(JobError::retry("timed out")),
+                    _ => Ok(json!("answered")),
+                }
+            })
+            .await?;
+            Ok(())
+        })
+        .start()
+        .unwrap();
+    let t = &t;
+    eventually(PATIENCE, "the job completes", || async move {
+        t.queue.get(id).await.unwrap().state == JobState::Completed
+    })
+    .await;
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        job.history[0].error.as_deref(),
+        Some("step \"call\": timed out")
+    );
+    assert_eq!(job.steps.len(), 1);
+    assert_eq!(
+        (job.steps[0].attempt, &job.steps[0].result),
+        (2, &json!("answered"))
+    );
+}
+
+/// A step's record is fenced by the lease; recorded twice under one name, the first stands; a claim carries the
+/// steps, a listing counts them; the limits name what broke; a deleted job's steps go with it.
+#[tokio::test]
+async fn a_step_is_fenced_by_the_lease_kept_once_and_carried_by_the_claim() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("x").retry(RetryPolicy::immediate(3)))
+        .await
+        .unwrap()
+        .id;
+    let first = t.take("w1").await.unwrap();
+    assert!(first.job.steps.is_empty());
+    let charge = t
+        .queue
+        .record_step(&first.lease, step("charge"), json!({"id": "ch_1"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        (charge.attempt, charge.result.clone()),
+        (1, json!({"id": "ch_1"}))
+    );
+    // Sent again with another result: the first stands.
+    let again = t
+        .queue
+        .record_step(&first.lease, step("charge"), json!({"id": "ch_2"}))
+        .await
+        .unwrap();
+    assert_eq!(again, charge);
+    // Too large: the largest job data is 1 MiB by default.
+    let big = json!("x".repeat(1024 * 1024));
+    let refused = t
+        .queue
+        .record_step(&first.lease, step("big"), big)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (refused.kind(), refused.field()),
+        (ErrorKind::InvalidInput, Some("result"))
+    );
+    assert_eq!(
+        StepName::parse("").unwrap_err().to_string(),
+        "step: must not be empty"
+    );
+
+    t.queue.retry(&first.lease, "again", None).await.unwrap();
+    let stale = t
+        .queue
+        .record_step(&first.lease, step("late"), json!(1))
+        .await
+        .unwrap_err();
+    assert_eq!(stale.kind(), ErrorKind::LeaseLost);
+    let second = t.take("w2").await.unwrap();
+    assert_eq!(second.job.steps, [charge]);
+    assert_eq!(second.job.step_count, 1);
+    let listed = t.queue.list(JobFilter::default()).await.unwrap();
+    assert_eq!(
+        (listed.jobs[0].step_count, listed.jobs[0].steps.len()),
+        (1, 0)
+    );
+
+    t.queue.delete(id).await.unwrap();
+    assert_eq!(
+        t.select_integers("SELECT count(*) FROM job_steps").await,
+        [[0]]
+    );
+}
+
+/// A job records at most `MAX_STEPS` steps; the one past it is refused, naming the limit.
+#[tokio::test]
+async fn a_job_records_at_most_its_limit_of_steps() {
+    let t = TestQueue::new().await;
+    t.push("x").await;
+    let claimed = t.take("w1").await.unwrap();
+    // At once, so that the writer takes them in a few transactions.
+    let recorded = futures_join_all((0..cairn::MAX_STEPS).map(|n| {
+        let (queue, lease) = (t.queue.clone(), claimed.lease.clone());
+        async move {
+            queue
+                .record_step(&lease, step(&format!("s{n}")), json!(n))
+                .await
+        }
+    }))
+    .await;
+    assert!(recorded.iter().all(Result::is_ok));
+    let refused = t
+        .queue
+        .record_step(&claimed.lease, step("one more"), json!(0))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.field(), Some("step"), "{refused}");
+    assert!(
+        refused.to_string().contains("at most 1000 steps"),
+        "{refused}"
+    );
+}
+
+/// Steps belong to one stage of a job and one run of a recurring job: a job that goes on to its next queue, or a
+/// recurring job's next run, starts with none.
+#[tokio::test]
+async fn a_new_stage_or_a_new_run_starts_without_steps() {
+    let t = TestQueue::new().await;
+    let staged = t.push("ingest").await;
+    let recurring = t
+        .queue
+        .enqueue(Push::new("report").schedule("finished, +1 hour"))
+        .await
+        .unwrap()
+        .id;
+    for _ in 0..2 {
+        let claimed = t.take("w1").await.unwrap();
+        t.queue
+            .record_step(&claimed.lease, step("fetch"), json!(1))
+            .await
+            .unwrap();
+        let next = (claimed.job.id == staged).then(|| cairn::Continue {
+            queue: "process".into(),
+            delay: None,
+            depends_on: vec![],
+        });
+        t.queue
+            .finish_with(cairn::Finish {
+                next,
+                ..cairn::Finish::new(&claimed.lease)
+            })
+            .await
+            .unwrap();
+    }
+    for id in [staged, recurring] {
+        let job = t.queue.get(id).await.unwrap();
+        assert_eq!((job.step_count, job.steps.len()), (0, 0), "job {id}");
+    }
+    assert_eq!(
+        t.select_integers("SELECT count(*) FROM job_steps").await,
+        [[0]]
+    );
+}
