@@ -72,6 +72,7 @@ export const OPERATIONS = {
   heartbeat: "heartbeat",
   update: "progress",
   checkpoint: "checkpoint",
+  record_step: "recordStep", // and `job.step` in a handler
   finish: "finish",
   finish_many: "finishMany", // and `finishAndTake`, with `take`
   retry: "retry",

@@ -415,6 +415,15 @@ export class Client {
   }
 
   /**
+   * Records a step of the running attempt under `name`, its `result` any JSON (undefined: null), and extends the
+   * lease; resolves to the step as stored. A step already recorded under that name keeps its first result, which the
+   * answer gives. `job.step` in a handler numbers names and reads recorded steps back; this is the call it makes.
+   */
+  async recordStep(lease, name, result) {
+    return this.#send("POST", `/v1/jobs/${lease.job}/steps`, { token: lease.token, name, result: result ?? null });
+  }
+
+  /**
    * Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its data with
    * `data` when given; with `next: {queue, delay, dependsOn}`, the job goes on in that queue instead.
    */

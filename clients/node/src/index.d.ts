@@ -119,6 +119,21 @@ export interface Job {
   throttle_key?: string | null;
   /** Its attempts, oldest first (empty in listings). */
   history: Attempt[];
+  /** How many steps its handler has recorded. */
+  step_count: number;
+  /** The steps its handler has recorded, in order (empty in listings): what a handler that runs again reads back. */
+  steps: Step[];
+}
+
+/** A step of a handler's run, as recorded (StepBody). */
+export interface Step {
+  /** Its name within the job; a name used again in one run is numbered (`page#2`). */
+  name: string;
+  /** What it produced. */
+  result: unknown;
+  /** The attempt that recorded it. */
+  attempt: number;
+  recorded_at: string;
 }
 
 export interface ClaimedJob {
@@ -537,6 +552,8 @@ export class Client {
   heartbeat(lease: Lease, progress?: unknown): Promise<string>;
   progress(lease: Lease, progress: unknown): Promise<void>;
   checkpoint(lease: Lease, data: unknown): Promise<string>;
+  /** Records a step under the lease (and extends it); a name recorded already keeps its first result, which it answers. */
+  recordStep(lease: Lease, name: string, result: unknown): Promise<Step>;
   finish(lease: Lease, data?: unknown, options?: FinishOptions): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
   finishAndTake(
@@ -564,11 +581,11 @@ export class Unauthorized extends CairnError {}
 export class Unavailable extends CairnError {}
 
 export class RetryLater extends Error {
-  constructor(message: string, options?: { delay?: number | null });
+  constructor(message: string, options?: { delay?: number | null; cause?: unknown });
   delay: number | null;
 }
 export class FailJob extends Error {
-  constructor(group: string, message: string);
+  constructor(group: string, message: string, options?: { cause?: unknown });
   group: string;
 }
 
@@ -586,6 +603,14 @@ export interface RunningJob extends Job {
   heartbeat(progress?: unknown): Promise<string>;
   /** Saves the data a retry starts from, and extends the lease; resolves to its new expiry. */
   checkpoint(data: unknown): Promise<string>;
+  /**
+   * Runs `fn` once for this job: the first time, its result (JSON) is recorded before it is returned; once recorded,
+   * every later attempt gets the recorded result back and `fn` does not run. A name used again in one run is numbered
+   * (`page`, `page#2`); a name holding `#` fails the job in group `step`. What `fn` throws records nothing and rejects,
+   * its message naming the step: `FailJob` and `RetryLater` as they were, `LeaseLost` as it is, anything else as a
+   * `RetryLater`. A replayed result is the JSON recorded (a `Date` comes back a string).
+   */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
   /** The result when the handler returns undefined or null. */
   setResult(value: unknown): void;
   /** Replaces the job's data when the handler returns; null keeps it. */

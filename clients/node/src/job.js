@@ -1,8 +1,37 @@
 // The job a handler receives: the job's fields as the server sends them (`client.get` has the same, snake_case:
 // `failure_group`, `trace_parent`), and the calls a handler makes about its own run, under the run's lease: progress,
-// heartbeat and checkpoint, and the result and data its finish carries. Python's worker hands its handlers the same.
+// heartbeat and checkpoint, steps, and the result and data its finish carries. Python's worker hands its handlers the
+// same. Also what a handler throws to say how its job goes on (`RetryLater`, `FailJob`), which the worker reads.
+
+import { isDeepStrictEqual } from "node:util";
 
 import { LeaseLost } from "./errors.js";
+
+/** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
+export class RetryLater extends Error {
+  constructor(message, { delay = null, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "RetryLater";
+    this.delay = delay;
+  }
+}
+
+/** Thrown by a handler: the job fails for good, in failure group `group`. */
+export class FailJob extends Error {
+  constructor(group, message, { cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "FailJob";
+    this.group = group;
+  }
+}
+
+/** The error text a retry records for something a handler threw that is neither `RetryLater` nor `FailJob`. */
+export function failureText(error) {
+  return `${error?.name ?? "Error"}: ${error?.message ?? String(error)}`;
+}
+
+// A step's name, as the server's rule for it says: not empty, at most 255 bytes.
+const MAX_STEP_NAME_BYTES = 255;
 
 /** How the worker reads what a handler set, without a method of that name on the job. */
 export const SETTLED = Symbol("what the handler set");
@@ -12,6 +41,10 @@ export class RunningJob {
   #run;
   #result = undefined;
   #data = undefined;
+  // The steps this run knows of, by name: those recorded by earlier attempts (with the claim) and by this one.
+  #recorded;
+  // How many times this run has used each name a handler gave `step`, which numbers a name used again.
+  #used = new Map();
 
   /**
    * @param claimed the job and its lease, as the dequeue answered
@@ -25,6 +58,55 @@ export class RunningJob {
     Object.defineProperty(this, "lease", { value: claimed.lease, enumerable: false });
     Object.defineProperty(this, "signal", { value: run.signal, enumerable: false });
     this.#run = run;
+    this.#recorded = new Map((claimed.job.steps ?? []).map((step) => [step.name, step.result]));
+  }
+
+  /**
+   * Runs `fn` once for this job, as Rust's `JobContext::step` does: the first time, `fn` runs and its result (JSON) is
+   * recorded under the lease before it is returned; when an earlier attempt recorded `name`, that result is returned
+   * and `fn` does not run. A name used again in one run is numbered: `page`, `page#2`, `page#3`. A `fn` that throws
+   * records nothing, and its error says the step: `FailJob` and `RetryLater` keep their kind, `LeaseLost` stays as it
+   * is, anything else becomes a `RetryLater`.
+   */
+  async step(name, fn) {
+    if (typeof name !== "string") throw new FailJob("step", `step: a step's name must be a string, got ${typeof name}`);
+    if (name.includes("#")) {
+      throw new FailJob("step", `step ${JSON.stringify(name)}: a step's name must not hold '#', which numbers a name used again`);
+    }
+    if (typeof fn !== "function") throw new FailJob("step", `step ${JSON.stringify(name)}: its body must be a function, got ${typeof fn}`);
+    // Numbered before anything is awaited: steps started together are numbered in the order the run reaches them.
+    const used = (this.#used.get(name) ?? 0) + 1;
+    this.#used.set(name, used);
+    const full = used === 1 ? name : `${name}#${used}`;
+    if (full === "") throw new FailJob("step", "step: must not be empty");
+    const bytes = Buffer.byteLength(full);
+    if (bytes > MAX_STEP_NAME_BYTES) throw new FailJob("step", `step: must be at most ${MAX_STEP_NAME_BYTES} bytes, got ${bytes}`);
+    if (this.#recorded.has(full)) return this.#recorded.get(full);
+
+    let value;
+    try {
+      value = await fn();
+    } catch (e) {
+      throw inStep(full, e);
+    }
+    let json;
+    try {
+      json = JSON.stringify(value ?? null);
+    } catch (e) {
+      throw new FailJob("step", `step ${JSON.stringify(full)}: its result is not JSON: ${e.message}`);
+    }
+    if (json === undefined) throw new FailJob("step", `step ${JSON.stringify(full)}: its result is not JSON: a ${typeof value}`);
+    const result = JSON.parse(json);
+    let stored;
+    try {
+      stored = await this.#call(() => this.#run.client.recordStep(this.lease, full, result));
+    } catch (e) {
+      throw inStep(full, e);
+    }
+    this.#run.extended();
+    this.#recorded.set(full, stored.result);
+    // Recorded already under this name (a request sent again after its answer was lost): the first stands.
+    return isDeepStrictEqual(stored.result, result) ? value : stored.result;
   }
 
   /** Records the job's progress (any JSON), for queries and the dashboard to show. */
@@ -70,4 +152,14 @@ export class RunningJob {
       throw e;
     }
   }
+}
+
+/** What a step's body (or its record) threw, its message naming the step, of the kind the worker reads it as. */
+function inStep(step, error) {
+  const prefix = `step ${JSON.stringify(step)}: `;
+  // The lease is gone: the worker drops the run's outcome, and the handler may want to see it for what it is.
+  if (error instanceof LeaseLost) return error;
+  if (error instanceof FailJob) return new FailJob(error.group, prefix + error.message, { cause: error });
+  if (error instanceof RetryLater) return new RetryLater(prefix + error.message, { delay: error.delay, cause: error });
+  return new RetryLater(prefix + failureText(error), { cause: error });
 }

@@ -4,7 +4,7 @@
 // lease every third of its timeout, and reports the jobs that ended together in one request (`POST /v1/finish`), one
 // such request at a time, while it takes the next ones: a take that carried the finishes would come back only once
 // they are durable. A slot is free once its handler settles. A handler gets the job (`src/job.js`: its fields, and
-// progress, heartbeat, checkpoint, setResult and setData), and a context that older handlers read (`{lease, signal,
+// progress, heartbeat, checkpoint, step, setResult and setData), and a context that older handlers read (`{lease, signal,
 // setData}`). What it returns is the job's result (or what it passed to `setResult`), kept apart from its data, which
 // `setData` replaces. A handler that throws `RetryLater` or anything else has the job retried with the error's text;
 // `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what it returns. `stop()` (or
@@ -13,30 +13,15 @@
 
 import { Client } from "./client.js";
 import { CairnError, InvalidInput, LeaseLost } from "./errors.js";
-import { RunningJob, SETTLED } from "./job.js";
+import { FailJob, RetryLater, RunningJob, SETTLED, failureText } from "./job.js";
 import { as, checkOptions } from "./options.js";
 
 // A worker of few slots still takes jobs while this many finishes wait for their answer (see the Rust worker).
 const MIN_UNANSWERED_FINISHES = 32;
 const MAX_PER_CALL = 100;
 
-/** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
-export class RetryLater extends Error {
-  constructor(message, { delay = null } = {}) {
-    super(message);
-    this.name = "RetryLater";
-    this.delay = delay;
-  }
-}
-
-/** Thrown by a handler: the job fails for good, in failure group `group`. */
-export class FailJob extends Error {
-  constructor(group, message) {
-    super(message);
-    this.name = "FailJob";
-    this.group = group;
-  }
-}
+// What a handler throws: defined with the job it gets, which throws them too (`job.step`).
+export { FailJob, RetryLater };
 
 /** SQLite's GLOB as a regular expression: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]`; case-sensitive. */
 export function globRegExp(pattern) {
@@ -281,7 +266,7 @@ class Run {
     const lease = claimed.lease;
     if (error instanceof FailJob) return this.record(this.client.fail(lease, error.group, error.message), "failed");
     const delay = error instanceof RetryLater ? { delay: error.delay } : {};
-    const text = error instanceof RetryLater ? error.message : `${error?.name ?? "Error"}: ${error?.message ?? String(error)}`;
+    const text = error instanceof RetryLater ? error.message : failureText(error);
     return this.record(this.client.retry(lease, text, delay), "retried");
   }
 

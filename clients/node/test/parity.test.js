@@ -32,6 +32,7 @@ const declarations = readFileSync(new URL("../src/index.d.ts", import.meta.url),
 const ANSWERS = {
   Job: "JobBody",
   Attempt: "AttemptBody",
+  Step: "StepBody",
   Usage: "UsageBody",
   Lease: "LeaseBody",
   RetryPolicy: "RetryPolicyBody",
@@ -109,7 +110,7 @@ function declared(kind, name) {
   for (const line of lines.slice(start + 1)) {
     if (line === "}") break;
     const property = line.match(/^ {2}(?:readonly )?(\w+)\??: /);
-    const method = line.match(/^ {2}(\w+)\(/);
+    const method = line.match(/^ {2}(\w+)(?:<[^>]*>)?\(/);
     if (property) members.properties.push(property[1]);
     else if (method && method[1] !== "constructor") members.methods.push(method[1]);
   }

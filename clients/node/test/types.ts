@@ -17,6 +17,7 @@ import {
   type PushBody,
   type Recurring,
   type RunningJob,
+  type Step,
   type StreamEvent,
   type WorkerReport,
 } from "../src/index.js";
@@ -46,6 +47,8 @@ async function example(): Promise<WorkerReport> {
     const expiry: string = await client.heartbeat(lease, { done: 0.5 });
     await client.progress(lease, { done: 0.7 });
     await client.checkpoint(lease, { row: 5 });
+    const step: Step = await client.recordStep(lease, "charge", { id: "ch_1" });
+    console.log(step.name, step.result, step.attempt, step.recorded_at, job.step_count, job.steps[0]?.result);
     await client.finish(lease, { ok: expiry, id, state, existing, name: job.name }, { result: [job.result] });
   }
   await client.finish(claimed[0].lease, null, { result: { pages: 12 }, next: { queue: "step-2", delay: 5, dependsOn: [id] } });
@@ -131,12 +134,14 @@ async function example(): Promise<WorkerReport> {
       await job.progress({ step: "working" });
       const expiry: string = await job.heartbeat();
       await job.checkpoint({ ...Object(data), at: expiry });
-      job.setData({ next: attempt });
+      const receipt: { id: string } = await job.step("charge", async () => ({ id: "ch_1" }));
+      const page: number = await job.step("page", () => 3);
+      job.setData({ next: attempt, receipt: receipt.id, page, steps: job.steps.map((s) => s.name) });
       job.setResult({ jobId, name, queue, tags, trace_parent, failure_group, aborted: job.signal.aborted, token: job.lease.token });
     })
     .handler("typed.before", (job: Job, context: JobContext) => ({ id: job.id, token: context.lease.token }))
     .globHandler("email.*", () => {
-      throw Math.random() > 0.5 ? new RetryLater("later", { delay: 60 }) : new FailJob("bad-input", "no");
+      throw Math.random() > 0.5 ? new RetryLater("later", { delay: 60, cause: null }) : new FailJob("bad-input", "no", { cause: 1 });
     });
   setTimeout(() => worker.stop(), 1000);
   return worker.run();
