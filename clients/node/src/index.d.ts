@@ -552,7 +552,7 @@ export class Client {
   heartbeat(lease: Lease, progress?: unknown): Promise<string>;
   progress(lease: Lease, progress: unknown): Promise<void>;
   checkpoint(lease: Lease, data: unknown): Promise<string>;
-  /** Records a step under the lease (and extends it); a name recorded already keeps its first result, which it answers. */
+  /** Records a step under the lease, and extends it; a name recorded already keeps its first result, which it answers. */
   recordStep(lease: Lease, name: string, result: unknown): Promise<Step>;
   finish(lease: Lease, data?: unknown, options?: FinishOptions): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;

@@ -2,9 +2,9 @@
 //
 // It takes as many jobs per request as it has free slots (a long poll when none is ready), extends each running job's
 // lease every third of its timeout, and reports the jobs that ended together in one request (`POST /v1/finish`), one
-// such request at a time, while it takes the next ones: a take that carried the finishes would come back only once
-// they are durable. A slot is free once its handler settles. A handler gets the job (`src/job.js`: its fields, and
-// progress, heartbeat, checkpoint, step, setResult and setData), and a context that older handlers read (`{lease, signal,
+// such request at a time, while it takes the next ones: a take that carried the finishes would come back only once they
+// are durable. A slot is free once its handler settles. A handler gets the job (`src/job.js`: its fields, and progress,
+// heartbeat, checkpoint, step, setResult and setData), and a context that older handlers read (`{lease, signal,
 // setData}`). What it returns is the job's result (or what it passed to `setResult`), kept apart from its data, which
 // `setData` replaces. A handler that throws `RetryLater` or anything else has the job retried with the error's text;
 // `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what it returns. `stop()` (or
