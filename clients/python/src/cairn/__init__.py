@@ -9,15 +9,15 @@ activity log. Errors are `CairnError`s that carry the server's `kind` and the `f
 from ._async_client import AsyncClient
 from ._calls import Finish
 from ._client import Client
-from ._errors import (CairnError, InvalidInput, InvalidState, LeaseLost, NotFound, Unauthorized, Unavailable,
-                      UnknownOption)
+from ._errors import (CairnError, FailJob, InvalidInput, InvalidState, LeaseLost, NotFound, RetryLater, Unauthorized,
+                      Unavailable, UnknownOption)
 from ._events import AsyncEventStream, EventStream, Missed
 from ._options import Debounce, JobFilter, PushOptions, Retry, RetryPolicy, Throttle, push
 from ._running import JobContext, RunningJob
 from ._types import (ActivityPage, Attempt, Batch, BatchCallback, BatchCreated, BatchPage, BulkResult, ClaimedJob,
-                     Enqueued, Event, FailureGroup, FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Token,
-                     WorkerInfo)
-from ._worker import FailJob, RetryLater, Worker, WorkerReport
+                     Enqueued, Event, FailureGroup, FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Step,
+                     Token, WorkerInfo)
+from ._worker import Worker, WorkerReport
 
 __all__ = [
     "ActivityPage",
@@ -57,6 +57,7 @@ __all__ = [
     "RetryLater",
     "RetryPolicy",
     "RunningJob",
+    "Step",
     "Throttle",
     "Token",
     "Unauthorized",

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 from ._errors import CairnError, InvalidInput, error_from_body
 from ._options import PushBody, Seconds, Time, job_filter, millis, rfc3339
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Step, Token, WorkerInfo)
 
 T = TypeVar("T")
 
@@ -424,6 +424,11 @@ class Calls:
     @staticmethod
     def checkpoint(lease: Lease, data: Any) -> Call[str]:
         return Call("POST", f"/v1/jobs/{lease.job}/checkpoint", {"token": lease.token, "data": data}, _expiry)
+
+    @staticmethod
+    def record_step(lease: Lease, name: str, result: Any) -> Call[Step]:
+        body = {"token": lease.token, "name": name, "result": result}
+        return Call("POST", f"/v1/jobs/{lease.job}/steps", body, Step.from_body)
 
     @staticmethod
     def finish(lease: Lease, data: Any, result: Any = None) -> Call[None]:

@@ -21,7 +21,7 @@ from ._errors import CairnError, InvalidInput, Unavailable, error_from_body
 from ._events import EventStream, _Position
 from ._options import PushBody, Seconds, Time, push, rfc3339
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Step, Token, WorkerInfo)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -438,6 +438,12 @@ class Client:
     def checkpoint(self, lease: Lease, data: Any) -> str:
         """Saves the data a retry starts from, and extends the lease; returns its new expiry."""
         return self._send(Calls.checkpoint(lease, data))
+
+    def record_step(self, lease: Lease, name: str, result: Any) -> Step:
+        """Records step `name` of the job's run with what it produced (any JSON), and extends the lease; answers the
+        step as stored, whose result is the first one recorded under that name. A handler calls `job.step` instead,
+        which numbers a name used again and reads recorded steps back."""
+        return self._send(Calls.record_step(lease, name, result))
 
     def finish(self, lease: Lease, data: Any = None, *, result: Any = None) -> None:
         """Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from ._options import Seconds
 
 
 class CairnError(Exception):
@@ -53,6 +56,24 @@ class Unauthorized(CairnError):
 
 class Unavailable(CairnError):
     """The server or its database cannot answer now; the same call may succeed later."""
+
+
+# What a handler raises (here rather than with the worker, so that a running job's steps can raise them too).
+class RetryLater(Exception):
+    """Raised by a handler: the job runs again after its backoff (or `delay`), with this message as its error."""
+
+    def __init__(self, message: str, delay: Optional[Seconds] = None) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class FailJob(Exception):
+    """Raised by a handler: the job fails for good, in failure group `group`, with `message` as its error."""
+
+    def __init__(self, group: str, message: str) -> None:
+        super().__init__(message)
+        self.group = group
+        self.message = message
 
 
 _BY_KIND = {

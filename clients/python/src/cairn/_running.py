@@ -1,6 +1,6 @@
 """`RunningJob`: what a `Worker`'s handler gets. It is the job (every field of `Job`: `id`, `name`, `data`,
 `attempt`, `queue`, `tags`, `trace_parent`, `failure_group`, …) with its lease, and the calls a handler makes about
-its run: `set_result`, `set_data`, `report_progress`, `heartbeat` and `checkpoint`.
+its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint` and `step`.
 
 A handler may be an `async def` (run on the worker's event loop) or a plain function (run on one of the worker's
 threads), so the calls that reach the server work from either: on the loop they start at once and return something
@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
+import json
+import threading
+import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generator, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generator, Optional, Tuple
 
-from ._errors import LeaseLost
+from ._errors import FailJob, LeaseLost, RetryLater
 from ._types import ClaimedJob, Job, Lease
 
 if TYPE_CHECKING:
@@ -42,6 +46,15 @@ class _RunState:
         self.lost = False
         self.new_data: Any = None
         self.result: Any = None
+        # The steps known to this run by name (None until the first `step`, which reads the job's `steps`), and how
+        # many times this run used each name, which numbers a name used again.
+        self.recorded: Optional[Dict[str, Any]] = None
+        self.used: Dict[str, int] = {}
+        self.steps_lock = threading.Lock()
+
+
+# The longest step name the server takes, in bytes of UTF-8.
+MAX_STEP_NAME = 255
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,7 +64,7 @@ class RunningJob(Job):
     What the handler returns is the job's result; `set_result(value)` says it instead, for a handler that returns
     None. `set_data(value)` replaces the job's data when it finishes (what a recurring job's next run starts from).
     `report_progress(value)`, `heartbeat()` and `checkpoint(data)` reach the server at once: `await` them in an async
-    handler; in a plain function, call them.
+    handler; in a plain function, call them. So is `step(name, fn)`, which runs `fn` once across the job's attempts.
     """
 
     lease: Lease = field(default=_NO_LEASE, repr=False)
@@ -97,6 +110,108 @@ class RunningJob(Job):
         """Saves `data` as the job's data now, so that a retry starts from it, and extends the lease."""
         return self._call(lambda client: client.checkpoint(self.lease, data))
 
+    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Runs `fn` (no arguments) as step `name` of the job, once: the first time, `fn` runs and what it returns
+        (any JSON) is recorded under the job's lease before it is returned; on every later attempt (after a crash, a
+        deploy, a retry) the recorded result is returned and `fn` does not run. In a plain-function handler it
+        returns the result, `fn` running on the handler's thread; in an async handler, `await job.step(…)`, and
+        `fn` may be a plain function or an `async def`.
+
+        A name used again in one run is numbered (`page`, `page#2`, `page#3`, …), so the turns of a loop are steps
+        of their own, found again in the order the run reaches them: keep that order from run to run.
+
+        If `fn` raises, nothing is recorded and the error is the handler's, its message naming the step
+        (`step "charge": card declined`): a `FailJob` stays one, a `RetryLater` too, and any other exception becomes
+        a `RetryLater`. A name that is empty, longer than 255 bytes, or holds `#` or a control character, and a
+        result that is not JSON, fail the job for good (`FailJob` in group `step`). A lost lease raises `LeaseLost`.
+        """
+        full, recorded, known = self._next_step(name)
+        state = self._state
+        if self._on_worker_loop():
+
+            async def run() -> Any:
+                if known:
+                    return recorded
+                try:
+                    value = fn()
+                    if inspect.isawaitable(value):
+                        value = await value
+                except Exception as e:
+                    raise _in_step(full, e) from e
+                return await self._record_step(full, value)
+
+            return run()
+        if known:
+            return recorded
+        loop = state.loop
+        if loop is None:
+            raise RuntimeError("this job is not running in a worker")
+        try:
+            value = fn()
+            if inspect.isawaitable(value):
+                # An `async def` body, from a handler's thread: the worker's loop runs it.
+                value = asyncio.run_coroutine_threadsafe(_awaited(value), loop).result()
+        except Exception as e:
+            raise _in_step(full, e) from e
+        return asyncio.run_coroutine_threadsafe(self._record_step(full, value), loop).result()
+
+    def _next_step(self, name: str) -> Tuple[str, Any, bool]:
+        """The name the next use of `name` records under, and its recorded result with whether there is one."""
+        if "#" in name:
+            message = "a step's name must not hold '#', which numbers a name used again"
+            raise FailJob("step", f"step {_quoted(name)}: {message}")
+        state = self._state
+        with state.steps_lock:
+            if state.recorded is None:
+                state.recorded = {s.name: s.result for s in self.steps}
+            used = state.used[name] = state.used.get(name, 0) + 1
+            full = name if used == 1 else f"{name}#{used}"
+            known = full in state.recorded
+            recorded = state.recorded.get(full)
+        # As the server checks it, before the body runs.
+        problem = None
+        if not full:
+            problem = "must not be empty"
+        elif len(full.encode()) > MAX_STEP_NAME:
+            problem = f"must be at most {MAX_STEP_NAME} bytes, got {len(full.encode())}"
+        else:
+            control = next((c for c in full if unicodedata.category(c) == "Cc"), None)
+            if control is not None:
+                problem = f"must not contain control characters, got {control!r}"
+        if problem is not None:
+            raise FailJob("step", f"step: {problem}")
+        return full, recorded, known
+
+    async def _record_step(self, full: str, value: Any) -> Any:
+        """Records `value` as step `full` (on the worker's loop), and returns the result that stands."""
+        state = self._state
+        if state.client is None:
+            raise RuntimeError("this job is not running in a worker")
+        try:
+            # As the request will carry it: a NaN is no more JSON than an object is.
+            sent = json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError) as e:
+            raise FailJob("step", f"step {_quoted(full)}: its result is not JSON: {e}") from e
+        try:
+            stored = await state.client.record_step(self.lease, full, sent)
+        except LeaseLost:
+            state.lost = True
+            raise
+        except Exception as e:
+            raise _in_step(full, e) from e
+        with state.steps_lock:
+            assert state.recorded is not None
+            state.recorded[full] = stored.result
+        # Recorded already under this name (a request sent again after its answer was lost): the first stands.
+        return value if stored.result == sent else stored.result
+
+    def _on_worker_loop(self) -> bool:
+        try:
+            running: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return running is self._state.loop
+
     def _call(self, make: Callable[["AsyncClient"], Awaitable[Any]]) -> Awaitable[None]:
         state = self._state
         if state.client is None or state.loop is None:
@@ -120,6 +235,27 @@ class RunningJob(Job):
         # From a handler's thread: the worker's loop makes the request, and this thread waits for its answer.
         asyncio.run_coroutine_threadsafe(call(), state.loop).result()
         return _Done()
+
+
+async def _awaited(value: Awaitable[Any]) -> Any:
+    return await value
+
+
+def _quoted(name: str) -> str:
+    """A step's name in double quotes, as the Rust client writes it in messages."""
+    return json.dumps(name, ensure_ascii=False)
+
+
+def _in_step(name: str, error: Exception) -> Exception:
+    """The same failure, its message saying that it happened in step `name`: a `FailJob` stays one and a `RetryLater`
+    too; any other exception becomes a `RetryLater` with the text the worker would have written for it."""
+    prefix = f"step {_quoted(name)}: "
+    if isinstance(error, FailJob):
+        return FailJob(error.group, prefix + error.message)
+    if isinstance(error, RetryLater):
+        return RetryLater(prefix + str(error), delay=error.delay)
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return RetryLater(prefix + text)
 
 
 JobContext = RunningJob

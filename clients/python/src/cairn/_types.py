@@ -65,6 +65,21 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class Step:
+    """A step of a handler's run as recorded (`RunningJob.step`): its `name` within the job (`page#2` for a name
+    used again), what it produced, the attempt that recorded it, and when."""
+
+    name: str
+    result: Any
+    attempt: int
+    recorded_at: str
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Step":
+        return _read(Step, body)
+
+
+@dataclass(frozen=True)
 class Job:
     """A job as the server shows it, every field of its body an attribute of the same name; `raw` is the body."""
 
@@ -114,10 +129,19 @@ class Job:
     unique_key: Optional[str] = None
     # The worker holding it, while it runs.
     worker: Optional[str] = None
+    # How many steps its handler has recorded.
+    step_count: int = 0
+    # Those steps, in the order recorded (empty in listings): what a handler that runs again reads back.
+    steps: List[Step] = field(default_factory=list, repr=False)
 
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Job":
-        return _read(Job, body, history=lambda history: [Attempt.from_body(a) for a in history])
+        return _read(
+            Job,
+            body,
+            history=lambda history: [Attempt.from_body(a) for a in history],
+            steps=lambda steps: [Step.from_body(s) for s in steps],
+        )
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Patter
 from ._async_client import AsyncClient
 from ._calls import Finish
 from ._client import ClientCert
-from ._errors import CairnError, InvalidInput, LeaseLost
+from ._errors import CairnError, FailJob, InvalidInput, LeaseLost, RetryLater
 from ._options import Seconds, millis
 from ._running import RunningJob
 from ._types import ClaimedJob
@@ -46,23 +46,6 @@ log = logging.getLogger("cairn.worker")
 MIN_UNANSWERED_FINISHES = 32
 # The most finishes one request carries.
 MAX_PER_CALL = 100
-
-
-class RetryLater(Exception):
-    """Raised by a handler: the job runs again after its backoff (or `delay`), with this message as its error."""
-
-    def __init__(self, message: str, delay: Optional[Seconds] = None) -> None:
-        super().__init__(message)
-        self.delay = delay
-
-
-class FailJob(Exception):
-    """Raised by a handler: the job fails for good, in failure group `group`, with `message` as its error."""
-
-    def __init__(self, group: str, message: str) -> None:
-        super().__init__(message)
-        self.group = group
-        self.message = message
 
 
 Handler = Callable[[RunningJob], Union[Any, Awaitable[Any]]]
