@@ -22,7 +22,7 @@ pub struct ActivityEventBody {
     pub at: Timestamp,
     /// added, debounced, started, heartbeat_lost, retried, finished, failed, cancelled, released, requeued, unfailed,
     /// worker_started, worker_stopped, worker_lost, moved, rescheduled, prioritized, deleted, queue_changed,
-    /// promoted, audit or step_recorded.
+    /// promoted, audit, step_recorded or suspended.
     pub event: String,
     /// The job, for a job's transition.
     pub job: Option<i64>,

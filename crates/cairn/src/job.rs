@@ -109,6 +109,9 @@ pub enum AttemptOutcome {
     Released,
     /// Someone requeued the job while it ran; its worker was refused from then on.
     Requeued,
+    /// The handler slept ([`JobContext::sleep`](crate::JobContext::sleep)): the job gave up its worker until a
+    /// time, and runs again then, replaying its steps; the attempt does not count.
+    Suspended,
 }
 
 impl AttemptOutcome {
@@ -123,6 +126,7 @@ impl AttemptOutcome {
             AttemptOutcome::Crashed => "crashed",
             AttemptOutcome::Released => "released",
             AttemptOutcome::Requeued => "requeued",
+            AttemptOutcome::Suspended => "suspended",
         }
     }
 
@@ -137,6 +141,7 @@ impl AttemptOutcome {
             AttemptOutcome::Crashed,
             AttemptOutcome::Released,
             AttemptOutcome::Requeued,
+            AttemptOutcome::Suspended,
         ]
         .into_iter()
         .find(|o| o.as_str() == s)

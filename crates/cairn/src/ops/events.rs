@@ -65,6 +65,8 @@ pub enum ActivityKind {
     Audit,
     /// Its handler recorded a step of its run (`detail` names the step).
     StepRecorded,
+    /// Its handler slept: it gave up its worker until a time (`detail` says which step, and until when).
+    Suspended,
     /// An event of a kind this version does not know, written by a newer Cairn on the same database (a cluster in
     /// the middle of an upgrade): read and passed on as it is, never written. Not in [`ActivityKind::ALL`].
     Unknown,
@@ -77,7 +79,7 @@ pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_sec
 
 impl ActivityKind {
     /// Every kind.
-    pub const ALL: [ActivityKind; 22] = [
+    pub const ALL: [ActivityKind; 23] = [
         ActivityKind::Added,
         ActivityKind::Debounced,
         ActivityKind::Started,
@@ -100,6 +102,7 @@ impl ActivityKind {
         ActivityKind::Promoted,
         ActivityKind::Audit,
         ActivityKind::StepRecorded,
+        ActivityKind::Suspended,
     ];
 
     /// The name as stored and shown.
@@ -127,6 +130,7 @@ impl ActivityKind {
             ActivityKind::Promoted => "promoted",
             ActivityKind::Audit => "audit",
             ActivityKind::StepRecorded => "step_recorded",
+            ActivityKind::Suspended => "suspended",
             ActivityKind::Unknown => "unknown",
         }
     }

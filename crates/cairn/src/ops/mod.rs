@@ -113,7 +113,7 @@ pub mod public {
     pub use super::set_data::SetData;
     pub use super::set_priority::SetPriority;
     pub use super::set_schedule::SetSchedule;
-    pub use super::step::{MAX_STEP_BYTES_PER_DATA, MAX_STEPS, RecordStep};
+    pub use super::step::{MAX_STEP_BYTES_PER_DATA, MAX_STEPS, RecordStep, Sleep, Slept, Wake};
     pub use super::tags::ChangeTags;
     pub use super::track::{Track, Untrack};
     pub use super::update::Update;

@@ -6,12 +6,18 @@
 
 use serde_json::Value;
 
-use crate::clock::from_millis;
+use jiff::Timestamp;
+
+use crate::clock::{from_millis, to_millis};
 use crate::error::{Error, Result};
+use crate::job::AttemptOutcome;
 use crate::job::Step;
 use crate::names::{JobId, StepName};
 use crate::ops::events::{ActivityKind, JobRef};
-use crate::ops::{Operation, WriteCtx, encode_json, extended_lease, lease_is_held, lease_refusal};
+use crate::ops::{
+    Ending, Operation, WriteCtx, encode_json, end_attempt, extended_lease, held_job, lease_is_held,
+    lease_refusal, requeue, run_did_not_finish,
+};
 use crate::store::db::{Sql, params};
 
 /// The most steps one job records.
@@ -82,10 +88,22 @@ impl Operation for RecordStep {
     type Output = Step;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Step> {
-        let held: Option<(u32, u32, i64, String, String, String)> = ctx.db.query_row(
-            HOLD_FOR_STEP,
-            &params![ctx.now_ms, self.job.0, self.token],
-            |row| {
+        record(ctx, self.job, self.token, &self.name, &self.result)
+    }
+}
+
+/// Records step `name` of the job `token` holds, with `result`, unless it is recorded already; answers the step as
+/// stored. Extends the lease.
+fn record(
+    ctx: &mut WriteCtx<'_>,
+    job: JobId,
+    token: i64,
+    name: &StepName,
+    result: &Value,
+) -> Result<Step> {
+    let held: Option<(u32, u32, i64, String, String, String)> =
+        ctx.db
+            .query_row(HOLD_FOR_STEP, &params![ctx.now_ms, job.0, token], |row| {
                 Ok((
                     row.get(0)?,
                     row.get(1)?,
@@ -94,80 +112,179 @@ impl Operation for RecordStep {
                     row.get(4)?,
                     row.get(5)?,
                 ))
-            },
-        )?;
-        let Some((attempt, count, bytes, queue, job_name, worker)) = held else {
-            return Err(lease_refusal(ctx, self.job, self.token));
-        };
-        let name = self.name.as_str();
-        let stored: Option<(String, u32, i64)> =
-            ctx.db
-                .query_row(STORED_STEP, &params![self.job.0, name], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })?;
-        if let Some((result, attempt, at)) = stored {
-            let result = serde_json::from_str(&result).map_err(|e| {
-                Error::storage("the database holds a step whose result is not JSON", e)
             })?;
-            return Ok(Step {
-                name: name.to_owned(),
-                result,
-                attempt,
-                recorded_at: from_millis(at),
-            });
-        }
-        let text = encode_json("result", &self.result, ctx.limits())?;
-        if count >= MAX_STEPS {
-            return Err(Error::invalid(
-                "step",
-                format!(
-                    "a job records at most {MAX_STEPS} steps, and job {} has; make a step of a loop, not of each turn",
-                    self.job
-                ),
-            ));
-        }
-        let most = ctx.limits().max_data_bytes as u64 * MAX_STEP_BYTES_PER_DATA;
-        let total = bytes.max(0) as u64 + text.len() as u64;
-        if total > most {
-            return Err(Error::invalid(
-                "result",
-                format!(
-                    "a job's step results hold at most {most} bytes of JSON in all, and this one would make {total}; \
-                     keep large results elsewhere and record where"
-                ),
-            ));
-        }
-        ctx.db.execute(
-            INSERT_STEP,
-            &params![
-                self.job.0,
-                name,
-                i64::from(count),
-                text.as_str(),
-                attempt,
-                ctx.now_ms
-            ],
-        )?;
+    let Some((attempt, count, bytes, queue, job_name, worker)) = held else {
+        return Err(lease_refusal(ctx, job, token));
+    };
+    let name = name.as_str();
+    let stored: Option<(String, u32, i64)> =
         ctx.db
-            .execute(COUNT_STEP, &params![text.len() as i64, self.job.0])?;
-        let job = JobRef {
-            id: self.job.0,
-            queue: &queue,
-            name: &job_name,
+            .query_row(STORED_STEP, &params![job.0, name], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })?;
+    if let Some((result, attempt, at)) = stored {
+        let result = serde_json::from_str(&result)
+            .map_err(|e| Error::storage("the database holds a step whose result is not JSON", e))?;
+        return Ok(Step {
+            name: name.to_owned(),
+            result,
+            attempt,
+            recorded_at: from_millis(at),
+        });
+    }
+    let text = encode_json("result", result, ctx.limits())?;
+    if count >= MAX_STEPS {
+        return Err(Error::invalid(
+            "step",
+            format!(
+                "a job records at most {MAX_STEPS} steps, and job {job} has; make a step of a loop, not of each turn"
+            ),
+        ));
+    }
+    let most = ctx.limits().max_data_bytes as u64 * MAX_STEP_BYTES_PER_DATA;
+    let total = bytes.max(0) as u64 + text.len() as u64;
+    if total > most {
+        return Err(Error::invalid(
+            "result",
+            format!(
+                "a job's step results hold at most {most} bytes of JSON in all, and this one would make {total}; \
+                 keep large results elsewhere and record where"
+            ),
+        ));
+    }
+    ctx.db.execute(
+        INSERT_STEP,
+        &params![
+            job.0,
+            name,
+            i64::from(count),
+            text.as_str(),
+            attempt,
+            ctx.now_ms
+        ],
+    )?;
+    ctx.db
+        .execute(COUNT_STEP, &params![text.len() as i64, job.0])?;
+    let at = JobRef {
+        id: job.0,
+        queue: &queue,
+        name: &job_name,
+    };
+    ctx.events.job(
+        ctx.now_ms,
+        ActivityKind::StepRecorded,
+        at,
+        Some(&worker),
+        Some(name),
+    );
+    Ok(Step {
+        name: name.to_owned(),
+        result: result.clone(),
+        attempt,
+        recorded_at: from_millis(ctx.now_ms),
+    })
+}
+
+/// The handler sleeps until `until`, as step `name`: the job gives up its worker (the lease ends, and the attempt
+/// does not count) and runs again at that time, replaying its steps. The wake time is recorded as the step's
+/// result the first time, so a job that runs again (woken, or retried before it) sleeps until the same time; once
+/// that time has passed, the step answers at once and the handler goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sleep {
+    /// The job.
+    pub job: JobId,
+    /// The lease's fencing token.
+    pub token: i64,
+    /// The step's name within the job.
+    pub name: StepName,
+    /// When the job wakes, the first time the step is reached.
+    pub wake: Wake,
+}
+
+/// When a sleeping job wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// At this time.
+    At(Timestamp),
+    /// This long after the step is first reached, by the queue's clock.
+    After(std::time::Duration),
+}
+
+impl Sleep {
+    /// Sleeps as step `name` of the job `lease` holds, until `wake`.
+    pub fn new(lease: &crate::Lease, name: StepName, wake: Wake) -> Self {
+        Sleep {
+            job: lease.job,
+            token: lease.token,
+            name,
+            wake,
+        }
+    }
+}
+
+/// What came of a [`Sleep`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slept {
+    /// The job sleeps until this time: its lease is over, and the handler must return (with the error
+    /// [`JobContext::sleep`](crate::JobContext::sleep) gives it).
+    Suspended {
+        /// When it wakes.
+        until: Timestamp,
+    },
+    /// The step's time has passed: the handler goes on.
+    Woke,
+}
+
+impl Operation for Sleep {
+    type Output = Slept;
+
+    fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Slept> {
+        let at = match self.wake {
+            Wake::At(at) => at,
+            Wake::After(span) => {
+                let span =
+                    jiff::SignedDuration::try_from(span).unwrap_or(jiff::SignedDuration::MAX);
+                from_millis(ctx.now_ms)
+                    .checked_add(span)
+                    .map_err(|_| Error::invalid("for", "must end before the year 9999"))?
+            }
         };
+        let result = serde_json::json!({ "until": at.to_string() });
+        let step = record(ctx, self.job, self.token, &self.name, &result)?;
+        let until = step.result["until"]
+            .as_str()
+            .and_then(|t| t.parse::<Timestamp>().ok())
+            .ok_or_else(|| {
+                Error::invalid(
+                    "step",
+                    format!(
+                        "step {:?} of job {} was recorded by something other than a sleep",
+                        self.name.as_str(),
+                        self.job
+                    ),
+                )
+            })?;
+        let until_ms = to_millis(until);
+        if until_ms <= ctx.now_ms {
+            return Ok(Slept::Woke);
+        }
+        let held = held_job(ctx, self.job, self.token)?;
+        end_attempt(ctx, &held, AttemptOutcome::Suspended, Ending::default())?;
+        let detail = format!("step {}, until {until}", self.name.as_str());
         ctx.events.job(
             ctx.now_ms,
-            ActivityKind::StepRecorded,
-            job,
-            Some(&worker),
-            Some(name),
+            ActivityKind::Suspended,
+            (&held).into(),
+            Some(&held.worker),
+            Some(&detail),
         );
-        Ok(Step {
-            name: name.to_owned(),
-            result: self.result.clone(),
-            attempt,
-            recorded_at: from_millis(ctx.now_ms),
-        })
+        run_did_not_finish(ctx, &held, true)?;
+        ctx.db.execute(
+            Sql::both("UPDATE jobs SET attempt = attempt - 1 WHERE id = $1"),
+            &params![self.job.0],
+        )?;
+        requeue(ctx, self.job, &held.queue, until_ms, None)?;
+        Ok(Slept::Suspended { until })
     }
 }
 

@@ -68,7 +68,7 @@ macro_rules! jobs {
 jobs! {
     // Every request a call below makes, and so every one a type must run to have the calls.
     [
-        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Update, Finish, FinishMany, Retry, Fail, Release,
+        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Sleep, Update, Finish, FinishMany, Retry, Fail, Release,
         WorkerStopped, GetJob, JobFilter, Bulk, Cancel, Delete, Requeue, Reschedule, SetPriority, SetData,
         ChangeDependencies, ChangeTags, Track, Untrack, ListWorkers, ListQueues, Peek, PauseQueue, ResumeQueue,
         LimitQueue, LimitKeys, WeighKey, RateLimitQueue, AgeQueue, ListFailures, Unfail, ActivityFilter, StatsQuery,
@@ -125,6 +125,16 @@ jobs! {
     /// for an oversized result, or a job at its limit of steps.
     fn record_step(&self, lease: &Lease, name: StepName, result: Value) -> BoxFuture<'_, Result<Step>> {
         run!(self, RecordStep, RecordStep::new(lease, name, result))
+    }
+
+    /// Sleeps until `wake`, as step `name` of the running attempt: the job gives up its worker and runs again then
+    /// ([`Slept::Suspended`]), or goes on at once when the step's time has passed ([`Slept::Woke`]). Handlers use
+    /// [`JobContext::sleep`](crate::JobContext::sleep).
+    ///
+    /// # Errors
+    /// As [`Jobs::record_step`].
+    fn sleep(&self, lease: &Lease, name: StepName, wake: Wake) -> BoxFuture<'_, Result<Slept>> {
+        run!(self, Sleep, Sleep::new(lease, name, wake))
     }
 
     /// Records progress for queries to show.

@@ -73,6 +73,7 @@ written_requests!(
     crate::ops::set_priority::SetPriority => (),
     crate::ops::set_schedule::SetSchedule => (),
     crate::ops::step::RecordStep => crate::job::Step,
+    crate::ops::step::Sleep => crate::ops::step::Slept,
     crate::ops::tags::ChangeTags => (),
     crate::ops::track::Track => (),
     crate::ops::track::Untrack => (),

@@ -16,6 +16,7 @@ use crate::lease::Lease;
 use crate::names::StepName;
 use crate::ops::claim::{ClaimedJob, Dequeue};
 use crate::ops::finish::{Finish, FinishAndTake};
+use crate::ops::step::{Slept, Wake};
 
 /// A boxed, sendable future, as [`Backend`]'s methods return.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -42,6 +43,13 @@ pub trait Backend: Send + Sync + 'static {
         name: StepName,
         result: Value,
     ) -> BoxFuture<'a, Result<Step>>;
+    /// Sleeps as a step; see [`Jobs::sleep`](crate::Jobs::sleep).
+    fn sleep<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: StepName,
+        wake: Wake,
+    ) -> BoxFuture<'a, Result<Slept>>;
     /// Records progress; see [`Jobs::update`](crate::Jobs::update).
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
     /// Completes the job; see [`Jobs::finish`](crate::Jobs::finish).
@@ -139,6 +147,15 @@ macro_rules! impl_backend_by_jobs {
                 result: $crate::__private::Value,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::Step>> {
                 <$type as $crate::Jobs>::record_step(self, lease, name, result)
+            }
+
+            fn sleep<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                name: $crate::StepName,
+                wake: $crate::Wake,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::Slept>> {
+                <$type as $crate::Jobs>::sleep(self, lease, name, wake)
             }
 
             fn update<'a>(

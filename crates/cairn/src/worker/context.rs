@@ -140,22 +140,9 @@ impl JobContext {
         F: FnOnce() -> Fut,
         Fut: Future<Output = std::result::Result<T, E>>,
     {
-        if name.contains('#') {
-            return Err(JobError::fail(
-                "step",
-                format!(
-                    "step {name:?}: a step's name must not hold '#', which numbers a name used again"
-                ),
-            ));
-        }
-        let (full, recorded) = {
-            let mut book = self.book();
-            let full = book.next_name(name);
-            let recorded = book.recorded.get(&full).cloned();
-            (full, recorded)
-        };
-        let step_name =
-            StepName::parse(full.as_str()).map_err(|e| JobError::fail("step", e.to_string()))?;
+        let step_name = self.step_name(name)?;
+        let full = step_name.as_str().to_owned();
+        let recorded = self.book().recorded.get(&full).cloned();
         if let Some(value) = recorded {
             return serde_json::from_value(value).map_err(|e| {
                 JobError::fail(
@@ -193,6 +180,64 @@ impl JobContext {
             });
         }
         Ok(value)
+    }
+
+    /// Sleeps for `duration` as step `name`, without holding a worker: the first time, the wake time (the queue's
+    /// now plus `duration`) is recorded and the job gives up its lease, and this returns an error for the handler to
+    /// return at once (with `?`): the job runs again at that time, replaying its steps, and this attempt does not
+    /// count. When the job runs again, the step finds its time passed and returns `Ok`. A name used again in one
+    /// run is numbered, as for [`JobContext::step`].
+    ///
+    /// # Errors
+    /// The error that suspends the job (return it); a lost lease; a bad name, as for [`JobContext::step`].
+    pub async fn sleep(
+        &self,
+        name: &str,
+        duration: std::time::Duration,
+    ) -> std::result::Result<(), JobError> {
+        self.sleep_as(name, crate::Wake::After(duration)).await
+    }
+
+    /// Sleeps until `until` as step `name`; see [`JobContext::sleep`].
+    ///
+    /// # Errors
+    /// As [`JobContext::sleep`].
+    pub async fn sleep_until(
+        &self,
+        name: &str,
+        until: Timestamp,
+    ) -> std::result::Result<(), JobError> {
+        self.sleep_as(name, crate::Wake::At(until)).await
+    }
+
+    async fn sleep_as(&self, name: &str, wake: crate::Wake) -> std::result::Result<(), JobError> {
+        let full = self.step_name(name)?;
+        // Asked of the queue every time, even on a replay: its clock says whether the time has passed.
+        let slept = self
+            .backend
+            .sleep(&self.lease, full.clone(), wake)
+            .await
+            .map_err(|e| JobError::from(e).in_step(full.as_str()))?;
+        match slept {
+            crate::Slept::Woke => Ok(()),
+            crate::Slept::Suspended { until } => Err(JobError {
+                kind: crate::worker::job_error::JobErrorKind::Suspended { until },
+            }),
+        }
+    }
+
+    /// The name the next use of `name` in this run records under, checked.
+    fn step_name(&self, name: &str) -> std::result::Result<StepName, JobError> {
+        if name.contains('#') {
+            return Err(JobError::fail(
+                "step",
+                format!(
+                    "step {name:?}: a step's name must not hold '#', which numbers a name used again"
+                ),
+            ));
+        }
+        let full = self.book().next_name(name);
+        StepName::parse(full).map_err(|e| JobError::fail("step", e.to_string()))
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, StepBook> {

@@ -21,6 +21,11 @@ pub(crate) enum JobErrorKind {
         group: String,
         message: String,
     },
+    /// The job sleeps ([`JobContext::sleep`](crate::JobContext::sleep)): its lease is over already, and nothing is
+    /// to be reported.
+    Suspended {
+        until: jiff::Timestamp,
+    },
 }
 
 impl JobError {
@@ -58,10 +63,11 @@ impl JobError {
 impl JobError {
     /// The same failure, its message saying that it happened in step `step`.
     pub(crate) fn in_step(mut self, step: &str) -> Self {
-        let message = match &mut self.kind {
-            JobErrorKind::Retry { message, .. } | JobErrorKind::Fail { message, .. } => message,
-        };
-        *message = format!("step {step:?}: {message}");
+        if let JobErrorKind::Retry { message, .. } | JobErrorKind::Fail { message, .. } =
+            &mut self.kind
+        {
+            *message = format!("step {step:?}: {message}");
+        }
         self
     }
 }
@@ -92,6 +98,9 @@ impl fmt::Debug for JobError {
                 .field("group", group)
                 .field("message", message)
                 .finish(),
+            JobErrorKind::Suspended { until } => {
+                f.debug_struct("Suspended").field("until", until).finish()
+            }
         }
     }
 }
@@ -101,6 +110,7 @@ impl fmt::Display for JobError {
         match &self.kind {
             JobErrorKind::Retry { message, .. } => f.write_str(message),
             JobErrorKind::Fail { group, message } => write!(f, "{group}: {message}"),
+            JobErrorKind::Suspended { until } => write!(f, "sleeping until {until}"),
         }
     }
 }

@@ -13,4 +13,6 @@ pub struct WorkerReport {
     pub lost: u64,
     /// Jobs given back unfinished at the shutdown deadline.
     pub released: u64,
+    /// Jobs whose handler slept ([`JobContext::sleep`](crate::JobContext::sleep)): they run again at their time.
+    pub suspended: u64,
 }

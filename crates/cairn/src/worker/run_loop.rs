@@ -52,6 +52,7 @@ enum Ended {
     Retried,
     Failed,
     Lost,
+    Suspended,
 }
 
 /// What a job's task leaves when its handler is done: how it ended, or a finish handed to the completer, whose
@@ -215,6 +216,7 @@ fn count(report: &mut WorkerReport, ended: std::result::Result<Ended, tokio::tas
         Ended::Retried => report.retried += 1,
         Ended::Failed => report.failed += 1,
         Ended::Lost => report.lost += 1,
+        Ended::Suspended => report.suspended += 1,
     }
 }
 
@@ -339,6 +341,8 @@ async fn run_job(
                 patiently("failing a job", || queue.fail(&lease, &group, &message)).await,
                 Ended::Failed,
             ),
+            // The sleep ended the lease in the same transaction that recorded it: nothing is left to say.
+            JobErrorKind::Suspended { .. } => (Ok(()), Ended::Suspended),
         },
         Err(join_error) => {
             let message = panic_message(join_error);

@@ -368,6 +368,14 @@ impl cairn::Backend for NotingFailedFinishes {
     ) -> BoxFuture<'a, cairn::Result<cairn::Step>> {
         cairn::Backend::record_step(&self.queue, lease, name, result)
     }
+    fn sleep<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: cairn::StepName,
+        wake: cairn::Wake,
+    ) -> BoxFuture<'a, cairn::Result<cairn::Slept>> {
+        cairn::Backend::sleep(&self.queue, lease, name, wake)
+    }
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, cairn::Result<()>> {
         cairn::Backend::update(&self.queue, lease, progress)
     }

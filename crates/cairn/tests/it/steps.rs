@@ -269,3 +269,110 @@ async fn a_new_stage_or_a_new_run_starts_without_steps() {
         [[0]]
     );
 }
+
+/// A sleep records its wake time as a step and gives up the worker: the job is scheduled for then, the attempt does
+/// not count, and the history says why. Woken, the job finds the sleep's time passed and goes on; its steps come
+/// back with the claim.
+#[tokio::test]
+async fn a_sleep_gives_up_the_worker_until_its_time_and_then_goes_on() {
+    let t = TestQueue::new().await;
+    let id = t.push("order").await;
+    let first = t.take("w1").await.unwrap();
+    t.queue
+        .record_step(&first.lease, step("charge"), json!("ch_1"))
+        .await
+        .unwrap();
+    let slept = t
+        .queue
+        .sleep(
+            &first.lease,
+            step("cool-off"),
+            cairn::Wake::After(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    let wake = t.clock_now() + jiff::SignedDuration::from_secs(3600);
+    assert_eq!(slept, cairn::Slept::Suspended { until: wake });
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(
+        (job.state, job.attempt, job.run_at),
+        (JobState::Scheduled, 0, wake)
+    );
+    assert_eq!(
+        job.history[0].outcome,
+        Some(cairn::AttemptOutcome::Suspended)
+    );
+    assert!(t.take("w1").await.is_none(), "asleep: nothing to take");
+    let late = t
+        .queue
+        .record_step(&first.lease, step("late"), json!(1))
+        .await
+        .unwrap_err();
+    assert_eq!(late.kind(), ErrorKind::LeaseLost);
+
+    t.advance(Duration::from_secs(3600));
+    let second = t.take("w2").await.unwrap();
+    assert_eq!(second.job.attempt, 1, "the sleep did not use an attempt");
+    let names: Vec<&str> = second.job.steps.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["charge", "cool-off"]);
+    let again = t
+        .queue
+        .sleep(
+            &second.lease,
+            step("cool-off"),
+            cairn::Wake::After(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again, cairn::Slept::Woke, "its time has passed");
+    t.queue.finish(&second.lease, None).await.unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().state, JobState::Completed);
+}
+
+/// Through a worker: the handler returns the sleep's error, the slot is free at once, and the job comes back at its
+/// time and completes, each step's body having run once.
+#[tokio::test]
+async fn a_handler_that_sleeps_frees_its_slot_and_finishes_later() {
+    let t = TestQueue::with(|o| o.clock = Arc::new(cairn::SystemClock)).await;
+    let id = t.push("wait-and-see").await;
+    let ran = Arc::new(AtomicU32::new(0));
+    let counted = ran.clone();
+    let worker = Worker::builder(&t.queue, "w1")
+        .handler("wait-and-see", move |job| {
+            let ran = counted.clone();
+            async move {
+                job.step("before", || async {
+                    Ok::<_, JobError>(ran.fetch_add(1, Ordering::SeqCst))
+                })
+                .await?;
+                job.sleep("nap", Duration::from_millis(300)).await?;
+                job.step("after", || async {
+                    Ok::<_, JobError>(ran.fetch_add(1, Ordering::SeqCst))
+                })
+                .await?;
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    let t = &t;
+    eventually(PATIENCE, "the job completes", || async move {
+        t.queue.get(id).await.unwrap().state == JobState::Completed
+    })
+    .await;
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        (report.finished, report.suspended, report.retried),
+        (1, 1, 0)
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 2, "each step's body once");
+    let job = t.queue.get(id).await.unwrap();
+    let outcomes: Vec<_> = job.history.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Some(cairn::AttemptOutcome::Suspended),
+            Some(cairn::AttemptOutcome::Completed)
+        ]
+    );
+}

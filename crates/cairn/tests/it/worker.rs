@@ -526,6 +526,14 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'a, cairn::Result<cairn::Step>> {
         Box::pin(Jobs::record_step(&self.queue, lease, name, result))
     }
+    fn sleep<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        name: cairn::StepName,
+        wake: cairn::Wake,
+    ) -> cairn::BoxFuture<'a, cairn::Result<cairn::Slept>> {
+        Box::pin(Jobs::sleep(&self.queue, lease, name, wake))
+    }
     fn update<'a>(
         &'a self,
         lease: &'a cairn::Lease,

@@ -422,6 +422,30 @@ async fn steps_are_recorded_over_http_and_come_back_with_the_job() {
     assert_eq!(shown["step_count"], 1);
     assert_eq!(shown["steps"][0]["name"], "charge");
     assert_eq!(shown["steps"][0]["result"], json!({"receipt": 7}));
+
+    // A sleep over HTTP: the job gives up its worker until then; a body with neither time is refused.
+    let (status, body) = post(
+        &server,
+        &format!("/v1/jobs/{id}/sleep"),
+        &format!(r#"{{"token":"{}","name":"nap"}}"#, second.lease.token),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("until")),
+        "{body}"
+    );
+    let slept = client
+        .sleep(
+            &second.lease,
+            cairn::StepName::parse("nap").unwrap(),
+            cairn::Wake::After(Duration::from_secs(3600)),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(slept, cairn::Slept::Suspended { .. }), "{slept:?}");
+    let job = client.get(id).await.unwrap();
+    assert_eq!((job.state, job.attempt), (JobState::Scheduled, 1));
 }
 
 /// "Try this job once" is one field: the parts of a retry policy a push leaves out are the server's default policy's,

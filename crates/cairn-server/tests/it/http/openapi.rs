@@ -118,6 +118,7 @@ async fn the_openapi_document_describes_what_the_server_really_sends() {
             "/v1/jobs/{id}/requeue",
             "/v1/jobs/{id}/reschedule",
             "/v1/jobs/{id}/retry",
+            "/v1/jobs/{id}/sleep",
             "/v1/jobs/{id}/steps",
             "/v1/jobs/{id}/tags",
             "/v1/jobs/{id}/track",
