@@ -14,6 +14,14 @@ fn step(name: &str) -> StepName {
     StepName::parse(name).unwrap()
 }
 
+/// Waits for job `id` to complete.
+async fn until_completed(t: &TestQueue, id: cairn::JobId) {
+    eventually(PATIENCE, "the job completes", || async move {
+        t.queue.get(id).await.unwrap().state == JobState::Completed
+    })
+    .await;
+}
+
 /// The first attempt charges and then fails; the second reads the charge back without charging again, pages through
 /// a loop whose turns are steps of their own, and completes. Each body ran once, counted outside the queue.
 #[tokio::test]
@@ -55,11 +63,7 @@ async fn a_recorded_step_is_read_back_by_later_attempts_and_never_run_again() {
         })
         .start()
         .unwrap();
-    let t = &t;
-    eventually(PATIENCE, "the order completes", || async move {
-        t.queue.get(id).await.unwrap().state == JobState::Completed
-    })
-    .await;
+    until_completed(&t, id).await;
     worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!(charges.load(Ordering::SeqCst), 1, "charged once");
     assert_eq!(pages.load(Ordering::SeqCst), 3, "each page once");
@@ -114,11 +118,7 @@ async fn a_failed_step_records_nothing_and_its_error_names_it() {
         })
         .start()
         .unwrap();
-    let t = &t;
-    eventually(PATIENCE, "the job completes", || async move {
-        t.queue.get(id).await.unwrap().state == JobState::Completed
-    })
-    .await;
+    until_completed(&t, id).await;
     worker.stop(Duration::from_secs(5)).await.unwrap();
     let job = t.queue.get(id).await.unwrap();
     assert_eq!(
@@ -355,11 +355,7 @@ async fn a_handler_that_sleeps_frees_its_slot_and_finishes_later() {
         })
         .start()
         .unwrap();
-    let t = &t;
-    eventually(PATIENCE, "the job completes", || async move {
-        t.queue.get(id).await.unwrap().state == JobState::Completed
-    })
-    .await;
+    until_completed(&t, id).await;
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!(
         (report.finished, report.suspended, report.retried),
