@@ -12,7 +12,7 @@ from ._events import AsyncEventStream, _Position
 from ._http import Connections, HTTPError, _Connection
 from ._options import PushBody, Seconds, Time, push
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Step, Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Slept, Step, Token, WorkerInfo)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -365,6 +365,17 @@ class AsyncClient:
         step as stored, whose result is the first one recorded under that name. A handler calls `job.step` instead,
         which numbers a name used again and reads recorded steps back."""
         return await self._send(Calls.record_step(lease, name, result))
+
+    async def sleep(
+        self, lease: Lease, name: str, *, seconds: Optional[Seconds] = None, until: Optional[Time] = None
+    ) -> Slept:
+        """Sleeps as step `name` of the job's run, for `seconds` (a number or a timedelta) or until `until` (an RFC
+        3339 string or a datetime with its time zone): exactly one of the two, or the client refuses it before
+        sending. The first time, the server records the wake time as the step's result; while that time is ahead, the
+        answer is `suspended` with `until`, and the lease is over: stop, and do not finish, retry or fail the job,
+        which runs again then. Once the time has passed, the answer is not suspended and the run goes on. A handler
+        calls `job.sleep` or `job.sleep_until` instead, which number a name used again and raise `Suspended`."""
+        return await self._send(Calls.sleep(lease, name, seconds, until))
 
     async def finish(self, lease: Lease, data: Any = None, *, result: Any = None) -> None:
         """Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 from ._errors import CairnError, InvalidInput, error_from_body
 from ._options import PushBody, Seconds, Time, job_filter, millis, rfc3339
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Step, Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Slept, Step, Token, WorkerInfo)
 
 T = TypeVar("T")
 
@@ -429,6 +429,21 @@ class Calls:
     def record_step(lease: Lease, name: str, result: Any) -> Call[Step]:
         body = {"token": lease.token, "name": name, "result": result}
         return Call("POST", f"/v1/jobs/{lease.job}/steps", body, Step.from_body)
+
+    @staticmethod
+    def sleep(lease: Lease, name: str, seconds: Optional[Seconds], until: Optional[Time]) -> Call[Slept]:
+        if (seconds is None) == (until is None):
+            given = "both" if seconds is not None else "neither"
+            raise InvalidInput(
+                "invalid_input", f"seconds: a sleep takes exactly one of seconds and until, got {given}", "seconds"
+            )
+        body: Dict[str, Any] = {"token": lease.token, "name": name}
+        if seconds is not None:
+            body["for_ms"] = millis(seconds, "seconds")
+        else:
+            assert until is not None
+            body["until"] = rfc3339(until, "until")
+        return Call("POST", f"/v1/jobs/{lease.job}/sleep", body, Slept.from_body)
 
     @staticmethod
     def finish(lease: Lease, data: Any, result: Any = None) -> Call[None]:

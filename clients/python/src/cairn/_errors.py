@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:
@@ -74,6 +75,21 @@ class FailJob(Exception):
         super().__init__(message)
         self.group = group
         self.message = message
+
+
+class Suspended(BaseException):
+    """Raised by `job.sleep` and `job.sleep_until` when the job now sleeps: its lease is over, and the handler must
+    let this propagate (stop at once). The worker ends the run without finishing, retrying or failing the job, which
+    runs again at `until` (RFC 3339), replaying its steps. `name` is the sleep's step name (`nap#2` for a name used
+    again).
+
+    It is a `BaseException`, as `asyncio.CancelledError` is, so that an `except Exception:` in the handler does not
+    swallow it and go on with work meant for after the sleep."""
+
+    def __init__(self, name: str, until: str) -> None:
+        super().__init__(f"step {json.dumps(name, ensure_ascii=False)}: the job sleeps until {until}")
+        self.name = name
+        self.until = until
 
 
 _BY_KIND = {

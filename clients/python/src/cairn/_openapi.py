@@ -9,7 +9,7 @@ from typing import Dict, Mapping, Tuple
 
 from ._options import DEBOUNCE_MEMBERS, JOB_FILTERS, PUSH_OPTIONS, RETRY_MEMBERS, THROTTLE_MEMBERS
 from ._types import (ActivityPage, Attempt, Batch, BatchCallback, BatchCreated, BatchPage, BulkResult, Enqueued, Event,
-                     FailureGroup, Job, JobPage, Lease, QueueStats, Recurring, Step, Token, WorkerInfo)
+                     FailureGroup, Job, JobPage, Lease, QueueStats, Recurring, Slept, Step, Token, WorkerInfo)
 
 # Each public method of `Client` (and `AsyncClient`, which has the same), and the operation it makes.
 METHODS: Dict[str, str] = {
@@ -65,6 +65,7 @@ METHODS: Dict[str, str] = {
     "update": "update",
     "checkpoint": "checkpoint",
     "record_step": "record_step",
+    "sleep": "sleep",
     "finish": "finish",
     "finish_many": "finish_many",
     "finish_and_take": "finish_many",
@@ -91,6 +92,7 @@ ANSWERS: Dict[str, type] = {
     "JobBody": Job,
     "AttemptBody": Attempt,
     "StepBody": Step,
+    "SleptBody": Slept,
     "JobPageBody": JobPage,
     "EnqueuedBody": Enqueued,
     "LeaseBody": Lease,

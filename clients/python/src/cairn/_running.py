@@ -1,6 +1,6 @@
 """`RunningJob`: what a `Worker`'s handler gets. It is the job (every field of `Job`: `id`, `name`, `data`,
 `attempt`, `queue`, `tags`, `trace_parent`, `failure_group`, …) with its lease, and the calls a handler makes about
-its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint` and `step`.
+its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint`, `step`, `sleep` and `sleep_until`.
 
 A handler may be an `async def` (run on the worker's event loop) or a plain function (run on one of the worker's
 threads), so the calls that reach the server work from either: on the loop they start at once and return something
@@ -20,7 +20,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generator, Optional, Tuple
 
-from ._errors import FailJob, LeaseLost, RetryLater
+from ._errors import FailJob, LeaseLost, RetryLater, Suspended
+from ._options import Seconds, Time, millis, rfc3339
 from ._types import ClaimedJob, Job, Lease
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class _RunState:
         self.recorded: Optional[Dict[str, Any]] = None
         self.used: Dict[str, int] = {}
         self.steps_lock = threading.Lock()
+        # When the job sleeps until, once a sleep suspended it: its lease is over, and the run ends with no finish.
+        self.suspended: Optional[str] = None
 
 
 # The longest step name the server takes, in bytes of UTF-8.
@@ -64,7 +67,8 @@ class RunningJob(Job):
     What the handler returns is the job's result; `set_result(value)` says it instead, for a handler that returns
     None. `set_data(value)` replaces the job's data when it finishes (what a recurring job's next run starts from).
     `report_progress(value)`, `heartbeat()` and `checkpoint(data)` reach the server at once: `await` them in an async
-    handler; in a plain function, call them. So is `step(name, fn)`, which runs `fn` once across the job's attempts.
+    handler; in a plain function, call them. So are `step(name, fn)`, which runs `fn` once across the job's attempts,
+    and `sleep(name, seconds)` and `sleep_until(name, when)`, which give up the worker until then.
     """
 
     lease: Lease = field(default=_NO_LEASE, repr=False)
@@ -154,6 +158,51 @@ class RunningJob(Job):
         except Exception as e:
             raise _in_step(full, e) from e
         return asyncio.run_coroutine_threadsafe(self._record_step(full, value), loop).result()
+
+    def sleep(self, name: str, seconds: Seconds) -> Awaitable[None]:
+        """Sleeps for `seconds` (a number or a timedelta) as step `name`, without holding a worker, as the Rust
+        client's `JobContext::sleep` does. The first time, the server records the wake time (its now plus `seconds`)
+        as the step's result and the job gives up its lease: this raises `Suspended`, which the handler must let
+        through. The worker then ends the run without finishing, retrying or failing the job (the attempt does not
+        count; its history says `suspended`), and the job runs again at that time, replaying its steps: this sleep
+        then finds its time passed and returns, and the handler goes on. A job woken early (requeued) sleeps again
+        until the same time.
+
+        In a plain-function handler it returns once the server answered; in an async handler, `await` it. A name used
+        again in one run is numbered, and shares its count with `step`'s (`nap`, `nap#2`, …); a bad name fails the
+        job for good, as for `step`. A lost lease raises `LeaseLost`; another refusal retries the job, its message
+        naming the step."""
+        millis(seconds, "seconds")  # a bad duration is refused here, before anything is sent
+        return self._sleep(name, seconds, None)
+
+    def sleep_until(self, name: str, when: Time) -> Awaitable[None]:
+        """Sleeps until `when` (an RFC 3339 string, or a datetime with its time zone) as step `name`; see `sleep`."""
+        return self._sleep(name, None, rfc3339(when, "when"))
+
+    def _sleep(self, name: str, seconds: Optional[Seconds], until: Optional[str]) -> Awaitable[None]:
+        state = self._state
+        if state.client is None or state.loop is None:
+            raise RuntimeError("this job is not running in a worker")
+        client, loop = state.client, state.loop
+        # Asked of the server every time, even on a replay: its clock says whether the time has passed.
+        full, _, _ = self._next_step(name)
+
+        async def sleep() -> None:
+            try:
+                slept = await client.sleep(self.lease, full, seconds=seconds, until=until)
+            except LeaseLost:
+                state.lost = True
+                raise
+            except Exception as e:
+                raise _in_step(full, e) from e
+            if slept.suspended:
+                state.suspended = slept.until or ""
+                raise Suspended(full, state.suspended)
+
+        if self._on_worker_loop():
+            return sleep()
+        asyncio.run_coroutine_threadsafe(sleep(), loop).result()
+        return _Done()
 
     def _next_step(self, name: str) -> Tuple[str, Any, bool]:
         """The name the next use of `name` records under, and its recorded result with whether there is one."""

@@ -51,7 +51,8 @@ class Attempt:
     worker: str
     started_at: str
     finished_at: Optional[str] = None
-    # `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released` or `requeued`.
+    # `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released`, `requeued` or
+    # `suspended` (the handler slept: `RunningJob.sleep`); None while it runs.
     outcome: Optional[str] = None
     error: Optional[str] = None
     # What a completed attempt finished with.
@@ -77,6 +78,19 @@ class Step:
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Step":
         return _read(Step, body)
+
+
+@dataclass(frozen=True)
+class Slept:
+    """What came of a sleep (`Client.sleep`): `suspended` when the job now sleeps until `until` (its lease is over,
+    and the handler must stop), or not (`until` None) when the sleep's time had passed already."""
+
+    suspended: bool
+    until: Optional[str] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Slept":
+        return _read(Slept, body)
 
 
 @dataclass(frozen=True)
@@ -337,7 +351,7 @@ class Token:
 @dataclass(frozen=True)
 class Event:
     """One transition of the activity log, as `GET /v1/activity` and the event stream show it: `event` is its kind
-    (`added`, `started`, `finished`, `failed`, …), `id` its place in the log."""
+    (`added`, `started`, `finished`, `failed`, `step_recorded`, `suspended`, …), `id` its place in the log."""
 
     id: int
     at: str

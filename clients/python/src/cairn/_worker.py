@@ -6,7 +6,8 @@ returns: its finish goes meanwhile, with others', one request at a time, and the
 waiting for the answer (a finish waits for the server's fsync; a take does not), while fewer than its slots' worth
 (and at least 32) wait for theirs. A handler that raises `RetryLater` or any other exception has the
 job retried with the exception's text as the error; `FailJob` fails it for good. A lost lease (the job cancelled,
-or taken back after the lease expired) stops reporting: what the handler returns is dropped. On SIGTERM or SIGINT
+or taken back after the lease expired) stops reporting: what the handler returns is dropped. A handler that sleeps
+(`job.sleep`, which raises `Suspended`) has given up its lease: the run ends with nothing reported. On SIGTERM or SIGINT
 (`run`) or `stop()`, it takes no more jobs, lets running ones finish until the deadline, gives back the rest, and
 says it stopped.
 
@@ -35,7 +36,7 @@ from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Patter
 from ._async_client import AsyncClient
 from ._calls import Finish
 from ._client import ClientCert
-from ._errors import CairnError, FailJob, InvalidInput, LeaseLost, RetryLater
+from ._errors import CairnError, FailJob, InvalidInput, LeaseLost, RetryLater, Suspended
 from ._options import Seconds, millis
 from ._running import RunningJob
 from ._types import ClaimedJob
@@ -61,6 +62,8 @@ class WorkerReport:
     failed: int = 0
     lost: int = 0
     released: int = 0
+    # Jobs whose handler slept (`job.sleep`): they run again at their time.
+    suspended: int = 0
 
 
 def glob_regex(pattern: str) -> Pattern[str]:
@@ -322,14 +325,26 @@ class _Run:
             self.free(weight)
             self.report.lost += 1
             return
+        except Suspended:
+            # The sleep ended the lease in the same request that recorded it: nothing is left to say.
+            self.free(weight)
+            self.report.suspended += 1
+            return
         except Exception as e:  # noqa: BLE001 - the handler's failure is the job's outcome, below
             self.free(weight)
-            if job.lost:
+            if job._state.suspended is not None:
+                self.report.suspended += 1  # the handler caught `Suspended` and failed after it: the job sleeps
+            elif job.lost:
                 self.report.lost += 1
             else:
                 await self.failed(claimed, e)
             return
         self.free(weight)
+        if job._state.suspended is not None:
+            # The handler caught `Suspended` and returned: the job sleeps all the same, and nothing is finished.
+            log.warning("job %s: its handler went on after a sleep suspended it; its result is dropped", claimed.job.id)
+            self.report.suspended += 1
+            return
         if job.lost:
             self.report.lost += 1
             return
@@ -373,7 +388,8 @@ class _Run:
         """Extends the leases of running jobs, each every third of its lease timeout; a lost lease stops its job."""
         while True:
             now = time.monotonic()
-            due = [b for b in self.heartbeats.values() if b.next <= now]
+            # A job that sleeps has no lease left to extend.
+            due = [b for b in self.heartbeats.values() if b.next <= now and b.job._state.suspended is None]
             for b in due:
                 b.next = now + b.every
             if due:
@@ -391,8 +407,8 @@ class _Run:
         try:
             await self.client.heartbeat(beat.claimed.lease)
         except LeaseLost as e:
-            if self.heartbeats.pop(beat.claimed.job.id, None) is None:
-                return  # it ended meanwhile
+            if self.heartbeats.pop(beat.claimed.job.id, None) is None or beat.job._state.suspended is not None:
+                return  # it ended meanwhile, or it sleeps
             log.warning("job %s: lease lost (%s); its handler's result will not be reported", beat.claimed.job.id, e)
             beat.job._state.lost = True
             if beat.task is not None:
