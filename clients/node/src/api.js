@@ -18,6 +18,7 @@ import {
   RECURRING_OPTIONS,
   REQUEUE_OPTIONS,
   RETRY_CALL_OPTIONS,
+  SLEEP_OPTIONS,
   UNFAIL_OPTIONS,
 } from "./client.js";
 import { PUSH_OPTIONS } from "./push.js";
@@ -73,6 +74,7 @@ export const OPERATIONS = {
   update: "progress",
   checkpoint: "checkpoint",
   record_step: "recordStep", // and `job.step` in a handler
+  sleep: "sleep", // and `job.sleep`, `job.sleepUntil` in a handler
   finish: "finish",
   finish_many: "finishMany", // and `finishAndTake`, with `take`
   retry: "retry",
@@ -93,6 +95,7 @@ export const REQUESTS = [
   { schema: "DequeueRequest", options: DEQUEUE_OPTIONS, arguments: ["worker"] },
   { schema: "FinishRequest", options: FINISH_OPTIONS, arguments: ["token", "data"] },
   { schema: "RetryRequest", options: RETRY_CALL_OPTIONS, arguments: ["token", "error"] },
+  { schema: "SleepRequest", options: SLEEP_OPTIONS, arguments: ["token", "name"] },
   { schema: "BulkRequest", options: BULK_OPTIONS, arguments: ["action"] },
   { schema: "DependenciesRequest", options: CHANGE_OPTIONS, arguments: [] },
   { schema: "TagsRequest", options: CHANGE_OPTIONS, arguments: [] },

@@ -4,7 +4,7 @@
 
 import { EVENT_FILTER, EventStream } from "./events.js";
 import { errorFromBody } from "./errors.js";
-import { as, build, checkOptions, listField, local, millis, nested, query, seconds, time, timeField } from "./options.js";
+import { as, build, checkOptions, invalid, listField, local, millis, nested, query, seconds, time, timeField } from "./options.js";
 import { push } from "./push.js";
 import { Transport } from "./transport.js";
 
@@ -59,6 +59,8 @@ export const BATCH_OPTIONS = { onSuccess: as("on_success"), onComplete: as("on_c
 export const NEXT_OPTIONS = { queue: as("queue"), delay: seconds("delay_ms"), dependsOn: listField("depends_on") };
 export const FINISH_OPTIONS = { result: as("result"), next: nested("next", NEXT_OPTIONS, "next option") };
 export const RETRY_CALL_OPTIONS = { delay: seconds("delay_ms"), runAt: timeField("run_at") };
+// When a sleep wakes: one of the two.
+export const SLEEP_OPTIONS = { seconds: seconds("for_ms"), until: timeField("until") };
 export const RECURRING_OPTIONS = { cron: as("cron"), job: as("job"), timeZone: as("time_zone"), missed: as("missed"), overlap: as("overlap") };
 export const BULK_OPTIONS = { filter: nested("filter", JOB_SELECTION, "filter option"), ids: listField("ids"), queue: as("queue") };
 export const CHANGE_OPTIONS = { add: listField("add"), remove: listField("remove") };
@@ -421,6 +423,23 @@ export class Client {
    */
   async recordStep(lease, name, result) {
     return this.#send("POST", `/v1/jobs/${lease.job}/steps`, { token: lease.token, name, result: result ?? null });
+  }
+
+  /**
+   * Sleeps as step `name` of the running attempt, waking `{seconds}` after the step is first reached (by the server's
+   * clock) or at `{until}` (an RFC 3339 string or a `Date`), one of the two. Resolves to `{suspended: true, until}`
+   * when the job now sleeps: its lease is over, and it runs again at `until`; or to `{suspended: false, until: null}`
+   * when the step's time had passed already (a job woken from this sleep), and the run goes on. `job.sleep` and
+   * `job.sleepUntil` in a handler number names and throw `Suspended`; this is the call they make.
+   */
+  async sleep(lease, name, wake) {
+    const fields = build(SLEEP_OPTIONS, wake, "sleep option");
+    const given = Object.keys(fields).length;
+    if (given !== 1) {
+      throw invalid(given ? "until" : "seconds", `give seconds (how long the job sleeps) or until (when it wakes), ${given ? "not both" : "got neither"}`);
+    }
+    const slept = await this.#send("POST", `/v1/jobs/${lease.job}/sleep`, { token: lease.token, name, ...fields });
+    return { suspended: slept.suspended, until: slept.until ?? null };
   }
 
   /**

@@ -33,7 +33,20 @@ export type EventKind =
   | "queue_changed"
   | "promoted"
   | "audit"
-  | "step_recorded";
+  | "step_recorded"
+  | "suspended";
+
+/** How an attempt ended: `suspended` when its job went to sleep (`job.sleep`), which does not count as an attempt. */
+export type AttemptOutcome =
+  | "completed"
+  | "retried"
+  | "failed"
+  | "lease_expired"
+  | "cancelled"
+  | "crashed"
+  | "released"
+  | "requeued"
+  | "suspended";
 
 /** A time: an RFC 3339 string (`2026-01-31T09:00:00Z`) or a `Date`. */
 export type Time = string | Date;
@@ -69,7 +82,8 @@ export interface Attempt {
   worker: string;
   started_at: string;
   finished_at?: string | null;
-  outcome?: string | null;
+  /** Null while it runs. */
+  outcome?: AttemptOutcome | null;
   error?: string | null;
   /** What a completed attempt finished with. */
   result?: unknown;
@@ -124,6 +138,17 @@ export interface Job {
   /** The steps its handler has recorded, in order (empty in listings): what a handler that runs again reads back. */
   steps: Step[];
 }
+
+/** What came of a sleep (SleptBody). */
+export interface Slept {
+  /** Whether the job now sleeps: its lease is over, and the run must stop. False once the sleep's time has passed. */
+  suspended: boolean;
+  /** When it wakes, while it sleeps; null otherwise. */
+  until: string | null;
+}
+
+/** When a sleep wakes: `seconds` after the step is first reached (the server's clock), or `until`; one of the two. */
+export type SleepFor = { seconds: number; until?: undefined } | { until: Time; seconds?: undefined };
 
 /** A step of a handler's run, as recorded (StepBody). */
 export interface Step {
@@ -554,6 +579,8 @@ export class Client {
   checkpoint(lease: Lease, data: unknown): Promise<string>;
   /** Records a step under the lease, and extends it; a name recorded already keeps its first result, which it answers. */
   recordStep(lease: Lease, name: string, result: unknown): Promise<Step>;
+  /** Sleeps as a step under the lease; `suspended: true`: the lease is over, and the job runs again at `until`. */
+  sleep(lease: Lease, name: string, wake: SleepFor): Promise<Slept>;
   finish(lease: Lease, data?: unknown, options?: FinishOptions): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
   finishAndTake(
@@ -588,6 +615,16 @@ export class FailJob extends Error {
   constructor(group: string, message: string, options?: { cause?: unknown });
   group: string;
 }
+/**
+ * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps: its lease is over, so let it through. The worker
+ * ends the run without a call about the job, which runs again at `until`.
+ */
+export class Suspended extends Error {
+  constructor(step: string, until: string);
+  /** The sleep's name as recorded (`nap`, `nap#2`). */
+  step: string;
+  until: string;
+}
 
 /**
  * The job a handler gets: every field of `Job` as the run starts, and the calls about its own run. `progress` is the
@@ -595,7 +632,7 @@ export class FailJob extends Error {
  */
 export interface RunningJob extends Job {
   readonly lease: Lease;
-  /** Aborted when the lease is lost, or when the worker stops and gives the job back. */
+  /** Aborted when the lease is lost, when the job goes to sleep, or when the worker stops and gives the job back. */
   readonly signal: AbortSignal;
   /** Records progress (any JSON) for queries and the dashboard. */
   progress(value: unknown): Promise<void>;
@@ -611,6 +648,14 @@ export interface RunningJob extends Job {
    * `RetryLater`. A replayed result is the JSON recorded (a `Date` comes back a string).
    */
   step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
+  /**
+   * Sleeps `seconds` as step `name`, without holding a worker: the first time, the job gives up its lease and this
+   * rejects with `Suspended`, which the handler lets through; the job runs again then, replaying its steps, and this
+   * resolves. Names are numbered as `step`'s, with the same count.
+   */
+  sleep(name: string, seconds: number): Promise<void>;
+  /** Sleeps until `when` as step `name`; see `sleep`. */
+  sleepUntil(name: string, when: Time): Promise<void>;
   /** The result when the handler returns undefined or null. */
   setResult(value: unknown): void;
   /** Replaces the job's data when the handler returns; null keeps it. */
@@ -620,7 +665,7 @@ export interface RunningJob extends Job {
 /** What a handler gets besides the job, as older handlers read it. */
 export interface JobContext {
   lease: Lease;
-  /** Aborted when the lease is lost, or when the worker stops and gives the job back. */
+  /** Aborted when the lease is lost, when the job goes to sleep, or when the worker stops and gives the job back. */
   signal: AbortSignal;
   /** As `job.setData`. */
   setData(data: unknown): void;
@@ -635,6 +680,8 @@ export interface WorkerReport {
   failed: number;
   lost: number;
   released: number;
+  /** Runs that ended with their job asleep (`job.sleep`): no call about them, and the job runs again later. */
+  suspended: number;
 }
 
 export interface WorkerOptions extends TlsFiles {

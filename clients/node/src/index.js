@@ -2,4 +2,4 @@
 export { Client, push, DEFAULT_URL } from "./client.js";
 export { CairnError, InvalidInput, InvalidState, LeaseLost, NotFound, Unauthorized, Unavailable } from "./errors.js";
 export { EventStream } from "./events.js";
-export { FailJob, RetryLater, Worker, exactPattern, globRegExp } from "./worker.js";
+export { FailJob, RetryLater, Suspended, Worker, exactPattern, globRegExp } from "./worker.js";

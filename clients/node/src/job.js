@@ -1,11 +1,13 @@
 // The job a handler receives: the job's fields as the server sends them (`client.get` has the same, snake_case:
 // `failure_group`, `trace_parent`), and the calls a handler makes about its own run, under the run's lease: progress,
 // heartbeat and checkpoint, steps, and the result and data its finish carries. Python's worker hands its handlers the
-// same. Also what a handler throws to say how its job goes on (`RetryLater`, `FailJob`), which the worker reads.
+// same. Also what a handler throws to say how its job goes on (`RetryLater`, `FailJob`), which the worker reads, and
+// what `job.sleep` throws when the job gives up its worker (`Suspended`), which the handler lets through.
 
 import { isDeepStrictEqual } from "node:util";
 
 import { LeaseLost } from "./errors.js";
+import { millis, time } from "./options.js";
 
 /** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
 export class RetryLater extends Error {
@@ -22,6 +24,20 @@ export class FailJob extends Error {
     super(message, cause === undefined ? undefined : { cause });
     this.name = "FailJob";
     this.group = group;
+  }
+}
+
+/**
+ * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps: its lease is over, so the handler must let this
+ * through (rethrow it when it catches errors). The worker ends the run without finishing, retrying or failing the
+ * job, which runs again at `until` and replays its steps. `step` is the sleep's name as recorded (`nap`, `nap#2`).
+ */
+export class Suspended extends Error {
+  constructor(step, until) {
+    super(`step ${JSON.stringify(step)}: the job sleeps until ${until}, without its worker; let this error through`);
+    this.name = "Suspended";
+    this.step = step;
+    this.until = until;
   }
 }
 
@@ -43,12 +59,12 @@ export class RunningJob {
   #data = undefined;
   // The steps this run knows of, by name: those recorded by earlier attempts (with the claim) and by this one.
   #recorded;
-  // How many times this run has used each name a handler gave `step`, which numbers a name used again.
+  // How many times this run has used each name a handler gave `step` or `sleep`, which numbers a name used again.
   #used = new Map();
 
   /**
    * @param claimed the job and its lease, as the dequeue answered
-   * @param run `{client, signal, extended(), lost(error)}`: the worker's side of this run
+   * @param run `{client, signal, extended(), lost(error), suspended(error)}`: the worker's side of this run
    */
   constructor(claimed, run) {
     // `progress`, the last progress reported before this run, would hide the method of that name; `client.get` shows it.
@@ -69,18 +85,9 @@ export class RunningJob {
    * is, anything else becomes a `RetryLater`.
    */
   async step(name, fn) {
-    if (typeof name !== "string") throw new FailJob("step", `step: a step's name must be a string, got ${typeof name}`);
-    if (name.includes("#")) {
-      throw new FailJob("step", `step ${JSON.stringify(name)}: a step's name must not hold '#', which numbers a name used again`);
-    }
+    this.#checkName(name);
     if (typeof fn !== "function") throw new FailJob("step", `step ${JSON.stringify(name)}: its body must be a function, got ${typeof fn}`);
-    // Numbered before anything is awaited: steps started together are numbered in the order the run reaches them.
-    const used = (this.#used.get(name) ?? 0) + 1;
-    this.#used.set(name, used);
-    const full = used === 1 ? name : `${name}#${used}`;
-    if (full === "") throw new FailJob("step", "step: must not be empty");
-    const bytes = Buffer.byteLength(full);
-    if (bytes > MAX_STEP_NAME_BYTES) throw new FailJob("step", `step: must be at most ${MAX_STEP_NAME_BYTES} bytes, got ${bytes}`);
+    const full = this.#nextName(name);
     if (this.#recorded.has(full)) return this.#recorded.get(full);
 
     let value;
@@ -107,6 +114,28 @@ export class RunningJob {
     this.#recorded.set(full, stored.result);
     // Recorded already under this name (a request sent again after its answer was lost): the first stands.
     return isDeepStrictEqual(stored.result, result) ? value : stored.result;
+  }
+
+  /**
+   * Sleeps `seconds` as step `name`, without holding a worker, as Rust's `JobContext::sleep` does: the first time, the
+   * wake time (the server's now plus `seconds`) is recorded as the step's result, the job gives up its lease, and this
+   * rejects with `Suspended`, which the handler lets through; the job runs again at that time, replaying its steps,
+   * and the attempt does not count. When it runs again, the step finds its time passed and resolves. A name used
+   * again in one run is numbered, as for `step`, with which it shares the count.
+   */
+  async sleep(name, seconds) {
+    this.#checkName(name);
+    const full = this.#nextName(name);
+    this.#checkWake(full, () => millis(seconds, "seconds"));
+    return this.#sleep(full, { seconds });
+  }
+
+  /** Sleeps until `when` (an RFC 3339 string or a `Date`) as step `name`; see `sleep`. */
+  async sleepUntil(name, when) {
+    this.#checkName(name);
+    const full = this.#nextName(name);
+    this.#checkWake(full, () => time(when, "until"));
+    return this.#sleep(full, { until: when });
   }
 
   /** Records the job's progress (any JSON), for queries and the dashboard to show. */
@@ -143,6 +172,49 @@ export class RunningJob {
     return { result: this.#result, data: this.#data };
   }
 
+  /** Refuses a name no step may have, before it is numbered. */
+  #checkName(name) {
+    if (typeof name !== "string") throw new FailJob("step", `step: a step's name must be a string, got ${typeof name}`);
+    if (name.includes("#")) {
+      throw new FailJob("step", `step ${JSON.stringify(name)}: a step's name must not hold '#', which numbers a name used again`);
+    }
+  }
+
+  /** The name the next use of `name` in this run records under (`page`, `page#2`), checked. */
+  #nextName(name) {
+    // Numbered before anything is awaited: steps started together are numbered in the order the run reaches them.
+    const used = (this.#used.get(name) ?? 0) + 1;
+    this.#used.set(name, used);
+    const full = used === 1 ? name : `${name}#${used}`;
+    if (full === "") throw new FailJob("step", "step: must not be empty");
+    const bytes = Buffer.byteLength(full);
+    if (bytes > MAX_STEP_NAME_BYTES) throw new FailJob("step", `step: must be at most ${MAX_STEP_NAME_BYTES} bytes, got ${bytes}`);
+    return full;
+  }
+
+  /** A sleep's duration or time, checked: one a retry cannot mend fails the job in group `step`, as a bad name does. */
+  #checkWake(full, check) {
+    try {
+      check();
+    } catch (e) {
+      throw new FailJob("step", `step ${JSON.stringify(full)}: ${e.message}`);
+    }
+  }
+
+  async #sleep(full, wake) {
+    let slept;
+    try {
+      // Asked of the server every time, even on a replay: its clock says whether the time has passed.
+      slept = await this.#call(() => this.#run.client.sleep(this.lease, full, wake));
+    } catch (e) {
+      throw inStep(full, e);
+    }
+    if (!slept.suspended) return;
+    const suspended = new Suspended(full, slept.until);
+    this.#run.suspended(suspended);
+    throw suspended;
+  }
+
   /** A call under the lease; a lost lease also aborts `signal` and drops what the handler returns. */
   async #call(call) {
     try {
@@ -157,8 +229,9 @@ export class RunningJob {
 /** What a step's body (or its record) threw, its message naming the step, of the kind the worker reads it as. */
 function inStep(step, error) {
   const prefix = `step ${JSON.stringify(step)}: `;
-  // The lease is gone: the worker drops the run's outcome, and the handler may want to see it for what it is.
-  if (error instanceof LeaseLost) return error;
+  // The lease is gone (or, sleeping, given up): the worker drops the run's outcome, and the handler may want to see it
+  // for what it is.
+  if (error instanceof LeaseLost || error instanceof Suspended) return error;
   if (error instanceof FailJob) return new FailJob(error.group, prefix + error.message, { cause: error });
   if (error instanceof RetryLater) return new RetryLater(prefix + error.message, { delay: error.delay, cause: error });
   return new RetryLater(prefix + failureText(error), { cause: error });

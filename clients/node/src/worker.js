@@ -7,21 +7,23 @@
 // heartbeat, checkpoint, step, setResult and setData), and a context that older handlers read (`{lease, signal,
 // setData}`). What it returns is the job's result (or what it passed to `setResult`), kept apart from its data, which
 // `setData` replaces. A handler that throws `RetryLater` or anything else has the job retried with the error's text;
-// `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what it returns. `stop()` (or
-// SIGTERM with `run()`) takes no more jobs, lets running ones finish until the deadline, gives back the rest, and says
-// the worker stopped.
+// `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what it returns. A job that sleeps
+// (`job.sleep`, which throws `Suspended`) gave up its lease: its signal aborts too, and the run ends with no call about
+// it, counted as `suspended`. `stop()` (or SIGTERM with `run()`) takes no more jobs, lets running ones finish until the
+// deadline, gives back the rest, and says the worker stopped.
 
 import { Client } from "./client.js";
 import { CairnError, InvalidInput, LeaseLost } from "./errors.js";
-import { FailJob, RetryLater, RunningJob, SETTLED, failureText } from "./job.js";
+import { FailJob, RetryLater, RunningJob, SETTLED, Suspended, failureText } from "./job.js";
 import { as, checkOptions } from "./options.js";
 
 // A worker of few slots still takes jobs while this many finishes wait for their answer (see the Rust worker).
 const MIN_UNANSWERED_FINISHES = 32;
 const MAX_PER_CALL = 100;
 
-// What a handler throws: defined with the job it gets, which throws them too (`job.step`).
-export { FailJob, RetryLater };
+// What a handler throws (or lets through): defined with the job it gets, which throws them too (`job.step`,
+// `job.sleep`).
+export { FailJob, RetryLater, Suspended };
 
 /** SQLite's GLOB as a regular expression: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]`; case-sensitive. */
 export function globRegExp(pattern) {
@@ -131,7 +133,7 @@ export class Worker {
     this.stopping?.abort();
   }
 
-  /** Runs until `stop()`; resolves to `{finished, retried, failed, lost, released}`. */
+  /** Runs until `stop()`; resolves to `{finished, retried, failed, lost, released, suspended}`. */
   async start() {
     if (this.exact.size === 0 && this.globs.length === 0) {
       throw new InvalidInput("invalid_input", "handlers: a worker needs at least one", "handlers");
@@ -147,7 +149,7 @@ class Run {
     this.worker = worker;
     this.client = worker.client;
     this.stopSignal = stopSignal;
-    this.report = { finished: 0, retried: 0, failed: 0, lost: 0, released: 0 };
+    this.report = { finished: 0, retried: 0, failed: 0, lost: 0, released: 0, suspended: 0 };
     this.weight = 0;
     this.jobs = new Map(); // job id -> {claimed, promise, abort, every, next}
     this.finishes = []; // finishes no request carries yet
@@ -213,8 +215,9 @@ class Run {
     const weight = claimed.job.weight ?? 1;
     this.weight += weight;
     const every = Math.max((claimed.job.lease_timeout_ms ?? 60_000) / 3, 50);
-    // lost: the lease was lost; givenBack: released at stop. Either way, what the handler returns is dropped.
-    const entry = { claimed, abort: new AbortController(), every, next: Date.now() + every, lost: false, givenBack: false };
+    // lost: the lease was lost; givenBack: released at stop; suspended: the job sleeps, its lease given up. In each
+    // case, what the handler returns is dropped.
+    const entry = { claimed, abort: new AbortController(), every, next: Date.now() + every, lost: false, givenBack: false, suspended: false };
     this.jobs.set(claimed.job.id, entry);
     entry.promise = this.runJob(entry, weight).finally(() => this.jobs.delete(claimed.job.id));
   }
@@ -233,6 +236,7 @@ class Run {
       signal: entry.abort.signal,
       extended: () => (entry.next = Date.now() + entry.every),
       lost: (e) => this.leaseLost(entry, e),
+      suspended: (e) => this.suspended(entry, e),
     });
     const context = { lease: claimed.lease, signal: entry.abort.signal, setData: (value) => job.setData(value) };
     try {
@@ -243,6 +247,11 @@ class Run {
     const { result: set, data } = job[SETTLED]();
     const result = returned ?? set;
     this.freeSlot(weight);
+    // The sleep ended the lease as it was recorded: nothing is left to say, whatever the handler did with `Suspended`.
+    if (entry.suspended) {
+      this.report.suspended += 1;
+      return;
+    }
     if (entry.lost) {
       this.report.lost += 1;
       return;
@@ -283,7 +292,7 @@ class Run {
   heartbeat() {
     const now = Date.now();
     for (const entry of this.jobs.values()) {
-      if (entry.next > now || entry.lost) continue;
+      if (entry.next > now || entry.lost || entry.suspended) continue;
       entry.next = now + entry.every;
       this.client.heartbeat(entry.claimed.lease).catch((e) => {
         if (e instanceof LeaseLost) this.leaseLost(entry, e);
@@ -294,9 +303,16 @@ class Run {
 
   /** The job was taken back: its handler's `signal` aborts, and what it returns is dropped. */
   leaseLost(entry, e) {
-    if (entry.lost) return;
+    // A heartbeat in flight as the job went to sleep may come back refused: the lease was given up, not lost.
+    if (entry.lost || entry.suspended) return;
     this.log.warn(`job ${entry.claimed.job.id}: lease lost (${e.message}); its handler's result will not be reported`);
     entry.lost = true;
+    entry.abort.abort(e);
+  }
+
+  /** The job sleeps: its lease is over, so its handler's `signal` aborts and no heartbeat extends it. */
+  suspended(entry, e) {
+    entry.suspended = true;
     entry.abort.abort(e);
   }
 
@@ -349,7 +365,7 @@ class Run {
     for (const entry of this.jobs.values()) {
       entry.givenBack = true;
       entry.abort.abort(new Error("the worker stops"));
-      await this.record(this.client.release(entry.claimed.lease), "released");
+      if (!entry.suspended) await this.record(this.client.release(entry.claimed.lease), "released");
     }
   }
 }

@@ -33,6 +33,7 @@ const ANSWERS = {
   Job: "JobBody",
   Attempt: "AttemptBody",
   Step: "StepBody",
+  Slept: "SleptBody",
   Usage: "UsageBody",
   Lease: "LeaseBody",
   RetryPolicy: "RetryPolicyBody",

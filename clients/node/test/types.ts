@@ -7,9 +7,11 @@ import {
   InvalidInput,
   LeaseLost,
   RetryLater,
+  Suspended,
   Worker,
   push,
   type ActivityEvent,
+  type AttemptOutcome,
   type Batch,
   type ClaimedJob,
   type Job,
@@ -17,6 +19,7 @@ import {
   type PushBody,
   type Recurring,
   type RunningJob,
+  type Slept,
   type Step,
   type StreamEvent,
   type WorkerReport,
@@ -49,6 +52,12 @@ async function example(): Promise<WorkerReport> {
     await client.checkpoint(lease, { row: 5 });
     const step: Step = await client.recordStep(lease, "charge", { id: "ch_1" });
     console.log(step.name, step.result, step.attempt, step.recorded_at, job.step_count, job.steps[0]?.result);
+    const slept: Slept = await client.sleep(lease, "nap", { seconds: 60 });
+    if (!slept.suspended) await client.sleep(lease, "until", { until: new Date() });
+    // @ts-expect-error: one of seconds and until, not both
+    await client.sleep(lease, "both", { seconds: 1, until: new Date() });
+    const outcome: AttemptOutcome | null | undefined = job.history[0]?.outcome;
+    if (outcome === "suspended") console.log(slept.until?.length);
     await client.finish(lease, { ok: expiry, id, state, existing, name: job.name }, { result: [job.result] });
   }
   await client.finish(claimed[0].lease, null, { result: { pages: 12 }, next: { queue: "step-2", delay: 5, dependsOn: [id] } });
@@ -136,6 +145,13 @@ async function example(): Promise<WorkerReport> {
       await job.checkpoint({ ...Object(data), at: expiry });
       const receipt: { id: string } = await job.step("charge", async () => ({ id: "ch_1" }));
       const page: number = await job.step("page", () => 3);
+      try {
+        await job.sleep("cool-off", 0.5);
+      } catch (e) {
+        if (e instanceof Suspended) console.log(e.step, e.until);
+        throw e;
+      }
+      await job.sleepUntil("tomorrow", "2030-01-01T00:00:00Z");
       job.setData({ next: attempt, receipt: receipt.id, page, steps: job.steps.map((s) => s.name) });
       job.setResult({ jobId, name, queue, tags, trace_parent, failure_group, aborted: job.signal.aborted, token: job.lease.token });
     })
@@ -144,7 +160,8 @@ async function example(): Promise<WorkerReport> {
       throw Math.random() > 0.5 ? new RetryLater("later", { delay: 60, cause: null }) : new FailJob("bad-input", "no", { cause: 1 });
     });
   setTimeout(() => worker.stop(), 1000);
-  return worker.run();
+  const report = await worker.run();
+  return { ...report, suspended: report.suspended + report.finished };
 }
 
 export { example };
