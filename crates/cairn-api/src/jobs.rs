@@ -294,7 +294,7 @@ pub struct AttemptBody {
     /// When it ended; null while it runs.
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub finished_at: Option<Timestamp>,
-    /// `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released` or `requeued`; null
+    /// `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released`, `requeued` or `suspended`; null
     /// while it runs.
     pub outcome: Option<String>,
     /// The error it ended with.

@@ -88,6 +88,10 @@ pub struct BenchArgs {
     /// the queue `bench-callbacks`: compared with a run without it, what a batch's counting and callback cost.
     #[arg(long)]
     pub batch_groups: bool,
+    /// Steps each job of the workers scenario records in its handler (`JobContext::step`, a number each): compared
+    /// with a run without them, what a step costs.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub steps: u32,
     /// Wake-ups measured by the wakeup scenario; due times made by the due scenario.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub samples: usize,
@@ -193,6 +197,8 @@ pub struct Settings {
     pub keys: Option<u64>,
     /// `--batch-groups`.
     pub batch_groups: bool,
+    /// `--steps`.
+    pub steps: u32,
     /// `--samples`.
     pub samples: usize,
     /// `--connections`.
@@ -279,6 +285,12 @@ impl BenchArgs {
                 "pushes the workers scenario's jobs as batches, so it needs --scenario workers",
             ));
         }
+        if self.steps > 0 && !scenarios.contains(&Scenario::Workers) {
+            return Err(invalid(
+                "--steps",
+                "records steps in the workers scenario's handler, so it needs --scenario workers",
+            ));
+        }
         let sustained = scenarios
             .contains(&Scenario::Sustained)
             .then(|| self.plan())
@@ -293,6 +305,7 @@ impl BenchArgs {
             batch_size: self.batch_size,
             keys: self.keys,
             batch_groups: self.batch_groups,
+            steps: self.steps,
             samples: self.samples,
             connections: self.connections,
             server_pid: self.server_pid,

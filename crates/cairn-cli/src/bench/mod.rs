@@ -230,6 +230,7 @@ async fn run_scenarios<T: Target + cairn::Backend>(
                         keys: settings.keys,
                         batch_groups: settings.batch_groups,
                     },
+                    settings.steps,
                     over_http,
                 )
                 .await
