@@ -740,14 +740,24 @@ async fn a_wait_given_up_takes_back_its_own_registration_only() {
     .await;
     given_up.abort();
     let _ = given_up.await;
+    // A wait takes its registration back from a task it spawns as it ends, which the writer then runs: in time.
+    crate::harness::eventually(
+        crate::harness::PATIENCE,
+        "the given-up wait's registration gone",
+        || async { registered().await == 1 },
+    )
+    .await;
     a.settle().await.unwrap();
-    a.settle().await.unwrap();
-    assert_eq!(registered().await, 1);
+    assert_eq!(registered().await, 1, "the other wait's stays");
     a.cancel(id).await.unwrap();
     let job = kept.await.unwrap().unwrap();
     assert_eq!(job.state, cairn::JobState::Cancelled);
-    a.settle().await.unwrap();
-    assert_eq!(registered().await, 0);
+    crate::harness::eventually(
+        crate::harness::PATIENCE,
+        "the ended wait's registration gone",
+        || async { registered().await == 0 },
+    )
+    .await;
     a.close(std::time::Duration::from_secs(10)).await.unwrap();
 }
 
