@@ -38,6 +38,8 @@ UNSAYABLE = {
     # Not with `delay_ms` (`not: {required: [run_at, delay_ms]}` would say it, which utoipa's derive does not
     # write; the fields' descriptions say it).
     "run_at": "a time or a delay, not both",
+    # Likewise, a sleep gives `until` or `for_ms`, exactly one (the fields' descriptions say it).
+    "until": "a sleep's wake time or its length, exactly one",
     # Likewise: a debounced push times its own run and has no unique key, parent, dependencies or schedule (the
     # field's description says it).
     "debounce": "not with run_at, delay_ms, unique_key, parent, depends_on or schedule",

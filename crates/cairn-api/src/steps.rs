@@ -127,14 +127,18 @@ pub struct SleepRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
     pub until: Option<Timestamp>,
-    /// Wake this many milliseconds after the step is first reached, by the server's clock; give this or `until`.
+    /// Wake this many milliseconds after the step is first reached, by the server's clock, at most ten years; give
+    /// this or `until`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(format = "uint64", maximum = 18_446_744_073_709_551_615_u64)
+        schema(format = "uint64", maximum = 315_360_000_000_u64)
     )]
     pub for_ms: Option<u64>,
 }
+
+/// The longest sleep `for_ms` gives: ten years, in milliseconds.
+const MAX_SLEEP_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
 
 /// What came of a sleep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,7 +204,10 @@ route! {
         name: StepName::parse(body.name).map_err(|e| e.renamed("name"))?,
         wake: match (body.until, body.for_ms) {
             (Some(at), None) => Wake::At(at),
-            (None, Some(ms)) => Wake::After(millis(ms)),
+            (None, Some(ms)) if ms <= MAX_SLEEP_MS => Wake::After(millis(ms)),
+            (None, Some(ms)) => {
+                return Err(invalid("for_ms", format!("must be at most {MAX_SLEEP_MS} (ten years), got {ms}")))
+            }
             _ => return Err(invalid("until", "give either until (a time) or for_ms (milliseconds), not both nor neither")),
         },
     }),

@@ -246,7 +246,7 @@ impl Operation for Sleep {
                     jiff::SignedDuration::try_from(span).unwrap_or(jiff::SignedDuration::MAX);
                 from_millis(ctx.now_ms)
                     .checked_add(span)
-                    .map_err(|_| Error::invalid("for", "must end before the year 9999"))?
+                    .map_err(|_| Error::invalid("wake", "must be before the year 9999"))?
             }
         };
         let result = serde_json::json!({ "until": at.to_string() });
