@@ -31,6 +31,7 @@ class Proxy:
         self.heads: List[bytes] = []
         self.open: List[Tuple[socket.socket, socket.socket]] = []
         self.refusing = False
+        self.turned_away = 0
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -41,6 +42,7 @@ class Proxy:
                 return
             if self.refusing:
                 client.close()
+                self.turned_away += 1
                 continue
             upstream = socket.create_connection(self.target)
             self.open.append((client, upstream))
@@ -126,7 +128,11 @@ def test_the_stream_resumes_after_a_cut_and_a_server_out_of_reach_with_every_eve
         proxy.refusing = True
         proxy.cut()
         ids += [client.enqueue("job", {"n": n}).id for n in range(3, 6)]
-        time.sleep(1.0)
+        # Until the stream has tried again and been turned away, as by a server that is down.
+        deadline = time.monotonic() + 20
+        while not proxy.turned_away and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proxy.turned_away, "the stream tried again while the server was out of reach"
         proxy.refusing = False
         second = take(found, 3)
         assert [e.job for e in second] == ids[3:]
