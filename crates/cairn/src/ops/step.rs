@@ -76,12 +76,11 @@ const HOLD_FOR_STEP: Sql = Sql {
 const STORED_STEP: Sql =
     Sql::both("SELECT result, attempt, recorded_at FROM job_steps WHERE job_id = $1 AND name = $2");
 
+/// Records a step unless one of that name is: `RETURNING` a row when it was inserted. A trigger counts it on its job
+/// (`step_count`, `step_bytes`: migrations SQLite 0028, PostgreSQL 0025), so this is the one statement of a new step.
 const INSERT_STEP: Sql = Sql::both(
-    "INSERT INTO job_steps (job_id, name, seq, result, attempt, recorded_at) VALUES ($1, $2, $3, $4, $5, $6)",
-);
-
-const COUNT_STEP: Sql = Sql::both(
-    "UPDATE jobs SET step_count = step_count + 1, step_bytes = step_bytes + $1 WHERE id = $2",
+    "INSERT INTO job_steps (job_id, name, seq, result, attempt, recorded_at) VALUES ($1, $2, $3, $4, $5, $6) \
+     ON CONFLICT (job_id, name) DO NOTHING RETURNING seq",
 );
 
 impl Operation for RecordStep {
@@ -117,33 +116,44 @@ fn record(
         return Err(lease_refusal(ctx, job, token));
     };
     let name = name.as_str();
-    let stored: Option<(String, u32, i64)> =
-        ctx.db
-            .query_row(STORED_STEP, &params![job.0, name], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-            })?;
-    if let Some((result, attempt, at)) = stored {
-        let result = serde_json::from_str(&result)
-            .map_err(|e| Error::storage("the database holds a step whose result is not JSON", e))?;
-        return Ok(Step {
-            name: name.to_owned(),
-            result,
-            attempt,
-            recorded_at: from_millis(at),
-        });
-    }
-    let text = encode_json("result", result, ctx.limits())?;
-    if count >= MAX_STEPS {
-        return Err(Error::invalid(
-            "step",
-            format!(
-                "a job records at most {MAX_STEPS} steps, and job {job} has; make a step of a loop, not of each turn"
-            ),
-        ));
-    }
+    let text = encode_json("result", result, ctx.limits());
     let most = ctx.limits().max_data_bytes as u64 * MAX_STEP_BYTES_PER_DATA;
-    let total = bytes.max(0) as u64 + text.len() as u64;
-    if total > most {
+    let fits = |text: &str| count < MAX_STEPS && bytes.max(0) as u64 + text.len() as u64 <= most;
+    let inserted = match &text {
+        Ok(text) if fits(text) => ctx
+            .db
+            .query_row(
+                INSERT_STEP,
+                &params![
+                    job.0,
+                    name,
+                    i64::from(count),
+                    text.as_str(),
+                    attempt,
+                    ctx.now_ms
+                ],
+                |row| row.get::<i64>(0),
+            )?
+            .is_some(),
+        _ => false,
+    };
+    if !inserted {
+        // Recorded already (a request sent again, or a replay that raced): the first result stands, whatever the
+        // limits say now. Otherwise the step is refused, naming the limit.
+        if let Some(step) = stored_step(ctx, job, name)? {
+            return Ok(step);
+        }
+        let text = text?;
+        if count >= MAX_STEPS {
+            return Err(Error::invalid(
+                "step",
+                format!(
+                    "a job records at most {MAX_STEPS} steps, and job {job} has; make a step of a loop, not of each \
+                     turn"
+                ),
+            ));
+        }
+        let total = bytes.max(0) as u64 + text.len() as u64;
         return Err(Error::invalid(
             "result",
             format!(
@@ -152,19 +162,6 @@ fn record(
             ),
         ));
     }
-    ctx.db.execute(
-        INSERT_STEP,
-        &params![
-            job.0,
-            name,
-            i64::from(count),
-            text.as_str(),
-            attempt,
-            ctx.now_ms
-        ],
-    )?;
-    ctx.db
-        .execute(COUNT_STEP, &params![text.len() as i64, job.0])?;
     let at = JobRef {
         id: job.0,
         queue: &queue,
@@ -286,6 +283,27 @@ impl Operation for Sleep {
         requeue(ctx, self.job, &held.queue, until_ms, None)?;
         Ok(Slept::Suspended { until })
     }
+}
+
+/// Step `name` of `job` as stored, if it is.
+fn stored_step(ctx: &WriteCtx<'_>, job: JobId, name: &str) -> Result<Option<Step>> {
+    let stored: Option<(String, u32, i64)> =
+        ctx.db
+            .query_row(STORED_STEP, &params![job.0, name], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })?;
+    stored
+        .map(|(result, attempt, at)| {
+            Ok(Step {
+                name: name.to_owned(),
+                result: serde_json::from_str(&result).map_err(|e| {
+                    Error::storage("the database holds a step whose result is not JSON", e)
+                })?,
+                attempt,
+                recorded_at: from_millis(at),
+            })
+        })
+        .transpose()
 }
 
 /// Forgets a job's steps when it starts over as new work (its next stage, or a recurring job's next run). The job's

@@ -129,6 +129,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job_steps",
         include_str!("../../../migrations/postgres/0024_job_steps.sql"),
     ),
+    (
+        25,
+        "steps_counted_by_insert",
+        include_str!("../../../migrations/postgres/0025_steps_counted_by_insert.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

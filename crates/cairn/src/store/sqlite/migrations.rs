@@ -141,6 +141,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "job_steps",
         include_str!("../../../migrations/sqlite/0027_job_steps.sql"),
     ),
+    (
+        28,
+        "steps_counted_by_insert",
+        include_str!("../../../migrations/sqlite/0028_steps_counted_by_insert.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
