@@ -26,6 +26,8 @@ pub struct JobContext {
     ending: Arc<Mutex<Ending>>,
     /// The steps recorded so far, and how often this run used each name.
     steps: Arc<Mutex<StepBook>>,
+    /// Whether a sleep gave up the lease: the run is over, whatever the handler returns after it.
+    suspended: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The steps a run knows of: those recorded (by earlier attempts, and by this one), and how many times this run has
@@ -71,6 +73,7 @@ impl JobContext {
                 recorded,
                 used: HashMap::new(),
             })),
+            suspended: Arc::default(),
         }
     }
 
@@ -220,9 +223,13 @@ impl JobContext {
             .map_err(|e| JobError::from(e).in_step(full.as_str()))?;
         match slept {
             crate::Slept::Woke => Ok(()),
-            crate::Slept::Suspended { until } => Err(JobError {
-                kind: crate::worker::job_error::JobErrorKind::Suspended { until },
-            }),
+            crate::Slept::Suspended { until } => {
+                self.suspended
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                Err(JobError {
+                    kind: crate::worker::job_error::JobErrorKind::Suspended { until },
+                })
+            }
         }
     }
 
@@ -270,6 +277,11 @@ impl JobContext {
         self.ending
             .lock()
             .expect("the ending's lock is never poisoned")
+    }
+
+    /// Whether a sleep of this run gave up the job's lease.
+    pub(crate) fn suspended(&self) -> bool {
+        self.suspended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub(crate) fn take_ending(&self) -> Ending {

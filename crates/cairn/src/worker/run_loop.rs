@@ -315,6 +315,8 @@ async fn run_job(
         }
     };
     let (result, ended) = match outcome {
+        // A sleep gave up the lease, and the handler went on and returned anyway: the run ended with the sleep.
+        Ok(_) if ctx.suspended() => (Ok(()), Ended::Suspended),
         Ok(Ok(())) => {
             // Done: the finish goes with others (see `Completer`), and the slot is free meanwhile.
             let sent = completer.send(&lease, ctx.take_ending());

@@ -372,3 +372,21 @@ async fn a_handler_that_sleeps_frees_its_slot_and_finishes_later() {
         ]
     );
 }
+
+/// A handler that swallows its sleep's error and returns `Ok` still ends its run with the sleep: nothing is
+/// finished (the lease is over), the report counts it as suspended, and the job wakes and completes.
+#[tokio::test]
+async fn a_handler_that_swallows_its_sleep_still_sleeps() {
+    let t = TestQueue::with(|o| o.clock = Arc::new(cairn::SystemClock)).await;
+    let id = t.push("careless").await;
+    let worker = Worker::builder(&t.queue, "w1")
+        .handler("careless", |job| async move {
+            let _ = job.sleep("nap", Duration::from_millis(200)).await;
+            Ok(())
+        })
+        .start()
+        .unwrap();
+    until_completed(&t, id).await;
+    let report = worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!((report.suspended, report.finished, report.lost), (1, 1, 0));
+}
