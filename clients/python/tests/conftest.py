@@ -5,12 +5,16 @@ The binary is `CAIRN_BIN`, or the repository's debug build (`cargo build -p cair
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
+import time
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Awaitable, Callable, Iterator, List, Optional, Sequence
 
 import pytest
+
+from cairn import AsyncClient, Worker, WorkerReport
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -64,3 +68,27 @@ def guarded_server(tmp_path: Path) -> Iterator[Server]:
     running = Server(tmp_path, token="s3cret-token-of-16+")
     yield running
     running.stop()
+
+
+async def eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
+    """Polls `check` until it holds, failing the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        await asyncio.sleep(0.05)
+
+
+async def run_until_ended(server: Server, worker: Worker, ids: List[int]) -> WorkerReport:
+    """Runs `worker` until every job of `ids` ended, then stops it; its report."""
+    async with AsyncClient(server.url) as client:
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run_async(stop))
+
+        async def ended() -> bool:
+            return all(job.state in ("completed", "failed") for job in [await client.get(i) for i in ids])
+
+        try:
+            await eventually(f"jobs {ids} ended", ended)
+        finally:
+            stop.set()
+        return await running

@@ -5,40 +5,18 @@ steps, and its history says suspended then completed; a sleep's name is numbered
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Dict, List
+from typing import Any, Callable, Dict, List
 
 import pytest
 
 from cairn import AsyncClient, Client, InvalidInput, Lease, LeaseLost, Slept, Suspended, Worker, WorkerReport
 
-from conftest import Server
+from conftest import Server, eventually, run_until_ended
 
 
-async def eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.05)
-
-
-async def run_until_ended(server: Server, worker: Worker, ids: List[int]) -> WorkerReport:
-    """Runs `worker` until every job of `ids` ended, then stops it; its report."""
-    async with AsyncClient(server.url) as client:
-        stop = asyncio.Event()
-        running = asyncio.create_task(worker.run_async(stop))
-
-        async def ended() -> bool:
-            return all(job.state in ("completed", "failed") for job in [await client.get(i) for i in ids])
-
-        try:
-            await eventually(f"jobs {ids} ended", ended)
-        finally:
-            stop.set()
-        return await running
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

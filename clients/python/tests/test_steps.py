@@ -5,41 +5,19 @@ a name fails the job; and the low-level `record_step`, fenced by the lease, keep
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, List
+from typing import Any
 
 import pytest
 
 from cairn import AsyncClient, Client, FailJob, LeaseLost, Retry, RetryLater, Step, Worker
 
-from conftest import Server
+from conftest import Server, eventually, run_until_ended
 
 # Every attempt at once after the last: the tests need not wait for a backoff.
 IMMEDIATE = Retry(max_attempts=3, initial_delay=0)
 
 
-async def eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.05)
-
-
-async def run_until_ended(server: Server, worker: Worker, ids: List[int]) -> None:
-    """Runs `worker` until every job of `ids` ended, then stops it."""
-    async with AsyncClient(server.url) as client:
-        stop = asyncio.Event()
-        running = asyncio.create_task(worker.run_async(stop))
-
-        async def ended() -> bool:
-            return all(job.state in ("completed", "failed") for job in [await client.get(i) for i in ids])
-
-        try:
-            await eventually(f"jobs {ids} ended", ended)
-        finally:
-            stop.set()
-            await running
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

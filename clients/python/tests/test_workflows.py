@@ -6,18 +6,13 @@ checkpoint a retry starts from, heartbeats, and a lease lost under a call."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Awaitable, Callable, Dict, List
 
 import cairn
 from cairn import AsyncClient, Client, RetryLater, RunningJob, Worker, push
 
+from conftest import eventually
 
-async def eventually(what: str, check: Callable[[], Awaitable[bool]], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        await asyncio.sleep(0.05)
 
 
 def ended(client: AsyncClient, *ids: int) -> Callable[[], Awaitable[bool]]:
