@@ -128,6 +128,11 @@ pub struct JobBody {
     /// instead of running them.
     #[serde(default)]
     pub steps: Vec<crate::steps::StepBody>,
+    /// The key of the signal its handler waits for, while it waits (the job is `scheduled` until the signal comes,
+    /// or its `run_at`, when the wait times out).
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::SignalKey>))]
+    pub awaits_signal: Option<String>,
 }
 
 impl From<&Job> for JobBody {
@@ -173,6 +178,7 @@ impl From<&Job> for JobBody {
             history: j.history.iter().map(AttemptBody::from).collect(),
             step_count: j.step_count,
             steps: j.steps.iter().map(crate::steps::StepBody::from).collect(),
+            awaits_signal: j.awaits_signal.as_ref().map(|k| k.as_str().to_owned()),
         }
     }
 }
@@ -276,6 +282,12 @@ impl JobBody {
             history,
             step_count: self.step_count,
             steps: self.steps.iter().map(cairn::Step::from).collect(),
+            awaits_signal: self
+                .awaits_signal
+                .as_deref()
+                .map(cairn::SignalKey::parse)
+                .transpose()
+                .map_err(malformed)?,
         })
     }
 }

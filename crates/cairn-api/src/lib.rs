@@ -31,6 +31,7 @@ mod recurring;
 mod route;
 #[cfg(feature = "openapi")]
 pub mod rules;
+mod signals;
 mod sql;
 mod stats;
 mod steps;
@@ -51,6 +52,7 @@ pub use query::{id_param, query_string};
 pub use queues::*;
 pub use recurring::*;
 pub use route::*;
+pub use signals::*;
 pub use sql::*;
 pub use stats::*;
 pub use steps::*;

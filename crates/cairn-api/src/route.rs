@@ -283,6 +283,7 @@ pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::job_reads::visit_job_read_routes(visitor);
     crate::leases::visit_lease_routes(visitor);
     crate::steps::visit_step_routes(visitor);
+    crate::signals::visit_signal_routes(visitor);
     crate::queues::visit_queue_routes(visitor);
     crate::config::visit_config_routes(visitor);
     crate::workers::visit_worker_routes(visitor);

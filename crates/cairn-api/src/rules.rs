@@ -127,6 +127,11 @@ rule!(
 );
 
 rule!(
+    /// A signal's key.
+    SignalKey => text(255, "The key a signal is sent to and a job waits for, such as `order-42/packed`")
+);
+
+rule!(
     /// A tag.
     Tag => text(128, "A tag")
 );

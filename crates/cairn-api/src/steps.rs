@@ -138,7 +138,7 @@ pub struct SleepRequest {
 }
 
 /// The longest sleep `for_ms` gives: ten years, in milliseconds.
-const MAX_SLEEP_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
+pub(crate) const MAX_SLEEP_MS: u64 = 10 * 365 * 24 * 3600 * 1000;
 
 /// What came of a sleep.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -307,6 +307,9 @@ pub struct Job {
     /// The steps its handler has recorded, in the order they were: filled by [`Jobs::get`](crate::Jobs::get) and
     /// for a worker's claim, so that a handler that runs again finds them; empty in listings.
     pub steps: Vec<Step>,
+    /// The key of the signal its handler waits for ([`WaitForSignal`](crate::WaitForSignal)), while it waits: the
+    /// job is `scheduled` until the signal comes or the wait times out (its `run_at`).
+    pub awaits_signal: Option<crate::SignalKey>,
 }
 
 /// A step a job's handler recorded: a piece of its run whose result is kept, so that a later attempt reads it

@@ -65,8 +65,8 @@ pub use lease::Lease;
 pub use metrics::{DurationHistogram, HISTOGRAM_BOUNDS, JobMetrics, MetricsSnapshot};
 pub use name_families::NameFamilies;
 pub use names::{
-    ConcurrencyKey, DebounceKey, JobId, JobName, NamePattern, QueueName, RecurringKey, StepName,
-    Tag, ThrottleKey, TraceParent, UniqueKey, WorkerId,
+    ConcurrencyKey, DebounceKey, JobId, JobName, NamePattern, QueueName, RecurringKey, SignalKey,
+    StepName, Tag, ThrottleKey, TraceParent, UniqueKey, WorkerId,
 };
 pub use ops::public::*;
 pub use options::{Durability, QueueOptions, RecoveryPolicy, Retention};

@@ -112,6 +112,12 @@ text_id!(
 );
 
 text_id!(
+    /// The key a signal is sent to and a job waits for ([`SendSignal`](crate::SendSignal),
+    /// [`WaitForSignal`](crate::WaitForSignal)), such as `order-42/approved`. At most 255 bytes.
+    SignalKey, "key", 255, |_| Ok(())
+);
+
+text_id!(
     /// A tag on a job. At most 128 bytes.
     Tag, "tags", 128, |_| Ok(())
 );

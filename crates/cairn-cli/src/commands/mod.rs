@@ -1,6 +1,6 @@
 //! The client commands: `cairn push`, `dequeue`, `show`, `list`, the calls under a lease (`update`, `heartbeat`,
 //! `checkpoint`, `finish`, `retry`, `fail`), management (`cancel`, `delete`, `priority`, `reschedule`,
-//! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), operating queues (`queues`, `queue
+//! `requeue`, `set-data`, `deps`, `tag`, `track`, `untrack`), workflows (`signal`), operating queues (`queues`, `queue
 //! pause|resume|peek|limit|rate|aging`, `failures`, `unfail`, `workers`), cron templates (`recurring
 //! set|list|remove`), the engine's options at run time (`config list|get|set|unset`), and seeing the queue
 //! (`stats`, `activity`, `sql`).
@@ -40,6 +40,7 @@ mod push;
 mod queues;
 mod recurring;
 mod show;
+mod signal;
 mod sql;
 mod stats;
 mod tag;
@@ -66,6 +67,7 @@ pub use push::PushArgs;
 pub use queues::{QueueArgs, QueueCommand, QueuesArgs};
 pub use recurring::{RecurringArgs, RecurringCommand};
 pub use show::ShowArgs;
+pub use signal::SignalArgs;
 pub use sql::SqlArgs;
 pub use stats::{ActivityArgs, StatsArgs};
 pub use tag::TagArgs;
@@ -165,6 +167,10 @@ pub enum ClientCommand {
     /// Stop tracking a job.
     #[command(after_long_help = EXIT_CODES)]
     Untrack(TrackArgs),
+    /// Send a signal to a key: the job waiting for it receives the data and runs again, or the first job that waits
+    /// later does.
+    #[command(after_long_help = EXIT_CODES)]
+    Signal(SignalArgs),
     /// List every queue with its jobs counted by state, and whether it is paused.
     #[command(after_long_help = EXIT_CODES)]
     Queues(QueuesArgs),
@@ -226,6 +232,7 @@ pub async fn run(command: ClientCommand) -> anyhow::Result<Code> {
         ClientCommand::Sql(args) => args.run().await,
         ClientCommand::Deps(args) => args.run().await,
         ClientCommand::Tag(args) => args.run().await,
+        ClientCommand::Signal(args) => args.run().await,
         ClientCommand::Track(args) => args.run(true).await,
         ClientCommand::Untrack(args) => args.run(false).await,
         ClientCommand::Workers(args) => args.run().await,

@@ -84,6 +84,12 @@ pub fn render(job: &JobBody) -> String {
         .add_some("tracked", job.tracked.then_some("yes"))
         .add_some("parent", job.parent)
         .add_some("waits_for", waits_for(job))
+        .add_some(
+            "awaits_signal",
+            job.awaits_signal
+                .as_ref()
+                .map(|key| format!("{key} (until {})", output::time(job.run_at))),
+        )
         .add_some("schedule", job.schedule.as_ref().map(|s| schedule(s, job)))
         .add_some("error", job.error.as_ref())
         .add_some("failure_group", job.failure_group.as_ref())

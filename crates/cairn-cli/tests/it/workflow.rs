@@ -629,3 +629,82 @@ async fn show_lists_the_steps_a_handler_recorded() {
         "{shown}"
     );
 }
+
+/// `cairn signal` through the real binary: kept when no job waits, received by the job that waits (which `cairn
+/// show` says it awaits until then), refused for a key only a cancelled job waited for, and a bad key or `--data`
+/// is refused naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signal_wakes_the_job_that_waits_for_its_key() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    assert_eq!(
+        ok(&server.cairn(&["signal", "early", "--data", "1"], None)),
+        "signal early: kept, for the first job that waits for it\n"
+    );
+    let id = client.enqueue(Push::new("order")).await.unwrap().id;
+    let claimed = client.dequeue(Dequeue::new("w1")).await.unwrap().remove(0);
+    let waited = client
+        .wait_for_signal(
+            &claimed.lease,
+            cairn::StepName::parse("packed").unwrap(),
+            cairn::SignalKey::parse("order-1/packed").unwrap(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(waited, cairn::SignalWait::Suspended { .. }));
+    let shown = mask_times(&ok(&server.cairn(&["show", &id.to_string()], None)));
+    assert!(
+        shown.contains("awaits_signal: order-1/packed (until YYYY-MM-DDTHH:MM:SSZ)\n"),
+        "{shown}"
+    );
+    let sent: Value = ok_json(&server.cairn(
+        &[
+            "signal",
+            "order-1/packed",
+            "--data",
+            r#"{"parcel":"P-1"}"#,
+            "--json",
+        ],
+        None,
+    ));
+    assert_eq!(sent, json!({"delivered": true, "job": id.0}));
+    let job = client.get(id).await.unwrap();
+    assert_eq!((job.state, job.awaits_signal), (JobState::Queued, None));
+    assert_eq!(job.steps[0].result, json!({"signal": {"parcel": "P-1"}}));
+
+    let other = client.enqueue(Push::new("order")).await.unwrap().id;
+    let taken = client
+        .dequeue(Dequeue {
+            limit: 2,
+            ..Dequeue::new("w1")
+        })
+        .await
+        .unwrap();
+    let lease = &taken.iter().find(|c| c.job.id == other).unwrap().lease;
+    client
+        .wait_for_signal(
+            lease,
+            cairn::StepName::parse("approved").unwrap(),
+            cairn::SignalKey::parse("order-2").unwrap(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    client.cancel(other).await.unwrap();
+    check_error(
+        &server.cairn(&["signal", "order-2"], None),
+        4,
+        &format!("job {other} waited for signal \"order-2\" and was cancelled"),
+    );
+    check_error(
+        &server.cairn(&["signal", ""], None),
+        2,
+        "key: must not be empty",
+    );
+    check_error(
+        &server.cairn(&["signal", "k", "--data", "{nope"], None),
+        2,
+        "--data",
+    );
+}

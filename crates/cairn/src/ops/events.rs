@@ -67,6 +67,9 @@ pub enum ActivityKind {
     StepRecorded,
     /// Its handler slept: it gave up its worker until a time (`detail` says which step, and until when).
     Suspended,
+    /// A signal it waited for came (`detail` names the step and the key): the job is ready to run again, or
+    /// received the signal at once, when it was kept before the job waited.
+    SignalReceived,
     /// An event of a kind this version does not know, written by a newer Cairn on the same database (a cluster in
     /// the middle of an upgrade): read and passed on as it is, never written. Not in [`ActivityKind::ALL`].
     Unknown,
@@ -79,7 +82,7 @@ pub const WORKER_LOST_AFTER: std::time::Duration = std::time::Duration::from_sec
 
 impl ActivityKind {
     /// Every kind.
-    pub const ALL: [ActivityKind; 23] = [
+    pub const ALL: [ActivityKind; 24] = [
         ActivityKind::Added,
         ActivityKind::Debounced,
         ActivityKind::Started,
@@ -103,6 +106,7 @@ impl ActivityKind {
         ActivityKind::Audit,
         ActivityKind::StepRecorded,
         ActivityKind::Suspended,
+        ActivityKind::SignalReceived,
     ];
 
     /// The name as stored and shown.
@@ -131,6 +135,7 @@ impl ActivityKind {
             ActivityKind::Audit => "audit",
             ActivityKind::StepRecorded => "step_recorded",
             ActivityKind::Suspended => "suspended",
+            ActivityKind::SignalReceived => "signal_received",
             ActivityKind::Unknown => "unknown",
         }
     }

@@ -321,6 +321,11 @@ pub(crate) fn prune(
             });
             other(ctx.db.execute(PRUNE_BATCHES, &params![cutoff])?);
         }
+        // A signal no job waited for within a finished job's age goes as such a job would.
+        if let Some(max_age) = retention.max_age {
+            let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
+            other(crate::ops::signal::prune_kept(ctx, cutoff, STEP_ROWS)?);
+        }
         if let Some(max_age) = retention.activity_max_age {
             let cutoff = ctx.now_ms.saturating_sub(duration_millis(max_age));
             other(ctx.db.execute(PRUNE_ACTIVITY, &params![cutoff])?);

@@ -55,6 +55,7 @@ pub(crate) mod rows;
 pub(crate) mod set_data;
 pub(crate) mod set_priority;
 pub(crate) mod set_schedule;
+pub(crate) mod signal;
 pub(crate) mod step;
 pub(crate) mod stored_push;
 pub(crate) mod tags;
@@ -113,6 +114,7 @@ pub mod public {
     pub use super::set_data::SetData;
     pub use super::set_priority::SetPriority;
     pub use super::set_schedule::SetSchedule;
+    pub use super::signal::{SendSignal, SignalSent, SignalWait, WaitForSignal};
     pub use super::step::{MAX_STEP_BYTES_PER_DATA, MAX_STEPS, RecordStep, Sleep, Slept, Wake};
     pub use super::tags::ChangeTags;
     pub use super::track::{Track, Untrack};

@@ -8,8 +8,8 @@ use crate::job::{Attempt, AttemptOutcome, Job, JobState, RunUsage, Step};
 use crate::lease::Lease;
 use crate::names::JobId;
 use crate::names::{
-    ConcurrencyKey, DebounceKey, JobName, QueueName, Tag, ThrottleKey, TraceParent, UniqueKey,
-    WorkerId,
+    ConcurrencyKey, DebounceKey, JobName, QueueName, SignalKey, Tag, ThrottleKey, TraceParent,
+    UniqueKey, WorkerId,
 };
 use crate::retry_policy::RetryPolicy;
 use crate::store::db::{Db, Row, Sql, params};
@@ -26,7 +26,8 @@ macro_rules! job_columns {
          attempt_started_at, schedule, time_zone, awaits_parent, \
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
-          concurrency_key, concurrency_limit, result, trace_parent, batch_id, children_of_job, slot_at, step_count"
+          concurrency_key, concurrency_limit, result, trace_parent, batch_id, children_of_job, slot_at, step_count, \
+          signal_key"
     };
 }
 pub(crate) use job_columns;
@@ -35,7 +36,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 43;
+pub(crate) const JOB_COLUMN_COUNT: usize = 44;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -148,6 +149,11 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
         history: Vec::new(),
         step_count: row.get(42)?,
         steps: Vec::new(),
+        // Kept on a job cancelled while it waited (so that a signal to it is refused), but no longer awaited.
+        awaits_signal: row
+            .get::<Option<String>>(43)?
+            .filter(|_| state.is_live())
+            .map(SignalKey::from_trusted),
     })
 }
 

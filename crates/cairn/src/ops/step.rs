@@ -100,25 +100,76 @@ fn record(
     name: &StepName,
     result: &Value,
 ) -> Result<Step> {
-    let held: Option<(u32, u32, i64, String, String, String)> =
-        ctx.db
-            .query_row(HOLD_FOR_STEP, &params![ctx.now_ms, job.0, token], |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get(1)?,
-                    row.get(2)?,
-                    row.get(3)?,
-                    row.get(4)?,
-                    row.get(5)?,
-                ))
-            })?;
-    let Some((attempt, count, bytes, queue, job_name, worker)) = held else {
+    let Some(held) = hold_for_step(ctx, job, token)? else {
         return Err(lease_refusal(ctx, job, token));
     };
-    let name = name.as_str();
     let text = encode_json("result", result, ctx.limits());
+    let step = store(ctx, job, name.as_str(), result, text, &held.tally)?;
+    let at = JobRef {
+        id: job.0,
+        queue: &held.queue,
+        name: &held.name,
+    };
+    ctx.events.job(
+        ctx.now_ms,
+        ActivityKind::StepRecorded,
+        at,
+        Some(&held.worker),
+        Some(name.as_str()),
+    );
+    Ok(step)
+}
+
+/// What a step's write needs to know of its job: its attempt, and its steps so far, for the limits.
+pub(crate) struct StepTally {
+    pub attempt: u32,
+    pub count: u32,
+    pub bytes: i64,
+}
+
+/// A job held for a step, its lease extended.
+pub(crate) struct HeldForStep {
+    pub tally: StepTally,
+    pub queue: String,
+    pub name: String,
+    pub worker: String,
+}
+
+/// Extends the lease of `job` if `token` holds it, and reads what a step's write needs; `None` if it does not.
+pub(crate) fn hold_for_step(
+    ctx: &WriteCtx<'_>,
+    job: JobId,
+    token: i64,
+) -> Result<Option<HeldForStep>> {
+    ctx.db
+        .query_row(HOLD_FOR_STEP, &params![ctx.now_ms, job.0, token], |row| {
+            Ok(HeldForStep {
+                tally: StepTally {
+                    attempt: row.get(0)?,
+                    count: row.get(1)?,
+                    bytes: row.get(2)?,
+                },
+                queue: row.get(3)?,
+                name: row.get(4)?,
+                worker: row.get(5)?,
+            })
+        })
+}
+
+/// Stores step `name` of `job` with `result`, encoded as `text` (or the error its encoding met), within the job's
+/// limits, unless it is recorded already: answers the step as stored. Records no event.
+pub(crate) fn store(
+    ctx: &WriteCtx<'_>,
+    job: JobId,
+    name: &str,
+    result: &Value,
+    text: Result<String>,
+    tally: &StepTally,
+) -> Result<Step> {
     let most = ctx.limits().max_data_bytes as u64 * MAX_STEP_BYTES_PER_DATA;
-    let fits = |text: &str| count < MAX_STEPS && bytes.max(0) as u64 + text.len() as u64 <= most;
+    let fits = |text: &str| {
+        tally.count < MAX_STEPS && tally.bytes.max(0) as u64 + text.len() as u64 <= most
+    };
     let inserted = match &text {
         Ok(text) if fits(text) => ctx
             .db
@@ -127,9 +178,9 @@ fn record(
                 &params![
                     job.0,
                     name,
-                    i64::from(count),
+                    i64::from(tally.count),
                     text.as_str(),
-                    attempt,
+                    tally.attempt,
                     ctx.now_ms
                 ],
                 |row| row.get::<i64>(0),
@@ -144,7 +195,7 @@ fn record(
             return Ok(step);
         }
         let text = text?;
-        if count >= MAX_STEPS {
+        if tally.count >= MAX_STEPS {
             return Err(Error::invalid(
                 "step",
                 format!(
@@ -153,7 +204,7 @@ fn record(
                 ),
             ));
         }
-        let total = bytes.max(0) as u64 + text.len() as u64;
+        let total = tally.bytes.max(0) as u64 + text.len() as u64;
         return Err(Error::invalid(
             "result",
             format!(
@@ -162,24 +213,40 @@ fn record(
             ),
         ));
     }
-    let at = JobRef {
-        id: job.0,
-        queue: &queue,
-        name: &job_name,
-    };
-    ctx.events.job(
-        ctx.now_ms,
-        ActivityKind::StepRecorded,
-        at,
-        Some(&worker),
-        Some(name),
-    );
     Ok(Step {
         name: name.to_owned(),
         result: result.clone(),
-        attempt,
+        attempt: tally.attempt,
         recorded_at: from_millis(ctx.now_ms),
     })
+}
+
+/// Suspends the job `token` holds until `until_ms`: the attempt ends as suspended and does not count, its worker
+/// is free, and the job is scheduled for then (its children kept, as for a retry). `detail` says why, in the
+/// `suspended` event.
+pub(crate) fn suspend(
+    ctx: &mut WriteCtx<'_>,
+    job: JobId,
+    token: i64,
+    until_ms: i64,
+    detail: &str,
+) -> Result<()> {
+    let held = held_job(ctx, job, token)?;
+    end_attempt(ctx, &held, AttemptOutcome::Suspended, Ending::default())?;
+    ctx.events.job(
+        ctx.now_ms,
+        ActivityKind::Suspended,
+        (&held).into(),
+        Some(&held.worker),
+        Some(detail),
+    );
+    run_did_not_finish(ctx, &held, true)?;
+    ctx.db.execute(
+        Sql::both("UPDATE jobs SET attempt = attempt - 1 WHERE id = $1"),
+        &params![job.0],
+    )?;
+    requeue(ctx, job, &held.queue, until_ms, None)?;
+    Ok(())
 }
 
 /// The handler sleeps until `until`, as step `name`: the job gives up its worker (the lease ends, and the attempt
@@ -236,16 +303,7 @@ impl Operation for Sleep {
     type Output = Slept;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Slept> {
-        let at = match self.wake {
-            Wake::At(at) => at,
-            Wake::After(span) => {
-                let span =
-                    jiff::SignedDuration::try_from(span).unwrap_or(jiff::SignedDuration::MAX);
-                from_millis(ctx.now_ms)
-                    .checked_add(span)
-                    .map_err(|_| Error::invalid("wake", "must be before the year 9999"))?
-            }
-        };
+        let at = from_millis(crate::ops::signal::wake_ms(ctx.now_ms, self.wake)?);
         let result = serde_json::json!({ "until": at.to_string() });
         let step = record(ctx, self.job, self.token, &self.name, &result)?;
         let until = step.result["until"]
@@ -265,28 +323,14 @@ impl Operation for Sleep {
         if until_ms <= ctx.now_ms {
             return Ok(Slept::Woke);
         }
-        let held = held_job(ctx, self.job, self.token)?;
-        end_attempt(ctx, &held, AttemptOutcome::Suspended, Ending::default())?;
         let detail = format!("step {}, until {until}", self.name.as_str());
-        ctx.events.job(
-            ctx.now_ms,
-            ActivityKind::Suspended,
-            (&held).into(),
-            Some(&held.worker),
-            Some(&detail),
-        );
-        run_did_not_finish(ctx, &held, true)?;
-        ctx.db.execute(
-            Sql::both("UPDATE jobs SET attempt = attempt - 1 WHERE id = $1"),
-            &params![self.job.0],
-        )?;
-        requeue(ctx, self.job, &held.queue, until_ms, None)?;
+        suspend(ctx, self.job, self.token, until_ms, &detail)?;
         Ok(Slept::Suspended { until })
     }
 }
 
 /// Step `name` of `job` as stored, if it is.
-fn stored_step(ctx: &WriteCtx<'_>, job: JobId, name: &str) -> Result<Option<Step>> {
+pub(crate) fn stored_step(ctx: &WriteCtx<'_>, job: JobId, name: &str) -> Result<Option<Step>> {
     let stored: Option<(String, u32, i64)> =
         ctx.db
             .query_row(STORED_STEP, &params![job.0, name], |row| {

@@ -11,7 +11,7 @@ use crate::activity::{ActivityFilter, ActivityPage};
 use crate::error::{Error, Result};
 use crate::job::{Job, JobState, Step};
 use crate::lease::Lease;
-use crate::names::{JobId, StepName};
+use crate::names::{JobId, SignalKey, StepName};
 use crate::ops::claim::MAX_WAIT;
 use crate::ops::public::*;
 use crate::query::{JobFilter, JobPage};
@@ -68,7 +68,7 @@ macro_rules! jobs {
 jobs! {
     // Every request a call below makes, and so every one a type must run to have the calls.
     [
-        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Sleep, Update, Finish, FinishMany, Retry, Fail, Release,
+        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Sleep, WaitForSignal, SendSignal, Update, Finish, FinishMany, Retry, Fail, Release,
         WorkerStopped, GetJob, JobFilter, Bulk, Cancel, Delete, Requeue, Reschedule, SetPriority, SetData,
         ChangeDependencies, ChangeTags, Track, Untrack, ListWorkers, ListQueues, Peek, PauseQueue, ResumeQueue,
         LimitQueue, LimitKeys, WeighKey, RateLimitQueue, AgeQueue, ListFailures, Unfail, ActivityFilter, StatsQuery,
@@ -135,6 +135,34 @@ jobs! {
     /// As [`Jobs::record_step`].
     fn sleep(&self, lease: &Lease, name: StepName, wake: Wake) -> BoxFuture<'_, Result<Slept>> {
         run!(self, Sleep, Sleep::new(lease, name, wake))
+    }
+
+    /// Waits, as step `name` of the running attempt, for a signal sent to `key`, until `timeout`: answers the
+    /// signal's data ([`SignalWait::Received`]) or that the time passed ([`SignalWait::TimedOut`]), or the job gives
+    /// up its worker until one of them happens ([`SignalWait::Suspended`]). Handlers use
+    /// [`JobContext::wait_for_signal`](crate::JobContext::wait_for_signal).
+    ///
+    /// # Errors
+    /// As [`Jobs::record_step`].
+    fn wait_for_signal(
+        &self,
+        lease: &Lease,
+        name: StepName,
+        key: SignalKey,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'_, Result<SignalWait>> {
+        run!(self, WaitForSignal, WaitForSignal::new(lease, name, key, timeout))
+    }
+
+    /// Sends `data` to `key`: the job waiting for it receives it and runs again ([`SignalSent::Delivered`]), or it
+    /// is kept for the first job that waits ([`SignalSent::Kept`]). Each signal is received once.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for data larger than the largest job data, or a
+    /// job at its limit of steps; [`ErrorKind::InvalidState`](crate::ErrorKind::InvalidState) when only a cancelled
+    /// job waited for the key.
+    fn signal(&self, key: SignalKey, data: Value) -> BoxFuture<'_, Result<SignalSent>> {
+        run!(self, SendSignal, SendSignal { key, data })
     }
 
     /// Records progress for queries to show.

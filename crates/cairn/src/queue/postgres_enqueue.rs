@@ -1,14 +1,16 @@
-//! Enqueueing inside the application's own PostgreSQL transaction: [`Queue::enqueue_in_postgres`] calls the
-//! schema's `cairn_push` function (migration 0007), the same one an application in any other language calls, so
-//! that there is one transactional path whatever the caller.
+//! Enqueueing and signalling inside the application's own PostgreSQL transaction: [`Queue::enqueue_in_postgres`]
+//! calls the schema's `cairn_push` function (migration 0007) and [`Queue::signal_in_postgres`] its `cairn_signal`
+//! (migration 0026), the same ones an application in any other language calls, so that there is one transactional
+//! path whatever the caller.
 
 use serde_json::{Map, Value, json};
 
 use crate::clock::duration_millis;
 use crate::error::{Error, ErrorKind, Result};
-use crate::names::JobId;
+use crate::names::{JobId, SignalKey};
 use crate::ops::parse_stored_state;
 use crate::ops::push::{Enqueued, Push};
+use crate::ops::signal::SignalSent;
 use crate::queue::Queue;
 
 /// The call: the job's name, data and options, as `cairn_push` takes them.
@@ -68,6 +70,45 @@ impl Queue {
             id: JobId(row.get(0)),
             state: parse_stored_state(&state)?,
             existing: row.get(2),
+        })
+    }
+}
+
+impl Queue {
+    /// Sends a signal inside the application's own transaction on the queue's PostgreSQL database, as
+    /// [`Jobs::signal`](crate::Jobs::signal) does: the job waiting for `key` receives `data` (and workers on any
+    /// node wake), or the signal is kept, if and only if `tx` commits. A database change and the signal it makes
+    /// commit together.
+    ///
+    /// It runs the schema's `cairn_signal` function, which an application in any language can call itself
+    /// (`SELECT cairn_signal('order-42/packed', '{"parcel": "P-981"}')`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for oversized data, or a job at its limit of steps;
+    /// [`ErrorKind::InvalidState`] when only a cancelled job waited for `key`, or on a queue on SQLite; storage
+    /// errors from `tx`. After an error the transaction is aborted, as after any failed statement.
+    pub fn signal_in_postgres(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        key: &SignalKey,
+        data: &Value,
+    ) -> Result<SignalSent> {
+        if !self.is_postgres() {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "signal_in_postgres needs a queue on PostgreSQL; this one is on a SQLite file",
+            ));
+        }
+        let data = serde_json::to_string(data).expect("serde_json::Value always serializes");
+        let row = tx
+            .query_one(
+                "SELECT cairn_signal($1, $2::text::json)",
+                &[&key.as_str(), &data],
+            )
+            .map_err(reported)?;
+        Ok(match row.get::<_, Option<i64>>(0) {
+            Some(job) => SignalSent::Delivered { job: JobId(job) },
+            None => SignalSent::Kept,
         })
     }
 }
@@ -149,7 +190,8 @@ fn sql_options(push: &Push) -> Value {
     Value::Object(options)
 }
 
-/// `cairn_push`'s refusal of a field as the engine's invalid input; anything else as a storage error.
+/// `cairn_push`'s or `cairn_signal`'s refusal of a field as the engine's invalid input, and of a state as invalid
+/// state; anything else as a storage error.
 fn reported(e: postgres::Error) -> Error {
     if let Some(db) = e.as_db_error()
         && *db.code() == postgres::error::SqlState::INVALID_PARAMETER_VALUE
@@ -162,5 +204,5 @@ fn reported(e: postgres::Error) -> Error {
     {
         return Error::invalid_state(db.message().to_owned());
     }
-    Error::storage("enqueueing in the application's transaction", e)
+    Error::storage("writing in the application's transaction", e)
 }

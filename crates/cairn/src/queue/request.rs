@@ -72,6 +72,8 @@ written_requests!(
     crate::ops::set_data::SetData => (),
     crate::ops::set_priority::SetPriority => (),
     crate::ops::set_schedule::SetSchedule => (),
+    crate::ops::signal::SendSignal => crate::ops::signal::SignalSent,
+    crate::ops::signal::WaitForSignal => crate::ops::signal::SignalWait,
     crate::ops::step::RecordStep => crate::job::Step,
     crate::ops::step::Sleep => crate::ops::step::Slept,
     crate::ops::tags::ChangeTags => (),

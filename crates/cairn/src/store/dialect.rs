@@ -25,6 +25,10 @@ pub(crate) trait Dialect: Sync {
     /// [`Dialect::lock_throttle_key`] (never waiting for a throttle key of the same text).
     fn lock_debounce_key(&self, db: &Db<'_>, key: &str) -> Result<()>;
 
+    /// Makes the signals sent to `key` and the waits for it take turns until their transactions end, so that a
+    /// signal and a wait racing on two nodes never miss each other (each would find the other not there yet).
+    fn lock_signal_key(&self, db: &Db<'_>, key: &str) -> Result<()>;
+
     /// Locks `queue`'s row until the transaction ends, so that claims count a key's running jobs one after another;
     /// returns whether it locked (a single writer needs no lock, and takes none).
     fn lock_queue(&self, db: &Db<'_>, queue: &str) -> Result<bool>;

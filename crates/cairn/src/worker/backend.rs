@@ -13,9 +13,10 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::job::{JobState, Step};
 use crate::lease::Lease;
-use crate::names::StepName;
+use crate::names::{SignalKey, StepName};
 use crate::ops::claim::{ClaimedJob, Dequeue};
 use crate::ops::finish::{Finish, FinishAndTake};
+use crate::ops::signal::SignalWait;
 use crate::ops::step::{Slept, Wake};
 
 /// A boxed, sendable future, as [`Backend`]'s methods return.
@@ -50,6 +51,14 @@ pub trait Backend: Send + Sync + 'static {
         name: StepName,
         wake: Wake,
     ) -> BoxFuture<'a, Result<Slept>>;
+    /// Waits for a signal as a step; see [`Jobs::wait_for_signal`](crate::Jobs::wait_for_signal).
+    fn wait_for_signal<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: StepName,
+        key: SignalKey,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'a, Result<SignalWait>>;
     /// Records progress; see [`Jobs::update`](crate::Jobs::update).
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
     /// Completes the job; see [`Jobs::finish`](crate::Jobs::finish).
@@ -156,6 +165,16 @@ macro_rules! impl_backend_by_jobs {
                 wake: $crate::Wake,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::Slept>> {
                 <$type as $crate::Jobs>::sleep(self, lease, name, wake)
+            }
+
+            fn wait_for_signal<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                name: $crate::StepName,
+                key: $crate::SignalKey,
+                timeout: std::time::Duration,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::SignalWait>> {
+                <$type as $crate::Jobs>::wait_for_signal(self, lease, name, key, timeout)
             }
 
             fn update<'a>(

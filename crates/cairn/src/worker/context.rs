@@ -233,6 +233,74 @@ impl JobContext {
         }
     }
 
+    /// Waits as step `name` for a signal sent to `key` ([`Jobs::signal`](crate::Jobs::signal), `POST /v1/signals`,
+    /// `cairn signal`), for at most `timeout` from when the step is first reached, without holding a worker. Answers
+    /// `Some(data)` once the signal has come, or `None` once the time has passed without one, for the handler to
+    /// decide. A signal sent before the job waits is kept and received here at once; each signal is received once.
+    ///
+    /// Otherwise the job gives up its lease (the attempt does not count), and this returns an error for the handler
+    /// to return at once (with `?`): the job runs again when the signal comes or the time passes, replays its steps,
+    /// and this step answers what came. A name used again in one run is numbered, as for [`JobContext::step`].
+    ///
+    /// # Errors
+    /// The error that suspends the job (return it); a lost lease; a bad name or key; data that does not read as a
+    /// `T` (group `step`).
+    pub async fn wait_for_signal<T: DeserializeOwned>(
+        &self,
+        name: &str,
+        key: &str,
+        timeout: std::time::Duration,
+    ) -> std::result::Result<Option<T>, JobError> {
+        let full = self.step_name(name)?;
+        let key =
+            crate::SignalKey::parse(key).map_err(|e| JobError::fail("step", e.to_string()))?;
+        let recorded = self.book().recorded.get(full.as_str()).cloned();
+        let waited = match recorded {
+            // Received or timed out on an earlier attempt: no request on a replay.
+            Some(result) if result.get("signal").is_some() => {
+                crate::SignalWait::Received(result["signal"].clone())
+            }
+            Some(result) if result.get("timed_out").is_some() => crate::SignalWait::TimedOut,
+            _ => self
+                .backend
+                .wait_for_signal(&self.lease, full.clone(), key, timeout)
+                .await
+                .map_err(|e| JobError::from(e).in_step(full.as_str()))?,
+        };
+        match waited {
+            crate::SignalWait::Received(data) => {
+                let read = serde_json::from_value(data.clone()).map_err(|e| {
+                    JobError::fail(
+                        "step",
+                        format!(
+                            "step {:?}: the signal's data does not read as this step's type: {e}",
+                            full.as_str()
+                        ),
+                    )
+                })?;
+                self.book().recorded.insert(
+                    full.as_str().to_owned(),
+                    serde_json::json!({ "signal": data }),
+                );
+                Ok(Some(read))
+            }
+            crate::SignalWait::TimedOut => {
+                self.book().recorded.insert(
+                    full.as_str().to_owned(),
+                    serde_json::json!({ "timed_out": true }),
+                );
+                Ok(None)
+            }
+            crate::SignalWait::Suspended { until } => {
+                self.suspended
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                Err(JobError {
+                    kind: crate::worker::job_error::JobErrorKind::Suspended { until },
+                })
+            }
+        }
+    }
+
     /// The name the next use of `name` in this run records under, checked.
     fn step_name(&self, name: &str) -> std::result::Result<StepName, JobError> {
         if name.contains('#') {

@@ -17,6 +17,7 @@ mod leases;
 mod lifecycle;
 mod queue_control;
 mod recurring;
+mod signals;
 mod sql;
 mod state_machine;
 mod stats;

@@ -376,6 +376,15 @@ impl cairn::Backend for NotingFailedFinishes {
     ) -> BoxFuture<'a, cairn::Result<cairn::Slept>> {
         cairn::Backend::sleep(&self.queue, lease, name, wake)
     }
+    fn wait_for_signal<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: cairn::StepName,
+        key: cairn::SignalKey,
+        timeout: std::time::Duration,
+    ) -> BoxFuture<'a, cairn::Result<cairn::SignalWait>> {
+        cairn::Backend::wait_for_signal(&self.queue, lease, name, key, timeout)
+    }
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, cairn::Result<()>> {
         cairn::Backend::update(&self.queue, lease, progress)
     }

@@ -54,7 +54,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (22, "retry_parts".to_owned(), 1_000),
             (23, "sql_pushes_count_by_family".to_owned(), 1_000),
             (24, "job_steps".to_owned(), 1_000),
-            (25, "steps_counted_by_insert".to_owned(), 1_000)
+            (25, "steps_counted_by_insert".to_owned(), 1_000),
+            (26, "signals".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.
@@ -63,6 +64,7 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
         "job_attempts",
         "job_tags",
         "job_steps",
+        "signals",
         "job_dependencies",
         "recurring",
         "queues",

@@ -882,3 +882,129 @@ async fn a_role_given_nothing_cannot_push() {
     queue.close(Duration::from_secs(5)).await.unwrap();
     app(&db, move |client| client.batch_execute(&drop).unwrap()).await;
 }
+
+/// `cairn_signal` in the application's transaction: a signal rolled back never arrives; one committed wakes a worker
+/// waiting on another node and the job receives it; one sent while no job waits is kept (NULL); one for a key only a
+/// cancelled job waited for is refused, naming the job. `Queue::signal_in_postgres` runs the same function.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_sent_in_the_application_transaction_arrives_only_if_it_commits() {
+    use cairn::{SignalKey, SignalSent, SignalWait, StepName};
+    let db = TestDatabase::new();
+    let a = node(&db).await;
+    let b = node(&db).await;
+    let id = a.enqueue(Push::new("order")).await.unwrap().id;
+    let claimed = a.dequeue(Dequeue::new("w")).await.unwrap().remove(0);
+    let key = SignalKey::parse("order-1/packed").unwrap();
+    let hour = Duration::from_secs(3600);
+    let waited = a
+        .wait_for_signal(
+            &claimed.lease,
+            StepName::parse("packed").unwrap(),
+            key.clone(),
+            hour,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(waited, SignalWait::Suspended { .. }));
+
+    let rolled_back: Option<i64> = app(&db, |client| {
+        let mut tx = client.transaction().unwrap();
+        let row = tx
+            .query_one(
+                "SELECT cairn_signal('order-1/packed', '{\"parcel\": 1}')",
+                &[],
+            )
+            .unwrap();
+        tx.rollback().unwrap();
+        row.get(0)
+    })
+    .await;
+    assert_eq!(rolled_back, Some(id.0), "it would have gone to the job");
+    assert_eq!(a.get(id).await.unwrap().state, JobState::Scheduled);
+
+    let waiting = {
+        let b = b.clone();
+        tokio::spawn(async move {
+            b.dequeue(Dequeue::new("b").wait(Duration::from_secs(60)))
+                .await
+                .unwrap()
+        })
+    };
+    b.settle().await.unwrap();
+    let sent = {
+        let a = a.clone();
+        let key = key.clone();
+        app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            let sent = a
+                .signal_in_postgres(&mut tx, &key, &serde_json::json!({"parcel": 2}))
+                .unwrap();
+            tx.commit().unwrap();
+            sent
+        })
+        .await
+    };
+    assert_eq!(sent, SignalSent::Delivered { job: id });
+    let woken = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting worker was not woken by the commit")
+        .unwrap();
+    assert_eq!(woken[0].job.id, id);
+    let received = b
+        .wait_for_signal(
+            &woken[0].lease,
+            StepName::parse("packed").unwrap(),
+            key,
+            hour,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        received,
+        SignalWait::Received(serde_json::json!({"parcel": 2}))
+    );
+
+    let kept: Option<i64> = app(&db, |client| {
+        client
+            .query_one("SELECT cairn_signal('nobody-waits', 'true')", &[])
+            .unwrap()
+            .get(0)
+    })
+    .await;
+    assert_eq!(kept, None);
+    b.cancel(id).await.unwrap();
+    let (refused, bad) = app(&db, |client| {
+        // The job was cancelled after its wait was answered: its key is free, so this one is kept.
+        let kept: Option<i64> = client
+            .query_one("SELECT cairn_signal('order-1/packed', '1')", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(kept, None);
+        client
+            .execute(
+                "UPDATE jobs SET signal_key = 'order-2', signal_step = 's', state = 'cancelled'",
+                &[],
+            )
+            .unwrap();
+        let refused = client
+            .query_one("SELECT cairn_signal('order-2', '1')", &[])
+            .unwrap_err();
+        let bad = client
+            .query_one("SELECT cairn_signal('', '1')", &[])
+            .unwrap_err();
+        (
+            refused.as_db_error().unwrap().message().to_owned(),
+            bad.as_db_error().unwrap().message().to_owned(),
+        )
+    })
+    .await;
+    assert_eq!(
+        refused,
+        format!(
+            "job {id} waited for signal \"order-2\" and was cancelled: the signal is refused, not kept"
+        )
+    );
+    assert_eq!(bad, "key: must not be empty");
+    a.close(Duration::from_secs(10)).await.unwrap();
+    b.close(Duration::from_secs(10)).await.unwrap();
+}

@@ -534,6 +534,21 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'a, cairn::Result<cairn::Slept>> {
         Box::pin(Jobs::sleep(&self.queue, lease, name, wake))
     }
+    fn wait_for_signal<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        name: cairn::StepName,
+        key: cairn::SignalKey,
+        timeout: std::time::Duration,
+    ) -> cairn::BoxFuture<'a, cairn::Result<cairn::SignalWait>> {
+        Box::pin(Jobs::wait_for_signal(
+            &self.queue,
+            lease,
+            name,
+            key,
+            timeout,
+        ))
+    }
     fn update<'a>(
         &'a self,
         lease: &'a cairn::Lease,

@@ -448,6 +448,116 @@ async fn steps_are_recorded_over_http_and_come_back_with_the_job() {
     assert_eq!((job.state, job.attempt), (JobState::Scheduled, 1));
 }
 
+/// Signals over HTTP: a wait suspends the job, which `GET` shows waiting for its key; `POST /v1/signals` delivers
+/// to it and wakes it, and a signal with no job waiting is kept for the next wait; a bad key or timeout is refused
+/// naming the field, and a signal to a key only a cancelled job waited for is a 409 saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_are_sent_and_waited_for_over_http() {
+    let server = TestServer::spawn().await;
+    let client = server.client();
+    let id = client.enqueue(Push::new("order")).await.unwrap().id;
+    let first = client.dequeue(take("w1")).await.unwrap().remove(0);
+    let wait_body = |token: &str, key: &str, timeout: u64| {
+        format!(r#"{{"token":"{token}","name":"packed","key":"{key}","timeout_ms":{timeout}}}"#)
+    };
+    let url = format!("/v1/jobs/{id}/wait_for_signal");
+    let token = first.lease.token.to_string();
+    let (status, body) = post(&server, &url, &wait_body(&token, "", 1000)).await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("key")),
+        "{body}"
+    );
+    let (status, body) = post(&server, &url, &wait_body(&token, "k", u64::MAX)).await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("timeout_ms")),
+        "{body}"
+    );
+    let (status, body) = post(
+        &server,
+        &url,
+        &wait_body(&token, "order-1/packed", 3_600_000),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (&body["suspended"], &body["received"], &body["timed_out"]),
+        (&json!(true), &json!(false), &json!(false)),
+        "{body}"
+    );
+    let (_, shown) = raw(
+        reqwest::Method::GET,
+        format!("{}/v1/jobs/{id}", server.url()),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (&shown["state"], &shown["awaits_signal"]),
+        (&json!("scheduled"), &json!("order-1/packed"))
+    );
+
+    let (status, sent) = post(
+        &server,
+        "/v1/signals",
+        r#"{"key":"order-1/packed","data":{"parcel":"P-1"}}"#,
+    )
+    .await;
+    assert_eq!(
+        (status, sent),
+        (200, json!({"delivered": true, "job": id.0}))
+    );
+    let second = client.dequeue(take("w2")).await.unwrap().remove(0);
+    assert_eq!(second.job.awaits_signal, None);
+    let token = second.lease.token.to_string();
+    let (status, body) = post(
+        &server,
+        &url,
+        &wait_body(&token, "order-1/packed", 3_600_000),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (&body["received"], &body["data"]),
+        (&json!(true), &json!({"parcel": "P-1"})),
+        "{body}"
+    );
+
+    let (status, kept) = post(&server, "/v1/signals", r#"{"key":"later"}"#).await;
+    assert_eq!(
+        (status, kept),
+        (200, json!({"delivered": false, "job": null}))
+    );
+    let (status, body) = post(&server, "/v1/signals", r#"{"key":"k","dat":1}"#).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["field"], "dat", "{body}");
+
+    // A job cancelled while it waits: its key refuses signals.
+    let other = client.enqueue(Push::new("order")).await.unwrap().id;
+    let taken = client.dequeue(take("w3")).await.unwrap().remove(0);
+    assert_eq!(taken.job.id, other);
+    let waited = client
+        .wait_for_signal(
+            &taken.lease,
+            cairn::StepName::parse("approved").unwrap(),
+            cairn::SignalKey::parse("order-2/approved").unwrap(),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(waited, cairn::SignalWait::Suspended { .. }));
+    client.cancel(other).await.unwrap();
+    let (status, refused) = post(&server, "/v1/signals", r#"{"key":"order-2/approved"}"#).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(
+        refused["error"]["message"],
+        format!(
+            "job {other} waited for signal \"order-2/approved\" and was cancelled: the signal is refused, not kept"
+        )
+    );
+}
+
 /// "Try this job once" is one field: the parts of a retry policy a push leaves out are the server's default policy's,
 /// as it stands when the job is pushed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

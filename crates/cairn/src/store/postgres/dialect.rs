@@ -10,12 +10,14 @@ use crate::store::dialect::Dialect;
 /// Locks a job's row until the transaction ends.
 pub(crate) const LOCK_JOB: Sql = Sql::postgres_only("SELECT id FROM jobs WHERE id = $1 FOR UPDATE");
 
-/// Pushes of one throttle or debounce key take turns across nodes until their transactions end. The two kinds of
-/// key hash with different seeds, so that one never waits for the other.
+/// Pushes of one throttle or debounce key, and the signals and waits of one signal key, take turns across nodes
+/// until their transactions end. Each kind of key hashes with its own seed, so that one never waits for another.
 pub(crate) const LOCK_THROTTLE_KEY: Sql =
     Sql::postgres_only("SELECT pg_advisory_xact_lock(hashtextextended($1, 7))");
 pub(crate) const LOCK_DEBOUNCE_KEY: Sql =
     Sql::postgres_only("SELECT pg_advisory_xact_lock(hashtextextended($1, 11))");
+pub(crate) const LOCK_SIGNAL_KEY: Sql =
+    Sql::postgres_only("SELECT pg_advisory_xact_lock(hashtextextended($1, 13))");
 
 /// Locks a queue's row until the transaction ends.
 pub(crate) const LOCK_QUEUE: Sql =
@@ -41,6 +43,11 @@ impl Dialect for Postgres {
 
     fn lock_debounce_key(&self, db: &Db<'_>, key: &str) -> Result<()> {
         db.query(LOCK_DEBOUNCE_KEY, &params![key], |_| Ok(()))?;
+        Ok(())
+    }
+
+    fn lock_signal_key(&self, db: &Db<'_>, key: &str) -> Result<()> {
+        db.query(LOCK_SIGNAL_KEY, &params![key], |_| Ok(()))?;
         Ok(())
     }
 

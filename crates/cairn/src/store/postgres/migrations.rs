@@ -134,6 +134,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "steps_counted_by_insert",
         include_str!("../../../migrations/postgres/0025_steps_counted_by_insert.sql"),
     ),
+    (
+        26,
+        "signals",
+        include_str!("../../../migrations/postgres/0026_signals.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

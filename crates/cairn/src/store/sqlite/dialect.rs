@@ -35,6 +35,10 @@ impl Dialect for Sqlite {
         Ok(())
     }
 
+    fn lock_signal_key(&self, _db: &Db<'_>, _key: &str) -> Result<()> {
+        Ok(())
+    }
+
     fn lock_queue(&self, _db: &Db<'_>, _queue: &str) -> Result<bool> {
         Ok(false)
     }

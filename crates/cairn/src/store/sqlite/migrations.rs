@@ -146,6 +146,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "steps_counted_by_insert",
         include_str!("../../../migrations/sqlite/0028_steps_counted_by_insert.sql"),
     ),
+    (
+        29,
+        "signals",
+        include_str!("../../../migrations/sqlite/0029_signals.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
