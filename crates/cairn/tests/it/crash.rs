@@ -35,7 +35,7 @@ const WORKERS: usize = 3;
 const CHILD_LIFETIME: Duration = Duration::from_secs(20);
 
 /// A small reproducible random source (SplitMix64), so that a failing run can be replayed from its seed.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -46,7 +46,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }

@@ -27,3 +27,4 @@ mod repeat_syntax;
 mod sql_enqueue;
 mod storage;
 mod structure;
+mod workflow_kill;
