@@ -12,7 +12,8 @@ from urllib.parse import quote, urlencode
 from ._errors import CairnError, InvalidInput, error_from_body
 from ._options import PushBody, Seconds, Time, job_filter, millis, rfc3339
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Slept, Step, Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept, Step,
+                     Token, WorkerInfo)
 
 T = TypeVar("T")
 
@@ -22,6 +23,8 @@ LONG_POLL_MARGIN = 10.0
 MAX_WAIT = 24 * 3600.0
 # The states a job ends in: a wait for it is over.
 ENDED = frozenset(("completed", "failed", "cancelled"))
+# The longest wait for a signal the server takes: ten years, in milliseconds.
+MAX_SIGNAL_WAIT_MS = 315_360_000_000
 # The actions of `POST /v1/jobs/bulk`.
 BULK_ACTIONS = ("cancel", "delete", "retry", "move")
 
@@ -67,6 +70,15 @@ def dequeue_body(
     if wait is not None:
         body["wait_ms"] = millis(wait, "wait")
     return body
+
+
+def signal_timeout_ms(timeout: Seconds) -> int:
+    """A wait for a signal's timeout in milliseconds, refusing one the server would (negative, or over ten years)."""
+    timeout_ms = millis(timeout, "timeout")
+    if timeout_ms > MAX_SIGNAL_WAIT_MS:
+        message = f"timeout: must be at most ten years ({MAX_SIGNAL_WAIT_MS // 1000} s), got {timeout}"
+        raise InvalidInput("invalid_input", message, "timeout")
+    return timeout_ms
 
 
 def _claimed(body: Any) -> List[ClaimedJob]:
@@ -444,6 +456,15 @@ class Calls:
             assert until is not None
             body["until"] = rfc3339(until, "until")
         return Call("POST", f"/v1/jobs/{lease.job}/sleep", body, Slept.from_body)
+
+    @staticmethod
+    def wait_for_signal(lease: Lease, name: str, key: str, timeout: Seconds) -> Call[SignalWait]:
+        body = {"token": lease.token, "name": name, "key": key, "timeout_ms": signal_timeout_ms(timeout)}
+        return Call("POST", f"/v1/jobs/{lease.job}/wait_for_signal", body, SignalWait.from_body)
+
+    @staticmethod
+    def signal(key: str, data: Any) -> Call[SignalSent]:
+        return Call("POST", "/v1/signals", {"key": key, "data": data}, SignalSent.from_body)
 
     @staticmethod
     def finish(lease: Lease, data: Any, result: Any = None) -> Call[None]:

@@ -21,7 +21,8 @@ from ._errors import CairnError, InvalidInput, Unavailable, error_from_body
 from ._events import EventStream, _Position
 from ._options import PushBody, Seconds, Time, push, rfc3339
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Slept, Step, Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept, Step,
+                     Token, WorkerInfo)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -455,6 +456,23 @@ class Client:
         which runs again then. Once the time has passed, the answer is not suspended and the run goes on. A handler
         calls `job.sleep` or `job.sleep_until` instead, which number a name used again and raise `Suspended`."""
         return self._send(Calls.sleep(lease, name, seconds, until))
+
+    def wait_for_signal(self, lease: Lease, name: str, key: str, timeout: Seconds) -> SignalWait:
+        """Waits for a signal to `key` as step `name` of the job's run, for at most `timeout` (seconds, a number or a
+        timedelta; at most ten years) from the first time the step is reached. A signal kept for the key, or one that
+        came while the job waited, answers `received` with its `data`; once the time has passed with none, the answer
+        is `timed_out`. Otherwise the answer is `suspended` with `until`, and the lease is over: stop, and do not
+        finish, retry or fail the job, which runs again when the signal comes or at `until`. A handler calls
+        `job.wait_for_signal` instead, which numbers a name used again, answers a replay from the job's recorded
+        steps and raises `Suspended`."""
+        return self._send(Calls.wait_for_signal(lease, name, key, timeout))
+
+    def signal(self, key: str, data: Any = None) -> SignalSent:
+        """Sends `data` (any JSON; None is null) to `key`: the job that waits for it (the oldest, if several do)
+        receives it and runs again at once (`delivered`, with the `job`); with none waiting, it is kept for the first
+        job that waits for the key. Each signal is received once. A key that only a cancelled job waited for refuses
+        it: `InvalidState`, naming the job."""
+        return self._send(Calls.signal(key, data))
 
     def finish(self, lease: Lease, data: Any = None, *, result: Any = None) -> None:
         """Completes the job with `result` (what it produced, kept apart from its data) when given, replacing its

@@ -9,7 +9,8 @@ from typing import Dict, Mapping, Tuple
 
 from ._options import DEBOUNCE_MEMBERS, JOB_FILTERS, PUSH_OPTIONS, RETRY_MEMBERS, THROTTLE_MEMBERS
 from ._types import (ActivityPage, Attempt, Batch, BatchCallback, BatchCreated, BatchPage, BulkResult, Enqueued, Event,
-                     FailureGroup, Job, JobPage, Lease, QueueStats, Recurring, Slept, Step, Token, WorkerInfo)
+                     FailureGroup, Job, JobPage, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept, Step,
+                     Token, WorkerInfo)
 
 # Each public method of `Client` (and `AsyncClient`, which has the same), and the operation it makes.
 METHODS: Dict[str, str] = {
@@ -66,6 +67,8 @@ METHODS: Dict[str, str] = {
     "checkpoint": "checkpoint",
     "record_step": "record_step",
     "sleep": "sleep",
+    "wait_for_signal": "wait_for_signal",
+    "signal": "send_signal",
     "finish": "finish",
     "finish_many": "finish_many",
     "finish_and_take": "finish_many",
@@ -93,6 +96,8 @@ ANSWERS: Dict[str, type] = {
     "AttemptBody": Attempt,
     "StepBody": Step,
     "SleptBody": Slept,
+    "SignalWaitBody": SignalWait,
+    "SignalSentBody": SignalSent,
     "JobPageBody": JobPage,
     "EnqueuedBody": Enqueued,
     "LeaseBody": Lease,

@@ -1,6 +1,7 @@
 """`RunningJob`: what a `Worker`'s handler gets. It is the job (every field of `Job`: `id`, `name`, `data`,
 `attempt`, `queue`, `tags`, `trace_parent`, `failure_group`, …) with its lease, and the calls a handler makes about
-its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint`, `step`, `sleep` and `sleep_until`.
+its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint`, `step`, `sleep`, `sleep_until` and
+`wait_for_signal`.
 
 A handler may be an `async def` (run on the worker's event loop) or a plain function (run on one of the worker's
 threads), so the calls that reach the server work from either: on the loop they start at once and return something
@@ -20,9 +21,10 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generator, Optional, Tuple
 
+from ._calls import signal_timeout_ms
 from ._errors import FailJob, LeaseLost, RetryLater, Suspended
 from ._options import Seconds, Time, millis, rfc3339
-from ._types import ClaimedJob, Job, Lease
+from ._types import ClaimedJob, Job, Lease, Signal
 
 if TYPE_CHECKING:
     from ._async_client import AsyncClient
@@ -52,11 +54,12 @@ class _RunState:
         self.recorded: Optional[Dict[str, Any]] = None
         self.used: Dict[str, int] = {}
         self.steps_lock = threading.Lock()
-        # When the job sleeps until, once a sleep suspended it: its lease is over, and the run ends with no finish.
+        # When the job sleeps until, once a sleep or a wait for a signal suspended it: its lease is over, and the run
+        # ends with no finish.
         self.suspended: Optional[str] = None
 
 
-# The longest step name the server takes, in bytes of UTF-8.
+# The longest step name (and signal key) the server takes, in bytes of UTF-8.
 MAX_STEP_NAME = 255
 
 
@@ -68,7 +71,8 @@ class RunningJob(Job):
     None. `set_data(value)` replaces the job's data when it finishes (what a recurring job's next run starts from).
     `report_progress(value)`, `heartbeat()` and `checkpoint(data)` reach the server at once: `await` them in an async
     handler; in a plain function, call them. So are `step(name, fn)`, which runs `fn` once across the job's attempts,
-    and `sleep(name, seconds)` and `sleep_until(name, when)`, which give up the worker until then.
+    `sleep(name, seconds)` and `sleep_until(name, when)`, which give up the worker until then, and
+    `wait_for_signal(name, key, timeout)`, which gives it up until a signal comes.
     """
 
     lease: Lease = field(default=_NO_LEASE, repr=False)
@@ -204,6 +208,59 @@ class RunningJob(Job):
         asyncio.run_coroutine_threadsafe(sleep(), loop).result()
         return _Done()
 
+    def wait_for_signal(self, name: str, key: str, timeout: Seconds) -> Any:
+        """Waits as step `name` for a signal sent to `key` (`Client.signal`), without holding a worker, for at most
+        `timeout` (seconds, a number or a timedelta; at most ten years) from the first time the step is reached, as
+        the Rust client's `JobContext::wait_for_signal` does. It answers a `Signal`: `received` with the signal's
+        `data` (which may be None, JSON's null), or not `received` once the time passed with no signal, for the
+        handler to decide. In a plain-function handler it returns the `Signal`; in an async handler, `await` it.
+
+        A signal sent before the wait is kept, and received at once. Otherwise the job gives up its lease: this raises
+        `Suspended` (with the `key`), which the handler must let through, and the worker ends the run as after a
+        sleep. The job runs again when the signal comes or the time passes, replaying its steps, and this wait then
+        answers what came. What it got is recorded as the step's result, so a later attempt gets the same answer
+        without asking the server.
+
+        A name used again in one run is numbered, and shares its count with `step`'s and `sleep`'s; a bad name or key
+        (empty, over 255 bytes, a control character) fails the job for good, as for `step`. A bad timeout raises
+        `InvalidInput` before anything is sent. A lost lease raises `LeaseLost`; another refusal retries the job, its
+        message naming the step."""
+        signal_timeout_ms(timeout)  # a bad timeout is refused here, before anything is sent
+        state = self._state
+        if state.client is None or state.loop is None:
+            raise RuntimeError("this job is not running in a worker")
+        client, loop = state.client, state.loop
+        full, recorded, known = self._next_step(name)
+        problem = _text_problem(key)
+        if problem is not None:
+            raise FailJob("step", f"step {_quoted(full)}: key: {problem}")
+
+        async def wait() -> Signal:
+            # Received or timed out on an earlier attempt: no request on a replay.
+            if known and isinstance(recorded, dict):
+                if "signal" in recorded:
+                    return Signal(received=True, data=recorded["signal"])
+                if "timed_out" in recorded:
+                    return Signal(received=False)
+            try:
+                waited = await client.wait_for_signal(self.lease, full, key, timeout)
+            except LeaseLost:
+                state.lost = True
+                raise
+            except Exception as e:
+                raise _in_step(full, e) from e
+            if waited.suspended:
+                state.suspended = waited.until or ""
+                raise Suspended(full, state.suspended, key)
+            with state.steps_lock:
+                assert state.recorded is not None
+                state.recorded[full] = {"signal": waited.data} if waited.received else {"timed_out": True}
+            return Signal(received=waited.received, data=waited.data if waited.received else None)
+
+        if self._on_worker_loop():
+            return wait()
+        return asyncio.run_coroutine_threadsafe(wait(), loop).result()
+
     def _next_step(self, name: str) -> Tuple[str, Any, bool]:
         """The name the next use of `name` records under, and its recorded result with whether there is one."""
         if "#" in name:
@@ -218,15 +275,7 @@ class RunningJob(Job):
             known = full in state.recorded
             recorded = state.recorded.get(full)
         # As the server checks it, before the body runs.
-        problem = None
-        if not full:
-            problem = "must not be empty"
-        elif len(full.encode()) > MAX_STEP_NAME:
-            problem = f"must be at most {MAX_STEP_NAME} bytes, got {len(full.encode())}"
-        else:
-            control = next((c for c in full if unicodedata.category(c) == "Cc"), None)
-            if control is not None:
-                problem = f"must not contain control characters, got {control!r}"
+        problem = _text_problem(full)
         if problem is not None:
             raise FailJob("step", f"step: {problem}")
         return full, recorded, known
@@ -288,6 +337,18 @@ class RunningJob(Job):
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def _text_problem(text: str) -> Optional[str]:
+    """What is wrong with a step's name or a signal's key, as the server checks both, or None."""
+    if not text:
+        return "must not be empty"
+    if len(text.encode()) > MAX_STEP_NAME:
+        return f"must be at most {MAX_STEP_NAME} bytes, got {len(text.encode())}"
+    control = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        return f"must not contain control characters, got {control!r}"
+    return None
 
 
 def _quoted(name: str) -> str:

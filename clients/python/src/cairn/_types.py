@@ -52,7 +52,8 @@ class Attempt:
     started_at: str
     finished_at: Optional[str] = None
     # `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released`, `requeued` or
-    # `suspended` (the handler slept: `RunningJob.sleep`); None while it runs.
+    # `suspended` (the handler slept or waits for a signal: `RunningJob.sleep`, `RunningJob.wait_for_signal`); None
+    # while it runs.
     outcome: Optional[str] = None
     error: Optional[str] = None
     # What a completed attempt finished with.
@@ -91,6 +92,47 @@ class Slept:
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Slept":
         return _read(Slept, body)
+
+
+@dataclass(frozen=True)
+class SignalWait:
+    """What came of a wait for a signal (`Client.wait_for_signal`): exactly one of `suspended`, `received` and
+    `timed_out` is true. `suspended`: the job now waits until the signal comes or `until` (its lease is over, and the
+    handler must stop); `received`: the signal came, and `data` is its data (which may be None, JSON's null);
+    `timed_out`: the wait's time passed with no signal."""
+
+    suspended: bool
+    received: bool
+    timed_out: bool
+    until: Optional[str] = None
+    data: Any = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "SignalWait":
+        return _read(SignalWait, body)
+
+
+@dataclass(frozen=True)
+class SignalSent:
+    """What came of a signal (`Client.signal`): `delivered` to job `job`, which waited for the key, or not (`job`
+    None): kept for the first job that waits for it."""
+
+    delivered: bool
+    job: Optional[int] = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "SignalSent":
+        return _read(SignalSent, body)
+
+
+@dataclass(frozen=True)
+class Signal:
+    """What a handler's `job.wait_for_signal` answers: `received` and the signal's `data` (which may be None, JSON's
+    null), or not `received` (`data` None) when the wait timed out. Not the server's: `received` tells the two apart
+    where `data` cannot."""
+
+    received: bool
+    data: Any = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +189,9 @@ class Job:
     step_count: int = 0
     # Those steps, in the order recorded (empty in listings): what a handler that runs again reads back.
     steps: List[Step] = field(default_factory=list, repr=False)
+    # The key of the signal its handler waits for, while it waits (`RunningJob.wait_for_signal`); the job is
+    # `scheduled` meanwhile.
+    awaits_signal: Optional[str] = None
 
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Job":
@@ -351,7 +396,8 @@ class Token:
 @dataclass(frozen=True)
 class Event:
     """One transition of the activity log, as `GET /v1/activity` and the event stream show it: `event` is its kind
-    (`added`, `started`, `finished`, `failed`, `step_recorded`, `suspended`, …), `id` its place in the log."""
+    (`added`, `started`, `finished`, `failed`, `step_recorded`, `suspended`, `signal_received`, …), `id` its place
+    in the log."""
 
     id: int
     at: str
