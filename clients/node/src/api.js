@@ -18,6 +18,7 @@ import {
   RECURRING_OPTIONS,
   REQUEUE_OPTIONS,
   RETRY_CALL_OPTIONS,
+  SIGNAL_WAIT_OPTIONS,
   SLEEP_OPTIONS,
   UNFAIL_OPTIONS,
 } from "./client.js";
@@ -75,6 +76,8 @@ export const OPERATIONS = {
   checkpoint: "checkpoint",
   record_step: "recordStep", // and `job.step` in a handler
   sleep: "sleep", // and `job.sleep`, `job.sleepUntil` in a handler
+  wait_for_signal: "waitForSignal", // and `job.waitForSignal` in a handler
+  send_signal: "signal",
   finish: "finish",
   finish_many: "finishMany", // and `finishAndTake`, with `take`
   retry: "retry",
@@ -96,6 +99,8 @@ export const REQUESTS = [
   { schema: "FinishRequest", options: FINISH_OPTIONS, arguments: ["token", "data"] },
   { schema: "RetryRequest", options: RETRY_CALL_OPTIONS, arguments: ["token", "error"] },
   { schema: "SleepRequest", options: SLEEP_OPTIONS, arguments: ["token", "name"] },
+  { schema: "SignalWaitRequest", options: SIGNAL_WAIT_OPTIONS, arguments: ["token", "name", "key"] },
+  { schema: "SignalRequest", options: {}, arguments: ["key", "data"] },
   { schema: "BulkRequest", options: BULK_OPTIONS, arguments: ["action"] },
   { schema: "DependenciesRequest", options: CHANGE_OPTIONS, arguments: [] },
   { schema: "TagsRequest", options: CHANGE_OPTIONS, arguments: [] },

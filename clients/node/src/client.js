@@ -61,6 +61,8 @@ export const FINISH_OPTIONS = { result: as("result"), next: nested("next", NEXT_
 export const RETRY_CALL_OPTIONS = { delay: seconds("delay_ms"), runAt: timeField("run_at") };
 // When a sleep wakes: one of the two.
 export const SLEEP_OPTIONS = { seconds: seconds("for_ms"), until: timeField("until") };
+// How long a wait for a signal lasts.
+export const SIGNAL_WAIT_OPTIONS = { seconds: seconds("timeout_ms") };
 export const RECURRING_OPTIONS = { cron: as("cron"), job: as("job"), timeZone: as("time_zone"), missed: as("missed"), overlap: as("overlap") };
 export const BULK_OPTIONS = { filter: nested("filter", JOB_SELECTION, "filter option"), ids: listField("ids"), queue: as("queue") };
 export const CHANGE_OPTIONS = { add: listField("add"), remove: listField("remove") };
@@ -259,6 +261,19 @@ export class Client {
     return this.#send("GET", `/v1/batches${query(BATCH_FILTER, { limit: 100, ...filter }, "batch filter")}`);
   }
 
+  // Signals.
+
+  /**
+   * Sends a signal to `key` with `data` (any JSON; null when left out): the job that waits for the key (the oldest,
+   * if several do) receives it and runs again at once, and with no job waiting it is kept for the first that waits.
+   * Resolves to `{delivered, job}`: `job` received it, or (`delivered: false`, `job: null`) it is kept. Rejects with
+   * `InvalidState` (409) when only a cancelled job waited for the key: the signal is refused, not kept.
+   */
+  async signal(key, data = null) {
+    const sent = await this.#send("POST", "/v1/signals", { key, data: data ?? null });
+    return { delivered: sent.delivered, job: sent.job ?? null };
+  }
+
   // Queues and failures.
 
   /** Every queue with its jobs counted by state, whether it is paused, and its limits. */
@@ -440,6 +455,28 @@ export class Client {
     }
     const slept = await this.#send("POST", `/v1/jobs/${lease.job}/sleep`, { token: lease.token, name, ...fields });
     return { suspended: slept.suspended, until: slept.until ?? null };
+  }
+
+  /**
+   * Waits as step `name` of the running attempt for a signal sent to `key`, for `{seconds}` from the first time the
+   * step is reached (by the server's clock; at most ten years). Resolves to `{suspended, until, received, data,
+   * timed_out}`, of which exactly one flag is true: `received` when the signal came (kept from before the wait, or
+   * received while the job waited), with its `data`; `timed_out` when the wait's time passed with no signal; or
+   * `suspended` when the job now waits: its lease is over, and it runs again when the signal comes or at `until`.
+   * `job.waitForSignal` in a handler numbers names, reads a replay from the claim, and throws `Suspended`; this is the
+   * call it makes.
+   */
+  async waitForSignal(lease, name, key, wait) {
+    const fields = build(SIGNAL_WAIT_OPTIONS, wait, "signal wait option");
+    if (fields.timeout_ms === undefined) throw invalid("seconds", "give seconds: how long the wait lasts, got nothing");
+    const waited = await this.#send("POST", `/v1/jobs/${lease.job}/wait_for_signal`, { token: lease.token, name, key, ...fields });
+    return {
+      suspended: waited.suspended,
+      until: waited.until ?? null,
+      received: waited.received,
+      data: waited.data ?? null,
+      timed_out: waited.timed_out,
+    };
   }
 
   /**

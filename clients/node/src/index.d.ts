@@ -34,9 +34,13 @@ export type EventKind =
   | "promoted"
   | "audit"
   | "step_recorded"
-  | "suspended";
+  | "suspended"
+  | "signal_received";
 
-/** How an attempt ended: `suspended` when its job went to sleep (`job.sleep`), which does not count as an attempt. */
+/**
+ * How an attempt ended: `suspended` when its job went to sleep (`job.sleep`) or waits for a signal
+ * (`job.waitForSignal`), which does not count as an attempt.
+ */
 export type AttemptOutcome =
   | "completed"
   | "retried"
@@ -137,6 +141,8 @@ export interface Job {
   step_count: number;
   /** The steps its handler has recorded, in order (empty in listings): what a handler that runs again reads back. */
   steps: Step[];
+  /** The key of the signal its handler waits for, while it waits (`scheduled` until the signal or the timeout). */
+  awaits_signal?: string | null;
 }
 
 /** What came of a sleep (SleptBody). */
@@ -149,6 +155,39 @@ export interface Slept {
 
 /** When a sleep wakes: `seconds` after the step is first reached (the server's clock), or `until`; one of the two. */
 export type SleepFor = { seconds: number; until?: undefined } | { until: Time; seconds?: undefined };
+
+/** What came of a wait for a signal (SignalWaitBody): one of `suspended`, `received` and `timed_out` is true. */
+export interface SignalWait {
+  /** Whether the job now waits: its lease is over, and the run must stop; it runs again on the signal or at `until`. */
+  suspended: boolean;
+  /** When the wait times out, while the job waits; null otherwise. */
+  until: string | null;
+  /** Whether the signal came: `data` is its data. */
+  received: boolean;
+  /** The signal's data once received (which may be null); null otherwise. */
+  data: unknown;
+  /** Whether the wait's time passed with no signal. */
+  timed_out: boolean;
+}
+
+/** How long a wait for a signal lasts: `seconds` from the first time its step is reached (the server's clock). */
+export interface SignalWaitFor {
+  seconds: number;
+}
+
+/** What came of a signal sent (SignalSentBody). */
+export interface SignalSent {
+  /** Whether a job waited for the key and received it; false when it is kept for the first job that waits. */
+  delivered: boolean;
+  /** The job that received it; null when it is kept. */
+  job: number | null;
+}
+
+/**
+ * What `job.waitForSignal` answers: the signal's data when it came (`received: true`, even when the data is null), or
+ * `received: false` when the wait's time passed with none.
+ */
+export type Signal<T = unknown> = { received: true; data: T } | { received: false; data: null };
 
 /** A step of a handler's run, as recorded (StepBody). */
 export interface Step {
@@ -569,6 +608,9 @@ export class Client {
   runRecurring(key: string): Promise<Enqueued>;
   removeRecurring(key: string): Promise<void>;
 
+  /** Sends `data` (null when left out) to the job that waits for `key`, or keeps it for the first that waits. */
+  signal(key: string, data?: unknown): Promise<SignalSent>;
+
   workers(): Promise<WorkerInfo[]>;
   activity(filter?: ActivityFilter): Promise<{ events: ActivityEvent[]; next_before?: number | null }>;
   events(filter?: EventFilter): Promise<EventStream>;
@@ -581,6 +623,8 @@ export class Client {
   recordStep(lease: Lease, name: string, result: unknown): Promise<Step>;
   /** Sleeps as a step under the lease; `suspended: true`: the lease is over, and the job runs again at `until`. */
   sleep(lease: Lease, name: string, wake: SleepFor): Promise<Slept>;
+  /** Waits for a signal to `key` as a step under the lease; `suspended: true`: the lease is over, and the job waits. */
+  waitForSignal(lease: Lease, name: string, key: string, wait: SignalWaitFor): Promise<SignalWait>;
   finish(lease: Lease, data?: unknown, options?: FinishOptions): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
   finishAndTake(
@@ -616,14 +660,17 @@ export class FailJob extends Error {
   group: string;
 }
 /**
- * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps: its lease is over, so let it through. The worker
- * ends the run without a call about the job, which runs again at `until`.
+ * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps, and by `job.waitForSignal` when it now waits for
+ * its signal: its lease is over, so let it through. The worker ends the run without a call about the job, which runs
+ * again at `until` (or when the signal comes).
  */
 export class Suspended extends Error {
-  constructor(step: string, until: string);
-  /** The sleep's name as recorded (`nap`, `nap#2`). */
+  constructor(step: string, until: string, key?: string | null);
+  /** The step's name as recorded (`nap`, `nap#2`). */
   step: string;
   until: string;
+  /** The key a wait for a signal waits for; null for a sleep. */
+  key: string | null;
 }
 
 /**
@@ -632,7 +679,10 @@ export class Suspended extends Error {
  */
 export interface RunningJob extends Job {
   readonly lease: Lease;
-  /** Aborted when the lease is lost, when the job goes to sleep, or when the worker stops and gives the job back. */
+  /**
+   * Aborted when the lease is lost, when the job goes to sleep or waits for a signal, or when the worker stops and
+   * gives the job back.
+   */
   readonly signal: AbortSignal;
   /** Records progress (any JSON) for queries and the dashboard. */
   progress(value: unknown): Promise<void>;
@@ -656,6 +706,13 @@ export interface RunningJob extends Job {
   sleep(name: string, seconds: number): Promise<void>;
   /** Sleeps until `when` as step `name`; see `sleep`. */
   sleepUntil(name: string, when: Time): Promise<void>;
+  /**
+   * Waits as step `name` for a signal sent to `key` (`client.signal`), for at most `seconds`, without holding a worker:
+   * `{received: true, data}` when it came, `{received: false, data: null}` when the time passed with none. Otherwise
+   * the job gives up its lease and this rejects with `Suspended`, which the handler lets through; the job runs again
+   * when the signal comes or the time passes, replaying its steps. A bad key or duration fails the job in group `step`.
+   */
+  waitForSignal<T = unknown>(name: string, key: string, seconds: number): Promise<Signal<T>>;
   /** The result when the handler returns undefined or null. */
   setResult(value: unknown): void;
   /** Replaces the job's data when the handler returns; null keeps it. */
@@ -680,7 +737,10 @@ export interface WorkerReport {
   failed: number;
   lost: number;
   released: number;
-  /** Runs that ended with their job asleep (`job.sleep`): no call about them, and the job runs again later. */
+  /**
+   * Runs that ended with their job asleep or waiting for a signal (`job.sleep`, `job.waitForSignal`): no call about
+   * them, and the job runs again later.
+   */
   suspended: number;
 }
 

@@ -7,7 +7,7 @@
 import { isDeepStrictEqual } from "node:util";
 
 import { LeaseLost } from "./errors.js";
-import { millis, time } from "./options.js";
+import { describe, invalid, millis, time } from "./options.js";
 
 /** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
 export class RetryLater extends Error {
@@ -28,16 +28,20 @@ export class FailJob extends Error {
 }
 
 /**
- * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps: its lease is over, so the handler must let this
- * through (rethrow it when it catches errors). The worker ends the run without finishing, retrying or failing the
- * job, which runs again at `until` and replays its steps. `step` is the sleep's name as recorded (`nap`, `nap#2`).
+ * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps, and by `job.waitForSignal` when it now waits for
+ * its signal: its lease is over, so the handler must let this through (rethrow it when it catches errors). The worker
+ * ends the run without finishing, retrying or failing the job, which runs again at `until` (or when the signal comes)
+ * and replays its steps. `step` is the step's name as recorded (`nap`, `nap#2`).
  */
 export class Suspended extends Error {
-  constructor(step, until) {
-    super(`step ${JSON.stringify(step)}: the job sleeps until ${until}, without its worker; let this error through`);
+  constructor(step, until, key = null) {
+    const waits = key === null ? `sleeps until ${until}` : `waits for a signal to ${JSON.stringify(key)} until ${until}`;
+    super(`step ${JSON.stringify(step)}: the job ${waits}, without its worker; let this error through`);
     this.name = "Suspended";
     this.step = step;
     this.until = until;
+    // The key a wait for a signal waits for; null for a sleep.
+    this.key = key;
   }
 }
 
@@ -48,6 +52,9 @@ export function failureText(error) {
 
 // A step's name, as the server's rule for it says: not empty, at most 255 bytes.
 const MAX_STEP_NAME_BYTES = 255;
+// A signal's key, as the server's rule for it says: 1 to 255 bytes, without control characters.
+const MAX_SIGNAL_KEY_BYTES = 255;
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** How the worker reads what a handler set, without a method of that name on the job. */
 export const SETTLED = Symbol("what the handler set");
@@ -138,6 +145,44 @@ export class RunningJob {
     return this.#sleep(full, { until: when });
   }
 
+  /**
+   * Waits as step `name` for a signal sent to `key` (`client.signal(key, data)`), for at most `seconds` from the first
+   * time the step is reached, without holding a worker, as Rust's `JobContext::wait_for_signal` does. Resolves to
+   * `{received: true, data}` when the signal came (kept from before the wait, or sent while the job waited), and to
+   * `{received: false, data: null}` when the wait's time passed with none, for the handler to decide. Otherwise the job
+   * gives up its lease and this rejects with `Suspended`, which the handler lets through; the job runs again when the
+   * signal comes or the time passes, replaying its steps. What the wait got is the step's result, so a later attempt
+   * reads it from the claim without a request. A name used again in one run is numbered, as for `step`.
+   */
+  async waitForSignal(name, key, seconds) {
+    this.#checkName(name);
+    const full = this.#nextName(name);
+    this.#checkWake(full, () => checkKey(key));
+    this.#checkWake(full, () => millis(seconds, "seconds"));
+    const recorded = this.#recorded.get(full);
+    // Received or timed out on an earlier attempt: no request on a replay. Another step of this name goes to the
+    // server, which refuses it for what it is.
+    if (recorded !== null && typeof recorded === "object" && Object.hasOwn(recorded, "signal")) return { received: true, data: recorded.signal };
+    if (recorded !== null && typeof recorded === "object" && recorded.timed_out === true) return { received: false, data: null };
+    let waited;
+    try {
+      waited = await this.#call(() => this.#run.client.waitForSignal(this.lease, full, key, { seconds }));
+    } catch (e) {
+      throw inStep(full, e);
+    }
+    if (waited.received) {
+      this.#recorded.set(full, { signal: waited.data });
+      return { received: true, data: waited.data };
+    }
+    if (waited.timed_out) {
+      this.#recorded.set(full, { timed_out: true });
+      return { received: false, data: null };
+    }
+    const suspended = new Suspended(full, waited.until, key);
+    this.#run.suspended(suspended);
+    throw suspended;
+  }
+
   /** Records the job's progress (any JSON), for queries and the dashboard to show. */
   async progress(value) {
     await this.#call(() => this.#run.client.progress(this.lease, value));
@@ -192,7 +237,10 @@ export class RunningJob {
     return full;
   }
 
-  /** A sleep's duration or time, checked: one a retry cannot mend fails the job in group `step`, as a bad name does. */
+  /**
+   * A sleep's duration or time, or a wait's key or duration, checked: one a retry cannot mend fails the job in group
+   * `step`, as a bad name does.
+   */
   #checkWake(full, check) {
     try {
       check();
@@ -224,6 +272,16 @@ export class RunningJob {
       throw e;
     }
   }
+}
+
+/** Refuses a key the server would: the job fails in group `step` rather than retry what cannot succeed. */
+function checkKey(key) {
+  if (typeof key !== "string") throw invalid("key", `must be a string, got ${describe(key)}`);
+  const bytes = Buffer.byteLength(key);
+  if (bytes === 0) throw invalid("key", "must not be empty");
+  if (bytes > MAX_SIGNAL_KEY_BYTES) throw invalid("key", `must be at most ${MAX_SIGNAL_KEY_BYTES} bytes, got ${bytes}`);
+  const control = key.match(CONTROL);
+  if (control) throw invalid("key", `must not contain control characters, got ${JSON.stringify(control[0])}`);
 }
 
 /** What a step's body (or its record) threw, its message naming the step, of the kind the worker reads it as. */

@@ -18,6 +18,7 @@ import {
   FINISH_OPTIONS,
   JOB_FILTER,
   RECURRING_OPTIONS,
+  SIGNAL_WAIT_OPTIONS,
 } from "../src/client.js";
 import { RunningJob } from "../src/job.js";
 import { offered } from "../src/options.js";
@@ -34,6 +35,8 @@ const ANSWERS = {
   Attempt: "AttemptBody",
   Step: "StepBody",
   Slept: "SleptBody",
+  SignalWait: "SignalWaitBody",
+  SignalSent: "SignalSentBody",
   Usage: "UsageBody",
   Lease: "LeaseBody",
   RetryPolicy: "RetryPolicyBody",
@@ -66,6 +69,7 @@ const OPTION_TYPES = {
   JobSelection: BULK_OPTIONS.filter.options,
   EventFilter: EVENT_OPTIONS,
   ActivityFilter: ACTIVITY_FILTER,
+  SignalWaitFor: SIGNAL_WAIT_OPTIONS,
 };
 
 let doc;

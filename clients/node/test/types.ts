@@ -5,6 +5,7 @@ import {
   EventStream,
   FailJob,
   InvalidInput,
+  InvalidState,
   LeaseLost,
   RetryLater,
   Suspended,
@@ -19,6 +20,9 @@ import {
   type PushBody,
   type Recurring,
   type RunningJob,
+  type Signal,
+  type SignalSent,
+  type SignalWait,
   type Slept,
   type Step,
   type StreamEvent,
@@ -58,6 +62,10 @@ async function example(): Promise<WorkerReport> {
     await client.sleep(lease, "both", { seconds: 1, until: new Date() });
     const outcome: AttemptOutcome | null | undefined = job.history[0]?.outcome;
     if (outcome === "suspended") console.log(slept.until?.length);
+    const waited: SignalWait = await client.waitForSignal(lease, "approved", `order-${job.id}/approved`, { seconds: 3600 });
+    if (waited.received) console.log(waited.data, waited.timed_out, waited.suspended, waited.until, job.awaits_signal?.length);
+    // @ts-expect-error: the wait's duration is an option, in seconds
+    await client.waitForSignal(lease, "approved", "k", 3600);
     await client.finish(lease, { ok: expiry, id, state, existing, name: job.name }, { result: [job.result] });
   }
   await client.finish(claimed[0].lease, null, { result: { pages: 12 }, next: { queue: "step-2", delay: 5, dependsOn: [id] } });
@@ -152,7 +160,11 @@ async function example(): Promise<WorkerReport> {
         throw e;
       }
       await job.sleepUntil("tomorrow", "2030-01-01T00:00:00Z");
-      job.setData({ next: attempt, receipt: receipt.id, page, steps: job.steps.map((s) => s.name) });
+      const packed: Signal<{ parcel: string }> = await job.waitForSignal<{ parcel: string }>("packed", `order-${jobId}/packed`, 2 * 86400);
+      const parcel: string | null = packed.received ? packed.data.parcel : packed.data;
+      const anything: Signal = await job.waitForSignal("approved", "k", 60);
+      if (anything.received) console.log(anything.data);
+      job.setData({ next: attempt, receipt: receipt.id, page, parcel, steps: job.steps.map((s) => s.name) });
       job.setResult({ jobId, name, queue, tags, trace_parent, failure_group, aborted: job.signal.aborted, token: job.lease.token });
     })
     .handler("typed.before", (job: Job, context: JobContext) => ({ id: job.id, token: context.lease.token }))
@@ -160,6 +172,14 @@ async function example(): Promise<WorkerReport> {
       throw Math.random() > 0.5 ? new RetryLater("later", { delay: 60, cause: null }) : new FailJob("bad-input", "no", { cause: 1 });
     });
   setTimeout(() => worker.stop(), 1000);
+  const sent: SignalSent = await client.signal("order-42/packed", { parcel: "P-981" });
+  if (sent.delivered) console.log(sent.job?.toFixed(), (await client.signal("order-43/packed")).job);
+  try {
+    await client.signal("order-44/packed", null);
+  } catch (e) {
+    if (e instanceof InvalidState) console.log(e.message, e.status);
+    else if (e instanceof Suspended) console.log(e.key?.length, e.step);
+  }
   const report = await worker.run();
   return { ...report, suspended: report.suspended + report.finished };
 }
