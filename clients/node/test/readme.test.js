@@ -100,4 +100,6 @@ test("the README's examples run as written against a real server", { timeout: 18
   assert.ok(outputs.some((out) => out.includes("{ receipt: 'ch_7', labels: [ 'label 1', 'label 2' ] } [ 'charge (attempt 1)', 'label (attempt 2)', 'label#2 (attempt 2)' ]")), outputs.join("\n---\n"));
   // The sleep example: the job slept once without its worker, then ran again and completed.
   assert.ok(outputs.some((out) => out.includes("reminder to 7 [ 'suspended', 'completed' ] 1")), outputs.join("\n---\n"));
+  // The signals example: the job waited without its worker, and the signal sent then made it run again and complete.
+  assert.ok(outputs.some((out) => out.includes("true { receipt: 'ch_42', parcel: 'P-981' } [ 'suspended', 'completed' ] 1")), outputs.join("\n---\n"));
 });
