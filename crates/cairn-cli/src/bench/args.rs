@@ -92,6 +92,10 @@ pub struct BenchArgs {
     /// with a run without them, what a step costs.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub steps: u32,
+    /// Jobs of the workers scenario's queue that sleep or wait for a signal an hour (half each), pushed and
+    /// suspended before the clock starts: compared with a run without them, what suspended jobs cost the others.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub waiting: u64,
     /// Wake-ups measured by the wakeup scenario; due times made by the due scenario.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub samples: usize,
@@ -199,6 +203,8 @@ pub struct Settings {
     pub batch_groups: bool,
     /// `--steps`.
     pub steps: u32,
+    /// `--waiting`.
+    pub waiting: u64,
     /// `--samples`.
     pub samples: usize,
     /// `--connections`.
@@ -291,6 +297,12 @@ impl BenchArgs {
                 "records steps in the workers scenario's handler, so it needs --scenario workers",
             ));
         }
+        if self.waiting > 0 && !scenarios.contains(&Scenario::Workers) {
+            return Err(invalid(
+                "--waiting",
+                "puts sleeping and waiting jobs beside the workers scenario's, so it needs --scenario workers",
+            ));
+        }
         let sustained = scenarios
             .contains(&Scenario::Sustained)
             .then(|| self.plan())
@@ -306,6 +318,7 @@ impl BenchArgs {
             keys: self.keys,
             batch_groups: self.batch_groups,
             steps: self.steps,
+            waiting: self.waiting,
             samples: self.samples,
             connections: self.connections,
             server_pid: self.server_pid,

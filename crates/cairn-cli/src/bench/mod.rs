@@ -230,7 +230,10 @@ async fn run_scenarios<T: Target + cairn::Backend>(
                         keys: settings.keys,
                         batch_groups: settings.batch_groups,
                     },
-                    settings.steps,
+                    workers::Durable {
+                        steps: settings.steps,
+                        waiting: settings.waiting,
+                    },
                     over_http,
                 )
                 .await

@@ -27,6 +27,19 @@ pub const GOAL_JOBS_PER_SECOND: f64 = 10_000.0;
 /// How long the workers have, once every job has run, to report the last ones.
 const STOP_DEADLINE: Duration = Duration::from_secs(60);
 
+/// What the handler does besides nothing, as a durable workflow's would.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Durable {
+    /// Steps each job records (`--steps`).
+    pub steps: u32,
+    /// Jobs that sleep or wait for a signal an hour in the same queue and workers, suspended before the clock
+    /// starts (`--waiting`).
+    pub waiting: u64,
+}
+
+/// The name of the jobs that sleep or wait beside the measured ones.
+const WAITER: &str = "bench.waiter";
+
 /// Runs `jobs` jobs through a producer and a worker per handle.
 ///
 /// # Errors
@@ -37,9 +50,10 @@ pub async fn run<T: Target + Backend>(
     jobs: u64,
     batch_size: usize,
     shape: batch::Shape,
-    steps: u32,
+    durable: Durable,
     over_http: bool,
 ) -> anyhow::Result<ScenarioReport> {
+    let Durable { steps, waiting } = durable;
     let leftovers = drain::drain(handles, QUEUE).await?;
     if shape.batch_groups {
         drain::drain(handles, batch::CALLBACKS).await?;
@@ -49,10 +63,12 @@ pub async fn run<T: Target + Backend>(
     let all_ran = Arc::new(Notify::new());
     let next = Arc::new(AtomicU64::new(0));
     let slots = u32::try_from(slots).context("--in-flight is too large")?;
-    let start = Instant::now();
+    let suspended = Arc::new(AtomicU64::new(0));
+    let all_suspended = Arc::new(Notify::new());
     let mut workers = Vec::with_capacity(handles.len());
     for (i, handle) in handles.iter().enumerate() {
         let (ran, all_ran, bar) = (ran.clone(), all_ran.clone(), bar.clone());
+        let (suspended, all_suspended) = (suspended.clone(), all_suspended.clone());
         let worker = Worker::builder(handle, format!("bench-worker-{i}"))
             .queue(QUEUE)
             .max_concurrency(slots)
@@ -74,10 +90,43 @@ pub async fn run<T: Target + Backend>(
                     Ok(())
                 }
             })
+            // `--waiting`: half sleep an hour, half wait that long for a signal nobody sends; each gives its slot
+            // back at once.
+            .handler(WAITER, move |job| {
+                let (suspended, all_suspended) = (suspended.clone(), all_suspended.clone());
+                async move {
+                    let hour = Duration::from_secs(3600);
+                    let outcome = if job.id().0 % 2 == 0 {
+                        job.sleep("nap", hour).await
+                    } else {
+                        let key = format!("bench-waiter-{}", job.id());
+                        job.wait_for_signal::<serde_json::Value>("approval", &key, hour)
+                            .await
+                            .map(drop)
+                    };
+                    if suspended.fetch_add(1, Ordering::SeqCst) + 1 == waiting {
+                        all_suspended.notify_one();
+                    }
+                    outcome
+                }
+            })
             .start()
             .context("starting a worker")?;
         workers.push(worker);
     }
+    if waiting > 0 {
+        let waiters: Vec<cairn::Push> = (0..waiting)
+            .map(|_| cairn::Push::new(WAITER).queue(QUEUE))
+            .collect();
+        for chunk in waiters.chunks(batch_size.max(1)) {
+            handles[0]
+                .enqueue_batch(chunk.to_vec())
+                .await
+                .context("pushing the waiting jobs")?;
+        }
+        all_suspended.notified().await;
+    }
+    let start = Instant::now();
     let mut producers = JoinSet::new();
     for handle in handles {
         producers.spawn(batch::enqueue_batches(
@@ -95,15 +144,17 @@ pub async fn run<T: Target + Backend>(
         samples.merge(done.context("a producer stopped")??);
     }
     all_ran.notified().await;
+    let elapsed = start.elapsed();
     let mut finished = 0;
+    let mut slept = 0;
     for worker in workers {
         let report = worker
             .stop(STOP_DEADLINE)
             .await
             .context("stopping a worker")?;
         finished += report.finished;
+        slept += report.suspended;
     }
-    let elapsed = start.elapsed();
     bar.finish_and_clear();
     anyhow::ensure!(
         finished == jobs,
@@ -131,6 +182,15 @@ pub async fn run<T: Target + Backend>(
     }
     if steps > 0 {
         spread.push_str(&format!(", the handler recording {steps} steps per job"));
+    }
+    if waiting > 0 {
+        anyhow::ensure!(
+            slept == waiting,
+            "{waiting} jobs were to sleep or wait, and the workers report {slept} suspended"
+        );
+        spread.push_str(&format!(
+            ", beside {waiting} jobs of the same queue and workers sleeping or waiting for a signal an hour"
+        ));
     }
     Ok(ScenarioReport::new(
         "workers",
