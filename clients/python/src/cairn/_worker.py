@@ -7,9 +7,9 @@ waiting for the answer (a finish waits for the server's fsync; a take does not),
 (and at least 32) wait for theirs. A handler that raises `RetryLater` or any other exception has the
 job retried with the exception's text as the error; `FailJob` fails it for good. A lost lease (the job cancelled,
 or taken back after the lease expired) stops reporting: what the handler returns is dropped. A handler that sleeps
-(`job.sleep`, which raises `Suspended`) has given up its lease: the run ends with nothing reported. On SIGTERM or SIGINT
-(`run`) or `stop()`, it takes no more jobs, lets running ones finish until the deadline, gives back the rest, and
-says it stopped.
+or waits for a signal (`job.sleep`, `job.wait_for_signal`, which raise `Suspended`) has given up its lease: the run
+ends with nothing reported. On SIGTERM or SIGINT (`run`) or `stop()`, it takes no more jobs, lets running ones finish
+until the deadline, gives back the rest, and says it stopped.
 
 Handlers may be plain functions (run on threads of the worker's own, as many as its slots) or `async def` functions
 (run on the worker's event loop); either takes the job (a `RunningJob`: the job's fields, and calls about its run)
@@ -62,7 +62,8 @@ class WorkerReport:
     failed: int = 0
     lost: int = 0
     released: int = 0
-    # Jobs whose handler slept (`job.sleep`): they run again at their time.
+    # Jobs whose handler slept or waited for a signal (`job.sleep`, `job.wait_for_signal`): they run again at their
+    # time, or when the signal comes.
     suspended: int = 0
 
 
@@ -326,7 +327,7 @@ class _Run:
             self.report.lost += 1
             return
         except Suspended:
-            # The sleep ended the lease in the same request that recorded it: nothing is left to say.
+            # The sleep (or the wait) ended the lease in the same request that recorded it: nothing is left to say.
             self.free(weight)
             self.report.suspended += 1
             return
@@ -342,7 +343,10 @@ class _Run:
         self.free(weight)
         if job._state.suspended is not None:
             # The handler caught `Suspended` and returned: the job sleeps all the same, and nothing is finished.
-            log.warning("job %s: its handler went on after a sleep suspended it; its result is dropped", claimed.job.id)
+            log.warning(
+                "job %s: its handler went on after a sleep or a wait for a signal suspended it; its result is dropped",
+                claimed.job.id,
+            )
             self.report.suspended += 1
             return
         if job.lost:
