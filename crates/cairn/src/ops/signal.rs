@@ -8,7 +8,7 @@
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::clock::{from_millis, to_millis};
+use crate::clock::from_millis;
 use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::names::{JobId, SignalKey, StepName};
@@ -182,7 +182,7 @@ impl Operation for WaitForSignal {
             {
                 until
             }
-            _ => wake_ms(ctx.now_ms, Wake::After(self.timeout))?,
+            _ => Wake::After(self.timeout).millis_from(ctx.now_ms)?,
         };
         if until_ms <= ctx.now_ms {
             let result = timed_out();
@@ -200,20 +200,6 @@ impl Operation for WaitForSignal {
         suspend(ctx, self.job, self.token, until_ms, &detail)?;
         Ok(SignalWait::Suspended { until })
     }
-}
-
-/// The time `wake` names, in milliseconds, from `now_ms`.
-pub(crate) fn wake_ms(now_ms: i64, wake: Wake) -> Result<i64> {
-    let at = match wake {
-        Wake::At(at) => at,
-        Wake::After(span) => {
-            let span = jiff::SignedDuration::try_from(span).unwrap_or(jiff::SignedDuration::MAX);
-            from_millis(now_ms)
-                .checked_add(span)
-                .map_err(|_| Error::invalid("wake", "must be before the year 9999"))?
-        }
-    };
-    Ok(to_millis(at))
 }
 
 /// What a waiting step recorded, as the handler's answer.

@@ -274,6 +274,23 @@ pub enum Wake {
     After(std::time::Duration),
 }
 
+impl Wake {
+    /// The time this names, in milliseconds, from `now_ms`.
+    pub(crate) fn millis_from(self, now_ms: i64) -> Result<i64> {
+        let at = match self {
+            Wake::At(at) => at,
+            Wake::After(span) => {
+                let span =
+                    jiff::SignedDuration::try_from(span).unwrap_or(jiff::SignedDuration::MAX);
+                from_millis(now_ms)
+                    .checked_add(span)
+                    .map_err(|_| Error::invalid("wake", "must be before the year 9999"))?
+            }
+        };
+        Ok(to_millis(at))
+    }
+}
+
 impl Sleep {
     /// Sleeps as step `name` of the job `lease` holds, until `wake`.
     pub fn new(lease: &crate::Lease, name: StepName, wake: Wake) -> Self {
@@ -303,7 +320,7 @@ impl Operation for Sleep {
     type Output = Slept;
 
     fn apply(&mut self, ctx: &mut WriteCtx<'_>) -> Result<Slept> {
-        let at = from_millis(crate::ops::signal::wake_ms(ctx.now_ms, self.wake)?);
+        let at = from_millis(self.wake.millis_from(ctx.now_ms)?);
         let result = serde_json::json!({ "until": at.to_string() });
         let step = record(ctx, self.job, self.token, &self.name, &result)?;
         let until = step.result["until"]

@@ -93,6 +93,7 @@ impl Queue {
         key: &SignalKey,
         data: &Value,
     ) -> Result<SignalSent> {
+        // Which database, not what it can do: the caller's transaction is PostgreSQL's own type.
         if !self.is_postgres() {
             return Err(Error::new(
                 ErrorKind::InvalidState,
