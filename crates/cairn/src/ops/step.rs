@@ -104,7 +104,11 @@ fn record(
         return Err(lease_refusal(ctx, job, token));
     };
     let text = encode_json("result", result, ctx.limits());
-    let step = store(ctx, job, name.as_str(), result, text, &held.tally)?;
+    let (step, new) = store(ctx, job, name.as_str(), result, text, &held.tally)?;
+    if !new {
+        // Recorded before: nothing happened now, so no event says it did.
+        return Ok(step);
+    }
     let at = JobRef {
         id: job.0,
         queue: &held.queue,
@@ -157,7 +161,7 @@ pub(crate) fn hold_for_step(
 }
 
 /// Stores step `name` of `job` with `result`, encoded as `text` (or the error its encoding met), within the job's
-/// limits, unless it is recorded already: answers the step as stored. Records no event.
+/// limits, unless it is recorded already: answers the step as stored, and whether it is new. Records no event.
 pub(crate) fn store(
     ctx: &WriteCtx<'_>,
     job: JobId,
@@ -165,7 +169,7 @@ pub(crate) fn store(
     result: &Value,
     text: Result<String>,
     tally: &StepTally,
-) -> Result<Step> {
+) -> Result<(Step, bool)> {
     let most = ctx.limits().max_data_bytes as u64 * MAX_STEP_BYTES_PER_DATA;
     let fits = |text: &str| {
         tally.count < MAX_STEPS && tally.bytes.max(0) as u64 + text.len() as u64 <= most
@@ -192,7 +196,7 @@ pub(crate) fn store(
         // Recorded already (a request sent again, or a replay that raced): the first result stands, whatever the
         // limits say now. Otherwise the step is refused, naming the limit.
         if let Some(step) = stored_step(ctx, job, name)? {
-            return Ok(step);
+            return Ok((step, false));
         }
         let text = text?;
         if tally.count >= MAX_STEPS {
@@ -213,12 +217,13 @@ pub(crate) fn store(
             ),
         ));
     }
-    Ok(Step {
+    let step = Step {
         name: name.to_owned(),
         result: result.clone(),
         attempt: tally.attempt,
         recorded_at: from_millis(ctx.now_ms),
-    })
+    };
+    Ok((step, true))
 }
 
 /// Suspends the job `token` holds until `until_ms`: the attempt ends as suspended and does not count, its worker

@@ -161,6 +161,22 @@ async fn a_step_is_fenced_by_the_lease_kept_once_and_carried_by_the_claim() {
         .await
         .unwrap();
     assert_eq!(again, charge);
+    let recorded = t
+        .queue
+        .activity(cairn::ActivityFilter {
+            job: Some(id),
+            ..cairn::ActivityFilter::default()
+        })
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .filter(|e| e.kind == cairn::ActivityKind::StepRecorded)
+        .count();
+    assert_eq!(
+        recorded, 1,
+        "the request sent again recorded nothing, so no event"
+    );
     // Too large: the largest job data is 1 MiB by default.
     let big = json!("x".repeat(1024 * 1024));
     let refused = t
