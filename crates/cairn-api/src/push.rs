@@ -565,7 +565,7 @@ impl Answer<Vec<Enqueued>> for EnqueuedBatchBody {
 
 /// `push` in the request's trace when it has no trace context of its own, so that a caller whose HTTP client
 /// propagates traces needs to do nothing more. A recurring job's runs are each a trace of their own.
-fn in_trace(mut push: Push, received: &Received) -> Push {
+pub(crate) fn in_trace(mut push: Push, received: &Received) -> Push {
     if push.trace_parent.is_none() && push.schedule.is_none() {
         push.trace_parent = received.trace_parent.clone();
     }

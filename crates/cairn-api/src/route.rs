@@ -284,6 +284,7 @@ pub fn visit_routes(visitor: &mut impl RouteVisitor) {
     crate::leases::visit_lease_routes(visitor);
     crate::steps::visit_step_routes(visitor);
     crate::signals::visit_signal_routes(visitor);
+    crate::fan_out::visit_fan_out_routes(visitor);
     crate::queues::visit_queue_routes(visitor);
     crate::config::visit_config_routes(visitor);
     crate::workers::visit_worker_routes(visitor);

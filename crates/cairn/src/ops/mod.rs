@@ -37,6 +37,7 @@ pub(crate) mod dependencies;
 pub(crate) mod events;
 pub(crate) mod fail;
 pub(crate) mod failures;
+pub(crate) mod fan_out;
 pub(crate) mod finish;
 pub(crate) mod heartbeat;
 pub(crate) mod limits;
@@ -89,6 +90,7 @@ pub mod public {
     pub use super::events::{ActivityKind, WORKER_LOST_AFTER};
     pub use super::fail::Fail;
     pub use super::failures::{FailureGroup, MAX_UNFAIL, Unfail};
+    pub use super::fan_out::{Join, Joined, JoinedChild, MAX_SPAWN, Spawn};
     pub use super::finish::{Continue, Finish, FinishAndTake, MAX_FINISH_MANY};
     pub use super::heartbeat::Heartbeat;
     pub use super::limits::{MAX_DEQUEUE, MAX_KEY_CONCURRENCY, MAX_TAGS};

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::names::{JobId, SignalKey, StepName};
 use crate::ops::events::{ActivityKind, JobRef};
-use crate::ops::step::{StepTally, Wake, hold_for_step, store, stored_step, suspend};
+use crate::ops::step::{Resume, StepTally, Wake, hold_for_step, store, stored_step, suspend};
 use crate::ops::{Operation, WriteCtx, encode_json, lease_refusal, requeue};
 use crate::store::db::{Sql, params};
 
@@ -197,7 +197,7 @@ impl Operation for WaitForSignal {
         )?;
         let until = from_millis(until_ms);
         let detail = format!("step {name}, waiting for signal {} until {until}", self.key);
-        suspend(ctx, self.job, self.token, until_ms, &detail)?;
+        suspend(ctx, self.job, self.token, Resume::At(until_ms), &detail)?;
         Ok(SignalWait::Suspended { until })
     }
 }

@@ -16,7 +16,7 @@ use crate::names::{JobId, StepName};
 use crate::ops::events::{ActivityKind, JobRef};
 use crate::ops::{
     Ending, Operation, WriteCtx, encode_json, end_attempt, extended_lease, held_job, lease_is_held,
-    lease_refusal, requeue, run_did_not_finish,
+    lease_refusal, requeue, waiting,
 };
 use crate::store::db::{Sql, params};
 
@@ -226,14 +226,23 @@ pub(crate) fn store(
     Ok((step, true))
 }
 
-/// Suspends the job `token` holds until `until_ms`: the attempt ends as suspended and does not count, its worker
-/// is free, and the job is scheduled for then (its children kept, as for a retry). `detail` says why, in the
-/// `suspended` event.
+/// When a suspended job runs again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Resume {
+    /// At this time (milliseconds).
+    At(i64),
+    /// Once its children have ended, as a parent whose run finished waits for them.
+    WhenChildrenEnd,
+}
+
+/// Suspends the job `token` holds: the attempt ends as suspended and does not count, its worker is free, and the job
+/// runs again as `resume` says. The children its run created start, as they would if the run had finished: the run
+/// goes on later. `detail` says why, in the `suspended` event.
 pub(crate) fn suspend(
     ctx: &mut WriteCtx<'_>,
     job: JobId,
     token: i64,
-    until_ms: i64,
+    resume: Resume,
     detail: &str,
 ) -> Result<()> {
     let held = held_job(ctx, job, token)?;
@@ -245,12 +254,26 @@ pub(crate) fn suspend(
         Some(&held.worker),
         Some(detail),
     );
-    run_did_not_finish(ctx, &held, true)?;
+    if held.has_children {
+        waiting::start_children(ctx, job)?;
+    }
     ctx.db.execute(
         Sql::both("UPDATE jobs SET attempt = attempt - 1 WHERE id = $1"),
         &params![job.0],
     )?;
-    requeue(ctx, job, &held.queue, until_ms, None)?;
+    match resume {
+        Resume::At(at) => {
+            requeue(ctx, job, &held.queue, at, None)?;
+        }
+        Resume::WhenChildrenEnd => {
+            ctx.db.execute(
+                Sql::both(
+                    "UPDATE jobs SET state = 'waiting', lease_token = NULL, lease_expires_at = NULL WHERE id = $1",
+                ),
+                &params![job.0],
+            )?;
+        }
+    }
     Ok(())
 }
 
@@ -346,7 +369,7 @@ impl Operation for Sleep {
             return Ok(Slept::Woke);
         }
         let detail = format!("step {}, until {until}", self.name.as_str());
-        suspend(ctx, self.job, self.token, until_ms, &detail)?;
+        suspend(ctx, self.job, self.token, Resume::At(until_ms), &detail)?;
         Ok(Slept::Suspended { until })
     }
 }

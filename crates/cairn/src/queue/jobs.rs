@@ -68,7 +68,7 @@ macro_rules! jobs {
 jobs! {
     // Every request a call below makes, and so every one a type must run to have the calls.
     [
-        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Sleep, WaitForSignal, SendSignal, Update, Finish, FinishMany, Retry, Fail, Release,
+        Push, PushBatch, Dequeue, Heartbeat, Checkpoint, RecordStep, Sleep, WaitForSignal, SendSignal, Spawn, Join, Update, Finish, FinishMany, Retry, Fail, Release,
         WorkerStopped, GetJob, JobFilter, Bulk, Cancel, Delete, Requeue, Reschedule, SetPriority, SetData,
         ChangeDependencies, ChangeTags, Track, Untrack, ListWorkers, ListQueues, Peek, PauseQueue, ResumeQueue,
         LimitQueue, LimitKeys, WeighKey, RateLimitQueue, AgeQueue, ListFailures, Unfail, ActivityFilter, StatsQuery,
@@ -152,6 +152,26 @@ jobs! {
         timeout: std::time::Duration,
     ) -> BoxFuture<'_, Result<SignalWait>> {
         run!(self, WaitForSignal, WaitForSignal::new(lease, name, key, timeout))
+    }
+
+    /// Pushes `children` as children of the running job, as step `name`, and records their ids, which it answers;
+    /// a step already recorded answers its ids and pushes nothing. Handlers use
+    /// [`JobContext::spawn`](crate::JobContext::spawn).
+    ///
+    /// # Errors
+    /// As [`Jobs::enqueue_batch`] for the pushes, and as [`Jobs::record_step`].
+    fn spawn(&self, lease: &Lease, name: StepName, children: Vec<Push>) -> BoxFuture<'_, Result<Vec<JobId>>> {
+        run!(self, Spawn, Spawn::new(lease, name, children))
+    }
+
+    /// Waits, as step `name` of the running attempt, until the job's children have ended: answers how each ended
+    /// ([`Joined::Ended`]), or the job gives up its worker until they have ([`Joined::Suspended`]). Handlers use
+    /// [`JobContext::join`](crate::JobContext::join).
+    ///
+    /// # Errors
+    /// As [`Jobs::record_step`].
+    fn join(&self, lease: &Lease, name: StepName) -> BoxFuture<'_, Result<Joined>> {
+        run!(self, Join, Join::new(lease, name))
     }
 
     /// Sends `data` to `key`: the job waiting for it receives it and runs again ([`SignalSent::Delivered`]), or it

@@ -48,6 +48,8 @@ written_requests!(
     crate::ops::dependencies::ChangeDependencies => crate::job::JobState,
     crate::ops::fail::Fail => (),
     crate::ops::failures::Unfail => u64,
+    crate::ops::fan_out::Join => crate::ops::fan_out::Joined,
+    crate::ops::fan_out::Spawn => Vec<crate::names::JobId>,
     crate::ops::finish::Finish => (),
     crate::ops::heartbeat::Heartbeat => jiff::Timestamp,
     crate::ops::move_job::MoveJob => (),

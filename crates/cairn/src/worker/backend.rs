@@ -13,9 +13,11 @@ use serde_json::Value;
 use crate::error::Result;
 use crate::job::{JobState, Step};
 use crate::lease::Lease;
-use crate::names::{SignalKey, StepName};
+use crate::names::{JobId, SignalKey, StepName};
 use crate::ops::claim::{ClaimedJob, Dequeue};
+use crate::ops::fan_out::Joined;
 use crate::ops::finish::{Finish, FinishAndTake};
+use crate::ops::push::Push;
 use crate::ops::signal::SignalWait;
 use crate::ops::step::{Slept, Wake};
 
@@ -59,6 +61,15 @@ pub trait Backend: Send + Sync + 'static {
         key: SignalKey,
         timeout: std::time::Duration,
     ) -> BoxFuture<'a, Result<SignalWait>>;
+    /// Spawns child jobs as a step; see [`Jobs::spawn`](crate::Jobs::spawn).
+    fn spawn<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: StepName,
+        children: Vec<Push>,
+    ) -> BoxFuture<'a, Result<Vec<JobId>>>;
+    /// Waits for the job's children as a step; see [`Jobs::join`](crate::Jobs::join).
+    fn join<'a>(&'a self, lease: &'a Lease, name: StepName) -> BoxFuture<'a, Result<Joined>>;
     /// Records progress; see [`Jobs::update`](crate::Jobs::update).
     fn update<'a>(&'a self, lease: &'a Lease, progress: Value) -> BoxFuture<'a, Result<()>>;
     /// Completes the job; see [`Jobs::finish`](crate::Jobs::finish).
@@ -175,6 +186,23 @@ macro_rules! impl_backend_by_jobs {
                 timeout: std::time::Duration,
             ) -> $crate::BoxFuture<'a, $crate::Result<$crate::SignalWait>> {
                 <$type as $crate::Jobs>::wait_for_signal(self, lease, name, key, timeout)
+            }
+
+            fn spawn<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                name: $crate::StepName,
+                children: Vec<$crate::Push>,
+            ) -> $crate::BoxFuture<'a, $crate::Result<Vec<$crate::JobId>>> {
+                <$type as $crate::Jobs>::spawn(self, lease, name, children)
+            }
+
+            fn join<'a>(
+                &'a self,
+                lease: &'a $crate::Lease,
+                name: $crate::StepName,
+            ) -> $crate::BoxFuture<'a, $crate::Result<$crate::Joined>> {
+                <$type as $crate::Jobs>::join(self, lease, name)
             }
 
             fn update<'a>(

@@ -224,11 +224,7 @@ impl JobContext {
         match slept {
             crate::Slept::Woke => Ok(()),
             crate::Slept::Suspended { until } => {
-                self.suspended
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                Err(JobError {
-                    kind: crate::worker::job_error::JobErrorKind::Suspended { until },
-                })
+                Err(self.suspend(format!("sleeping until {until}")))
             }
         }
     }
@@ -252,6 +248,7 @@ impl JobContext {
         timeout: std::time::Duration,
     ) -> std::result::Result<Option<T>, JobError> {
         let full = self.step_name(name)?;
+        let key_text = key.to_owned();
         let key =
             crate::SignalKey::parse(key).map_err(|e| JobError::fail("step", e.to_string()))?;
         let recorded = self.book().recorded.get(full.as_str()).cloned();
@@ -291,13 +288,76 @@ impl JobContext {
                 );
                 Ok(None)
             }
-            crate::SignalWait::Suspended { until } => {
-                self.suspended
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                Err(JobError {
-                    kind: crate::worker::job_error::JobErrorKind::Suspended { until },
-                })
+            crate::SignalWait::Suspended { until } => Err(self.suspend(format!(
+                "waiting for signal {key} until {until}",
+                key = key_text
+            ))),
+        }
+    }
+
+    /// Spawns `children` as step `name`: pushes them as the job's children and records their ids, so that a later
+    /// attempt gets the ids back and pushes nothing. They start at once (they do not wait for the run to finish,
+    /// nor go if it fails). Wait for them with [`JobContext::join`]. At most [`MAX_SPAWN`](crate::MAX_SPAWN) jobs.
+    ///
+    /// # Errors
+    /// A push refused (naming its index, `jobs[3].queue`), a lost lease, a bad name (group `step`).
+    pub async fn spawn(
+        &self,
+        name: &str,
+        children: Vec<crate::Push>,
+    ) -> std::result::Result<Vec<JobId>, JobError> {
+        let full = self.step_name(name)?;
+        let recorded = self.book().recorded.get(full.as_str()).cloned();
+        if let Some(ids) = recorded.as_ref().and_then(|r| r.get("children")) {
+            // Spawned by an earlier attempt: no request on a replay.
+            let ids: Option<Vec<JobId>> = ids
+                .as_array()
+                .and_then(|ids| ids.iter().map(|id| id.as_i64().map(JobId)).collect());
+            if let Some(ids) = ids {
+                return Ok(ids);
             }
+        }
+        let ids = self
+            .backend
+            .spawn(&self.lease, full.clone(), children)
+            .await
+            .map_err(|e| JobError::from(e).in_step(full.as_str()))?;
+        let recorded =
+            serde_json::json!({ "children": ids.iter().map(|id| id.0).collect::<Vec<_>>() });
+        self.book()
+            .recorded
+            .insert(full.as_str().to_owned(), recorded);
+        Ok(ids)
+    }
+
+    /// Waits as step `name` until every child of the job has ended, without holding a worker, and answers how each
+    /// ended (oldest first): its id, state and result. While some have not, the job gives up its lease (the attempt
+    /// does not count) and this returns an error for the handler to return at once (with `?`); the job runs again
+    /// once they have, replays its steps, and this step answers. A child that fails holds the join, as it holds a
+    /// parent (unless the job's children are its own, `Children::OfTheJob`): requeue it, or cancel it to go on.
+    ///
+    /// # Errors
+    /// The error that suspends the job (return it); a lost lease; a bad name (group `step`).
+    pub async fn join(&self, name: &str) -> std::result::Result<Vec<crate::JoinedChild>, JobError> {
+        let full = self.step_name(name)?;
+        // Asked of the queue even on a replay when not recorded yet: it knows whether the children have ended.
+        let joined = self
+            .backend
+            .join(&self.lease, full.clone())
+            .await
+            .map_err(|e| JobError::from(e).in_step(full.as_str()))?;
+        match joined {
+            crate::Joined::Ended(children) => Ok(children),
+            crate::Joined::Suspended => Err(self.suspend("waiting for its children".to_owned())),
+        }
+    }
+
+    /// Notes that the run gave up its lease, and the error that says so.
+    fn suspend(&self, why: String) -> JobError {
+        self.suspended
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        JobError {
+            kind: crate::worker::job_error::JobErrorKind::Suspended { why },
         }
     }
 

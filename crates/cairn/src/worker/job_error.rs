@@ -21,10 +21,10 @@ pub(crate) enum JobErrorKind {
         group: String,
         message: String,
     },
-    /// The job sleeps ([`JobContext::sleep`](crate::JobContext::sleep)): its lease is over already, and nothing is
-    /// to be reported.
+    /// The job is suspended ([`JobContext::sleep`](crate::JobContext::sleep), a wait for a signal or for its
+    /// children): its lease is over already, and nothing is to be reported. `why` says what it waits for.
     Suspended {
-        until: jiff::Timestamp,
+        why: String,
     },
 }
 
@@ -98,8 +98,8 @@ impl fmt::Debug for JobError {
                 .field("group", group)
                 .field("message", message)
                 .finish(),
-            JobErrorKind::Suspended { until } => {
-                f.debug_struct("Suspended").field("until", until).finish()
+            JobErrorKind::Suspended { why } => {
+                f.debug_struct("Suspended").field("why", why).finish()
             }
         }
     }
@@ -110,7 +110,7 @@ impl fmt::Display for JobError {
         match &self.kind {
             JobErrorKind::Retry { message, .. } => f.write_str(message),
             JobErrorKind::Fail { group, message } => write!(f, "{group}: {message}"),
-            JobErrorKind::Suspended { until } => write!(f, "sleeping until {until}"),
+            JobErrorKind::Suspended { why } => f.write_str(why),
         }
     }
 }

@@ -13,6 +13,7 @@ mod concurrency_keys;
 mod config;
 mod enqueue;
 mod events;
+mod fan_out;
 mod leases;
 mod lifecycle;
 mod queue_control;

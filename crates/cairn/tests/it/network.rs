@@ -376,6 +376,21 @@ impl cairn::Backend for NotingFailedFinishes {
     ) -> BoxFuture<'a, cairn::Result<cairn::Slept>> {
         cairn::Backend::sleep(&self.queue, lease, name, wake)
     }
+    fn spawn<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: cairn::StepName,
+        children: Vec<cairn::Push>,
+    ) -> BoxFuture<'a, cairn::Result<Vec<cairn::JobId>>> {
+        cairn::Backend::spawn(&self.queue, lease, name, children)
+    }
+    fn join<'a>(
+        &'a self,
+        lease: &'a Lease,
+        name: cairn::StepName,
+    ) -> BoxFuture<'a, cairn::Result<cairn::Joined>> {
+        cairn::Backend::join(&self.queue, lease, name)
+    }
     fn wait_for_signal<'a>(
         &'a self,
         lease: &'a Lease,

@@ -534,6 +534,21 @@ impl cairn::Backend for HeldFinishes {
     ) -> cairn::BoxFuture<'a, cairn::Result<cairn::Slept>> {
         Box::pin(Jobs::sleep(&self.queue, lease, name, wake))
     }
+    fn spawn<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        name: cairn::StepName,
+        children: Vec<cairn::Push>,
+    ) -> cairn::BoxFuture<'a, cairn::Result<Vec<cairn::JobId>>> {
+        Box::pin(Jobs::spawn(&self.queue, lease, name, children))
+    }
+    fn join<'a>(
+        &'a self,
+        lease: &'a cairn::Lease,
+        name: cairn::StepName,
+    ) -> cairn::BoxFuture<'a, cairn::Result<cairn::Joined>> {
+        Box::pin(Jobs::join(&self.queue, lease, name))
+    }
     fn wait_for_signal<'a>(
         &'a self,
         lease: &'a cairn::Lease,
