@@ -558,6 +558,88 @@ async fn signals_are_sent_and_waited_for_over_http() {
     );
 }
 
+/// Spawn and join over HTTP: the children are pushed once and answered by id, the join suspends the job until they
+/// end and then answers each one's state and result, and a child naming another parent is refused by its index.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spawn_and_join_over_http() {
+    let server = TestServer::spawn().await;
+    let client = server.client();
+    let id = client.enqueue(Push::new("parent")).await.unwrap().id;
+    let first = client.dequeue(take("w1")).await.unwrap().remove(0);
+    let token = first.lease.token.to_string();
+    let spawn_url = format!("/v1/jobs/{id}/spawn");
+    let (status, body) = post(
+        &server,
+        &spawn_url,
+        &format!(r#"{{"token":"{token}","name":"fan","jobs":[{{"name":"a"}},{{"name":"b","parent":1234}}]}}"#),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["field"]),
+        (400, &json!("jobs[1].parent")),
+        "{body}"
+    );
+    let (status, spawned) = post(
+        &server,
+        &spawn_url,
+        &format!(r#"{{"token":"{token}","name":"fan","jobs":[{{"name":"a"}},{{"name":"b","data":{{"n":2}}}}]}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{spawned}");
+    let children = spawned["children"].as_array().unwrap().clone();
+    assert_eq!(children.len(), 2);
+    let join_url = format!("/v1/jobs/{id}/join");
+    let (status, joined) = post(
+        &server,
+        &join_url,
+        &format!(r#"{{"token":"{token}","name":"gather"}}"#),
+    )
+    .await;
+    assert_eq!(
+        (status, &joined["suspended"]),
+        (200, &json!(true)),
+        "{joined}"
+    );
+    for _ in 0..2 {
+        let child = client.dequeue(take("w2")).await.unwrap().remove(0);
+        client
+            .finish_with(cairn::Finish {
+                result: Some(json!(child.job.id.0)),
+                ..cairn::Finish::new(&child.lease)
+            })
+            .await
+            .unwrap();
+    }
+    let second = client.dequeue(take("w1")).await.unwrap().remove(0);
+    assert_eq!(second.job.id, id);
+    let token = second.lease.token.to_string();
+    let (status, joined) = post(
+        &server,
+        &join_url,
+        &format!(r#"{{"token":"{token}","name":"gather"}}"#),
+    )
+    .await;
+    assert_eq!(status, 200, "{joined}");
+    assert_eq!(
+        joined,
+        json!({"suspended": false, "children": [
+            {"id": children[0], "state": "completed", "result": children[0]},
+            {"id": children[1], "state": "completed", "result": children[1]},
+        ]})
+    );
+    let (_, again) = post(
+        &server,
+        &spawn_url,
+        &format!(r#"{{"token":"{token}","name":"fan","jobs":[]}}"#),
+    )
+    .await;
+    assert_eq!(
+        again["children"],
+        json!(children),
+        "recorded: nothing pushed again"
+    );
+}
+
 /// "Try this job once" is one field: the parts of a retry policy a push leaves out are the server's default policy's,
 /// as it stands when the job is pushed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
