@@ -3,8 +3,9 @@
 `Client` blocks; `AsyncClient` is the same for asyncio. `push` builds a job for `enqueue_batch`, `create_batch` and
 `set_recurring` (with `Retry`, `Debounce` and `Throttle` for its options), `Finish` a job's finish with its result for
 `finish_many`. `Worker` runs handlers for the jobs it takes, each given the job (`RunningJob`); a handler's
-`job.sleep` and `job.wait_for_signal` raise `Suspended` for it to let through, and `signal` sends what a wait
-receives (a `Signal`). `events` follows the activity log. Errors are `CairnError`s that carry the server's `kind`
+`job.sleep`, `job.wait_for_signal` and `job.join` raise `Suspended` for it to let through, `signal` sends what a
+wait receives (a `Signal`), and `job.spawn` pushes children that `job.join` answers (each a `JoinedChild`). `events`
+follows the activity log. Errors are `CairnError`s that carry the server's `kind`
 and the `field` they name.
 """
 
@@ -17,8 +18,8 @@ from ._events import AsyncEventStream, EventStream, Missed
 from ._options import Debounce, JobFilter, PushOptions, Retry, RetryPolicy, Throttle, push
 from ._running import JobContext, RunningJob
 from ._types import (ActivityPage, Attempt, Batch, BatchCallback, BatchCreated, BatchPage, BulkResult, ClaimedJob,
-                     Enqueued, Event, FailureGroup, FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, Signal,
-                     SignalSent, SignalWait, Slept, Step, Token, WorkerInfo)
+                     Enqueued, Event, FailureGroup, FinishAndTake, Job, JobPage, Joined, JoinedChild, Lease, QueueStats,
+                     Recurring, Signal, SignalSent, SignalWait, Slept, Spawned, Step, Token, WorkerInfo)
 from ._worker import Worker, WorkerReport
 
 __all__ = [
@@ -48,6 +49,8 @@ __all__ = [
     "JobContext",
     "JobFilter",
     "JobPage",
+    "Joined",
+    "JoinedChild",
     "Lease",
     "LeaseLost",
     "Missed",
@@ -63,6 +66,7 @@ __all__ = [
     "SignalSent",
     "SignalWait",
     "Slept",
+    "Spawned",
     "Step",
     "Suspended",
     "Throttle",

@@ -12,8 +12,8 @@ from ._events import AsyncEventStream, _Position
 from ._http import Connections, HTTPError, _Connection
 from ._options import PushBody, Seconds, Time, push
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept, Step,
-                     Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Joined, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept,
+                     Spawned, Step, Token, WorkerInfo)
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -387,6 +387,24 @@ class AsyncClient:
         `job.wait_for_signal` instead, which numbers a name used again, answers a replay from the job's recorded
         steps and raises `Suspended`."""
         return await self._send(Calls.wait_for_signal(lease, name, key, timeout))
+
+    async def spawn(self, lease: Lease, name: str, jobs: Sequence[PushBody]) -> Spawned:
+        """Pushes `jobs` (each made by `push`, as `enqueue_batch` takes them; at most 1,000) as children of the job, as
+        step `name` of its run, all or none, and records their ids; answers them (`children`, in the order given). A
+        step recorded already answers the ids it recorded and pushes nothing. The children start at once: they
+        neither wait for the run to finish nor go if it fails. A job naming another `parent` is refused
+        (`InvalidInput`, field `jobs[i].parent`). A handler calls `job.spawn` instead, which numbers a name used again
+        and answers a replay from the job's recorded steps."""
+        return await self._send(Calls.spawn(lease, name, jobs))
+
+    async def join(self, lease: Lease, name: str) -> Joined:
+        """Waits for the job's children as step `name` of its run. Once none holds the job (each has ended; a failed
+        one holds it, as it holds a parent, until it is requeued or cancelled), the answer is not suspended and
+        `children` says how each ended, oldest first, recorded as the step's result. Otherwise the answer is
+        `suspended`, and the lease is over: stop, and do not finish, retry or fail the job, which is `waiting` and
+        runs again once its children have ended. A handler calls `job.join` instead, which numbers a name used again,
+        answers a replay from the job's recorded steps and raises `Suspended`."""
+        return await self._send(Calls.join(lease, name))
 
     async def signal(self, key: str, data: Any = None) -> SignalSent:
         """Sends `data` (any JSON; None is null) to `key`: the job that waits for it (the oldest, if several do)

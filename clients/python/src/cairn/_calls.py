@@ -12,8 +12,8 @@ from urllib.parse import quote, urlencode
 from ._errors import CairnError, InvalidInput, error_from_body
 from ._options import PushBody, Seconds, Time, job_filter, millis, rfc3339
 from ._types import (ActivityPage, Batch, BatchCreated, BatchPage, BulkResult, ClaimedJob, Enqueued, FailureGroup,
-                     FinishAndTake, Job, JobPage, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept, Step,
-                     Token, WorkerInfo)
+                     FinishAndTake, Job, JobPage, Joined, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept,
+                     Spawned, Step, Token, WorkerInfo)
 
 T = TypeVar("T")
 
@@ -79,6 +79,20 @@ def signal_timeout_ms(timeout: Seconds) -> int:
         message = f"timeout: must be at most ten years ({MAX_SIGNAL_WAIT_MS // 1000} s), got {timeout}"
         raise InvalidInput("invalid_input", message, "timeout")
     return timeout_ms
+
+
+def spawn_jobs(jobs: Sequence[PushBody]) -> List[PushBody]:
+    """The jobs of a spawn, each a job as `push` makes it (which refuses an unknown option by name), refusing what is
+    not one before anything is sent."""
+    if isinstance(jobs, (str, bytes, Mapping)) or not isinstance(jobs, Iterable):
+        raise InvalidInput("invalid_input", f"jobs: must be a list of jobs (made by push), got {jobs!r}", "jobs")
+    listed = list(jobs)
+    for index, job in enumerate(listed):
+        if not isinstance(job, Mapping) or not isinstance(job.get("name"), str):
+            field = f"jobs[{index}]"
+            message = f"{field}: must be a job made by push(name, data, **options), got {job!r}"
+            raise InvalidInput("invalid_input", message, field)
+    return [dict(job) for job in listed]
 
 
 def _claimed(body: Any) -> List[ClaimedJob]:
@@ -461,6 +475,16 @@ class Calls:
     def wait_for_signal(lease: Lease, name: str, key: str, timeout: Seconds) -> Call[SignalWait]:
         body = {"token": lease.token, "name": name, "key": key, "timeout_ms": signal_timeout_ms(timeout)}
         return Call("POST", f"/v1/jobs/{lease.job}/wait_for_signal", body, SignalWait.from_body)
+
+    @staticmethod
+    def spawn(lease: Lease, name: str, jobs: Sequence[PushBody]) -> Call[Spawned]:
+        body = {"token": lease.token, "name": name, "jobs": spawn_jobs(jobs)}
+        return Call("POST", f"/v1/jobs/{lease.job}/spawn", body, Spawned.from_body)
+
+    @staticmethod
+    def join(lease: Lease, name: str) -> Call[Joined]:
+        body = {"token": lease.token, "name": name}
+        return Call("POST", f"/v1/jobs/{lease.job}/join", body, Joined.from_body)
 
     @staticmethod
     def signal(key: str, data: Any) -> Call[SignalSent]:

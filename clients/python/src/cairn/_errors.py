@@ -78,18 +78,21 @@ class FailJob(Exception):
 
 
 class Suspended(BaseException):
-    """Raised by `job.sleep`, `job.sleep_until` and `job.wait_for_signal` when the job now sleeps or waits for a
-    signal: its lease is over, and the handler must let this propagate (stop at once). The worker ends the run without
-    finishing, retrying or failing the job, which runs again at `until` (RFC 3339), or when the signal comes,
-    replaying its steps. `name` is the step's name (`nap#2` for a name used again); `key` is the signal's key for a
-    wait, None for a sleep.
+    """Raised by `job.sleep`, `job.sleep_until`, `job.wait_for_signal` and `job.join` when the job now sleeps, waits
+    for a signal or waits for its children: its lease is over, and the handler must let this propagate (stop at
+    once). The worker ends the run without finishing, retrying or failing the job, which runs again at `until` (RFC
+    3339), when the signal comes, or once its children have ended, replaying its steps. `name` is the step's name
+    (`nap#2` for a name used again); `key` is the signal's key for a wait, None otherwise; `until` is None for a join,
+    which waits for no time.
 
     It is a `BaseException`, as `asyncio.CancelledError` is, so that an `except Exception:` in the handler does not
     swallow it and go on with work meant for after the sleep."""
 
-    def __init__(self, name: str, until: str, key: Optional[str] = None) -> None:
+    def __init__(self, name: str, until: Optional[str], key: Optional[str] = None) -> None:
         step = f"step {json.dumps(name, ensure_ascii=False)}"
-        if key is None:
+        if until is None:
+            super().__init__(f"{step}: the job waits for its children")
+        elif key is None:
             super().__init__(f"{step}: the job sleeps until {until}")
         else:
             quoted = json.dumps(key, ensure_ascii=False)

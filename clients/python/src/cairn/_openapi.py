@@ -9,8 +9,8 @@ from typing import Dict, Mapping, Tuple
 
 from ._options import DEBOUNCE_MEMBERS, JOB_FILTERS, PUSH_OPTIONS, RETRY_MEMBERS, THROTTLE_MEMBERS
 from ._types import (ActivityPage, Attempt, Batch, BatchCallback, BatchCreated, BatchPage, BulkResult, Enqueued, Event,
-                     FailureGroup, Job, JobPage, Lease, QueueStats, Recurring, SignalSent, SignalWait, Slept, Step,
-                     Token, WorkerInfo)
+                     FailureGroup, Job, JobPage, Joined, JoinedChild, Lease, QueueStats, Recurring, SignalSent,
+                     SignalWait, Slept, Spawned, Step, Token, WorkerInfo)
 
 # Each public method of `Client` (and `AsyncClient`, which has the same), and the operation it makes.
 METHODS: Dict[str, str] = {
@@ -69,6 +69,8 @@ METHODS: Dict[str, str] = {
     "sleep": "sleep",
     "wait_for_signal": "wait_for_signal",
     "signal": "send_signal",
+    "spawn": "spawn",
+    "join": "join",
     "finish": "finish",
     "finish_many": "finish_many",
     "finish_and_take": "finish_many",
@@ -98,6 +100,9 @@ ANSWERS: Dict[str, type] = {
     "SleptBody": Slept,
     "SignalWaitBody": SignalWait,
     "SignalSentBody": SignalSent,
+    "SpawnedBody": Spawned,
+    "JoinedBody": Joined,
+    "JoinedChildBody": JoinedChild,
     "JobPageBody": JobPage,
     "EnqueuedBody": Enqueued,
     "LeaseBody": Lease,

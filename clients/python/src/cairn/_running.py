@@ -1,7 +1,7 @@
 """`RunningJob`: what a `Worker`'s handler gets. It is the job (every field of `Job`: `id`, `name`, `data`,
 `attempt`, `queue`, `tags`, `trace_parent`, `failure_group`, …) with its lease, and the calls a handler makes about
-its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint`, `step`, `sleep`, `sleep_until` and
-`wait_for_signal`.
+its run: `set_result`, `set_data`, `report_progress`, `heartbeat`, `checkpoint`, `step`, `sleep`, `sleep_until`,
+`wait_for_signal`, `spawn` and `join`.
 
 A handler may be an `async def` (run on the worker's event loop) or a plain function (run on one of the worker's
 threads), so the calls that reach the server work from either: on the loop they start at once and return something
@@ -19,12 +19,12 @@ import json
 import threading
 import unicodedata
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generator, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Tuple
 
-from ._calls import signal_timeout_ms
+from ._calls import signal_timeout_ms, spawn_jobs
 from ._errors import FailJob, LeaseLost, RetryLater, Suspended
-from ._options import Seconds, Time, millis, rfc3339
-from ._types import ClaimedJob, Job, Lease, Signal
+from ._options import PushBody, Seconds, Time, millis, rfc3339
+from ._types import ClaimedJob, Job, JoinedChild, Lease, Signal
 
 if TYPE_CHECKING:
     from ._async_client import AsyncClient
@@ -54,8 +54,8 @@ class _RunState:
         self.recorded: Optional[Dict[str, Any]] = None
         self.used: Dict[str, int] = {}
         self.steps_lock = threading.Lock()
-        # When the job sleeps until, once a sleep or a wait for a signal suspended it: its lease is over, and the run
-        # ends with no finish.
+        # When the job sleeps until, once a sleep or a wait for a signal suspended it ("" once a join did, which waits
+        # for no time): its lease is over, and the run ends with no finish.
         self.suspended: Optional[str] = None
 
 
@@ -71,8 +71,9 @@ class RunningJob(Job):
     None. `set_data(value)` replaces the job's data when it finishes (what a recurring job's next run starts from).
     `report_progress(value)`, `heartbeat()` and `checkpoint(data)` reach the server at once: `await` them in an async
     handler; in a plain function, call them. So are `step(name, fn)`, which runs `fn` once across the job's attempts,
-    `sleep(name, seconds)` and `sleep_until(name, when)`, which give up the worker until then, and
-    `wait_for_signal(name, key, timeout)`, which gives it up until a signal comes.
+    `sleep(name, seconds)` and `sleep_until(name, when)`, which give up the worker until then,
+    `wait_for_signal(name, key, timeout)`, which gives it up until a signal comes, `spawn(name, jobs)`, which pushes
+    child jobs once, and `join(name)`, which gives it up until they have ended.
     """
 
     lease: Lease = field(default=_NO_LEASE, repr=False)
@@ -261,6 +262,96 @@ class RunningJob(Job):
             return wait()
         return asyncio.run_coroutine_threadsafe(wait(), loop).result()
 
+    def spawn(self, name: str, jobs: Sequence[PushBody]) -> Any:
+        """Pushes `jobs` (each made by `push`, as `Client.enqueue_batch` takes them; at most 1,000) as children of
+        this job, as step `name`, all or none, as the Rust client's `JobContext::spawn` does, and answers their ids
+        (a list of ints, in the order given). Their ids are recorded, so a later attempt gets the same ids back
+        without a request and pushes nothing again. The children start at once: they are the step's, so they neither
+        wait for the run to finish nor go if it fails. Wait for them with `join`. In a plain-function handler it
+        returns the ids; in an async handler, `await` it.
+
+        A job that is not one `push` made (or a dict of the same) raises `InvalidInput` before anything is sent; an
+        option `push` does not know raises `UnknownOption` there. A name used again in one run is numbered, and
+        shares its count with `step`'s, `sleep`'s and `wait_for_signal`'s; a bad name fails the job for good, as for
+        `step`. A lost lease raises `LeaseLost`; another refusal (a job naming another `parent`, field
+        `jobs[i].parent`) retries the job, its message naming the step."""
+        children = spawn_jobs(jobs)  # refused here, before anything is sent
+        client, loop = self._worker()
+        full, recorded, known = self._next_step(name)
+        state = self._state
+
+        async def spawn() -> List[int]:
+            # Spawned by an earlier attempt: no request on a replay.
+            ids = _spawned(recorded) if known else None
+            if ids is not None:
+                return ids
+            try:
+                spawned = await client.spawn(self.lease, full, children)
+            except LeaseLost:
+                state.lost = True
+                raise
+            except Exception as e:
+                raise _in_step(full, e) from e
+            with state.steps_lock:
+                assert state.recorded is not None
+                state.recorded[full] = {"children": list(spawned.children)}
+            return list(spawned.children)
+
+        if self._on_worker_loop():
+            return spawn()
+        return asyncio.run_coroutine_threadsafe(spawn(), loop).result()
+
+    def join(self, name: str) -> Any:
+        """Waits as step `name` until every child of this job has ended, without holding a worker, as the Rust
+        client's `JobContext::join` does, and answers how each ended, oldest first: a list of `JoinedChild` (`id`,
+        `state`, `result`). In a plain-function handler it returns the list; in an async handler, `await` it.
+
+        While some child has not ended, the job gives up its lease: this raises `Suspended` (`until` None), which the
+        handler must let through, and the worker ends the run as after a sleep. The job is `waiting` meanwhile, and
+        runs again once the last child has ended, replaying its steps: this join then answers. A child that fails
+        holds the join, as it holds a parent: requeue it, or cancel it to go on (the join then says `cancelled`).
+        What the join answered is recorded as the step's result, so a later attempt gets the same answer without
+        asking the server.
+
+        A name used again in one run is numbered, and shares its count with the other steps'; a bad name fails the
+        job for good, as for `step`. A lost lease raises `LeaseLost`; another refusal retries the job, its message
+        naming the step."""
+        client, loop = self._worker()
+        full, recorded, known = self._next_step(name)
+        state = self._state
+
+        async def join() -> List[JoinedChild]:
+            # Answered on an earlier attempt: no request on a replay. One not recorded yet is always asked, since only
+            # the server knows whether the children have ended.
+            ended = _joined(recorded) if known else None
+            if ended is not None:
+                return ended
+            try:
+                joined = await client.join(self.lease, full)
+            except LeaseLost:
+                state.lost = True
+                raise
+            except Exception as e:
+                raise _in_step(full, e) from e
+            if joined.suspended:
+                state.suspended = ""
+                raise Suspended(full, None)
+            with state.steps_lock:
+                assert state.recorded is not None
+                state.recorded[full] = {"children": [dataclasses.asdict(c) for c in joined.children]}
+            return list(joined.children)
+
+        if self._on_worker_loop():
+            return join()
+        return asyncio.run_coroutine_threadsafe(join(), loop).result()
+
+    def _worker(self) -> Tuple["AsyncClient", asyncio.AbstractEventLoop]:
+        """The worker's client and event loop, which the calls that reach the server go through."""
+        state = self._state
+        if state.client is None or state.loop is None:
+            raise RuntimeError("this job is not running in a worker")
+        return state.client, state.loop
+
     def _next_step(self, name: str) -> Tuple[str, Any, bool]:
         """The name the next use of `name` records under, and its recorded result with whether there is one."""
         if "#" in name:
@@ -337,6 +428,25 @@ class RunningJob(Job):
 
 async def _awaited(value: Awaitable[Any]) -> Any:
     return await value
+
+
+def _spawned(recorded: Any) -> Optional[List[int]]:
+    """The ids a spawn recorded (`{"children": [ids]}`), or None for a result that is not a spawn's."""
+    ids = recorded.get("children") if isinstance(recorded, dict) else None
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        return None
+    return list(ids)
+
+
+def _joined(recorded: Any) -> Optional[List[JoinedChild]]:
+    """How the children ended, as a join recorded it (`{"children": [{"id", "state", "result"}]}`), or None for a
+    result that is not a join's."""
+    children = recorded.get("children") if isinstance(recorded, dict) else None
+    if not isinstance(children, list):
+        return None
+    if not all(isinstance(c, dict) and isinstance(c.get("id"), int) and isinstance(c.get("state"), str) for c in children):
+        return None
+    return [JoinedChild.from_body(c) for c in children]
 
 
 def _text_problem(text: str) -> Optional[str]:

@@ -52,8 +52,8 @@ class Attempt:
     started_at: str
     finished_at: Optional[str] = None
     # `completed`, `retried`, `failed`, `lease_expired`, `cancelled`, `crashed`, `released`, `requeued` or
-    # `suspended` (the handler slept or waits for a signal: `RunningJob.sleep`, `RunningJob.wait_for_signal`); None
-    # while it runs.
+    # `suspended` (the handler slept, waits for a signal or for its children: `RunningJob.sleep`,
+    # `RunningJob.wait_for_signal`, `RunningJob.join`); None while it runs.
     outcome: Optional[str] = None
     error: Optional[str] = None
     # What a completed attempt finished with.
@@ -133,6 +133,46 @@ class Signal:
 
     received: bool
     data: Any = None
+
+
+@dataclass(frozen=True)
+class Spawned:
+    """What a spawn pushed (`Client.spawn`): the `children`'s ids, in the order of the jobs given (a step recorded
+    already answers the ids it recorded, and pushes nothing)."""
+
+    children: List[int] = field(default_factory=list)
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Spawned":
+        return _read(Spawned, body)
+
+
+@dataclass(frozen=True)
+class JoinedChild:
+    """How a child of the job ended, as a join answers it (`RunningJob.join`, `Client.join`): its `id`, its `state`
+    (`completed`, `cancelled`, or `failed` where a failed child does not hold its parent) and its `result` (None
+    unless it completed with one)."""
+
+    id: int
+    state: str
+    result: Any = None
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "JoinedChild":
+        return _read(JoinedChild, body)
+
+
+@dataclass(frozen=True)
+class Joined:
+    """What came of a join (`Client.join`): `suspended` when the job now waits for its children (its lease is over,
+    and the handler must stop; `children` is empty), or not, and `children` says how each ended, oldest first."""
+
+    suspended: bool
+    children: List[JoinedChild] = field(default_factory=list)
+
+    @staticmethod
+    def from_body(body: Dict[str, Any]) -> "Joined":
+        return _read(Joined, body, children=lambda children: [JoinedChild.from_body(c) for c in children])
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ waiting for the answer (a finish waits for the server's fsync; a take does not),
 (and at least 32) wait for theirs. A handler that raises `RetryLater` or any other exception has the
 job retried with the exception's text as the error; `FailJob` fails it for good. A lost lease (the job cancelled,
 or taken back after the lease expired) stops reporting: what the handler returns is dropped. A handler that sleeps
-or waits for a signal (`job.sleep`, `job.wait_for_signal`, which raise `Suspended`) has given up its lease: the run
-ends with nothing reported. On SIGTERM or SIGINT (`run`) or `stop()`, it takes no more jobs, lets running ones finish
-until the deadline, gives back the rest, and says it stopped.
+or waits for a signal or for its children (`job.sleep`, `job.wait_for_signal`, `job.join`, which raise
+`Suspended`) has given up its lease: the run ends with nothing reported. On SIGTERM or SIGINT (`run`) or `stop()`,
+it takes no more jobs, lets running ones finish until the deadline, gives back the rest, and says it stopped.
 
 Handlers may be plain functions (run on threads of the worker's own, as many as its slots) or `async def` functions
 (run on the worker's event loop); either takes the job (a `RunningJob`: the job's fields, and calls about its run)
@@ -344,7 +344,8 @@ class _Run:
         if job._state.suspended is not None:
             # The handler caught `Suspended` and returned: the job sleeps all the same, and nothing is finished.
             log.warning(
-                "job %s: its handler went on after a sleep or a wait for a signal suspended it; its result is dropped",
+                "job %s: its handler went on after a sleep or a wait (for a signal or its children) suspended it; "
+                "its result is dropped",
                 claimed.job.id,
             )
             self.report.suspended += 1
