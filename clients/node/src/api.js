@@ -78,6 +78,8 @@ export const OPERATIONS = {
   sleep: "sleep", // and `job.sleep`, `job.sleepUntil` in a handler
   wait_for_signal: "waitForSignal", // and `job.waitForSignal` in a handler
   send_signal: "signal",
+  spawn: "spawn", // and `job.spawn` in a handler
+  join: "join", // and `job.join` in a handler
   finish: "finish",
   finish_many: "finishMany", // and `finishAndTake`, with `take`
   retry: "retry",
@@ -101,6 +103,8 @@ export const REQUESTS = [
   { schema: "SleepRequest", options: SLEEP_OPTIONS, arguments: ["token", "name"] },
   { schema: "SignalWaitRequest", options: SIGNAL_WAIT_OPTIONS, arguments: ["token", "name", "key"] },
   { schema: "SignalRequest", options: {}, arguments: ["key", "data"] },
+  { schema: "SpawnRequest", options: {}, arguments: ["token", "name", "jobs"] },
+  { schema: "JoinRequest", options: {}, arguments: ["token", "name"] },
   { schema: "BulkRequest", options: BULK_OPTIONS, arguments: ["action"] },
   { schema: "DependenciesRequest", options: CHANGE_OPTIONS, arguments: [] },
   { schema: "TagsRequest", options: CHANGE_OPTIONS, arguments: [] },

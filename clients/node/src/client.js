@@ -4,7 +4,7 @@
 
 import { EVENT_FILTER, EventStream } from "./events.js";
 import { errorFromBody } from "./errors.js";
-import { as, build, checkOptions, invalid, listField, local, millis, nested, query, seconds, time, timeField } from "./options.js";
+import { as, build, checkOptions, invalid, list, listField, local, millis, nested, query, seconds, time, timeField } from "./options.js";
 import { push } from "./push.js";
 import { Transport } from "./transport.js";
 
@@ -90,6 +90,9 @@ function finishItems(finishes) {
     return finishFields({ id: lease.job, token: lease.token }, data, result);
   });
 }
+
+/** Children as a join answers (or records) them, each with its result (null when none). */
+export const joinedChildren = (children) => children.map((child) => ({ id: child.id, state: child.state, result: child.result ?? null }));
 
 const finishErrors = (body) => (body.results ?? []).map((r) => (r.error ? errorFromBody(r.error, 200) : null));
 const id = (value) => Number(value);
@@ -477,6 +480,31 @@ export class Client {
       data: waited.data ?? null,
       timed_out: waited.timed_out,
     };
+  }
+
+  /**
+   * Spawns `jobs` (made with `push`, as `enqueueBatch` takes them; at most 1,000) as step `name` of the running attempt:
+   * the server pushes them as the job's children, all or none, starts them at once, records their ids as the step's
+   * result, and extends the lease. Resolves to `{children}`: their ids, in order. A step already recorded under `name`
+   * answers its ids and pushes nothing. A job naming another parent is refused (`jobs[3].parent`). `job.spawn` in a
+   * handler numbers names and reads a replay from the claim; this is the call it makes.
+   */
+  async spawn(lease, name, jobs) {
+    const spawned = await this.#send("POST", `/v1/jobs/${lease.job}/spawn`, { token: lease.token, name, jobs: list(jobs, "jobs") });
+    return { children: spawned.children };
+  }
+
+  /**
+   * Waits as step `name` of the running attempt for the job's children. Resolves to `{suspended: false, children}` once
+   * none holds the job: each child's `{id, state, result}`, oldest first (`result` null when it completed with none),
+   * recorded as the step's result; or to `{suspended: true, children: []}` when the job now waits: its lease is over,
+   * and it runs again once they have ended. A failed child holds the join until it is requeued or cancelled.
+   * `job.join` in a handler numbers names, reads a replay from the claim, and throws `Suspended`; this is the call it
+   * makes.
+   */
+  async join(lease, name) {
+    const joined = await this.#send("POST", `/v1/jobs/${lease.job}/join`, { token: lease.token, name });
+    return { suspended: joined.suspended, children: joinedChildren(joined.children ?? []) };
   }
 
   /**

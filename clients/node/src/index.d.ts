@@ -39,7 +39,7 @@ export type EventKind =
 
 /**
  * How an attempt ended: `suspended` when its job went to sleep (`job.sleep`) or waits for a signal
- * (`job.waitForSignal`), which does not count as an attempt.
+ * (`job.waitForSignal`) or its children (`job.join`), which does not count as an attempt.
  */
 export type AttemptOutcome =
   | "completed"
@@ -188,6 +188,29 @@ export interface SignalSent {
  * `received: false` when the wait's time passed with none.
  */
 export type Signal<T = unknown> = { received: true; data: T } | { received: false; data: null };
+
+/** The jobs a spawn pushed (SpawnedBody). */
+export interface Spawned {
+  /** Their ids, in the order given. */
+  children: number[];
+}
+
+/** How a child had ended when its parent joined it (JoinedChildBody). */
+export interface JoinedChild {
+  id: number;
+  /** `completed`, `cancelled`, or `failed` (when the parent's children are its own, and failed ones do not hold it). */
+  state: "completed" | "failed" | "cancelled";
+  /** What it completed with; null when none. */
+  result: unknown;
+}
+
+/** What came of a join (JoinedBody). */
+export interface Joined {
+  /** Whether the job now waits for its children: its lease is over, and the run must stop; `children` is then empty. */
+  suspended: boolean;
+  /** How each child ended, oldest first, once none holds the job. */
+  children: JoinedChild[];
+}
 
 /** A step of a handler's run, as recorded (StepBody). */
 export interface Step {
@@ -625,6 +648,10 @@ export class Client {
   sleep(lease: Lease, name: string, wake: SleepFor): Promise<Slept>;
   /** Waits for a signal to `key` as a step under the lease; `suspended: true`: the lease is over, and the job waits. */
   waitForSignal(lease: Lease, name: string, key: string, wait: SignalWaitFor): Promise<SignalWait>;
+  /** Pushes `jobs` as the job's children and records their ids as a step under the lease; a replay pushes nothing. */
+  spawn(lease: Lease, name: string, jobs: PushBody[]): Promise<Spawned>;
+  /** Waits for the job's children as a step under the lease; `suspended: true`: the lease is over, and the job waits. */
+  join(lease: Lease, name: string): Promise<Joined>;
   finish(lease: Lease, data?: unknown, options?: FinishOptions): Promise<void>;
   finishMany(finishes: Finishing[]): Promise<(CairnError | null)[]>;
   finishAndTake(
@@ -660,17 +687,21 @@ export class FailJob extends Error {
   group: string;
 }
 /**
- * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps, and by `job.waitForSignal` when it now waits for
- * its signal: its lease is over, so let it through. The worker ends the run without a call about the job, which runs
- * again at `until` (or when the signal comes).
+ * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps, by `job.waitForSignal` when it now waits for its
+ * signal, and by `job.join` when it now waits for its children: its lease is over, so let it through. The worker ends
+ * the run without a call about the job, which runs again at `until` (or when the signal comes, or once its children
+ * have ended).
  */
 export class Suspended extends Error {
-  constructor(step: string, until: string, key?: string | null);
+  constructor(step: string, until: string | null, key?: string | null, options?: { children?: boolean });
   /** The step's name as recorded (`nap`, `nap#2`). */
   step: string;
-  until: string;
-  /** The key a wait for a signal waits for; null for a sleep. */
+  /** When the job runs again at the latest; null for a join, which waits as long as its children take. */
+  until: string | null;
+  /** The key a wait for a signal waits for; null for a sleep or a join. */
   key: string | null;
+  /** Whether a join waits for the job's children. */
+  children: boolean;
 }
 
 /**
@@ -680,8 +711,8 @@ export class Suspended extends Error {
 export interface RunningJob extends Job {
   readonly lease: Lease;
   /**
-   * Aborted when the lease is lost, when the job goes to sleep or waits for a signal, or when the worker stops and
-   * gives the job back.
+   * Aborted when the lease is lost, when the job goes to sleep or waits for a signal or its children, or when the
+   * worker stops and gives the job back.
    */
   readonly signal: AbortSignal;
   /** Records progress (any JSON) for queries and the dashboard. */
@@ -713,6 +744,19 @@ export interface RunningJob extends Job {
    * when the signal comes or the time passes, replaying its steps. A bad key or duration fails the job in group `step`.
    */
   waitForSignal<T = unknown>(name: string, key: string, seconds: number): Promise<Signal<T>>;
+  /**
+   * Pushes `jobs` (made with `push`, at most 1,000) as step `name`: the first time, as this job's children, all or
+   * none, started at once, resolving to their ids in order; every later attempt gets the recorded ids back and pushes
+   * nothing. A job naming another parent is refused. Names are numbered as `step`'s, with the same count.
+   */
+  spawn(name: string, jobs: PushBody[]): Promise<number[]>;
+  /**
+   * Waits as step `name` for this job's children, without holding a worker: once none holds the job, resolves to how
+   * each ended, oldest first. Until then the job gives up its lease and this rejects with `Suspended`, which the
+   * handler lets through; the job runs again once they have ended, replaying its steps. A failed child holds the join
+   * until it is requeued or cancelled (then its state is `cancelled`). Names are numbered as `step`'s.
+   */
+  join(name: string): Promise<JoinedChild[]>;
   /** The result when the handler returns undefined or null. */
   setResult(value: unknown): void;
   /** Replaces the job's data when the handler returns; null keeps it. */
@@ -722,7 +766,10 @@ export interface RunningJob extends Job {
 /** What a handler gets besides the job, as older handlers read it. */
 export interface JobContext {
   lease: Lease;
-  /** Aborted when the lease is lost, when the job goes to sleep, or when the worker stops and gives the job back. */
+  /**
+   * Aborted when the lease is lost, when the job goes to sleep or waits for a signal or its children, or when the
+   * worker stops and gives the job back.
+   */
   signal: AbortSignal;
   /** As `job.setData`. */
   setData(data: unknown): void;
@@ -738,8 +785,8 @@ export interface WorkerReport {
   lost: number;
   released: number;
   /**
-   * Runs that ended with their job asleep or waiting for a signal (`job.sleep`, `job.waitForSignal`): no call about
-   * them, and the job runs again later.
+   * Runs that ended with their job asleep or waiting for a signal or its children (`job.sleep`, `job.waitForSignal`,
+   * `job.join`): no call about them, and the job runs again later.
    */
   suspended: number;
 }

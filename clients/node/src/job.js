@@ -2,12 +2,14 @@
 // `failure_group`, `trace_parent`), and the calls a handler makes about its own run, under the run's lease: progress,
 // heartbeat and checkpoint, steps, and the result and data its finish carries. Python's worker hands its handlers the
 // same. Also what a handler throws to say how its job goes on (`RetryLater`, `FailJob`), which the worker reads, and
-// what `job.sleep` throws when the job gives up its worker (`Suspended`), which the handler lets through.
+// what `job.sleep`, `job.waitForSignal` and `job.join` throw when the job gives up its worker (`Suspended`), which the
+// handler lets through.
 
 import { isDeepStrictEqual } from "node:util";
 
+import { joinedChildren } from "./client.js";
 import { LeaseLost } from "./errors.js";
-import { describe, invalid, millis, time } from "./options.js";
+import { describe, invalid, list, millis, time } from "./options.js";
 
 /** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
 export class RetryLater extends Error {
@@ -28,20 +30,26 @@ export class FailJob extends Error {
 }
 
 /**
- * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps, and by `job.waitForSignal` when it now waits for
- * its signal: its lease is over, so the handler must let this through (rethrow it when it catches errors). The worker
- * ends the run without finishing, retrying or failing the job, which runs again at `until` (or when the signal comes)
- * and replays its steps. `step` is the step's name as recorded (`nap`, `nap#2`).
+ * Thrown by `job.sleep` and `job.sleepUntil` when the job now sleeps, by `job.waitForSignal` when it now waits for its
+ * signal, and by `job.join` when it now waits for its children: its lease is over, so the handler must let this
+ * through (rethrow it when it catches errors). The worker ends the run without finishing, retrying or failing the job,
+ * which runs again at `until` (or when the signal comes, or once its children have ended) and replays its steps.
+ * `step` is the step's name as recorded (`nap`, `nap#2`).
  */
 export class Suspended extends Error {
-  constructor(step, until, key = null) {
-    const waits = key === null ? `sleeps until ${until}` : `waits for a signal to ${JSON.stringify(key)} until ${until}`;
+  constructor(step, until, key = null, { children = false } = {}) {
+    let waits = `sleeps until ${until}`;
+    if (children) waits = "waits for its children";
+    else if (key !== null) waits = `waits for a signal to ${JSON.stringify(key)} until ${until}`;
     super(`step ${JSON.stringify(step)}: the job ${waits}, without its worker; let this error through`);
     this.name = "Suspended";
     this.step = step;
-    this.until = until;
-    // The key a wait for a signal waits for; null for a sleep.
+    // When the job runs again at the latest; null for a join, which waits as long as its children take.
+    this.until = until ?? null;
+    // The key a wait for a signal waits for; null for a sleep or a join.
     this.key = key;
+    // Whether a join waits for the job's children.
+    this.children = children;
   }
 }
 
@@ -66,7 +74,8 @@ export class RunningJob {
   #data = undefined;
   // The steps this run knows of, by name: those recorded by earlier attempts (with the claim) and by this one.
   #recorded;
-  // How many times this run has used each name a handler gave `step` or `sleep`, which numbers a name used again.
+  // How many times this run has used each name a handler gave a step (`step`, `sleep`, `spawn`, …), which numbers a
+  // name used again.
   #used = new Map();
 
   /**
@@ -183,6 +192,63 @@ export class RunningJob {
     throw suspended;
   }
 
+  /**
+   * Pushes `jobs` (made with `push`, at most 1,000) as step `name`, as Rust's `JobContext::spawn` does: the first time,
+   * the server pushes them as this job's children, all or none, starts them at once, and records their ids, which this
+   * resolves to, in order; when an earlier attempt recorded `name`, the recorded ids come back from the claim without
+   * a request, and nothing is pushed again. A job naming another parent is refused. A name used again in one run is
+   * numbered, as for `step`.
+   */
+  async spawn(name, jobs) {
+    this.#checkName(name);
+    const full = this.#nextName(name);
+    this.#checkWake(full, () => list(jobs, "jobs"));
+    const recorded = spawnedIds(this.#recorded.get(full));
+    // Spawned on an earlier attempt: no request on a replay. Another step of this name goes to the server, which
+    // refuses it for what it is.
+    if (recorded) return recorded;
+    let spawned;
+    try {
+      spawned = await this.#call(() => this.#run.client.spawn(this.lease, full, jobs));
+    } catch (e) {
+      throw inStep(full, e);
+    }
+    this.#run.extended();
+    this.#recorded.set(full, { children: spawned.children });
+    return [...spawned.children];
+  }
+
+  /**
+   * Waits as step `name` for this job's children (those `spawn` pushed, and any other), without holding a worker, as
+   * Rust's `JobContext::join` does. Once none holds the job, resolves to how each ended, oldest first: `{id, state,
+   * result}`, `state` `completed` or `cancelled` (or `failed` for a job whose children are its own), `result` null
+   * when it completed with none. Until then the job gives up its lease and this rejects with `Suspended`, which the
+   * handler lets through; the job runs again once they have ended, replaying its steps. A child that fails holds the
+   * join until it is requeued or cancelled. The answer is the step's result, so a later attempt reads it from the claim
+   * without a request. A name used again in one run is numbered, as for `step`.
+   */
+  async join(name) {
+    this.#checkName(name);
+    const full = this.#nextName(name);
+    const recorded = joinedOf(this.#recorded.get(full));
+    if (recorded) return recorded;
+    let joined;
+    try {
+      // Asked of the server when not recorded, even on a replay: it knows whether the children have ended.
+      joined = await this.#call(() => this.#run.client.join(this.lease, full));
+    } catch (e) {
+      throw inStep(full, e);
+    }
+    if (!joined.suspended) {
+      this.#run.extended();
+      this.#recorded.set(full, { children: joined.children });
+      return joined.children.map((child) => ({ ...child }));
+    }
+    const suspended = new Suspended(full, null, null, { children: true });
+    this.#run.suspended(suspended);
+    throw suspended;
+  }
+
   /** Records the job's progress (any JSON), for queries and the dashboard to show. */
   async progress(value) {
     await this.#call(() => this.#run.client.progress(this.lease, value));
@@ -238,8 +304,8 @@ export class RunningJob {
   }
 
   /**
-   * A sleep's duration or time, or a wait's key or duration, checked: one a retry cannot mend fails the job in group
-   * `step`, as a bad name does.
+   * A sleep's duration or time, a wait's key or duration, or a spawn's list of jobs, checked: one a retry cannot mend
+   * fails the job in group `step`, as a bad name does.
    */
   #checkWake(full, check) {
     try {
@@ -282,6 +348,19 @@ function checkKey(key) {
   if (bytes > MAX_SIGNAL_KEY_BYTES) throw invalid("key", `must be at most ${MAX_SIGNAL_KEY_BYTES} bytes, got ${bytes}`);
   const control = key.match(CONTROL);
   if (control) throw invalid("key", `must not contain control characters, got ${JSON.stringify(control[0])}`);
+}
+
+/** The ids a spawn recorded, copied; null when `result` is not a spawn's. */
+function spawnedIds(result) {
+  const ids = result?.children;
+  return Array.isArray(ids) && ids.every(Number.isInteger) ? [...ids] : null;
+}
+
+/** The children a join recorded, copied; null when `result` is not a join's. */
+function joinedOf(result) {
+  const children = result?.children;
+  const isChild = (child) => child !== null && typeof child === "object" && Number.isInteger(child.id) && typeof child.state === "string";
+  return Array.isArray(children) && children.every(isChild) ? joinedChildren(children) : null;
 }
 
 /** What a step's body (or its record) threw, its message naming the step, of the kind the worker reads it as. */

@@ -4,14 +4,14 @@
 // lease every third of its timeout, and reports the jobs that ended together in one request (`POST /v1/finish`), one
 // such request at a time, while it takes the next ones: a take that carried the finishes would come back only once they
 // are durable. A slot is free once its handler settles. A handler gets the job (`src/job.js`: its fields, and progress,
-// heartbeat, checkpoint, step, sleep, waitForSignal, setResult and setData), and a context that older handlers read
-// (`{lease, signal, setData}`). What it returns is the job's result (or what it passed to `setResult`), kept apart from
-// its data, which `setData` replaces. A handler that throws `RetryLater` or anything else has the job retried with the
-// error's text; `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what it returns. A
-// job that sleeps or waits for a signal (`job.sleep`, `job.waitForSignal`, which throw `Suspended`) gave up its lease:
-// its signal aborts too, and the run ends with no call about it, counted as `suspended`. `stop()` (or SIGTERM with
-// `run()`) takes no more jobs, lets running ones finish until the deadline, gives back the rest, and says the worker
-// stopped.
+// heartbeat, checkpoint, step, sleep, waitForSignal, spawn, join, setResult and setData), and a context that older
+// handlers read (`{lease, signal, setData}`). What it returns is the job's result (or what it passed to `setResult`),
+// kept apart from its data, which `setData` replaces. A handler that throws `RetryLater` or anything else has the job
+// retried with the error's text; `FailJob` fails it for good. A lost lease aborts the handler's `signal` and drops what
+// it returns. A job that sleeps or waits for a signal or its children (`job.sleep`, `job.waitForSignal`, `job.join`,
+// which throw `Suspended`) gave up its lease: its signal aborts too, and the run ends with no call about it, counted as
+// `suspended`. `stop()` (or SIGTERM with `run()`) takes no more jobs, lets running ones finish until the deadline,
+// gives back the rest, and says the worker stopped.
 
 import { Client } from "./client.js";
 import { CairnError, InvalidInput, LeaseLost } from "./errors.js";
@@ -23,7 +23,7 @@ const MIN_UNANSWERED_FINISHES = 32;
 const MAX_PER_CALL = 100;
 
 // What a handler throws (or lets through): defined with the job it gets, which throws them too (`job.step`,
-// `job.sleep`, `job.waitForSignal`).
+// `job.sleep`, `job.waitForSignal`, `job.join`).
 export { FailJob, RetryLater, Suspended };
 
 /** SQLite's GLOB as a regular expression: `*`, `?`, `[abc]`, `[a-z]`, `[^abc]`; case-sensitive. */
@@ -216,8 +216,8 @@ class Run {
     const weight = claimed.job.weight ?? 1;
     this.weight += weight;
     const every = Math.max((claimed.job.lease_timeout_ms ?? 60_000) / 3, 50);
-    // lost: the lease was lost; givenBack: released at stop; suspended: the job sleeps or waits for a signal, its
-    // lease given up. In each case, what the handler returns is dropped.
+    // lost: the lease was lost; givenBack: released at stop; suspended: the job sleeps or waits for a signal or its
+    // children, its lease given up. In each case, what the handler returns is dropped.
     const entry = { claimed, abort: new AbortController(), every, next: Date.now() + every, lost: false, givenBack: false, suspended: false };
     this.jobs.set(claimed.job.id, entry);
     entry.promise = this.runJob(entry, weight).finally(() => this.jobs.delete(claimed.job.id));
@@ -313,8 +313,8 @@ class Run {
   }
 
   /**
-   * The job sleeps or waits for a signal: its lease is over, so its handler's `signal` aborts and no heartbeat extends
-   * it.
+   * The job sleeps or waits for a signal or its children: its lease is over, so its handler's `signal` aborts and no
+   * heartbeat extends it.
    */
   suspended(entry, e) {
     entry.suspended = true;

@@ -17,6 +17,8 @@ import {
   type ClaimedJob,
   type Job,
   type JobContext,
+  type Joined,
+  type JoinedChild,
   type PushBody,
   type Recurring,
   type RunningJob,
@@ -24,6 +26,7 @@ import {
   type SignalSent,
   type SignalWait,
   type Slept,
+  type Spawned,
   type Step,
   type StreamEvent,
   type WorkerReport,
@@ -66,6 +69,11 @@ async function example(): Promise<WorkerReport> {
     if (waited.received) console.log(waited.data, waited.timed_out, waited.suspended, waited.until, job.awaits_signal?.length);
     // @ts-expect-error: the wait's duration is an option, in seconds
     await client.waitForSignal(lease, "approved", "k", 3600);
+    const spawned: Spawned = await client.spawn(lease, "parts", [push("double", 1), push("double", 2, { queue: "math" })]);
+    const joined: Joined = await client.join(lease, "gather");
+    if (!joined.suspended) console.log(spawned.children[0] === joined.children[0]?.id, joined.children[0]?.state, joined.children[0]?.result);
+    // @ts-expect-error: spawn takes jobs made with push
+    await client.spawn(lease, "parts", [{ queue: "math" }]);
     await client.finish(lease, { ok: expiry, id, state, existing, name: job.name }, { result: [job.result] });
   }
   await client.finish(claimed[0].lease, null, { result: { pages: 12 }, next: { queue: "step-2", delay: 5, dependsOn: [id] } });
@@ -164,6 +172,15 @@ async function example(): Promise<WorkerReport> {
       const parcel: string | null = packed.received ? packed.data.parcel : packed.data;
       const anything: Signal = await job.waitForSignal("approved", "k", 60);
       if (anything.received) console.log(anything.data);
+      const partIds: number[] = await job.spawn("parts", [1, 2, 3].map((n) => push("double", n)));
+      const ended: JoinedChild[] = await job.join("gather");
+      const total = ended.reduce((sum, child) => sum + (child.state === "completed" ? Number(child.result) : 0), partIds.length);
+      try {
+        await job.join("again");
+      } catch (e) {
+        if (e instanceof Suspended && e.children && e.until === null) console.log(e.step, total);
+        throw e;
+      }
       job.setData({ next: attempt, receipt: receipt.id, page, parcel, steps: job.steps.map((s) => s.name) });
       job.setResult({ jobId, name, queue, tags, trace_parent, failure_group, aborted: job.signal.aborted, token: job.lease.token });
     })
