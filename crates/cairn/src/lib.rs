@@ -248,5 +248,6 @@ pub use schedule::{Schedule, parse_first_run};
 #[cfg(feature = "sqlite")]
 pub use store::sqlite::connection::SqliteSettings;
 pub use worker::{
-    Backend, BoxFuture, HandlerResult, JobContext, JobError, Worker, WorkerBuilder, WorkerReport,
+    Backend, BoxFuture, HandlerResult, JobContext, JobError, OpenStep, Worker, WorkerBuilder,
+    WorkerReport,
 };

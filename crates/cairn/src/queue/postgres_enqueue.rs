@@ -1,13 +1,15 @@
-//! Enqueueing and signalling inside the application's own PostgreSQL transaction: [`Queue::enqueue_in_postgres`]
-//! calls the schema's `cairn_push` function (migration 0007) and [`Queue::signal_in_postgres`] its `cairn_signal`
-//! (migration 0026), the same ones an application in any other language calls, so that there is one transactional
+//! Enqueueing, signalling and recording steps inside the application's own PostgreSQL transaction:
+//! [`Queue::enqueue_in_postgres`] calls the schema's `cairn_push` function (migration 0007),
+//! [`Queue::signal_in_postgres`] its `cairn_signal` (0026), [`Queue::record_step_in_postgres`] its
+//! `cairn_record_step` (0027), the same ones an application in any other language calls, so that there is one transactional
 //! path whatever the caller.
 
 use serde_json::{Map, Value, json};
 
 use crate::clock::duration_millis;
 use crate::error::{Error, ErrorKind, Result};
-use crate::names::{JobId, SignalKey};
+use crate::job::Step;
+use crate::names::{JobId, SignalKey, StepName};
 use crate::ops::parse_stored_state;
 use crate::ops::push::{Enqueued, Push};
 use crate::ops::signal::SignalSent;
@@ -114,6 +116,53 @@ impl Queue {
     }
 }
 
+impl Queue {
+    /// Records step `name` of the attempt `lease` holds inside the application's own transaction on the queue's
+    /// PostgreSQL database, as [`Jobs::record_step`](crate::Jobs::record_step) does: the step is recorded if and
+    /// only if `tx` commits, so a change the step made to the application's tables and the record that it was made
+    /// commit together, exactly once. A step already recorded keeps its first result, which the answer gives.
+    ///
+    /// It runs the schema's `cairn_record_step` function, which an application in any language can call itself.
+    /// A handler learns whether a step is recorded already, and under which name to record it, with
+    /// [`JobContext::open_step`](crate::JobContext::open_step).
+    ///
+    /// # Errors
+    /// [`ErrorKind::LeaseLost`] when the lease is no longer held; [`ErrorKind::InvalidInput`] for an oversized
+    /// result or a job at its limit of steps; [`ErrorKind::InvalidState`] on a queue on SQLite; storage errors from
+    /// `tx`. After an error the transaction is aborted, as after any failed statement.
+    pub fn record_step_in_postgres(
+        &self,
+        tx: &mut postgres::Transaction<'_>,
+        lease: &crate::Lease,
+        name: &StepName,
+        result: &Value,
+    ) -> Result<Step> {
+        // Which database, not what it can do: the caller's transaction is PostgreSQL's own type.
+        if !self.is_postgres() {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "record_step_in_postgres needs a queue on PostgreSQL; this one is on a SQLite file",
+            ));
+        }
+        let text = serde_json::to_string(result).expect("serde_json::Value always serializes");
+        let row = tx
+            .query_one(
+                "SELECT stored, attempt, recorded_at FROM cairn_record_step($1, $2, $3, $4::text::json)",
+                &[&lease.job.0, &lease.token, &name.as_str(), &text],
+            )
+            .map_err(reported)?;
+        let stored: String = row.get(0);
+        Ok(Step {
+            name: name.as_str().to_owned(),
+            result: serde_json::from_str(&stored).map_err(|e| {
+                Error::storage("the database holds a step whose result is not JSON", e)
+            })?,
+            attempt: u32::try_from(row.get::<_, i64>(1)).unwrap_or(u32::MAX),
+            recorded_at: crate::clock::from_millis(row.get(2)),
+        })
+    }
+}
+
 /// A push's options as `cairn_push` takes them: the HTTP API's push body without its name and data. Fields it
 /// refuses (`parent`, `depends_on`, `schedule`, `time_zone`) are passed on, so that its error names them.
 fn sql_options(push: &Push) -> Value {
@@ -204,6 +253,12 @@ fn reported(e: postgres::Error) -> Error {
         && *db.code() == postgres::error::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE
     {
         return Error::invalid_state(db.message().to_owned());
+    }
+    // `cairn_record_step`'s own code for a lease no longer held.
+    if let Some(db) = e.as_db_error()
+        && db.code().code() == "CN001"
+    {
+        return Error::lease_lost(db.message().to_owned());
     }
     Error::storage("writing in the application's transaction", e)
 }

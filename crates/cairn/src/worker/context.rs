@@ -50,6 +50,15 @@ impl StepBook {
     }
 }
 
+/// A step opened with [`JobContext::open_step`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpenStep {
+    /// An earlier attempt recorded it: its result. Do not run it again.
+    Recorded(Value),
+    /// Not recorded yet: run it, and record it under this name.
+    New(StepName),
+}
+
 /// What a handler set for its job's finish.
 #[derive(Default)]
 pub(crate) struct Ending {
@@ -350,6 +359,21 @@ impl JobContext {
             crate::Joined::Ended(children) => Ok(children),
             crate::Joined::Suspended => Err(self.suspend("waiting for its children".to_owned())),
         }
+    }
+
+    /// Opens step `name` for a handler that records it itself, in its own PostgreSQL transaction with
+    /// [`Queue::record_step_in_postgres`](crate::Queue::record_step_in_postgres), so that the step's change to the
+    /// application's tables and its record commit together: answers the result recorded by an earlier attempt, or
+    /// the name (numbered, as [`JobContext::step`] numbers it) to record it under now.
+    ///
+    /// # Errors
+    /// A bad name (group `step`), as for [`JobContext::step`].
+    pub fn open_step(&self, name: &str) -> std::result::Result<OpenStep, JobError> {
+        let full = self.step_name(name)?;
+        Ok(match self.book().recorded.get(full.as_str()) {
+            Some(result) => OpenStep::Recorded(result.clone()),
+            None => OpenStep::New(full),
+        })
     }
 
     /// Notes that the run gave up its lease, and the error that says so.

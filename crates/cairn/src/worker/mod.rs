@@ -21,7 +21,7 @@ mod run_loop;
 
 pub use backend::{Backend, BoxFuture};
 pub use builder::{Worker, WorkerBuilder};
-pub use context::JobContext;
+pub use context::{JobContext, OpenStep};
 pub use handler::HandlerResult;
 pub use job_error::JobError;
 pub use report::WorkerReport;

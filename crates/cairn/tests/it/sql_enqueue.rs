@@ -1008,3 +1008,143 @@ async fn a_signal_sent_in_the_application_transaction_arrives_only_if_it_commits
     a.close(Duration::from_secs(10)).await.unwrap();
     b.close(Duration::from_secs(10)).await.unwrap();
 }
+
+/// A step recorded in the application's transaction (`cairn_record_step`, `Queue::record_step_in_postgres`): a
+/// handler's change to its own table and the step that says it was made commit together or not at all, so a job run
+/// again after a failure finds the step (`JobContext::open_step`) and does not make the change twice. A lease no
+/// longer held is refused as lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_recorded_in_the_application_transaction_commits_with_its_change() {
+    use cairn::{OpenStep, StepName, Worker};
+    let db = TestDatabase::new();
+    let queue = node(&db).await;
+    app(&db, |client| {
+        client
+            .batch_execute("CREATE TABLE payments (order_id bigint, amount bigint)")
+            .unwrap();
+    })
+    .await;
+    // By hand: a rolled-back transaction records nothing and pays nothing.
+    let id = queue
+        .enqueue(Push::new("order").retry(RetryPolicy::immediate(3)))
+        .await
+        .unwrap()
+        .id;
+    let claimed = queue.dequeue(Dequeue::new("w")).await.unwrap().remove(0);
+    let lease = claimed.lease.clone();
+    {
+        let queue = queue.clone();
+        app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            tx.execute("INSERT INTO payments VALUES (1, 1999)", &[])
+                .unwrap();
+            let name = StepName::parse("charge").unwrap();
+            queue
+                .record_step_in_postgres(&mut tx, &lease, &name, &serde_json::json!({"paid": 1}))
+                .unwrap();
+            tx.rollback().unwrap();
+        })
+        .await;
+    }
+    assert_eq!(payments(&db).await, 0);
+    assert_eq!(queue.get(id).await.unwrap().step_count, 0);
+    queue.release(&claimed.lease).await.unwrap();
+    let stale = {
+        let queue = queue.clone();
+        let lease = claimed.lease.clone();
+        app(&db, move |client| {
+            let mut tx = client.transaction().unwrap();
+            let name = StepName::parse("charge").unwrap();
+            queue
+                .record_step_in_postgres(&mut tx, &lease, &name, &serde_json::json!(1))
+                .unwrap_err()
+        })
+        .await
+    };
+    assert_eq!(stale.kind(), ErrorKind::LeaseLost, "{stale}");
+
+    // Through a worker: the first attempt pays and records in one transaction, then fails; the second finds the
+    // step and pays nothing.
+    let url = db.url.clone();
+    let engine = queue.clone();
+    let failed_once = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let worker = Worker::builder(&queue, "w1")
+        .handler("order", move |job| {
+            let (url, engine, failed_once) = (url.clone(), engine.clone(), failed_once.clone());
+            async move {
+                let paid = match job.open_step("charge")? {
+                    OpenStep::Recorded(paid) => paid,
+                    OpenStep::New(name) => {
+                        let lease = job.lease().clone();
+                        tokio::task::spawn_blocking(move || {
+                            let mut client =
+                                postgres::Client::connect(&url, postgres::NoTls).unwrap();
+                            let mut tx = client.transaction().unwrap();
+                            tx.execute("INSERT INTO payments VALUES (1, 1999)", &[])
+                                .unwrap();
+                            let step = engine
+                                .record_step_in_postgres(
+                                    &mut tx,
+                                    &lease,
+                                    &name,
+                                    &serde_json::json!({"paid": 1999}),
+                                )
+                                .unwrap();
+                            tx.commit().unwrap();
+                            step.result
+                        })
+                        .await
+                        .unwrap()
+                    }
+                };
+                if !failed_once.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    return Err(cairn::JobError::retry("the mail server is down"));
+                }
+                job.set_result(paid);
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    crate::harness::eventually(crate::harness::PATIENCE, "the order completes", || async {
+        queue.get(id).await.unwrap().state == JobState::Completed
+    })
+    .await;
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        payments(&db).await,
+        1,
+        "paid once, in the attempt that recorded the step"
+    );
+    let job = queue.get(id).await.unwrap();
+    assert_eq!(job.result, Some(serde_json::json!({"paid": 1999})));
+    assert_eq!(
+        (job.steps[0].attempt + 1, job.history.len()),
+        (job.attempt, 3),
+        "recorded by the attempt before the last (the first was given back by hand)"
+    );
+
+    let refused = app(&db, move |client| {
+        client
+            .query_one("SELECT * FROM cairn_record_step(1, 1, '', '1')", &[])
+            .unwrap_err()
+            .as_db_error()
+            .unwrap()
+            .message()
+            .to_owned()
+    })
+    .await;
+    assert_eq!(refused, "name: must not be empty");
+    queue.close(Duration::from_secs(10)).await.unwrap();
+}
+
+/// How many rows the test's `payments` table holds.
+async fn payments(db: &TestDatabase) -> i64 {
+    app(db, |client| {
+        client
+            .query_one("SELECT count(*) FROM payments", &[])
+            .unwrap()
+            .get::<_, i64>(0)
+    })
+    .await
+}

@@ -139,6 +139,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "signals",
         include_str!("../../../migrations/postgres/0026_signals.sql"),
     ),
+    (
+        27,
+        "record_step_function",
+        include_str!("../../../migrations/postgres/0027_record_step_function.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.
