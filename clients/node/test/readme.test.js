@@ -102,4 +102,6 @@ test("the README's examples run as written against a real server", { timeout: 18
   assert.ok(outputs.some((out) => out.includes("reminder to 7 [ 'suspended', 'completed' ] 1")), outputs.join("\n---\n"));
   // The signals example: the job waited without its worker, and the signal sent then made it run again and complete.
   assert.ok(outputs.some((out) => out.includes("true { receipt: 'ch_42', parcel: 'P-981' } [ 'suspended', 'completed' ] 1")), outputs.join("\n---\n"));
+  // The fan-out example: the children pushed once, joined in order, and four jobs finished (the three and their parent).
+  assert.ok(outputs.some((out) => out.includes("{ taxes: [ 24, 16, 9 ], inOrder: true } [ 'lines', 'taxes' ] 4")), outputs.join("\n---\n"));
 });
