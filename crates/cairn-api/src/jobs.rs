@@ -133,6 +133,10 @@ pub struct JobBody {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::rules::SignalKey>))]
     pub awaits_signal: Option<String>,
+    /// When its handler suspended it (a sleep, a wait for a signal or for its children), while it stays so.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, format = DateTime))]
+    pub suspended_at: Option<Timestamp>,
 }
 
 impl From<&Job> for JobBody {
@@ -179,6 +183,7 @@ impl From<&Job> for JobBody {
             step_count: j.step_count,
             steps: j.steps.iter().map(crate::steps::StepBody::from).collect(),
             awaits_signal: j.awaits_signal.as_ref().map(|k| k.as_str().to_owned()),
+            suspended_at: j.suspended_at,
         }
     }
 }
@@ -288,6 +293,7 @@ impl JobBody {
                 .map(cairn::SignalKey::parse)
                 .transpose()
                 .map_err(malformed)?,
+            suspended_at: self.suspended_at,
         })
     }
 }

@@ -41,6 +41,10 @@ pub struct QueueStatsBody {
     pub queued: u64,
     /// Jobs waiting on other jobs.
     pub waiting: u64,
+    /// Jobs their handler suspended (a sleep, a wait for a signal or for its children), counted here and not as
+    /// `scheduled` or `waiting`: they hold no worker.
+    #[serde(default)]
+    pub suspended: u64,
     /// Jobs leased to a worker whose lease has not run out.
     pub running: u64,
     /// Jobs whose lease ran out and that the queue has not retried yet (their worker is lost or hung).
@@ -122,6 +126,7 @@ impl From<&QueueStats> for QueueStatsBody {
             scheduled: s.scheduled,
             queued: s.queued,
             waiting: s.waiting,
+            suspended: s.suspended,
             running: s.running,
             stalled: s.stalled,
             failed: s.failed,
@@ -145,6 +150,7 @@ impl From<QueueStatsBody> for QueueStats {
             scheduled: b.scheduled,
             queued: b.queued,
             waiting: b.waiting,
+            suspended: b.suspended,
             running: b.running,
             stalled: b.stalled,
             failed: b.failed,

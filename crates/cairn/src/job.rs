@@ -310,6 +310,9 @@ pub struct Job {
     /// The key of the signal its handler waits for ([`WaitForSignal`](crate::WaitForSignal)), while it waits: the
     /// job is `scheduled` until the signal comes or the wait times out (its `run_at`).
     pub awaits_signal: Option<crate::SignalKey>,
+    /// When its handler suspended it (a sleep, a wait for a signal or for its children), while it stays so: it is
+    /// `scheduled` until its time (or a signal), or `waiting` for its children.
+    pub suspended_at: Option<Timestamp>,
 }
 
 /// A step a job's handler recorded: a piece of its run whose result is kept, so that a later attempt reads it

@@ -84,6 +84,7 @@ pub fn render(job: &JobBody) -> String {
         .add_some("tracked", job.tracked.then_some("yes"))
         .add_some("parent", job.parent)
         .add_some("waits_for", waits_for(job))
+        .add_some("suspended_at", job.suspended_at.map(output::time))
         .add_some(
             "awaits_signal",
             job.awaits_signal

@@ -142,9 +142,9 @@ async fn queues_count_their_jobs_by_state() {
     assert_eq!(
         ok(&server.cairn(&["queues"], None)),
         "\
-QUEUE  PAUSED  SCHEDULED  QUEUED  WAITING  RUNNING  STALLED  FAILED  COMPLETED  CANCELLED  SETTINGS
-later  yes     0          0       0        0        0        0       0          0          concurrency=5 rate=10/1s aging=1m
-work   no      1          1       1        1        0        1       1          1          -
+QUEUE  PAUSED  SCHEDULED  QUEUED  WAITING  SUSPENDED  RUNNING  STALLED  FAILED  COMPLETED  CANCELLED  SETTINGS
+later  yes     0          0       0        0          0        0        0       0          0          concurrency=5 rate=10/1s aging=1m
+work   no      1          1       1        0          1        0        1       1          1          -
 "
     );
     let listed: QueueListBody = ok_json(&server.cairn(&["queues", "--json"], None));
@@ -158,6 +158,7 @@ work   no      1          1       1        1        0        1       1          
             priority_aging_ms: None,
             scheduled: 1,
             queued: 1,
+            suspended: 0,
             waiting: 1,
             running: 1,
             stalled: 0,

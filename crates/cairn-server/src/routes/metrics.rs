@@ -93,7 +93,7 @@ pub async fn metrics(
     );
     let _ = writeln!(
         out,
-        "# HELP cairn_queue_jobs Jobs in the queue by state.\n# TYPE cairn_queue_jobs gauge"
+        "# HELP cairn_queue_jobs Jobs in the queue by state (suspended: scheduled or waiting jobs their handler suspended).\n# TYPE cairn_queue_jobs gauge"
     );
     for q in &queues {
         let queue = escape(&q.queue);
@@ -101,6 +101,7 @@ pub async fn metrics(
             ("scheduled", q.scheduled),
             ("queued", q.queued),
             ("waiting", q.waiting),
+            ("suspended", q.suspended),
             ("running", q.running),
             ("stalled", q.stalled),
             ("failed", q.failed),

@@ -21,7 +21,8 @@ pub const MAX_SPAWN: usize = 1000;
 
 /// Pushes `children` as children of the job, as step `name`: their ids are recorded, so that a later attempt gets
 /// them back and pushes nothing. They start at once: they are the step's, not the run's, so they neither wait for
-/// the run to finish nor go if it fails.
+/// the run to finish nor go if it fails. Each is a new job: a unique key, debounce or throttle (which may answer with
+/// a job already there) is refused.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spawn {
     /// The job.
@@ -89,7 +90,7 @@ impl JoinedChild {
     }
 
     /// As the join's step recorded it.
-    fn from_json(value: &Value) -> Option<JoinedChild> {
+    pub(crate) fn from_json(value: &Value) -> Option<JoinedChild> {
         Some(JoinedChild {
             id: JobId(value.get("id")?.as_i64()?),
             state: value.get("state")?.as_str()?.parse().ok()?,
@@ -144,12 +145,27 @@ impl Operation for Spawn {
                 )
                 .in_batch(index));
             }
+            // Each of these may answer with a job already there instead of a new one, which would not be a child.
+            for (field, set) in [
+                ("unique_key", push.unique_key.is_some()),
+                ("debounce", push.debounce.is_some()),
+                ("throttle", push.throttle.is_some()),
+            ] {
+                if set {
+                    return Err(Error::invalid(
+                        field,
+                        "is not taken by a spawn: a spawned job is always a new child of the job (a step already \
+                         pushes it once)",
+                    )
+                    .in_batch(index));
+                }
+            }
             push.parent = Some(self.job);
         }
         let valid = validate_all(&pushes, ctx)?;
         let enqueued = insert_all(&valid, ctx)?;
         let ids: Vec<JobId> = enqueued.iter().map(|e| e.id).collect();
-        for child in enqueued.iter().filter(|e| !e.existing) {
+        for child in &enqueued {
             let waited: Option<i64> =
                 ctx.db
                     .query_row(START_SPAWNED, &params![child.id.0], |r| r.get(0))?;

@@ -402,6 +402,9 @@ pub struct QueueStats {
     pub queued: u64,
     /// Jobs waiting on other jobs.
     pub waiting: u64,
+    /// Jobs their handler suspended (a sleep, a wait for a signal or for its children), counted here and not as
+    /// `scheduled` or `waiting`: they hold no worker.
+    pub suspended: u64,
     /// Jobs leased to a worker whose lease has not run out.
     pub running: u64,
     /// Jobs whose lease ran out and that the queue has not retried yet (their worker is lost or hung).
@@ -448,8 +451,8 @@ impl KeyStats {
 }
 
 pub(crate) const COUNT_BY_STATE: Sql = Sql::both(
-    "SELECT queue, state, lease_expires_at <= $1, count(*) FROM jobs \
-     GROUP BY queue, state, lease_expires_at <= $1",
+    "SELECT queue, state, lease_expires_at <= $1, suspended_at IS NOT NULL, count(*) FROM jobs \
+     GROUP BY queue, state, lease_expires_at <= $1, suspended_at IS NOT NULL",
 );
 
 const PAUSED_QUEUES: Sql = Sql::both(
@@ -474,15 +477,17 @@ pub(crate) fn queue_stats(db: &Db<'_>, now_ms: i64) -> Result<Vec<QueueStats>> {
             row.get::<String>(0)?,
             parse_stored_state(&row.get::<String>(1)?)?,
             row.get::<Option<bool>>(2)?,
-            row.get::<i64>(3)?.max(0) as u64,
+            row.get::<bool>(3)?,
+            row.get::<i64>(4)?.max(0) as u64,
         ))
     })?;
-    for (queue, state, expired, count) in counts {
+    for (queue, state, expired, suspended, count) in counts {
         let s = stats.entry(queue.clone()).or_insert_with(|| QueueStats {
             queue,
             ..QueueStats::default()
         });
         match state {
+            JobState::Scheduled | JobState::Waiting if suspended => s.suspended += count,
             JobState::Scheduled => s.scheduled += count,
             JobState::Queued => s.queued += count,
             JobState::Waiting => s.waiting += count,

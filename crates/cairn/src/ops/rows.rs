@@ -27,7 +27,7 @@ macro_rules! job_columns {
          (SELECT string_agg(CAST(depends_on AS TEXT), ',' ORDER BY depends_on) FROM job_dependencies \
           WHERE job_id = jobs.id), timeout_ms, tracked, debounce_key, throttle_key, \
           concurrency_key, concurrency_limit, result, trace_parent, batch_id, children_of_job, slot_at, step_count, \
-          signal_key"
+          signal_key, suspended_at"
     };
 }
 pub(crate) use job_columns;
@@ -36,7 +36,7 @@ pub(crate) use job_columns;
 pub(crate) const JOB_COLUMNS: &str = job_columns!();
 
 /// How many columns [`JOB_COLUMNS`] selects: the index of the first column a statement adds after them.
-pub(crate) const JOB_COLUMN_COUNT: usize = 44;
+pub(crate) const JOB_COLUMN_COUNT: usize = 45;
 
 fn parse_json(text: &str) -> Result<serde_json::Value> {
     serde_json::from_str(text)
@@ -154,6 +154,11 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> Result<Job> {
             .get::<Option<String>>(43)?
             .filter(|_| state.is_live())
             .map(SignalKey::from_trusted),
+        // Cleared when a worker takes the job; a suspended job cancelled or requeued by hand is no longer suspended.
+        suspended_at: row
+            .get::<Option<i64>>(44)?
+            .filter(|_| matches!(state, JobState::Scheduled | JobState::Waiting))
+            .map(from_millis),
     })
 }
 

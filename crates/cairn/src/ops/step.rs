@@ -258,8 +258,8 @@ pub(crate) fn suspend(
         waiting::start_children(ctx, job)?;
     }
     ctx.db.execute(
-        Sql::both("UPDATE jobs SET attempt = attempt - 1 WHERE id = $1"),
-        &params![job.0],
+        Sql::both("UPDATE jobs SET attempt = attempt - 1, suspended_at = $1 WHERE id = $2"),
+        &params![ctx.now_ms, job.0],
     )?;
     match resume {
         Resume::At(at) => {

@@ -349,7 +349,17 @@ impl JobContext {
     /// The error that suspends the job (return it); a lost lease; a bad name (group `step`).
     pub async fn join(&self, name: &str) -> std::result::Result<Vec<crate::JoinedChild>, JobError> {
         let full = self.step_name(name)?;
-        // Asked of the queue even on a replay when not recorded yet: it knows whether the children have ended.
+        let recorded = self.book().recorded.get(full.as_str()).cloned();
+        if let Some(children) = recorded.as_ref().and_then(|r| r.get("children")) {
+            // Joined by an earlier attempt: no request on a replay.
+            let children: Option<Vec<crate::JoinedChild>> = children
+                .as_array()
+                .and_then(|c| c.iter().map(crate::JoinedChild::from_json).collect());
+            if let Some(children) = children {
+                return Ok(children);
+            }
+        }
+        // Not recorded yet: asked of the queue, which knows whether the children have ended.
         let joined = self
             .backend
             .join(&self.lease, full.clone())

@@ -83,6 +83,16 @@ async fn a_spawn_pushes_its_children_once_and_they_start_at_once() {
         .await
         .unwrap_err();
     assert_eq!(elsewhere.field(), Some("jobs[1].parent"));
+    let unique = t
+        .queue
+        .spawn(
+            &again.lease,
+            step("bad"),
+            vec![Push::new("x").unique_key("account:7")],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(unique.field(), Some("jobs[0].unique_key"), "{unique}");
     assert_eq!(count_jobs(&t).await, 3, "a refused spawn pushes none");
 }
 
@@ -106,6 +116,12 @@ async fn a_join_waits_for_the_children_and_answers_how_each_ended() {
     assert_eq!(joined, Joined::Suspended);
     let job = t.queue.get(id).await.unwrap();
     assert_eq!((job.state, job.attempt), (JobState::Waiting, 0));
+    assert!(job.suspended_at.is_some());
+    let stats = t.queue.queue_stats().await.unwrap();
+    assert_eq!(
+        (stats[0].suspended, stats[0].waiting, stats[0].queued),
+        (1, 0, 2)
+    );
 
     for n in 0..2 {
         let child = t.take("w1").await.unwrap();

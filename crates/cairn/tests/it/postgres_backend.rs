@@ -56,7 +56,8 @@ fn migrations_bring_a_fresh_database_to_the_schema_once() {
             (24, "job_steps".to_owned(), 1_000),
             (25, "steps_counted_by_insert".to_owned(), 1_000),
             (26, "signals".to_owned(), 1_000),
-            (27, "record_step_function".to_owned(), 1_000)
+            (27, "record_step_function".to_owned(), 1_000),
+            (28, "suspended_at".to_owned(), 1_000)
         ]
     );
     // The tables and views the engine uses are there, and the ready index orders as on SQLite.

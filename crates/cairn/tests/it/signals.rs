@@ -40,6 +40,13 @@ async fn a_signal_sent_after_the_wait_wakes_the_job_which_receives_it_once() {
     assert_eq!(waited, SignalWait::Suspended { until: timeout });
     let job = t.queue.get(id).await.unwrap();
     assert_eq!((job.state, job.attempt), (JobState::Scheduled, 0));
+    assert_eq!(job.suspended_at, Some(t.clock_now()));
+    let stats = t.queue.queue_stats().await.unwrap();
+    assert_eq!(
+        (stats[0].suspended, stats[0].scheduled, stats[0].running),
+        (1, 0, 0),
+        "counted as suspended, apart from the scheduled and the running"
+    );
     assert!(t.take("w1").await.is_none(), "waiting: nothing to take");
 
     let sent = t
@@ -53,6 +60,11 @@ async fn a_signal_sent_after_the_wait_wakes_the_job_which_receives_it_once() {
         .await
         .expect("ready at once, not at the timeout");
     assert_eq!(second.job.attempt, 1, "the wait did not use an attempt");
+    assert_eq!(
+        second.job.suspended_at, None,
+        "taken again: no longer suspended"
+    );
+    assert_eq!(t.queue.queue_stats().await.unwrap()[0].suspended, 0);
     assert_eq!(second.job.steps[0].name, "packed");
     assert_eq!(
         second.job.steps[0].result,

@@ -35,7 +35,7 @@ async fn migrations_apply_to_a_fresh_file_and_are_recorded_once() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, (1..=29).collect::<Vec<i64>>());
+    assert_eq!(versions, (1..=30).collect::<Vec<i64>>());
 }
 
 #[tokio::test]

@@ -381,7 +381,7 @@ pub(crate) const LEASE_JOB: Sql = Sql::sqlite_only(concat!(
      lease_expires_at = MAX($3, run_at) + CASE WHEN timeout_ms IS NULL THEN COALESCE($4, lease_timeout_ms) \
                                   ELSE MIN(COALESCE($4, lease_timeout_ms), timeout_ms) END, \
      attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, MAX($3, run_at)), \
-     attempt_started_at = MAX($3, run_at), progress = NULL WHERE id = $5 AND state = 'queued' RETURNING ",
+     attempt_started_at = MAX($3, run_at), progress = NULL, suspended_at = NULL WHERE id = $5 AND state = 'queued' RETURNING ",
     job_columns!()
 ));
 
@@ -406,7 +406,7 @@ pub(crate) fn lease_jobs_postgres(
          lease_expires_at = {now} + CASE WHEN timeout_ms IS NULL THEN COALESCE({lease}, lease_timeout_ms) \
                                     ELSE LEAST(COALESCE({lease}, lease_timeout_ms), timeout_ms) END, \
          attempt = attempt + 1, claims = claims + 1, started_at = COALESCE(started_at, {now}), \
-         attempt_started_at = {now}, progress = NULL {filter} RETURNING {JOB_COLUMNS}"
+         attempt_started_at = {now}, progress = NULL, suspended_at = NULL {filter} RETURNING {JOB_COLUMNS}"
     )
 }
 

@@ -144,6 +144,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "record_step_function",
         include_str!("../../../migrations/postgres/0027_record_step_function.sql"),
     ),
+    (
+        28,
+        "suspended_at",
+        include_str!("../../../migrations/postgres/0028_suspended_at.sql"),
+    ),
 ];
 
 /// The advisory lock key the migrations take: "cairn" in ASCII, so that it is unlikely to meet an application's.

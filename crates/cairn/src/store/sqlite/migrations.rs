@@ -151,6 +151,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "signals",
         include_str!("../../../migrations/sqlite/0029_signals.sql"),
     ),
+    (
+        30,
+        "suspended_at",
+        include_str!("../../../migrations/sqlite/0030_suspended_at.sql"),
+    ),
 ];
 
 /// The schema version this build of Cairn writes.
