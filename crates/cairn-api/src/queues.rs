@@ -41,8 +41,8 @@ pub struct QueueStatsBody {
     pub queued: u64,
     /// Jobs waiting on other jobs.
     pub waiting: u64,
-    /// Jobs their handler suspended (a sleep, a wait for a signal or for its children), counted here and not as
-    /// `scheduled` or `waiting`: they hold no worker.
+    /// Of the scheduled and waiting jobs, those their handler suspended (a sleep, a wait for a signal or for its
+    /// children), which hold no worker.
     #[serde(default)]
     pub suspended: u64,
     /// Jobs leased to a worker whose lease has not run out.

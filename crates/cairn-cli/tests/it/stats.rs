@@ -97,6 +97,8 @@ async fn statistics_activity_and_metrics_show_what_happened() {
         "cairn_job_run_seconds_count{queue=\"mail\",name=\"email.send\"} 1",
         "cairn_queue_jobs{queue=\"mail\",state=\"queued\"} 1",
         "cairn_queue_jobs{queue=\"mail\",state=\"completed\"} 1",
+        "# TYPE cairn_queue_suspended_jobs gauge",
+        "cairn_queue_suspended_jobs{queue=\"mail\"} 0",
         "cairn_queue_paused{queue=\"mail\"} 0",
     ] {
         assert!(text.lines().any(|l| l == line), "no {line:?} in:\n{text}");

@@ -93,7 +93,7 @@ pub async fn metrics(
     );
     let _ = writeln!(
         out,
-        "# HELP cairn_queue_jobs Jobs in the queue by state (suspended: scheduled or waiting jobs their handler suspended).\n# TYPE cairn_queue_jobs gauge"
+        "# HELP cairn_queue_jobs Jobs in the queue by state.\n# TYPE cairn_queue_jobs gauge"
     );
     for q in &queues {
         let queue = escape(&q.queue);
@@ -101,7 +101,6 @@ pub async fn metrics(
             ("scheduled", q.scheduled),
             ("queued", q.queued),
             ("waiting", q.waiting),
-            ("suspended", q.suspended),
             ("running", q.running),
             ("stalled", q.stalled),
             ("failed", q.failed),
@@ -113,6 +112,19 @@ pub async fn metrics(
                 "cairn_queue_jobs{{queue=\"{queue}\",state=\"{state}\"}} {n}"
             );
         }
+    }
+    let _ = writeln!(
+        out,
+        "# HELP cairn_queue_suspended_jobs Of the scheduled and waiting jobs, those their handler suspended (a sleep, \
+         a wait for a signal or for its children), which hold no worker.\n# TYPE cairn_queue_suspended_jobs gauge"
+    );
+    for q in &queues {
+        let _ = writeln!(
+            out,
+            "cairn_queue_suspended_jobs{{queue=\"{}\"}} {}",
+            escape(&q.queue),
+            q.suspended
+        );
     }
     let _ = writeln!(
         out,

@@ -402,8 +402,8 @@ pub struct QueueStats {
     pub queued: u64,
     /// Jobs waiting on other jobs.
     pub waiting: u64,
-    /// Jobs their handler suspended (a sleep, a wait for a signal or for its children), counted here and not as
-    /// `scheduled` or `waiting`: they hold no worker.
+    /// Of the scheduled and waiting jobs, those their handler suspended (a sleep, a wait for a signal or for its
+    /// children), which hold no worker.
     pub suspended: u64,
     /// Jobs leased to a worker whose lease has not run out.
     pub running: u64,
@@ -486,8 +486,10 @@ pub(crate) fn queue_stats(db: &Db<'_>, now_ms: i64) -> Result<Vec<QueueStats>> {
             queue,
             ..QueueStats::default()
         });
+        if suspended && matches!(state, JobState::Scheduled | JobState::Waiting) {
+            s.suspended += count;
+        }
         match state {
-            JobState::Scheduled | JobState::Waiting if suspended => s.suspended += count,
             JobState::Scheduled => s.scheduled += count,
             JobState::Queued => s.queued += count,
             JobState::Waiting => s.waiting += count,

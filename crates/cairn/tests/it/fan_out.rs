@@ -120,7 +120,8 @@ async fn a_join_waits_for_the_children_and_answers_how_each_ended() {
     let stats = t.queue.queue_stats().await.unwrap();
     assert_eq!(
         (stats[0].suspended, stats[0].waiting, stats[0].queued),
-        (1, 0, 2)
+        (1, 1, 2),
+        "suspended, of the waiting"
     );
 
     for n in 0..2 {

@@ -44,8 +44,8 @@ async fn a_signal_sent_after_the_wait_wakes_the_job_which_receives_it_once() {
     let stats = t.queue.queue_stats().await.unwrap();
     assert_eq!(
         (stats[0].suspended, stats[0].scheduled, stats[0].running),
-        (1, 0, 0),
-        "counted as suspended, apart from the scheduled and the running"
+        (1, 1, 0),
+        "counted as suspended, of the scheduled, and not as running"
     );
     assert!(t.take("w1").await.is_none(), "waiting: nothing to take");
 
