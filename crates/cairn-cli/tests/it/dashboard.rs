@@ -2448,3 +2448,98 @@ async fn events_of_kinds_logged_apart_refresh_what_they_change_and_unknown_ones_
     assert_no_page_errors(&browser, "events of new and unknown kinds").await;
     browser.close().await;
 }
+
+/// A workflow's job shows its steps as a timeline ending with what it waits for, the queues page counts it as
+/// suspended, and once the signal comes the page says so without a reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspended_job_shows_its_steps_and_what_it_waits_for() {
+    let server = TestServer::spawn();
+    let client = server.client();
+    let id = client
+        .enqueue(Push::new("order.fulfil").queue("orders"))
+        .await
+        .unwrap()
+        .id;
+    let claimed = client
+        .dequeue(take("worker-1", "orders", 1))
+        .await
+        .unwrap()
+        .remove(0);
+    for (name, result) in [("charge", json!({"receipt": 7})), ("pack", json!("box-3"))] {
+        client
+            .record_step(
+                &claimed.lease,
+                cairn::StepName::parse(name).unwrap(),
+                result,
+            )
+            .await
+            .unwrap();
+    }
+    let waited = client
+        .wait_for_signal(
+            &claimed.lease,
+            cairn::StepName::parse("shipped").unwrap(),
+            cairn::SignalKey::parse("order-1/shipped").unwrap(),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(waited, cairn::SignalWait::Suspended { .. }));
+    assert_eq!(queue_body(&client, "orders").await["suspended"], json!(1));
+
+    let browser = Browser::start(Viewport::Desktop).await;
+    let details = job_details(&browser, &server, id).await;
+    assert!(
+        details.contains("Suspended\nwaits for the signal order-1/shipped until"),
+        "{details}"
+    );
+    let timeline = browser
+        .wait_for(
+            "the steps' timeline",
+            "const items = [...document.querySelectorAll('#steps ol.timeline li')]; \
+             return items.length === 3 ? items.map(i => i.dataset.step ?? (i.dataset.suspended && 'now')) : null",
+        )
+        .await;
+    assert_eq!(timeline, json!(["charge", "pack", "now"]));
+    let pack = browser
+        .execute(
+            "return document.querySelector('#steps li[data-step=\"pack\"]').innerText",
+            json!([]),
+        )
+        .await;
+    assert!(
+        pack.as_str().unwrap().contains("attempt 1")
+            && pack.as_str().unwrap().contains("\"box-3\""),
+        "{pack}"
+    );
+    browser.screenshot("job-steps").await;
+
+    // The signal comes: the page follows without a reload, the step received and nothing waited for.
+    client
+        .signal(
+            cairn::SignalKey::parse("order-1/shipped").unwrap(),
+            json!({"parcel": "P-1"}),
+        )
+        .await
+        .unwrap();
+    let after = browser
+        .wait_for(
+            "the received signal on the timeline",
+            "const items = [...document.querySelectorAll('#steps ol.timeline li')]; \
+             return items.length === 3 && !document.querySelector('#steps li.now') \
+               ? items.map(i => i.dataset.step) : null",
+        )
+        .await;
+    assert_eq!(after, json!(["charge", "pack", "shipped"]));
+
+    open(&browser, &server, "queues").await;
+    let suspended = browser
+        .wait_for(
+            "the orders queue's suspended count",
+            "return document.querySelector('tr[data-queue=\"orders\"] [data-suspended]')?.dataset.suspended ?? null",
+        )
+        .await;
+    assert_eq!(suspended, json!("0"), "taken off by the signal");
+    assert_no_page_errors(&browser, "a suspended job's page and the queues page").await;
+    browser.close().await;
+}

@@ -1,5 +1,6 @@
-// One job's whole story: its details, data and result, its trace, the history of its attempts with their errors and
-// results, and its activity log (where the server keeps one); with the actions that fit its state.
+// One job's whole story: its details, data and result, its trace, the steps its handler recorded (a timeline, ending
+// with what a suspended job waits for), the history of its attempts with their errors and results, and its activity
+// log (where the server keeps one); with the actions that fit its state.
 
 import { del, get, post, segment } from "../api.js";
 import { h, fill, table, redraw, errorBox, badge, confirmDialog } from "../dom.js";
@@ -27,9 +28,10 @@ export function mount(root, params, ctx) {
   const head = h("div", { id: "job-head" });
   const changes = h("div", { id: "job-changes" });
   const body = h("div", { id: "job-body" });
+  const steps = h("section", { id: "steps" });
   const history = h("section", { id: "history" });
   const activity = h("section", { id: "activity" });
-  fill(root, h("div", { id: "job" }, head, changes, body), history, activity);
+  fill(root, h("div", { id: "job" }, head, changes, body), steps, history, activity);
   let activityMissing = false;
   return {
     // This job's events only: each changes it, its history or its activity (a move, a new time or priority, a
@@ -42,7 +44,7 @@ export function mount(root, params, ctx) {
       } catch (error) {
         if (error.kind !== "not_found" && error.kind !== "invalid_input") throw error;
         redraw(head, { error: error.message }, () => [h("h1", {}, `Job ${params.id}`), errorBox(error, { id: "job-error" })]);
-        for (const region of [changes, body, history, activity]) empty(region);
+        for (const region of [changes, body, steps, history, activity]) empty(region);
         return;
       }
       // Apart, so that a poll that brings a running job's new lease leaves the buttons and forms alone.
@@ -50,6 +52,8 @@ export function mount(root, params, ctx) {
       redraw(changes, { id: job.id, state: job.state, priority: job.priority, queue: job.queue, run_at: job.run_at },
         () => changeForms(job, ctx));
       redraw(body, job, () => jobBody(job));
+      const story = { steps: job.steps ?? [], waits: suspension(job) };
+      redraw(steps, story, () => story.steps.length || story.waits ? [h("h2", {}, "Steps"), stepTimeline(story)] : null);
       redraw(history, job.history, () => [h("h2", {}, "Attempts"), attemptTable(job.history)]);
       if (activityMissing) return;
       try {
@@ -226,9 +230,32 @@ function details(job) {
     ["Waits for", job.depends_on.length ? job.depends_on.map((id, i) => [i ? ", " : "", link(id)]) : null],
     ["Schedule", job.schedule ? `${job.schedule}${job.time_zone ? ` (${job.time_zone})` : ""}` : null],
     ["Tracked", job.tracked ? "yes" : null],
+    ["Suspended", job.suspended_at ? [suspension(job), " since ", timeElement(job.suspended_at)] : null],
   ];
   return h("dl", { class: "details" }, rows.filter(([, value]) => value !== null && value !== undefined)
     .map(([label, value]) => [h("dt", {}, label), h("dd", {}, value)]));
+}
+
+/** What a suspended job waits for, in words, or null for a job its handler did not suspend. */
+function suspension(job) {
+  if (!job.suspended_at) return null;
+  if (job.awaits_signal) return `waits for the signal ${job.awaits_signal} until ${when(job.run_at)}`;
+  if (job.state === "waiting") return "waits for its children to end";
+  return `sleeps until ${when(job.run_at)}`;
+}
+
+/**
+ * The steps its handler recorded, oldest first, as a timeline: when, which attempt, the step's name and its result;
+ * then, for a suspended job, what it waits for now.
+ */
+function stepTimeline({ steps, waits }) {
+  const items = steps.map((step) => h("li", { "data-step": step.name },
+    timeElement(step.recorded_at),
+    h("span", { class: "step-name" }, step.name),
+    h("span", { class: "muted" }, ` attempt ${step.attempt}`),
+    attemptResult(step.result)));
+  if (waits) items.push(h("li", { class: "now", "data-suspended": "true" }, h("span", { class: "step-name" }, "now"), ` ${waits}`));
+  return h("ol", { class: "timeline" }, items);
 }
 
 /** A W3C `traceparent` of version 00 in its parts, or null for none (or a form this page does not know). */

@@ -164,7 +164,7 @@ function jobTable(page, params) {
       h("a", { href: `#/jobs/${job.id}` }, `#${job.id}`),
       h("a", { href: `#/jobs/${job.id}` }, job.name),
       h("a", { href: address({ queue: job.queue }) }, job.queue),
-      badge(job.state),
+      job.suspended_at ? [badge(job.state), " ", h("span", { class: "badge state-suspended", title: "Its handler suspended it: it holds no worker" }, "suspended")] : badge(job.state),
       String(job.priority),
       `${job.attempt} / ${job.retry.max_attempts}`,
       timeElement(job.created_at),

@@ -10,6 +10,8 @@ import { WORKER_EVENTS, WORKER_EVENTS_LATER, workerTable } from "./workers.js";
 
 /** The counts of `GET /v1/queues`, in the order a job lives through them. */
 export const COUNTED = ["scheduled", "waiting", "queued", "running", "stalled", "failed", "completed", "cancelled"];
+/** Of the scheduled and waiting jobs, those their handler suspended: shown beside the states, not added to them. */
+const SUSPENDED = "suspended";
 /**
  * The events of a queue rather than a job that change its row: paused, resumed or limited (`queue_changed`), its
  * scheduled jobs due (`promoted`). Every job's event changes the counts too.
@@ -63,11 +65,19 @@ function jobsLink(queue, state) {
 }
 
 function totalTiles(queues) {
-  return COUNTED.map((state) => {
+  const tiles = COUNTED.map((state) => {
     const total = queues.reduce((sum, q) => sum + q[state], 0);
     return h("a", { class: `tile state-${state}${total === 0 ? " zero" : ""}`, href: jobsLink(null, state), "data-total": state },
       h("span", { class: "tile-value" }, count(total)), h("span", { class: "tile-label" }, state));
   });
+  // A server older than suspended jobs does not count them.
+  if (queues.some((q) => q[SUSPENDED] !== undefined)) {
+    const total = queues.reduce((sum, q) => sum + (q[SUSPENDED] ?? 0), 0);
+    tiles.push(h("span", { class: `tile state-${SUSPENDED}${total === 0 ? " zero" : ""}`, "data-total": SUSPENDED,
+      title: "Of the scheduled and waiting jobs, those their handler suspended: they hold no worker" },
+    h("span", { class: "tile-value" }, count(total)), h("span", { class: "tile-label" }, "of them suspended")));
+  }
+  return tiles;
 }
 
 function queueTable(queues, ctx) {
@@ -77,6 +87,7 @@ function queueTable(queues, ctx) {
   const columns = [
     { label: "Queue", class: "name" },
     ...COUNTED.map((state) => ({ label: state, class: "num" })),
+    { label: SUSPENDED, class: "num" },
     { label: "Limits" },
     { label: "", class: "actions" },
   ];
@@ -85,6 +96,7 @@ function queueTable(queues, ctx) {
     cells: [
       [h("a", { href: `#/jobs?queue=${encodeURIComponent(q.queue)}` }, q.queue), q.paused ? h("span", { class: "badge paused" }, "paused") : null],
       ...COUNTED.map((state) => h("a", { class: q[state] === 0 ? "zero" : `count state-${state}`, href: jobsLink(q.queue, state) }, count(q[state]))),
+      h("span", { class: q[SUSPENDED] ? `count state-${SUSPENDED}` : "zero", "data-suspended": q[SUSPENDED] ?? 0 }, count(q[SUSPENDED] ?? 0)),
       limits(q),
       pauseButton(q, ctx),
     ],
