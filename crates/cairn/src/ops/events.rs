@@ -257,6 +257,11 @@ impl EventLog {
         self.last().wait_ms = Some((at - ready_at).max(0));
     }
 
+    /// Sets the detail of the event just recorded.
+    pub fn last_detail(&mut self, detail: String) {
+        self.last().detail = Some(detail);
+    }
+
     /// The held attempt ended as `kind` (finished, retried or failed), ended by its worker when `by_worker` (its
     /// run time counts then; not after a lost lease). `final_end`: the job has ended (finished or failed for good),
     /// so its service time counts.

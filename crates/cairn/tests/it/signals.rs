@@ -103,6 +103,18 @@ async fn a_signal_sent_after_the_wait_wakes_the_job_which_receives_it_once() {
         received[0].detail.as_deref(),
         Some("step packed, key order-1/packed")
     );
+    let started: Vec<Option<&str>> = events
+        .events
+        .iter()
+        .rev()
+        .filter(|e| e.kind == cairn::ActivityKind::Started)
+        .map(|e| e.detail.as_deref())
+        .collect();
+    assert_eq!(
+        started,
+        [None, Some("resumed: replays 1 recorded step")],
+        "the second start says it resumed"
+    );
 }
 
 /// A signal sent before the wait is kept and received at once, by the first job that waits, and only by it.

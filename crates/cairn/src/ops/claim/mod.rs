@@ -621,6 +621,14 @@ impl Claim {
             self.worker.as_str(),
             crate::clock::to_millis(job.run_at),
         );
+        if job.step_count > 0 {
+            // The run goes on from where an earlier attempt got to (a sleep, a wait, a crash, a retry).
+            let steps = match job.step_count {
+                1 => "1 recorded step".to_owned(),
+                n => format!("{n} recorded steps"),
+            };
+            ctx.events.last_detail(format!("resumed: replays {steps}"));
+        }
         let expires_at = job
             .lease_expires_at
             .unwrap_or_else(|| from_millis(ctx.now_ms));
