@@ -10,9 +10,8 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::names::{JobId, StepName};
-use crate::ops::events::{ActivityKind, JobRef};
 use crate::ops::push::{Push, insert_all, validate_all};
-use crate::ops::step::{Resume, hold_for_step, store, stored_step, suspend};
+use crate::ops::step::{Resume, hold_for_step, store_and_tell, stored_step, suspend};
 use crate::ops::{Operation, WriteCtx, encode_json, lease_refusal, waiting};
 use crate::store::db::{Sql, params};
 
@@ -175,19 +174,7 @@ impl Operation for Spawn {
         }
         let result = json!({ "children": ids.iter().map(|id| id.0).collect::<Vec<_>>() });
         let text = encode_json("result", &result, ctx.limits());
-        store(ctx, self.job, name, &result, text, &held.tally)?;
-        let at = JobRef {
-            id: self.job.0,
-            queue: &held.queue,
-            name: &held.name,
-        };
-        ctx.events.job(
-            ctx.now_ms,
-            ActivityKind::StepRecorded,
-            at,
-            Some(&held.worker),
-            Some(name),
-        );
+        store_and_tell(ctx, self.job, &held, name, &result, text)?;
         Ok(ids)
     }
 }
@@ -273,19 +260,7 @@ impl Operation for Join {
                 ),
             )
         });
-        store(ctx, self.job, name, &result, text, &held.tally)?;
-        let at = JobRef {
-            id: self.job.0,
-            queue: &held.queue,
-            name: &held.name,
-        };
-        ctx.events.job(
-            ctx.now_ms,
-            ActivityKind::StepRecorded,
-            at,
-            Some(&held.worker),
-            Some(name),
-        );
+        store_and_tell(ctx, self.job, &held, name, &result, text)?;
         Ok(Joined::Ended(children))
     }
 }

@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::job::JobState;
 use crate::names::{JobId, SignalKey, StepName};
 use crate::ops::events::{ActivityKind, JobRef};
-use crate::ops::step::{Resume, StepTally, Wake, hold_for_step, store, stored_step, suspend};
+use crate::ops::step::{
+    Resume, StepTally, Wake, hold_for_step, store, store_and_tell, stored_step, suspend,
+};
 use crate::ops::{Operation, WriteCtx, encode_json, lease_refusal, requeue};
 use crate::store::db::{Sql, params};
 
@@ -187,7 +189,7 @@ impl Operation for WaitForSignal {
         if until_ms <= ctx.now_ms {
             let result = timed_out();
             let text = encode_json("result", &result, ctx.limits());
-            store(ctx, self.job, name, &result, text, &held.tally)?;
+            store_and_tell(ctx, self.job, &held, name, &result, text)?;
             ctx.db.execute(CLEAR_WAIT, &params![self.job.0])?;
             return Ok(SignalWait::TimedOut);
         }

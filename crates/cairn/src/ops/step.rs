@@ -104,23 +104,34 @@ fn record(
         return Err(lease_refusal(ctx, job, token));
     };
     let text = encode_json("result", result, ctx.limits());
-    let (step, new) = store(ctx, job, name.as_str(), result, text, &held.tally)?;
-    if !new {
-        // Recorded before: nothing happened now, so no event says it did.
-        return Ok(step);
+    store_and_tell(ctx, job, &held, name.as_str(), result, text)
+}
+
+/// [`store`]s step `name` of the job `held` (under its lease), and records its `step_recorded` event when it is new:
+/// a step recorded before is answered as it was, and nothing happened now.
+pub(crate) fn store_and_tell(
+    ctx: &mut WriteCtx<'_>,
+    job: JobId,
+    held: &HeldForStep,
+    name: &str,
+    result: &Value,
+    text: Result<String>,
+) -> Result<Step> {
+    let (step, new) = store(ctx, job, name, result, text, &held.tally)?;
+    if new {
+        let at = JobRef {
+            id: job.0,
+            queue: &held.queue,
+            name: &held.name,
+        };
+        ctx.events.job(
+            ctx.now_ms,
+            ActivityKind::StepRecorded,
+            at,
+            Some(&held.worker),
+            Some(name),
+        );
     }
-    let at = JobRef {
-        id: job.0,
-        queue: &held.queue,
-        name: &held.name,
-    };
-    ctx.events.job(
-        ctx.now_ms,
-        ActivityKind::StepRecorded,
-        at,
-        Some(&held.worker),
-        Some(name.as_str()),
-    );
     Ok(step)
 }
 
