@@ -61,6 +61,8 @@ async def test_a_handler_waits_for_a_signal_without_holding_its_slot(server: Ser
                 return job.state == "scheduled" and job.awaits_signal == key
 
             await eventually("the job waits for its signal", waits)
+            [default] = [q for q in await client.queues() if q["queue"] == "default"]
+            assert ((await client.get(id)).suspended_at is not None, default["suspended"]) == (True, 1)
             # The worker's only slot is free: another job runs while this one waits.
             other_id = (await client.enqueue("other")).id
             await eventually("the other job completed", lambda: _state_is(client, other_id, "completed"))
@@ -74,7 +76,7 @@ async def test_a_handler_waits_for_a_signal_without_holding_its_slot(server: Ser
         job = await client.get(id)
         events = [e.event for e in (await client.activity(job=id)).events]
     assert job.result == {"receipt": "ch_1", "parcel": "P-981"}
-    assert job.awaits_signal is None
+    assert (job.awaits_signal, job.suspended_at) == (None, None)
     assert charged["n"] == 1, "the charge's body ran once"
     assert (report.suspended, report.finished, report.retried, report.failed, report.lost) == (1, 2, 0, 0, 0), \
         "suspended once; finished: the order, and the other job that ran in its slot"

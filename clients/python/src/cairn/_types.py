@@ -232,6 +232,8 @@ class Job:
     # The key of the signal its handler waits for, while it waits (`RunningJob.wait_for_signal`); the job is
     # `scheduled` meanwhile.
     awaits_signal: Optional[str] = None
+    # When its handler suspended it (a sleep, a wait for a signal or for its children), while it stays so.
+    suspended_at: Optional[str] = None
 
     @staticmethod
     def from_body(body: Dict[str, Any]) -> "Job":
@@ -481,6 +483,8 @@ class QueueStats(TypedDict, total=False):
     failed: int
     completed: int
     cancelled: int
+    # Of the scheduled and waiting jobs, those their handler suspended (they hold no worker); counted in those too.
+    suspended: int
     concurrency: Optional[int]
     key_concurrency: Optional[int]
     priority_aging_ms: Optional[int]
