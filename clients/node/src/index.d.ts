@@ -143,6 +143,8 @@ export interface Job {
   steps: Step[];
   /** The key of the signal its handler waits for, while it waits (`scheduled` until the signal or the timeout). */
   awaits_signal?: string | null;
+  /** When its handler suspended it (a sleep, a wait for a signal or for its children), while it stays so; null otherwise. */
+  suspended_at?: string | null;
 }
 
 /** What came of a sleep (SleptBody). */
@@ -412,6 +414,8 @@ export interface QueueStats {
   failed: number;
   completed: number;
   cancelled: number;
+  /** Of the scheduled and waiting jobs, those their handler suspended (they hold no worker); counted in those too. */
+  suspended: number;
   concurrency?: number | null;
   key_concurrency?: number | null;
   rate_limit?: RateLimit | null;

@@ -51,6 +51,8 @@ test("a handler that waits for a signal frees its slot, and the signal sent whil
     await eventually("the job waits for its signal", async () => (await client.get(id)).awaits_signal === "order-1/packed");
     const waiting = await client.get(id);
     assert.equal(waiting.state, "scheduled");
+    const [stats] = (await client.queues()).filter((q) => q.queue === "signal-wait");
+    assert.deepEqual([typeof waiting.suspended_at, stats.suspended], ["string", 1], "suspended while it waits, and counted so");
     assert.ok(Date.parse(waiting.run_at) > Date.now() + (HOUR - 60) * 1000, `it waits until the timeout: ${waiting.run_at}`);
     const [info] = (await client.workers()).filter((w) => w.id === "node-signal-wait");
     assert.deepEqual(info.jobs, [], "the worker holds no job while it waits");
@@ -63,7 +65,7 @@ test("a handler that waits for a signal frees its slot, and the signal sent whil
   assert.equal(charged, 1, "the charge's body ran once");
   const job = await client.get(id);
   assert.deepEqual(job.result, { receipt: "ch_1", received: true, parcel: "P-1" });
-  assert.equal(job.awaits_signal ?? null, null);
+  assert.deepEqual([job.awaits_signal ?? null, job.suspended_at], [null, null]);
   assert.deepEqual(job.history.map((a) => a.outcome), ["suspended", "completed"]);
   assert.deepEqual(
     job.steps.map((s) => [s.name, s.result]),
