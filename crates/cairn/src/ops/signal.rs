@@ -123,11 +123,26 @@ const TAKE_KEPT: Sql = Sql::both(
 const KEEP: Sql =
     Sql::both("INSERT INTO signals (key, data, sent_at) VALUES ($1, $2, $3) RETURNING id");
 
-/// The jobs that registered a wait for key `$1`, first registered first: a live one receives the signal; a
-/// cancelled one refuses it. Few: a key names one workflow's wait.
-const WAITERS: Sql = Sql::both(
-    "SELECT id, state, signal_step, attempt, step_count, step_bytes, queue, name FROM jobs \
-     WHERE signal_key = $1 ORDER BY id LIMIT 100",
+/// The oldest live job that registered a wait for key `$1`, which receives the signal. Locked on PostgreSQL, so that
+/// a cancel on another node either comes first (and the job is not live) or waits for this signal's commit.
+const WAITER: Sql = Sql {
+    sqlite: concat!(
+        "SELECT id, state, signal_step, attempt, step_count, step_bytes, queue, name FROM jobs \
+         WHERE signal_key = $1 AND ",
+        crate::ops::live!(),
+        " ORDER BY id LIMIT 1"
+    ),
+    postgres: concat!(
+        "SELECT id, state, signal_step, attempt, step_count, step_bytes, queue, name FROM jobs \
+         WHERE signal_key = $1 AND ",
+        crate::ops::live!(),
+        " ORDER BY id LIMIT 1 FOR UPDATE"
+    ),
+};
+
+/// A cancelled job that waited for key `$1`, whose cancel refuses the signal.
+const CANCELLED_WAITER: Sql = Sql::both(
+    "SELECT id FROM jobs WHERE signal_key = $1 AND state = 'cancelled' ORDER BY id LIMIT 1",
 );
 
 impl Operation for WaitForSignal {
@@ -238,7 +253,7 @@ impl Operation for SendSignal {
         let key = self.key.as_str();
         ctx.db.dialect().lock_signal_key(&ctx.db, key)?;
         // A key whose wait is registered has its step beside it (`REGISTER_WAIT` writes them together).
-        let waiters: Vec<Waiter> = ctx.db.query(WAITERS, &params![key], |r| {
+        let waiter: Option<Waiter> = ctx.db.query_row(WAITER, &params![key], |r| {
             Ok(Waiter {
                 job: JobId(r.get(0)?),
                 state: r.get(1)?,
@@ -252,8 +267,7 @@ impl Operation for SendSignal {
                 name: r.get(7)?,
             })
         })?;
-        let live = |w: &&Waiter| w.state.parse::<JobState>().is_ok_and(JobState::is_live);
-        if let Some(waiter) = waiters.iter().find(live) {
+        if let Some(waiter) = waiter {
             let step = waiter.step.as_str();
             let result = received(&self.data);
             let text = format!("{{\"signal\":{text}}}");
@@ -277,13 +291,12 @@ impl Operation for SendSignal {
             );
             return Ok(SignalSent::Delivered { job: waiter.job });
         }
-        if let Some(cancelled) = waiters
-            .iter()
-            .find(|w| w.state == JobState::Cancelled.as_str())
-        {
+        let cancelled: Option<i64> = ctx
+            .db
+            .query_row(CANCELLED_WAITER, &params![key], |r| r.get(0))?;
+        if let Some(cancelled) = cancelled {
             return Err(Error::invalid_state(format!(
-                "job {} waited for signal {key:?} and was cancelled: the signal is refused, not kept",
-                cancelled.job
+                "job {cancelled} waited for signal {key:?} and was cancelled: the signal is refused, not kept"
             )));
         }
         ctx.db

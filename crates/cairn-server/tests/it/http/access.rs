@@ -384,6 +384,9 @@ impl Side {
             "change_dependencies" => format!(r#"{{"add":[{job}]}}"#),
             "dequeue" => format!(r#"{{"worker":"w","queues":["{queue}"]}}"#),
             "finish_many" => format!(r#"{{"jobs":[{{"id":{job},"token":"1"}}]}}"#),
+            "spawn" => {
+                format!(r#"{{"token":"1","name":"s","jobs":[{{"name":"x.y","queue":"{queue}"}}]}}"#)
+            }
             other => panic!(
                 "{other} names queues or jobs in its body: give the matrix a body that names some"
             ),
