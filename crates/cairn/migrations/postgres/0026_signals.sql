@@ -22,7 +22,7 @@ CREATE INDEX jobs_by_signal_key ON jobs (signal_key, id) WHERE signal_key IS NOT
 -- answer is its id); with none waiting, the signal is kept for the first that waits (the answer is NULL). A key
 -- that only a cancelled job waited for refuses the signal. Both happen when, and only if, the transaction commits.
 -- It takes the key's advisory lock, as the servers do, so that a wait on a server and this signal never miss each
--- other.
+-- other; that needs READ COMMITTED (PostgreSQL's default), and a stricter transaction is refused.
 CREATE FUNCTION cairn_signal(key text, data json) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     now_ms    bigint := floor(extract(epoch FROM clock_timestamp()) * 1000);
@@ -40,6 +40,12 @@ BEGIN
     IF octet_length(v_data) > max_data THEN
         PERFORM cairn_invalid('data', format('must be at most %s bytes of JSON, got %s', max_data,
             octet_length(v_data)));
+    END IF;
+    -- A stricter isolation reads a snapshot taken before the lock, which may miss a wait registered meanwhile.
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = format('cairn_signal needs a READ COMMITTED transaction, got %s: a snapshot taken before its '
+                             'lock could miss a job starting to wait', upper(current_setting('transaction_isolation')));
     END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended(v_key, 13));
     SELECT j.id, j.queue, j.name, j.state, j.signal_step, j.attempt, j.step_count, j.step_bytes INTO waiter

@@ -316,7 +316,8 @@ fn valid_continue(ctx: &WriteCtx<'_>, job: JobId, next: &Continue) -> Result<Val
 /// Returns whether the job has a concurrency key, which its next queue must then know of.
 pub(crate) const GO_ON: Sql = Sql::both(
     "UPDATE jobs SET state = $1, queue = $2, run_at = $3, slot_at = $3, \
-     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4, step_count = 0, step_bytes = 0 WHERE id = $5 \
+     attempt = 0, finished_at = NULL, error = NULL, aging_ms = $4, step_count = 0, step_bytes = 0, \
+     signal_key = NULL, signal_step = NULL, signal_until = NULL, suspended_at = NULL WHERE id = $5 \
      RETURNING concurrency_key IS NOT NULL",
 );
 

@@ -667,6 +667,7 @@ pub(crate) fn run_failed(ctx: &mut WriteCtx<'_>, held: &HeldJob) -> Result<JobSt
 
 const NEXT_RUN: Sql = Sql::both(
     "UPDATE jobs SET state = $1, run_at = $2, slot_at = $2, attempt = 0, step_count = 0, step_bytes = 0, \
+     signal_key = NULL, signal_step = NULL, signal_until = NULL, suspended_at = NULL, \
      finished_at = NULL, progress = NULL, lease_token = NULL, lease_expires_at = NULL WHERE id = $3",
 );
 

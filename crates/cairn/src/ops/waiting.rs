@@ -156,13 +156,27 @@ pub(crate) fn job_ended(
             release_if_unblocked(ctx, dependent)?;
         }
     }
-    // A failed dependency keeps its dependents waiting, and a failed child its parent: nothing to do for them.
+    // A failed dependency keeps its dependents waiting, and a failed child its parent: nothing to do for them. But a
+    // parent suspended in a join is told, since a failed child does not hold a join of children that are the job's
+    // own (the rule `RELEASE_IF_UNBLOCKED` applies).
     if let Some(parent) = parent
-        && ending == Ending::Completed
+        && (ending == Ending::Completed || joining(ctx, parent)?)
     {
         release_if_unblocked(ctx, parent)?;
     }
     Ok(())
+}
+
+const JOINING: Sql = Sql::both(
+    "SELECT 1 FROM jobs WHERE id = $1 AND state = 'waiting' AND suspended_at IS NOT NULL AND children_of_job",
+);
+
+/// Whether `parent` is suspended in a join of children that are its own, which a failed child does not hold.
+fn joining(ctx: &WriteCtx<'_>, parent: JobId) -> Result<bool> {
+    Ok(ctx
+        .db
+        .query_row(JOINING, &params![parent.0], |r| r.get::<i64>(0))?
+        .is_some())
 }
 
 const SELECT_RELATIONS: Sql = Sql {

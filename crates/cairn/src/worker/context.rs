@@ -50,6 +50,18 @@ impl StepBook {
     }
 }
 
+/// A step's record or spawn that the queue refused: for good (group `step`) when the refusal is the input's (a result
+/// over the limits, a bad push), which every retry would meet again, running the step's body again each time; a
+/// retry otherwise (an outage, a lost lease, which then ends the run).
+fn refused_for_good(error: crate::Error) -> JobError {
+    match error.kind() {
+        crate::ErrorKind::InvalidInput | crate::ErrorKind::InvalidState => {
+            JobError::fail("step", error.to_string())
+        }
+        _ => JobError::from(error),
+    }
+}
+
 /// A step opened with [`JobContext::open_step`].
 #[derive(Debug, Clone, PartialEq)]
 pub enum OpenStep {
@@ -176,7 +188,7 @@ impl JobContext {
             .backend
             .record_step(&self.lease, step_name, json.clone())
             .await
-            .map_err(|e| JobError::from(e).in_step(&full))?;
+            .map_err(|e| refused_for_good(e).in_step(&full))?;
         self.book()
             .recorded
             .insert(full.clone(), stored.result.clone());
@@ -330,7 +342,7 @@ impl JobContext {
             .backend
             .spawn(&self.lease, full.clone(), children)
             .await
-            .map_err(|e| JobError::from(e).in_step(full.as_str()))?;
+            .map_err(|e| refused_for_good(e).in_step(full.as_str()))?;
         let recorded =
             serde_json::json!({ "children": ids.iter().map(|id| id.0).collect::<Vec<_>>() });
         self.book()

@@ -253,3 +253,52 @@ async fn a_handler_fans_out_and_in_without_holding_its_slot() {
         "replays got the ids back"
     );
 }
+
+/// With children that are the job's own, a failed child does not hold the join, even when it fails last: the job
+/// runs again and the join says it failed.
+#[tokio::test]
+async fn a_join_of_the_jobs_own_children_goes_on_when_the_last_one_fails() {
+    let t = TestQueue::new().await;
+    let id = t
+        .queue
+        .enqueue(Push::new("parent").children(cairn::Children::OfTheJob))
+        .await
+        .unwrap()
+        .id;
+    let first = t.take("w1").await.unwrap();
+    let ids = t
+        .queue
+        .spawn(
+            &first.lease,
+            step("fan"),
+            vec![
+                Push::new("child").retry(RetryPolicy::immediate(1)),
+                Push::new("child"),
+            ],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        t.queue.join(&first.lease, step("gather")).await.unwrap(),
+        Joined::Suspended
+    );
+    let a = t.take("w1").await.unwrap();
+    let b = t.take("w1").await.unwrap();
+    let (failing, completing) = if a.job.id == ids[0] { (a, b) } else { (b, a) };
+    t.queue.finish(&completing.lease, None).await.unwrap();
+    assert_eq!(t.queue.get(id).await.unwrap().state, JobState::Waiting);
+    t.queue.fail(&failing.lease, "boom", "no").await.unwrap();
+    let second = t
+        .take("w1")
+        .await
+        .expect("the last child failed: the join goes on");
+    assert_eq!(second.job.id, id);
+    let Joined::Ended(children) = t.queue.join(&second.lease, step("gather")).await.unwrap() else {
+        panic!("nothing holds the join");
+    };
+    let states: Vec<_> = children.iter().map(|c| (c.id, c.state)).collect();
+    assert_eq!(
+        states,
+        [(ids[0], JobState::Failed), (ids[1], JobState::Completed)]
+    );
+}

@@ -992,6 +992,21 @@ async fn a_signal_sent_in_the_application_transaction_arrives_only_if_it_commits
         let bad = client
             .query_one("SELECT cairn_signal('', '1')", &[])
             .unwrap_err();
+        // A snapshot taken before the key's lock could miss a wait: refused, not kept.
+        let mut strict = client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .unwrap();
+        let isolation = strict
+            .query_one("SELECT cairn_signal('order-3', '1')", &[])
+            .unwrap_err();
+        assert_eq!(
+            isolation.as_db_error().unwrap().message(),
+            "cairn_signal needs a READ COMMITTED transaction, got REPEATABLE READ: a snapshot taken before its lock \
+             could miss a job starting to wait"
+        );
+        strict.rollback().unwrap();
         (
             refused.as_db_error().unwrap().message().to_owned(),
             bad.as_db_error().unwrap().message().to_owned(),

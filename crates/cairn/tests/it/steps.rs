@@ -406,3 +406,48 @@ async fn a_handler_that_swallows_its_sleep_still_sleeps() {
     let report = worker.stop(Duration::from_secs(5)).await.unwrap();
     assert_eq!((report.suspended, report.finished, report.lost), (1, 1, 0));
 }
+
+/// A step whose result the queue refuses (larger than the limits) fails the job for good, naming the step: a retry
+/// would run its body again only to be refused again.
+#[tokio::test]
+async fn a_step_whose_result_is_refused_fails_the_job_and_its_body_runs_once() {
+    let t = TestQueue::with(|o| o.clock = Arc::new(cairn::SystemClock)).await;
+    let id = t
+        .queue
+        .enqueue(Push::new("big").retry(RetryPolicy::immediate(3)))
+        .await
+        .unwrap()
+        .id;
+    let ran = Arc::new(AtomicU32::new(0));
+    let counted = ran.clone();
+    let worker = Worker::builder(&t.queue, "w1")
+        .handler("big", move |job| {
+            let ran = counted.clone();
+            async move {
+                job.step("export", || async {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, JobError>("x".repeat(2 * 1024 * 1024))
+                })
+                .await?;
+                Ok(())
+            }
+        })
+        .start()
+        .unwrap();
+    eventually(PATIENCE, "the job fails", || async {
+        t.queue.get(id).await.unwrap().state == JobState::Failed
+    })
+    .await;
+    worker.stop(Duration::from_secs(5)).await.unwrap();
+    let job = t.queue.get(id).await.unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the body ran once");
+    assert_eq!(job.failure_group.as_deref(), Some("step"));
+    assert!(
+        job.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("step \"export\""),
+        "{:?}",
+        job.error
+    );
+}
