@@ -1,6 +1,7 @@
 """Steps inside a handler against a real server: recorded once under the lease, read back by every later attempt and
 never run again, numbered when a name is used again; a failing step records nothing and its error names it; a `#` in
-a name fails the job; and the low-level `record_step`, fenced by the lease, keeping its first result."""
+a name fails the job, and so does a result the server refuses to record; and the low-level `record_step`, fenced by
+the lease, keeping its first result."""
 
 from __future__ import annotations
 
@@ -137,6 +138,31 @@ async def test_a_step_name_holding_a_hash_fails_the_job_in_group_step(server: Se
     assert (job.state, job.failure_group, len(job.history)) == ("failed", "step", 1)
     assert job.error == """step "page#2": a step's name must not hold '#', which numbers a name used again"""
     assert ran == [], "the body did not run"
+
+
+async def test_a_step_whose_result_is_refused_fails_the_job_and_its_body_runs_once(server: Server) -> None:
+    """As the Rust client's test of the same name: a result the server refuses (2 MiB, over its 1 MiB default) fails
+    the job for good, naming the step, since a retry would run the body again only to be refused again. The body's
+    runs are counted outside the queue."""
+    ran = []
+    worker = Worker(server.url, "py-steps-refused", wait=1)
+
+    @worker.handler("big")
+    async def big(job: Any) -> None:
+        def export() -> str:
+            ran.append(1)
+            return "x" * (2 * 1024 * 1024)
+
+        await job.step("export", export)
+
+    with Client(server.url) as client:
+        id = client.enqueue("big", retry=IMMEDIATE).id
+        await run_until_ended(server, worker, [id])
+        job = client.get(id)
+    assert len(ran) == 1, "the body ran once"
+    assert (job.state, job.failure_group, len(job.history)) == ("failed", "step", 1), job.error
+    assert job.error is not None and job.error.startswith('step "export": '), job.error
+    assert (job.step_count, job.steps) == (0, [])
 
 
 async def test_a_step_recorded_before_keeps_its_result_which_step_returns(server: Server) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, Generator, List, Optional, Sequence, Tuple
 
 from ._calls import signal_timeout_ms, spawn_jobs
-from ._errors import FailJob, LeaseLost, RetryLater, Suspended
+from ._errors import CairnError, FailJob, LeaseLost, RetryLater, Suspended
 from ._options import PushBody, Seconds, Time, millis, rfc3339
 from ._types import ClaimedJob, Job, JoinedChild, Lease, Signal
 
@@ -132,7 +132,10 @@ class RunningJob(Job):
         If `fn` raises, nothing is recorded and the error is the handler's, its message naming the step
         (`step "charge": card declined`): a `FailJob` stays one, a `RetryLater` too, and any other exception becomes
         a `RetryLater`. A name that is empty, longer than 255 bytes, or holds `#` or a control character, and a
-        result that is not JSON, fail the job for good (`FailJob` in group `step`). A lost lease raises `LeaseLost`.
+        result that is not JSON, fail the job for good (`FailJob` in group `step`). So does a result the server
+        refuses to record (`InvalidInput` or `InvalidState`: larger than the largest job data, a job at its limit of
+        steps): `fn` has run, and a retry would run it again only to be refused again. A lost lease raises
+        `LeaseLost`; any other error (the server unavailable, say) retries the job, its message naming the step.
         """
         full, recorded, known = self._next_step(name)
         state = self._state
@@ -273,8 +276,10 @@ class RunningJob(Job):
         A job that is not one `push` made (or a dict of the same) raises `InvalidInput` before anything is sent; an
         option `push` does not know raises `UnknownOption` there. A name used again in one run is numbered, and
         shares its count with `step`'s, `sleep`'s and `wait_for_signal`'s; a bad name fails the job for good, as for
-        `step`. A lost lease raises `LeaseLost`; another refusal (a job naming another `parent`, field
-        `jobs[i].parent`) retries the job, its message naming the step."""
+        `step`. A spawn the server refuses for its input (`InvalidInput` or `InvalidState`: a job naming another
+        `parent`, field `jobs[i].parent`) fails the job for good too, in group `step`, since a retry would be refused
+        the same. A lost lease raises `LeaseLost`; any other error (the server unavailable, say) retries the job, its
+        message naming the step."""
         children = spawn_jobs(jobs)  # refused here, before anything is sent
         client, loop = self._worker()
         full, recorded, known = self._next_step(name)
@@ -291,7 +296,7 @@ class RunningJob(Job):
                 state.lost = True
                 raise
             except Exception as e:
-                raise _in_step(full, e) from e
+                raise _in_step(full, _refused_for_good(e)) from e
             with state.steps_lock:
                 assert state.recorded is not None
                 state.recorded[full] = {"children": list(spawned.children)}
@@ -387,7 +392,7 @@ class RunningJob(Job):
             state.lost = True
             raise
         except Exception as e:
-            raise _in_step(full, e) from e
+            raise _in_step(full, _refused_for_good(e)) from e
         with state.steps_lock:
             assert state.recorded is not None
             state.recorded[full] = stored.result
@@ -464,6 +469,15 @@ def _text_problem(text: str) -> Optional[str]:
 def _quoted(name: str) -> str:
     """A step's name in double quotes, as the Rust client writes it in messages."""
     return json.dumps(name, ensure_ascii=False)
+
+
+def _refused_for_good(error: Exception) -> Exception:
+    """A step's record or spawn that the server refused, as the Rust client's `refused_for_good` reads it: a `FailJob`
+    in group `step` when the refusal is the input's (`invalid_input`, `invalid_state`), which every retry would meet
+    again, running the step's body again each time; the error as it is otherwise (an outage), for a retry."""
+    if isinstance(error, CairnError) and error.kind in ("invalid_input", "invalid_state"):
+        return FailJob("step", error.message)
+    return error
 
 
 def _in_step(name: str, error: Exception) -> Exception:
