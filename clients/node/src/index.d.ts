@@ -730,7 +730,9 @@ export interface RunningJob extends Job {
    * every later attempt gets the recorded result back and `fn` does not run. A name used again in one run is numbered
    * (`page`, `page#2`); a name holding `#` fails the job in group `step`. What `fn` throws records nothing and rejects,
    * its message naming the step: `FailJob` and `RetryLater` as they were, `LeaseLost` as it is, anything else as a
-   * `RetryLater`. A replayed result is the JSON recorded (a `Date` comes back a string).
+   * `RetryLater`. A result the server refuses to record (over the largest job data, a job at its limit of steps) fails
+   * the job in group `step`, since a retry would run `fn` again only to be refused again. A replayed result is the
+   * JSON recorded (a `Date` comes back a string).
    */
   step<T>(name: string, fn: () => T | Promise<T>): Promise<T>;
   /**
@@ -751,7 +753,8 @@ export interface RunningJob extends Job {
   /**
    * Pushes `jobs` (made with `push`, at most 1,000) as step `name`: the first time, as this job's children, all or
    * none, started at once, resolving to their ids in order; every later attempt gets the recorded ids back and pushes
-   * nothing. A job naming another parent is refused. Names are numbered as `step`'s, with the same count.
+   * nothing. A job naming another parent is refused, and a spawn refused for its input fails the job in group `step`.
+   * Names are numbered as `step`'s, with the same count.
    */
   spawn(name: string, jobs: PushBody[]): Promise<number[]>;
   /**

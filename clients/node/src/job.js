@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from "node:util";
 
 import { joinedChildren } from "./client.js";
-import { LeaseLost } from "./errors.js";
+import { CairnError, LeaseLost } from "./errors.js";
 import { describe, invalid, list, millis, time } from "./options.js";
 
 /** Thrown by a handler: the job runs again after its backoff (or `delay` seconds), with this message as its error. */
@@ -98,7 +98,9 @@ export class RunningJob {
    * recorded under the lease before it is returned; when an earlier attempt recorded `name`, that result is returned
    * and `fn` does not run. A name used again in one run is numbered: `page`, `page#2`, `page#3`. A `fn` that throws
    * records nothing, and its error says the step: `FailJob` and `RetryLater` keep their kind, `LeaseLost` stays as it
-   * is, anything else becomes a `RetryLater`.
+   * is, anything else becomes a `RetryLater`. A result the server refuses to record (`InvalidInput` or `InvalidState`:
+   * over the largest job data, a job at its limit of steps) fails the job in group `step`: `fn` has run, and a retry
+   * would run it again only to be refused again.
    */
   async step(name, fn) {
     this.#checkName(name);
@@ -124,7 +126,7 @@ export class RunningJob {
     try {
       stored = await this.#call(() => this.#run.client.recordStep(this.lease, full, result));
     } catch (e) {
-      throw inStep(full, e);
+      throw inStep(full, refusedForGood(e));
     }
     this.#run.extended();
     this.#recorded.set(full, stored.result);
@@ -196,8 +198,9 @@ export class RunningJob {
    * Pushes `jobs` (made with `push`, at most 1,000) as step `name`, as Rust's `JobContext::spawn` does: the first time,
    * the server pushes them as this job's children, all or none, starts them at once, and records their ids, which this
    * resolves to, in order; when an earlier attempt recorded `name`, the recorded ids come back from the claim without
-   * a request, and nothing is pushed again. A job naming another parent is refused. A name used again in one run is
-   * numbered, as for `step`.
+   * a request, and nothing is pushed again. A job naming another parent is refused, and a spawn refused for its input
+   * (`InvalidInput` or `InvalidState`) fails the job in group `step`, since a retry would be refused the same. A name
+   * used again in one run is numbered, as for `step`.
    */
   async spawn(name, jobs) {
     this.#checkName(name);
@@ -211,7 +214,7 @@ export class RunningJob {
     try {
       spawned = await this.#call(() => this.#run.client.spawn(this.lease, full, jobs));
     } catch (e) {
-      throw inStep(full, e);
+      throw inStep(full, refusedForGood(e));
     }
     this.#run.extended();
     this.#recorded.set(full, { children: spawned.children });
@@ -361,6 +364,18 @@ function joinedOf(result) {
   const children = result?.children;
   const isChild = (child) => child !== null && typeof child === "object" && Number.isInteger(child.id) && typeof child.state === "string";
   return Array.isArray(children) && children.every(isChild) ? joinedChildren(children) : null;
+}
+
+/**
+ * A step's record or spawn that the server refused, as Rust's `refused_for_good` reads it: a `FailJob` in group `step`
+ * when the refusal is the input's (`invalid_input`, `invalid_state`), which every retry would meet again, running the
+ * step's body again each time; the error as it is otherwise (an outage, a lost lease), for a retry.
+ */
+function refusedForGood(error) {
+  if (error instanceof CairnError && (error.kind === "invalid_input" || error.kind === "invalid_state")) {
+    return new FailJob("step", error.message, { cause: error });
+  }
+  return error;
 }
 
 /** What a step's body (or its record) threw, its message naming the step, of the kind the worker reads it as. */

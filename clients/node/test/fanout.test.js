@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { Client, FailJob, InvalidInput, LeaseLost, RetryLater, Suspended, Worker, push } from "../src/index.js";
+import { Client, FailJob, InvalidInput, LeaseLost, Suspended, Worker, push } from "../src/index.js";
 import { RunningJob } from "../src/job.js";
 import { eventually, startServer } from "./server.js";
 
@@ -142,9 +142,10 @@ test("a spawn naming another parent is refused naming the field, and pushes none
   // A step recorded answers its ids: the same name pushes nothing again, whatever it is given.
   assert.deepEqual(await client.spawn(claimed.lease, "parts", [push("double", 4, { queue })]), { children });
   await assert.rejects(client.spawn(claimed.lease, "parts#2", "not a list"), (e) => e instanceof InvalidInput && e.status === null && e.field === "jobs");
-  // In a handler, the refusal becomes a retry whose message names the step and the field.
+  // In a handler, the refusal fails the job for good (a retry would be refused the same), its message naming the step
+  // and the field.
   const job = new RunningJob(claimed, { client, signal: new AbortController().signal, extended() {}, lost() {}, suspended() {} });
-  await assert.rejects(job.spawn("more", jobs), (e) => e instanceof RetryLater && /^step "more": InvalidInput: jobs\[1\]\.parent: /.test(e.message));
+  await assert.rejects(job.spawn("more", jobs), (e) => e instanceof FailJob && e.group === "step" && /^step "more": jobs\[1\]\.parent: /.test(e.message));
   assert.equal((await client.jobs({ queue })).jobs.length, 2);
 });
 

@@ -1,6 +1,7 @@
 // Steps inside a handler (`job.step`), against a real server as Rust's `tests/it/steps.rs` holds them: recorded once
 // under the lease, read back by every later attempt and never run again, numbered when a name is used again; a failed
-// step records nothing and its error names it; a `#` in a name fails the job; `recordStep` is fenced by the lease.
+// step records nothing and its error names it; a `#` in a name fails the job, and so does a result the server refuses
+// to record; `recordStep` is fenced by the lease.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
@@ -117,6 +118,31 @@ test("a failed step records nothing, and its error names it and keeps its kind",
   assert.deepEqual([b.steps, b.step_count], [[], 0]);
   // A FailJob stays one: failed for good in its own group, at the first attempt.
   assert.deepEqual([c.state, c.failure_group, c.error, c.attempt, c.steps], ["failed", "card", 'step "charge": declined', 1, []]);
+});
+
+test("a step whose result is refused fails the job, and its body runs once", async () => {
+  // As Rust's test of the same name: 2 MiB is over the server's 1 MiB default, and a retry would run the body again
+  // only to be refused again.
+  const { id } = await client.enqueue("big", null, { queue: "steps-refused", ...immediate(3) });
+  // Counted outside the queue: how many times the body ran.
+  let ran = 0;
+  await work(
+    "steps-refused",
+    {
+      big: async (job) => {
+        await job.step("export", () => {
+          ran++;
+          return "x".repeat(2 * 1024 * 1024);
+        });
+      },
+    },
+    "the job fails",
+    ended(id),
+  );
+  const job = await client.get(id);
+  assert.equal(ran, 1, "the body ran once");
+  assert.deepEqual([job.state, job.failure_group, job.attempt, job.steps], ["failed", "step", 1, []]);
+  assert.match(job.error, /^step "export": /);
 });
 
 test("a step's name holding '#' fails the job in group step, without running it", async () => {
