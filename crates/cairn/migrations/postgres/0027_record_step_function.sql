@@ -23,10 +23,6 @@ BEGIN
         PERFORM cairn_invalid('result', 'must be JSON, got NULL (send ''null'' for JSON null)');
     END IF;
     v_result := result::jsonb::text;
-    IF octet_length(v_result) > max_data THEN
-        PERFORM cairn_invalid('result', format('must be at most %s bytes of JSON, got %s', max_data,
-            octet_length(v_result)));
-    END IF;
     SELECT j.id, j.queue, j.name, j.worker, j.attempt, j.step_count, j.step_bytes INTO held
     FROM jobs AS j
     WHERE j.id = cairn_record_step.job_id AND j.state = 'running' AND j.lease_token = cairn_record_step.token
@@ -36,11 +32,22 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'CN001',
             MESSAGE = format('job %s is no longer held under this lease', cairn_record_step.job_id);
     END IF;
+    -- The lease is extended whether the step is new or not, as a heartbeat does.
+    UPDATE jobs AS j SET lease_expires_at = CASE
+        WHEN j.timeout_ms IS NULL THEN GREATEST(j.lease_expires_at, now_ms + j.lease_timeout_ms)
+        ELSE LEAST(GREATEST(j.lease_expires_at, now_ms + j.lease_timeout_ms), j.attempt_started_at + j.timeout_ms)
+    END
+    WHERE j.id = held.id;
+    -- Recorded already (a call sent again): the first result stands, whatever the limits say of this one.
     SELECT s.result, s.attempt, s.recorded_at INTO kept
     FROM job_steps AS s WHERE s.job_id = held.id AND s.name = v_name;
     IF FOUND THEN
         RETURN QUERY SELECT kept.result, kept.attempt, kept.recorded_at;
         RETURN;
+    END IF;
+    IF octet_length(v_result) > max_data THEN
+        PERFORM cairn_invalid('result', format('must be at most %s bytes of JSON, got %s', max_data,
+            octet_length(v_result)));
     END IF;
     IF held.step_count >= 1000 THEN
         PERFORM cairn_invalid('step', format('a job records at most 1000 steps, and job %s has', held.id));
@@ -51,11 +58,6 @@ BEGIN
     END IF;
     INSERT INTO job_steps (job_id, name, seq, result, attempt, recorded_at)
     VALUES (held.id, v_name, held.step_count, v_result, held.attempt, now_ms);
-    UPDATE jobs AS j SET lease_expires_at = CASE
-        WHEN j.timeout_ms IS NULL THEN GREATEST(j.lease_expires_at, now_ms + j.lease_timeout_ms)
-        ELSE LEAST(GREATEST(j.lease_expires_at, now_ms + j.lease_timeout_ms), j.attempt_started_at + j.timeout_ms)
-    END
-    WHERE j.id = held.id;
     INSERT INTO activity (at, event, job_id, queue, name, worker, detail)
     VALUES (now_ms, 'step_recorded', held.id, held.queue, held.name, held.worker, v_name);
     RETURN QUERY SELECT v_result, held.attempt::bigint, now_ms;

@@ -1063,6 +1063,29 @@ async fn a_step_recorded_in_the_application_transaction_commits_with_its_change(
     }
     assert_eq!(payments(&db).await, 0);
     assert_eq!(queue.get(id).await.unwrap().step_count, 0);
+    // Committed, then sent again with another (even an oversized) result: the first stands.
+    let (first, again) = {
+        let queue = queue.clone();
+        let lease = claimed.lease.clone();
+        app(&db, move |client| {
+            let name = StepName::parse("note").unwrap();
+            let mut tx = client.transaction().unwrap();
+            let first = queue
+                .record_step_in_postgres(&mut tx, &lease, &name, &serde_json::json!("kept"))
+                .unwrap();
+            tx.commit().unwrap();
+            let mut tx = client.transaction().unwrap();
+            let big = serde_json::json!("x".repeat(2 * 1024 * 1024));
+            let again = queue
+                .record_step_in_postgres(&mut tx, &lease, &name, &big)
+                .unwrap();
+            tx.commit().unwrap();
+            (first, again)
+        })
+        .await
+    };
+    assert_eq!(first, again);
+    assert_eq!(again.result, serde_json::json!("kept"));
     queue.release(&claimed.lease).await.unwrap();
     let stale = {
         let queue = queue.clone();
@@ -1134,7 +1157,15 @@ async fn a_step_recorded_in_the_application_transaction_commits_with_its_change(
     let job = queue.get(id).await.unwrap();
     assert_eq!(job.result, Some(serde_json::json!({"paid": 1999})));
     assert_eq!(
-        (job.steps[0].attempt + 1, job.history.len()),
+        (
+            job.steps
+                .iter()
+                .find(|s| s.name == "charge")
+                .unwrap()
+                .attempt
+                + 1,
+            job.history.len()
+        ),
         (job.attempt, 3),
         "recorded by the attempt before the last (the first was given back by hand)"
     );
