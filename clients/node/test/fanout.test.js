@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { Client, FailJob, InvalidInput, LeaseLost, Suspended, Worker, push } from "../src/index.js";
+import { Client, FailJob, InvalidInput, LeaseLost, Suspended, push } from "../src/index.js";
 import { RunningJob } from "../src/job.js";
 import { eventually, startServer } from "./server.js";
+import { startWorker } from "./workers.js";
 
 let server;
 let client;
@@ -17,20 +18,6 @@ before(async () => {
 });
 after(async () => server.stop());
 
-const quiet = { warn() {}, error() {} };
-
-/** A worker on `queue` with `handlers` and one slot, started; `stop()` resolves to its report. */
-function startWorker(queue, handlers) {
-  const worker = new Worker(server.url, `node-${queue}`, { queues: [queue], wait: 1, maxConcurrency: 1, logger: quiet });
-  for (const [name, fn] of Object.entries(handlers)) worker.handler(name, fn);
-  const running = worker.start();
-  return {
-    async stop() {
-      worker.stop();
-      return running;
-    },
-  };
-}
 
 const completed = (id) => async () => (await client.get(id)).state === "completed";
 
@@ -42,7 +29,7 @@ test("a parent spawns three children, joins them without its worker, and sums th
   const spawnedIds = [];
   const joinedIds = [];
   // One slot: the children cannot run before the parent gives it up, so the join suspends the parent at least once.
-  const worker = startWorker(queue, {
+  const worker = startWorker(server.url, queue, {
     double: async (job) => {
       doubled.push(job.data);
       return job.data * 2;
@@ -90,7 +77,7 @@ test("a parent spawns three children, joins them without its worker, and sums th
 test("a failed child holds the join until it is cancelled, and the join then says cancelled", async () => {
   const queue = "fan-failed";
   const { id } = await client.enqueue("gather", null, { queue });
-  const worker = startWorker(queue, {
+  const worker = startWorker(server.url, queue, {
     double: async (job) => job.data * 2,
     broken: async () => {
       throw new FailJob("broken", "no good");

@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { Client, FailJob, InvalidInput, InvalidState, LeaseLost, Suspended, Worker } from "../src/index.js";
+import { Client, FailJob, InvalidInput, InvalidState, LeaseLost, Suspended } from "../src/index.js";
 import { RunningJob } from "../src/job.js";
 import { eventually, startServer } from "./server.js";
+import { startWorker } from "./workers.js";
 
 let server;
 let client;
@@ -17,21 +18,7 @@ before(async () => {
 });
 after(async () => server.stop());
 
-const quiet = { warn() {}, error() {} };
 const HOUR = 3600;
-
-/** A worker on `queue` with `handlers` and one slot, started; `stop()` resolves to its report. */
-function startWorker(queue, handlers) {
-  const worker = new Worker(server.url, `node-${queue}`, { queues: [queue], wait: 1, maxConcurrency: 1, logger: quiet });
-  for (const [name, fn] of Object.entries(handlers)) worker.handler(name, fn);
-  const running = worker.start();
-  return {
-    async stop() {
-      worker.stop();
-      return running;
-    },
-  };
-}
 
 const completed = (id) => async () => (await client.get(id)).state === "completed";
 
@@ -39,7 +26,7 @@ test("a handler that waits for a signal frees its slot, and the signal sent whil
   const { id } = await client.enqueue("order.fulfil", { order: 1 }, { queue: "signal-wait" });
   // Counted outside the queue: how many times the charge's body ran.
   let charged = 0;
-  const worker = startWorker("signal-wait", {
+  const worker = startWorker(server.url, "signal-wait", {
     "order.fulfil": async (job) => {
       const receipt = await job.step("charge", () => `ch_${++charged}`);
       const packed = await job.waitForSignal("packed", "order-1/packed", HOUR);
@@ -83,7 +70,7 @@ test("a signal sent before the wait is kept and received at once, by one job onl
   // Two jobs wait for the key in turn (one slot): the first receives the kept signal, the second times out.
   const first = await client.enqueue("order.fulfil", null, { queue: "signal-early" });
   const second = await client.enqueue("order.fulfil", null, { queue: "signal-early" });
-  const worker = startWorker("signal-early", { "order.fulfil": async (job) => job.waitForSignal("packed", "order-2/packed", 0.3) });
+  const worker = startWorker(server.url, "signal-early", { "order.fulfil": async (job) => job.waitForSignal("packed", "order-2/packed", 0.3) });
   let report;
   try {
     await eventually("both jobs complete", async () => (await completed(first.id)()) && completed(second.id)());
@@ -102,7 +89,7 @@ test("a signal sent before the wait is kept and received at once, by one job onl
 test("a wait that times out answers received false, and a signal of null data answers received true", async () => {
   const late = await client.enqueue("approve", { key: "order-3/approved" }, { queue: "signal-timeout" });
   const nulled = await client.enqueue("approve", { key: "order-4/approved" }, { queue: "signal-timeout" });
-  const worker = startWorker("signal-timeout", {
+  const worker = startWorker(server.url, "signal-timeout", {
     approve: async (job) => {
       const signal = await job.waitForSignal("approved", job.data.key, 0.3);
       return { ...signal, replayed: (await job.waitForSignal("approved", "other", 1)).received };

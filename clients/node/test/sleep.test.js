@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { Client, FailJob, InvalidInput, LeaseLost, Suspended, Worker } from "../src/index.js";
+import { Client, FailJob, InvalidInput, LeaseLost, Suspended } from "../src/index.js";
 import { RunningJob } from "../src/job.js";
 import { eventually, startServer } from "./server.js";
+import { work } from "./workers.js";
 
 let server;
 let client;
@@ -17,20 +18,6 @@ before(async () => {
 });
 after(async () => server.stop());
 
-const quiet = { warn() {}, error() {} };
-
-/** Runs a worker on `queue` with `handlers` until `done()`, then stops it; resolves to its report. */
-async function work(queue, handlers, what, done) {
-  const worker = new Worker(server.url, `node-${queue}`, { queues: [queue], wait: 1, logger: quiet });
-  for (const [name, fn] of Object.entries(handlers)) worker.handler(name, fn);
-  const running = worker.start();
-  try {
-    await eventually(what, done);
-  } finally {
-    worker.stop();
-  }
-  return running;
-}
 
 const completed = (id) => async () => (await client.get(id)).state === "completed";
 
@@ -38,7 +25,7 @@ test("a handler that sleeps frees its slot and finishes later", async () => {
   const { id } = await client.enqueue("wait-and-see", null, { queue: "sleep-worker" });
   // Counted outside the queue: how many times the steps' bodies ran.
   let ran = 0;
-  const report = await work(
+  const report = await work(server.url, 
     "sleep-worker",
     {
       "wait-and-see": async (job) => {
@@ -62,7 +49,7 @@ test("a handler that sleeps frees its slot and finishes later", async () => {
 
 test("a handler that swallows Suspended still ends its run with no call about the job", async () => {
   const { id } = await client.enqueue("swallow", null, { queue: "sleep-swallow" });
-  const report = await work(
+  const report = await work(server.url, 
     "sleep-swallow",
     {
       swallow: async (job) => {

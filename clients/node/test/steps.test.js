@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 
-import { Client, FailJob, LeaseLost, RetryLater, Worker } from "../src/index.js";
+import { Client, FailJob, LeaseLost, RetryLater } from "../src/index.js";
 import { RunningJob } from "../src/job.js";
-import { eventually, startServer } from "./server.js";
+import { startServer } from "./server.js";
+import { work } from "./workers.js";
 
 let server;
 let client;
@@ -17,22 +18,8 @@ before(async () => {
 });
 after(async () => server.stop());
 
-const quiet = { warn() {}, error() {} };
 // Attempts again at once, so that a test does not wait out a backoff.
 const immediate = (maxAttempts) => ({ retry: { maxAttempts, initialDelay: 0 } });
-
-/** Runs a worker on `queue` with `handlers` until `done()`, then stops it; resolves to its report. */
-async function work(queue, handlers, what, done) {
-  const worker = new Worker(server.url, `node-${queue}`, { queues: [queue], wait: 1, logger: quiet });
-  for (const [name, fn] of Object.entries(handlers)) worker.handler(name, fn);
-  const running = worker.start();
-  try {
-    await eventually(what, done);
-  } finally {
-    worker.stop();
-  }
-  return running;
-}
 
 const ended = (id) => async () => ["completed", "failed"].includes((await client.get(id)).state);
 
@@ -42,7 +29,7 @@ test("a recorded step is read back by later attempts and never run again", async
   let charges = 0;
   let pages = 0;
   const claimedSteps = [];
-  await work(
+  await work(server.url, 
     "steps-order",
     {
       order: async (job) => {
@@ -87,7 +74,7 @@ test("a failed step records nothing, and its error names it and keeps its kind",
   const flaky = (await client.enqueue("flaky", null, { queue: "steps-fail", ...immediate(2) })).id;
   const broken = (await client.enqueue("broken", null, { queue: "steps-fail", ...immediate(1) })).id;
   const refused = (await client.enqueue("refused", null, { queue: "steps-fail", ...immediate(3) })).id;
-  await work(
+  await work(server.url, 
     "steps-fail",
     {
       flaky: async (job) => {
@@ -126,7 +113,7 @@ test("a step whose result is refused fails the job, and its body runs once", asy
   const { id } = await client.enqueue("big", null, { queue: "steps-refused", ...immediate(3) });
   // Counted outside the queue: how many times the body ran.
   let ran = 0;
-  await work(
+  await work(server.url, 
     "steps-refused",
     {
       big: async (job) => {
@@ -148,7 +135,7 @@ test("a step whose result is refused fails the job, and its body runs once", asy
 test("a step's name holding '#' fails the job in group step, without running it", async () => {
   const { id } = await client.enqueue("hashed", null, { queue: "steps-hash", ...immediate(3) });
   let ran = false;
-  await work(
+  await work(server.url, 
     "steps-hash",
     {
       hashed: async (job) => {
